@@ -1,0 +1,81 @@
+import { catalogSources, ToolCatalog } from '../catalog/toolCatalog.js';
+import type { WardenConfig } from '../config/types.js';
+import type { Logger } from '../logging/logger.js';
+import { UpstreamPool } from '../upstreams/upstreamPool.js';
+import type { UpstreamState } from '../upstreams/upstream.js';
+
+export interface CatalogListing {
+  readonly tools: readonly {
+    readonly name: string;
+    readonly server: string;
+    readonly tool: string;
+    readonly description: string;
+  }[];
+  readonly servers: readonly {
+    readonly name: string;
+    /** `unavailable`: still connecting or restarting when the startup deadline passed. */
+    readonly state: 'ready' | 'failed' | 'disabled' | 'unavailable';
+    readonly tools: number;
+    readonly error?: string;
+  }[];
+}
+
+function summarize(state: UpstreamState): CatalogListing['servers'][number]['state'] {
+  if (state === 'ready' || state === 'disabled' || state === 'failed') return state;
+  return 'unavailable';
+}
+
+/**
+ * `mcp-warden tools`: starts the upstreams exactly as serving would, waits for the startup
+ * deadline, and reports the merged catalog with each server's fate.
+ */
+export async function listCatalog(options: {
+  config: WardenConfig;
+  logger: Logger;
+  version: string;
+}): Promise<CatalogListing> {
+  const { config, logger } = options;
+  const catalog = new ToolCatalog(config.gateway.naming, (w) => logger.warn(w));
+  const pool = new UpstreamPool({
+    config,
+    logger,
+    clientInfo: { name: 'mcp-warden', version: options.version },
+    onToolsChanged: () => void catalog.rebuild(catalogSources(pool.upstreams)),
+  });
+  try {
+    await pool.start();
+    return {
+      tools: catalog.entries.map((e) => ({
+        name: e.exposed,
+        server: e.server,
+        tool: e.tool.name,
+        description: (e.tool.description ?? '').split('\n')[0]!.trim(),
+      })),
+      servers: pool.upstreams.map((u) => ({
+        name: u.name,
+        state: summarize(u.state),
+        tools: u.tools.length,
+        ...(u.lastError !== undefined && u.state !== 'ready' && { error: u.lastError }),
+      })),
+    };
+  } finally {
+    await pool.stop();
+  }
+}
+
+/** A plain table for people: exposed name, server, first line of the description. */
+export function formatCatalog(listing: CatalogListing): string {
+  const rows = listing.tools.map((t) => [t.name, t.server, t.description]);
+  const header = ['TOOL', 'SERVER', 'DESCRIPTION'];
+  const widths = [0, 1].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => `${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]}`.trimEnd();
+  const out = [line(header), ...rows.map(line), ''];
+  for (const s of listing.servers) {
+    const detail = s.error !== undefined ? `: ${s.error}` : '';
+    out.push(`server ${s.name}: ${s.state}, ${s.tools} tools${detail}`);
+  }
+  out.push(
+    `${listing.tools.length} tools from ${listing.servers.filter((s) => s.state === 'ready').length}/${listing.servers.length} servers`,
+  );
+  return `${out.join('\n')}\n`;
+}

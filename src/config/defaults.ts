@@ -1,0 +1,55 @@
+/**
+ * Every default of the configuration, in one place. `load.ts` fills gaps from here and
+ * nowhere else. The JSON Schema repeats some of them as `default` annotations for editors;
+ * a unit test keeps the two in agreement.
+ */
+import { deepFreeze } from './freeze.js';
+import type { GatewayConfig } from './types.js';
+
+export const DEFAULTS = deepFreeze({
+  /** The whole `gateway:` section when the file omits it (no log file: logs go to stderr only). */
+  gateway: {
+    naming: {
+      /** Between namespace and tool name: `fs__read_file`. */
+      separator: '__',
+      /** What Claude and most other hosts accept as a tool name. */
+      pattern: '^[A-Za-z0-9_-]{1,64}$',
+      /** Matches the pattern's upper bound, so hashed shortening keeps names acceptable. */
+      maxLength: 64,
+    },
+    /** 10 s: long enough for `npx` to start a cached package, short enough not to stall the host. */
+    startupTimeoutMs: 10_000,
+    /** 30 s: a cold `npx -y` download can be slow. */
+    connectTimeoutMs: 30_000,
+    /** 5 min: tools may do real work (builds, searches); per-server and per-tool values override it. */
+    callTimeoutMs: 300_000,
+    restart: {
+      /** 500 ms before the first restart after a crash. */
+      initialDelayMs: 500,
+      /** The doubling restart delay stops growing at 30 s. */
+      maxDelayMs: 30_000,
+      /** A sixth restart within the window marks the upstream failed. */
+      maxRestarts: 5,
+      /** Restarts are counted over 60 s. */
+      windowMs: 60_000,
+    },
+    log: {
+      /** `info`: lifecycle events without per-call noise. */
+      level: 'info',
+    },
+    /** 32 MiB per JSON-RPC message from an upstream: room for large resources, a bound on memory. */
+    maxMessageBytes: 32 * 1024 * 1024,
+  } satisfies GatewayConfig,
+
+  /** Per-server settings when the server's entry omits them. */
+  server: {
+    /** 16 calls in flight at once per upstream; further calls queue. */
+    maxConcurrency: 16,
+    /** 256 queued calls per upstream before new calls are rejected. */
+    maxQueue: 256,
+    /** Servers listed in the file are started. */
+    disabled: false,
+    /** Tool annotations (e.g. readOnlyHint) from upstreams are not believed unless trusted. */
+    trusted: false,
+  },
+} as const);

@@ -1,0 +1,53 @@
+/**
+ * Durations in the config file: a number of milliseconds, or a decimal number with a unit.
+ * Kept deliberately small (no `1h30m`, no `d`) so every accepted form is listed in one message.
+ */
+
+/**
+ * Node's timers store delays as signed 32-bit integers; a larger delay fires after 1 ms with a
+ * warning, which would turn a generous timeout into an immediate one. Rejecting it is safer.
+ */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+/** The accepted forms, as users read them in error messages. */
+export const DURATION_FORMS =
+  'a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"';
+
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+type Unit = keyof typeof UNIT_MS;
+
+const FORM = /^(\d+)(?:\.(\d+))?(ms|s|m|h)$/;
+
+/**
+ * Milliseconds for a duration written as a number (already ms) or a string such as `1.5s`.
+ * Throws an Error whose message names the value and the accepted forms.
+ */
+export function parseDuration(value: string | number): number {
+  let ms: number;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) {
+      throw new Error(`invalid duration ${String(value)}: expected ${DURATION_FORMS}`);
+    }
+    // `-0` passes the checks above; normalize it so it never leaks into arithmetic or output.
+    ms = value === 0 ? 0 : value;
+  } else if (typeof value === 'string') {
+    const match = FORM.exec(value);
+    if (match === null) {
+      throw new Error(`invalid duration ${JSON.stringify(value)}: expected ${DURATION_FORMS}`);
+    }
+    const [, whole = '', fraction = '', unit] = match;
+    // Scale the decimal digits as an integer and divide once, so "1.1s" is exactly 1100 rather
+    // than 1100.0000000000002.
+    ms = (Number(whole + fraction) * UNIT_MS[unit as Unit]) / 10 ** fraction.length;
+  } else {
+    // The signature says string | number, but values come from parsed files and JS callers.
+    throw new Error(`invalid duration of type ${typeof value}: expected ${DURATION_FORMS}`);
+  }
+  if (ms > MAX_DURATION_MS) {
+    const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+    throw new Error(
+      `invalid duration ${shown}: at most ${MAX_DURATION_MS} ms (about 24.8 days) is supported`,
+    );
+  }
+  return ms;
+}

@@ -1,0 +1,88 @@
+/**
+ * `${VAR}` / `${VAR:-default}` expansion in the string values of a parsed config.
+ *
+ * Works on plain parsed data (strings, numbers, lists, mappings) and reports problems with the
+ * key path; the loader turns paths into file positions. Keys are never expanded: a mapping's
+ * shape must be visible in the file.
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A key path into parsed data: mapping keys are strings, list indexes are numbers. */
+export type KeyPath = readonly (string | number)[];
+
+export interface InterpolationProblem {
+  readonly path: KeyPath;
+  readonly message: string;
+}
+
+const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
+
+const FORMS = 'expected ${NAME} or ${NAME:-default}; write $${ for a literal "${"';
+
+/**
+ * Expands one string. `$${` is a literal `${`. In `${NAME:-default}` the default is used when
+ * NAME is unset or empty (as in POSIX shells and docker compose); it runs to the first `}` and
+ * is not itself expanded. Problems are messages; the result is still returned for the caller to
+ * discard.
+ */
+export function expandString(text: string, env: Env): { value: string; problems: string[] } {
+  const problems: string[] = [];
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    if (text.startsWith('$${', i)) {
+      out += '${';
+      i += 3;
+      continue;
+    }
+    if (!text.startsWith('${', i)) {
+      out += text[i];
+      i += 1;
+      continue;
+    }
+    const close = text.indexOf('}', i + 2);
+    if (close === -1) {
+      problems.push(`unterminated "\${" in ${JSON.stringify(text.slice(i))}: ${FORMS}`);
+      out += text.slice(i);
+      break;
+    }
+    const body = text.slice(i + 2, close);
+    i = close + 1;
+    const match = REFERENCE.exec(body);
+    if (match === null) {
+      problems.push(`invalid variable reference "\${${body}}": ${FORMS}`);
+      continue;
+    }
+    const [, name = '', fallback] = match;
+    // hasOwn, so `${constructor}` does not find Object.prototype.constructor in a plain env object.
+    const value = Object.hasOwn(env, name) ? env[name] : undefined;
+    if (fallback !== undefined) {
+      out += value === undefined || value === '' ? fallback : value;
+    } else if (value === undefined) {
+      problems.push(`environment variable "${name}" is not set (use \${${name}:-default} to give a default)`);
+    } else {
+      out += value;
+    }
+  }
+  return { value: out, problems };
+}
+
+/** Expands every string in `value`, returning a new tree (the input is not modified). */
+export function interpolate(value: unknown, env: Env): { value: unknown; problems: InterpolationProblem[] } {
+  const problems: InterpolationProblem[] = [];
+  const walk = (node: unknown, path: KeyPath): unknown => {
+    if (typeof node === 'string') {
+      const result = expandString(node, env);
+      for (const message of result.problems) problems.push({ path, message });
+      return result.value;
+    }
+    if (Array.isArray(node)) return node.map((item, index) => walk(item, [...path, index]));
+    if (typeof node === 'object' && node !== null) {
+      // fromEntries defines own properties, so a `__proto__` key stays data, not a prototype.
+      return Object.fromEntries(Object.entries(node).map(([key, item]) => [key, walk(item, [...path, key])]));
+    }
+    return node;
+  };
+  return { value: walk(value, []), problems };
+}

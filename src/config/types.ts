@@ -1,0 +1,106 @@
+/**
+ * The validated, normalized, frozen configuration the rest of the gateway reads.
+ * Produced only by `loadConfig` (src/config/load.ts); nothing else builds one except tests.
+ * Durations are milliseconds; paths are absolute.
+ */
+
+/** How exposed tool names are formed and bounded (see README "Tool names"). */
+export interface NamingConfig {
+  /** Between namespace and tool name. Default `__`. */
+  readonly separator: string;
+  /** Exposed names must match this (anchored) pattern. Default `^[A-Za-z0-9_-]{1,64}$`. */
+  readonly pattern: string;
+  /** Exposed names longer than this are shortened with a stable hash. Default 64. */
+  readonly maxLength: number;
+}
+
+/** Restart policy for crashed or failed upstreams. */
+export interface RestartConfig {
+  /** First delay after a crash. Default 500 ms. */
+  readonly initialDelayMs: number;
+  /** Delays double up to this cap. Default 30 s. */
+  readonly maxDelayMs: number;
+  /** More than this many restarts within `windowMs` marks the upstream failed. Default 5. */
+  readonly maxRestarts: number;
+  /** Default 60 s. */
+  readonly windowMs: number;
+}
+
+export interface LogConfig {
+  /** winston level: error | warn | info | debug. Default info. */
+  readonly level: 'error' | 'warn' | 'info' | 'debug';
+  /** Absolute path of a log file; when absent, logs go to stderr only. */
+  readonly file?: string;
+}
+
+export interface GatewayConfig {
+  readonly naming: NamingConfig;
+  /** How long the host's first tools/list waits for upstreams to connect. Default 10 s. */
+  readonly startupTimeoutMs: number;
+  /** Bound on one upstream's spawn + initialize handshake. Default 30 s. */
+  readonly connectTimeoutMs: number;
+  /** Default per-call timeout (overridden per server and per tool). Default 5 min. */
+  readonly callTimeoutMs: number;
+  readonly restart: RestartConfig;
+  readonly log: LogConfig;
+  /**
+   * Bound on one JSON-RPC message read from an upstream (`gateway.maxMessageSize`). A larger
+   * answer fails that call (or restarts the upstream when the call cannot be told) instead of
+   * breaking the connection. Default 32 MiB.
+   */
+  readonly maxMessageBytes: number;
+}
+
+export interface ToolFilter {
+  /** Anchored globs on the upstream's own tool name; empty means all. */
+  readonly include: readonly string[];
+  /** Anchored globs; applied after include. */
+  readonly exclude: readonly string[];
+  /** Per-tool timeout overrides, glob on the upstream tool name → ms. First match wins (config order). */
+  readonly timeouts: readonly { readonly glob: string; readonly timeoutMs: number }[];
+}
+
+interface ServerCommon {
+  /** The key under `servers:` / `mcpServers:`. */
+  readonly name: string;
+  /** Prefix of exposed names; `null` when the config says `namespace: false`. Default: the server name. */
+  readonly namespace: string | null;
+  /** Per-call timeout for this server's tools, when set; else the gateway default. */
+  readonly timeoutMs?: number;
+  /** Calls in flight at once to this upstream; further calls queue. Default 16. */
+  readonly maxConcurrency: number;
+  /** Calls allowed to wait in the queue; beyond that calls are rejected. Default 256. */
+  readonly maxQueue: number;
+  readonly tools: ToolFilter;
+  readonly disabled: boolean;
+  /** Whether this server's tool annotations may be believed. Default false. */
+  readonly trusted: boolean;
+  /** Where in the config file this server was declared, for messages. */
+  readonly source: { readonly file: string; readonly line: number };
+}
+
+export interface StdioServerConfig extends ServerCommon {
+  readonly transport: 'stdio';
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Extra environment for the child, on top of the minimal default environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Absolute working directory; relative values in the file are resolved against the config file's folder. */
+  readonly cwd: string;
+}
+
+export interface HttpServerConfig extends ServerCommon {
+  readonly transport: 'http';
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+export interface WardenConfig {
+  /** Absolute path of the file this came from. */
+  readonly file: string;
+  readonly gateway: GatewayConfig;
+  /** In the order the file lists them; this order decides name collisions. */
+  readonly servers: readonly ServerConfig[];
+}

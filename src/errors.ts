@@ -1,0 +1,103 @@
+/**
+ * Typed errors. Every error the gateway makes up is one of these; `src/wire/errorsToWire.ts`
+ * is the one place they are mapped to JSON-RPC errors or `isError` tool results.
+ *
+ * `expose` says whether `message` is safe to show the host (and so the model). When false,
+ * the host gets a generic message and the details go to the log only.
+ */
+
+export type WardenErrorCode =
+  | 'CONFIG_INVALID'
+  | 'UNKNOWN_TOOL'
+  | 'INVALID_PARAMS'
+  | 'UPSTREAM_UNAVAILABLE'
+  | 'UPSTREAM_FAILED'
+  | 'UPSTREAM_ERROR'
+  | 'CALL_TIMEOUT'
+  | 'CALL_CANCELLED'
+  | 'QUEUE_FULL'
+  | 'DENIED'
+  | 'INTERNAL';
+
+export interface WardenErrorOptions {
+  cause?: unknown;
+  /** Default true: the messages we write are meant for users. */
+  expose?: boolean;
+}
+
+export class WardenError extends Error {
+  readonly code: WardenErrorCode;
+  readonly expose: boolean;
+
+  constructor(code: WardenErrorCode, message: string, options: WardenErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.expose = options.expose ?? true;
+  }
+}
+
+/** One problem found in a config or policy file, located for a human. */
+export interface ConfigIssue {
+  readonly file: string;
+  /** 1-based; 0 when the problem is not tied to a place (e.g. the file is missing). */
+  readonly line: number;
+  readonly column: number;
+  /** Dotted key path, e.g. `servers.fs.command`; empty for the whole document. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export function formatConfigIssue(issue: ConfigIssue): string {
+  const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : issue.file;
+  const key = issue.path === '' ? '' : ` ${issue.path}:`;
+  return `${where}:${key} ${issue.message}`;
+}
+
+/** A config (or policy) file that cannot be used. Carries every problem found, not just the first. */
+export class ConfigError extends WardenError {
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(issues: readonly ConfigIssue[]) {
+    super('CONFIG_INVALID', issues.map(formatConfigIssue).join('\n'));
+    this.issues = issues;
+  }
+}
+
+/** A request named a tool the catalog does not have. Maps to JSON-RPC -32602. */
+export class UnknownToolError extends WardenError {
+  constructor(name: string) {
+    super('UNKNOWN_TOOL', `Unknown tool: ${name}`);
+  }
+}
+
+/** The upstream that owns a tool is not connected (starting, restarting or failed). */
+export class UpstreamUnavailableError extends WardenError {
+  constructor(server: string, detail: string) {
+    super('UPSTREAM_UNAVAILABLE', `Upstream server "${server}" is not available: ${detail}`);
+  }
+}
+
+/** The upstream died or its connection broke while a request was in flight. */
+export class UpstreamFailedError extends WardenError {
+  constructor(server: string, detail: string, options: WardenErrorOptions = {}) {
+    super('UPSTREAM_FAILED', `Upstream server "${server}" failed: ${detail}`, options);
+  }
+}
+
+/**
+ * The upstream answered with a JSON-RPC error. Kept apart from errors we make up so the host
+ * sees the upstream's own code and message.
+ */
+export class UpstreamRpcError extends WardenError {
+  readonly server: string;
+  readonly rpcCode: number;
+  readonly data: unknown;
+
+  constructor(server: string, rpcCode: number, message: string, data?: unknown) {
+    super('UPSTREAM_ERROR', message);
+    this.server = server;
+    this.rpcCode = rpcCode;
+    this.data = data;
+  }
+}

@@ -1,0 +1,26 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Params } from '../protocol/jsonRpc.js';
+import type { Upstream } from '../upstreams/upstream.js';
+import type { Next, ToolCall } from './types.js';
+
+export interface ForwardCallOptions {
+  readonly upstreams: ReadonlyMap<string, Upstream>;
+}
+
+/**
+ * The pipeline's terminal: sends the call to the upstream that owns the tool, under the
+ * upstream's own tool name. Cancellation and progress ride on the session's own id table.
+ */
+export function createForwardCall(options: ForwardCallOptions): Next {
+  return async function forwardCall(call: ToolCall): Promise<CallToolResult> {
+    const upstream = options.upstreams.get(call.server)!;
+    const params: Params = { name: call.tool };
+    if (call.arguments !== undefined) params.arguments = call.arguments;
+    if (call.meta !== undefined) params._meta = call.meta;
+    const result = await upstream.request('tools/call', params, {
+      ...(call.signal && { signal: call.signal }),
+      ...(call.onProgress && { onProgress: call.onProgress }),
+    });
+    return result as CallToolResult;
+  };
+}

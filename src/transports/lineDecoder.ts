@@ -1,0 +1,106 @@
+/**
+ * Splits a byte stream into newline-delimited lines with a bound on line size.
+ *
+ * Why not the SDK's ReadBuffer: it closes the whole transport when one message exceeds
+ * its 10 MiB limit (FIELD_NOTES "Traps"). Here an oversize line is skipped and reported with
+ * a little of its head and tail, so the owner can tell which request it answered and fail
+ * only that one, keeping the connection.
+ */
+
+const NEWLINE = 0x0a;
+/** How much of an oversize line is kept for the owner to identify it. */
+const EDGE_BYTES = 256;
+
+export interface OversizeLine {
+  /** Total bytes of the skipped line (without the newline). */
+  readonly bytes: number;
+  readonly head: string;
+  readonly tail: string;
+}
+
+export interface LineDecoderOptions {
+  /** Lines longer than this many bytes are skipped and reported through `onOversize`. */
+  readonly maxLineBytes: number;
+  readonly onLine: (line: string) => void;
+  readonly onOversize: (info: OversizeLine) => void;
+}
+
+export class LineDecoder {
+  private readonly options: LineDecoderOptions;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Set while discarding the rest of an oversize line. */
+  private oversize: { bytes: number; head: Buffer; tail: Buffer } | null = null;
+
+  constructor(options: LineDecoderOptions) {
+    this.options = options;
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(NEWLINE, start);
+      if (nl === -1) {
+        this.accumulate(chunk.subarray(start));
+        return;
+      }
+      this.accumulate(chunk.subarray(start, nl));
+      this.finishLine();
+      start = nl + 1;
+    }
+  }
+
+  /** The stream ended: a last line without a newline still counts. */
+  end(): void {
+    if (this.pendingBytes > 0 || this.oversize !== null) this.finishLine();
+  }
+
+  private accumulate(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.oversize !== null) {
+      this.trackOversize(part);
+      return;
+    }
+    if (this.pendingBytes + part.length > this.options.maxLineBytes) {
+      // Keep only the edges from here on; the middle of an oversize line is never buffered.
+      this.pending.push(part);
+      const soFar = Buffer.concat(this.pending, this.pendingBytes + part.length);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.oversize = {
+        bytes: soFar.length,
+        head: Buffer.from(soFar.subarray(0, EDGE_BYTES)),
+        tail: Buffer.from(soFar.subarray(Math.max(0, soFar.length - EDGE_BYTES))),
+      };
+      return;
+    }
+    this.pending.push(part);
+    this.pendingBytes += part.length;
+  }
+
+  private trackOversize(part: Buffer): void {
+    const state = this.oversize!;
+    state.bytes += part.length;
+    const joined = part.length >= EDGE_BYTES ? part : Buffer.concat([state.tail, part]);
+    state.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - EDGE_BYTES)));
+  }
+
+  private finishLine(): void {
+    if (this.oversize !== null) {
+      const { bytes, head, tail } = this.oversize;
+      this.oversize = null;
+      this.options.onOversize({ bytes, head: head.toString('utf8'), tail: tail.toString('utf8') });
+      return;
+    }
+    if (this.pendingBytes === 0) return;
+    const line =
+      this.pending.length === 1
+        ? this.pending[0]!.toString('utf8')
+        : Buffer.concat(this.pending, this.pendingBytes).toString('utf8');
+    this.pending = [];
+    this.pendingBytes = 0;
+    // Tolerate CRLF from servers written on Windows.
+    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (text.trim() !== '') this.options.onLine(text);
+  }
+}

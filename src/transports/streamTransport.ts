@@ -1,0 +1,107 @@
+import type { Readable, Writable } from 'node:stream';
+import { parseMessage, serializeMessage, type JsonRpcMessage } from '../protocol/jsonRpc.js';
+import { LineDecoder, type OversizeLine } from './lineDecoder.js';
+
+/**
+ * The connection interface every part of the router speaks. Same shape as the SDK's
+ * `Transport` (start, send, close, onmessage, onclose, onerror) so the SDK's HTTP transports
+ * fit behind it, but typed with our lean message types.
+ */
+export interface MessageTransport {
+  start(): Promise<void>;
+  send(message: JsonRpcMessage): Promise<void>;
+  /** Sends text that is already one serialized message (hot path: no re-serialising). */
+  sendRaw?(line: string): Promise<void>;
+  close(): Promise<void>;
+  onmessage?: (message: JsonRpcMessage) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+}
+
+export interface StreamTransportOptions {
+  readonly input: Readable;
+  readonly output: Writable;
+  /** Lines longer than this are skipped and reported through `onOversize`. */
+  readonly maxLineBytes: number;
+  /** A line that is not a JSON-RPC message: logged by the owner, never fatal. */
+  readonly onJunk: (line: string, reason: string) => void;
+  readonly onOversize: (info: OversizeLine) => void;
+}
+
+/**
+ * Newline-delimited JSON-RPC over a pair of streams: the host's stdin/stdout, or a child's
+ * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
+ */
+export class StreamTransport implements MessageTransport {
+  onmessage?: (message: JsonRpcMessage) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+
+  private readonly options: StreamTransportOptions;
+  /** The peer stopped sending (stdin ended). Answers to what it already asked can still go out. */
+  private inputEnded = false;
+  /** Nothing more can be written (close() called, or the peer went away: EPIPE). */
+  private outputClosed = false;
+
+  constructor(options: StreamTransportOptions) {
+    this.options = options;
+  }
+
+  async start(): Promise<void> {
+    const { input, output, onJunk } = this.options;
+    const decoder = new LineDecoder({
+      maxLineBytes: this.options.maxLineBytes,
+      onOversize: this.options.onOversize,
+      onLine: (line) => {
+        const parsed = parseMessage(line);
+        if (parsed.ok) this.onmessage?.(parsed.message);
+        else onJunk(line, parsed.reason);
+      },
+    });
+    input.on('data', (chunk: Buffer) => decoder.push(chunk));
+    input.on('end', () => {
+      decoder.end();
+      this.endInput();
+    });
+    input.on('close', () => this.endInput());
+    input.on('error', (error) => this.onerror?.(error));
+    // A peer that goes away makes our writes fail with EPIPE; that is a close, not a crash.
+    output.on('error', (error) => {
+      this.outputClosed = true;
+      this.onerror?.(error);
+      this.endInput();
+    });
+  }
+
+  send(message: JsonRpcMessage): Promise<void> {
+    return this.sendRaw(serializeMessage(message));
+  }
+
+  sendRaw(line: string): Promise<void> {
+    if (this.outputClosed || this.options.output.destroyed) return Promise.resolve();
+    // Not awaiting the write callback keeps the hot path free of a promise per message;
+    // `flush()` is how callers wait for the bytes to leave.
+    this.options.output.write(line + '\n');
+    return Promise.resolve();
+  }
+
+  /** Resolves once everything written so far has been handed to the OS. */
+  flush(): Promise<void> {
+    const { output } = this.options;
+    if (output.destroyed || output.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => output.write('', () => resolve()));
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    this.outputClosed = true;
+    this.endInput();
+  }
+
+  /** `onclose` fires once, when the peer can send no more: the owner decides what that means. */
+  private endInput(): void {
+    if (this.inputEnded) return;
+    this.inputEnded = true;
+    this.onclose?.();
+  }
+}

@@ -1,0 +1,433 @@
+import { createInterface } from 'node:readline';
+import {
+  SUPPORTED_PROTOCOL_VERSIONS,
+  LATEST_PROTOCOL_VERSION,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayConfig, ServerConfig } from '../config/types.js';
+import { UpstreamFailedError, UpstreamUnavailableError, WardenError } from '../errors.js';
+import type { Logger } from '../logging/logger.js';
+import type { JsonRpcNotification, JsonRpcRequest, Params } from '../protocol/jsonRpc.js';
+import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
+import { HttpTransport } from '../transports/httpTransport.js';
+import type { OversizeLine } from '../transports/lineDecoder.js';
+import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
+import { CrashLoopDetector, restartDelay } from './backoff.js';
+import { childEnvironment } from './childEnvironment.js';
+import { UpstreamSession, type UpstreamRequestOptions } from './upstreamSession.js';
+
+export type UpstreamState =
+  'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
+
+export interface UpstreamOptions {
+  readonly config: ServerConfig;
+  readonly gateway: GatewayConfig;
+  readonly logger: Logger;
+  readonly clientInfo: { readonly name: string; readonly version: string };
+  /** Called whenever this upstream's tool list may have changed (connected, refreshed). */
+  readonly onToolsChanged: (upstream: Upstream) => void;
+  /** Notifications the router may forward to the host (issue 3). */
+  readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
+  /** Live children, so a last-resort exit handler can kill their groups synchronously. */
+  readonly children: Set<ChildHandle>;
+}
+
+/** How long a stopping child gets between SIGTERM and SIGKILL; shutdown must finish within 2 s. */
+const STOP_GRACE_MS = 800;
+/** Lines of a child's stderr kept to explain a failed start. */
+const STDERR_TAIL_LINES = 5;
+
+interface Live {
+  readonly session: UpstreamSession;
+  readonly transport: MessageTransport;
+  readonly child: ChildHandle | undefined;
+  /** Settles when the connection ends, with what ended it. */
+  readonly ended: Promise<Error>;
+}
+
+/**
+ * One upstream server, supervised: connects (spawn + initialize + tools/list), restarts with
+ * backoff when it dies, and marks itself failed when it keeps dying. A failure here never
+ * reaches another upstream: every error is caught at this boundary and logged with the name.
+ */
+export class Upstream {
+  readonly name: string;
+  readonly config: ServerConfig;
+  private readonly options: UpstreamOptions;
+  private readonly log: Logger;
+  private _state: UpstreamState = 'idle';
+  private _tools: readonly Tool[] = [];
+  private _lastError: string | undefined;
+  private live: Live | undefined;
+  /** The connection being set up, so a stop during a slow start can still kill it. */
+  private connecting: Live | undefined;
+  private readonly stopController = new AbortController();
+  private readonly crashes: CrashLoopDetector;
+  private firstAttemptDone!: () => void;
+  /** Settles once the first connection attempt has succeeded or failed. */
+  readonly firstAttempt: Promise<void>;
+  private running: Promise<void> | undefined;
+
+  constructor(options: UpstreamOptions) {
+    this.options = options;
+    this.config = options.config;
+    this.name = options.config.name;
+    this.log = options.logger.child(this.name);
+    this.crashes = new CrashLoopDetector(options.gateway.restart);
+    this.firstAttempt = new Promise((resolve) => (this.firstAttemptDone = resolve));
+    if (this.config.disabled) {
+      this._state = 'disabled';
+      this.firstAttemptDone();
+    }
+  }
+
+  get state(): UpstreamState {
+    return this._state;
+  }
+  /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
+  get tools(): readonly Tool[] {
+    return this._tools;
+  }
+  get lastError(): string | undefined {
+    return this._lastError;
+  }
+
+  start(): void {
+    if (this._state !== 'idle') return;
+    this.running = this.supervise().catch((error: unknown) => {
+      // Supervision itself must never throw out of here; this is a bug if it happens.
+      this.log.error(`supervisor stopped unexpectedly: ${describe(error)}`);
+      this._state = 'failed';
+      this.firstAttemptDone();
+    });
+  }
+
+  /** Sends a request to the upstream; fails at once when it is not connected. */
+  request(method: string, params: Params | undefined, options?: UpstreamRequestOptions) {
+    const live = this.live;
+    if (this._state !== 'ready' || live === undefined) {
+      return Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()));
+    }
+    return live.session.request(method, params, options);
+  }
+
+  notify(method: string, params?: Params): void {
+    if (this._state === 'ready') void this.live?.session.notify(method, params);
+  }
+
+  async stop(): Promise<void> {
+    if (this._state === 'stopped') return;
+    const wasDisabled = this._state === 'disabled';
+    this._state = 'stopped';
+    this.stopController.abort();
+    if (wasDisabled) return;
+    const reason = new UpstreamFailedError(this.name, 'the gateway is shutting down');
+    await Promise.all([this.teardown(reason), this.teardown(reason, this.connecting)]);
+    await this.running;
+  }
+
+  private unavailableReason(): string {
+    switch (this._state) {
+      case 'disabled':
+        return 'it is disabled in the config';
+      case 'failed':
+        return `it failed and will not be restarted until the gateway restarts (last error: ${this._lastError ?? 'unknown'})`;
+      case 'restarting':
+        return `it is restarting after: ${this._lastError ?? 'a failure'}; try again shortly`;
+      case 'stopped':
+        return 'the gateway is shutting down';
+      default:
+        return 'it is still starting; try again shortly';
+    }
+  }
+
+  private async supervise(): Promise<void> {
+    const stopSignal = this.stopController.signal;
+    while (!stopSignal.aborted) {
+      this._state = this.crashes.recent === 0 && this._tools.length === 0 ? 'connecting' : 'restarting';
+      let endedWith: Error;
+      let connectedAt: number | undefined;
+      try {
+        const live = await this.connect();
+        if (stopSignal.aborted) {
+          await this.teardown(new UpstreamFailedError(this.name, 'the gateway is shutting down'), live);
+          return;
+        }
+        this.live = live;
+        this._state = 'ready';
+        this._lastError = undefined;
+        connectedAt = Date.now();
+        this.log.info(`connected (${this._tools.length} tools)`);
+        this.firstAttemptDone();
+        this.options.onToolsChanged(this);
+        endedWith = await live.ended;
+      } catch (error) {
+        endedWith = error instanceof Error ? error : new Error(String(error));
+      }
+      if (stopSignal.aborted) return;
+      await this.teardown(endedWith);
+      this._lastError = endedWith.message;
+      this.log.error(endedWith.message);
+      this.firstAttemptDone();
+      // A connection that stayed up for a whole window was healthy: start counting afresh.
+      const now = Date.now();
+      if (connectedAt !== undefined && now - connectedAt >= this.options.gateway.restart.windowMs)
+        this.crashes.reset();
+      if (this.crashes.record(now)) {
+        this._state = 'failed';
+        this.log.error(
+          `marked failed: more than ${this.options.gateway.restart.maxRestarts} failures within ` +
+            `${this.options.gateway.restart.windowMs} ms; it will not be restarted until the gateway restarts`,
+        );
+        return;
+      }
+      this._state = 'restarting';
+      const delay = restartDelay(this.crashes.recent - 1, this.options.gateway.restart);
+      this.log.info(`restarting in ${delay} ms`);
+      await sleep(delay, stopSignal);
+    }
+  }
+
+  private async teardown(reason: Error, live: Live | undefined = this.live): Promise<void> {
+    if (live === undefined) return;
+    if (this.live === live) this.live = undefined;
+    live.session.close(reason);
+    if (live.child !== undefined) {
+      await live.child.stop({ graceMs: STOP_GRACE_MS });
+      this.options.children.delete(live.child);
+    } else {
+      await live.transport.close().catch(() => {});
+    }
+  }
+
+  /** One connection attempt. Rejects with a message that names the server and what went wrong. */
+  private async connect(): Promise<Live> {
+    const { config, gateway } = this.options;
+    const what =
+      config.transport === 'stdio'
+        ? `command: ${[config.command, ...config.args].join(' ')}`
+        : `url: ${config.url}`;
+    const stderrTail: string[] = [];
+    let child: ChildHandle | undefined;
+    let transport: MessageTransport;
+    let endedResolve!: (error: Error) => void;
+    const ended = new Promise<Error>((resolve) => (endedResolve = resolve));
+    // Assigned once the transport exists; the exit and oversize handlers created before then read it.
+    // eslint-disable-next-line prefer-const
+    let session: UpstreamSession | undefined;
+    let phase = 'during startup';
+    const end = (error: Error) => {
+      session?.close(error);
+      endedResolve(error);
+    };
+
+    if (config.transport === 'stdio') {
+      try {
+        child = await spawnChild({
+          command: config.command,
+          args: config.args,
+          env: childEnvironment(config.env),
+          cwd: config.cwd,
+        });
+      } catch (error) {
+        throw new UpstreamFailedError(this.name, `failed to start (${what}): ${describe(error)}`);
+      }
+      this.options.children.add(child);
+      createInterface({ input: child.process.stderr }).on('line', (line) => {
+        this.log.info(`stderr: ${line}`);
+        stderrTail.push(line);
+        if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
+      });
+      const spawned = child;
+      transport = new StreamTransport({
+        input: child.process.stdout,
+        output: child.process.stdin,
+        maxLineBytes: gateway.maxMessageBytes,
+        onJunk: (line, reason) =>
+          this.log.warn(`ignored a line on stdout (${reason}): ${truncate(line, 200)}`),
+        onOversize: (info) => this.oversize(info, session, end),
+      });
+      void spawned.exited.then(({ code, signal }) => {
+        const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+        const tail = stderrTail.length > 0 ? `; last stderr: ${stderrTail.join(' | ')}` : '';
+        end(new UpstreamFailedError(this.name, `process ${how} ${phase} (${what})${tail}`));
+      });
+    } else {
+      transport = new HttpTransport({ url: config.url, headers: config.headers });
+      transport.onclose = () =>
+        end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
+    }
+    transport.onerror = (error) => this.log.debug(`transport error: ${error.message}`);
+
+    session = new UpstreamSession({
+      server: this.name,
+      transport,
+      onNotification: (n) => this.handleNotification(n),
+      onRequest: (request) => this.handleRequest(session!, request),
+    });
+    const live: Live = { session, transport, child, ended };
+    this.connecting = live;
+    try {
+      if (this.stopController.signal.aborted)
+        throw new UpstreamFailedError(this.name, 'the gateway is shutting down');
+      await transport.start();
+      const init = await withTimeout(
+        session.request('initialize', {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: this.options.clientInfo,
+        }),
+        gateway.connectTimeoutMs,
+        () => `did not answer initialize within ${gateway.connectTimeoutMs} ms (${what})`,
+        this.name,
+      );
+      const version = init.protocolVersion;
+      if (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+        throw new UpstreamFailedError(
+          this.name,
+          `answered initialize with unsupported protocol version ${JSON.stringify(version)} (${what})`,
+        );
+      }
+      (transport as { setProtocolVersion?: (v: string) => void }).setProtocolVersion?.(version);
+      await session.notify('notifications/initialized');
+      this._tools = await withTimeout(
+        this.listTools(session),
+        gateway.connectTimeoutMs,
+        () => `did not answer tools/list within ${gateway.connectTimeoutMs} ms (${what})`,
+        this.name,
+      );
+      phase = 'while running';
+      this.connecting = undefined;
+      return live;
+    } catch (error) {
+      const wrapped =
+        error instanceof WardenError
+          ? error
+          : new UpstreamFailedError(this.name, `${describe(error)} (${what})`);
+      // The child may have died: prefer the exit message, which carries its stderr.
+      const exit = await Promise.race([ended, delayValue(50, undefined)]);
+      this.connecting = undefined;
+      await this.teardown(exit ?? wrapped, live);
+      throw exit ?? wrapped;
+    }
+  }
+
+  private async listTools(session: UpstreamSession): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    // A server that keeps handing out cursors must not loop us forever.
+    for (let page = 0; page < 1000; page++) {
+      const result = await session.request('tools/list', cursor === undefined ? undefined : { cursor });
+      const list = result.tools;
+      if (!Array.isArray(list))
+        throw new UpstreamFailedError(this.name, 'tools/list answer has no "tools" array');
+      for (const tool of list as unknown[]) {
+        if (isToolShaped(tool)) tools.push(tool);
+        else this.log.warn(`skipped a malformed tool definition: ${truncate(JSON.stringify(tool), 200)}`);
+      }
+      const next = result.nextCursor;
+      if (typeof next !== 'string' || next === '') return tools;
+      cursor = next;
+    }
+    throw new UpstreamFailedError(this.name, 'tools/list returned more than 1000 pages');
+  }
+
+  private handleNotification(notification: JsonRpcNotification): void {
+    if (notification.method === 'notifications/tools/list_changed') {
+      void this.refreshTools();
+      return;
+    }
+    this.options.onNotification?.(this, notification);
+  }
+
+  private async refreshTools(): Promise<void> {
+    const live = this.live;
+    if (live === undefined) return;
+    try {
+      this._tools = await this.listTools(live.session);
+      this.log.info(`tool list changed (${this._tools.length} tools)`);
+      this.options.onToolsChanged(this);
+    } catch (error) {
+      this.log.warn(`could not refresh tools after list_changed: ${describe(error)}`);
+    }
+  }
+
+  private handleRequest(session: UpstreamSession, request: JsonRpcRequest): void {
+    if (request.method === 'ping') {
+      void session.respond({ jsonrpc: '2.0', id: request.id, result: {} });
+      return;
+    }
+    void session.respond({
+      jsonrpc: '2.0',
+      id: request.id,
+      error: { code: -32601, message: `mcp-warden does not forward ${request.method} to the host` },
+    });
+  }
+
+  /**
+   * A line over the size bound. Our request ids are plain integers and JSON-RPC responses put
+   * `id` first or last, so the edges of the line usually tell which call it answered; that call
+   * fails and the connection lives on. Otherwise the stream's state is unknown: restart.
+   */
+  private oversize(info: OversizeLine, session: UpstreamSession | undefined, end: (e: Error) => void): void {
+    const limit = this.options.gateway.maxMessageBytes;
+    const message = `sent a message of ${info.bytes} bytes, over the limit of ${limit} bytes (gateway.maxMessageSize)`;
+    const id =
+      /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)/.exec(info.head)?.[1] ??
+      /"id"\s*:\s*(\d+)\s*\}\s*$/.exec(info.tail)?.[1];
+    this.log.warn(message);
+    if (id !== undefined && session?.failById(Number(id), new UpstreamFailedError(this.name, message)))
+      return;
+    end(new UpstreamFailedError(this.name, `${message}; restarting it`));
+  }
+}
+
+function isToolShaped(value: unknown): value is Tool {
+  if (typeof value !== 'object' || value === null) return false;
+  const t = value as Record<string, unknown>;
+  return (
+    typeof t.name === 'string' && t.name !== '' && typeof t.inputSchema === 'object' && t.inputSchema !== null
+  );
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
+}
+
+function delayValue<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref());
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  message: () => string,
+  server: string,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpstreamFailedError(server, message())), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

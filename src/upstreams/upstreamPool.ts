@@ -1,0 +1,78 @@
+import type { WardenConfig } from '../config/types.js';
+import type { Logger } from '../logging/logger.js';
+import type { ChildHandle } from '../transports/childProcess.js';
+import { Upstream, type UpstreamOptions } from './upstream.js';
+
+export interface UpstreamPoolOptions {
+  readonly config: WardenConfig;
+  readonly logger: Logger;
+  readonly clientInfo: UpstreamOptions['clientInfo'];
+  readonly onToolsChanged: UpstreamOptions['onToolsChanged'];
+  readonly onNotification?: UpstreamOptions['onNotification'];
+}
+
+/** Every configured upstream, started together and stopped together. */
+export class UpstreamPool {
+  /** In config order, which is the order that decides name collisions. */
+  readonly upstreams: readonly Upstream[];
+  readonly byName: ReadonlyMap<string, Upstream>;
+  /** Live child processes, for the last-resort synchronous kill on process exit. */
+  readonly children = new Set<ChildHandle>();
+  private startup: Promise<void> | undefined;
+
+  constructor(private readonly options: UpstreamPoolOptions) {
+    this.upstreams = options.config.servers.map(
+      (config) =>
+        new Upstream({
+          config,
+          gateway: options.config.gateway,
+          logger: options.logger,
+          clientInfo: options.clientInfo,
+          onToolsChanged: options.onToolsChanged,
+          ...(options.onNotification && { onNotification: options.onNotification }),
+          children: this.children,
+        }),
+    );
+    this.byName = new Map(this.upstreams.map((u) => [u.name, u]));
+  }
+
+  /**
+   * Starts every upstream at once. The returned promise (also `startupSettled`) settles when each
+   * has connected or failed its first attempt, or when the startup deadline passes, whichever is
+   * first: slow servers then join later through `notifications/tools/list_changed`.
+   */
+  start(): Promise<void> {
+    if (this.startup !== undefined) return this.startup;
+    for (const u of this.upstreams) u.start();
+    const deadline = this.options.config.gateway.startupTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.all(this.upstreams.map((u) => u.firstAttempt)).then(() => clearTimeout(timer));
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        const waiting = this.upstreams.filter((u) => u.state === 'connecting').map((u) => u.name);
+        if (waiting.length > 0)
+          this.options.logger.warn(
+            `startup deadline of ${deadline} ms passed; serving without ${waiting.join(', ')} for now ` +
+              `(they will appear when ready)`,
+          );
+        resolve();
+      }, deadline);
+    });
+    this.startup = Promise.race([all, late]);
+    return this.startup;
+  }
+
+  /** Settles as described in `start`; resolves at once when the pool was never started. */
+  get startupSettled(): Promise<void> {
+    return this.startup ?? Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => u.stop()));
+  }
+
+  /** Synchronous last resort for `process.on('exit')`: no child may outlive the gateway. */
+  killAllNow(): void {
+    for (const child of this.children) child.killNow();
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Drives the built gateway binary the way a desktop host does: as a stdio child, with the
+ * official SDK `Client` speaking to it. Tests assert on what a host (and its user) would see:
+ * tool lists, call results, error codes, and the gateway's stderr.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const CLI = path.join(ROOT, 'dist/cli.js');
+export const FIXTURE = path.join(ROOT, 'test/fixtures/fixture-server.mjs');
+export const NODE = process.execPath;
+
+export function serverBin(pkg: 'everything' | 'memory' | 'filesystem'): string {
+  return path.join(ROOT, `node_modules/@modelcontextprotocol/server-${pkg}/dist/index.js`);
+}
+
+export function tempDir(prefix = 'warden-test-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/** Writes a config file (YAML text or an object, written as JSON) into a fresh temp dir. */
+export function writeConfig(config: string | object, dir = tempDir()): string {
+  const file = path.join(dir, typeof config === 'string' ? 'proxy.config.yaml' : 'proxy.config.json');
+  writeFileSync(file, typeof config === 'string' ? config : JSON.stringify(config, null, 2));
+  return file;
+}
+
+/** A fixture upstream entry for a config object. */
+export function fixture(args: string[] = [], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { command: NODE, args: [FIXTURE, ...args], ...extra };
+}
+
+/** Fast restarts and startup so tests do not wait on production defaults. */
+export const FAST_GATEWAY = {
+  startupTimeout: '5s',
+  connectTimeout: '5s',
+  restart: { initialDelay: '50ms', maxDelay: '200ms', maxRestarts: 3, window: '10s' },
+};
+
+export interface HostSession {
+  readonly client: Client;
+  /** Everything the gateway wrote to stderr so far. */
+  stderr(): string;
+  /** Resolves when stderr contains `text` (or matches), failing after `timeoutMs`. */
+  waitForStderr(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  readonly pid: number;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  readonly env?: Record<string, string>;
+  readonly capabilities?: ConstructorParameters<typeof Client>[1] extends infer O
+    ? O extends { capabilities?: infer C }
+      ? C
+      : never
+    : never;
+}
+
+/** Launches `mcp-warden --config file` with the SDK Client as host and completes the handshake. */
+export async function connectHost(configFile: string, options: ConnectOptions = {}): Promise<HostSession> {
+  const transport = new StdioClientTransport({
+    command: NODE,
+    args: [CLI, '--config', configFile],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+    for (const w of waiters) w();
+  });
+  const client = new Client(
+    { name: 'warden-test-host', version: '1.0.0' },
+    { capabilities: options.capabilities ?? {} },
+  );
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid!,
+    stderr: () => stderr,
+    waitForStderr: (text, timeoutMs = 10_000) =>
+      new Promise<void>((resolve, reject) => {
+        const matches = () => (typeof text === 'string' ? stderr.includes(text) : text.test(stderr));
+        if (matches()) return resolve();
+        const check = () => {
+          if (!matches()) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`stderr never showed ${String(text)}; it was:\n${stderr}`));
+        }, timeoutMs);
+        waiters.add(check);
+      }),
+    close: () => client.close(),
+  };
+}
+
+/** The gateway as a raw child: for byte-level checks on its stdout. */
+export function spawnGateway(
+  configFile: string,
+  env: Record<string, string> = {},
+): ChildProcessWithoutNullStreams {
+  return spawn(NODE, [CLI, '--config', configFile], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs the CLI to completion (for subcommands). */
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(NODE, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * True while a process with this pid is running. A zombie (exited, not yet reaped, which is
+ * common for orphans in containers whose PID 1 does not reap) counts as gone.
+ */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/PID/stat: "pid (comm) STATE ..."; comm may contain spaces, so split after the ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return process.platform !== 'linux';
+  }
+}
+
+/** Polls (events are not available for foreign processes) until `pid` is gone. */
+export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return !isAlive(pid);
+}

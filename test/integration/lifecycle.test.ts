@@ -1,0 +1,225 @@
+/**
+ * The gateway as a process: shutdown leaves no children behind, stdout carries JSON-RPC only,
+ * ids come back exactly as sent, and children get only the environment they were given.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  FIXTURE,
+  fixture,
+  isAlive,
+  NODE,
+  spawnGateway,
+  tempDir,
+  waitForExit,
+  writeConfig,
+} from './harness.js';
+
+const running: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const c of running.splice(0)) c.kill('SIGKILL');
+});
+
+/** Speaks raw JSON lines to a spawned gateway and collects every stdout line. */
+function rawSession(configFile: string, env: Record<string, string> = {}) {
+  const child = spawnGateway(configFile, env);
+  running.push(child);
+  const lines: string[] = [];
+  type Waiter = {
+    pred: (m: Record<string, unknown>, line: string) => boolean;
+    resolve: (m: Record<string, unknown>) => void;
+  };
+  const waiting: Waiter[] = [];
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line);
+    let m: Record<string, unknown>;
+    try {
+      m = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    for (const w of [...waiting]) {
+      if (w.pred(m, line)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve(m);
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    exited,
+    stderr: () => stderr,
+    send: (text: string) => child.stdin.write(text + '\n'),
+    next: (pred: Waiter['pred']) =>
+      new Promise<Record<string, unknown>>((resolve) => waiting.push({ pred, resolve })),
+  };
+}
+
+async function initialize(s: ReturnType<typeof rawSession>): Promise<void> {
+  const answered = s.next((m) => m.id === 0);
+  s.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  );
+  await answered;
+  s.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+}
+
+describe('shutdown', () => {
+  it.each(['stdin closes', 'SIGTERM'])(
+    'on %s: exits within 2 s, answers in-flight calls, kills grandchildren',
+    async (how) => {
+      const dir = tempDir();
+      const grandchildPid = path.join(dir, 'grandchild.pid');
+      const stubbornPid = path.join(dir, 'stubborn.pid');
+      // A launcher (`sh -c`) in front of a server that ignores SIGTERM and has a child of its own:
+      // only a process-group kill reaches all of them.
+      const config = writeConfig(
+        {
+          gateway: FAST_GATEWAY,
+          servers: {
+            stubborn: {
+              command: 'sh',
+              args: [
+                '-c',
+                `"${NODE}" "${FIXTURE}" --ignore-sigterm --pid-file "${stubbornPid}" --spawn-grandchild "${grandchildPid}"`,
+              ],
+            },
+            plain: fixture(),
+          },
+        },
+        dir,
+      );
+      const s = rawSession(config);
+      await initialize(s);
+      const listed = s.next((m) => m.id === 1);
+      s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+      await listed;
+      const pids = [Number(readFileSync(stubbornPid, 'utf8')), Number(readFileSync(grandchildPid, 'utf8'))];
+      for (const pid of pids) expect(isAlive(pid)).toBe(true);
+
+      // A call that would never finish on its own. The fixture handles messages in order, so once
+      // the echo sent after it is answered, the hanging call has reached the upstream.
+      const answered = s.next((m) => m.id === 2);
+      const echoed = s.next((m) => m.id === 3);
+      s.send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plain__hang","arguments":{}}}');
+      s.send(
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plain__echo","arguments":{"text":"after"}}}',
+      );
+      await echoed;
+
+      const started = Date.now();
+      if (how === 'SIGTERM') s.child.kill('SIGTERM');
+      else s.child.stdin.end();
+      const code = await s.exited;
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(code).toBe(0);
+
+      const response = (await answered) as { result: { isError: boolean; content: { text: string }[] } };
+      expect(response.result.isError).toBe(true);
+      expect(response.result.content[0]!.text).toContain('the gateway is shutting down');
+      for (const pid of pids) expect(await waitForExit(pid, 1000)).toBe(true);
+    },
+  );
+});
+
+describe('stdout', () => {
+  it('carries nothing but JSON-RPC, even with noisy upstreams and a junk line from the host', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        noisy: fixture(['--junk-stdout', '--stderr-chatter']),
+        crashy: fixture(['--crash-at-start']),
+      },
+    });
+    const s = rawSession(config);
+    await initialize(s);
+    const list = s.next((m) => m.id === 1);
+    s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    await list;
+    const call = s.next((m) => m.id === 'call-1');
+    s.send(
+      '{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"noisy__echo","arguments":{"text":"x"}}}',
+    );
+    await call;
+    const junkAnswer = s.next((m) => m.id === null);
+    s.send('this is not json');
+    expect(await junkAnswer).toMatchObject({ error: { code: -32700 } });
+    s.child.stdin.end();
+    await s.exited;
+
+    expect(s.lines.length).toBeGreaterThanOrEqual(4);
+    for (const line of s.lines) {
+      const m = JSON.parse(line) as Record<string, unknown>;
+      expect(m.jsonrpc).toBe('2.0');
+    }
+    expect(s.stderr()).toContain('ignored a line on stdout');
+  });
+
+  it('returns ids exactly as sent, including integers beyond 2^53', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } });
+    const s = rawSession(config);
+    await initialize(s);
+    const big = '12345678901234567890123';
+    const answered = s.next((_m, line) => line.includes(big));
+    s.send(
+      `{"jsonrpc":"2.0","id":${big},"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"big id"}}}`,
+    );
+    await answered;
+    const line = s.lines.find((l) => l.includes(big))!;
+    expect(line).toContain(`"id":${big}`);
+    expect(line).toContain('big id');
+    s.child.stdin.end();
+    await s.exited;
+  });
+});
+
+describe('child environment', () => {
+  it('gets the minimal default environment plus its configured env, never the gateway’s secrets', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        up: fixture([], { env: { GIVEN: '${WARDEN_TEST_VALUE}', DEFAULTED: '${WARDEN_UNSET:-fallback}' } }),
+      },
+    });
+    const host = await connectHost(config, {
+      env: { WARDEN_TEST_VALUE: 'from-config', GATEWAY_SECRET: 's3cret' },
+    });
+    const read = async (name: string) => {
+      const r = await host.client.callTool({ name: 'up__env', arguments: { name } });
+      return (r.content as { text: string }[])[0]!.text;
+    };
+    expect(await read('GIVEN')).toBe('from-config');
+    expect(await read('DEFAULTED')).toBe('fallback');
+    expect(await read('GATEWAY_SECRET')).toBe('<unset>');
+    expect(await read('PATH')).toBe(process.env.PATH);
+    await host.close();
+  });
+});
+
+describe('invalid config', () => {
+  it('refuses to start, with the file, line and key on stderr', async () => {
+    const config = writeConfig(`servers:\n  up:\n    comand: node\n`);
+    const s = rawSession(config);
+    const code = await s.exited;
+    expect(code).toBe(2);
+    expect(s.lines).toEqual([]);
+    expect(s.stderr()).toContain(
+      `${config}:3:5: servers.up.comand: unknown key "comand" (did you mean "command"?)`,
+    );
+    expect(existsSync(config)).toBe(true);
+  });
+});

@@ -1,0 +1,636 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import { loadConfig, parseConfigText, type Env } from '../../src/config/load.js';
+import type { StdioServerConfig, WardenConfig } from '../../src/config/types.js';
+import { ConfigError, formatConfigIssue } from '../../src/errors.js';
+
+const DIR = path.resolve('/srv/warden');
+const FILE = path.join(DIR, 'proxy.config.yaml');
+
+function parse(text: string, env: Env = {}): WardenConfig {
+  return parseConfigText(text, { file: FILE, env });
+}
+
+/** The messages exactly as the CLI prints them, one per issue. */
+function issuesOf(text: string, env: Env = {}): string[] {
+  try {
+    parse(text, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const F = FILE; // keeps the expected messages below readable
+
+describe('parseConfigText: valid configs', () => {
+  it('normalizes a full config: durations in ms, absolute paths, env expanded, file order kept', () => {
+    const text = [
+      '# every knob turned',
+      'gateway:',
+      '  naming:',
+      '    separator: "--"',
+      '    pattern: "^[a-z0-9_-]{1,48}$"',
+      '    maxLength: 48',
+      '  startupTimeout: 15s',
+      '  connectTimeout: 1m',
+      '  timeout: 90000',
+      '  maxMessageSize: 8MiB',
+      '  restart: { initialDelay: 250ms, maxDelay: 1.5m, maxRestarts: 3, window: 2h }',
+      '  log: { level: debug, file: logs/warden.log }',
+      'servers:',
+      '  fs:',
+      '    command: npx',
+      '    args: ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}"]',
+      '    env: { TOKEN: "${GITHUB_TOKEN}" }',
+      '    cwd: ./data',
+      '    timeout: 2m',
+      '    maxConcurrency: 4',
+      '    trusted: true',
+      '    tools:',
+      '      include: ["read_*", "list_*"]',
+      '      exclude: ["*_dangerous"]',
+      '      timeouts:',
+      '        read_big_*: 10m',
+      '        "2": 1s',
+      '        read_*: 30s',
+      '  remote:',
+      '    type: streamable-http',
+      '    url: https://example.com/mcp',
+      '    headers: { Authorization: "Bearer ${API_KEY}" }',
+      '    namespace: false',
+      '    maxQueue: 0',
+      '    disabled: true',
+      '',
+    ].join('\n');
+    const config = parse(text, { HOME: '/home/me', GITHUB_TOKEN: 'ghp_x', API_KEY: 'k1' });
+    expect(config).toEqual({
+      file: FILE,
+      gateway: {
+        naming: { separator: '--', pattern: '^[a-z0-9_-]{1,48}$', maxLength: 48 },
+        startupTimeoutMs: 15_000,
+        connectTimeoutMs: 60_000,
+        callTimeoutMs: 90_000,
+        maxMessageBytes: 8 * 1024 * 1024,
+        restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
+        log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
+      },
+      servers: [
+        {
+          name: 'fs',
+          transport: 'stdio',
+          command: 'npx',
+          args: ['-y', '@modelcontextprotocol/server-filesystem', '/home/me'],
+          env: { TOKEN: 'ghp_x' },
+          cwd: path.join(DIR, 'data'),
+          namespace: 'fs',
+          timeoutMs: 120_000,
+          maxConcurrency: 4,
+          maxQueue: 256,
+          tools: {
+            include: ['read_*', 'list_*'],
+            exclude: ['*_dangerous'],
+            // File order, even though JS objects would list the integer-like key "2" first.
+            timeouts: [
+              { glob: 'read_big_*', timeoutMs: 600_000 },
+              { glob: '2', timeoutMs: 1_000 },
+              { glob: 'read_*', timeoutMs: 30_000 },
+            ],
+          },
+          disabled: false,
+          trusted: true,
+          source: { file: FILE, line: 14 },
+        },
+        {
+          name: 'remote',
+          transport: 'http',
+          url: 'https://example.com/mcp',
+          headers: { Authorization: 'Bearer k1' },
+          namespace: null,
+          maxConcurrency: 16,
+          maxQueue: 0,
+          tools: { include: [], exclude: [], timeouts: [] },
+          disabled: true,
+          trusted: false,
+          source: { file: FILE, line: 29 },
+        },
+      ],
+    });
+    // Absent, not `timeoutMs: undefined`: consumers test with `'timeoutMs' in server`.
+    expect(config.servers[1]).not.toHaveProperty('timeoutMs');
+  });
+
+  it('fills every default for a minimal config', () => {
+    const config = parse('servers:\n  echo:\n    command: node\n');
+    expect(config.gateway).toEqual(DEFAULTS.gateway);
+    expect(config.gateway.log).not.toHaveProperty('file');
+    expect(config.servers).toEqual([
+      {
+        name: 'echo',
+        transport: 'stdio',
+        command: 'node',
+        args: [],
+        env: {},
+        cwd: DIR, // the config file's folder
+        namespace: 'echo',
+        maxConcurrency: 16,
+        maxQueue: 256,
+        tools: { include: [], exclude: [], timeouts: [] },
+        disabled: false,
+        trusted: false,
+        source: { file: FILE, line: 2 },
+      },
+    ]);
+  });
+
+  it('accepts a Claude Desktop claude_desktop_config.json as-is', () => {
+    const json = `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"]
+    },
+    "github": {
+      "command": "docker",
+      "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_literal" }
+    }
+  }
+}`;
+    const config = parseConfigText(json, { file: path.join(DIR, 'claude_desktop_config.json'), env: {} });
+    expect(config.servers.map((s) => [s.name, s.transport, s.source.line])).toEqual([
+      ['filesystem', 'stdio', 3],
+      ['github', 'stdio', 7],
+    ]);
+    expect((config.servers[1] as StdioServerConfig).env).toEqual({
+      GITHUB_PERSONAL_ACCESS_TOKEN: 'ghp_literal',
+    });
+  });
+
+  it('lists servers: entries before mcpServers: entries, each in file order', () => {
+    const text = 'mcpServers:\n  z: { command: z }\nservers:\n  "2": { command: b }\n  "1": { command: a }\n';
+    expect(parse(text).servers.map((s) => s.name)).toEqual(['2', '1', 'z']);
+  });
+
+  it('keeps a disabled server, still validated', () => {
+    expect(parse('servers:\n  off: { command: x, disabled: true }\n').servers[0]?.disabled).toBe(true);
+    expect(issuesOf('servers:\n  off: { disabled: true, comand: x }\n')).toEqual([
+      `${F}:2:26: servers.off.comand: unknown key "comand" (did you mean "command"?)`,
+    ]);
+  });
+
+  it('accepts the "type" field when it agrees with command/url, and a $schema key', () => {
+    const text = [
+      '$schema: ../schema/proxy.config.schema.json',
+      'servers:',
+      '  a: { type: stdio, command: x }',
+      '  b: { type: http, url: "http://localhost:3000/mcp" }',
+      '  c: { type: streamable-http, url: "https://x.example/mcp" }',
+    ].join('\n');
+    expect(parse(text).servers.map((s) => s.transport)).toEqual(['stdio', 'http', 'http']);
+  });
+
+  it('returns a deeply frozen result (assignment throws in strict mode)', () => {
+    const config = parse('servers:\n  a: { command: x, args: [y], env: { K: v } }\n');
+    const server = config.servers[0] as StdioServerConfig;
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.gateway.restart)).toBe(true);
+    expect(Object.isFrozen(server.tools.timeouts)).toBe(true);
+    expect(() => {
+      (config.gateway as { callTimeoutMs: number }).callTimeoutMs = 1;
+    }).toThrow(TypeError);
+    expect(() => (server.args as string[]).push('z')).toThrow(TypeError);
+    expect(() => {
+      (server.env as Record<string, string>)['K'] = 'changed';
+    }).toThrow(TypeError);
+    expect(() => {
+      (server.source as { line: number }).line = 0;
+    }).toThrow(TypeError);
+  });
+});
+
+describe('parseConfigText: one problem, one exact message', () => {
+  // [what, file text, messages]. Positions point at the offending key for unknown keys and
+  // structural server problems, and at the value for bad values.
+  const cases: [string, string, string[]][] = [
+    [
+      'unknown key, with did-you-mean at the key',
+      'servers:\n  fs:\n    comand: npx\n',
+      [`${F}:3:5: servers.fs.comand: unknown key "comand" (did you mean "command"?)`],
+    ],
+    [
+      'unknown key, nothing close: lists the allowed keys',
+      'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxMessageSize, restart, log`,
+      ],
+    ],
+    [
+      'unknown top-level key',
+      'server:\n  a: { command: x }\n',
+      [
+        `${F}:1:1: server: unknown key "server" (did you mean "servers"?)`,
+        `${F}:1:1: no servers configured: add at least one under "servers" (or "mcpServers")`,
+      ],
+    ],
+    [
+      'wrong type: string for an integer',
+      'servers:\n  a: { command: x, maxConcurrency: "4" }\n',
+      [`${F}:2:36: servers.a.maxConcurrency: expected an integer, got a string`],
+    ],
+    [
+      'wrong type: string for a list',
+      'servers:\n  a: { command: x, args: "-y foo" }\n',
+      [`${F}:2:26: servers.a.args: expected a list, got a string`],
+    ],
+    [
+      'wrong type: number for a string says to quote it',
+      'servers:\n  a:\n    command: x\n    env:\n      PORT: 8080\n',
+      [
+        `${F}:5:13: servers.a.env.PORT: expected a string, got a number (8080); put it in quotes to make it a string`,
+      ],
+    ],
+    [
+      'wrong type: empty value for a mapping points at the key',
+      'servers:\n  a:\n',
+      [`${F}:2:3: servers.a: expected a mapping, got an empty value`],
+    ],
+    [
+      'bad enum: lists the values and suggests one',
+      'gateway:\n  log:\n    level: warning\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:3:12: gateway.log.level: expected one of "error", "warn", "info", "debug", got "warning" (did you mean "warn"?)`,
+      ],
+    ],
+    [
+      'bad enum: type',
+      'servers:\n  a: { type: sse, url: "https://x.example/sse" }\n',
+      [`${F}:2:14: servers.a.type: expected one of "stdio", "http", "streamable-http", got "sse"`],
+    ],
+    [
+      'bad duration string',
+      'gateway:\n  timeout: 5 minutes\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:12: gateway.timeout: invalid duration "5 minutes": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      ],
+    ],
+    [
+      'negative duration number',
+      'gateway:\n  restart: { window: -1 }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:22: gateway.restart.window: invalid duration -1: expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      ],
+    ],
+    [
+      'duration of the wrong type',
+      'servers:\n  a: { command: x, timeout: [1] }\n',
+      [
+        `${F}:2:29: servers.a.timeout: expected a duration (a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"), got a list`,
+      ],
+    ],
+    [
+      'duration beyond what timers support',
+      'servers:\n  a: { command: x, tools: { timeouts: { "*": 1000h } } }\n',
+      [
+        `${F}:2:46: servers.a.tools.timeouts.*: invalid duration "1000h": at most 2147483647 ms (about 24.8 days) is supported`,
+      ],
+    ],
+    [
+      'both command and url',
+      'servers:\n  x:\n    command: npx\n    url: https://example.com/mcp\n',
+      [
+        `${F}:2:3: servers.x: server "x" has both "command" and "url"; use "command" for a stdio server or "url" for an HTTP server, not both`,
+      ],
+    ],
+    [
+      'neither command nor url',
+      'servers:\n  x:\n    args: [a]\n',
+      [
+        `${F}:2:3: servers.x: server "x" needs "command" (to start a stdio server) or "url" (to reach an HTTP server)`,
+      ],
+    ],
+    [
+      'name clash between servers and mcpServers',
+      'servers:\n  fs: { command: a }\nmcpServers:\n  fs: { command: b }\n',
+      [
+        `${F}:4:3: mcpServers.fs: server "fs" is already defined under "servers" (line 2); server names must be unique`,
+      ],
+    ],
+    [
+      'no servers at all',
+      '# nothing yet\ngateway:\n  timeout: 1m\nservers: {}\n',
+      [`${F}:2:1: no servers configured: add at least one under "servers" (or "mcpServers")`],
+    ],
+    [
+      'invalid server name',
+      'servers:\n  my server: { command: x }\n',
+      [
+        `${F}:2:3: servers["my server"]: invalid server name "my server": server names may use only letters, digits, "_" and "-", 1 to 64 characters`,
+      ],
+    ],
+    [
+      'invalid namespace string',
+      'servers:\n  a: { command: x, namespace: "my.ns" }\n',
+      [
+        `${F}:2:31: servers.a.namespace: a namespace may use only letters, digits, "_" and "-" (or be false for no prefix)`,
+      ],
+    ],
+    [
+      'namespace: true',
+      'servers:\n  a: { command: x, namespace: true }\n',
+      [`${F}:2:31: servers.a.namespace: expected a string or false, got a boolean (true)`],
+    ],
+    [
+      'naming pattern that does not compile',
+      'gateway:\n  naming: { pattern: "^[a-z" }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:22: gateway.naming.pattern: not a valid JavaScript regular expression: /^[a-z/: Unterminated character class`,
+      ],
+    ],
+    [
+      'naming maxLength out of range',
+      'gateway:\n  naming: { maxLength: 300 }\nservers:\n  a: { command: x }\n',
+      [`${F}:2:24: gateway.naming.maxLength: must be at most 256, got 300`],
+    ],
+    [
+      'empty command',
+      'servers:\n  a: { command: "" }\n',
+      [`${F}:2:17: servers.a.command: must not be empty`],
+    ],
+    [
+      'url that is not http(s)',
+      'servers:\n  a: { url: "ws://example.com/mcp" }\n',
+      [`${F}:2:13: servers.a.url: expected an http:// or https:// URL`],
+    ],
+    [
+      'url that does not parse',
+      'servers:\n  a: { url: "https://exa mple.com" }\n',
+      [`${F}:2:13: servers.a.url: not a valid URL`],
+    ],
+    [
+      'type that disagrees with command',
+      'servers:\n  a: { type: http, command: x }\n',
+      [
+        `${F}:2:14: servers.a.type: type "http" does not match "command": a server with "command" is a stdio server`,
+      ],
+    ],
+    [
+      'stdio-only key on an HTTP server',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    args: [--verbose]\n',
+      [
+        `${F}:4:5: servers.a.args: "args" applies only to stdio servers (with "command"), and this one has "url"`,
+      ],
+    ],
+    [
+      'empty tool glob',
+      'servers:\n  a: { command: x, tools: { include: [""] } }\n',
+      [`${F}:2:39: servers.a.tools.include[0]: must not be empty`],
+    ],
+    [
+      'bad message size',
+      'gateway:\n  maxMessageSize: 32MB\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:19: gateway.maxMessageSize: invalid size "32MB": expected an integer number of bytes or a string like "512KiB", "32MiB" or "1GiB"`,
+      ],
+    ],
+    [
+      'empty file',
+      '',
+      [`${F}:1:1: config file is empty; it needs at least a "servers" (or "mcpServers") section`],
+    ],
+    [
+      'comments only',
+      '# servers: later\n',
+      [`${F}:1:1: config file is empty; it needs at least a "servers" (or "mcpServers") section`],
+    ],
+    [
+      'a list instead of a mapping',
+      '- command: npx\n',
+      [`${F}:1:1: expected a mapping at the top level (with a "servers" or "mcpServers" key), got a list`],
+    ],
+    [
+      'duplicate key (reported by yaml)',
+      'servers:\n  a: { command: x }\n  a: { command: y }\n',
+      [`${F}:3:3: servers.a: duplicate key "a"`],
+    ],
+    [
+      'YAML syntax error, with its line',
+      'servers:\n  a:\n    command: x\n   args: [y]\n',
+      [`${F}:4:1: invalid YAML: All mapping items must start at the same column`],
+    ],
+    [
+      'two YAML documents',
+      'servers:\n  a: { command: x }\n---\nservers: {}\n',
+      [
+        `${F}:3:1: invalid YAML: the file holds more than one YAML document (a second "---"); a config file must hold exactly one`,
+      ],
+    ],
+    [
+      'a YAML tag we do not resolve',
+      'servers:\n  a: { command: !env CMD }\n',
+      [`${F}:2:17: invalid YAML: Unresolved tag: !env`],
+    ],
+  ];
+
+  it.each(cases)('%s', (_what, text, expected) => {
+    expect(issuesOf(text)).toEqual(expected);
+  });
+});
+
+describe('parseConfigText: environment variables', () => {
+  const gh = (value: string) => `servers:\n  gh:\n    command: gh-mcp\n    env:\n      TOKEN: "${value}"\n`;
+  const envOf = (text: string, env: Env) => (parse(text, env).servers[0] as StdioServerConfig).env['TOKEN'];
+
+  it('reports a missing variable with its name, the key path and the position', () => {
+    expect(issuesOf(gh('${GITHUB_TOKEN}'), { OTHER: 'x' })).toEqual([
+      `${F}:5:14: servers.gh.env.TOKEN: environment variable "GITHUB_TOKEN" is not set (use \${GITHUB_TOKEN:-default} to give a default)`,
+    ]);
+  });
+
+  it.each<[string, Env, string]>([
+    ['${T}', { T: 'abc' }, 'abc'],
+    ['${T}', { T: '' }, ''], // set but empty counts as set
+    ['Bearer ${T}!', { T: 'abc' }, 'Bearer abc!'],
+    ['${T:-fallback}', {}, 'fallback'],
+    ['${T:-fallback}', { T: '' }, 'fallback'], // as in shells: empty uses the default too
+    ['${T:-fallback}', { T: 'set' }, 'set'],
+    ['${T:-}', {}, ''],
+    ['${T:-a:b-c}', {}, 'a:b-c'],
+    ['$${T}', { T: 'abc' }, '${T}'], // escape
+    ['$$${T}', { T: 'abc' }, '$${T}'], // "$$" then "${": only `$${` is special
+    ['cost: $5', {}, 'cost: $5'],
+    ['$$', {}, '$$'],
+  ])('%j with %j gives %j', (value, env, expected) => {
+    expect(envOf(gh(value), env)).toBe(expected);
+  });
+
+  it('reports malformed references', () => {
+    expect(issuesOf(gh('${1X}'))).toEqual([
+      `${F}:5:14: servers.gh.env.TOKEN: invalid variable reference "\${1X}": expected \${NAME} or \${NAME:-default}; write $\${ for a literal "\${"`,
+    ]);
+    expect(issuesOf(gh('abc ${T'))).toEqual([
+      `${F}:5:14: servers.gh.env.TOKEN: unterminated "\${" in "\${T": expected \${NAME} or \${NAME:-default}; write $\${ for a literal "\${"`,
+    ]);
+  });
+
+  it('does not look variables up on the env object prototype', () => {
+    expect(issuesOf(gh('${constructor}'))).toEqual([
+      `${F}:5:14: servers.gh.env.TOKEN: environment variable "constructor" is not set (use \${constructor:-default} to give a default)`,
+    ]);
+  });
+
+  it('expands before durations are checked, and does not report a failed expansion twice', () => {
+    const text = 'gateway:\n  timeout: "${T}"\nservers:\n  a: { command: x }\n';
+    expect(parse(text, { T: '2m' }).gateway.callTimeoutMs).toBe(120_000);
+    expect(issuesOf(text)).toEqual([
+      `${F}:2:12: gateway.timeout: environment variable "T" is not set (use \${T:-default} to give a default)`,
+    ]);
+    expect(issuesOf(text, { T: 'soon' })).toEqual([
+      `${F}:2:12: gateway.timeout: invalid duration "soon": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+    ]);
+  });
+
+  it('expands command, args, cwd, url, headers and gateway strings, but never keys', () => {
+    const text = [
+      'gateway:',
+      '  log: { file: "${LOGS}/warden.log" }',
+      'servers:',
+      '  a:',
+      '    command: "${BIN}"',
+      '    args: ["--root", "${ROOT}"]',
+      '    cwd: "${WORK}"',
+      '    env: { "${KEY}": "v" }',
+      '  b:',
+      '    url: "https://${HOST}/mcp"',
+      '    headers: { X-Key: "${KEY}" }',
+    ].join('\n');
+    const env = {
+      LOGS: '/var/log',
+      BIN: '/usr/bin/srv',
+      ROOT: '/data',
+      WORK: 'work',
+      HOST: 'h.example',
+      KEY: 'k',
+    };
+    const config = parse(text, env);
+    const [a, b] = config.servers;
+    expect(config.gateway.log.file).toBe('/var/log/warden.log');
+    expect(a).toMatchObject({
+      command: '/usr/bin/srv',
+      args: ['--root', '/data'],
+      cwd: path.join(DIR, 'work'),
+    });
+    expect(a).toMatchObject({ env: { '${KEY}': 'v' } });
+    expect(b).toMatchObject({ url: 'https://h.example/mcp', headers: { 'X-Key': 'k' } });
+  });
+});
+
+describe('parseConfigText: reporting', () => {
+  it('reports every issue at once, in file order', () => {
+    const text = [
+      'gateway:',
+      '  timeout: forever',
+      '  log: { level: loud }',
+      'servers:',
+      '  fs:',
+      '    comand: npx',
+      '    args: "x"',
+      '  gh:',
+      '    command: gh',
+      '    env: { TOKEN: "${GITHUB_TOKEN}" }',
+      'mcpServers:',
+      '  gh: { url: "https://x.example" }',
+    ].join('\n');
+    expect(issuesOf(text)).toEqual([
+      `${F}:2:12: gateway.timeout: invalid duration "forever": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      `${F}:3:17: gateway.log.level: expected one of "error", "warn", "info", "debug", got "loud"`,
+      `${F}:6:5: servers.fs.comand: unknown key "comand" (did you mean "command"?)`,
+      `${F}:7:11: servers.fs.args: expected a list, got a string`,
+      `${F}:10:19: servers.gh.env.TOKEN: environment variable "GITHUB_TOKEN" is not set (use \${GITHUB_TOKEN:-default} to give a default)`,
+      `${F}:12:3: mcpServers.gh: server "gh" is already defined under "servers" (line 8); server names must be unique`,
+    ]);
+  });
+
+  it('throws a ConfigError carrying structured issues and the formatted text', () => {
+    let caught: unknown;
+    try {
+      parse('servers:\n  fs:\n    comand: npx\n');
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const error = caught as ConfigError;
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.issues).toEqual([
+      {
+        file: FILE,
+        line: 3,
+        column: 5,
+        path: 'servers.fs.comand',
+        message: 'unknown key "comand" (did you mean "command"?)',
+      },
+    ]);
+    expect(error.message).toBe(`${F}:3:5: servers.fs.comand: unknown key "comand" (did you mean "command"?)`);
+  });
+
+  it('formats issues as file:line:col: path: message', () => {
+    const base = { file: '/x/c.yaml', line: 3, column: 5, path: 'servers.fs.comand', message: 'unknown key' };
+    expect(formatConfigIssue(base)).toBe('/x/c.yaml:3:5: servers.fs.comand: unknown key');
+    expect(formatConfigIssue({ ...base, path: '' })).toBe('/x/c.yaml:3:5: unknown key');
+    expect(formatConfigIssue({ ...base, line: 0, column: 0, path: '' })).toBe('/x/c.yaml: unknown key');
+  });
+});
+
+describe('loadConfig', () => {
+  let tmp = '';
+  beforeAll(async () => {
+    tmp = await mkdtemp(path.join(os.tmpdir(), 'warden-config-'));
+    await mkdir(path.join(tmp, 'conf'));
+    await writeFile(
+      path.join(tmp, 'conf', 'warden.yaml'),
+      'servers:\n  a:\n    command: x\n    cwd: ../work\n',
+    );
+  });
+  afterAll(async () => {
+    await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('reads the file and resolves paths against its folder', async () => {
+    const file = path.join(tmp, 'conf', 'warden.yaml');
+    const config = await loadConfig(path.relative(process.cwd(), file), { env: {} });
+    expect(config.file).toBe(file);
+    expect((config.servers[0] as StdioServerConfig).cwd).toBe(path.join(tmp, 'work'));
+    expect(config.servers[0]?.source).toEqual({ file, line: 2 });
+  });
+
+  it('reports a missing file as one issue with line 0 and the OS reason', async () => {
+    const file = path.join(tmp, 'nope.yaml');
+    const error = await loadConfig(file, { env: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues).toEqual([
+      {
+        file,
+        line: 0,
+        column: 0,
+        path: '',
+        message: 'cannot read config file: ENOENT: no such file or directory',
+      },
+    ]);
+    expect((error as ConfigError).message).toBe(
+      `${file}: cannot read config file: ENOENT: no such file or directory`,
+    );
+  });
+
+  it('reports a directory given as the config file', async () => {
+    await expect(loadConfig(tmp, { env: {} })).rejects.toThrow(
+      `${tmp}: cannot read config file: EISDIR: illegal operation on a directory`,
+    );
+  });
+});

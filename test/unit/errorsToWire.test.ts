@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import {
+  UnknownToolError,
+  UpstreamFailedError,
+  UpstreamRpcError,
+  UpstreamUnavailableError,
+  WardenError,
+} from '../../src/errors.js';
+import type { Logger } from '../../src/logging/logger.js';
+import { errorToWire } from '../../src/wire/errorsToWire.js';
+
+function recordingLogger() {
+  const lines: string[] = [];
+  const logger: Logger = {
+    error: (m) => lines.push(m),
+    warn: (m) => lines.push(m),
+    info: () => {},
+    debug: () => {},
+    child: () => logger,
+  };
+  return { logger, lines };
+}
+
+describe('errorToWire', () => {
+  it('maps an unknown tool to JSON-RPC -32602 naming the tool', () => {
+    expect(errorToWire(new UnknownToolError('x__y'), recordingLogger().logger)).toEqual({
+      kind: 'error',
+      error: { code: -32602, message: 'Unknown tool: x__y' },
+    });
+  });
+
+  it('passes the upstream’s own JSON-RPC error through unchanged', () => {
+    expect(
+      errorToWire(new UpstreamRpcError('up', -32000, 'upstream says no', { a: 1 }), recordingLogger().logger),
+    ).toEqual({
+      kind: 'error',
+      error: { code: -32000, message: 'upstream says no', data: { a: 1 } },
+    });
+  });
+
+  it.each([
+    [
+      new UpstreamFailedError('up', 'process exited with code 5'),
+      'UPSTREAM_FAILED',
+      'Upstream server "up" failed: process exited with code 5',
+    ],
+    [
+      new UpstreamUnavailableError('up', 'it is disabled in the config'),
+      'UPSTREAM_UNAVAILABLE',
+      'Upstream server "up" is not available: it is disabled in the config',
+    ],
+  ])('turns %s into an isError result the model can read, marked as ours', (error, code, text) => {
+    expect(errorToWire(error, recordingLogger().logger)).toEqual({
+      kind: 'result',
+      result: {
+        content: [{ type: 'text', text: `[mcp-warden] ${text}` }],
+        isError: true,
+        _meta: { 'mcp-warden/error': code },
+      },
+    });
+  });
+
+  it('hides unexpected errors from the host and logs the details', () => {
+    const { logger, lines } = recordingLogger();
+    const outcome = errorToWire(new TypeError('secret internals'), logger);
+    expect(outcome).toEqual({
+      kind: 'error',
+      error: { code: -32603, message: 'mcp-warden internal error (see its log)' },
+    });
+    expect(lines.join('\n')).toContain('secret internals');
+    const notExposed = errorToWire(new WardenError('UPSTREAM_FAILED', 'x', { expose: false }), logger);
+    expect(notExposed.kind).toBe('error');
+  });
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import {
+  RawId,
+  idKey,
+  parseMessage,
+  serializeMessage,
+  serializeRawResult,
+} from '../../src/protocol/jsonRpc.js';
+import { topLevelMemberSpan } from '../../src/protocol/rawJson.js';
+import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
+
+function decode(chunks: (string | Buffer)[], maxLineBytes = 1024) {
+  const lines: string[] = [];
+  const oversize: OversizeLine[] = [];
+  const d = new LineDecoder({
+    maxLineBytes,
+    onLine: (l) => lines.push(l),
+    onOversize: (o) => oversize.push(o),
+  });
+  for (const c of chunks) d.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
+  d.end();
+  return { lines, oversize };
+}
+
+describe('LineDecoder', () => {
+  it.each([
+    { name: 'one line per chunk', chunks: ['{"a":1}\n', '{"b":2}\n'], lines: ['{"a":1}', '{"b":2}'] },
+    { name: 'several lines in a chunk', chunks: ['1\n2\n3\n'], lines: ['1', '2', '3'] },
+    { name: 'a line split across chunks', chunks: ['{"a":', '1}', '\n'], lines: ['{"a":1}'] },
+    { name: 'CRLF endings', chunks: ['x\r\ny\r\n'], lines: ['x', 'y'] },
+    { name: 'blank lines skipped', chunks: ['\n\n x \n\n'], lines: [' x '] },
+    { name: 'last line without newline', chunks: ['a\nb'], lines: ['a', 'b'] },
+  ])('$name', ({ chunks, lines }) => {
+    expect(decode(chunks).lines).toEqual(lines);
+  });
+
+  it('keeps multi-byte characters split across chunks intact', () => {
+    const bytes = Buffer.from('"héllo ✓"\n');
+    expect(decode([bytes.subarray(0, 3), bytes.subarray(3, 10), bytes.subarray(10)]).lines).toEqual([
+      '"héllo ✓"',
+    ]);
+  });
+
+  it('skips an oversize line, reports its size and edges, and carries on with the next', () => {
+    const big = `{"jsonrpc":"2.0","id":7,"result":"${'x'.repeat(5000)}"}`;
+    const { lines, oversize } = decode(['ok1\n', big.slice(0, 2000), big.slice(2000), '\nok2\n'], 1000);
+    expect(lines).toEqual(['ok1', 'ok2']);
+    expect(oversize).toHaveLength(1);
+    expect(oversize[0]!.bytes).toBe(big.length);
+    expect(oversize[0]!.head.startsWith('{"jsonrpc":"2.0","id":7')).toBe(true);
+    expect(oversize[0]!.tail.endsWith('x"}')).toBe(true);
+  });
+});
+
+describe('parseMessage', () => {
+  it('keeps integer ids beyond 2^53 exactly as sent', () => {
+    const line = '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}';
+    const parsed = parseMessage(line);
+    expect(parsed.ok).toBe(true);
+    const id = (parsed as { message: { id: unknown } }).message.id;
+    expect(id).toBeInstanceOf(RawId);
+    expect(serializeMessage({ jsonrpc: '2.0', id: id as RawId, result: {} })).toBe(
+      '{"id":9007199254740993,"jsonrpc":"2.0","result":{}}',
+    );
+    expect(serializeRawResult(id as RawId, '{"x":1}')).toBe(
+      '{"jsonrpc":"2.0","id":9007199254740993,"result":{"x":1}}',
+    );
+  });
+
+  it('finds the top-level id even when nested objects have ids too', () => {
+    const line =
+      '{"params":{"id":1,"s":"\\"id\\":2"},"jsonrpc":"2.0","id":12345678901234567890,"method":"x"}';
+    expect(topLevelMemberSpan(line, 'id')?.map((i) => i)).toEqual([
+      line.indexOf('12345678901234567890'),
+      line.indexOf('12345678901234567890') + 20,
+    ]);
+  });
+
+  it('gives raw ids a map key distinct from any string id', () => {
+    expect(idKey(new RawId('99999999999999999999'))).not.toBe('99999999999999999999');
+    expect(idKey('raw:1')).toBe('raw:1');
+  });
+
+  it.each([
+    ['not json', 'not JSON'],
+    ['[1,2]', 'JSON-RPC batches are not supported'],
+    ['"str"', 'not an object'],
+    ['{"id":1,"method":"x"}', 'missing "jsonrpc": "2.0"'],
+    ['{"jsonrpc":"2.0","id":{},"method":"x"}', 'id must be a string or a number'],
+    ['{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}', 'params must be an object'],
+    ['{"jsonrpc":"2.0","id":1}', 'neither a request, a notification nor a response'],
+  ])('rejects %s: %s', (line, reason) => {
+    expect(parseMessage(line)).toEqual({ ok: false, reason });
+  });
+
+  it('accepts requests, notifications and responses as they are', () => {
+    for (const m of [
+      { jsonrpc: '2.0', id: 'a', method: 'tools/list' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 3, result: {} },
+      { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'x' } },
+    ]) {
+      expect(parseMessage(JSON.stringify(m))).toEqual({ ok: true, message: m });
+    }
+  });
+});
