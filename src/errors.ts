@@ -80,9 +80,25 @@ export class UpstreamUnavailableError extends WardenError {
 
 /** The upstream died or its connection broke while a request was in flight. */
 export class UpstreamFailedError extends WardenError {
+  /** The message without the server prefix, for wrapping with more context. */
+  readonly detail: string;
+
   constructor(server: string, detail: string, options: WardenErrorOptions = {}) {
     super('UPSTREAM_FAILED', `Upstream server "${server}" failed: ${detail}`, options);
+    this.detail = detail;
   }
+}
+
+/** An error's message followed by its causes' (fetch hides the useful part, e.g. ECONNREFUSED, in `cause`). */
+export function describeError(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const message = current instanceof Error ? current.message : String(current);
+    if (!parts.some((p) => p.includes(message))) parts.push(message);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return parts.join(': ');
 }
 
 /**

@@ -5,7 +5,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayConfig, ServerConfig } from '../config/types.js';
-import { UpstreamFailedError, UpstreamUnavailableError, WardenError } from '../errors.js';
+import { describeError, UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { JsonRpcNotification, JsonRpcRequest, Params } from '../protocol/jsonRpc.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
@@ -96,7 +96,7 @@ export class Upstream {
     if (this._state !== 'idle') return;
     this.running = this.supervise().catch((error: unknown) => {
       // Supervision itself must never throw out of here; this is a bug if it happens.
-      this.log.error(`supervisor stopped unexpectedly: ${describe(error)}`);
+      this.log.error(`supervisor stopped unexpectedly: ${describeError(error)}`);
       this._state = 'failed';
       this.firstAttemptDone();
     });
@@ -230,7 +230,7 @@ export class Upstream {
           cwd: config.cwd,
         });
       } catch (error) {
-        throw new UpstreamFailedError(this.name, `failed to start (${what}): ${describe(error)}`);
+        throw new UpstreamFailedError(this.name, `failed to start (${what}): ${describeError(error)}`);
       }
       this.options.children.add(child);
       createInterface({ input: child.process.stderr }).on('line', (line) => {
@@ -300,10 +300,11 @@ export class Upstream {
       this.connecting = undefined;
       return live;
     } catch (error) {
-      const wrapped =
-        error instanceof WardenError
-          ? error
-          : new UpstreamFailedError(this.name, `${describe(error)} (${what})`);
+      // Every startup failure names what was started, whichever layer noticed it.
+      const detail = error instanceof UpstreamFailedError ? error.detail : describeError(error);
+      const wrapped = detail.includes(what)
+        ? (error as Error)
+        : new UpstreamFailedError(this.name, `${detail} (${what})`, { cause: error });
       // The child may have died: prefer the exit message, which carries its stderr.
       const exit = await Promise.race([ended, delayValue(50, undefined)]);
       this.connecting = undefined;
@@ -348,7 +349,7 @@ export class Upstream {
       this.log.info(`tool list changed (${this._tools.length} tools)`);
       this.options.onToolsChanged(this);
     } catch (error) {
-      this.log.warn(`could not refresh tools after list_changed: ${describe(error)}`);
+      this.log.warn(`could not refresh tools after list_changed: ${describeError(error)}`);
     }
   }
 
@@ -388,10 +389,6 @@ function isToolShaped(value: unknown): value is Tool {
   return (
     typeof t.name === 'string' && t.name !== '' && typeof t.inputSchema === 'object' && t.inputSchema !== null
   );
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function truncate(text: string, max: number): string {

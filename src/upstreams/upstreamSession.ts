@@ -1,4 +1,4 @@
-import { UpstreamFailedError, UpstreamRpcError, WardenError } from '../errors.js';
+import { describeError, UpstreamFailedError, UpstreamRpcError, WardenError } from '../errors.js';
 import {
   isNotification,
   isRequest,
@@ -112,7 +112,11 @@ export class UpstreamSession {
       this.options.transport.send(message).catch((error: unknown) => {
         if (!this.pending.has(id)) return;
         this.settle(id);
-        reject(new UpstreamFailedError(this.options.server, `cannot send ${method}`, { cause: error }));
+        reject(
+          new UpstreamFailedError(this.options.server, `cannot send ${method}: ${describeError(error)}`, {
+            cause: error,
+          }),
+        );
       });
     });
   }

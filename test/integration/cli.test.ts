@@ -1,0 +1,147 @@
+/**
+ * The subcommands a user runs by hand, and the Streamable HTTP upstream path.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { connectHost, FAST_GATEWAY, fixture, NODE, runCli, serverBin, writeConfig } from './harness.js';
+
+describe('mcp-warden check', () => {
+  it('accepts a valid config', async () => {
+    const config = writeConfig({ servers: { up: fixture() } });
+    const { code, stdout } = await runCli(['check', '--config', config]);
+    expect(code).toBe(0);
+    expect(stdout).toBe(`${config}: ok (1 servers, 1 enabled)\n`);
+  });
+
+  it('reports every problem with file:line:column and key, exit 2', async () => {
+    const config = writeConfig(
+      [
+        'gateway:',
+        '  timeout: soon',
+        'servers:',
+        '  a:',
+        '    command: node',
+        '    url: http://x',
+        '  b:',
+        '    args: [x]',
+        '',
+      ].join('\n'),
+    );
+    const { code, stderr, stdout } = await runCli(['check', '--config', config]);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain('mcp-warden: invalid config:');
+    expect(stderr).toMatch(new RegExp(`${config}:2:12: gateway\\.timeout: .*`));
+    expect(stderr).toMatch(new RegExp(`${config}:4:3: servers\\.a: .*command.*url`));
+    expect(stderr).toMatch(new RegExp(`${config}:7:3: servers\\.b: .*`));
+  });
+
+  it('names a missing environment variable and the key that uses it', async () => {
+    const config = writeConfig(
+      ['servers:', '  gh:', '    command: node', '    env:', '      TOKEN: ${WARDEN_NOT_SET}', ''].join('\n'),
+    );
+    const { code, stderr } = await runCli(['check', '--config', config]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`${config}:5:14: servers.gh.env.TOKEN:`);
+    expect(stderr).toContain('WARDEN_NOT_SET');
+  });
+
+  it('says which file is missing', async () => {
+    const { code, stderr } = await runCli(['check', '--config', '/nonexistent/proxy.config.yaml']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('/nonexistent/proxy.config.yaml');
+    expect(stderr).toContain('ENOENT');
+  });
+
+  it('explains usage errors', async () => {
+    const { code, stderr } = await runCli(['frobnicate', '--config', 'x']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('unknown command "frobnicate"');
+    expect(stderr).toContain('Usage:');
+  });
+});
+
+describe('mcp-warden tools', () => {
+  it('prints the merged catalog with each server’s fate, exit 1 when one failed', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { up: fixture(), broken: fixture(['--crash-at-start']), off: fixture([], { disabled: true }) },
+    });
+    const { code, stdout } = await runCli(['tools', '--config', config]);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^TOOL\s+SERVER\s+DESCRIPTION$/m);
+    expect(stdout).toMatch(/^up__echo\s+up\s+Returns its text argument unchanged\.$/m);
+    expect(stdout).toMatch(/^server broken: failed|^server broken: unavailable/m);
+    expect(stdout).toContain('server off: disabled, 0 tools');
+  });
+
+  it('prints JSON with --json', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } });
+    const { code, stdout } = await runCli(['tools', '--json', '--config', config]);
+    expect(code).toBe(0);
+    const listing = JSON.parse(stdout) as { tools: { name: string; server: string; tool: string }[] };
+    expect(listing.tools).toContainEqual(
+      expect.objectContaining({ name: 'up__add', server: 'up', tool: 'add' }),
+    );
+  });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('Streamable HTTP upstream', () => {
+  let httpServer: ChildProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    httpServer = spawn(NODE, [serverBin('everything'), 'streamableHttp'], {
+      env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    await new Promise<void>((resolve) => {
+      let seen = '';
+      httpServer.stderr!.on('data', (c: Buffer) => {
+        seen += c.toString();
+        if (seen.includes(`listening on port ${port}`)) resolve();
+      });
+    });
+  });
+  afterAll(() => {
+    httpServer?.kill('SIGKILL');
+  });
+
+  it('is listed and called like a stdio one', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { remote: { url: `http://127.0.0.1:${port}/mcp` }, local: fixture() },
+    });
+    const host = await connectHost(config);
+    const names = (await host.client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('remote__echo');
+    expect(names).toContain('local__echo');
+    const result = await host.client.callTool({ name: 'remote__echo', arguments: { message: 'over http' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'Echo: over http' }]);
+    await host.close();
+  });
+
+  it('an unreachable URL fails that server only, naming the URL', async () => {
+    const dead = await freePort();
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { remote: { url: `http://127.0.0.1:${dead}/mcp` }, local: fixture() },
+    });
+    const host = await connectHost(config);
+    expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('local__echo');
+    await host.waitForStderr(new RegExp(`\\[remote\\].*url: http://127\\.0\\.0\\.1:${dead}/mcp`));
+    await host.close();
+  });
+});
