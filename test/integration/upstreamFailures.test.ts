@@ -189,6 +189,18 @@ describe('exposed names', () => {
     await second.close();
   });
 
+  it('merges every page of a paginated upstream tools/list, in order', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { paged: fixture(['--tools', 'many:25', '--page-size', '10']) },
+    });
+    host = await connectHost(config);
+    const names = (await host.client.listTools()).tools.map((t) => t.name);
+    expect(names).toHaveLength(25);
+    expect(names[0]).toBe('paged__tool_00001');
+    expect(names[24]).toBe('paged__tool_00025');
+  });
+
   it('applies include/exclude filters per server', async () => {
     const config = writeConfig({
       gateway: FAST_GATEWAY,
