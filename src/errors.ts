@@ -117,3 +117,51 @@ export class UpstreamRpcError extends WardenError {
     this.data = data;
   }
 }
+
+/** Which limit ended a call: the idle timeout (no answer or progress for that long) or the hard maximum. */
+export type TimeoutKind = 'idle' | 'max';
+
+/** The call took longer than its limit; the upstream has been sent `notifications/cancelled`. */
+export class CallTimeoutError extends WardenError {
+  readonly kind: TimeoutKind;
+  readonly limitMs: number;
+
+  constructor(server: string, tool: string, kind: TimeoutKind, limitMs: number) {
+    super(
+      'CALL_TIMEOUT',
+      kind === 'idle'
+        ? `Tool "${tool}" on server "${server}" timed out: no answer or progress for ${formatMs(limitMs)} ` +
+            `(its timeout); the call was cancelled upstream.`
+        : `Tool "${tool}" on server "${server}" timed out: it ran for ${formatMs(limitMs)}, its maximum ` +
+            `(maxTimeout), despite progress; the call was cancelled upstream.`,
+    );
+    this.kind = kind;
+    this.limitMs = limitMs;
+  }
+}
+
+/** The host cancelled the call (`notifications/cancelled`); no response goes back for it. */
+export class HostCancelledError extends WardenError {
+  constructor(reason: string) {
+    super('CALL_CANCELLED', `cancelled by the host: ${reason}`);
+  }
+}
+
+/** Too many calls already wait for this upstream. */
+export class QueueFullError extends WardenError {
+  constructor(server: string, maxConcurrency: number, maxQueue: number) {
+    super(
+      'QUEUE_FULL',
+      `Server "${server}" is busy: ${maxConcurrency} calls are running and ${maxQueue} are waiting ` +
+        `(maxConcurrency/maxQueue); try again later.`,
+    );
+  }
+}
+
+/** `1500` → `1.5s`, `120000` → `2m`: limits shown the way the config writes them. */
+export function formatMs(ms: number): string {
+  if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
+  if (ms >= 1000) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}

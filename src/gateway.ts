@@ -1,7 +1,12 @@
 import { catalogSources, ToolCatalog } from './catalog/toolCatalog.js';
 import type { WardenConfig } from './config/types.js';
 import type { Logger } from './logging/logger.js';
+import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
+import { createResultRepairInterceptor } from './interceptors/resultRepair.js';
+import { createTimeoutInterceptor, timeoutLimitsFromConfig } from './interceptors/timeout.js';
 import { compose } from './pipeline/compose.js';
+import { orderStages } from './pipeline/order.js';
+import { createOutputValidator } from './repairs/outputSchemaValidator.js';
 import { createForwardCall } from './pipeline/forwardCall.js';
 import type { Interceptor } from './pipeline/types.js';
 import { Router } from './router.js';
@@ -32,12 +37,20 @@ export interface Gateway {
 }
 
 /**
- * The order of the call pipeline, outermost first, written once (ARCHITECTURE "The flow").
- * Stages land with their issues: audit (#6), policy and confirmation (#5), timeout and
- * result repair (#4).
+ * The call pipeline's stages for this config, in the order `orderStages` fixes. Audit, policy
+ * and confirmation land with issues #6 and #5.
  */
-export function pipelineStages(): Interceptor[] {
-  return [];
+export function buildPipelineStages(config: WardenConfig, logger: Logger): Interceptor[] {
+  const repairs = new Map(config.servers.map((s) => [s.name, s.repair]));
+  return orderStages({
+    timeout: createTimeoutInterceptor({ limitsFor: timeoutLimitsFromConfig(config) }),
+    resultRepair: createResultRepairInterceptor({
+      repairFor: (server) => repairs.get(server) ?? config.gateway.repair,
+      validator: createOutputValidator(),
+      logger,
+    }),
+    concurrencyLimit: createConcurrencyLimitInterceptor({ servers: config.servers }),
+  });
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -53,7 +66,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (changed) router.toolsChanged();
     },
   });
-  const callTool = compose(pipelineStages(), createForwardCall({ upstreams: pool.byName }));
+  const callTool = compose(
+    buildPipelineStages(config, logger),
+    createForwardCall({ upstreams: pool.byName }),
+  );
   const router = new Router({
     host,
     catalog,

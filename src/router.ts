@@ -1,6 +1,6 @@
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCatalog } from './catalog/toolCatalog.js';
-import { UnknownToolError, WardenError } from './errors.js';
+import { HostCancelledError, UnknownToolError } from './errors.js';
 import type { Logger } from './logging/logger.js';
 import type { Next, ToolCall } from './pipeline/types.js';
 import {
@@ -15,6 +15,7 @@ import {
   type RequestId,
 } from './protocol/jsonRpc.js';
 import type { MessageTransport } from './transports/streamTransport.js';
+import { rawResultText } from './protocol/rawJson.js';
 import type { UpstreamPool } from './upstreams/upstreamPool.js';
 import { errorToWire } from './wire/errorsToWire.js';
 
@@ -32,13 +33,6 @@ interface InFlight {
   readonly controller: AbortController;
   /** The host cancelled: per the spec no response goes back for this request. */
   cancelledByHost: boolean;
-}
-
-/** Thrown (and so answered) when the host cancels a call; never reaches the wire. */
-class HostCancelledError extends WardenError {
-  constructor(reason: string) {
-    super('CALL_CANCELLED', `cancelled by the host: ${reason}`);
-  }
 }
 
 /**
@@ -218,7 +212,11 @@ export class Router {
       const result = await this.options.callTool(call);
       finished = true;
       if (inFlight.cancelledByHost) return;
-      await this.options.host.send({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
+      // Untouched by the pipeline: forward the upstream's own text (byte for byte, no re-serialising).
+      const raw = rawResultText(result);
+      const host = this.options.host;
+      if (raw !== undefined && host.sendRaw) await host.sendRaw(serializeRawResult(id, raw));
+      else await host.send({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
     } catch (error) {
       finished = true;
       if (inFlight.cancelledByHost) return;

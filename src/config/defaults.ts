@@ -23,6 +23,23 @@ export const DEFAULTS = deepFreeze({
     connectTimeoutMs: 30_000,
     /** 5 min: tools may do real work (builds, searches); per-server and per-tool values override it. */
     callTimeoutMs: 300_000,
+    /**
+     * 30 min: a hard bound on one call even while progress keeps arriving. A server's own
+     * `maxTimeout` may raise or lower it. When `gateway.timeout` is not written, the idle default
+     * above is cut to this if this is shorter (see `load.ts`), so idle never exceeds the limit.
+     */
+    maxCallTimeoutMs: 1_800_000,
+    /** Every result repair on; a server's `repair:` section overrides these key by key. */
+    repair: {
+      /** Hosts that read only text still see structured results. */
+      textForStructured: true,
+      /** Invalid structured content is stripped, kept as text, and the result marked isError. */
+      invalidStructured: 'error',
+      /** JSON text that validates against the output schema is offered as structured content. */
+      structuredFromText: true,
+      /** A declared output schema with no structured content marks the result isError. */
+      missingStructured: 'error',
+    },
     restart: {
       /** 500 ms before the first restart after a crash. */
       initialDelayMs: 500,

@@ -51,3 +51,20 @@ export function parseDuration(value: string | number): number {
   }
   return ms;
 }
+
+const SHOWN_UNITS = [
+  ['h', UNIT_MS.h],
+  ['m', UNIT_MS.m],
+  ['s', UNIT_MS.s],
+] as const;
+
+/**
+ * A duration in ms as a user would write it: the largest unit that divides it exactly (`30m`,
+ * `90s`, `1500ms`). `parseDuration` reads every result back to the same number.
+ */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of SHOWN_UNITS) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

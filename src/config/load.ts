@@ -21,7 +21,7 @@ import {
 } from 'yaml';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { DEFAULTS } from './defaults.js';
-import { DURATION_FORMS, parseDuration } from './duration.js';
+import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import { deepFreeze } from './freeze.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
@@ -29,6 +29,7 @@ import type {
   GatewayConfig,
   HttpServerConfig,
   LogConfig,
+  RepairConfig,
   ServerConfig,
   StdioServerConfig,
   ToolFilter,
@@ -328,10 +329,26 @@ type Data = Readonly<Record<string, unknown>>;
  * already reported, so here they just fall back to defaults (the result is then discarded).
  */
 function normalize(data: Data, ctx: Context): WardenConfig {
-  return { file: ctx.file, gateway: normalizeGateway(data, ctx), servers: normalizeServers(data, ctx) };
+  const inherited = normalizeGateway(data, ctx);
+  return { file: ctx.file, gateway: inherited.gateway, servers: normalizeServers(data, ctx, inherited) };
 }
 
-function normalizeGateway(data: Data, ctx: Context): GatewayConfig {
+/** The gateway section, and what servers need to know about it beyond its values. */
+interface Inherited {
+  readonly gateway: GatewayConfig;
+  /**
+   * False when `gateway.maxTimeout` is written but invalid (already reported): timeouts are then
+   * not compared with the default that stands in for it, which would only add a misleading message.
+   */
+  readonly maxTimeoutValid: boolean;
+  /**
+   * `gateway.timeout` as written, else its default, before it is cut to `gateway.maxTimeout`:
+   * a server with a limit of its own cuts this to that limit instead.
+   */
+  readonly idleMs: number;
+}
+
+function normalizeGateway(data: Data, ctx: Context): Inherited {
   const defaults = DEFAULTS.gateway;
   const gateway = asRecord(data['gateway']) ?? {};
   const naming = asRecord(gateway['naming']) ?? {};
@@ -357,7 +374,16 @@ function normalizeGateway(data: Data, ctx: Context): GatewayConfig {
     ...(logFile === undefined ? {} : { file: path.resolve(ctx.dir, logFile) }),
   };
 
-  return {
+  // An idle timeout longer than the hard limit could never fire: one written so is an error, and
+  // the default (when `timeout` is not written) is cut to the limit, so idle <= max always holds.
+  const maxTimeout = duration(ctx, at('maxTimeout'), gateway['maxTimeout']);
+  const maxTimeoutValid = gateway['maxTimeout'] === undefined || maxTimeout !== undefined;
+  const maxCallTimeoutMs = maxTimeout ?? defaults.maxCallTimeoutMs;
+  const timeout = duration(ctx, at('timeout'), gateway['timeout']);
+  if (maxTimeoutValid) checkWithinLimit(ctx, at('timeout'), gateway['timeout'], timeout, maxCallTimeoutMs);
+  const idleMs = timeout ?? defaults.callTimeoutMs;
+
+  const config: GatewayConfig = {
     naming: {
       separator: nonEmptyString(naming['separator']) ?? defaults.naming.separator,
       pattern,
@@ -367,7 +393,9 @@ function normalizeGateway(data: Data, ctx: Context): GatewayConfig {
       duration(ctx, at('startupTimeout'), gateway['startupTimeout']) ?? defaults.startupTimeoutMs,
     connectTimeoutMs:
       duration(ctx, at('connectTimeout'), gateway['connectTimeout']) ?? defaults.connectTimeoutMs,
-    callTimeoutMs: duration(ctx, at('timeout'), gateway['timeout']) ?? defaults.callTimeoutMs,
+    callTimeoutMs: Math.min(idleMs, maxCallTimeoutMs),
+    maxCallTimeoutMs,
+    repair: { ...defaults.repair, ...repairOverrides(gateway['repair']) },
     restart: {
       initialDelayMs:
         duration(ctx, at('restart', 'initialDelay'), restart['initialDelay']) ??
@@ -381,11 +409,12 @@ function normalizeGateway(data: Data, ctx: Context): GatewayConfig {
     maxMessageBytes:
       byteSize(ctx, at('maxMessageSize'), gateway['maxMessageSize']) ?? defaults.maxMessageBytes,
   };
+  return { gateway: config, maxTimeoutValid, idleMs };
 }
 
 const SECTIONS = ['servers', 'mcpServers'] as const;
 
-function normalizeServers(data: Data, ctx: Context): ServerConfig[] {
+function normalizeServers(data: Data, ctx: Context, inherited: Inherited): ServerConfig[] {
   const servers: ServerConfig[] = [];
   const declaredAt = new Map<string, number>();
   let malformedSection = false;
@@ -408,7 +437,7 @@ function normalizeServers(data: Data, ctx: Context): ServerConfig[] {
         continue;
       }
       declaredAt.set(name, line);
-      const server = normalizeServer(ctx, section, name, entries[name], line);
+      const server = normalizeServer(ctx, inherited, section, name, entries[name], line);
       if (server !== undefined) servers.push(server);
     }
   }
@@ -420,6 +449,7 @@ function normalizeServers(data: Data, ctx: Context): ServerConfig[] {
 
 function normalizeServer(
   ctx: Context,
+  inherited: Inherited,
   section: (typeof SECTIONS)[number],
   name: string,
   value: unknown,
@@ -463,22 +493,41 @@ function normalizeServer(
   }
 
   const defaults = DEFAULTS.server;
+  const { gateway } = inherited;
+  // The limit this server's calls run under: its own `maxTimeout`, else the gateway's. Undefined
+  // when the one that applies is invalid (already reported), so nothing is compared with it.
+  const maxTimeoutMs = duration(ctx, at('maxTimeout'), entry['maxTimeout']);
+  const limitMs =
+    entry['maxTimeout'] !== undefined
+      ? maxTimeoutMs
+      : inherited.maxTimeoutValid
+        ? gateway.maxCallTimeoutMs
+        : undefined;
   const tools = asRecord(entry['tools']) ?? {};
   const timeouts = asRecord(tools['timeouts']) ?? {};
   const toolFilter: ToolFilter = {
     include: strings(tools['include']),
     exclude: strings(tools['exclude']),
-    timeouts: ctx.locator.orderedKeys(at('tools', 'timeouts'), timeouts).map((glob) => ({
-      glob,
-      timeoutMs: duration(ctx, at('tools', 'timeouts', glob), timeouts[glob]) ?? 0,
-    })),
+    timeouts: ctx.locator.orderedKeys(at('tools', 'timeouts'), timeouts).map((glob) => {
+      const keyPath = at('tools', 'timeouts', glob);
+      const timeoutMs = duration(ctx, keyPath, timeouts[glob]);
+      checkWithinLimit(ctx, keyPath, timeouts[glob], timeoutMs, limitMs);
+      return { glob, timeoutMs: timeoutMs ?? 0 };
+    }),
   };
-  const timeoutMs = duration(ctx, at('timeout'), entry['timeout']);
+  const written = duration(ctx, at('timeout'), entry['timeout']);
+  checkWithinLimit(ctx, at('timeout'), entry['timeout'], written, limitMs);
+  // Not written here: the gateway's idle timeout applies, cut to this server's limit. Only when
+  // that differs from the gateway's own value (this server has a limit of its own) is it stated.
+  const idleMs = limitMs === undefined ? inherited.idleMs : Math.min(inherited.idleMs, limitMs);
+  const timeoutMs = written ?? (idleMs === gateway.callTimeoutMs ? undefined : idleMs);
   const namespace = entry['namespace'];
   const common = {
     name,
     namespace: namespace === false ? null : typeof namespace === 'string' ? namespace : name,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
+    repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
     maxConcurrency: integer(entry['maxConcurrency']) ?? defaults.maxConcurrency,
     maxQueue: integer(entry['maxQueue']) ?? defaults.maxQueue,
     tools: toolFilter,
@@ -528,6 +577,40 @@ function duration(ctx: Context, keyPath: KeyPath, value: unknown): number | unde
     ctx.issues.add(keyPath, 'value', error instanceof Error ? error.message : String(error));
     return undefined;
   }
+}
+
+/**
+ * Reports an idle timeout (written at `keyPath` as `value`, `ms` once parsed) that is longer than
+ * the hard limit over it: the limit would always end the call first.
+ */
+function checkWithinLimit(
+  ctx: Context,
+  keyPath: KeyPath,
+  value: unknown,
+  ms: number | undefined,
+  limitMs: number | undefined,
+): void {
+  if (ms === undefined || limitMs === undefined || ms <= limitMs) return;
+  // As written when it is a string (the position points at it); a bare number of ms reads better in units.
+  const shown = typeof value === 'string' ? value : formatDuration(ms);
+  ctx.issues.add(keyPath, 'value', `${shown} is longer than maxTimeout (${formatDuration(limitMs)})`);
+}
+
+/**
+ * The keys of a `repair:` section (gateway's or a server's) that are set, to be spread over the
+ * settings they override. Wrongly typed values were reported by the schema and are left out.
+ */
+function repairOverrides(value: unknown): Partial<RepairConfig> {
+  const { textForStructured, invalidStructured, structuredFromText, missingStructured } =
+    asRecord(value) ?? {};
+  return {
+    ...(typeof textForStructured === 'boolean' ? { textForStructured } : {}),
+    ...(invalidStructured === 'error' || invalidStructured === 'strip' || invalidStructured === 'off'
+      ? { invalidStructured }
+      : {}),
+    ...(typeof structuredFromText === 'boolean' ? { structuredFromText } : {}),
+    ...(missingStructured === 'error' || missingStructured === 'off' ? { missingStructured } : {}),
+  };
 }
 
 const SIZE_UNITS = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 } as const;

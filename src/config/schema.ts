@@ -80,6 +80,9 @@ function translateErrors(errors: readonly ErrorObject[], document: unknown): Sch
     if (claimed.has(error) || checkedInCode.has(error.parentSchema)) continue;
     // propertyNames repeats what its inner error (which carries `propertyName`) already says.
     if (error.keyword === 'propertyNames') continue;
+    // `expected a string` next to `expected one of "error", "off"` for the same value: the
+    // list of allowed values says more.
+    if (error.keyword === 'type' && errors.some((other) => isEnumErrorOf(other, error))) continue;
     const path = toKeyPath(error.instancePath, document);
     if (error.keyword === 'anyOf') {
       problems.push(...explainAnyOf(error, branchErrors.get(error) ?? [], path, document));
@@ -90,6 +93,14 @@ function translateErrors(errors: readonly ErrorObject[], document: unknown): Sch
     }
   }
   return problems;
+}
+
+function isEnumErrorOf(other: ErrorObject, error: ErrorObject): boolean {
+  return (
+    other.keyword === 'enum' &&
+    other.instancePath === error.instancePath &&
+    other.parentSchema === error.parentSchema
+  );
 }
 
 /** Reports the branch the value was evidently meant for, or the set of accepted types. */
@@ -193,13 +204,16 @@ function explainValueRule(
     case 'enum': {
       const allowed = asArray(params['allowedValues']);
       const listed = allowed.map((item) => JSON.stringify(item)).join(', ');
+      // `false` for a setting that is switched off with "off" (as JSON, or YAML 1.1 habits).
       const suggestion =
         typeof value === 'string'
           ? didYouMean(
               value,
               allowed.filter((item) => typeof item === 'string'),
             )
-          : undefined;
+          : value === false && allowed.includes('off')
+            ? 'off'
+            : undefined;
       const got = typeof value === 'string' ? JSON.stringify(value) : describeValue(value);
       return `expected one of ${listed}, got ${got}${suggestion === undefined ? '' : ` (did you mean "${suggestion}"?)`}`;
     }

@@ -26,6 +26,29 @@ export interface RestartConfig {
   readonly windowMs: number;
 }
 
+/**
+ * Result repair (issue 4): what the gateway does to tool results that a strict or a lenient
+ * host would mishandle. Each repair can be turned off; see README "Result repair".
+ */
+export interface RepairConfig {
+  /** `structuredContent` without any text block: add one with its JSON. Default true. */
+  readonly textForStructured: boolean;
+  /**
+   * `structuredContent` that fails the tool's `outputSchema`, or is not an object:
+   * `error` strips it, keeps its data as text with a note and sets `isError` (the SDK's
+   * `Client.callTool` accepts that); `strip` does the same without `isError`; `off` passes it.
+   * Default `error`.
+   */
+  readonly invalidStructured: 'error' | 'strip' | 'off';
+  /** The tool declares `outputSchema`, sends no `structuredContent`, and its text is JSON that validates: offer that as `structuredContent`. Default true. */
+  readonly structuredFromText: boolean;
+  /**
+   * The tool declares `outputSchema` and no `structuredContent` could be had: `error` sets
+   * `isError` with a note (so strict hosts accept it), `off` passes it. Default `error`.
+   */
+  readonly missingStructured: 'error' | 'off';
+}
+
 export interface LogConfig {
   /** winston level: error | warn | info | debug. Default info. */
   readonly level: 'error' | 'warn' | 'info' | 'debug';
@@ -39,8 +62,15 @@ export interface GatewayConfig {
   readonly startupTimeoutMs: number;
   /** Bound on one upstream's spawn + initialize handshake. Default 30 s. */
   readonly connectTimeoutMs: number;
-  /** Default per-call timeout (overridden per server and per tool). Default 5 min. */
+  /**
+   * Default per-call idle timeout (`gateway.timeout`; overridden per server and per tool).
+   * Progress from the upstream restarts it. Default 5 min.
+   */
   readonly callTimeoutMs: number;
+  /** Hard limit of one call however much progress arrives (`gateway.maxTimeout`). Default 30 min. */
+  readonly maxCallTimeoutMs: number;
+  /** Gateway-wide repair settings; each server has its merged copy in `ServerConfig.repair`. */
+  readonly repair: RepairConfig;
   readonly restart: RestartConfig;
   readonly log: LogConfig;
   /**
@@ -65,8 +95,12 @@ interface ServerCommon {
   readonly name: string;
   /** Prefix of exposed names; `null` when the config says `namespace: false`. Default: the server name. */
   readonly namespace: string | null;
-  /** Per-call timeout for this server's tools, when set; else the gateway default. */
+  /** Per-call idle timeout for this server's tools, when set; else the gateway default. */
   readonly timeoutMs?: number;
+  /** Hard per-call limit for this server (`maxTimeout`), when set; else the gateway's. */
+  readonly maxTimeoutMs?: number;
+  /** The gateway's repair settings with this server's `repair:` overrides applied. */
+  readonly repair: RepairConfig;
   /** Calls in flight at once to this upstream; further calls queue. Default 16. */
   readonly maxConcurrency: number;
   /** Calls allowed to wait in the queue; beyond that calls are rejected. Default 256. */

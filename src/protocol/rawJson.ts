@@ -65,14 +65,18 @@ function skipValue(text: string, start: number): number {
 /**
  * The [start, end) span of the value of top-level member `key` in the JSON object `text`,
  * or null when absent. The key is compared by its raw text (keys we look for have no escapes).
+ * With duplicate keys the LAST one wins, as in `JSON.parse`: otherwise a peer could have us
+ * inspect one value and forward another.
  */
 export function topLevelMemberSpan(text: string, key: string): [number, number] | null {
   let i = skipWhitespace(text, 0);
   if (text.charCodeAt(i) !== 0x7b) return null;
   i++;
   const wanted = `"${key}"`;
+  let found: [number, number] | null = null;
   for (;;) {
     i = skipWhitespace(text, i);
+    if (text.charCodeAt(i) === 0x7d) return found;
     if (text.charCodeAt(i) !== QUOTE) return null;
     const keyEnd = skipString(text, i);
     const isWanted = keyEnd - i === wanted.length && text.startsWith(wanted, i);
@@ -80,9 +84,29 @@ export function topLevelMemberSpan(text: string, key: string): [number, number] 
     if (text.charCodeAt(i) !== 0x3a) return null;
     i = skipWhitespace(text, i + 1);
     const valueEnd = skipValue(text, i);
-    if (isWanted) return [i, valueEnd];
+    if (isWanted) found = [i, valueEnd];
     i = skipWhitespace(text, valueEnd);
+    if (text.charCodeAt(i) === 0x7d) return found;
     if (text.charCodeAt(i) !== 0x2c) return null;
     i++;
   }
+}
+
+/** Where the text of an upstream's response travels with its parsed result. */
+const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');
+
+/**
+ * Remembers the line a result was parsed from. Non-enumerable, so a spread copy (what every
+ * repair makes) does not carry it: only the untouched object can be forwarded as text.
+ */
+export function attachRawResponse(result: object, line: string): void {
+  Object.defineProperty(result, RAW_RESPONSE, { value: line, enumerable: false });
+}
+
+/** The exact text of `result` as the upstream sent it, when `result` is that untouched object. */
+export function rawResultText(result: object): string | undefined {
+  const line = (result as { [RAW_RESPONSE]?: string })[RAW_RESPONSE];
+  if (line === undefined) return undefined;
+  const span = topLevelMemberSpan(line, 'result');
+  return span === null ? undefined : line.slice(span[0], span[1]);
 }

@@ -13,7 +13,8 @@ export interface MessageTransport {
   /** Sends text that is already one serialized message (hot path: no re-serialising). */
   sendRaw?(line: string): Promise<void>;
   close(): Promise<void>;
-  onmessage?: (message: JsonRpcMessage) => void;
+  /** `line` is the message's text when the transport has it (stdio), for byte-exact forwarding. */
+  onmessage?: (message: JsonRpcMessage, line?: string) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 }
@@ -33,7 +34,7 @@ export interface StreamTransportOptions {
  * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
  */
 export class StreamTransport implements MessageTransport {
-  onmessage?: (message: JsonRpcMessage) => void;
+  onmessage?: (message: JsonRpcMessage, line?: string) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 
@@ -54,7 +55,7 @@ export class StreamTransport implements MessageTransport {
       onOversize: this.options.onOversize,
       onLine: (line) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message);
+        if (parsed.ok) this.onmessage?.(parsed.message, line);
         else onJunk(line, parsed.reason);
       },
     });

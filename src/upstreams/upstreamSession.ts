@@ -8,6 +8,7 @@ import {
   type Params,
 } from '../protocol/jsonRpc.js';
 import type { MessageTransport } from '../transports/streamTransport.js';
+import { attachRawResponse } from '../protocol/rawJson.js';
 
 export type ProgressListener = (params: Params) => void;
 
@@ -50,7 +51,7 @@ export class UpstreamSession {
   constructor(options: UpstreamSessionOptions) {
     this.options = options;
     const { transport } = options;
-    transport.onmessage = (message) => {
+    transport.onmessage = (message, line) => {
       if (isResponse(message)) {
         const id = message.id;
         const entry = typeof id === 'number' ? this.pending.get(id) : undefined;
@@ -61,6 +62,8 @@ export class UpstreamSession {
           const e = message.error;
           entry.reject(new UpstreamRpcError(options.server, e.code, e.message, e.data));
         } else {
+          if (line !== undefined && typeof message.result === 'object' && message.result !== null)
+            attachRawResponse(message.result, line);
           entry.resolve(message.result);
         }
       } else if (isRequest(message)) {

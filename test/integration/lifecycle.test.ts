@@ -5,78 +5,22 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import {
   connectHost,
   FAST_GATEWAY,
   FIXTURE,
   fixture,
+  initialize,
   isAlive,
+  killRawSessions,
   NODE,
-  spawnGateway,
+  rawSession,
   tempDir,
   waitForExit,
   writeConfig,
 } from './harness.js';
 
-const running: ChildProcessWithoutNullStreams[] = [];
-afterEach(() => {
-  for (const c of running.splice(0)) c.kill('SIGKILL');
-});
-
-/** Speaks raw JSON lines to a spawned gateway and collects every stdout line. */
-function rawSession(configFile: string, env: Record<string, string> = {}) {
-  const child = spawnGateway(configFile, env);
-  running.push(child);
-  const lines: string[] = [];
-  type Waiter = {
-    pred: (m: Record<string, unknown>, line: string) => boolean;
-    resolve: (m: Record<string, unknown>) => void;
-  };
-  const waiting: Waiter[] = [];
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    let m: Record<string, unknown>;
-    try {
-      m = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    for (const w of [...waiting]) {
-      if (w.pred(m, line)) {
-        waiting.splice(waiting.indexOf(w), 1);
-        w.resolve(m);
-      }
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    child,
-    lines,
-    exited,
-    stderr: () => stderr,
-    send: (text: string) => child.stdin.write(text + '\n'),
-    next: (pred: Waiter['pred']) =>
-      new Promise<Record<string, unknown>>((resolve) => waiting.push({ pred, resolve })),
-  };
-}
-
-async function initialize(s: ReturnType<typeof rawSession>): Promise<void> {
-  const answered = s.next((m) => m.id === 0);
-  s.send(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-    }),
-  );
-  await answered;
-  s.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
-}
+afterEach(() => killRawSessions());
 
 describe('shutdown', () => {
   it.each(['stdin closes', 'SIGTERM'])(

@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/defaults.js';
 import { didYouMean, levenshtein } from '../../src/config/didYouMean.js';
-import { MAX_DURATION_MS, parseDuration } from '../../src/config/duration.js';
+import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../src/config/duration.js';
 import { deepFreeze } from '../../src/config/freeze.js';
 import { expandString, interpolate } from '../../src/config/interpolate.js';
 import { formatKeyPath } from '../../src/config/load.js';
@@ -57,6 +57,24 @@ describe('parseDuration', () => {
     expect(() => parseDuration(true as unknown as string)).toThrow(
       `invalid duration of type boolean: ${FORMS}`,
     );
+  });
+});
+
+describe('formatDuration', () => {
+  it.each<[number, string]>([
+    [0, '0ms'],
+    [1.5, '1.5ms'],
+    [500, '500ms'],
+    [1_500, '1500ms'],
+    [30_000, '30s'],
+    [90_000, '90s'],
+    [1_800_000, '30m'],
+    [5_400_000, '90m'],
+    [7_200_000, '2h'],
+    [MAX_DURATION_MS, '2147483647ms'],
+  ])('%d ms → %s, which parses back', (ms, expected) => {
+    expect(formatDuration(ms)).toBe(expected);
+    expect(parseDuration(expected)).toBe(ms);
   });
 });
 
@@ -251,6 +269,8 @@ describe('schema/proxy.config.schema.json', () => {
     expect(ms(gateway['startupTimeout']?.['default'])).toBe(g.startupTimeoutMs);
     expect(ms(gateway['connectTimeout']?.['default'])).toBe(g.connectTimeoutMs);
     expect(ms(gateway['timeout']?.['default'])).toBe(g.callTimeoutMs);
+    expect(ms(gateway['maxTimeout']?.['default'])).toBe(g.maxCallTimeoutMs);
+    expect(gateway['repair']?.['default']).toEqual(g.repair);
     expect(gateway['maxMessageSize']?.['default']).toBe(`${g.maxMessageBytes / 1024 / 1024}MiB`);
     const restart = props(gateway['restart']);
     expect(ms(restart['initialDelay']?.['default'])).toBe(g.restart.initialDelayMs);
@@ -262,6 +282,22 @@ describe('schema/proxy.config.schema.json', () => {
     expect(server['maxQueue']?.['default']).toBe(DEFAULTS.server.maxQueue);
     expect(server['disabled']?.['default']).toBe(DEFAULTS.server.disabled);
     expect(server['trusted']?.['default']).toBe(DEFAULTS.server.trusted);
+  });
+
+  it('offers the same repair keys and values as RepairConfig, for the gateway and servers alike', () => {
+    const definitions = configSchema['definitions'] as Record<string, Record<string, unknown>>;
+    const repair = (definitions['repair'] as { properties: Record<string, Record<string, unknown>> })
+      .properties;
+    expect(Object.keys(repair)).toEqual(Object.keys(DEFAULTS.gateway.repair));
+    expect(repair['invalidStructured']?.['enum']).toEqual(['error', 'strip', 'off']);
+    expect(repair['missingStructured']?.['enum']).toEqual(['error', 'off']);
+    const refOf = (node: unknown) => (node as { $ref: string }).$ref;
+    const gateway = (configSchema['properties'] as Record<string, { properties: Record<string, unknown> }>)[
+      'gateway'
+    ];
+    const server = (definitions['server'] as { properties: Record<string, unknown> }).properties;
+    expect(refOf(gateway?.properties['repair'])).toBe('#/definitions/repair');
+    expect(refOf(server['repair'])).toBe('#/definitions/repair');
   });
 
   it('compiles in strict mode and accepts a minimal document', () => {

@@ -39,8 +39,10 @@ describe('parseConfigText: valid configs', () => {
       '  startupTimeout: 15s',
       '  connectTimeout: 1m',
       '  timeout: 90000',
+      '  maxTimeout: 1h',
       '  maxMessageSize: 8MiB',
       '  restart: { initialDelay: 250ms, maxDelay: 1.5m, maxRestarts: 3, window: 2h }',
+      '  repair: { textForStructured: false, invalidStructured: strip }',
       '  log: { level: debug, file: logs/warden.log }',
       'servers:',
       '  fs:',
@@ -49,6 +51,8 @@ describe('parseConfigText: valid configs', () => {
       '    env: { TOKEN: "${GITHUB_TOKEN}" }',
       '    cwd: ./data',
       '    timeout: 2m',
+      '    maxTimeout: 45m',
+      '    repair: { invalidStructured: off, missingStructured: off }',
       '    maxConcurrency: 4',
       '    trusted: true',
       '    tools:',
@@ -75,6 +79,13 @@ describe('parseConfigText: valid configs', () => {
         startupTimeoutMs: 15_000,
         connectTimeoutMs: 60_000,
         callTimeoutMs: 90_000,
+        maxCallTimeoutMs: 3_600_000,
+        repair: {
+          textForStructured: false,
+          invalidStructured: 'strip',
+          structuredFromText: true,
+          missingStructured: 'error',
+        },
         maxMessageBytes: 8 * 1024 * 1024,
         restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
         log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
@@ -89,6 +100,14 @@ describe('parseConfigText: valid configs', () => {
           cwd: path.join(DIR, 'data'),
           namespace: 'fs',
           timeoutMs: 120_000,
+          maxTimeoutMs: 2_700_000,
+          // The gateway's settings, with this server's two keys over them (`off` is a string in YAML 1.2).
+          repair: {
+            textForStructured: false,
+            invalidStructured: 'off',
+            structuredFromText: true,
+            missingStructured: 'off',
+          },
           maxConcurrency: 4,
           maxQueue: 256,
           tools: {
@@ -103,7 +122,7 @@ describe('parseConfigText: valid configs', () => {
           },
           disabled: false,
           trusted: true,
-          source: { file: FILE, line: 14 },
+          source: { file: FILE, line: 16 },
         },
         {
           name: 'remote',
@@ -111,23 +130,38 @@ describe('parseConfigText: valid configs', () => {
           url: 'https://example.com/mcp',
           headers: { Authorization: 'Bearer k1' },
           namespace: null,
+          // No section of its own: the gateway's settings as they are.
+          repair: {
+            textForStructured: false,
+            invalidStructured: 'strip',
+            structuredFromText: true,
+            missingStructured: 'error',
+          },
           maxConcurrency: 16,
           maxQueue: 0,
           tools: { include: [], exclude: [], timeouts: [] },
           disabled: true,
           trusted: false,
-          source: { file: FILE, line: 29 },
+          source: { file: FILE, line: 33 },
         },
       ],
     });
     // Absent, not `timeoutMs: undefined`: consumers test with `'timeoutMs' in server`.
     expect(config.servers[1]).not.toHaveProperty('timeoutMs');
+    expect(config.servers[1]).not.toHaveProperty('maxTimeoutMs');
   });
 
   it('fills every default for a minimal config', () => {
     const config = parse('servers:\n  echo:\n    command: node\n');
     expect(config.gateway).toEqual(DEFAULTS.gateway);
     expect(config.gateway.log).not.toHaveProperty('file');
+    expect(config.gateway.maxCallTimeoutMs).toBe(30 * 60_000);
+    expect(config.gateway.repair).toEqual({
+      textForStructured: true,
+      invalidStructured: 'error',
+      structuredFromText: true,
+      missingStructured: 'error',
+    });
     expect(config.servers).toEqual([
       {
         name: 'echo',
@@ -137,6 +171,7 @@ describe('parseConfigText: valid configs', () => {
         env: {},
         cwd: DIR, // the config file's folder
         namespace: 'echo',
+        repair: DEFAULTS.gateway.repair,
         maxConcurrency: 16,
         maxQueue: 256,
         tools: { include: [], exclude: [], timeouts: [] },
@@ -200,6 +235,8 @@ describe('parseConfigText: valid configs', () => {
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.gateway.restart)).toBe(true);
     expect(Object.isFrozen(server.tools.timeouts)).toBe(true);
+    expect(Object.isFrozen(config.gateway.repair)).toBe(true);
+    expect(Object.isFrozen(server.repair)).toBe(true);
     expect(() => {
       (config.gateway as { callTimeoutMs: number }).callTimeoutMs = 1;
     }).toThrow(TypeError);
@@ -226,7 +263,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'unknown key, nothing close: lists the allowed keys',
       'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxMessageSize, restart, log`,
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, log`,
       ],
     ],
     [
@@ -298,6 +335,52 @@ describe('parseConfigText: one problem, one exact message', () => {
       [
         `${F}:2:46: servers.a.tools.timeouts.*: invalid duration "1000h": at most 2147483647 ms (about 24.8 days) is supported`,
       ],
+    ],
+    [
+      'server timeout longer than the (default) maxTimeout, at the value',
+      'servers:\n  fs:\n    command: x\n    timeout: 2h\n',
+      [`${F}:4:14: servers.fs.timeout: 2h is longer than maxTimeout (30m)`],
+    ],
+    [
+      'gateway timeout longer than gateway maxTimeout',
+      'gateway:\n  timeout: 10m\n  maxTimeout: 5m\nservers:\n  a: { command: x }\n',
+      [`${F}:2:12: gateway.timeout: 10m is longer than maxTimeout (5m)`],
+    ],
+    [
+      'per-tool timeout longer than the server maxTimeout; a number of ms is shown in units',
+      'servers:\n  a:\n    command: x\n    maxTimeout: 1m\n    tools: { timeouts: { "slow_*": 90000 } }\n',
+      [`${F}:5:36: servers.a.tools.timeouts.slow_*: 90s is longer than maxTimeout (1m)`],
+    ],
+    [
+      'server timeout within its own maxTimeout but longer than gateway.maxTimeout is fine; a tool one beyond it is not',
+      'gateway:\n  maxTimeout: 10m\nservers:\n  a: { command: x, timeout: 20m, maxTimeout: 1h, tools: { timeouts: { big: 2h } } }\n',
+      [`${F}:4:76: servers.a.tools.timeouts.big: 2h is longer than maxTimeout (1h)`],
+    ],
+    [
+      'bad repair enum: lists the values and suggests one',
+      'gateway:\n  repair: { invalidStructured: errors }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:32: gateway.repair.invalidStructured: expected one of "error", "strip", "off", got "errors" (did you mean "error"?)`,
+      ],
+    ],
+    [
+      'false for a repair setting spelt "off"',
+      'servers:\n  a:\n    command: x\n    repair: { missingStructured: false }\n',
+      [
+        `${F}:4:34: servers.a.repair.missingStructured: expected one of "error", "off", got a boolean (false) (did you mean "off"?)`,
+      ],
+    ],
+    [
+      'unknown repair key',
+      'servers:\n  a:\n    command: x\n    repair:\n      textForStructure: false\n',
+      [
+        `${F}:5:7: servers.a.repair.textForStructure: unknown key "textForStructure" (did you mean "textForStructured"?)`,
+      ],
+    ],
+    [
+      'repair flag of the wrong type',
+      'gateway:\n  repair: { structuredFromText: "yes" }\nservers:\n  a: { command: x }\n',
+      [`${F}:2:33: gateway.repair.structuredFromText: expected true or false, got a string`],
     ],
     [
       'both command and url',
@@ -438,6 +521,91 @@ describe('parseConfigText: one problem, one exact message', () => {
 
   it.each(cases)('%s', (_what, text, expected) => {
     expect(issuesOf(text)).toEqual(expected);
+  });
+});
+
+describe('parseConfigText: maxTimeout and repair', () => {
+  it('accepts a timeout equal to maxTimeout, and a server raising the limit above the gateway', () => {
+    const text = [
+      'gateway: { timeout: 10m, maxTimeout: 10m }',
+      'servers:',
+      '  a: { command: x, timeout: 1h, maxTimeout: 2h, tools: { timeouts: { "*": 2h } } }',
+    ].join('\n');
+    const config = parse(text);
+    expect(config.gateway).toMatchObject({ callTimeoutMs: 600_000, maxCallTimeoutMs: 600_000 });
+    expect(config.servers[0]).toMatchObject({ timeoutMs: 3_600_000, maxTimeoutMs: 7_200_000 });
+  });
+
+  it('cuts an idle timeout that is not written to the limit that applies, so idle <= max always', () => {
+    const text = [
+      'gateway: { maxTimeout: 1m }',
+      'servers:',
+      '  inherits: { command: x }',
+      '  longer: { command: x, maxTimeout: 1h }',
+      '  shorter: { command: x, maxTimeout: 30s }',
+    ].join('\n');
+    const config = parse(text);
+    // The 5 min default is cut to gateway.maxTimeout...
+    expect(config.gateway).toMatchObject({ callTimeoutMs: 60_000, maxCallTimeoutMs: 60_000 });
+    const [inherits, longer, shorter] = config.servers;
+    // ...which servers without a limit of their own inherit as it is,
+    expect(inherits).not.toHaveProperty('timeoutMs');
+    expect(inherits).not.toHaveProperty('maxTimeoutMs');
+    // while a server with a longer limit keeps the whole 5 min default, and one with a shorter limit is cut to it.
+    expect(longer).toMatchObject({ timeoutMs: 300_000, maxTimeoutMs: 3_600_000 });
+    expect(shorter).toMatchObject({ timeoutMs: 30_000, maxTimeoutMs: 30_000 });
+  });
+
+  it('does not compare timeouts with a maxTimeout that is itself invalid', () => {
+    const forms =
+      'expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"';
+    expect(issuesOf('servers:\n  a: { command: x, maxTimeout: soon, timeout: 2h }\n')).toEqual([
+      `${F}:2:32: servers.a.maxTimeout: invalid duration "soon": ${forms}`,
+    ]);
+    expect(
+      issuesOf('gateway:\n  maxTimeout: "${MAX}"\nservers:\n  a: { command: x, timeout: 2h }\n'),
+    ).toEqual([
+      `${F}:2:15: gateway.maxTimeout: environment variable "MAX" is not set (use \${MAX:-default} to give a default)`,
+    ]);
+  });
+
+  it('reports every timeout beyond its limit, each at its own value', () => {
+    const text = [
+      'gateway:',
+      '  timeout: 45m',
+      'servers:',
+      '  a:',
+      '    command: x',
+      '    timeout: 31m',
+      '    tools:',
+      '      timeouts: { quick: 1m, build_*: 1.5h }',
+    ].join('\n');
+    expect(issuesOf(text)).toEqual([
+      `${F}:2:12: gateway.timeout: 45m is longer than maxTimeout (30m)`,
+      `${F}:6:14: servers.a.timeout: 31m is longer than maxTimeout (30m)`,
+      `${F}:8:39: servers.a.tools.timeouts.build_*: 1.5h is longer than maxTimeout (30m)`,
+    ]);
+  });
+
+  it('merges a server repair section over the gateway one, key by key', () => {
+    const text = [
+      'gateway:',
+      '  repair: { structuredFromText: false, missingStructured: off }',
+      'mcpServers:',
+      '  plain: { command: x }',
+      '  strict: { command: x, repair: { missingStructured: error, invalidStructured: strip } }',
+      '  empty: { command: x, repair: {} }',
+    ].join('\n');
+    const [plain, strict, empty] = parse(text).servers;
+    const gateway = {
+      textForStructured: true,
+      invalidStructured: 'error',
+      structuredFromText: false,
+      missingStructured: 'off',
+    };
+    expect(plain?.repair).toEqual(gateway);
+    expect(strict?.repair).toEqual({ ...gateway, missingStructured: 'error', invalidStructured: 'strip' });
+    expect(empty?.repair).toEqual(gateway);
   });
 });
 

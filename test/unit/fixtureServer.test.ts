@@ -85,6 +85,7 @@ describe('fixture server', () => {
       'crash',
       'env',
       'fail',
+      'handwritten',
       'rpc_error',
       'big',
       'progress',

@@ -6,7 +6,7 @@ import {
   serializeMessage,
   serializeRawResult,
 } from '../../src/protocol/jsonRpc.js';
-import { topLevelMemberSpan } from '../../src/protocol/rawJson.js';
+import { attachRawResponse, rawResultText, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
 import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
 
 function decode(chunks: (string | Buffer)[], maxLineBytes = 1024) {
@@ -74,6 +74,23 @@ describe('parseMessage', () => {
       line.indexOf('12345678901234567890'),
       line.indexOf('12345678901234567890') + 20,
     ]);
+  });
+
+  it('takes the last of duplicate keys, as JSON.parse does, so what is inspected is what is forwarded', () => {
+    const line = '{"result":{"evil":true},"jsonrpc":"2.0","id":1,"result":{"ok":true}}';
+    const span = topLevelMemberSpan(line, 'result')!;
+    expect(JSON.parse(line.slice(span[0], span[1]))).toEqual(
+      (JSON.parse(line) as { result: unknown }).result,
+    );
+  });
+
+  it('forwards raw text only for the untouched object, never for a copy', () => {
+    const line = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9"}]}}';
+    const result = (JSON.parse(line) as { result: object }).result;
+    attachRawResponse(result, line);
+    expect(rawResultText(result)).toBe('{"content":[{"type":"text","text":"caf\\u00e9"}]}');
+    expect(rawResultText({ ...result })).toBeUndefined();
+    expect(JSON.stringify(result)).not.toContain('raw');
   });
 
   it('gives raw ids a map key distinct from any string id', () => {

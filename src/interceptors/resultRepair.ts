@@ -1,0 +1,32 @@
+import type { RepairConfig } from '../config/types.js';
+import type { Logger } from '../logging/logger.js';
+import type { Interceptor } from '../pipeline/types.js';
+import type { OutputValidator } from '../repairs/outputSchemaValidator.js';
+import { repairResult } from '../repairs/repairResult.js';
+
+export interface ResultRepairOptions {
+  /** Each server's repair settings (the gateway's, with the server's overrides). */
+  readonly repairFor: (server: string) => RepairConfig;
+  /** Shared so each tool's output schema is compiled once. */
+  readonly validator: OutputValidator;
+  readonly logger: Logger;
+}
+
+/**
+ * Innermost stage that sees results (ARCHITECTURE "The flow"): everything outside it, audit
+ * included, sees the repaired result. A result needing no repair comes back as the same object,
+ * which is what lets the router forward the upstream's bytes unchanged.
+ */
+export function createResultRepairInterceptor(options: ResultRepairOptions): Interceptor {
+  return async function resultRepair(call, next) {
+    const result = await next(call);
+    const outcome = repairResult(result, call.definition, options.repairFor(call.server), options.validator);
+    if (outcome.changes.length > 0) {
+      call.record.repairs.push(...outcome.changes);
+      options.logger.info(`repaired the result of ${call.exposedName}: ${outcome.changes.join(', ')}`, {
+        ...(outcome.notes.length > 0 && { notes: outcome.notes }),
+      });
+    }
+    return outcome.result;
+  };
+}

@@ -1,0 +1,211 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/errors.js';
+import { createConcurrencyLimitInterceptor } from '../../src/interceptors/concurrencyLimit.js';
+import { createTimeoutInterceptor } from '../../src/interceptors/timeout.js';
+import { compose } from '../../src/pipeline/compose.js';
+import { orderStages, STAGE_ORDER } from '../../src/pipeline/order.js';
+import type { Interceptor, Next, ToolCall } from '../../src/pipeline/types.js';
+
+function makeCall(overrides: Partial<ToolCall> = {}): ToolCall {
+  return {
+    exposedName: 'up__slow',
+    server: 'up',
+    tool: 'slow',
+    definition: { name: 'slow', inputSchema: { type: 'object' } },
+    arguments: {},
+    meta: undefined,
+    signal: undefined,
+    onProgress: undefined,
+    record: { repairs: [] },
+    ...overrides,
+  };
+}
+
+const ok: CallToolResult = { content: [{ type: 'text', text: 'ok' }] };
+
+/** An upstream stand-in: answers when told to, and records the signal it was given. */
+function controllableUpstream() {
+  const calls: { call: ToolCall; resolve: (r: CallToolResult) => void }[] = [];
+  const next: Next = (call) => new Promise((resolve) => calls.push({ call, resolve }));
+  return { next, calls };
+}
+
+describe('pipeline order', () => {
+  it('is audit, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
+    expect(STAGE_ORDER).toEqual([
+      'audit',
+      'policy',
+      'confirmation',
+      'timeout',
+      'resultRepair',
+      'concurrencyLimit',
+    ]);
+  });
+
+  it('runs the stages outermost first, whatever order they are given in', async () => {
+    const seen: string[] = [];
+    const stage =
+      (name: string): Interceptor =>
+      async (call, next) => {
+        seen.push(`>${name}`);
+        const r = await next(call);
+        seen.push(`<${name}`);
+        return r;
+      };
+    const stages = orderStages({
+      concurrencyLimit: stage('concurrencyLimit'),
+      timeout: stage('timeout'),
+      audit: stage('audit'),
+      resultRepair: stage('resultRepair'),
+      policy: stage('policy'),
+    });
+    await compose(stages, async () => ok)(makeCall());
+    expect(seen).toEqual([
+      '>audit',
+      '>policy',
+      '>timeout',
+      '>resultRepair',
+      '>concurrencyLimit',
+      '<concurrencyLimit',
+      '<resultRepair',
+      '<timeout',
+      '<policy',
+      '<audit',
+    ]);
+  });
+});
+
+describe('timeout interceptor', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const limits = { idleMs: 1000, maxMs: 5000 };
+
+  it('fires at the idle limit, aborts the upstream signal with the reason, and names server, tool and limit', async () => {
+    const upstream = controllableUpstream();
+    const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
+    const settled = pending.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(upstream.calls[0]!.call.signal!.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = (await settled) as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(error.kind).toBe('idle');
+    expect(error.message).toBe(
+      'Tool "slow" on server "up" timed out: no answer or progress for 1s (its timeout); the call was cancelled upstream.',
+    );
+    expect(upstream.calls[0]!.call.signal!.reason).toBe(error);
+  });
+
+  it('drops an answer that arrives after the timeout', async () => {
+    const upstream = controllableUpstream();
+    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    await vi.advanceTimersByTimeAsync(1000);
+    upstream.calls[0]!.resolve(ok);
+    expect(await settled).toBeInstanceOf(CallTimeoutError);
+  });
+
+  it('restarts the idle timer on progress, forwards the progress, and still enforces the hard maximum', async () => {
+    const upstream = controllableUpstream();
+    const hostProgress: unknown[] = [];
+    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(
+      makeCall({ onProgress: (p) => hostProgress.push(p) }),
+      upstream.next,
+    ).catch((e: unknown) => e);
+    const { call } = upstream.calls[0]!;
+    for (let t = 0; t < 4; t++) {
+      await vi.advanceTimersByTimeAsync(900);
+      call.onProgress!({ progress: t });
+    }
+    // 3600 ms in: well past one idle period, still alive thanks to progress.
+    expect(call.signal!.aborted).toBe(false);
+    expect(hostProgress).toHaveLength(4);
+    for (let t = 0; t < 2; t++) {
+      await vi.advanceTimersByTimeAsync(900);
+      call.onProgress!({ progress: 10 + t });
+    }
+    const error = (await settled) as CallTimeoutError;
+    expect(error.kind).toBe('max');
+    expect(error.message).toContain('it ran for 5s, its maximum (maxTimeout), despite progress');
+  });
+
+  it('enforces the hard maximum even when it equals the idle limit', async () => {
+    const upstream = controllableUpstream();
+    const settled = createTimeoutInterceptor({ limitsFor: () => ({ idleMs: 1000, maxMs: 1000 }) })(
+      makeCall(),
+      upstream.next,
+    ).catch((e: unknown) => e);
+    const { call } = upstream.calls[0]!;
+    await vi.advanceTimersByTimeAsync(600);
+    call.onProgress!({ progress: 1 });
+    await vi.advanceTimersByTimeAsync(400);
+    expect(((await settled) as CallTimeoutError).kind).toBe('max');
+  });
+
+  it('tells a host cancellation apart from a timeout', async () => {
+    const upstream = controllableUpstream();
+    const host = new AbortController();
+    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(
+      makeCall({ signal: host.signal }),
+      upstream.next,
+    ).catch((e: unknown) => e);
+    const reason = new HostCancelledError('user pressed stop');
+    host.abort(reason);
+    expect(await settled).toBe(reason);
+    expect(upstream.calls[0]!.call.signal!.reason).toBe(reason);
+  });
+
+  it('passes a result through and clears its timers', async () => {
+    const upstream = controllableUpstream();
+    const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
+    upstream.calls[0]!.resolve(ok);
+    expect(await pending).toBe(ok);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('concurrency limit', () => {
+  const servers = [{ name: 'up', maxConcurrency: 2, maxQueue: 1 }];
+
+  it('runs at most maxConcurrency at once, queues maxQueue more, and refuses the rest', async () => {
+    const upstream = controllableUpstream();
+    const limit = createConcurrencyLimitInterceptor({ servers });
+    const results = [1, 2, 3].map(() => limit(makeCall(), upstream.next));
+    await Promise.resolve();
+    expect(upstream.calls).toHaveLength(2);
+    await expect(limit(makeCall(), upstream.next)).rejects.toThrow(QueueFullError);
+    await expect(limit(makeCall(), upstream.next)).rejects.toThrow(
+      'Server "up" is busy: 2 calls are running and 1 are waiting (maxConcurrency/maxQueue); try again later.',
+    );
+    upstream.calls[0]!.resolve(ok);
+    await results[0];
+    await vi.waitFor(() => expect(upstream.calls).toHaveLength(3));
+    upstream.calls[1]!.resolve(ok);
+    upstream.calls[2]!.resolve(ok);
+    await Promise.all(results);
+  });
+
+  it('never sends a call that was aborted while it waited', async () => {
+    const upstream = controllableUpstream();
+    const limit = createConcurrencyLimitInterceptor({
+      servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],
+    });
+    const first = limit(makeCall(), upstream.next);
+    const controller = new AbortController();
+    const second = limit(makeCall({ signal: controller.signal }), upstream.next).catch((e: unknown) => e);
+    controller.abort(new Error('timed out while queued'));
+    await vi.waitFor(() => expect(upstream.calls).toHaveLength(1));
+    upstream.calls[0]!.resolve(ok);
+    await first;
+    expect(((await second) as Error).message).toBe('timed out while queued');
+    expect(upstream.calls).toHaveLength(1);
+  });
+});
