@@ -1,4 +1,8 @@
-import { catalogSources, ToolCatalog } from './catalog/toolCatalog.js';
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { rebuildCatalogs } from './catalog/catalogs.js';
+import { NamedCatalog } from './catalog/namedCatalog.js';
+import { ResourceCatalog } from './catalog/resourceCatalog.js';
+import { HostRequester } from './hostRequester.js';
 import type { WardenConfig } from './config/types.js';
 import type { Logger } from './logging/logger.js';
 import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
@@ -28,7 +32,7 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly pool: UpstreamPool;
-  readonly catalog: ToolCatalog;
+  readonly tools: NamedCatalog<Tool>;
   start(): Promise<void>;
   /** Answers or fails what is in flight, stops every upstream, flushes the host connection. */
   close(): Promise<void>;
@@ -55,16 +59,24 @@ export function buildPipelineStages(config: WardenConfig, logger: Logger): Inter
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { config, logger, host } = options;
-  const catalog = new ToolCatalog(config.gateway.naming, (warning) => logger.warn(warning));
+  const warn = (warning: string) => logger.warn(warning);
+  const tools = new NamedCatalog<Tool>('tools', config.gateway.naming, warn);
+  const prompts = new NamedCatalog<Prompt>('prompts', config.gateway.naming, warn);
+  const resources = new ResourceCatalog(warn);
+  const hostRequests = new HostRequester(host);
   const pool: UpstreamPool = new UpstreamPool({
     config,
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
-    onToolsChanged: () => {
-      const changed = catalog.rebuild(catalogSources(pool.upstreams));
-      // Only called once upstreams start, which is after `router` below exists.
-      if (changed) router.toolsChanged();
+    // The callbacks run only once upstreams start, which is after `router` below exists.
+    clientCapabilities: () => router.clientCapabilitiesForUpstreams(),
+    onReady: (upstream) => router.upstreamReady(upstream),
+    onListsChanged: (_upstream, kinds) => {
+      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds);
+      if (changed.length > 0) router.listsChanged(changed);
     },
+    onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
+    onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
   });
   const callTool = compose(
     buildPipelineStages(config, logger),
@@ -72,9 +84,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   );
   const router = new Router({
     host,
-    catalog,
+    tools,
+    prompts,
+    resources,
     pool,
+    hostRequests,
     callTool,
+    requestTimeoutMs: config.gateway.callTimeoutMs,
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
   });
@@ -82,7 +98,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let closing: Promise<void> | undefined;
   return {
     pool,
-    catalog,
+    tools,
     async start() {
       router.start();
       await host.start();

@@ -1,33 +1,73 @@
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolCatalog } from './catalog/toolCatalog.js';
-import { HostCancelledError, UnknownToolError } from './errors.js';
+import {
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type Prompt,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { NamedCatalog } from './catalog/namedCatalog.js';
+import type { ResourceCatalog } from './catalog/resourceCatalog.js';
+import { formatMs, HostCancelledError, UnknownToolError, WardenError } from './errors.js';
+import type { HostRequester } from './hostRequester.js';
 import type { Logger } from './logging/logger.js';
 import type { Next, ToolCall } from './pipeline/types.js';
+import { rawResultText } from './protocol/rawJson.js';
 import {
   idKey,
   isNotification,
   isRequest,
+  isResponse,
   RpcErrorCode,
   serializeRawResult,
   type JsonRpcErrorObject,
+  type JsonRpcNotification,
   type JsonRpcRequest,
   type Params,
   type RequestId,
 } from './protocol/jsonRpc.js';
 import type { MessageTransport } from './transports/streamTransport.js';
-import { rawResultText } from './protocol/rawJson.js';
+import type { ListKind, RequestAnswer, Upstream } from './upstreams/upstream.js';
 import type { UpstreamPool } from './upstreams/upstreamPool.js';
-import { errorToWire } from './wire/errorsToWire.js';
+import { errorToWire, requestErrorToWire, RESOURCE_NOT_FOUND } from './wire/errorsToWire.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
-  readonly catalog: ToolCatalog;
+  readonly tools: NamedCatalog<Tool>;
+  readonly prompts: NamedCatalog<Prompt>;
+  readonly resources: ResourceCatalog;
   readonly pool: UpstreamPool;
+  readonly hostRequests: HostRequester;
   /** The composed pipeline for `tools/call`. */
   readonly callTool: Next;
+  /** Bound on routed requests other than `tools/call` (which the pipeline bounds). */
+  readonly requestTimeoutMs: number;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
 }
+
+/** What the gateway serves, whatever its upstreams turn out to offer: it answers empty lists itself. */
+const SERVER_CAPABILITIES = {
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  logging: {},
+  completions: {},
+} as const;
+
+/** Client capabilities of the host that upstreams may use through us (issue 3). */
+const FORWARDED_CLIENT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
+
+/** Server→client requests and the host capability each needs. */
+const HOST_CAPABILITY_FOR: Readonly<Record<string, (typeof FORWARDED_CLIENT_CAPABILITIES)[number]>> = {
+  'sampling/createMessage': 'sampling',
+  'elicitation/create': 'elicitation',
+  'roots/list': 'roots',
+};
+
+const LIST_CHANGED_METHOD: Readonly<Record<'tools' | 'prompts' | 'resources', string>> = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
+};
 
 interface InFlight {
   readonly controller: AbortController;
@@ -35,17 +75,32 @@ interface InFlight {
   cancelledByHost: boolean;
 }
 
+/** A host request being served: its cancellation signal and re-tagged progress. */
+interface HostRequestScope {
+  readonly entry: InFlight;
+  /** The host's `_meta` without its progress token. */
+  readonly meta: Params | undefined;
+  readonly onProgress: ((p: Params) => void) | undefined;
+  /** Ends progress forwarding and forgets the request. */
+  finish(): void;
+}
+
 /**
- * Routes the host's messages: answers initialize, ping and tools/list itself, sends tools/call
- * through the pipeline to the owning upstream, and keeps the host's in-flight requests so
- * cancellations reach them and shutdown can wait for their answers.
+ * Routes the host's messages: answers initialize, ping and the lists itself, sends tools/call
+ * through the pipeline, routes every other request to the upstream that owns it, forwards
+ * upstreams' requests and notifications to the host, and keeps the host's in-flight requests so
+ * cancellations reach them and shutdown can wait for their answers (ARCHITECTURE "The router").
  */
 export class Router {
   private readonly options: RouterOptions;
   private readonly log: Logger;
   private readonly inFlight = new Map<string | number, InFlight>();
   private readonly handlers = new Set<Promise<void>>();
-  private hostHasListed = false;
+  /** Upstream requests forwarded to the host, by upstream and its id, to pass on its cancellations. */
+  private readonly forwarded = new Map<string, AbortController>();
+  private readonly listed = new Set<'tools' | 'prompts' | 'resources'>();
+  private hostCapabilities: Params = {};
+  private logLevel: string | undefined;
   private closing = false;
 
   constructor(options: RouterOptions) {
@@ -62,26 +117,98 @@ export class Router {
         this.handlers.add(handling);
         void handling.finally(() => this.handlers.delete(handling));
       } else if (isNotification(message)) {
-        this.handleNotification(message.method, message.params);
+        this.handleNotification(message);
+      } else if (isResponse(message)) {
+        if (!this.options.hostRequests.handleResponse(message))
+          this.log.debug(`ignored a response from the host to an unknown request ${String(message.id)}`);
       }
-      // Responses from the host answer server→client requests, which we do not send yet.
     };
   }
 
-  /** Tells the host the tool list changed, once it has seen a list (before that it has nothing to refresh). */
-  toolsChanged(): void {
-    if (this.hostHasListed && !this.closing)
-      void this.options.host.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  /** The client capabilities to declare to upstreams: what the host declared, of those we forward. */
+  clientCapabilitiesForUpstreams(): Params {
+    const declared: Params = {};
+    for (const name of FORWARDED_CLIENT_CAPABILITIES) {
+      if (this.hostCapabilities[name] !== undefined) declared[name] = this.hostCapabilities[name];
+    }
+    return declared;
+  }
+
+  /** An upstream (re)connected: give it the host's log level. */
+  upstreamReady(upstream: Upstream): void {
+    if (this.logLevel !== undefined && upstream.capabilities.logging !== undefined)
+      void upstream.request('logging/setLevel', { level: this.logLevel }).catch(() => {});
+  }
+
+  /** Tells the host a list changed, once it has seen that list (before that it has nothing to refresh). */
+  listsChanged(kinds: readonly ListKind[]): void {
+    if (this.closing) return;
+    const hostKinds = new Set(kinds.map((k) => (k === 'resourceTemplates' ? 'resources' : k)));
+    for (const kind of hostKinds) {
+      if (this.listed.has(kind))
+        void this.options.host.send({ jsonrpc: '2.0', method: LIST_CHANGED_METHOD[kind] });
+    }
+  }
+
+  /** A notification from an upstream that the host should see. */
+  upstreamNotification(upstream: Upstream, notification: JsonRpcNotification): void {
+    const { method, params } = notification;
+    switch (method) {
+      case 'notifications/message': {
+        // The host sees which server is talking: its name, then the server's own logger.
+        const logger =
+          typeof params?.logger === 'string' ? `${upstream.name}/${params.logger}` : upstream.name;
+        void this.options.host.send({ jsonrpc: '2.0', method, params: { ...params, logger } });
+        return;
+      }
+      case 'notifications/resources/updated':
+        void this.options.host.send({ jsonrpc: '2.0', method, ...(params && { params }) });
+        return;
+      case 'notifications/cancelled': {
+        const requestId = params?.requestId;
+        if (typeof requestId === 'string' || typeof requestId === 'number')
+          this.forwarded
+            .get(`${upstream.name}\u0000${String(idKey(requestId))}`)
+            ?.abort(new Error('cancelled by the server'));
+        return;
+      }
+      default:
+        this.log.debug(`did not forward ${method} from ${upstream.name}`);
+    }
+  }
+
+  /** A request an upstream made of the client: forwarded to the host if it can answer. */
+  async upstreamRequest(upstream: Upstream, request: JsonRpcRequest): Promise<RequestAnswer> {
+    const capability = HOST_CAPABILITY_FOR[request.method];
+    if (capability === undefined)
+      return { error: { code: RpcErrorCode.MethodNotFound, message: `Method not found: ${request.method}` } };
+    if (this.hostCapabilities[capability] === undefined)
+      return {
+        error: {
+          code: RpcErrorCode.MethodNotFound,
+          message: `the host connected to mcp-warden did not declare the ${capability} capability`,
+        },
+      };
+    const key = `${upstream.name}\u0000${String(idKey(request.id))}`;
+    const controller = new AbortController();
+    this.forwarded.set(key, controller);
+    try {
+      return await this.options.hostRequests.request(request.method, request.params, controller.signal)
+        .answer;
+    } finally {
+      this.forwarded.delete(key);
+    }
   }
 
   /** Stops taking new requests and waits until every request in flight has been answered. */
   async drain(): Promise<void> {
     this.closing = true;
+    this.options.hostRequests.failAll('mcp-warden is shutting down');
     while (this.handlers.size > 0) await Promise.allSettled([...this.handlers]);
   }
 
   private async handleRequest(request: JsonRpcRequest): Promise<void> {
-    const { id, method } = request;
+    const { id, method, params } = request;
     if (this.closing)
       return this.replyError(id, {
         code: RpcErrorCode.InternalError,
@@ -89,13 +216,29 @@ export class Router {
       });
     switch (method) {
       case 'initialize':
-        return this.initialize(id, request.params);
+        return this.initialize(id, params);
       case 'ping':
         return this.options.host.send({ jsonrpc: '2.0', id, result: {} });
       case 'tools/list':
-        return this.listTools(id);
+        return this.list(id, 'tools', () => this.options.tools.listResultJson());
+      case 'prompts/list':
+        return this.list(id, 'prompts', () => this.options.prompts.listResultJson());
+      case 'resources/list':
+        return this.list(id, 'resources', () => this.options.resources.listResultJson());
+      case 'resources/templates/list':
+        return this.list(id, 'resources', () => this.options.resources.templatesResultJson());
       case 'tools/call':
-        return this.callTool(id, request.params);
+        return this.callTool(id, params);
+      case 'prompts/get':
+        return this.routeByName(id, method, params, this.options.prompts, 'prompt');
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.routeByUri(id, method, params, params?.uri);
+      case 'completion/complete':
+        return this.complete(id, params);
+      case 'logging/setLevel':
+        return this.setLogLevel(id, params);
       default:
         return this.replyError(id, {
           code: RpcErrorCode.MethodNotFound,
@@ -104,7 +247,8 @@ export class Router {
     }
   }
 
-  private handleNotification(method: string, params: Params | undefined): void {
+  private handleNotification(notification: JsonRpcNotification): void {
+    const { method, params } = notification;
     if (method === 'notifications/cancelled') {
       const requestId = params?.requestId;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
@@ -113,6 +257,8 @@ export class Router {
       entry.cancelledByHost = true;
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
       entry.controller.abort(new HostCancelledError(reason));
+    } else if (method === 'notifications/roots/list_changed') {
+      for (const upstream of this.options.pool.upstreams) upstream.notify(method);
     }
   }
 
@@ -123,7 +269,11 @@ export class Router {
         code: RpcErrorCode.InvalidParams,
         message: 'initialize needs params.protocolVersion',
       });
-    // Answer at once: upstreams connect in the background and tools/list waits for them.
+    const capabilities = params?.capabilities;
+    this.hostCapabilities =
+      typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
+    // Answer at once: upstreams connect in the background (declaring what the host can do) and
+    // the lists wait for them.
     void this.options.pool.start();
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested)
       ? requested
@@ -131,20 +281,56 @@ export class Router {
     return this.options.host.send({
       jsonrpc: '2.0',
       id,
-      result: {
-        protocolVersion,
-        capabilities: { tools: { listChanged: true } },
-        serverInfo: this.options.serverInfo,
-      },
+      result: { protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: this.options.serverInfo },
     });
   }
 
-  private async listTools(id: RequestId): Promise<void> {
+  private async list(
+    id: RequestId,
+    kind: 'tools' | 'prompts' | 'resources',
+    json: () => string,
+  ): Promise<void> {
     await this.options.pool.start();
-    this.hostHasListed = true;
+    this.listed.add(kind);
     const host = this.options.host;
-    const line = serializeRawResult(id, this.options.catalog.listResultJson());
+    const line = serializeRawResult(id, json());
     return host.sendRaw ? host.sendRaw(line) : host.send(JSON.parse(line));
+  }
+
+  /** Registers a host request for cancellation and re-tags its progress token (FIELD_NOTES "Timeouts"). */
+  private begin(id: RequestId, params: Params | undefined): HostRequestScope {
+    const key = idKey(id);
+    const entry: InFlight = { controller: new AbortController(), cancelledByHost: false };
+    this.inFlight.set(key, entry);
+    const hostMeta = params?._meta as Params | undefined;
+    const progressToken = hostMeta?.progressToken;
+    let finished = false;
+    let meta = hostMeta;
+    let onProgress: ((p: Params) => void) | undefined;
+    if (progressToken !== undefined) {
+      // The upstream gets our own token (its session's request id); the host's stays with us.
+      const { progressToken: _t, ...rest } = hostMeta!;
+      meta = Object.keys(rest).length > 0 ? rest : undefined;
+      onProgress = (p) => {
+        // Progress after the answer would confuse hosts; the spec ties it to the request's life.
+        if (finished) return;
+        const { progressToken: _upstreamToken, ...fields } = p;
+        void this.options.host.send({
+          jsonrpc: '2.0',
+          method: 'notifications/progress',
+          params: { ...fields, progressToken },
+        });
+      };
+    }
+    return {
+      entry,
+      meta,
+      onProgress,
+      finish: () => {
+        finished = true;
+        this.inFlight.delete(key);
+      },
+    };
   }
 
   private async callTool(id: RequestId, params: Params | undefined): Promise<void> {
@@ -160,66 +346,33 @@ export class Router {
         code: RpcErrorCode.InvalidParams,
         message: `tools/call ${name}: params.arguments must be an object`,
       });
-
-    let entry = this.options.catalog.resolve(name);
-    if (entry === undefined) {
-      // A host that calls before listing may be early: give the upstreams their startup window.
-      await this.options.pool.start();
-      entry = this.options.catalog.resolve(name);
-    }
+    const entry = await this.resolveNamed(this.options.tools, name);
     if (entry === undefined)
       return this.replyError(id, {
         code: RpcErrorCode.InvalidParams,
         message: new UnknownToolError(name).message,
       });
 
-    const key = idKey(id);
-    const inFlight: InFlight = { controller: new AbortController(), cancelledByHost: false };
-    this.inFlight.set(key, inFlight);
-    const hostMeta = params?._meta as Params | undefined;
-    const progressToken = hostMeta?.progressToken;
-    let finished = false;
-    let meta = hostMeta;
-    if (progressToken !== undefined) {
-      // The upstream gets our own token (the session's request id); this one stays with us.
-      const { progressToken: _t, ...rest } = hostMeta!;
-      meta = Object.keys(rest).length > 0 ? rest : undefined;
-    }
+    const scope = this.begin(id, params);
     const call: ToolCall = {
       exposedName: name,
       server: entry.server,
-      tool: entry.tool.name,
-      definition: entry.tool,
+      tool: entry.item.name,
+      definition: entry.item,
       arguments: args as Record<string, unknown> | undefined,
-      meta,
-      signal: inFlight.controller.signal,
-      onProgress:
-        progressToken === undefined
-          ? undefined
-          : (p) => {
-              // Progress after the result would confuse hosts; the spec ties it to the request's life.
-              if (finished) return;
-              const { progressToken: _upstreamToken, ...rest } = p;
-              void this.options.host.send({
-                jsonrpc: '2.0',
-                method: 'notifications/progress',
-                params: { ...rest, progressToken },
-              });
-            },
+      meta: scope.meta,
+      signal: scope.entry.controller.signal,
+      onProgress: scope.onProgress,
       record: { repairs: [] },
     };
     try {
       const result = await this.options.callTool(call);
-      finished = true;
-      if (inFlight.cancelledByHost) return;
-      // Untouched by the pipeline: forward the upstream's own text (byte for byte, no re-serialising).
-      const raw = rawResultText(result);
-      const host = this.options.host;
-      if (raw !== undefined && host.sendRaw) await host.sendRaw(serializeRawResult(id, raw));
-      else await host.send({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
+      scope.finish();
+      if (scope.entry.cancelledByHost) return;
+      await this.replyResult(id, result);
     } catch (error) {
-      finished = true;
-      if (inFlight.cancelledByHost) return;
+      scope.finish();
+      if (scope.entry.cancelledByHost) return;
       const outcome = errorToWire(error, this.log);
       if (outcome.kind === 'result') {
         const first = outcome.result.content[0];
@@ -232,9 +385,145 @@ export class Router {
       } else {
         await this.replyError(id, outcome.error);
       }
-    } finally {
-      this.inFlight.delete(key);
     }
+  }
+
+  /** Looks a name up, giving upstreams their startup window first if it is not there yet. */
+  private async resolveNamed<T extends { name: string }>(catalog: NamedCatalog<T>, name: string) {
+    const entry = catalog.resolve(name);
+    if (entry !== undefined) return entry;
+    await this.options.pool.start();
+    return catalog.resolve(name);
+  }
+
+  private async routeByName<T extends { name: string }>(
+    id: RequestId,
+    method: string,
+    params: Params | undefined,
+    catalog: NamedCatalog<T>,
+    what: string,
+  ): Promise<void> {
+    const name = params?.name;
+    if (typeof name !== 'string')
+      return this.replyError(id, {
+        code: RpcErrorCode.InvalidParams,
+        message: `${method} needs params.name (a string)`,
+      });
+    const entry = await this.resolveNamed(catalog, name);
+    if (entry === undefined)
+      return this.replyError(id, { code: RpcErrorCode.InvalidParams, message: `Unknown ${what}: ${name}` });
+    return this.route(id, entry.server, method, { ...params, name: entry.item.name });
+  }
+
+  private async routeByUri(
+    id: RequestId,
+    method: string,
+    params: Params | undefined,
+    uri: unknown,
+  ): Promise<void> {
+    if (typeof uri !== 'string')
+      return this.replyError(id, {
+        code: RpcErrorCode.InvalidParams,
+        message: `${method} needs params.uri (a string)`,
+      });
+    await this.options.pool.start();
+    const server = this.options.resources.ownerOf(uri);
+    if (server === undefined)
+      return this.replyError(id, {
+        code: RESOURCE_NOT_FOUND,
+        message: `Resource not found: ${uri}`,
+        data: { uri },
+      });
+    return this.route(id, server, method, params);
+  }
+
+  private async complete(id: RequestId, params: Params | undefined): Promise<void> {
+    const ref = params?.ref as Params | undefined;
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const entry = await this.resolveNamed(this.options.prompts, ref.name);
+      if (entry === undefined)
+        return this.replyError(id, {
+          code: RpcErrorCode.InvalidParams,
+          message: `Unknown prompt: ${ref.name}`,
+        });
+      return this.route(id, entry.server, 'completion/complete', {
+        ...params,
+        ref: { ...ref, name: entry.item.name },
+      });
+    }
+    if (ref?.type === 'ref/resource') return this.routeByUri(id, 'completion/complete', params, ref.uri);
+    return this.replyError(id, {
+      code: RpcErrorCode.InvalidParams,
+      message:
+        'completion/complete needs params.ref of type ref/prompt (with name) or ref/resource (with uri)',
+    });
+  }
+
+  private async setLogLevel(id: RequestId, params: Params | undefined): Promise<void> {
+    const level = params?.level;
+    if (typeof level !== 'string')
+      return this.replyError(id, {
+        code: RpcErrorCode.InvalidParams,
+        message: 'logging/setLevel needs params.level',
+      });
+    this.logLevel = level;
+    await Promise.allSettled(
+      this.options.pool.upstreams
+        .filter((u) => u.state === 'ready' && u.capabilities.logging !== undefined)
+        .map((u) => u.request('logging/setLevel', { level })),
+    );
+    return this.options.host.send({ jsonrpc: '2.0', id, result: {} });
+  }
+
+  /**
+   * Sends a request to one upstream under the upstream session's own id, with the host's
+   * cancellation, re-tagged progress and a time limit; answers the host with its result.
+   */
+  private async route(
+    id: RequestId,
+    server: string,
+    method: string,
+    params: Params | undefined,
+  ): Promise<void> {
+    const upstream = this.options.pool.byName.get(server)!;
+    const scope = this.begin(id, params);
+    const { controller } = scope.entry;
+    const limit = this.options.requestTimeoutMs;
+    const timer = setTimeout(
+      () =>
+        controller.abort(
+          new WardenError(
+            'CALL_TIMEOUT',
+            `${method} to server "${server}" got no answer within ${formatMs(limit)}`,
+          ),
+        ),
+      limit,
+    );
+    const sent: Params | undefined = params === undefined ? undefined : { ...params };
+    if (sent !== undefined) {
+      if (scope.meta === undefined) delete sent._meta;
+      else sent._meta = scope.meta;
+    }
+    try {
+      const result = await upstream.request(method, sent, {
+        signal: controller.signal,
+        ...(scope.onProgress && { onProgress: scope.onProgress }),
+      });
+      if (!scope.entry.cancelledByHost) await this.replyResult(id, result);
+    } catch (error) {
+      if (!scope.entry.cancelledByHost) await this.replyError(id, requestErrorToWire(error, this.log));
+    } finally {
+      clearTimeout(timer);
+      scope.finish();
+    }
+  }
+
+  private replyResult(id: RequestId, result: object): Promise<void> {
+    // Untouched by the gateway: forward the upstream's own text (byte for byte, no re-serialising).
+    const raw = rawResultText(result);
+    const host = this.options.host;
+    if (raw !== undefined && host.sendRaw) return host.sendRaw(serializeRawResult(id, raw));
+    return host.send({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
   }
 
   private replyError(id: RequestId, error: JsonRpcErrorObject): Promise<void> {

@@ -1,4 +1,6 @@
-import { catalogSources, ToolCatalog } from '../catalog/toolCatalog.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { rebuildCatalogs } from '../catalog/catalogs.js';
+import { NamedCatalog } from '../catalog/namedCatalog.js';
 import type { WardenConfig } from '../config/types.js';
 import type { Logger } from '../logging/logger.js';
 import { UpstreamPool } from '../upstreams/upstreamPool.js';
@@ -35,12 +37,12 @@ export async function listCatalog(options: {
   version: string;
 }): Promise<CatalogListing> {
   const { config, logger } = options;
-  const catalog = new ToolCatalog(config.gateway.naming, (w) => logger.warn(w));
+  const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
   const pool = new UpstreamPool({
     config,
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
-    onToolsChanged: () => void catalog.rebuild(catalogSources(pool.upstreams)),
+    onListsChanged: () => void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools']),
   });
   try {
     await pool.start();
@@ -48,8 +50,8 @@ export async function listCatalog(options: {
       tools: catalog.entries.map((e) => ({
         name: e.exposed,
         server: e.server,
-        tool: e.tool.name,
-        description: (e.tool.description ?? '').split('\n')[0]!.trim(),
+        tool: e.item.name,
+        description: (e.item.description ?? '').split('\n')[0]!.trim(),
       })),
       servers: pool.upstreams.map((u) => ({
         name: u.name,

@@ -1,13 +1,22 @@
 import { createInterface } from 'node:readline';
 import {
-  SUPPORTED_PROTOCOL_VERSIONS,
   LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayConfig, ServerConfig } from '../config/types.js';
-import { describeError, UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
+import { describeError, UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
-import type { JsonRpcNotification, JsonRpcRequest, Params } from '../protocol/jsonRpc.js';
+import {
+  RpcErrorCode,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type Params,
+} from '../protocol/jsonRpc.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import { HttpTransport } from '../transports/httpTransport.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
@@ -24,13 +33,75 @@ export interface UpstreamOptions {
   readonly gateway: GatewayConfig;
   readonly logger: Logger;
   readonly clientInfo: { readonly name: string; readonly version: string };
-  /** Called whenever this upstream's tool list may have changed (connected, refreshed). */
-  readonly onToolsChanged: (upstream: Upstream) => void;
-  /** Notifications the router may forward to the host (issue 3). */
+  /** Called each time a connection is ready, before its lists are announced. */
+  readonly onReady?: (upstream: Upstream) => void;
+  /** Called whenever this upstream's lists may have changed (connected, refreshed). */
+  readonly onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => void;
+  /**
+   * The client capabilities to declare to this upstream: the host's sampling, elicitation and
+   * roots, so servers that offer tools only to capable clients do so (issue 3). Read at connect.
+   */
+  readonly clientCapabilities?: () => Params;
+  /** Notifications the router may forward to the host (logging, resource updates, cancellations). */
   readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
+  /** Requests the upstream makes of the client (sampling, elicitation, roots): the router answers. */
+  readonly onRequest?: (upstream: Upstream, request: JsonRpcRequest) => Promise<RequestAnswer>;
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
   readonly children: Set<ChildHandle>;
 }
+
+/** What the router answers to a request an upstream made. */
+export type RequestAnswer =
+  { readonly result: Record<string, unknown> } | { readonly error: JsonRpcErrorObject };
+
+/** The lists an upstream may offer, each behind the capability the server declared. */
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+interface ListSpec {
+  readonly method: string;
+  /** The key of the array in the answer. */
+  readonly key: string;
+  readonly capability: 'tools' | 'prompts' | 'resources';
+  /** Whether an item is usable; malformed ones are skipped with a warning, not fatal. */
+  readonly valid: (item: Record<string, unknown>) => boolean;
+  /** Servers that declare resources may still not implement templates: tolerate -32601. */
+  readonly optional?: boolean;
+}
+
+const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v !== '';
+const LISTS: Record<ListKind, ListSpec> = {
+  tools: {
+    method: 'tools/list',
+    key: 'tools',
+    capability: 'tools',
+    valid: (t) => isNonEmptyString(t.name) && typeof t.inputSchema === 'object' && t.inputSchema !== null,
+  },
+  prompts: {
+    method: 'prompts/list',
+    key: 'prompts',
+    capability: 'prompts',
+    valid: (p) => isNonEmptyString(p.name),
+  },
+  resources: {
+    method: 'resources/list',
+    key: 'resources',
+    capability: 'resources',
+    valid: (r) => isNonEmptyString(r.uri) && typeof r.name === 'string',
+  },
+  resourceTemplates: {
+    method: 'resources/templates/list',
+    key: 'resourceTemplates',
+    capability: 'resources',
+    valid: (r) => isNonEmptyString(r.uriTemplate) && typeof r.name === 'string',
+    optional: true,
+  },
+};
+const LIST_KINDS = Object.keys(LISTS) as ListKind[];
+const LIST_CHANGED: Readonly<Record<string, readonly ListKind[]>> = {
+  'notifications/tools/list_changed': ['tools'],
+  'notifications/prompts/list_changed': ['prompts'],
+  'notifications/resources/list_changed': ['resources', 'resourceTemplates'],
+};
 
 /** How long a stopping child gets between SIGTERM and SIGKILL; shutdown must finish within 2 s. */
 const STOP_GRACE_MS = 800;
@@ -56,7 +127,13 @@ export class Upstream {
   private readonly options: UpstreamOptions;
   private readonly log: Logger;
   private _state: UpstreamState = 'idle';
-  private _tools: readonly Tool[] = [];
+  private lists: Record<ListKind, readonly Record<string, unknown>[]> = {
+    tools: [],
+    prompts: [],
+    resources: [],
+    resourceTemplates: [],
+  };
+  private _capabilities: Params = {};
   private _lastError: string | undefined;
   private live: Live | undefined;
   /** The connection being set up, so a stop during a slow start can still kill it. */
@@ -86,7 +163,20 @@ export class Upstream {
   }
   /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
   get tools(): readonly Tool[] {
-    return this._tools;
+    return this.lists.tools as unknown as readonly Tool[];
+  }
+  get prompts(): readonly Prompt[] {
+    return this.lists.prompts as unknown as readonly Prompt[];
+  }
+  get resources(): readonly Resource[] {
+    return this.lists.resources as unknown as readonly Resource[];
+  }
+  get resourceTemplates(): readonly ResourceTemplate[] {
+    return this.lists.resourceTemplates as unknown as readonly ResourceTemplate[];
+  }
+  /** What the server declared in its initialize answer (last connection). */
+  get capabilities(): Params {
+    return this._capabilities;
   }
   get lastError(): string | undefined {
     return this._lastError;
@@ -144,7 +234,7 @@ export class Upstream {
   private async supervise(): Promise<void> {
     const stopSignal = this.stopController.signal;
     while (!stopSignal.aborted) {
-      this._state = this.crashes.recent === 0 && this._tools.length === 0 ? 'connecting' : 'restarting';
+      this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
       let endedWith: Error;
       let connectedAt: number | undefined;
       try {
@@ -157,9 +247,10 @@ export class Upstream {
         this._state = 'ready';
         this._lastError = undefined;
         connectedAt = Date.now();
-        this.log.info(`connected (${this._tools.length} tools)`);
+        this.log.info(`connected (${this.describeLists()})`);
         this.firstAttemptDone();
-        this.options.onToolsChanged(this);
+        this.options.onReady?.(this);
+        this.options.onListsChanged(this, LIST_KINDS);
         endedWith = await live.ended;
       } catch (error) {
         endedWith = error instanceof Error ? error : new Error(String(error));
@@ -263,7 +354,7 @@ export class Upstream {
       server: this.name,
       transport,
       onNotification: (n) => this.handleNotification(n),
-      onRequest: (request) => this.handleRequest(session!, request),
+      onRequest: (request) => void this.handleRequest(session!, request),
     });
     const live: Live = { session, transport, child, ended };
     this.connecting = live;
@@ -274,7 +365,7 @@ export class Upstream {
       const init = await withTimeout(
         session.request('initialize', {
           protocolVersion: LATEST_PROTOCOL_VERSION,
-          capabilities: {},
+          capabilities: this.options.clientCapabilities?.() ?? {},
           clientInfo: this.options.clientInfo,
         }),
         gateway.connectTimeoutMs,
@@ -289,13 +380,18 @@ export class Upstream {
         );
       }
       (transport as { setProtocolVersion?: (v: string) => void }).setProtocolVersion?.(version);
+      const capabilities = init.capabilities;
+      this._capabilities =
+        typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
       await session.notify('notifications/initialized');
-      this._tools = await withTimeout(
-        this.listTools(session),
-        gateway.connectTimeoutMs,
-        () => `did not answer tools/list within ${gateway.connectTimeoutMs} ms (${what})`,
-        this.name,
-      );
+      for (const kind of LIST_KINDS) {
+        this.lists[kind] = await withTimeout(
+          this.listAll(session, kind),
+          gateway.connectTimeoutMs,
+          () => `did not answer ${LISTS[kind].method} within ${gateway.connectTimeoutMs} ms (${what})`,
+          this.name,
+        );
+      }
       phase = 'while running';
       this.connecting = undefined;
       return live;
@@ -313,56 +409,95 @@ export class Upstream {
     }
   }
 
-  private async listTools(session: UpstreamSession): Promise<Tool[]> {
-    const tools: Tool[] = [];
+  /** Every page of one list, or nothing when the server did not declare the capability. */
+  private async listAll(session: UpstreamSession, kind: ListKind): Promise<Record<string, unknown>[]> {
+    const spec = LISTS[kind];
+    if (this._capabilities[spec.capability] === undefined) return [];
+    const items: Record<string, unknown>[] = [];
     let cursor: string | undefined;
     // A server that keeps handing out cursors must not loop us forever.
     for (let page = 0; page < 1000; page++) {
-      const result = await session.request('tools/list', cursor === undefined ? undefined : { cursor });
-      const list = result.tools;
+      let result: Record<string, unknown>;
+      try {
+        result = await session.request(spec.method, cursor === undefined ? undefined : { cursor });
+      } catch (error) {
+        if (
+          spec.optional &&
+          error instanceof UpstreamRpcError &&
+          error.rpcCode === RpcErrorCode.MethodNotFound
+        )
+          return [];
+        throw error;
+      }
+      const list = result[spec.key];
       if (!Array.isArray(list))
-        throw new UpstreamFailedError(this.name, 'tools/list answer has no "tools" array');
-      for (const tool of list as unknown[]) {
-        if (isToolShaped(tool)) tools.push(tool);
-        else this.log.warn(`skipped a malformed tool definition: ${truncate(JSON.stringify(tool), 200)}`);
+        throw new UpstreamFailedError(this.name, `${spec.method} answer has no "${spec.key}" array`);
+      for (const item of list as unknown[]) {
+        if (typeof item === 'object' && item !== null && spec.valid(item as Record<string, unknown>))
+          items.push(item as Record<string, unknown>);
+        else
+          this.log.warn(
+            `skipped a malformed entry of ${spec.method}: ${truncate(JSON.stringify(item), 200)}`,
+          );
       }
       const next = result.nextCursor;
-      if (typeof next !== 'string' || next === '') return tools;
+      if (typeof next !== 'string' || next === '') return items;
       cursor = next;
     }
-    throw new UpstreamFailedError(this.name, 'tools/list returned more than 1000 pages');
+    throw new UpstreamFailedError(this.name, `${spec.method} returned more than 1000 pages`);
+  }
+
+  private describeLists(): string {
+    const parts = [`${this.lists.tools.length} tools`];
+    if (this.lists.prompts.length > 0) parts.push(`${this.lists.prompts.length} prompts`);
+    if (this.lists.resources.length > 0) parts.push(`${this.lists.resources.length} resources`);
+    if (this.lists.resourceTemplates.length > 0)
+      parts.push(`${this.lists.resourceTemplates.length} resource templates`);
+    return parts.join(', ');
   }
 
   private handleNotification(notification: JsonRpcNotification): void {
-    if (notification.method === 'notifications/tools/list_changed') {
-      void this.refreshTools();
+    const kinds = LIST_CHANGED[notification.method];
+    if (kinds !== undefined) {
+      void this.refresh(kinds);
       return;
     }
     this.options.onNotification?.(this, notification);
   }
 
-  private async refreshTools(): Promise<void> {
+  private async refresh(kinds: readonly ListKind[]): Promise<void> {
     const live = this.live;
     if (live === undefined) return;
     try {
-      this._tools = await this.listTools(live.session);
-      this.log.info(`tool list changed (${this._tools.length} tools)`);
-      this.options.onToolsChanged(this);
+      for (const kind of kinds) this.lists[kind] = await this.listAll(live.session, kind);
+      this.log.info(`list changed (${this.describeLists()})`);
+      this.options.onListsChanged(this, kinds);
     } catch (error) {
-      this.log.warn(`could not refresh tools after list_changed: ${describeError(error)}`);
+      this.log.warn(`could not refresh ${kinds.join(' and ')} after list_changed: ${describeError(error)}`);
     }
   }
 
-  private handleRequest(session: UpstreamSession, request: JsonRpcRequest): void {
-    if (request.method === 'ping') {
-      void session.respond({ jsonrpc: '2.0', id: request.id, result: {} });
-      return;
-    }
-    void session.respond({
-      jsonrpc: '2.0',
-      id: request.id,
-      error: { code: -32601, message: `mcp-warden does not forward ${request.method} to the host` },
-    });
+  private async handleRequest(session: UpstreamSession, request: JsonRpcRequest): Promise<void> {
+    const { id } = request;
+    if (request.method === 'ping') return session.respond({ jsonrpc: '2.0', id, result: {} });
+    const answer: RequestAnswer = this.options.onRequest
+      ? await this.options.onRequest(this, request).catch((error: unknown) => ({
+          error: {
+            code: RpcErrorCode.InternalError,
+            message: `mcp-warden could not forward it: ${describeError(error)}`,
+          },
+        }))
+      : {
+          error: {
+            code: RpcErrorCode.MethodNotFound,
+            message: `mcp-warden does not forward ${request.method}`,
+          },
+        };
+    return session.respond(
+      'result' in answer
+        ? { jsonrpc: '2.0', id, result: answer.result }
+        : { jsonrpc: '2.0', id, error: answer.error },
+    );
   }
 
   /**
@@ -381,14 +516,6 @@ export class Upstream {
       return;
     end(new UpstreamFailedError(this.name, `${message}; restarting it`));
   }
-}
-
-function isToolShaped(value: unknown): value is Tool {
-  if (typeof value !== 'object' || value === null) return false;
-  const t = value as Record<string, unknown>;
-  return (
-    typeof t.name === 'string' && t.name !== '' && typeof t.inputSchema === 'object' && t.inputSchema !== null
-  );
 }
 
 function truncate(text: string, max: number): string {

@@ -1,15 +1,18 @@
 import type { WardenConfig } from '../config/types.js';
-import type { Logger } from '../logging/logger.js';
 import type { ChildHandle } from '../transports/childProcess.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
 
-export interface UpstreamPoolOptions {
-  readonly config: WardenConfig;
-  readonly logger: Logger;
-  readonly clientInfo: UpstreamOptions['clientInfo'];
-  readonly onToolsChanged: UpstreamOptions['onToolsChanged'];
-  readonly onNotification?: UpstreamOptions['onNotification'];
-}
+/** What every upstream shares: the router's hooks and the gateway's identity. */
+export type UpstreamPoolOptions = { readonly config: WardenConfig } & Pick<
+  UpstreamOptions,
+  | 'logger'
+  | 'clientInfo'
+  | 'onReady'
+  | 'onListsChanged'
+  | 'clientCapabilities'
+  | 'onNotification'
+  | 'onRequest'
+>;
 
 /** Every configured upstream, started together and stopped together. */
 export class UpstreamPool {
@@ -21,17 +24,10 @@ export class UpstreamPool {
   private startup: Promise<void> | undefined;
 
   constructor(private readonly options: UpstreamPoolOptions) {
-    this.upstreams = options.config.servers.map(
-      (config) =>
-        new Upstream({
-          config,
-          gateway: options.config.gateway,
-          logger: options.logger,
-          clientInfo: options.clientInfo,
-          onToolsChanged: options.onToolsChanged,
-          ...(options.onNotification && { onNotification: options.onNotification }),
-          children: this.children,
-        }),
+    const { config, ...shared } = options;
+    this.upstreams = config.servers.map(
+      (server) =>
+        new Upstream({ ...shared, config: server, gateway: config.gateway, children: this.children }),
     );
     this.byName = new Map(this.upstreams.map((u) => [u.name, u]));
   }

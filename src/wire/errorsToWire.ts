@@ -53,3 +53,22 @@ export function errorToWire(error: unknown, logger: Logger): WireOutcome {
     error: { code: RpcErrorCode.InternalError, message: 'mcp-warden internal error (see its log)' },
   };
 }
+
+/** MCP's code for a resource no server claims. */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/**
+ * For routed requests other than `tools/call`, which have no `isError` result to carry a
+ * message: the same mapping, with our own failures as JSON-RPC errors whose message says what
+ * happened (they are written for users; unexpected errors still stay in the log).
+ */
+export function requestErrorToWire(error: unknown, logger: Logger): JsonRpcErrorObject {
+  const outcome = errorToWire(error, logger);
+  if (outcome.kind === 'error') return outcome.error;
+  const first = outcome.result.content[0];
+  return {
+    code: RpcErrorCode.InternalError,
+    message: first?.type === 'text' ? first.text : 'mcp-warden could not complete the request',
+    data: outcome.result._meta,
+  };
+}

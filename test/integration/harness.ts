@@ -56,6 +56,8 @@ export interface HostSession {
 
 export interface ConnectOptions {
   readonly env?: Record<string, string>;
+  /** Runs before the handshake: set request handlers (sampling, elicitation, roots) here. */
+  readonly beforeConnect?: (client: Client) => void;
   readonly capabilities?: ConstructorParameters<typeof Client>[1] extends infer O
     ? O extends { capabilities?: infer C }
       ? C
@@ -81,6 +83,7 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
     { name: 'warden-test-host', version: '1.0.0' },
     { capabilities: options.capabilities ?? {} },
   );
+  options.beforeConnect?.(client);
   await client.connect(transport);
   return {
     client,

@@ -1,0 +1,85 @@
+import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+
+/** What the resource catalog needs to know of one upstream. */
+export interface ResourceSource {
+  readonly server: string;
+  /** Whether the server declared the resources capability (it may still list none). */
+  readonly offersResources: boolean;
+  readonly resources: readonly Resource[];
+  readonly templates: readonly ResourceTemplate[];
+}
+
+/**
+ * An RFC 6570 template as an anchored pattern. Each expression matches any run of characters:
+ * precise enough to tell servers apart by scheme and path shape, which is all routing needs.
+ */
+function templatePattern(template: string): RegExp {
+  const parts = template.split(/\{[^}]*\}/).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${parts.join('.*?')}$`);
+}
+
+/**
+ * Resources are not namespaced: a URI means the same thing whoever serves it, and hosts show
+ * them as they are. So ownership is by URI: exact resources first, then templates, in config
+ * order; two servers listing one URI is reported and the first keeps it (issue 3).
+ */
+export class ResourceCatalog {
+  private owners = new Map<string, string>();
+  private templates: { pattern: RegExp; server: string }[] = [];
+  private onlyServer: string | undefined;
+  private resourcesJson = '{"resources":[]}';
+  private templatesJson = '{"resourceTemplates":[]}';
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly onWarning: (message: string) => void) {}
+
+  /** Rebuilds from `sources` (config order); true when what the host sees changed. */
+  rebuild(sources: readonly ResourceSource[]): boolean {
+    const owners = new Map<string, string>();
+    const resources: Resource[] = [];
+    for (const source of sources) {
+      for (const resource of source.resources) {
+        const first = owners.get(resource.uri);
+        if (first !== undefined) {
+          const warning = `resource ${JSON.stringify(resource.uri)} is listed by servers "${first}" and "${source.server}"; "${first}" (listed first in the config) serves it`;
+          if (!this.reported.has(warning)) this.onWarning(warning);
+          this.reported.add(warning);
+          continue;
+        }
+        owners.set(resource.uri, source.server);
+        resources.push(resource);
+      }
+    }
+    const templates = sources.flatMap((s) => s.templates.map((t) => ({ template: t, server: s.server })));
+    const offering = sources.filter((s) => s.offersResources);
+    const resourcesJson = JSON.stringify({ resources });
+    const templatesJson = JSON.stringify({ resourceTemplates: templates.map((t) => t.template) });
+    const changed = resourcesJson !== this.resourcesJson || templatesJson !== this.templatesJson;
+    this.owners = owners;
+    this.templates = templates.map((t) => ({
+      pattern: templatePattern(t.template.uriTemplate),
+      server: t.server,
+    }));
+    this.onlyServer = offering.length === 1 ? offering[0]!.server : undefined;
+    this.resourcesJson = resourcesJson;
+    this.templatesJson = templatesJson;
+    return changed;
+  }
+
+  /**
+   * The server that serves `uri`: the one that listed it, else the first whose template
+   * matches, else the only server offering resources at all (servers may serve URIs they do
+   * not list). Undefined when nothing claims it.
+   */
+  ownerOf(uri: string): string | undefined {
+    return this.owners.get(uri) ?? this.templates.find((t) => t.pattern.test(uri))?.server ?? this.onlyServer;
+  }
+
+  listResultJson(): string {
+    return this.resourcesJson;
+  }
+
+  templatesResultJson(): string {
+    return this.templatesJson;
+  }
+}
