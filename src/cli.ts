@@ -9,7 +9,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
-import { ConfigError } from './errors.js';
+import { createRedactor, RedactorConfigError } from './audit/redact.js';
+import { ConfigError, WardenError } from './errors.js';
+import { explainPolicy, formatExplanation } from './commands/policyExplain.js';
+import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
 import { createGateway } from './gateway.js';
 import { createLogger, type WinstonLogger } from './logging/logger.js';
 import { RpcErrorCode, serializeMessage } from './protocol/jsonRpc.js';
@@ -21,6 +24,8 @@ const USAGE = `Usage:
   mcp-warden check --config FILE      validate the config; exit 1 with file:line messages if invalid
   mcp-warden tools --config FILE      start the upstreams, print the merged tool catalog, exit
                    [--json]           ... as JSON
+  mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
+                                      which policy rule decides a call of TOOL (an exposed name), and why
   mcp-warden --version | --help
 
 The config file may also be given as MCP_WARDEN_CONFIG.`;
@@ -40,18 +45,41 @@ function fail(message: string, code = EXIT_USAGE): never {
   process.exit(code);
 }
 
-async function readConfig(file: string | undefined): Promise<WardenConfig> {
+interface Loaded {
+  readonly config: WardenConfig;
+  readonly policies: PolicySet;
+}
+
+/** The config and its policy files, or an exit with every problem found (never half a gateway). */
+async function load(file: string | undefined): Promise<Loaded> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
+  let config: WardenConfig;
   try {
-    return await loadConfig(path.resolve(chosen), { env: process.env });
+    config = await loadConfig(path.resolve(chosen), { env: process.env });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
   }
+  if (config.audit !== undefined) {
+    // The redactor refuses patterns the schema cannot judge (empty matches, heavy backtracking).
+    try {
+      createRedactor({ secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns });
+    } catch (error) {
+      if (error instanceof RedactorConfigError)
+        fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
+      throw error;
+    }
+  }
+  try {
+    return { config, policies: await loadPolicies(config.policies) };
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`invalid policy:\n${error.message}`);
+    throw error;
+  }
 }
 
-async function serve(config: WardenConfig): Promise<void> {
+async function serve({ config, policies }: Loaded): Promise<void> {
   const logger = createLogger(config.gateway.log);
   const host = new StreamTransport({
     input: process.stdin,
@@ -70,7 +98,7 @@ async function serve(config: WardenConfig): Promise<void> {
     onOversize: (info) =>
       logger.error(`host sent a message of ${info.bytes} bytes, over gateway.maxMessageSize; ignored`),
   });
-  const gateway = createGateway({ config, logger, host, version: version() });
+  const gateway = createGateway({ config, policies, logger, host, version: version() });
 
   // Whatever happens, no child process outlives us (FIELD_NOTES "Availability").
   process.on('exit', () => gateway.killChildrenNow());
@@ -142,26 +170,89 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const [command = 'serve', ...rest] = positionals;
-  if (rest.length > 0) fail(`unexpected argument "${rest[0]}"\n\n${USAGE}`);
+  const noMore = (args: string[]) => {
+    if (args.length > 0) fail(`unexpected argument "${args[0]}"\n\n${USAGE}`);
+  };
 
   switch (command) {
     case 'serve':
-      return serve(await readConfig(values.config));
+      noMore(rest);
+      return serve(await load(values.config));
     case 'check': {
-      const config = await readConfig(values.config);
+      noMore(rest);
+      const { config, policies } = await load(values.config);
       const enabled = config.servers.filter((s) => !s.disabled).length;
-      process.stdout.write(`${config.file}: ok (${config.servers.length} servers, ${enabled} enabled)\n`);
+      const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
+      const policyText =
+        policies.files.length === 0
+          ? 'no policy files'
+          : `${policies.files.length} policy files, ${rules} rules`;
+      process.stdout.write(
+        `${config.file}: ok (${config.servers.length} servers, ${enabled} enabled; ${policyText})\n`,
+      );
       return;
     }
     case 'tools': {
-      const config = await readConfig(values.config);
+      noMore(rest);
+      const { config, policies } = await load(values.config);
       const logger = createLogger({ level: 'warn' });
-      const listing = await listCatalog({ config, logger, version: version() });
+      const engine = createPolicyEngine(policies);
+      const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+      const listing = await listCatalog({
+        config,
+        logger,
+        version: version(),
+        // What the host would see: tools the policy always denies are left out.
+        hidden: (server, tool) =>
+          engine.isHiddenFromList({
+            server,
+            tool: tool.name,
+            annotations: tool.annotations,
+            trusted: trusted.get(server) ?? false,
+          }),
+      });
       process.stdout.write(values.json ? `${JSON.stringify(listing, null, 2)}\n` : formatCatalog(listing));
       await closeLogger(logger);
       process.exit(listing.servers.some((s) => s.state === 'failed' || s.state === 'unavailable') ? 1 : 0);
     }
     // falls through: process.exit above never returns
+    case 'policy': {
+      const [sub, tool, argsJson, ...extra] = rest;
+      if (sub !== 'explain' || tool === undefined)
+        fail(`usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]\n\n${USAGE}`);
+      noMore(extra);
+      let args: Record<string, unknown> | undefined;
+      if (argsJson !== undefined) {
+        try {
+          args = JSON.parse(argsJson) as Record<string, unknown>;
+        } catch (error) {
+          fail(`ARGUMENTS-JSON is not JSON: ${(error as Error).message}`);
+        }
+        if (typeof args !== 'object' || args === null || Array.isArray(args))
+          fail('ARGUMENTS-JSON must be a JSON object');
+      }
+      const { config, policies } = await load(values.config);
+      const logger = createLogger({ level: 'warn' });
+      try {
+        const report = await explainPolicy({
+          config,
+          policies,
+          exposedName: tool,
+          arguments: args,
+          logger,
+          version: version(),
+        });
+        process.stdout.write(
+          values.json ? `${JSON.stringify(report, null, 2)}\n` : formatExplanation(report),
+        );
+      } catch (error) {
+        if (error instanceof WardenError) fail(error.message, 1);
+        throw error;
+      } finally {
+        await closeLogger(logger);
+      }
+      return;
+    }
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);
   }

@@ -165,3 +165,17 @@ export function formatMs(ms: number): string {
   if (ms >= 1000) return `${ms / 1000}s`;
   return `${ms}ms`;
 }
+
+/**
+ * The call was not run: the policy denied it, or its confirmation was declined, timed out or
+ * could not be asked. Answered as an `isError` result whose text the model can act on.
+ */
+export class DeniedError extends WardenError {
+  /** The policy rule behind the denial, when there is one. */
+  readonly ruleId: string | null;
+
+  constructor(message: string, ruleId: string | null) {
+    super('DENIED', message);
+    this.ruleId = ruleId;
+  }
+}

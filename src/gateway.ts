@@ -5,7 +5,12 @@ import { ResourceCatalog } from './catalog/resourceCatalog.js';
 import { HostRequester } from './hostRequester.js';
 import type { WardenConfig } from './config/types.js';
 import type { Logger } from './logging/logger.js';
+import { createRedactor } from './audit/redact.js';
 import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
+import { createConfirmationInterceptor, type ConfirmationOptions } from './interceptors/confirmation.js';
+import { createPolicyInterceptor } from './interceptors/policy.js';
+import { createPolicyEngine, type PolicyEngine, type PolicySet } from './policy/index.js';
+import { watchPolicies } from './policy/policyWatcher.js';
 import { createResultRepairInterceptor } from './interceptors/resultRepair.js';
 import { createTimeoutInterceptor, timeoutLimitsFromConfig } from './interceptors/timeout.js';
 import { compose } from './pipeline/compose.js';
@@ -23,6 +28,8 @@ export interface GatewayOptions {
   /** The host connection (stdin/stdout in production, in-memory in tests). */
   readonly host: MessageTransport;
   readonly version: string;
+  /** The policies loaded at start (an invalid set never gets this far). */
+  readonly policies: PolicySet;
   /**
    * On close, how long calls in flight may take to finish on their own before their upstreams
    * are stopped (which fails them). Shutdown must end within 2 s (issue 2). Default 500 ms.
@@ -44,9 +51,31 @@ export interface Gateway {
  * The call pipeline's stages for this config, in the order `orderStages` fixes. Audit, policy
  * and confirmation land with issues #6 and #5.
  */
-export function buildPipelineStages(config: WardenConfig, logger: Logger): Interceptor[] {
+export interface PipelineDependencies {
+  readonly config: WardenConfig;
+  readonly logger: Logger;
+  /** The policy engine in force (policies are reloaded while serving). */
+  readonly engine: () => PolicyEngine;
+  /** Asks the host through elicitation; undefined when it cannot. */
+  readonly askHost: ConfirmationOptions['askHost'];
+  readonly redact: (value: unknown) => unknown;
+}
+
+export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
+  const { config, logger } = deps;
   const repairs = new Map(config.servers.map((s) => [s.name, s.repair]));
+  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   return orderStages({
+    policy: createPolicyInterceptor({
+      engine: deps.engine,
+      trusted: (server) => trusted.get(server) ?? false,
+    }),
+    confirmation: createConfirmationInterceptor({
+      config: config.confirmation,
+      askHost: deps.askHost,
+      redact: deps.redact,
+      logger,
+    }),
     timeout: createTimeoutInterceptor({ limitsFor: timeoutLimitsFromConfig(config) }),
     resultRepair: createResultRepairInterceptor({
       repairFor: (server) => repairs.get(server) ?? config.gateway.repair,
@@ -64,6 +93,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   const prompts = new NamedCatalog<Prompt>('prompts', config.gateway.naming, warn);
   const resources = new ResourceCatalog(warn);
   const hostRequests = new HostRequester(host);
+  let engine = createPolicyEngine(options.policies);
+  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+  const hidden = (server: string, tool: Tool) =>
+    engine.isHiddenFromList({
+      server,
+      tool: tool.name,
+      annotations: tool.annotations,
+      trusted: trusted.get(server) ?? false,
+    });
+  const redactor = createRedactor({
+    ...(config.audit && {
+      secretKeys: config.audit.redact.keys,
+      secretPatterns: config.audit.redact.patterns,
+    }),
+  });
   const pool: UpstreamPool = new UpstreamPool({
     config,
     logger,
@@ -72,16 +116,34 @@ export function createGateway(options: GatewayOptions): Gateway {
     clientCapabilities: () => router.clientCapabilitiesForUpstreams(),
     onReady: (upstream) => router.upstreamReady(upstream),
     onListsChanged: (_upstream, kinds) => {
-      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds);
+      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { hidden });
       if (changed.length > 0) router.listsChanged(changed);
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
     onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
   });
-  const callTool = compose(
-    buildPipelineStages(config, logger),
-    createForwardCall({ upstreams: pool.byName }),
-  );
+  const stages = buildPipelineStages({
+    config,
+    logger,
+    engine: () => engine,
+    askHost: (params, signal) => router.askHost(params, signal),
+    redact: (value) => redactor.redactValue(value),
+  });
+  const callTool = compose(stages, createForwardCall({ upstreams: pool.byName }));
+  const watcher =
+    config.policies.length === 0
+      ? undefined
+      : watchPolicies({
+          files: config.policies,
+          onReload: (next) => {
+            engine = next;
+            logger.info(`policies reloaded from ${config.policies.join(', ')}`);
+            const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
+            if (changed.length > 0) router.listsChanged(changed);
+          },
+          onReject: (message) =>
+            logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`),
+        });
   const router = new Router({
     host,
     tools,
@@ -107,6 +169,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closing ??= (async () => {
         // Calls about to finish get a moment; then stopping the upstreams fails the rest at
         // once, which the router answers, so every request still gets a response.
+        watcher?.close();
         const drained = router.drain();
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
         await pool.stop();

@@ -134,6 +134,15 @@ export class Router {
     return declared;
   }
 
+  /**
+   * Asks the host a question through MCP elicitation (confirmations, issue 5); undefined when
+   * the host did not declare the capability. Aborting `signal` withdraws the question.
+   */
+  askHost(params: Params, signal: AbortSignal): Promise<RequestAnswer> | undefined {
+    if (this.hostCapabilities.elicitation === undefined) return undefined;
+    return this.options.hostRequests.request('elicitation/create', params, signal).answer;
+  }
+
   /** An upstream (re)connected: give it the host's log level. */
   upstreamReady(upstream: Upstream): void {
     if (this.logLevel !== undefined && upstream.capabilities.logging !== undefined)

@@ -1,6 +1,6 @@
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
-import { toolFilter, type NamedCatalog } from './namedCatalog.js';
+import { toolFilter, type CatalogEntry, type NamedCatalog } from './namedCatalog.js';
 import type { ResourceCatalog } from './resourceCatalog.js';
 
 export interface Catalogs {
@@ -16,12 +16,14 @@ type UpstreamView = Pick<
 
 /**
  * Rebuilds the catalogs an upstream change touched, from every upstream in config order (the
- * order that decides collisions). Returns the kinds whose host-visible list changed.
+ * order that decides collisions); tools `hidden` says to stay resolvable but unlisted. Returns
+ * the kinds whose host-visible list changed.
  */
 export function rebuildCatalogs(
   catalogs: Partial<Catalogs>,
   upstreams: readonly UpstreamView[],
   kinds: readonly ListKind[],
+  options: { readonly hidden?: (server: string, tool: Tool) => boolean } = {},
 ): ListKind[] {
   const changed: ListKind[] = [];
   if (catalogs.tools && kinds.includes('tools')) {
@@ -31,7 +33,10 @@ export function rebuildCatalogs(
       include: toolFilter(u.config.tools),
       items: u.tools,
     }));
-    if (catalogs.tools.rebuild(sources)) changed.push('tools');
+    // Tools the policy denies whatever the arguments are not listed (issue 5).
+    const { hidden } = options;
+    const listed = hidden === undefined ? undefined : (e: CatalogEntry<Tool>) => !hidden(e.server, e.item);
+    if (catalogs.tools.rebuild(sources, listed)) changed.push('tools');
   }
   if (catalogs.prompts && kinds.includes('prompts')) {
     const sources = upstreams.map((u) => ({

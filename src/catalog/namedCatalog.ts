@@ -83,8 +83,12 @@ export class NamedCatalog<T extends Named> {
     private readonly onWarning: (message: string) => void,
   ) {}
 
-  /** Rebuilds from `sources`; true when what the host sees changed. */
-  rebuild(sources: readonly CatalogSource<T>[]): boolean {
+  /**
+   * Rebuilds from `sources`; true when what the host sees changed. Entries `listed` rejects stay
+   * resolvable but are left out of the list: a policy-hidden tool called anyway gets the policy's
+   * answer, and hiding never shifts other tools' names.
+   */
+  rebuild(sources: readonly CatalogSource<T>[], listed?: (entry: CatalogEntry<T>) => boolean): boolean {
     const next = buildCatalog(sources, this.naming);
     for (const w of next.warnings) {
       // Say each problem once, not on every rebuild.
@@ -93,7 +97,8 @@ export class NamedCatalog<T extends Named> {
     }
     this.built = next;
     this.listJson = undefined;
-    const fingerprint = JSON.stringify(next.entries.map((e) => e.exposedItem));
+    const shown = listed === undefined ? next.entries : next.entries.filter(listed);
+    const fingerprint = JSON.stringify(shown.map((e) => e.exposedItem));
     const changed = fingerprint !== this.fingerprint;
     this.fingerprint = fingerprint;
     return changed;

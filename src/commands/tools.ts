@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { rebuildCatalogs } from '../catalog/catalogs.js';
-import { NamedCatalog } from '../catalog/namedCatalog.js';
+import { NamedCatalog, type CatalogEntry } from '../catalog/namedCatalog.js';
 import type { WardenConfig } from '../config/types.js';
 import type { Logger } from '../logging/logger.js';
 import { UpstreamPool } from '../upstreams/upstreamPool.js';
@@ -27,32 +27,41 @@ function summarize(state: UpstreamState): CatalogListing['servers'][number]['sta
   return 'unavailable';
 }
 
+export interface CollectedTools {
+  /** As the host would see them: policy-hidden tools left out when `hidden` is given. */
+  readonly entries: readonly CatalogEntry<Tool>[];
+  readonly servers: CatalogListing['servers'];
+}
+
 /**
- * `mcp-warden tools`: starts the upstreams exactly as serving would, waits for the startup
- * deadline, and reports the merged catalog with each server's fate.
+ * Starts the upstreams exactly as serving would, waits for the startup deadline, collects the
+ * merged tool catalog with each server's fate, and stops them.
  */
-export async function listCatalog(options: {
+export async function collectTools(options: {
   config: WardenConfig;
   logger: Logger;
   version: string;
-}): Promise<CatalogListing> {
-  const { config, logger } = options;
+  hidden?: (server: string, tool: Tool) => boolean;
+}): Promise<CollectedTools> {
+  const { config, logger, hidden } = options;
   const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
   const pool = new UpstreamPool({
     config,
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
-    onListsChanged: () => void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools']),
+    onListsChanged: () =>
+      void rebuildCatalogs(
+        { tools: catalog },
+        pool.upstreams,
+        ['tools'],
+        hidden === undefined ? {} : { hidden },
+      ),
   });
   try {
     await pool.start();
     return {
-      tools: catalog.entries.map((e) => ({
-        name: e.exposed,
-        server: e.server,
-        tool: e.item.name,
-        description: (e.item.description ?? '').split('\n')[0]!.trim(),
-      })),
+      entries:
+        hidden === undefined ? catalog.entries : catalog.entries.filter((e) => !hidden(e.server, e.item)),
       servers: pool.upstreams.map((u) => ({
         name: u.name,
         state: summarize(u.state),
@@ -63,6 +72,20 @@ export async function listCatalog(options: {
   } finally {
     await pool.stop();
   }
+}
+
+/** `mcp-warden tools`: the merged catalog as rows for people (or JSON). */
+export async function listCatalog(options: Parameters<typeof collectTools>[0]): Promise<CatalogListing> {
+  const { entries, servers } = await collectTools(options);
+  return {
+    tools: entries.map((e) => ({
+      name: e.exposed,
+      server: e.server,
+      tool: e.item.name,
+      description: (e.item.description ?? '').split('\n')[0]!.trim(),
+    })),
+    servers,
+  };
 }
 
 /** A plain table for people: exposed name, server, first line of the description. */

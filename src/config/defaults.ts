@@ -4,7 +4,7 @@
  * a unit test keeps the two in agreement.
  */
 import { deepFreeze } from './freeze.js';
-import type { GatewayConfig } from './types.js';
+import type { AuditConfig, ConfirmationConfig, GatewayConfig } from './types.js';
 
 export const DEFAULTS = deepFreeze({
   /** The whole `gateway:` section when the file omits it (no log file: logs go to stderr only). */
@@ -57,6 +57,35 @@ export const DEFAULTS = deepFreeze({
     /** 32 MiB per JSON-RPC message from an upstream: room for large resources, a bound on memory. */
     maxMessageBytes: 32 * 1024 * 1024,
   } satisfies GatewayConfig,
+
+  /** No policy files: every call is allowed, as before policies existed. */
+  policies: [],
+
+  /** The `confirmation:` section, key by key; `command` has no default (no hook). */
+  confirmation: {
+    /** Ask through the host when it can show a prompt, else through the command hook if configured. */
+    methods: ['elicitation', 'command'],
+    /** 30 s: under the 60 s many hosts allow a request, so our "no" arrives before their timeout. */
+    timeoutMs: 30_000,
+    /** A user who said yes once may say "for this session" rather than be asked again and again. */
+    offerRemember: true,
+  } satisfies ConfirmationConfig,
+
+  /** The `audit:` section's keys when it is present; `file` is required there and has no default. */
+  audit: {
+    /** 50 MiB a file before rotating: small enough to open, search and copy whole. */
+    maxBytes: 50 * 1024 * 1024,
+    /** Five rotated files kept: with the current one, about 300 MiB on disk at most. */
+    maxFiles: 5,
+    /** An audit trail that silently stops is worse than a refused call: fail closed. */
+    onFailure: 'block',
+    /** No fsync per record (~150 µs each): a record survives any exit of the process, just not a power cut. */
+    fsync: false,
+    /** Results are not recorded: they are large and may hold data the arguments did not. */
+    logResults: false,
+    /** Only the built-in secret keys and patterns. */
+    redact: { keys: [], patterns: [] },
+  } satisfies Omit<AuditConfig, 'file'>,
 
   /** Per-server settings when the server's entry omits them. */
   server: {

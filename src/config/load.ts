@@ -6,26 +6,18 @@
  * (durations, regexes, name clashes, ...). Every stage after parsing keeps going past problems so
  * the user sees all of them at once, each located in the file.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  isAlias,
-  isCollection,
-  isMap,
-  isScalar,
-  isSeq,
-  LineCounter,
-  parseDocument,
-  type Document,
-  type YAMLError,
-} from 'yaml';
-import { ConfigError, type ConfigIssue } from '../errors.js';
+import { isMap, isScalar, isSeq } from 'yaml';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import { deepFreeze } from './freeze.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
+import { parseYamlSource, readSourceFile, toPlainData, type IssueList, type Locator } from './yamlSource.js';
 import type {
+  AuditConfig,
+  ConfirmationConfig,
+  ConfirmationMethod,
   GatewayConfig,
   HttpServerConfig,
   LogConfig,
@@ -37,6 +29,7 @@ import type {
 } from './types.js';
 
 export type { Env } from './interpolate.js';
+export { formatKeyPath } from './yamlSource.js';
 
 export interface LoadOptions {
   /** Where `${VAR}` references are looked up; usually `process.env`. */
@@ -51,36 +44,15 @@ export interface ParseOptions extends LoadOptions {
 /** Reads and parses the config file. Throws `ConfigError` listing every problem found. */
 export async function loadConfig(file: string, options: LoadOptions): Promise<WardenConfig> {
   const absolute = path.resolve(file);
-  let text: string;
-  try {
-    text = await readFile(absolute, 'utf8');
-  } catch (error) {
-    throw new ConfigError([
-      {
-        file: absolute,
-        line: 0,
-        column: 0,
-        path: '',
-        message: `cannot read config file: ${osReason(error)}`,
-      },
-    ]);
-  }
+  const text = await readSourceFile(absolute, 'config file');
   return parseConfigText(text, { file: absolute, env: options.env });
 }
 
 /** Parses config text (YAML or JSON). Pure apart from reading `options.env`; no file access. */
 export function parseConfigText(text: string, options: ParseOptions): WardenConfig {
   const file = path.resolve(options.file);
-  const lineCounter = new LineCounter();
-  // logLevel 'error': below 'warn' the library prints nothing (stdout carries JSON-RPC) and we
-  // report its findings ourselves; 'silent' would also drop the error for a second `---` document.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
-  const locator = new Locator(doc, lineCounter);
-  const issues = new IssueList(file, locator);
-
-  // Warnings are fatal too: e.g. an unknown tag such as `!env X` silently becomes the string "X".
-  for (const problem of [...doc.errors, ...doc.warnings]) issues.addYamlProblem(problem, locator);
-  issues.throwIfAny();
+  const source = parseYamlSource(text, file, 'config file');
+  const { doc, locator, issues } = source;
 
   if (doc.contents === null) {
     issues.add([], 'value', 'config file is empty; it needs at least a "servers" (or "mcpServers") section');
@@ -96,14 +68,7 @@ export function parseConfigText(text: string, options: ParseOptions): WardenConf
   }
   issues.throwIfAny();
 
-  let parsed: unknown;
-  try {
-    parsed = doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // Only the alias-expansion guard throws here (a "billion laughs" document).
-    issues.add([], 'value', `invalid YAML: ${error instanceof Error ? error.message : String(error)}`);
-    issues.throwIfAny();
-  }
+  const parsed = toPlainData(source);
 
   const expanded = interpolate(parsed, options.env);
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
@@ -119,197 +84,6 @@ export function parseConfigText(text: string, options: ParseOptions): WardenConf
   });
   issues.throwIfAny();
   return deepFreeze(config);
-}
-
-/**
- * `servers.fs.args[0]`. Keys that would read ambiguously in dotted form (containing `.`, brackets,
- * quotes or spaces, or empty) are written as `["key"]`.
- */
-export function formatKeyPath(keyPath: KeyPath): string {
-  let out = '';
-  for (const segment of keyPath) {
-    if (typeof segment === 'number') out += `[${segment}]`;
-    else if (/^[^.[\]"\s]+$/.test(segment)) out += out === '' ? segment : `.${segment}`;
-    else out += `[${JSON.stringify(segment)}]`;
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Positions
-
-interface Position {
-  readonly line: number;
-  readonly column: number;
-}
-
-/** Maps key paths of the parsed data back to places in the YAML text. */
-class Locator {
-  constructor(
-    private readonly doc: Document,
-    private readonly lines: LineCounter,
-  ) {}
-
-  /**
-   * Where `keyPath` is written. `value` points at a scalar or flow value; for a block mapping or
-   * list (which starts on a later line) and for an empty value, the key is the clearer place.
-   * A path that does not (fully) exist in the text — e.g. a key added by an alias — falls back
-   * to the deepest part that does.
-   */
-  position(keyPath: KeyPath, at: 'key' | 'value'): Position {
-    let node: unknown = this.doc.contents;
-    let key: unknown;
-    let complete = true;
-    for (const segment of keyPath) {
-      const current = this.resolve(node);
-      if (isMap(current)) {
-        const pair = current.items.find((item) => keyText(item.key) === String(segment));
-        if (pair === undefined) {
-          complete = false;
-          break;
-        }
-        key = pair.key;
-        node = pair.value;
-      } else if (isSeq(current) && typeof segment === 'number' && current.items[segment] !== undefined) {
-        key = undefined;
-        node = current.items[segment];
-      } else {
-        complete = false;
-        break;
-      }
-    }
-    const pointsWell =
-      (isScalar(node) && node.range != null && node.range[0] < node.range[1]) ||
-      (isCollection(node) && node.flow === true) ||
-      isAlias(node);
-    if (complete && (at === 'value' || key === undefined) && pointsWell) return this.at(node);
-    if (key !== undefined) return this.at(key);
-    return this.at(node);
-  }
-
-  /** Keys of the mapping at `keyPath` in file order: JS objects put integer-like keys first. */
-  orderedKeys(keyPath: KeyPath, data: Readonly<Record<string, unknown>>): string[] {
-    let node: unknown = this.doc.contents;
-    for (const segment of keyPath) {
-      const current = this.resolve(node);
-      node = isMap(current)
-        ? current.items.find((item) => keyText(item.key) === String(segment))?.value
-        : undefined;
-    }
-    const map = this.resolve(node);
-    const order = new Map<string, number>();
-    if (isMap(map)) map.items.forEach((item, index) => order.set(keyText(item.key) ?? '', index));
-    return Object.keys(data).sort((a, b) => (order.get(a) ?? Infinity) - (order.get(b) ?? Infinity));
-  }
-
-  /** The key path of the mapping key that starts at `offset`, if any (for duplicate keys). */
-  keyPathAt(offset: number): KeyPath | undefined {
-    const search = (node: unknown, prefix: KeyPath): KeyPath | undefined => {
-      if (isMap(node)) {
-        for (const item of node.items) {
-          const text = keyText(item.key);
-          if (text === undefined) continue;
-          if (isScalar(item.key) && item.key.range?.[0] === offset) return [...prefix, text];
-          const found = search(item.value, [...prefix, text]);
-          if (found !== undefined) return found;
-        }
-      } else if (isSeq(node)) {
-        for (const [index, item] of node.items.entries()) {
-          const found = search(item, [...prefix, index]);
-          if (found !== undefined) return found;
-        }
-      }
-      return undefined;
-    };
-    return search(this.doc.contents, []);
-  }
-
-  lineCol(offset: number): Position {
-    const { line, col } = this.lines.linePos(offset);
-    return { line, column: col };
-  }
-
-  private at(node: unknown): Position {
-    const range = (node as { range?: readonly number[] } | null | undefined)?.range;
-    return this.lineCol(range?.[0] ?? 0);
-  }
-
-  private resolve(node: unknown): unknown {
-    return isAlias(node) ? node.resolve(this.doc) : node;
-  }
-}
-
-/** The key as `toJS` spells it, for scalar keys (the only ones a valid config has). */
-function keyText(key: unknown): string | undefined {
-  return isScalar(key) ? String(key.value) : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Issues
-
-class IssueList {
-  private readonly issues: ConfigIssue[] = [];
-  private readonly unexpanded = new Set<string>();
-
-  constructor(
-    private readonly file: string,
-    private readonly locator: Locator,
-  ) {}
-
-  add(keyPath: KeyPath, at: 'key' | 'value', message: string): void {
-    const dotted = formatKeyPath(keyPath);
-    // A value whose ${VAR} could not be expanded has already been reported; judging the
-    // half-expanded text (as a duration, URL, ...) would only add a confusing second message.
-    if (this.unexpanded.has(dotted)) return;
-    this.push(dotted, this.locator.position(keyPath, at), message);
-  }
-
-  addUnexpanded(keyPath: KeyPath, message: string): void {
-    this.add(keyPath, 'value', message);
-    this.unexpanded.add(formatKeyPath(keyPath));
-  }
-
-  addYamlProblem(problem: YAMLError, locator: Locator): void {
-    const offset = problem.pos[0];
-    if (problem.code === 'DUPLICATE_KEY') {
-      const keyPath = locator.keyPathAt(offset);
-      if (keyPath !== undefined) {
-        this.push(
-          formatKeyPath(keyPath),
-          locator.lineCol(offset),
-          `duplicate key "${String(keyPath.at(-1))}"`,
-        );
-        return;
-      }
-    }
-    // The library's own wording for this one addresses programmers ("use parseAllDocuments()").
-    const message =
-      problem.code === 'MULTIPLE_DOCS'
-        ? 'the file holds more than one YAML document (a second "---"); a config file must hold exactly one'
-        : problem.message;
-    this.push('', locator.lineCol(offset), `invalid YAML: ${message}`);
-  }
-
-  throwIfAny(): void {
-    if (this.issues.length === 0) return;
-    // File order reads best; Array.prototype.sort is stable, so same-place issues keep their order.
-    const sorted = [...this.issues].sort((a, b) => a.line - b.line || a.column - b.column);
-    throw new ConfigError(sorted);
-  }
-
-  private push(dotted: string, position: Position, message: string): void {
-    const duplicate = this.issues.some((issue) => issue.path === dotted && issue.message === message);
-    if (!duplicate) this.issues.push({ file: this.file, ...position, path: dotted, message });
-  }
-}
-
-/** `ENOENT: no such file or directory` without the `, open '/path'` tail: the path is shown already. */
-function osReason(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const { syscall } = error as NodeJS.ErrnoException;
-  return syscall === undefined
-    ? error.message
-    : error.message.replace(new RegExp(`, ${syscall}( '.*')?$`), '');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +104,15 @@ type Data = Readonly<Record<string, unknown>>;
  */
 function normalize(data: Data, ctx: Context): WardenConfig {
   const inherited = normalizeGateway(data, ctx);
-  return { file: ctx.file, gateway: inherited.gateway, servers: normalizeServers(data, ctx, inherited) };
+  const audit = normalizeAudit(data, ctx, inherited.gateway);
+  return {
+    file: ctx.file,
+    gateway: inherited.gateway,
+    policies: normalizePolicies(data, ctx),
+    confirmation: normalizeConfirmation(data, ctx),
+    ...(audit === undefined ? {} : { audit }),
+    servers: normalizeServers(data, ctx, inherited),
+  };
 }
 
 /** The gateway section, and what servers need to know about it beyond its values. */
@@ -357,12 +139,7 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
   const at = (...keys: string[]): KeyPath => ['gateway', ...keys];
 
   const pattern = nonEmptyString(naming['pattern']) ?? defaults.naming.pattern;
-  try {
-    new RegExp(pattern);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.replace(/^Invalid regular expression: /, '') : '';
-    ctx.issues.add(at('naming', 'pattern'), 'value', `not a valid JavaScript regular expression: ${reason}`);
-  }
+  checkRegExp(ctx, at('naming', 'pattern'), pattern);
 
   const level = log['level'];
   const logFile = nonEmptyString(log['file']);
@@ -410,6 +187,124 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
       byteSize(ctx, at('maxMessageSize'), gateway['maxMessageSize']) ?? defaults.maxMessageBytes,
   };
   return { gateway: config, maxTimeoutValid, idleMs };
+}
+
+/**
+ * Policy files, absolute, in the order listed. Whether they exist is the policy loader's to say
+ * (with its own message when one cannot be read): the config stays independent of other files.
+ */
+function normalizePolicies(data: Data, ctx: Context): string[] {
+  if (data['policies'] === undefined) return [...DEFAULTS.policies];
+  return strings(data['policies'])
+    .filter((file) => file !== '')
+    .map((file) => path.resolve(ctx.dir, file));
+}
+
+const CONFIRMATION_METHODS: readonly ConfirmationMethod[] = ['elicitation', 'command'];
+
+/**
+ * The `confirmation:` section, every key defaulted. `methods` may name `command` without a
+ * `command` hook being configured: that method is then simply unavailable, which is no error.
+ */
+function normalizeConfirmation(data: Data, ctx: Context): ConfirmationConfig {
+  const defaults = DEFAULTS.confirmation;
+  const section = asRecord(data['confirmation']) ?? {};
+  // Invalid, duplicate or missing entries were reported by the schema; the result is then discarded.
+  const methods = strings(section['methods']).filter((method): method is ConfirmationMethod =>
+    CONFIRMATION_METHODS.includes(method as ConfirmationMethod),
+  );
+  const hook = commandHook(ctx, section['command']);
+  return {
+    methods: methods.length > 0 ? methods : [...defaults.methods],
+    timeoutMs: duration(ctx, ['confirmation', 'timeout'], section['timeout']) ?? defaults.timeoutMs,
+    offerRemember:
+      typeof section['offerRemember'] === 'boolean' ? section['offerRemember'] : defaults.offerRemember,
+    ...(hook === undefined ? {} : { command: hook }),
+  };
+}
+
+/**
+ * `confirmation.command`: written like a stdio server (and checked by the same schema parts).
+ * A relative program path (one with a slash) and `cwd` are resolved against the config's folder,
+ * which is also the default `cwd`; a bare program name is left for a PATH lookup.
+ */
+function commandHook(ctx: Context, value: unknown): NonNullable<ConfirmationConfig['command']> | undefined {
+  const hook = asRecord(value);
+  const command = nonEmptyString(hook?.['command']);
+  if (hook === undefined || command === undefined) return undefined; // the schema has reported it
+  const isPath = command.includes('/') || command.includes(path.sep);
+  return {
+    command: isPath ? path.resolve(ctx.dir, command) : command,
+    args: strings(hook['args']),
+    env: stringMap(hook['env']),
+    cwd: resolveCwd(ctx, hook['cwd']),
+  };
+}
+
+/** The `audit:` section, or undefined when the file has none (no audit trail). */
+function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): AuditConfig | undefined {
+  const section = asRecord(data['audit']);
+  if (section === undefined) return undefined; // absent, or not a mapping (the schema has said so)
+  const defaults = DEFAULTS.audit;
+  const at = (...keys: (string | number)[]): KeyPath => ['audit', ...keys];
+
+  const written = nonEmptyString(section['file']);
+  const file = written === undefined ? '' : path.resolve(ctx.dir, written);
+  // Log lines in the audit file would break its JSON lines and hash chain. Compared as resolved
+  // paths, without touching the disk (a symlink or a case-insensitive file system can still hide one).
+  if (file !== '' && file === gateway.log.file) {
+    const { line } = ctx.locator.position(['gateway', 'log', 'file'], 'value');
+    ctx.issues.add(
+      at('file'),
+      'value',
+      `same file as gateway.log.file (line ${line}); the audit trail needs a file of its own`,
+    );
+  }
+
+  const onFailure = section['onFailure'];
+  const redact = asRecord(section['redact']) ?? {};
+  const patterns = Array.isArray(redact['patterns']) ? (redact['patterns'] as unknown[]) : [];
+  patterns.forEach((pattern, index) => {
+    if (typeof pattern === 'string' && pattern !== '') {
+      checkRedactPattern(ctx, at('redact', 'patterns', index), pattern);
+    }
+  });
+  return {
+    file,
+    maxBytes: byteSize(ctx, at('maxSize'), section['maxSize']) ?? defaults.maxBytes,
+    maxFiles: integer(section['maxFiles']) ?? defaults.maxFiles,
+    onFailure: onFailure === 'block' || onFailure === 'continue' ? onFailure : defaults.onFailure,
+    fsync: typeof section['fsync'] === 'boolean' ? section['fsync'] : defaults.fsync,
+    logResults: typeof section['logResults'] === 'boolean' ? section['logResults'] : defaults.logResults,
+    redact: {
+      keys: redact['keys'] === undefined ? [...defaults.redact.keys] : strings(redact['keys']),
+      patterns: redact['patterns'] === undefined ? [...defaults.redact.patterns] : strings(patterns),
+    },
+  };
+}
+
+/**
+ * An extra redaction pattern, read the way the audit redactor reads it: JavaScript regular
+ * expression source, or a literal `/source/flags` with flags among i, m, s and u.
+ */
+function checkRedactPattern(ctx: Context, keyPath: KeyPath, text: string): void {
+  const literal = /^\/(.+)\/([a-z]*)$/s.exec(text);
+  const flags = literal?.[2] ?? '';
+  if (/[^imsu]/.test(flags)) {
+    ctx.issues.add(keyPath, 'value', `regular expression flags may be i, m, s and u, got "${flags}"`);
+    return;
+  }
+  checkRegExp(ctx, keyPath, literal?.[1] ?? text, flags);
+}
+
+/** Reports `source` (with `flags`) at `keyPath` when it does not compile as a JavaScript RegExp. */
+function checkRegExp(ctx: Context, keyPath: KeyPath, source: string, flags = ''): void {
+  try {
+    new RegExp(source, flags);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/^Invalid regular expression: /, '') : '';
+    ctx.issues.add(keyPath, 'value', `not a valid JavaScript regular expression: ${reason}`);
+  }
 }
 
 const SECTIONS = ['servers', 'mcpServers'] as const;
@@ -537,14 +432,13 @@ function normalizeServer(
   };
 
   if (transport === 'stdio') {
-    const cwd = nonEmptyString(entry['cwd']);
     const stdio: StdioServerConfig = {
       ...common,
       transport,
       command: typeof entry['command'] === 'string' ? entry['command'] : '',
       args: strings(entry['args']),
       env: stringMap(entry['env']),
-      cwd: cwd === undefined ? ctx.dir : path.resolve(ctx.dir, cwd),
+      cwd: resolveCwd(ctx, entry['cwd']),
     };
     return stdio;
   }
@@ -615,12 +509,12 @@ function repairOverrides(value: unknown): Partial<RepairConfig> {
 
 const SIZE_UNITS = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 } as const;
 const SIZE_FORMS = 'an integer number of bytes or a string like "512KiB", "32MiB" or "1GiB"';
-const MIN_MESSAGE_BYTES = 1024;
-const MAX_MESSAGE_BYTES = 1024 ** 3;
+const MIN_SIZE_BYTES = 1024;
+const MAX_SIZE_BYTES = 1024 ** 3;
 
 /**
- * A message size limit in bytes (`gateway.maxMessageSize`). Units are 1024-based and spelled
- * KiB/MiB/GiB so there is no doubt which; `32MB` is rejected with the accepted forms.
+ * A size limit in bytes (`gateway.maxMessageSize`, `audit.maxSize`). Units are 1024-based and
+ * spelled KiB/MiB/GiB so there is no doubt which; `32MB` is rejected with the accepted forms.
  */
 function byteSize(ctx: Context, keyPath: KeyPath, value: unknown): number | undefined {
   if (value === undefined) return undefined;
@@ -644,12 +538,18 @@ function byteSize(ctx: Context, keyPath: KeyPath, value: unknown): number | unde
     ctx.issues.add(keyPath, 'value', `invalid size ${shown}: expected ${SIZE_FORMS}`);
     return undefined;
   }
-  if (bytes < MIN_MESSAGE_BYTES || bytes > MAX_MESSAGE_BYTES) {
-    const range = `from 1KiB (${MIN_MESSAGE_BYTES} bytes) to 1GiB (${MAX_MESSAGE_BYTES} bytes)`;
+  if (bytes < MIN_SIZE_BYTES || bytes > MAX_SIZE_BYTES) {
+    const range = `from 1KiB (${MIN_SIZE_BYTES} bytes) to 1GiB (${MAX_SIZE_BYTES} bytes)`;
     ctx.issues.add(keyPath, 'value', `invalid size ${shown}: must be ${range}`);
     return undefined;
   }
   return bytes;
+}
+
+/** A working directory (of a stdio server or the confirmation hook): default the config's folder. */
+function resolveCwd(ctx: Context, value: unknown): string {
+  const cwd = nonEmptyString(value);
+  return cwd === undefined ? ctx.dir : path.resolve(ctx.dir, cwd);
 }
 
 /** env / headers; non-string values were reported by the schema and are dropped. */

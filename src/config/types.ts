@@ -131,10 +131,58 @@ export interface HttpServerConfig extends ServerCommon {
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
 
+/** One way of asking a human to confirm a call (issue 5), tried in the configured order. */
+export type ConfirmationMethod = 'elicitation' | 'command';
+
+export interface ConfirmationConfig {
+  /**
+   * Ways to ask, in order; the first one available is used. `elicitation`: the host, through MCP
+   * elicitation, when it declared the capability. `command`: the `command` hook below. When none
+   * is available the call is denied (fail closed). Default `[elicitation, command]`.
+   */
+  readonly methods: readonly ConfirmationMethod[];
+  /** No answer within this long means no. Default 30 s, under the 60 s many hosts give a request. */
+  readonly timeoutMs: number;
+  /** Offer "remember for this session" (per tool) when asking through the host. Default true. */
+  readonly offerRemember: boolean;
+  /**
+   * A program run with a JSON description of the call on stdin: exit 0 means yes, anything else
+   * no. `args` and `env` as for servers; relative paths resolve against the config's folder.
+   */
+  readonly command?: {
+    readonly command: string;
+    readonly args: readonly string[];
+    readonly env: Readonly<Record<string, string>>;
+    readonly cwd: string;
+  };
+}
+
+/** The audit trail (issue 6). Absent when the config has no `audit:` section. */
+export interface AuditConfig {
+  /** Absolute path of the JSON-lines file. */
+  readonly file: string;
+  /** Rotate when the file would exceed this many bytes (`maxSize`). Default 50 MiB. */
+  readonly maxBytes: number;
+  /** Rotated files kept (`file.1` … `file.N`). Default 5. */
+  readonly maxFiles: number;
+  /** When the file cannot be written: `block` denies calls with a clear error, `continue` serves and warns. Default `block`. */
+  readonly onFailure: 'block' | 'continue';
+  /** fsync after every record: survives power loss, costs ~150 µs a record. Default false. */
+  readonly fsync: boolean;
+  /** Also record (redacted) `structuredContent` of results. Default false. */
+  readonly logResults: boolean;
+  /** Extra key names and value patterns (regular expressions) to redact, on top of the built-in ones. */
+  readonly redact: { readonly keys: readonly string[]; readonly patterns: readonly string[] };
+}
+
 export interface WardenConfig {
   /** Absolute path of the file this came from. */
   readonly file: string;
   readonly gateway: GatewayConfig;
+  /** Policy files, absolute, in the order listed (`policies:`); the first matching rule across them decides. */
+  readonly policies: readonly string[];
+  readonly confirmation: ConfirmationConfig;
+  readonly audit?: AuditConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
 }

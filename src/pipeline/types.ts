@@ -1,4 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Decision } from '../policy/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { ProgressListener } from '../upstreams/upstreamSession.js';
 
@@ -22,12 +23,25 @@ export interface ToolCall {
   readonly signal: AbortSignal | undefined;
   /** Set when the host asked for progress; receives upstream progress params. */
   readonly onProgress: ProgressListener | undefined;
-  /** What the stages decided and did, for the audit log. Interceptors append; nothing reads it back. */
+  /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */
+  readonly decision?: Decision;
+  /** What the stages decided and did, for the audit log. Interceptors write; only audit reads. */
   readonly record: CallRecord;
 }
 
+/** How a `confirm` decision was settled. */
+export type ConfirmedBy = 'elicitation' | 'command' | 'remembered';
+
 export interface CallRecord {
+  /** Result repairs applied (resultRepair). */
   repairs: string[];
+  /** The policy's decision (policy), with how a confirmation went (confirmation). */
+  decision?: {
+    effect: Decision['effect'];
+    rule: string | null;
+    confirmed?: boolean;
+    how?: ConfirmedBy | 'unavailable' | 'timeout';
+  };
 }
 
 export type Next = (call: ToolCall) => Promise<CallToolResult>;

@@ -11,7 +11,7 @@ describe('mcp-warden check', () => {
     const config = writeConfig({ servers: { up: fixture() } });
     const { code, stdout } = await runCli(['check', '--config', config]);
     expect(code).toBe(0);
-    expect(stdout).toBe(`${config}: ok (1 servers, 1 enabled)\n`);
+    expect(stdout).toBe(`${config}: ok (1 servers, 1 enabled; no policy files)\n`);
   });
 
   it('reports every problem with file:line:column and key, exit 2', async () => {

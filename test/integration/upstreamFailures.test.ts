@@ -125,14 +125,16 @@ describe('upstream failures are contained', () => {
     const changed = new Promise<void>((resolve) => (notified = resolve));
     host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => notified());
 
+    // Only the slow one is certain to be missing: on a loaded machine even the fast one may
+    // miss a 300 ms deadline, so its presence is checked after the announcement instead.
     const first = await host.client.listTools();
-    expect(first.tools.map((t) => t.name)).toContain('fast__echo');
     expect(first.tools.some((t) => t.name.startsWith('slow__'))).toBe(false);
-    expect(host.stderr()).toContain('startup deadline of 300 ms passed; serving without slow for now');
+    expect(host.stderr()).toMatch(/startup deadline of 300 ms passed; serving without (fast, )?slow for now/);
 
     await changed;
+    await host.waitForStderr('[slow]: connected');
     const second = await host.client.listTools();
-    expect(second.tools.map((t) => t.name)).toContain('slow__echo');
+    expect(second.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['fast__echo', 'slow__echo']));
   });
 
   it('a server whose tools change tells the host', async () => {

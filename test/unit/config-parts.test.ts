@@ -9,6 +9,7 @@ import { deepFreeze } from '../../src/config/freeze.js';
 import { expandString, interpolate } from '../../src/config/interpolate.js';
 import { formatKeyPath } from '../../src/config/load.js';
 import { configSchema, SCHEMA_URL, validateConfigDocument } from '../../src/config/schema.js';
+import { createDocumentAjv, translateErrors } from '../../src/config/schemaErrors.js';
 
 const FORMS =
   'expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"';
@@ -206,6 +207,8 @@ describe('DEFAULTS', () => {
     expect(Object.isFrozen(DEFAULTS)).toBe(true);
     expect(Object.isFrozen(DEFAULTS.gateway.restart)).toBe(true);
     expect(Object.isFrozen(DEFAULTS.server)).toBe(true);
+    expect(Object.isFrozen(DEFAULTS.confirmation.methods)).toBe(true);
+    expect(Object.isFrozen(DEFAULTS.audit.redact.patterns)).toBe(true);
   });
 });
 
@@ -256,9 +259,10 @@ describe('schema/proxy.config.schema.json', () => {
     expect(missing).toEqual([]);
   });
 
+  const props = (node: unknown): Record<string, Record<string, unknown>> =>
+    (node as { properties: Record<string, Record<string, unknown>> }).properties;
+
   it('states the same defaults as DEFAULTS', () => {
-    const props = (node: unknown): Record<string, Record<string, unknown>> =>
-      (node as { properties: Record<string, Record<string, unknown>> }).properties;
     const gateway = props(props(configSchema)['gateway']);
     const server = props((configSchema['definitions'] as Record<string, unknown>)['server']);
     const ms = (value: unknown) => parseDuration(value as string);
@@ -282,6 +286,32 @@ describe('schema/proxy.config.schema.json', () => {
     expect(server['maxQueue']?.['default']).toBe(DEFAULTS.server.maxQueue);
     expect(server['disabled']?.['default']).toBe(DEFAULTS.server.disabled);
     expect(server['trusted']?.['default']).toBe(DEFAULTS.server.trusted);
+
+    const top = props(configSchema);
+    expect(top['policies']?.['default']).toEqual(DEFAULTS.policies);
+    const confirmation = props(top['confirmation']);
+    const c = DEFAULTS.confirmation;
+    expect(confirmation['methods']?.['default']).toEqual(c.methods);
+    expect(ms(confirmation['timeout']?.['default'])).toBe(c.timeoutMs);
+    expect(confirmation['offerRemember']?.['default']).toBe(c.offerRemember);
+    const audit = props(top['audit']);
+    const a = DEFAULTS.audit;
+    expect(audit['maxSize']?.['default']).toBe(`${a.maxBytes / 1024 / 1024}MiB`);
+    expect(audit['maxFiles']?.['default']).toBe(a.maxFiles);
+    expect(audit['onFailure']?.['default']).toBe(a.onFailure);
+    expect(audit['fsync']?.['default']).toBe(a.fsync);
+    expect(audit['logResults']?.['default']).toBe(a.logResults);
+    const redact = props(audit['redact']);
+    expect(redact['keys']?.['default']).toEqual(a.redact.keys);
+    expect(redact['patterns']?.['default']).toEqual(a.redact.patterns);
+  });
+
+  it('checks the confirmation hook with the same rules as a stdio server', () => {
+    const hook = props(props(props(configSchema)['confirmation'])['command']);
+    for (const key of ['command', 'args', 'env', 'cwd']) {
+      expect(hook[key]?.['$ref']).toBe(`#/definitions/server/properties/${key}`);
+    }
+    expect(Object.keys(hook)).toEqual(['command', 'args', 'env', 'cwd']);
   });
 
   it('offers the same repair keys and values as RepairConfig, for the gateway and servers alike', () => {
@@ -298,6 +328,41 @@ describe('schema/proxy.config.schema.json', () => {
     const server = (definitions['server'] as { properties: Record<string, unknown> }).properties;
     expect(refOf(gateway?.properties['repair'])).toBe('#/definitions/repair');
     expect(refOf(server['repair'])).toBe('#/definitions/repair');
+  });
+
+  it('tells of repeated list items where they repeat, echoing only values the schema spells out', () => {
+    const validate = createDocumentAjv().compile({
+      type: 'object',
+      properties: {
+        colours: { type: 'array', uniqueItems: true, items: { type: 'string', enum: ['red', 'blue'] } },
+        secrets: { type: 'array', uniqueItems: true, items: { type: 'string' } },
+        shapes: { type: 'array', uniqueItems: true },
+      },
+    });
+    const document = {
+      colours: ['red', 'blue', 'red'],
+      secrets: ['s3cr3t', 's3cr3t'],
+      shapes: [{ a: 1 }, { b: 2 }, { a: 1 }],
+    };
+    expect(validate(document)).toBe(false);
+    expect(translateErrors(validate.errors ?? [], document)).toEqual([
+      {
+        path: ['colours', 2],
+        at: 'value',
+        message: '"red" is already listed at colours[0]; list each value once',
+      },
+      {
+        path: ['secrets', 1],
+        at: 'value',
+        message: 'this value is already listed at secrets[0]; list each value once',
+      },
+      // Mappings: the pair ajv found.
+      {
+        path: ['shapes', 2],
+        at: 'value',
+        message: 'this value is already listed at shapes[0]; list each value once',
+      },
+    ]);
   });
 
   it('compiles in strict mode and accepts a minimal document', () => {

@@ -69,9 +69,29 @@ describe('parseConfigText: valid configs', () => {
       '    namespace: false',
       '    maxQueue: 0',
       '    disabled: true',
+      'policies: [policies/default.yaml, ./team.yaml, ../shared/org.yaml, /etc/warden/site.yaml]',
+      'confirmation:',
+      '  methods: [command, elicitation]',
+      '  timeout: 45s',
+      '  offerRemember: false',
+      '  command:',
+      '    command: ./hooks/approve',
+      '    args: [--json]',
+      '    env: { APPROVER: "${USER}" }',
+      '    cwd: hooks',
+      'audit:',
+      '  file: ./audit/warden.jsonl',
+      '  maxSize: 8MiB',
+      '  maxFiles: 3',
+      '  onFailure: continue',
+      '  fsync: true',
+      '  logResults: true',
+      '  redact:',
+      '    keys: [x_internal_token]',
+      '    patterns: ["corp_[A-Za-z0-9]{20}", "/acme-[0-9a-f]{8}/i"]',
       '',
     ].join('\n');
-    const config = parse(text, { HOME: '/home/me', GITHUB_TOKEN: 'ghp_x', API_KEY: 'k1' });
+    const config = parse(text, { HOME: '/home/me', GITHUB_TOKEN: 'ghp_x', API_KEY: 'k1', USER: 'ann' });
     expect(config).toEqual({
       file: FILE,
       gateway: {
@@ -89,6 +109,33 @@ describe('parseConfigText: valid configs', () => {
         maxMessageBytes: 8 * 1024 * 1024,
         restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
         log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
+      },
+      // Absolute, in file order, resolved against the config's folder.
+      policies: [
+        path.join(DIR, 'policies/default.yaml'),
+        path.join(DIR, 'team.yaml'),
+        path.resolve(DIR, '../shared/org.yaml'),
+        '/etc/warden/site.yaml',
+      ],
+      confirmation: {
+        methods: ['command', 'elicitation'],
+        timeoutMs: 45_000,
+        offerRemember: false,
+        command: {
+          command: path.join(DIR, 'hooks/approve'),
+          args: ['--json'],
+          env: { APPROVER: 'ann' },
+          cwd: path.join(DIR, 'hooks'),
+        },
+      },
+      audit: {
+        file: path.join(DIR, 'audit/warden.jsonl'),
+        maxBytes: 8 * 1024 * 1024,
+        maxFiles: 3,
+        onFailure: 'continue',
+        fsync: true,
+        logResults: true,
+        redact: { keys: ['x_internal_token'], patterns: ['corp_[A-Za-z0-9]{20}', '/acme-[0-9a-f]{8}/i'] },
       },
       servers: [
         {
@@ -154,6 +201,16 @@ describe('parseConfigText: valid configs', () => {
   it('fills every default for a minimal config', () => {
     const config = parse('servers:\n  echo:\n    command: node\n');
     expect(config.gateway).toEqual(DEFAULTS.gateway);
+    expect(config.policies).toEqual([]);
+    expect(config.confirmation).toEqual({
+      methods: ['elicitation', 'command'],
+      timeoutMs: 30_000,
+      offerRemember: true,
+    });
+    expect(config.confirmation).toEqual(DEFAULTS.confirmation);
+    // No hook, and no audit trail: absent, not `undefined`.
+    expect(config.confirmation).not.toHaveProperty('command');
+    expect(config).not.toHaveProperty('audit');
     expect(config.gateway.log).not.toHaveProperty('file');
     expect(config.gateway.maxCallTimeoutMs).toBe(30 * 60_000);
     expect(config.gateway.repair).toEqual({
@@ -230,13 +287,19 @@ describe('parseConfigText: valid configs', () => {
   });
 
   it('returns a deeply frozen result (assignment throws in strict mode)', () => {
-    const config = parse('servers:\n  a: { command: x, args: [y], env: { K: v } }\n');
+    const config = parse(
+      'servers:\n  a: { command: x, args: [y], env: { K: v } }\npolicies: [p.yaml]\naudit: { file: a.jsonl, redact: { patterns: [x] } }\n',
+    );
+    expect(Object.isFrozen(config.audit?.redact.patterns)).toBe(true);
     const server = config.servers[0] as StdioServerConfig;
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.gateway.restart)).toBe(true);
     expect(Object.isFrozen(server.tools.timeouts)).toBe(true);
     expect(Object.isFrozen(config.gateway.repair)).toBe(true);
     expect(Object.isFrozen(server.repair)).toBe(true);
+    expect(Object.isFrozen(config.policies)).toBe(true);
+    expect(Object.isFrozen(config.confirmation.methods)).toBe(true);
+    expect(() => (config.confirmation.methods as string[]).push('command')).toThrow(TypeError);
     expect(() => {
       (config.gateway as { callTimeoutMs: number }).callTimeoutMs = 1;
     }).toThrow(TypeError);
@@ -481,6 +544,108 @@ describe('parseConfigText: one problem, one exact message', () => {
       ],
     ],
     [
+      'unknown confirmation method: lists the methods and suggests one',
+      'confirmation:\n  methods: [elicitation, commands]\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:26: confirmation.methods[1]: expected one of "elicitation", "command", got "commands" (did you mean "command"?)`,
+      ],
+    ],
+    [
+      'a confirmation method listed twice, at the repetition',
+      'confirmation:\n  methods: [command, elicitation, command]\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:35: confirmation.methods[2]: "command" is already listed at confirmation.methods[0]; list each value once`,
+      ],
+    ],
+    [
+      'no confirmation methods at all',
+      'confirmation: { methods: [] }\nservers:\n  a: { command: x }\n',
+      [`${F}:1:26: confirmation.methods: must not be an empty list`],
+    ],
+    [
+      'misspelt top-level section',
+      'confirm:\n  timeout: 20s\nservers:\n  a: { command: x }\n',
+      [`${F}:1:1: confirm: unknown key "confirm" (did you mean "confirmation"?)`],
+    ],
+    [
+      'confirmation timeout that is not a duration',
+      'confirmation:\n  timeout: half a minute\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:2:12: confirmation.timeout: invalid duration "half a minute": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      ],
+    ],
+    [
+      'confirmation hook without a command',
+      'confirmation:\n  command: { args: [--json] }\nservers:\n  a: { command: x }\n',
+      [`${F}:2:3: confirmation.command: missing required key "command"`],
+    ],
+    [
+      'confirmation hook: a misspelt key, and env checked as for servers',
+      'confirmation:\n  command:\n    command: approve\n    arg: [-v]\n    env: { PORT: 8080 }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:5: confirmation.command.arg: unknown key "arg" (did you mean "args"?)`,
+        `${F}:5:18: confirmation.command.env.PORT: expected a string, got a number (8080); put it in quotes to make it a string`,
+      ],
+    ],
+    [
+      'audit section without a file',
+      'audit:\n  maxFiles: 3\nservers:\n  a: { command: x }\n',
+      [`${F}:1:1: audit: missing required key "file"`],
+    ],
+    [
+      'audit file that is the log file',
+      'gateway:\n  log: { file: logs/warden.log }\naudit:\n  file: ./logs/../logs/warden.log\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:9: audit.file: same file as gateway.log.file (line 2); the audit trail needs a file of its own`,
+      ],
+    ],
+    [
+      'bad audit onFailure: lists the values and suggests one',
+      'audit: { file: a.jsonl, onFailure: blocking }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:1:36: audit.onFailure: expected one of "block", "continue", got "blocking" (did you mean "block"?)`,
+      ],
+    ],
+    [
+      'audit maxSize in the wrong unit',
+      'audit: { file: a.jsonl, maxSize: 50MB }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:1:34: audit.maxSize: invalid size "50MB": expected an integer number of bytes or a string like "512KiB", "32MiB" or "1GiB"`,
+      ],
+    ],
+    [
+      'audit maxFiles below one',
+      'audit: { file: a.jsonl, maxFiles: 0 }\nservers:\n  a: { command: x }\n',
+      [`${F}:1:35: audit.maxFiles: must be at least 1, got 0`],
+    ],
+    [
+      'redaction pattern that does not compile, at that pattern',
+      'audit:\n  file: a.jsonl\n  redact:\n    patterns: ["corp_[A-Za-z0-9]{20}", "corp_[A-Z"]\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:40: audit.redact.patterns[1]: not a valid JavaScript regular expression: /corp_[A-Z/: Unterminated character class`,
+      ],
+    ],
+    [
+      'redaction pattern with flags the redactor does not take',
+      'audit:\n  file: a.jsonl\n  redact: { patterns: ["/corp_[a-z]{20}/gi"] }\nservers:\n  a: { command: x }\n',
+      [`${F}:3:24: audit.redact.patterns[0]: regular expression flags may be i, m, s and u, got "gi"`],
+    ],
+    [
+      'redaction key without a letter or digit',
+      'audit:\n  file: a.jsonl\n  redact: { keys: ["--"] }\nservers:\n  a: { command: x }\n',
+      [`${F}:3:20: audit.redact.keys[0]: a key name needs at least one letter or digit`],
+    ],
+    [
+      'empty policy path',
+      'policies: [a.yaml, ""]\nservers:\n  a: { command: x }\n',
+      [`${F}:1:20: policies[1]: must not be empty`],
+    ],
+    [
+      'policies as a single string',
+      'policies: policies/default.yaml\nservers:\n  a: { command: x }\n',
+      [`${F}:1:11: policies: expected a list, got a string`],
+    ],
+    [
       'empty file',
       '',
       [`${F}:1:1: config file is empty; it needs at least a "servers" (or "mcpServers") section`],
@@ -606,6 +771,101 @@ describe('parseConfigText: maxTimeout and repair', () => {
     expect(plain?.repair).toEqual(gateway);
     expect(strict?.repair).toEqual({ ...gateway, missingStructured: 'error', invalidStructured: 'strip' });
     expect(empty?.repair).toEqual(gateway);
+  });
+});
+
+describe('parseConfigText: policies, confirmation and audit', () => {
+  const SERVERS = 'servers:\n  a: { command: x }\n';
+
+  it('resolves policy paths against the config folder without checking that they exist', () => {
+    const config = parse(`policies:\n  - ./nope/missing.yaml\n  - "\${POLICY_DIR}/org.yaml"\n${SERVERS}`, {
+      POLICY_DIR: 'shared',
+    });
+    expect(config.policies).toEqual([path.join(DIR, 'nope/missing.yaml'), path.join(DIR, 'shared/org.yaml')]);
+    expect(parse(`policies: []\n${SERVERS}`).policies).toEqual([]);
+  });
+
+  it('accepts "command" among the methods without a hook: the method is just unavailable', () => {
+    const config = parse(`confirmation: { methods: [command] }\n${SERVERS}`);
+    expect(config.confirmation).toEqual({ methods: ['command'], timeoutMs: 30_000, offerRemember: true });
+    expect(config.confirmation).not.toHaveProperty('command');
+  });
+
+  it('leaves a bare hook program for a PATH lookup, and defaults its cwd to the config folder', () => {
+    const bare = parse(`confirmation:\n  command: { command: approve-call }\n${SERVERS}`);
+    expect(bare.confirmation.command).toEqual({ command: 'approve-call', args: [], env: {}, cwd: DIR });
+    const absolute = parse(
+      `confirmation:\n  command: { command: /usr/local/bin/approve, cwd: /tmp }\n${SERVERS}`,
+    );
+    expect(absolute.confirmation.command).toMatchObject({ command: '/usr/local/bin/approve', cwd: '/tmp' });
+    // A hook alone does not change the methods.
+    expect(absolute.confirmation.methods).toEqual(['elicitation', 'command']);
+  });
+
+  it('fills every audit default when only the file is given', () => {
+    const config = parse(`audit:\n  file: audit.jsonl\n${SERVERS}`);
+    expect(config.audit).toEqual({
+      file: path.join(DIR, 'audit.jsonl'),
+      maxBytes: 50 * 1024 * 1024,
+      maxFiles: 5,
+      onFailure: 'block',
+      fsync: false,
+      logResults: false,
+      redact: { keys: [], patterns: [] },
+    });
+    expect(config.audit).toEqual({ file: path.join(DIR, 'audit.jsonl'), ...DEFAULTS.audit });
+  });
+
+  it('takes sizes as bytes too, and expands ${VAR} in the audit file', () => {
+    const config = parse(`audit: { file: "\${AUDIT_DIR}/a.jsonl", maxSize: 1048576 }\n${SERVERS}`, {
+      AUDIT_DIR: '/var/log/warden',
+    });
+    expect(config.audit).toMatchObject({ file: '/var/log/warden/a.jsonl', maxBytes: 1024 * 1024 });
+  });
+
+  it('allows the audit file next to the log file, or with the same name in another folder', () => {
+    const text = (audit: string) =>
+      `gateway:\n  log: { file: logs/warden.log }\naudit: { file: ${audit} }\n${SERVERS}`;
+    expect(parse(text('logs/audit.jsonl')).audit?.file).toBe(path.join(DIR, 'logs/audit.jsonl'));
+    expect(parse(text('warden.log')).audit?.file).toBe(path.join(DIR, 'warden.log'));
+    // No log file: nothing to clash with.
+    expect(parse(`audit: { file: warden.log }\n${SERVERS}`).audit?.file).toBe(path.join(DIR, 'warden.log'));
+  });
+
+  it('reports every repeated method, each where it repeats', () => {
+    const text = `confirmation:\n  methods: [command, command, elicitation, elicitation]\n${SERVERS}`;
+    expect(issuesOf(text)).toEqual([
+      `${F}:2:22: confirmation.methods[1]: "command" is already listed at confirmation.methods[0]; list each value once`,
+      `${F}:2:44: confirmation.methods[3]: "elicitation" is already listed at confirmation.methods[2]; list each value once`,
+    ]);
+  });
+
+  it('reports every bad redaction pattern at its own index, next to type errors', () => {
+    const text = [
+      'audit:',
+      '  file: a.jsonl',
+      '  redact:',
+      '    patterns:',
+      '      - 42',
+      '      - "tok_(["',
+      '      - "fine_[0-9]+"',
+      '      - "/x(/i"',
+      SERVERS,
+    ].join('\n');
+    expect(issuesOf(text)).toEqual([
+      `${F}:5:9: audit.redact.patterns[0]: expected a string, got a number (42); put it in quotes to make it a string`,
+      `${F}:6:9: audit.redact.patterns[1]: not a valid JavaScript regular expression: /tok_([/: Unterminated character class`,
+      `${F}:8:9: audit.redact.patterns[3]: not a valid JavaScript regular expression: /x(/i: Unterminated group`,
+    ]);
+  });
+
+  it('rejects an empty audit section, and unknown keys in it with a suggestion', () => {
+    expect(issuesOf(`audit:\n${SERVERS}`)).toEqual([
+      `${F}:1:1: audit: expected a mapping, got an empty value`,
+    ]);
+    expect(issuesOf(`audit: { file: a.jsonl, maxsize: 10MiB }\n${SERVERS}`)).toEqual([
+      `${F}:1:25: audit.maxsize: unknown key "maxsize" (did you mean "maxSize"?)`,
+    ]);
   });
 });
 
@@ -760,7 +1020,7 @@ describe('loadConfig', () => {
     await mkdir(path.join(tmp, 'conf'));
     await writeFile(
       path.join(tmp, 'conf', 'warden.yaml'),
-      'servers:\n  a:\n    command: x\n    cwd: ../work\n',
+      'servers:\n  a:\n    command: x\n    cwd: ../work\npolicies: [missing.yaml]\naudit: { file: ../audit/a.jsonl }\n',
     );
   });
   afterAll(async () => {
@@ -773,6 +1033,9 @@ describe('loadConfig', () => {
     expect(config.file).toBe(file);
     expect((config.servers[0] as StdioServerConfig).cwd).toBe(path.join(tmp, 'work'));
     expect(config.servers[0]?.source).toEqual({ file, line: 2 });
+    // Neither is read or created here: the policy loader and the audit writer deal with them.
+    expect(config.policies).toEqual([path.join(tmp, 'conf', 'missing.yaml')]);
+    expect(config.audit?.file).toBe(path.join(tmp, 'audit', 'a.jsonl'));
   });
 
   it('reports a missing file as one issue with line 0 and the OS reason', async () => {

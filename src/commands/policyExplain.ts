@@ -1,0 +1,108 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { WardenConfig } from '../config/types.js';
+import { WardenError } from '../errors.js';
+import type { Logger } from '../logging/logger.js';
+import { createPolicyEngine, readAnnotations, type Explanation, type PolicySet } from '../policy/index.js';
+import { collectTools } from './tools.js';
+
+export interface ExplainRequest {
+  readonly config: WardenConfig;
+  readonly policies: PolicySet;
+  readonly exposedName: string;
+  readonly arguments: Record<string, unknown> | undefined;
+  readonly logger: Logger;
+  readonly version: string;
+}
+
+export interface ExplainReport {
+  readonly exposedName: string;
+  readonly server: string;
+  readonly tool: string;
+  /** Whether the tool's definition came from the running upstream (else: not known, cautious defaults). */
+  readonly definitionFrom: 'upstream' | 'name';
+  readonly trusted: boolean;
+  readonly annotations: ReturnType<typeof readAnnotations>;
+  readonly hiddenFromList: boolean;
+  readonly explanation: Explanation;
+}
+
+/**
+ * Which server and tool an exposed name means, from the config alone: `<namespace><sep><tool>`
+ * for the longest matching namespace. Names the gateway sanitized or shortened cannot be read
+ * back this way; those need the upstream's list.
+ */
+function resolveByName(config: WardenConfig, exposed: string): { server: string; tool: string } | undefined {
+  const { separator } = config.gateway.naming;
+  const candidates = config.servers
+    .filter((s) => s.namespace !== null && exposed.startsWith(s.namespace + separator))
+    .sort((a, b) => b.namespace!.length - a.namespace!.length);
+  const match = candidates[0];
+  if (match !== undefined)
+    return { server: match.name, tool: exposed.slice(match.namespace!.length + separator.length) };
+  const bare = config.servers.filter((s) => s.namespace === null);
+  return bare.length === 1 ? { server: bare[0]!.name, tool: exposed } : undefined;
+}
+
+/**
+ * `mcp-warden policy explain`: a dry run of the policy for one call. The upstreams are started
+ * only when the answer depends on them: a trusted server's annotations (untrusted ones are read
+ * cautiously whatever they say), or a name that cannot be read back from the config.
+ */
+export async function explainPolicy(request: ExplainRequest): Promise<ExplainReport> {
+  const { config, exposedName } = request;
+  const byName = resolveByName(config, exposedName);
+  const needsUpstream =
+    byName === undefined || config.servers.find((s) => s.name === byName.server)?.trusted === true;
+  let server = byName?.server;
+  let tool = byName?.tool;
+  let definition: Tool | undefined;
+  if (needsUpstream) {
+    const { entries } = await collectTools({ config, logger: request.logger, version: request.version });
+    const entry = entries.find((e) => e.exposed === exposedName);
+    if (entry !== undefined) {
+      server = entry.server;
+      tool = entry.item.name;
+      definition = entry.item;
+    }
+  }
+  if (server === undefined || tool === undefined)
+    throw new WardenError('UNKNOWN_TOOL', `no tool is exposed as "${exposedName}" by this config`);
+  const trusted = config.servers.find((s) => s.name === server)?.trusted ?? false;
+  const engine = createPolicyEngine(request.policies);
+  const input = { server, tool, annotations: definition?.annotations, trusted };
+  return {
+    exposedName,
+    server,
+    tool,
+    definitionFrom: definition === undefined ? 'name' : 'upstream',
+    trusted,
+    annotations: readAnnotations(definition?.annotations, trusted),
+    hiddenFromList: engine.isHiddenFromList(input),
+    explanation: engine.explain({ ...input, arguments: request.arguments }),
+  };
+}
+
+export function formatExplanation(report: ExplainReport): string {
+  const { decision, trace } = report.explanation;
+  const where = decision.source === null ? '' : ` (${decision.source.file}:${decision.source.line})`;
+  const hints = Object.entries(report.annotations)
+    .map(([name, reading]) => `${name}=${String((reading as { value: boolean }).value)}`)
+    .join(', ');
+  const lines = [
+    `${report.exposedName} → server "${report.server}", tool "${report.tool}"`,
+    `annotations: ${hints} (${report.trusted ? 'trusted server' : 'untrusted server: cautious defaults'}${
+      report.definitionFrom === 'name' ? '; tool definition not fetched' : ''
+    })`,
+    `decision: ${decision.effect.toUpperCase()} by ${decision.ruleId === null ? 'the default' : `rule "${decision.ruleId}"`}${where}`,
+    `reason: ${decision.reason}`,
+    `shown in tools/list: ${report.hiddenFromList ? 'no (denied whatever the arguments)' : 'yes'}`,
+    'rules tried:',
+    ...(trace.length === 0
+      ? ['  (none)']
+      : trace.map(
+          (t, i) =>
+            `  ${i + 1}. ${t.matched ? 'MATCH   ' : 'no match'} rule "${t.ruleId}" (${t.source.file}:${t.source.line}): ${t.why}`,
+        )),
+  ];
+  return `${lines.join('\n')}\n`;
+}

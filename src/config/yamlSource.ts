@@ -1,0 +1,265 @@
+/**
+ * What every YAML file mcp-warden reads has in common (the config and policy files): parsing
+ * with positions, mapping key paths back to line and column, and collecting every problem found
+ * as located `ConfigIssue`s. Moved here from load.ts unchanged so policies get the same errors.
+ */
+import { readFile } from 'node:fs/promises';
+import {
+  isAlias,
+  isCollection,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type YAMLError,
+} from 'yaml';
+import { ConfigError, type ConfigIssue } from '../errors.js';
+import type { KeyPath } from './interpolate.js';
+
+/** A parsed YAML file with what is needed to report problems in it. */
+export interface YamlSource {
+  readonly doc: Document;
+  readonly locator: Locator;
+  readonly issues: IssueList;
+}
+
+/**
+ * Reads a file as UTF-8 text. A file that cannot be read becomes a `ConfigError` naming it, e.g.
+ * `cannot read policy file: ENOENT: no such file or directory`; `kind` is "config file" or
+ * "policy file".
+ */
+export async function readSourceFile(absolute: string, kind: string): Promise<string> {
+  try {
+    return await readFile(absolute, 'utf8');
+  } catch (error) {
+    throw new ConfigError([
+      { file: absolute, line: 0, column: 0, path: '', message: `cannot read ${kind}: ${osReason(error)}` },
+    ]);
+  }
+}
+
+/**
+ * Parses YAML (or JSON) text. Syntax errors and warnings are thrown at once as a `ConfigError`:
+ * nothing after them can be trusted. `kind` names the file in messages ("config file").
+ */
+export function parseYamlSource(text: string, file: string, kind: string): YamlSource {
+  const lineCounter = new LineCounter();
+  // logLevel 'error': below 'warn' the library prints nothing (stdout carries JSON-RPC) and we
+  // report its findings ourselves; 'silent' would also drop the error for a second `---` document.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
+  const locator = new Locator(doc, lineCounter);
+  const issues = new IssueList(file, locator, kind);
+
+  // Warnings are fatal too: e.g. an unknown tag such as `!env X` silently becomes the string "X".
+  for (const problem of [...doc.errors, ...doc.warnings]) issues.addYamlProblem(problem, locator);
+  issues.throwIfAny();
+  return { doc, locator, issues };
+}
+
+/** The document as plain data. Throws a `ConfigError` for a document that expands too much. */
+export function toPlainData(source: YamlSource): unknown {
+  try {
+    return source.doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // Only the alias-expansion guard throws here (a "billion laughs" document).
+    source.issues.add([], 'value', `invalid YAML: ${error instanceof Error ? error.message : String(error)}`);
+    source.issues.throwIfAny();
+    throw error; // unreachable: the issue above was thrown
+  }
+}
+
+/**
+ * `servers.fs.args[0]`. Keys that would read ambiguously in dotted form (containing `.`, brackets,
+ * quotes or spaces, or empty) are written as `["key"]`.
+ */
+export function formatKeyPath(keyPath: KeyPath): string {
+  let out = '';
+  for (const segment of keyPath) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (/^[^.[\]"\s]+$/.test(segment)) out += out === '' ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions
+
+export interface Position {
+  readonly line: number;
+  readonly column: number;
+}
+
+/** Maps key paths of the parsed data back to places in the YAML text. */
+export class Locator {
+  constructor(
+    private readonly doc: Document,
+    private readonly lines: LineCounter,
+  ) {}
+
+  /**
+   * Where `keyPath` is written. `value` points at a scalar or flow value; for a block mapping or
+   * list (which starts on a later line) and for an empty value, the key is the clearer place.
+   * A path that does not (fully) exist in the text — e.g. a key added by an alias — falls back
+   * to the deepest part that does.
+   */
+  position(keyPath: KeyPath, at: 'key' | 'value'): Position {
+    let node: unknown = this.doc.contents;
+    let key: unknown;
+    let complete = true;
+    for (const segment of keyPath) {
+      const current = this.resolve(node);
+      if (isMap(current)) {
+        const pair = current.items.find((item) => keyText(item.key) === String(segment));
+        if (pair === undefined) {
+          complete = false;
+          break;
+        }
+        key = pair.key;
+        node = pair.value;
+      } else if (isSeq(current) && typeof segment === 'number' && current.items[segment] !== undefined) {
+        key = undefined;
+        node = current.items[segment];
+      } else {
+        complete = false;
+        break;
+      }
+    }
+    const pointsWell =
+      (isScalar(node) && node.range != null && node.range[0] < node.range[1]) ||
+      (isCollection(node) && node.flow === true) ||
+      isAlias(node);
+    if (complete && (at === 'value' || key === undefined) && pointsWell) return this.at(node);
+    if (key !== undefined) return this.at(key);
+    return this.at(node);
+  }
+
+  /** Keys of the mapping at `keyPath` in file order: JS objects put integer-like keys first. */
+  orderedKeys(keyPath: KeyPath, data: Readonly<Record<string, unknown>>): string[] {
+    let node: unknown = this.doc.contents;
+    for (const segment of keyPath) {
+      const current = this.resolve(node);
+      node = isMap(current)
+        ? current.items.find((item) => keyText(item.key) === String(segment))?.value
+        : undefined;
+    }
+    const map = this.resolve(node);
+    const order = new Map<string, number>();
+    if (isMap(map)) map.items.forEach((item, index) => order.set(keyText(item.key) ?? '', index));
+    return Object.keys(data).sort((a, b) => (order.get(a) ?? Infinity) - (order.get(b) ?? Infinity));
+  }
+
+  /** The key path of the mapping key that starts at `offset`, if any (for duplicate keys). */
+  keyPathAt(offset: number): KeyPath | undefined {
+    const search = (node: unknown, prefix: KeyPath): KeyPath | undefined => {
+      if (isMap(node)) {
+        for (const item of node.items) {
+          const text = keyText(item.key);
+          if (text === undefined) continue;
+          if (isScalar(item.key) && item.key.range?.[0] === offset) return [...prefix, text];
+          const found = search(item.value, [...prefix, text]);
+          if (found !== undefined) return found;
+        }
+      } else if (isSeq(node)) {
+        for (const [index, item] of node.items.entries()) {
+          const found = search(item, [...prefix, index]);
+          if (found !== undefined) return found;
+        }
+      }
+      return undefined;
+    };
+    return search(this.doc.contents, []);
+  }
+
+  lineCol(offset: number): Position {
+    const { line, col } = this.lines.linePos(offset);
+    return { line, column: col };
+  }
+
+  private at(node: unknown): Position {
+    const range = (node as { range?: readonly number[] } | null | undefined)?.range;
+    return this.lineCol(range?.[0] ?? 0);
+  }
+
+  private resolve(node: unknown): unknown {
+    return isAlias(node) ? node.resolve(this.doc) : node;
+  }
+}
+
+/** The key as `toJS` spells it, for scalar keys (the only ones a valid config has). */
+function keyText(key: unknown): string | undefined {
+  return isScalar(key) ? String(key.value) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issues
+
+/** Every problem found in one file, located; thrown together as one `ConfigError`. */
+export class IssueList {
+  private readonly issues: ConfigIssue[] = [];
+  private readonly unexpanded = new Set<string>();
+
+  constructor(
+    private readonly file: string,
+    private readonly locator: Locator,
+    /** How the file is named in messages: "config file", "policy file". */
+    private readonly kind = 'config file',
+  ) {}
+
+  add(keyPath: KeyPath, at: 'key' | 'value', message: string): void {
+    const dotted = formatKeyPath(keyPath);
+    // A value whose ${VAR} could not be expanded has already been reported; judging the
+    // half-expanded text (as a duration, URL, ...) would only add a confusing second message.
+    if (this.unexpanded.has(dotted)) return;
+    this.push(dotted, this.locator.position(keyPath, at), message);
+  }
+
+  addUnexpanded(keyPath: KeyPath, message: string): void {
+    this.add(keyPath, 'value', message);
+    this.unexpanded.add(formatKeyPath(keyPath));
+  }
+
+  addYamlProblem(problem: YAMLError, locator: Locator): void {
+    const offset = problem.pos[0];
+    if (problem.code === 'DUPLICATE_KEY') {
+      const keyPath = locator.keyPathAt(offset);
+      if (keyPath !== undefined) {
+        this.push(
+          formatKeyPath(keyPath),
+          locator.lineCol(offset),
+          `duplicate key "${String(keyPath.at(-1))}"`,
+        );
+        return;
+      }
+    }
+    // The library's own wording for this one addresses programmers ("use parseAllDocuments()").
+    const message =
+      problem.code === 'MULTIPLE_DOCS'
+        ? `the file holds more than one YAML document (a second "---"); a ${this.kind} must hold exactly one`
+        : problem.message;
+    this.push('', locator.lineCol(offset), `invalid YAML: ${message}`);
+  }
+
+  throwIfAny(): void {
+    if (this.issues.length === 0) return;
+    // File order reads best; Array.prototype.sort is stable, so same-place issues keep their order.
+    const sorted = [...this.issues].sort((a, b) => a.line - b.line || a.column - b.column);
+    throw new ConfigError(sorted);
+  }
+
+  private push(dotted: string, position: Position, message: string): void {
+    const duplicate = this.issues.some((issue) => issue.path === dotted && issue.message === message);
+    if (!duplicate) this.issues.push({ file: this.file, ...position, path: dotted, message });
+  }
+}
+
+/** `ENOENT: no such file or directory` without the `, open '/path'` tail: the path is shown already. */
+export function osReason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { syscall } = error as NodeJS.ErrnoException;
+  return syscall === undefined
+    ? error.message
+    : error.message.replace(new RegExp(`, ${syscall}( '.*')?$`), '');
+}

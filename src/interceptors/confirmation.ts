@@ -1,0 +1,153 @@
+import { deepFreeze } from '../config/freeze.js';
+import type { ConfirmationConfig } from '../config/types.js';
+import { DeniedError, formatMs, HostCancelledError } from '../errors.js';
+import type { Logger } from '../logging/logger.js';
+import type { Interceptor, ToolCall } from '../pipeline/types.js';
+import type { Params } from '../protocol/jsonRpc.js';
+import type { RequestAnswer } from '../upstreams/upstream.js';
+import { describeDecision } from './policy.js';
+import { runConfirmationCommand } from './confirmationCommand.js';
+
+export interface ConfirmationOptions {
+  readonly config: ConfirmationConfig;
+  /**
+   * Asks the host through `elicitation/create`; undefined when the host did not declare the
+   * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
+   */
+  readonly askHost: (params: Params, signal: AbortSignal) => Promise<RequestAnswer> | undefined;
+  /** Arguments as shown to the user: secrets redacted. */
+  readonly redact: (value: unknown) => unknown;
+  readonly logger: Logger;
+}
+
+/** Arguments longer than this are cut in the question: the user needs the gist, not a megabyte. */
+const SHOWN_ARGUMENTS_CHARS = 2000;
+
+function describeCall(call: ToolCall, redact: (value: unknown) => unknown): string {
+  const args = JSON.stringify(redact(call.arguments ?? {}), null, 2);
+  const shown = args.length > SHOWN_ARGUMENTS_CHARS ? `${args.slice(0, SHOWN_ARGUMENTS_CHARS)}… (cut)` : args;
+  return `Server "${call.server}" wants to run tool "${call.tool}" with arguments:\n${shown}`;
+}
+
+/**
+ * Asks a human before a call the policy marked `confirm` runs (issue 5). Outside the timeout
+ * stage, so the human's time does not count against the tool. Fails closed: no way to ask, no
+ * answer in time, decline or cancel all mean the call is not run. An approved call runs once,
+ * with exactly the arguments that were shown.
+ */
+export function createConfirmationInterceptor(options: ConfirmationOptions): Interceptor {
+  const { config, logger } = options;
+  /** Tools the user chose to allow for the rest of this session ("remember"). */
+  const remembered = new Set<string>();
+
+  return async function confirmation(call, next) {
+    const decision = call.decision;
+    if (decision?.effect !== 'confirm') return next(call);
+    const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
+    call.record.decision = record;
+    const key = `${call.server}\u0000${call.tool}`;
+    if (remembered.has(key)) {
+      record.confirmed = true;
+      record.how = 'remembered';
+      return next(call);
+    }
+    // What the human approves is what runs: a frozen copy, taken before asking.
+    const approved = { ...call, arguments: deepFreeze(structuredClone(call.arguments)) };
+    const why = `${decision.reason} (${describeDecision(decision)})`;
+
+    for (const method of config.methods) {
+      if (method === 'elicitation') {
+        const verdict = await askThroughHost(call, why);
+        if (verdict === 'unavailable') continue;
+        record.how = 'elicitation';
+        return settle(verdict, 'the user (asked through the host)');
+      }
+      if (method === 'command' && config.command !== undefined) {
+        record.how = 'command';
+        const verdict = await runConfirmationCommand({
+          command: config.command,
+          call: approved,
+          reason: why,
+          timeoutMs: config.timeoutMs,
+          ...(call.signal && { signal: call.signal }),
+          logger,
+        });
+        return settle(verdict, `the confirmation command (${config.command.command})`);
+      }
+    }
+    record.confirmed = false;
+    record.how = 'unavailable';
+    throw new DeniedError(
+      `Tool "${call.tool}" on server "${call.server}" needs confirmation (${why}), but there is no way to ask: ` +
+        `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
+        `Use a host that supports elicitation, or set confirmation.command in the mcp-warden config.`,
+      decision.ruleId,
+    );
+
+    async function settle(verdict: 'yes' | 'remember' | 'no' | 'timeout', who: string) {
+      if (verdict === 'yes' || verdict === 'remember') {
+        record.confirmed = true;
+        if (verdict === 'remember') remembered.add(key);
+        return next(approved);
+      }
+      record.confirmed = false;
+      if (verdict === 'timeout') {
+        record.how = 'timeout';
+        throw new DeniedError(
+          `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for tool "${call.tool}" on server ` +
+            `"${call.server}", so it was not run.`,
+          decision!.ruleId,
+        );
+      }
+      throw new DeniedError(
+        `Declined by ${who}: tool "${call.tool}" on server "${call.server}" was not run.`,
+        decision!.ruleId,
+      );
+    }
+  };
+
+  /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
+  async function askThroughHost(
+    call: ToolCall,
+    why: string,
+  ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('confirmation timed out')), config.timeoutMs);
+    const onHostCancel = () => controller.abort(call.signal!.reason);
+    call.signal?.addEventListener('abort', onHostCancel, { once: true });
+    try {
+      const answer = options.askHost(
+        {
+          message: `${describeCall(call, options.redact)}\n\nmcp-warden asks because: ${why}\nAllow it?`,
+          requestedSchema: {
+            type: 'object',
+            properties: config.offerRemember
+              ? {
+                  remember: {
+                    type: 'boolean',
+                    title: 'Remember for this session',
+                    description: `Allow "${call.tool}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
+                    default: false,
+                  },
+                }
+              : {},
+          },
+        },
+        controller.signal,
+      );
+      if (answer === undefined) return 'unavailable';
+      const reply = await answer;
+      // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
+      if (call.signal?.aborted)
+        throw call.signal.reason instanceof Error ? call.signal.reason : new HostCancelledError('cancelled');
+      if (controller.signal.aborted) return 'timeout';
+      if (!('result' in reply)) return 'no';
+      const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
+      if (action !== 'accept') return 'no';
+      return content?.remember === true ? 'remember' : 'yes';
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener('abort', onHostCancel);
+    }
+  }
+}

@@ -1,0 +1,35 @@
+/** The policy engine's public surface: load files, build an engine, ask it. */
+export {
+  CAUTIOUS_HINTS,
+  readAnnotations,
+  type AnnotationReading,
+  type HintOrigin,
+  type HintReading,
+} from './annotations.js';
+export {
+  createPolicyEngine,
+  type Explanation,
+  type PolicyCallInput,
+  type PolicyEngine,
+  type PolicyToolInput,
+  type TraceEntry,
+} from './engine.js';
+export {
+  combinePolicyFiles,
+  loadPolicies,
+  parsePolicyText,
+  POLICY_SCHEMA_URL,
+  policySchema,
+} from './loadPolicies.js';
+export type {
+  ArgumentCondition,
+  ArgumentVerdict,
+  Decision,
+  Effect,
+  HintName,
+  PolicyFile,
+  PolicyMatch,
+  PolicyRule,
+  PolicySet,
+  PolicySource,
+} from './types.js';

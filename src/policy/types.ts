@@ -1,0 +1,92 @@
+/**
+ * Policy rules as loaded from `policies/*.yaml`, and the decisions the engine makes with them.
+ * The file format is `schema/policy.schema.json`; `policies/README.md` documents it for users.
+ */
+
+/** What a rule (or the default) does with a call. */
+export type Effect = 'allow' | 'deny' | 'confirm';
+
+/** The four MCP tool annotations that are hints about behaviour (`title` is not one). */
+export type HintName = 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint';
+
+export const HINT_NAMES: readonly HintName[] = Object.freeze([
+  'readOnlyHint',
+  'destructiveHint',
+  'idempotentHint',
+  'openWorldHint',
+]);
+
+/** A place in a policy file; line and column are 1-based. */
+export interface PolicySource {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/**
+ * The result of checking a call's arguments against a rule's `arguments` schema. `unverifiable`:
+ * the check could not be done safely (a string too long to run a pattern on); the engine then
+ * denies the call rather than guess.
+ */
+export type ArgumentVerdict =
+  | { readonly kind: 'match' }
+  | { readonly kind: 'mismatch'; readonly why: string }
+  | { readonly kind: 'unverifiable'; readonly why: string };
+
+/** A rule's `arguments` condition, compiled once when the file is loaded. */
+export interface ArgumentCondition {
+  /** The JSON Schema as written in the file. */
+  readonly schema: Readonly<Record<string, unknown>>;
+  /** Never throws. */
+  readonly test: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
+}
+
+/** A rule's `match`; null for a condition that is not written (it holds for every call). */
+export interface PolicyMatch {
+  /** Globs on the server's config name; any may match. */
+  readonly server: readonly string[] | null;
+  /** Globs on the upstream's own tool name; any may match. */
+  readonly tool: readonly string[] | null;
+  readonly trusted: boolean | null;
+  /** Hints that must have these values, as read by `readAnnotations`. */
+  readonly annotations: Readonly<Partial<Record<HintName, boolean>>> | null;
+  readonly arguments: ArgumentCondition | null;
+}
+
+export interface PolicyRule {
+  /** The `id` written in the file, else `<file basename>#<position in the file, from 1>`. */
+  readonly id: string;
+  /** False when `id` was made up because the file gives none. */
+  readonly idWritten: boolean;
+  readonly match: PolicyMatch;
+  readonly action: Effect;
+  /** As written; null when the file gives none. */
+  readonly reason: string | null;
+  /** Where the rule starts (its first key). */
+  readonly source: PolicySource;
+}
+
+/** One parsed policy file. */
+export interface PolicyFile {
+  /** Absolute path. */
+  readonly file: string;
+  /** The file's `default`, with where it is written; null when the file states none. */
+  readonly default: { readonly effect: Effect; readonly source: PolicySource } | null;
+  readonly rules: readonly PolicyRule[];
+}
+
+/** Every policy file in force, in the order listed in the config (the first match wins). */
+export interface PolicySet {
+  readonly files: readonly PolicyFile[];
+}
+
+/** The engine's answer for one call. */
+export interface Decision {
+  readonly effect: Effect;
+  /** The deciding rule's id; null when the default decided. */
+  readonly ruleId: string | null;
+  /** A sentence for the model and the user: the rule's `reason`, or one made up naming the rule or default. */
+  readonly reason: string;
+  /** The deciding rule, or the `default` key that decided; null when no file states a default. */
+  readonly source: { readonly file: string; readonly line: number } | null;
+}
