@@ -229,6 +229,60 @@ describe('cancellation from the host', () => {
   });
 });
 
+describe('server-to-client requests', () => {
+  it('are refused with a clear error when the host did not declare the capability', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } });
+    const host = await connectHost(config, { capabilities: { roots: {} } });
+    const ask = async (method: string) =>
+      JSON.parse(textOf(await host.client.callTool({ name: 'up__ask_client', arguments: { method } }))) as {
+        error?: { code: number; message: string };
+      };
+    expect(await ask('sampling/createMessage')).toEqual({
+      error: {
+        code: -32601,
+        message: 'the host connected to mcp-warden did not declare the sampling capability',
+      },
+    });
+    expect((await ask('elicitation/create')).error?.message).toContain(
+      'did not declare the elicitation capability',
+    );
+    expect((await ask('tasks/list')).error).toEqual({
+      code: -32601,
+      message: 'Method not found: tasks/list',
+    });
+    await host.close();
+  });
+
+  it('from two upstreams at once keep their own ids and get their own answers', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { a: fixture(), b: fixture() } });
+    const host = await connectHost(config, {
+      capabilities: { roots: {} },
+      beforeConnect: (client) => {
+        client.setRequestHandler(ListRootsRequestSchema, async (request) => {
+          const tag = String((request.params?._meta as { tag?: string } | undefined)?.tag);
+          // Answer a's question last, so the answers cross on the way back.
+          await new Promise((r) => setTimeout(r, tag === 'a' ? 100 : 0));
+          return { roots: [{ uri: `file:///asked-by-${tag}` }] };
+        });
+      },
+    });
+    // Both fixtures number their requests from 1: the gateway must not mix them up.
+    const [a, b] = await Promise.all(
+      ['a', 'b'].map((s) =>
+        host.client.callTool({
+          name: `${s}__ask_client`,
+          arguments: { method: 'roots/list', params: { _meta: { tag: s } } },
+        }),
+      ),
+    );
+    const rootOf = (r: object) =>
+      (JSON.parse(textOf(r)) as { result: { roots: { uri: string }[] } }).result.roots[0]!.uri;
+    expect(rootOf(a!)).toBe('file:///asked-by-a');
+    expect(rootOf(b!)).toBe('file:///asked-by-b');
+    await host.close();
+  });
+});
+
 describe('without the capability', () => {
   it('does not declare to upstreams what the host cannot do', async () => {
     const config = writeConfig({

@@ -85,6 +85,7 @@ describe('fixture server', () => {
       'crash',
       'env',
       'fail',
+      'ask_client',
       'handwritten',
       'rpc_error',
       'big',
