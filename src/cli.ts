@@ -9,7 +9,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
+import { openAuditLog } from './audit/auditWriter.js';
 import { createRedactor, RedactorConfigError } from './audit/redact.js';
+import { formatSummary, summarizeAudit } from './audit/summary.js';
+import { formatVerifyResult, verifyAuditFiles } from './audit/verify.js';
 import { ConfigError, WardenError } from './errors.js';
 import { explainPolicy, formatExplanation } from './commands/policyExplain.js';
 import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
@@ -26,6 +29,8 @@ const USAGE = `Usage:
                    [--json]           ... as JSON
   mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
                                       which policy rule decides a call of TOOL (an exposed name), and why
+  mcp-warden audit verify FILE        check an audit log's hash chain (rotated files included)
+  mcp-warden audit summary FILE       calls per tool, denials, errors, p50/p95 duration
   mcp-warden --version | --help
 
 The config file may also be given as MCP_WARDEN_CONFIG.`;
@@ -62,6 +67,11 @@ async function load(file: string | undefined): Promise<Loaded> {
     throw error;
   }
   if (config.audit !== undefined) {
+    // The audit trail must never land in the protocol stream.
+    if (['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'].includes(config.audit.file))
+      fail(
+        `invalid config:\n${config.file}: audit.file: ${config.audit.file} is stdout, which carries JSON-RPC`,
+      );
     // The redactor refuses patterns the schema cannot judge (empty matches, heavy backtracking).
     try {
       createRedactor({ secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns });
@@ -80,7 +90,32 @@ async function load(file: string | undefined): Promise<Loaded> {
 }
 
 async function serve({ config, policies }: Loaded): Promise<void> {
-  const logger = createLogger(config.gateway.log);
+  const redactor = createRedactor(
+    config.audit
+      ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
+      : {},
+  );
+  const logger = createLogger(config.gateway.log, {
+    redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
+  });
+  const audit =
+    config.audit === undefined
+      ? undefined
+      : await openAuditLog({
+          file: config.audit.file,
+          maxBytes: config.audit.maxBytes,
+          maxFiles: config.audit.maxFiles,
+          onFailure: config.audit.onFailure,
+          fsync: config.audit.fsync,
+          redactor,
+          onStatus: (status) => {
+            if (status.kind === 'recovered')
+              logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
+            else logger.error(`AUDIT: ${status.error.message}`);
+          },
+        });
+  if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
+    logger.error(`AUDIT: ${audit.lastError.message}`);
   const host = new StreamTransport({
     input: process.stdin,
     output: process.stdout,
@@ -98,7 +133,14 @@ async function serve({ config, policies }: Loaded): Promise<void> {
     onOversize: (info) =>
       logger.error(`host sent a message of ${info.bytes} bytes, over gateway.maxMessageSize; ignored`),
   });
-  const gateway = createGateway({ config, policies, logger, host, version: version() });
+  const gateway = createGateway({
+    config,
+    policies,
+    logger,
+    host,
+    version: version(),
+    ...(audit && { audit }),
+  });
 
   // Whatever happens, no child process outlives us (FIELD_NOTES "Availability").
   process.on('exit', () => gateway.killChildrenNow());
@@ -114,7 +156,7 @@ async function serve({ config, policies }: Loaded): Promise<void> {
       process.exit(code);
     }, 1900).unref();
     try {
-      await gateway.close();
+      await gateway.close(why);
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
@@ -251,6 +293,20 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         await closeLogger(logger);
       }
+      return;
+    }
+    case 'audit': {
+      const [sub, file, ...extra] = rest;
+      if ((sub !== 'verify' && sub !== 'summary') || file === undefined)
+        fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${USAGE}`);
+      noMore(extra);
+      const base = path.resolve(file);
+      if (sub === 'verify') {
+        const result = verifyAuditFiles(base);
+        process.stdout.write(`${formatVerifyResult(result)}\n`);
+        process.exit(result.ok ? 0 : 1);
+      }
+      process.stdout.write(formatSummary(summarizeAudit(base)));
       return;
     }
     default:

@@ -5,7 +5,13 @@ import { ResourceCatalog } from './catalog/resourceCatalog.js';
 import { HostRequester } from './hostRequester.js';
 import type { WardenConfig } from './config/types.js';
 import type { Logger } from './logging/logger.js';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AuditLog } from './audit/auditWriter.js';
+import type { LifecycleEvent } from './audit/records.js';
+import { sha256Hex } from './audit/chain.js';
 import { createRedactor } from './audit/redact.js';
+import { createAuditInterceptor, type AuditInterceptorOptions } from './interceptors/audit.js';
 import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
 import { createConfirmationInterceptor, type ConfirmationOptions } from './interceptors/confirmation.js';
 import { createPolicyInterceptor } from './interceptors/policy.js';
@@ -20,6 +26,7 @@ import { createForwardCall } from './pipeline/forwardCall.js';
 import type { Interceptor } from './pipeline/types.js';
 import { Router } from './router.js';
 import type { MessageTransport } from './transports/streamTransport.js';
+import type { UpstreamLifecycleEvent } from './upstreams/upstream.js';
 import { UpstreamPool } from './upstreams/upstreamPool.js';
 
 export interface GatewayOptions {
@@ -30,6 +37,8 @@ export interface GatewayOptions {
   readonly version: string;
   /** The policies loaded at start (an invalid set never gets this far). */
   readonly policies: PolicySet;
+  /** The audit trail, opened by the caller when the config has `audit:`. */
+  readonly audit?: AuditLog;
   /**
    * On close, how long calls in flight may take to finish on their own before their upstreams
    * are stopped (which fails them). Shutdown must end within 2 s (issue 2). Default 500 ms.
@@ -42,7 +51,7 @@ export interface Gateway {
   readonly tools: NamedCatalog<Tool>;
   start(): Promise<void>;
   /** Answers or fails what is in flight, stops every upstream, flushes the host connection. */
-  close(): Promise<void>;
+  close(reason?: string): Promise<void>;
   /** Synchronous last resort: kill every child process group now. */
   killChildrenNow(): void;
 }
@@ -59,6 +68,8 @@ export interface PipelineDependencies {
   /** Asks the host through elicitation; undefined when it cannot. */
   readonly askHost: ConfirmationOptions['askHost'];
   readonly redact: (value: unknown) => unknown;
+  /** Present when the config has `audit:`. */
+  readonly audit?: Omit<AuditInterceptorOptions, 'logger'>;
 }
 
 export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
@@ -66,6 +77,7 @@ export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
   const repairs = new Map(config.servers.map((s) => [s.name, s.repair]));
   const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   return orderStages({
+    ...(deps.audit && { audit: createAuditInterceptor({ ...deps.audit, logger }) }),
     policy: createPolicyInterceptor({
       engine: deps.engine,
       trusted: (server) => trusted.get(server) ?? false,
@@ -93,6 +105,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   const prompts = new NamedCatalog<Prompt>('prompts', config.gateway.naming, warn);
   const resources = new ResourceCatalog(warn);
   const hostRequests = new HostRequester(host);
+  const { audit } = options;
+  /** One id per gateway process: every audit record of this session carries it. */
+  const session = randomUUID();
+  const startedAt = Date.now();
+  /**
+   * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,
+   * but a start, exit or reload must still happen (the writer reports the failure itself).
+   */
+  const record = (event: LifecycleEvent): void => {
+    try {
+      audit?.append(event);
+    } catch {
+      // Already reported through the audit log's onStatus; calls are refused by the audit stage.
+    }
+  };
   let engine = createPolicyEngine(options.policies);
   const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   const hidden = (server: string, tool: Tool) =>
@@ -121,6 +148,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
     onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
+    ...(audit && { onLifecycle: (event: UpstreamLifecycleEvent) => record({ ...event, session }) }),
   });
   const stages = buildPipelineStages({
     config,
@@ -128,6 +156,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     engine: () => engine,
     askHost: (params, signal) => router.askHost(params, signal),
     redact: (value) => redactor.redactValue(value),
+    ...(audit &&
+      config.audit && {
+        audit: { log: audit, config: config.audit, session, client: () => router.hostInfo },
+      }),
   });
   const callTool = compose(stages, createForwardCall({ upstreams: pool.byName }));
   const watcher =
@@ -135,14 +167,22 @@ export function createGateway(options: GatewayOptions): Gateway {
       ? undefined
       : watchPolicies({
           files: config.policies,
-          onReload: (next) => {
+          onReload: (next, set) => {
             engine = next;
+            recordPolicies(set);
             logger.info(`policies reloaded from ${config.policies.join(', ')}`);
             const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
             if (changed.length > 0) router.listsChanged(changed);
           },
-          onReject: (message) =>
-            logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`),
+          onReject: (message) => {
+            logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`);
+            record({
+              type: 'policy_reject',
+              session,
+              file: config.policies.join(', '),
+              error: message,
+            });
+          },
         });
   const router = new Router({
     host,
@@ -157,15 +197,43 @@ export function createGateway(options: GatewayOptions): Gateway {
     serverInfo: { name: 'mcp-warden', version: options.version },
   });
 
+  function recordPolicies(set: PolicySet): void {
+    for (const file of set.files)
+      record({
+        type: 'policy_load',
+        session,
+        file: file.file,
+        sha256: fileSha256(file.file),
+        rules: file.rules.length,
+      });
+  }
+
   let closing: Promise<void> | undefined;
   return {
     pool,
     tools,
     async start() {
+      if (audit) {
+        record({
+          type: 'gateway_start',
+          session,
+          version: options.version,
+          pid: process.pid,
+          config: config.file,
+        });
+        record({
+          type: 'config_load',
+          session,
+          file: config.file,
+          sha256: fileSha256(config.file),
+          servers: config.servers.map((s) => s.name),
+        });
+        recordPolicies(options.policies);
+      }
       router.start();
       await host.start();
     },
-    close() {
+    close(reason = 'closed') {
       closing ??= (async () => {
         // Calls about to finish get a moment; then stopping the upstreams fails the rest at
         // once, which the router answers, so every request still gets a response.
@@ -174,12 +242,25 @@ export function createGateway(options: GatewayOptions): Gateway {
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
         await pool.stop();
         await drained;
+        if (audit) {
+          record({ type: 'gateway_stop', session, reason, uptimeMs: Date.now() - startedAt });
+          audit.close();
+        }
         await host.close();
       })();
       return closing;
     },
     killChildrenNow: () => pool.killAllNow(),
   };
+}
+
+/** The content hash of a config or policy file, so the trail shows exactly which version ruled. */
+function fileSha256(file: string): string {
+  try {
+    return sha256Hex(readFileSync(file, 'utf8'));
+  } catch {
+    return 'unreadable';
+  }
 }
 
 function delay(ms: number): Promise<void> {

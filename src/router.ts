@@ -100,6 +100,7 @@ export class Router {
   private readonly forwarded = new Map<string, AbortController>();
   private readonly listed = new Set<'tools' | 'prompts' | 'resources'>();
   private hostCapabilities: Params = {};
+  private _hostInfo: { name: string; version: string } | undefined;
   private logLevel: string | undefined;
   private closing = false;
 
@@ -123,6 +124,11 @@ export class Router {
           this.log.debug(`ignored a response from the host to an unknown request ${String(message.id)}`);
       }
     };
+  }
+
+  /** The host as it introduced itself in `initialize` (for the audit trail's "who"). */
+  get hostInfo(): { name: string; version: string } | undefined {
+    return this._hostInfo;
   }
 
   /** The client capabilities to declare to upstreams: what the host declared, of those we forward. */
@@ -281,6 +287,9 @@ export class Router {
     const capabilities = params?.capabilities;
     this.hostCapabilities =
       typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
+    const info = params?.clientInfo as Params | undefined;
+    if (typeof info?.name === 'string')
+      this._hostInfo = { name: info.name, version: typeof info.version === 'string' ? info.version : '' };
     // Answer at once: upstreams connect in the background (declaring what the host can do) and
     // the lists wait for them.
     void this.options.pool.start();

@@ -28,12 +28,29 @@ const lineFormat = winston.format.printf((info) => {
   return `${String(timestamp)} mcp-warden ${String(level)}${tag}: ${String(message)}${extra}`;
 });
 
+/** Redacts the message and every metadata field of a log entry. */
+function redactFormat(redact: NonNullable<LoggerOptions['redact']>): winston.Logform.Format {
+  return winston.format((info) => {
+    for (const key of Object.keys(info)) {
+      if (key === 'level' || key === 'timestamp' || key === 'scope') continue;
+      const value = info[key];
+      info[key] = typeof value === 'string' ? redact.text(value) : redact.value(value);
+    }
+    return info;
+  })();
+}
+
 /**
  * winston writing to stderr (and a file when configured). stdout belongs to JSON-RPC:
  * winston's Console transport writes to stdout unless every level is listed in
  * `stderrLevels`, which is why the list is spelled out here.
  */
-export function createLogger(config: LogConfig): WinstonLogger {
+export interface LoggerOptions {
+  /** Applied to every line before it is written: the diagnostic log gets the audit's redaction (issue 6). */
+  readonly redact?: { readonly text: (text: string) => string; readonly value: (value: unknown) => unknown };
+}
+
+export function createLogger(config: LogConfig, options: LoggerOptions = {}): WinstonLogger {
   const transports: winston.transport[] = [
     new winston.transports.Console({ stderrLevels: [...LEVELS], consoleWarnLevels: [] }),
   ];
@@ -41,7 +58,12 @@ export function createLogger(config: LogConfig): WinstonLogger {
   const root = winston.createLogger({
     level: config.level,
     levels: { error: 0, warn: 1, info: 2, debug: 3 },
-    format: winston.format.combine(winston.format.timestamp(), winston.format.splat(), lineFormat),
+    format: winston.format.combine(
+      winston.format.timestamp(),
+      winston.format.splat(),
+      ...(options.redact ? [redactFormat(options.redact)] : []),
+      lineFormat,
+    ),
     transports,
   });
   const wrap = (w: winston.Logger, scope?: string): Logger => ({

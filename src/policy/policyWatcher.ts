@@ -3,11 +3,12 @@ import path from 'node:path';
 import { describeError } from '../errors.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
+import type { PolicySet } from './types.js';
 
 export interface PolicyWatcherOptions {
   readonly files: readonly string[];
   /** A new, valid set of policies is in force. */
-  readonly onReload: (engine: PolicyEngine) => void;
+  readonly onReload: (engine: PolicyEngine, set: PolicySet) => void;
   /** A changed file is invalid: the previous policies stay in force. */
   readonly onReject: (message: string) => void;
   /** Quiet period after a change before reloading: editors write files in several steps. Default 100 ms. */
@@ -36,7 +37,7 @@ export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
     try {
       const set = await loadPolicies(options.files);
       // A newer change started loading meanwhile: let it decide.
-      if (mine === generation) options.onReload(createPolicyEngine(set));
+      if (mine === generation) options.onReload(createPolicyEngine(set), set);
     } catch (error) {
       if (mine === generation) options.onReject(describeError(error));
     }

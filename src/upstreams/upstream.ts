@@ -7,6 +7,12 @@ import {
   type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  UpstreamExitEvent,
+  UpstreamFailedEvent,
+  UpstreamRestartEvent,
+  UpstreamStartEvent,
+} from '../audit/records.js';
 import type { GatewayConfig, ServerConfig } from '../config/types.js';
 import { describeError, UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
@@ -46,9 +52,18 @@ export interface UpstreamOptions {
   readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
   /** Requests the upstream makes of the client (sampling, elicitation, roots): the router answers. */
   readonly onRequest?: (upstream: Upstream, request: JsonRpcRequest) => Promise<RequestAnswer>;
+  /** Lifecycle events (started, exited, restarting, failed), for the audit trail. */
+  readonly onLifecycle?: (event: UpstreamLifecycleEvent) => void;
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
   readonly children: Set<ChildHandle>;
 }
+
+/** An upstream lifecycle record without the gateway's session id (the gateway adds it). */
+export type UpstreamLifecycleEvent =
+  | Omit<UpstreamStartEvent, 'session'>
+  | Omit<UpstreamExitEvent, 'session'>
+  | Omit<UpstreamRestartEvent, 'session'>
+  | Omit<UpstreamFailedEvent, 'session'>;
 
 /** What the router answers to a request an upstream made. */
 export type RequestAnswer =
@@ -211,9 +226,11 @@ export class Upstream {
     this._state = 'stopped';
     this.stopController.abort();
     if (wasDisabled) return;
+    const wasLive = this.live !== undefined;
     const reason = new UpstreamFailedError(this.name, 'the gateway is shutting down');
     await Promise.all([this.teardown(reason), this.teardown(reason, this.connecting)]);
     await this.running;
+    if (wasLive) this.options.onLifecycle?.({ type: 'upstream_exit', server: this.name, expected: true });
   }
 
   private unavailableReason(): string {
@@ -237,6 +254,7 @@ export class Upstream {
       this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
       let endedWith: Error;
       let connectedAt: number | undefined;
+      const attemptStarted = Date.now();
       try {
         const live = await this.connect();
         if (stopSignal.aborted) {
@@ -248,6 +266,14 @@ export class Upstream {
         this._lastError = undefined;
         connectedAt = Date.now();
         this.log.info(`connected (${this.describeLists()})`);
+        this.options.onLifecycle?.({
+          type: 'upstream_start',
+          server: this.name,
+          transport: this.config.transport,
+          ...(live.child && { pid: live.child.pid }),
+          ms: connectedAt - attemptStarted,
+          tools: this.tools.length,
+        });
         this.firstAttemptDone();
         this.options.onReady?.(this);
         this.options.onListsChanged(this, LIST_KINDS);
@@ -259,6 +285,11 @@ export class Upstream {
       await this.teardown(endedWith);
       this._lastError = endedWith.message;
       this.log.error(endedWith.message);
+      this.options.onLifecycle?.(
+        connectedAt === undefined
+          ? { type: 'upstream_failed', server: this.name, error: endedWith.message }
+          : { type: 'upstream_exit', server: this.name, expected: false, error: endedWith.message },
+      );
       this.firstAttemptDone();
       // A connection that stayed up for a whole window was healthy: start counting afresh.
       const now = Date.now();
@@ -266,15 +297,22 @@ export class Upstream {
         this.crashes.reset();
       if (this.crashes.record(now)) {
         this._state = 'failed';
-        this.log.error(
+        const message =
           `marked failed: more than ${this.options.gateway.restart.maxRestarts} failures within ` +
-            `${this.options.gateway.restart.windowMs} ms; it will not be restarted until the gateway restarts`,
-        );
+          `${this.options.gateway.restart.windowMs} ms; it will not be restarted until the gateway restarts`;
+        this.log.error(message);
+        this.options.onLifecycle?.({ type: 'upstream_failed', server: this.name, error: message });
         return;
       }
       this._state = 'restarting';
       const delay = restartDelay(this.crashes.recent - 1, this.options.gateway.restart);
       this.log.info(`restarting in ${delay} ms`);
+      this.options.onLifecycle?.({
+        type: 'upstream_restart',
+        server: this.name,
+        attempt: this.crashes.recent,
+        delayMs: delay,
+      });
       await sleep(delay, stopSignal);
     }
   }

@@ -206,7 +206,7 @@ describe('exposed names', () => {
   it('applies include/exclude filters per server', async () => {
     const config = writeConfig({
       gateway: FAST_GATEWAY,
-      servers: { up: fixture([], { tools: { include: ['e*', 'add'], exclude: ['env'] } }) },
+      servers: { up: fixture([], { tools: { include: ['e*', 'add'], exclude: ['env', 'echo_*'] } }) },
     });
     host = await connectHost(config);
     expect((await host.client.listTools()).tools.map((t) => t.name).sort()).toEqual(['up__add', 'up__echo']);

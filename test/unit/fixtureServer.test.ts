@@ -85,6 +85,8 @@ describe('fixture server', () => {
       'crash',
       'env',
       'fail',
+      'echo_structured',
+      'say_stderr',
       'ask_client',
       'handwritten',
       'rpc_error',

@@ -1,0 +1,75 @@
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The files of an audit log, oldest first: `base.N`, ..., `base.2`, `base.1`, `base` (rotation
+ * renames `base` to `base.1` and shifts the others up). Numbers missing in between are
+ * returned in `missing` so a reader can say a rotated file was removed. `base` itself is
+ * included only if it exists.
+ */
+export function auditFileSet(base: string): { files: string[]; missing: string[] } {
+  const dir = path.dirname(base);
+  const name = path.basename(base);
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return { files: [], missing: [] };
+  }
+  const numbers: number[] = [];
+  for (const entry of entries) {
+    if (!entry.startsWith(`${name}.`)) continue;
+    const suffix = entry.slice(name.length + 1);
+    if (/^[1-9][0-9]{0,8}$/.test(suffix)) numbers.push(Number(suffix));
+  }
+  numbers.sort((a, b) => b - a);
+  const files = numbers.map((n) => `${base}.${n}`);
+  const missing: string[] = [];
+  const highest = numbers[0] ?? 0;
+  const present = new Set(numbers);
+  for (let n = highest - 1; n >= 1; n--) if (!present.has(n)) missing.push(`${base}.${n}`);
+  if (statSync(base, { throwIfNoEntry: false }) !== undefined) files.push(base);
+  return { files, missing };
+}
+
+/** A line of a file: its text (without the newline), 1-based number, and whether a newline ended it. */
+export interface FileLine {
+  readonly text: string;
+  readonly number: number;
+  readonly terminated: boolean;
+}
+
+const CHUNK = 1 << 20;
+
+/**
+ * The lines of a file, read in 1 MiB chunks so a large unrotated log never has to fit in one
+ * string (V8 caps strings at about 512 MiB). A final piece without a newline is yielded with
+ * `terminated: false`; an empty final piece (the file ends with a newline) is not yielded.
+ */
+export function* readLinesSync(file: string): Generator<FileLine> {
+  const fd = openSync(file, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(CHUNK);
+    let pending: Buffer[] = [];
+    let number = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, 0, CHUNK, null);
+      if (n === 0) break;
+      let start = 0;
+      for (let i = buffer.indexOf(0x0a, 0); i !== -1 && i < n; i = buffer.indexOf(0x0a, i + 1)) {
+        pending.push(Buffer.from(buffer.subarray(start, i)));
+        number++;
+        yield { text: Buffer.concat(pending).toString('utf8'), number, terminated: true };
+        pending = [];
+        start = i + 1;
+      }
+      if (start < n) pending.push(Buffer.from(buffer.subarray(start, n)));
+    }
+    if (pending.length > 0) {
+      number++;
+      yield { text: Buffer.concat(pending).toString('utf8'), number, terminated: false };
+    }
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The audit log's record types (issue #6). One JSON object per line. Field names are short and
+ * stable: security teams parse these files with their own tools, so a field is never renamed or
+ * given a new meaning; new information gets a new optional field.
+ *
+ * A caller builds an `AuditEvent` and hands it to `AuditLog.append`; the writer adds the
+ * `ChainFields` (sequence number, time, writer id, hash chain) and the result is an
+ * `AuditRecord`. Lines are written with their keys sorted (the canonical form that is hashed),
+ * so `jq` or a reader should not rely on key order.
+ */
+
+/** Added by the writer to every record; never set by callers (their values would be replaced). */
+export interface ChainFields {
+  /**
+   * Position in the hash chain: the record `prev` points to has `seq - 1`. With one gateway per
+   * file this counts records 0, 1, 2, ... across restarts and rotated files; when several
+   * gateways append to one file, each writer's records count up from the record it joined at.
+   */
+  seq: number;
+  /** When the record was written, ISO 8601 UTC (`2025-01-31T12:00:00.000Z`). */
+  ts: string;
+  /** Random id of the process's log writer (one per `openAuditLog`); chains are per writer. */
+  writer: string;
+  /**
+   * `hash` of the previous record of the same writer; for a writer's first record, the hash of
+   * the last record in the file when it started (or `GENESIS_HASH`, 64 zeros, in an empty log).
+   */
+  prev: string;
+  /** SHA-256, lowercase hex, of the canonical JSON of the record without `hash`. */
+  hash: string;
+}
+
+/** The host application, from the `clientInfo` of its `initialize` request. */
+export interface ClientInfo {
+  name: string;
+  version: string;
+}
+
+/** What the policy decided, and for `confirm`, what the human answered. */
+export interface Decision {
+  /** The policy's verdict. `confirm` means a human was asked; see `confirmed`. */
+  effect: 'allow' | 'deny' | 'confirm';
+  /** Id of the rule that decided; null when no rule matched and the policy's default decided. */
+  rule: string | null;
+  /** The rule's explanation, when it has one. */
+  reason?: string;
+  /** For `confirm`: how the answer was obtained. */
+  how?: ConfirmationMethod;
+  /** For `confirm`: true if the call was approved, false if declined or unanswered. */
+  confirmed?: boolean;
+}
+
+/**
+ * - `elicitation`: the host asked the user (MCP elicitation);
+ * - `command`: an external confirmation command answered;
+ * - `remembered`: an earlier answer for the same tool was reused;
+ * - `timeout`: nobody answered in time (counts as declined);
+ * - `unavailable`: there was no way to ask (counts as declined).
+ */
+export type ConfirmationMethod = 'elicitation' | 'command' | 'remembered' | 'timeout' | 'unavailable';
+
+/**
+ * How a call ended, as the host saw it:
+ * - `ok`: the upstream returned a result without `isError`;
+ * - `tool_error`: the upstream returned a result with `isError: true` (including one repair set);
+ * - `timeout`: the call's idle or maximum limit fired; the upstream was sent a cancellation;
+ * - `cancelled`: the host cancelled the call;
+ * - `upstream_failure`: the server was unavailable, or crashed or disconnected during the call;
+ * - `denied`: the policy denied it or the human declined (see `decision`);
+ * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result;
+ * - `queue_full`: the server's concurrency queue was full;
+ * - `internal_error`: the gateway itself failed (details in the diagnostic log).
+ */
+export type CallOutcome =
+  | 'ok'
+  | 'tool_error'
+  | 'timeout'
+  | 'cancelled'
+  | 'upstream_failure'
+  | 'denied'
+  | 'protocol_error'
+  | 'queue_full'
+  | 'internal_error';
+
+/** Fields common to the events a gateway writes. */
+export interface GatewayEventBase {
+  /** The gateway run's id (random per start): ties a run's records together in a shared file. */
+  session: string;
+}
+
+/** One `tools/call`, written when it ends, whatever the outcome. */
+export interface CallEvent extends GatewayEventBase {
+  type: 'call';
+  /** The host, when its `initialize` named itself. */
+  client?: ClientInfo;
+  /** The exposed name the host called (`fs__read_text_file`). */
+  tool: string;
+  /** The upstream server's name in the config. */
+  server: string;
+  /** The upstream's own tool name (`read_text_file`). */
+  upstreamTool: string;
+  /** The call's arguments after redaction; absent when the host sent none. */
+  args?: unknown;
+  decision: Decision;
+  outcome: CallOutcome;
+  /** Milliseconds from the call's arrival at the gateway to its answer, human waits included. */
+  ms: number;
+  /** Names of the result repairs applied, in order; empty when none. */
+  repairs: string[];
+  /** UTF-8 bytes of the result's JSON as sent to the host; absent when there was no result. */
+  resultBytes?: number;
+  /** The error message (redacted) for outcomes other than `ok`, when there is one. */
+  error?: string;
+  /** The result's `structuredContent` after redaction; only when `audit` is configured to log it. */
+  structured?: unknown;
+}
+
+/** The gateway started serving. */
+export interface GatewayStartEvent extends GatewayEventBase {
+  type: 'gateway_start';
+  /** mcp-warden's version. */
+  version: string;
+  pid: number;
+  /** Absolute path of the config file in use. */
+  config?: string;
+}
+
+/** The gateway stopped; written after every call record of the run. */
+export interface GatewayStopEvent extends GatewayEventBase {
+  type: 'gateway_stop';
+  /** Why: `stdin_closed`, `SIGTERM`, `SIGINT`, `error`, ... */
+  reason: string;
+  /** Milliseconds since `gateway_start`. */
+  uptimeMs?: number;
+  /** The error that stopped it (redacted), for `reason: error`. */
+  error?: string;
+}
+
+/** An upstream connected and completed its `initialize` handshake. */
+export interface UpstreamStartEvent extends GatewayEventBase {
+  type: 'upstream_start';
+  server: string;
+  transport: 'stdio' | 'http';
+  /** The child's process id (stdio). */
+  pid?: number;
+  /** Milliseconds from spawning or connecting to a completed handshake. */
+  ms?: number;
+  /** Number of tools it listed, when known. */
+  tools?: number;
+}
+
+/** An upstream's process exited or its connection closed (expected on shutdown, or a crash). */
+export interface UpstreamExitEvent extends GatewayEventBase {
+  type: 'upstream_exit';
+  server: string;
+  /** Exit code, or null when ended by a signal or not a process. */
+  code?: number | null;
+  signal?: string | null;
+  /** True when the gateway stopped it (shutdown); false for a crash or failed start. */
+  expected: boolean;
+  /** What went wrong (redacted), for a crash or failed start. */
+  error?: string;
+}
+
+/** A crashed upstream is being restarted. */
+export interface UpstreamRestartEvent extends GatewayEventBase {
+  type: 'upstream_restart';
+  server: string;
+  /** 1 for the first restart within the restart window. */
+  attempt: number;
+  /** Backoff before this attempt. */
+  delayMs: number;
+}
+
+/** An upstream exceeded its restart budget and stays down until the gateway restarts. */
+export interface UpstreamFailedEvent extends GatewayEventBase {
+  type: 'upstream_failed';
+  server: string;
+  error?: string;
+}
+
+/** A config file was loaded and is in effect. */
+export interface ConfigLoadEvent extends GatewayEventBase {
+  type: 'config_load';
+  file: string;
+  /** SHA-256 hex of the file's bytes: proves which configuration was in effect. */
+  sha256: string;
+  /** Names of the configured (enabled) servers. */
+  servers: string[];
+}
+
+/** A config file was rejected; `error` lists its problems (redacted). */
+export interface ConfigRejectEvent extends GatewayEventBase {
+  type: 'config_reject';
+  file: string;
+  error: string;
+}
+
+/** A policy file was loaded and is in effect. */
+export interface PolicyLoadEvent extends GatewayEventBase {
+  type: 'policy_load';
+  file: string;
+  sha256: string;
+  /** Number of rules it contributed. */
+  rules: number;
+}
+
+/** A policy file was rejected; `error` lists its problems (redacted). */
+export interface PolicyRejectEvent extends GatewayEventBase {
+  type: 'policy_reject';
+  file: string;
+  error: string;
+}
+
+/**
+ * Written by the audit writer itself, first thing after writing works again: records that
+ * could not be written in between (disk full, permissions) are counted here, so the loss is
+ * visible in the chain instead of silent.
+ */
+export interface AuditGapEvent {
+  type: 'audit_gap';
+  /** Records that could not be written. */
+  lost: number;
+  /** When the first of them was attempted. */
+  since: string;
+  /** The last error seen, e.g. `ENOSPC: no space left on device, write`. */
+  error: string;
+}
+
+export type LifecycleEvent =
+  | GatewayStartEvent
+  | GatewayStopEvent
+  | UpstreamStartEvent
+  | UpstreamExitEvent
+  | UpstreamRestartEvent
+  | UpstreamFailedEvent
+  | ConfigLoadEvent
+  | ConfigRejectEvent
+  | PolicyLoadEvent
+  | PolicyRejectEvent;
+
+/** What callers append. */
+export type AuditEvent = CallEvent | LifecycleEvent;
+
+export type AuditEventType = AuditEvent['type'] | AuditGapEvent['type'];
+
+/** A line of the audit log, as written and as read back. */
+export type AuditRecord = (AuditEvent | AuditGapEvent) & ChainFields;
+
+/** `prev` of the first record of a chain: there is no previous record. */
+export const GENESIS_HASH = '0'.repeat(64);

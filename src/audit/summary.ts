@@ -1,0 +1,214 @@
+import { auditFileSet, readLinesSync } from './files.js';
+
+/** One row of the summary: the calls of one exposed tool (or all of them, for the total). */
+export interface ToolSummary {
+  readonly tool: string;
+  /** The server the tool belongs to; empty for the total, or if records disagree. */
+  readonly server: string;
+  readonly calls: number;
+  readonly ok: number;
+  /** Denied by policy or declined by a human (`outcome: denied`). */
+  readonly denied: number;
+  /** Every other outcome: tool errors, timeouts, cancellations, upstream and protocol failures, ... */
+  readonly errors: number;
+  /** Median duration in ms of the calls that were not denied (nearest rank); null when none. */
+  readonly p50: number | null;
+  /** 95th percentile duration in ms, likewise. */
+  readonly p95: number | null;
+}
+
+export interface AuditSummary {
+  /** The files read, oldest first. */
+  readonly files: string[];
+  /** Lines that were audit records. */
+  readonly records: number;
+  /** Lines that were not (garbled, cut, or not JSON objects); `audit verify` says more. */
+  readonly unreadable: number;
+  /** `ts` of the first and last record read. */
+  readonly from: string | null;
+  readonly to: string | null;
+  /** By calls, most first, then by name. */
+  readonly tools: ToolSummary[];
+  readonly total: ToolSummary;
+  /** Count per non-`ok`, non-`denied` outcome (`timeout`, `tool_error`, ...), over all tools. */
+  readonly errorOutcomes: Readonly<Record<string, number>>;
+  /** Count per record type other than `call` (`gateway_start`, `upstream_restart`, ...). */
+  readonly events: Readonly<Record<string, number>>;
+}
+
+/** Reads an audit log (the base file and its rotated files, or a list oldest first) and summarises it. */
+export function summarizeAudit(files: string[] | string): AuditSummary {
+  const list = typeof files === 'string' ? auditFileSet(files).files : files;
+  let unreadable = 0;
+  const records: unknown[] = [];
+  for (const file of list) {
+    for (const { text } of readLinesSync(file)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        unreadable++;
+        continue;
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) unreadable++;
+      else records.push(parsed);
+    }
+  }
+  return { ...summarizeRecords(records), files: list, unreadable };
+}
+
+interface Accumulator {
+  tool: string;
+  server: string | undefined;
+  calls: number;
+  ok: number;
+  denied: number;
+  errors: number;
+  durations: number[];
+}
+
+/** The summary of parsed records (anything that is not an object with a string `type` is skipped). */
+export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary, 'files' | 'unreadable'> {
+  const byTool = new Map<string, Accumulator>();
+  const total: Accumulator = {
+    tool: 'total',
+    server: '',
+    calls: 0,
+    ok: 0,
+    denied: 0,
+    errors: 0,
+    durations: [],
+  };
+  // Maps, not object literals: `type` and `outcome` come from the file and may be `__proto__`.
+  const errorOutcomes = new Map<string, number>();
+  const events = new Map<string, number>();
+  let count = 0;
+  let from: string | null = null;
+  let to: string | null = null;
+  for (const value of records) {
+    if (typeof value !== 'object' || value === null) continue;
+    const record = value as Record<string, unknown>;
+    if (typeof record.type !== 'string') continue;
+    count++;
+    if (typeof record.ts === 'string') {
+      from ??= record.ts;
+      to = record.ts;
+    }
+    if (record.type !== 'call') {
+      events.set(record.type, (events.get(record.type) ?? 0) + 1);
+      continue;
+    }
+    const tool = typeof record.tool === 'string' ? record.tool : '(unnamed)';
+    const server = typeof record.server === 'string' ? record.server : '';
+    let row = byTool.get(tool);
+    if (row === undefined) {
+      row = { tool, server, calls: 0, ok: 0, denied: 0, errors: 0, durations: [] };
+      byTool.set(tool, row);
+    } else if (row.server !== server) {
+      row.server = ''; // one exposed name, several servers over time: say nothing rather than pick one
+    }
+    const outcome = typeof record.outcome === 'string' ? record.outcome : 'unknown';
+    for (const target of [row, total]) {
+      target.calls++;
+      if (outcome === 'ok') target.ok++;
+      else if (outcome === 'denied') target.denied++;
+      else target.errors++;
+      // Denials answer in microseconds; counting them would make a mostly denied tool look fast.
+      if (outcome !== 'denied' && typeof record.ms === 'number' && Number.isFinite(record.ms)) {
+        target.durations.push(record.ms);
+      }
+    }
+    if (outcome !== 'ok' && outcome !== 'denied')
+      errorOutcomes.set(outcome, (errorOutcomes.get(outcome) ?? 0) + 1);
+  }
+  const tools = [...byTool.values()]
+    .sort((a, b) => b.calls - a.calls || (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0))
+    .map(finish);
+  return {
+    records: count,
+    from,
+    to,
+    tools,
+    total: finish(total),
+    errorOutcomes: Object.fromEntries(errorOutcomes),
+    events: Object.fromEntries(events),
+  };
+}
+
+function finish(row: Accumulator): ToolSummary {
+  const sorted = [...row.durations].sort((a, b) => a - b);
+  return {
+    tool: row.tool,
+    server: row.server ?? '',
+    calls: row.calls,
+    ok: row.ok,
+    denied: row.denied,
+    errors: row.errors,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+  };
+}
+
+/** Nearest-rank percentile of ascending values: the smallest value with at least p% at or below it. */
+export function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[rank - 1] ?? null;
+}
+
+/** The summary as a text table, for `mcp-warden audit summary`. */
+export function formatSummary(summary: AuditSummary): string {
+  const lines: string[] = [];
+  const range = summary.from === null ? '' : ` from ${summary.from} to ${summary.to ?? summary.from}`;
+  lines.push(`${summary.records} records in ${summary.files.length} file(s)${range}`);
+  if (summary.unreadable > 0) {
+    lines.push(`${summary.unreadable} unreadable line(s) skipped (run "mcp-warden audit verify")`);
+  }
+  lines.push('');
+  if (summary.total.calls === 0) {
+    lines.push('no calls recorded');
+  } else {
+    const header = ['tool', 'server', 'calls', 'ok', 'denied', 'errors', 'p50 ms', 'p95 ms'];
+    const toCells = (row: ToolSummary): string[] => [
+      row.tool,
+      row.server,
+      String(row.calls),
+      String(row.ok),
+      String(row.denied),
+      String(row.errors),
+      formatMs(row.p50),
+      formatMs(row.p95),
+    ];
+    const body = summary.tools.map(toCells);
+    const total = toCells(summary.total);
+    const widths = header.map((title, column) =>
+      Math.max(title.length, ...[...body, total].map((cells) => (cells[column] ?? '').length)),
+    );
+    // Names left-aligned, numbers right-aligned, two spaces between columns.
+    const render = (cells: string[]): string =>
+      cells
+        .map((cell, column) => {
+          const width = widths[column] ?? 0;
+          return column < 2 ? cell.padEnd(width) : cell.padStart(width);
+        })
+        .join('  ')
+        .trimEnd();
+    const rule = widths.map((width) => '-'.repeat(width)).join('  ');
+    lines.push(render(header), rule, ...body.map(render), rule, render(total));
+  }
+  const outcomes = Object.entries(summary.errorOutcomes).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (outcomes.length > 0) {
+    lines.push('', `errors by outcome: ${outcomes.map(([name, n]) => `${name} ${n}`).join(', ')}`);
+  }
+  const events = Object.entries(summary.events).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (events.length > 0) {
+    lines.push(`other records: ${events.map(([name, n]) => `${name} ${n}`).join(', ')}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function formatMs(ms: number | null): string {
+  if (ms === null) return '-';
+  if (Number.isInteger(ms) || ms >= 10) return String(Math.round(ms));
+  return ms.toFixed(1);
+}

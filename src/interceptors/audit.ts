@@ -1,0 +1,109 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AuditWriteError, type AuditLog } from '../audit/auditWriter.js';
+import type { CallOutcome, ClientInfo } from '../audit/records.js';
+import type { AuditConfig } from '../config/types.js';
+import { UpstreamRpcError, WardenError } from '../errors.js';
+import type { Logger } from '../logging/logger.js';
+import type { Interceptor, ToolCall } from '../pipeline/types.js';
+import { rawResultText } from '../protocol/rawJson.js';
+
+export interface AuditInterceptorOptions {
+  readonly log: AuditLog;
+  readonly config: AuditConfig;
+  /** This gateway process's session id, shared by all its records. */
+  readonly session: string;
+  /** The host, as it introduced itself in `initialize`. */
+  readonly client: () => ClientInfo | undefined;
+  readonly logger: Logger;
+}
+
+function outcomeOf(error: unknown): CallOutcome {
+  if (error instanceof UpstreamRpcError) return 'protocol_error';
+  if (!(error instanceof WardenError)) return 'internal_error';
+  switch (error.code) {
+    case 'DENIED':
+      return 'denied';
+    case 'CALL_TIMEOUT':
+      return 'timeout';
+    case 'CALL_CANCELLED':
+      return 'cancelled';
+    case 'QUEUE_FULL':
+      return 'queue_full';
+    case 'UPSTREAM_FAILED':
+    case 'UPSTREAM_UNAVAILABLE':
+      return 'upstream_failure';
+    default:
+      return 'internal_error';
+  }
+}
+
+/** Bytes of the result as the host receives it (the upstream's own text when forwarded as is). */
+function resultBytes(result: CallToolResult): number {
+  return Buffer.byteLength(rawResultText(result) ?? JSON.stringify(result));
+}
+
+/**
+ * Outermost stage (ARCHITECTURE "The flow"): sees every outcome, denials and timeouts included,
+ * and the whole duration. Records are appended synchronously (one write per record), so a
+ * record exists before the host gets the answer and nothing sits in a buffer at exit
+ * (FIELD_NOTES: loggers' buffers lose lines). With `onFailure: block`, an audit file that cannot
+ * be written refuses calls before they run: no unrecorded call ever reaches an upstream.
+ */
+export function createAuditInterceptor(options: AuditInterceptorOptions): Interceptor {
+  const { log, config, logger } = options;
+  return async function audit(call, next) {
+    if (!log.healthy && config.onFailure === 'block') {
+      throw (
+        log.lastError ?? new AuditWriteError(log.file, 'block', new Error('the audit log is not healthy'))
+      );
+    }
+    const started = performance.now();
+    let outcome: CallOutcome = 'ok';
+    let result: CallToolResult | undefined;
+    let failure: unknown;
+    try {
+      result = await next(call);
+      if (result.isError === true) outcome = 'tool_error';
+      return result;
+    } catch (error) {
+      failure = error;
+      outcome = outcomeOf(error);
+      throw error;
+    } finally {
+      write(call, outcome, performance.now() - started, result, failure);
+    }
+  };
+
+  function write(
+    call: ToolCall,
+    outcome: CallOutcome,
+    ms: number,
+    result?: CallToolResult,
+    failure?: unknown,
+  ): void {
+    const client = options.client();
+    const decision = call.record.decision ?? { effect: 'allow' as const, rule: null };
+    try {
+      log.append({
+        type: 'call',
+        session: options.session,
+        ...(client && { client }),
+        tool: call.exposedName,
+        server: call.server,
+        upstreamTool: call.tool,
+        ...(call.arguments !== undefined && { args: call.arguments }),
+        decision,
+        outcome,
+        ms: Math.round(ms * 1000) / 1000,
+        repairs: call.record.repairs,
+        ...(result !== undefined && { resultBytes: resultBytes(result) }),
+        ...(failure !== undefined && { error: failure instanceof Error ? failure.message : String(failure) }),
+        ...(config.logResults &&
+          result?.structuredContent !== undefined && { structured: result.structuredContent }),
+      });
+    } catch (error) {
+      // The call already ran; the next call will be refused (block) or served (continue).
+      logger.error(`could not write the audit record of ${call.exposedName}: ${(error as Error).message}`);
+    }
+  }
+}

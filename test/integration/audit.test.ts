@@ -1,0 +1,256 @@
+/**
+ * The audit trail through the built binary (issue 6): complete, redacted, tamper-evident, and
+ * nothing lost however the gateway stops.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  initialize,
+  killRawSessions,
+  rawSession,
+  runCli,
+  tempDir,
+  writeConfig,
+} from './harness.js';
+
+afterEach(() => killRawSessions());
+
+type AuditRecord = Record<string, unknown> & { type: string; seq: number };
+
+function readAudit(file: string): AuditRecord[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditRecord);
+}
+
+function setup(audit: object = {}, extra: object = {}) {
+  const dir = tempDir();
+  const file = path.join(dir, 'audit.jsonl');
+  const config = writeConfig(
+    {
+      gateway: { ...FAST_GATEWAY, log: { level: 'info', file: './gateway.log' } },
+      audit: { file: './audit.jsonl', ...audit },
+      servers: { up: fixture() },
+      ...extra,
+    },
+    dir,
+  );
+  return { dir, file, config, diagnosticLog: path.join(dir, 'gateway.log') };
+}
+
+const call = (id: number, name: string, args: object) =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+
+describe('nothing lost', () => {
+  it('300 concurrent calls, then the host closes at once: 300 call records, and the chain verifies', async () => {
+    const { file, config } = setup();
+    const s = rawSession(config);
+    await initialize(s);
+    const lines = Array.from({ length: 300 }, (_, i) => call(i + 1, 'up__echo', { text: `call ${i + 1}` }));
+    s.child.stdin.end(lines.join('\n') + '\n');
+    expect(await s.exited).toBe(0);
+
+    const records = readAudit(file);
+    const calls = records.filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(300);
+    expect(new Set(calls.map((c) => (c.args as { text: string }).text)).size).toBe(300);
+    expect(records[0]!.type).toBe('gateway_start');
+    expect(records.at(-1)!.type).toBe('gateway_stop');
+    expect(records.some((r) => r.type === 'upstream_start' && r.server === 'up')).toBe(true);
+
+    const verify = await runCli(['audit', 'verify', file]);
+    expect(verify.code).toBe(0);
+  });
+
+  it('SIGTERM during calls in flight: every call is recorded with its outcome', async () => {
+    const { file, config } = setup();
+    const s = rawSession(config);
+    await initialize(s);
+    const echoed = s.next((m) => m.id === 1000);
+    // Ten, under the default maxConcurrency, so the echo is not queued behind them.
+    for (let i = 1; i <= 10; i++) s.send(call(i, 'up__hang', {}));
+    s.send(call(1000, 'up__echo', { text: 'last' }));
+    await echoed; // the fixture answers in order: every hang has reached it
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+
+    const calls = readAudit(file).filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(11);
+    expect(calls.filter((c) => c.outcome === 'upstream_failure')).toHaveLength(10);
+    expect(calls.find((c) => c.tool === 'up__echo')?.outcome).toBe('ok');
+    const stop = readAudit(file).at(-1)!;
+    expect(stop).toMatchObject({ type: 'gateway_stop', reason: 'SIGTERM' });
+  });
+});
+
+describe('what a call record says', () => {
+  it('who, what, decision, outcome, duration, repairs and size', async () => {
+    const { file, config, dir } = setup({}, { policies: ['policy.yaml'] });
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: no-crash\n    match: { tool: crash }\n    action: deny\n    reason: No crashing.\n',
+    );
+    const host = await connectHost(config);
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'hello' } });
+    await host.client.callTool({ name: 'up__crash', arguments: {} });
+    await host.client.callTool({ name: 'up__fail', arguments: {} });
+    await host.close();
+
+    const calls = readAudit(file).filter((r) => r.type === 'call');
+    expect(calls[0]).toMatchObject({
+      client: { name: 'warden-test-host', version: '1.0.0' },
+      tool: 'up__echo',
+      server: 'up',
+      upstreamTool: 'echo',
+      args: { text: 'hello' },
+      decision: { effect: 'allow', rule: null },
+      outcome: 'ok',
+      repairs: [],
+      resultBytes: expect.any(Number),
+      session: expect.any(String),
+      ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(calls[0]!.ms).toBeGreaterThan(0);
+    expect(calls[1]).toMatchObject({
+      tool: 'up__crash',
+      decision: { effect: 'deny', rule: 'no-crash' },
+      outcome: 'denied',
+    });
+    expect(calls[2]).toMatchObject({ tool: 'up__fail', outcome: 'tool_error' });
+    expect(readAudit(file).some((r) => r.type === 'policy_load' && r.rules === 1)).toBe(true);
+  });
+});
+
+describe('redaction', () => {
+  it('seeded secrets appear nowhere in the audit or the diagnostic log', async () => {
+    const { file, config, diagnosticLog } = setup({ logResults: true });
+    const secrets = {
+      apiKey: 'sk-live-4f8Qw2LmZx9Vb7Nc3Rt6Yp1K',
+      password: 'correct horse battery staple',
+      jwt: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3YXJkZW4ifQ.c2lnbmF0dXJlLXdhcmRlbi10ZXN0',
+      github: 'ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123',
+    };
+    const host = await connectHost(config);
+    await host.client.callTool({
+      name: 'up__echo',
+      arguments: { text: `deploy with ${secrets.github}`, auth: { password: secrets.password } },
+    });
+    await host.client.callTool({
+      name: 'up__echo_structured',
+      arguments: { data: { user: 'ada', session: { token: secrets.jwt }, note: `key ${secrets.apiKey}` } },
+    });
+    // Servers log secrets too; their stderr goes to the diagnostic log.
+    await host.client.callTool({
+      name: 'up__say_stderr',
+      arguments: { text: `Authorization: Bearer ${secrets.jwt}` },
+    });
+    await host.close();
+
+    const audit = readFileSync(file, 'utf8');
+    const diagnostic = readFileSync(diagnosticLog, 'utf8') + host.stderr();
+    for (const secret of Object.values(secrets)) {
+      expect(audit).not.toContain(secret);
+      expect(diagnostic).not.toContain(secret);
+    }
+    // The records are still useful: what is not secret stays.
+    expect(audit).toContain('deploy with');
+    expect(audit).toContain('"user":"ada"');
+    expect(diagnostic).toContain('[up]: stderr: Authorization: Bearer');
+  });
+});
+
+describe('tamper evidence', () => {
+  async function makeLog() {
+    const { file, config } = setup();
+    const host = await connectHost(config);
+    for (let i = 0; i < 5; i++)
+      await host.client.callTool({ name: 'up__echo', arguments: { text: `n${i}` } });
+    await host.close();
+    return file;
+  }
+
+  it('verify accepts an intact log', async () => {
+    const file = await makeLog();
+    const { code, stdout } = await runCli(['audit', 'verify', file]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/ok|intact|verified/i);
+  });
+
+  it.each([
+    ['an edited record', (lines: string[]) => lines.map((l, i) => (i === 4 ? l.replace('"n1"', '"n9"') : l))],
+    ['a deleted record', (lines: string[]) => lines.filter((_, i) => i !== 4)],
+    ['swapped records', (lines: string[]) => [...lines.slice(0, 4), lines[5]!, lines[4]!, ...lines.slice(6)]],
+  ])('verify rejects %s, naming the first bad record', async (_what, tamper) => {
+    const file = await makeLog();
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    expect(lines[4]).toContain('"n1"'); // start, config_load, upstream_start, n0, n1, ...
+    writeFileSync(file, tamper(lines).join('\n') + '\n');
+    const { code, stdout } = await runCli(['audit', 'verify', file]);
+    expect(code).toBe(1);
+    expect(stdout).toContain(`${file}:5`);
+  });
+
+  it('rotation keeps the chain across files', async () => {
+    const { file, config, dir } = setup({ maxSize: '1KiB', maxFiles: 20 });
+    const host = await connectHost(config);
+    for (let i = 0; i < 12; i++)
+      await host.client.callTool({ name: 'up__echo', arguments: { text: `r${i}` } });
+    await host.close();
+    const files = readdirSync(dir).filter((f) => f.startsWith('audit.jsonl'));
+    expect(files.length).toBeGreaterThan(2);
+    const { code } = await runCli(['audit', 'verify', file]);
+    expect(code).toBe(0);
+    const summary = await runCli(['audit', 'summary', file]);
+    expect(summary.code).toBe(0);
+    expect(summary.stdout).toMatch(/up__echo\s+up\s+12\b/);
+  });
+});
+
+describe('an audit file that cannot be written', () => {
+  it('block: calls are refused with a clear error, and never run', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'audit.jsonl')); // a directory where the file should be
+    const recorded = path.join(dir, 'record.jsonl');
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl', onFailure: 'block' },
+        servers: { up: fixture(['--record', recorded]) },
+      },
+      dir,
+    );
+    const host = await connectHost(config);
+    await host.client.listTools(); // the upstream is up, so only the audit stage can stop the call
+    const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
+    expect(result.isError).toBe(true);
+    expect((result.content as { text: string }[])[0]!.text).toContain('Calls are refused: the audit log');
+    expect(host.stderr()).toContain('AUDIT: Calls are refused');
+    expect(readFileSync(recorded, 'utf8')).not.toContain('tools/call');
+    await host.close();
+  });
+
+  it('continue: calls are served and the gateway warns loudly', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'audit.jsonl'));
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl', onFailure: 'continue' },
+        servers: { up: fixture() },
+      },
+      dir,
+    );
+    const host = await connectHost(config);
+    const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'served' } });
+    expect((result.content as { text: string }[])[0]!.text).toBe('served');
+    expect(host.stderr()).toMatch(
+      /AUDIT: The audit log ".*audit\.jsonl" cannot be written .*calls continue unaudited/,
+    );
+    await host.close();
+  });
+});

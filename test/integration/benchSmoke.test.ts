@@ -1,0 +1,52 @@
+/**
+ * The benchmark is too noisy to judge in CI (issue 7), but it must not rot: a quick run with
+ * tiny counts goes through every configuration and phase against the built gateway, and any
+ * missing answer, dead process or timeout makes it exit non-zero.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+function runQuickBench(out: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bench/run.mjs', '--quick', '--out', out], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    // The bench bounds itself (50 s); this only keeps a hung run from outliving the test.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 55_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('bench/run.mjs --quick', () => {
+  it('runs every configuration and prints the table', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-smoke-'));
+    try {
+      const out = path.join(dir, 'quick.json');
+      const { code, stdout, stderr } = await runQuickBench(out);
+      expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+      for (const config of ['direct', 'pipe', 'warden-bare', 'warden-full'])
+        expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
+      expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
+      const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
+      expect(json.rounds).toHaveLength(1);
+      expect(Object.keys(json.medians)).toEqual(['direct', 'pipe', 'warden-bare', 'warden-full']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,389 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openAuditLog } from '../../src/audit/auditWriter.js';
+import { canonicalJson } from '../../src/audit/canonical.js';
+import { expectedHash } from '../../src/audit/chain.js';
+import { GENESIS_HASH, type CallEvent } from '../../src/audit/records.js';
+import { createRedactor } from '../../src/audit/redact.js';
+import { formatVerifyResult, verifyAuditFiles } from '../../src/audit/verify.js';
+
+let dir: string;
+let file: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'warden-audit-'));
+  file = path.join(dir, 'audit.jsonl');
+});
+
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function call(n: number, extra: Partial<CallEvent> = {}): CallEvent {
+  return {
+    type: 'call',
+    session: 's1',
+    client: { name: 'test-host', version: '1.0.0' },
+    tool: 'fs__read',
+    server: 'fs',
+    upstreamTool: 'read',
+    args: { path: `/tmp/${n}` },
+    decision: { effect: 'allow', rule: null },
+    outcome: 'ok',
+    ms: n,
+    repairs: [],
+    resultBytes: 10,
+    ...extra,
+  };
+}
+
+async function writeCalls(
+  count: number,
+  options: { maxBytes?: number; maxFiles?: number } = {},
+): Promise<void> {
+  const log = await openAuditLog({ file, onFailure: 'block', ...options });
+  for (let i = 0; i < count; i++) log.append(call(i));
+  log.close();
+}
+
+function lines(target = file): string[] {
+  return readFileSync(target, 'utf8').split('\n').slice(0, -1);
+}
+
+function writeLines(content: string[], target = file): void {
+  writeFileSync(target, content.map((line) => `${line}\n`).join(''));
+}
+
+describe('canonical JSON', () => {
+  it('sorts keys at every depth, without whitespace', () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}',
+    );
+  });
+
+  it('maps what JSON cannot hold, and survives a parse round trip', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const value = {
+      u: undefined,
+      f: () => 1,
+      n: [undefined, NaN, Infinity, -0, 1e21, 0.1],
+      big: 12345678901234567890n,
+      date: new Date(0),
+      cyclic,
+      text: 'line\n\u2028"quote" \ud800',
+    };
+    const text = canonicalJson(value);
+    expect(text).toBe(
+      '{"big":"12345678901234567890","cyclic":{"self":"[Circular]"},"date":"1970-01-01T00:00:00.000Z",' +
+        '"n":[null,null,null,0,1e+21,0.1],"text":"line\\n\u2028\\"quote\\" \\ud800"}',
+    );
+    expect(canonicalJson(JSON.parse(text))).toBe(text);
+    expect(canonicalJson(undefined)).toBe('null');
+  });
+});
+
+describe('audit log hash chain', () => {
+  it('writes one canonical line per record, chained from genesis', async () => {
+    await writeCalls(3);
+    const records = lines().map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records.map((r) => r.seq)).toEqual([0, 1, 2]);
+    expect(records[0]?.prev).toBe(GENESIS_HASH);
+    expect(records[1]?.prev).toBe(records[0]?.hash);
+    expect(records[2]?.prev).toBe(records[1]?.hash);
+    for (const record of records) {
+      expect(record.hash).toBe(expectedHash(record));
+      expect(new Date(String(record.ts)).toISOString()).toBe(record.ts);
+      expect(record.writer).toMatch(/^[0-9a-f]{12}$/);
+    }
+    expect(lines()[0]).toMatch(/^\{"args":\{"path":"\/tmp\/0"\},"client":/);
+    expect(lines()[0]).toMatch(/,"hash":"[0-9a-f]{64}"\}$/);
+  });
+
+  it('verifies an intact log', async () => {
+    await writeCalls(20);
+    expect(verifyAuditFiles(file)).toMatchObject({
+      ok: true,
+      records: 20,
+      writers: 1,
+      fromGenesis: true,
+      firstSeq: 0,
+    });
+  });
+
+  it('continues the chain when the file is reopened', async () => {
+    await writeCalls(3);
+    await writeCalls(2);
+    const records = lines().map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4]);
+    expect(records[3]?.prev).toBe(records[2]?.hash);
+    expect(records[3]?.writer).not.toBe(records[2]?.writer);
+    expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 5, writers: 2 });
+  });
+
+  it('ignores chain fields callers try to set', async () => {
+    const log = await openAuditLog({ file, onFailure: 'block' });
+    log.append({ ...call(0), seq: 99, hash: 'x', prev: 'y', writer: 'me' } as CallEvent);
+    log.close();
+    const record = JSON.parse(lines()[0] ?? '') as Record<string, unknown>;
+    expect(record).toMatchObject({ seq: 0, prev: GENESIS_HASH });
+    expect(record.writer).not.toBe('me');
+    expect(verifyAuditFiles(file).ok).toBe(true);
+  });
+
+  it('redacts with the configured redactor before hashing', async () => {
+    const log = await openAuditLog({ file, onFailure: 'block', redactor: createRedactor() });
+    log.append(call(0, { args: { password: 'hunter2', note: 'password=hunter2' }, error: 'token=abc123' }));
+    log.close();
+    const text = readFileSync(file, 'utf8');
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('abc123');
+    expect(text).toContain('"session":"s1"'); // a record's own field names are not secret keys
+    expect(verifyAuditFiles(file).ok).toBe(true);
+  });
+
+  describe('rejects tampering, naming the first bad record', () => {
+    it('an edited record (hash mismatch)', async () => {
+      await writeCalls(10);
+      const content = lines();
+      content[4] = (content[4] ?? '').replace('"outcome":"ok"', '"outcome":"denied"');
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toEqual({
+        ok: false,
+        file,
+        line: 5,
+        seq: 4,
+        problem: 'hash mismatch: the record was changed after it was written',
+      });
+    });
+
+    it('an edited record with its hash recomputed (the next record no longer links)', async () => {
+      await writeCalls(10);
+      const content = lines();
+      const record = JSON.parse(content[4] ?? '') as Record<string, unknown>;
+      record.outcome = 'denied';
+      record.hash = expectedHash(record);
+      content[4] = JSON.stringify(record);
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 6,
+        seq: 5,
+        problem: expect.stringMatching(/^prev is not the hash/),
+      });
+    });
+
+    it('a deleted record', async () => {
+      await writeCalls(10);
+      const content = lines();
+      content.splice(3, 1);
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 4,
+        seq: 4,
+        problem: expect.stringMatching(/seq 4 follows seq 2 .*: 1 record\(s\) of this writer are missing/),
+      });
+    });
+
+    it('swapped records', async () => {
+      await writeCalls(10);
+      const content = lines();
+      [content[6], content[7]] = [content[7] ?? '', content[6] ?? ''];
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: false, line: 7, seq: 7 });
+    });
+
+    it('a repeated record', async () => {
+      await writeCalls(5);
+      const content = lines();
+      content.splice(3, 0, content[2] ?? '');
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 4,
+        seq: 2,
+        problem: expect.stringMatching(/out of order or repeated/),
+      });
+    });
+
+    it('a truncated last line', async () => {
+      await writeCalls(5);
+      const text = readFileSync(file, 'utf8');
+      writeFileSync(file, text.slice(0, -40));
+      expect(verifyAuditFiles(file)).toEqual({
+        ok: false,
+        file,
+        line: 5,
+        seq: null,
+        problem: 'the last line has no newline: a torn or cut record',
+      });
+    });
+
+    it('a garbled line in the middle', async () => {
+      await writeCalls(5);
+      const content = lines();
+      content[1] = (content[1] ?? '').slice(0, 50);
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 2,
+        seq: null,
+        problem: expect.stringMatching(/not valid JSON/),
+      });
+    });
+
+    it('an emptied line (the record it held is missing from the chain)', async () => {
+      await writeCalls(3);
+      const content = lines();
+      content[1] = '';
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: false, line: 3, seq: 2 });
+    });
+
+    it('skips empty lines', async () => {
+      await writeCalls(3);
+      const content = lines();
+      content.splice(1, 0, '');
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 3 });
+    });
+
+    it('the first record cut: verifies but says the chain does not start at genesis', async () => {
+      await writeCalls(5);
+      writeLines(lines().slice(1));
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 4, fromGenesis: false, firstSeq: 1 });
+    });
+  });
+
+  describe('rotation', () => {
+    it('rotates by size and keeps one chain across files', async () => {
+      await writeCalls(40, { maxBytes: 2000, maxFiles: 50 });
+      const names = readdirSync(dir).sort();
+      expect(names.length).toBeGreaterThan(3);
+      expect(names).not.toContain('audit.jsonl.lock');
+      const result = verifyAuditFiles(file);
+      expect(result).toMatchObject({ ok: true, records: 40, writers: 1, fromGenesis: true });
+      if (!result.ok) return;
+      expect(result.files[0]).toBe(`${file}.${names.length - 1}`);
+      expect(result.files.at(-1)).toBe(file);
+      // Every file stays within the limit (each record is well under it).
+      for (const name of result.files) expect(readFileSync(name).length).toBeLessThanOrEqual(2000);
+      // The first record of the newest file links to the last of the one before.
+      const last = JSON.parse(lines(`${file}.1`).at(-1) ?? '') as Record<string, unknown>;
+      const first = JSON.parse(lines(file)[0] ?? '') as Record<string, unknown>;
+      expect(first.prev).toBe(last.hash);
+      expect(first.seq).toBe(Number(last.seq) + 1);
+    });
+
+    it('continues the chain from the rotated file when the current one is empty', async () => {
+      await writeCalls(10, { maxBytes: 2000, maxFiles: 50 });
+      rmSync(file);
+      await writeCalls(1, { maxBytes: 2000, maxFiles: 50 });
+      const last = JSON.parse(lines(`${file}.1`).at(-1) ?? '') as Record<string, unknown>;
+      const first = JSON.parse(lines(file)[0] ?? '') as Record<string, unknown>;
+      expect(first).toMatchObject({ prev: last.hash, seq: Number(last.seq) + 1 });
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: true, writers: 2 });
+    });
+
+    it('drops files beyond maxFiles; the rest verifies from where it starts', async () => {
+      await writeCalls(60, { maxBytes: 2000, maxFiles: 3 });
+      expect(readdirSync(dir).sort()).toEqual([
+        'audit.jsonl',
+        'audit.jsonl.1',
+        'audit.jsonl.2',
+        'audit.jsonl.3',
+      ]);
+      const result = verifyAuditFiles(file);
+      expect(result).toMatchObject({ ok: true, fromGenesis: false, unanchored: 1 });
+      if (result.ok) expect(result.firstSeq).toBeGreaterThan(0);
+    });
+
+    it('accepts a gateway that was idle while its earlier records rotated away', async () => {
+      const idle = await openAuditLog({ file, onFailure: 'block', maxBytes: 2000, maxFiles: 2 });
+      const busy = await openAuditLog({ file, onFailure: 'block', maxBytes: 2000, maxFiles: 2 });
+      idle.append(call(0));
+      for (let i = 0; i < 30; i++) busy.append(call(i));
+      idle.append(call(1));
+      idle.close();
+      busy.close();
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: true,
+        writers: 2,
+        fromGenesis: false,
+        unanchored: 2,
+      });
+    });
+
+    it('is strict about unknown links in a log that starts at genesis', async () => {
+      await writeCalls(3);
+      await writeCalls(3);
+      const content = lines();
+      content.splice(2, 1); // the record the second gateway's chain started from
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 3,
+        seq: 3,
+        problem: expect.stringMatching(/prev links to no earlier record/),
+      });
+    });
+
+    it('names the rotated file with the bad record', async () => {
+      await writeCalls(40, { maxBytes: 2000, maxFiles: 50 });
+      const target = `${file}.2`;
+      const content = lines(target);
+      content.splice(1, 1);
+      writeLines(content, target);
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: false, file: target, line: 2 });
+    });
+
+    it('reports a rotated file removed from the middle', async () => {
+      await writeCalls(40, { maxBytes: 2000, maxFiles: 50 });
+      unlinkSync(`${file}.2`);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        file: `${file}.2`,
+        line: 0,
+        problem: expect.stringMatching(/missing/),
+      });
+    });
+
+    it('checks an explicit list of files in the order given', async () => {
+      await writeCalls(20, { maxBytes: 2000, maxFiles: 50 });
+      expect(verifyAuditFiles([`${file}.1`, file])).toMatchObject({ ok: true });
+      // Newest first is wrong: the newest file's records link to ones not yet read.
+      expect(verifyAuditFiles([file, `${file}.1`])).toMatchObject({ ok: false, file: `${file}.1` });
+    });
+
+    it('formats results for the command line', async () => {
+      await writeCalls(3);
+      const intact = verifyAuditFiles(file);
+      expect(formatVerifyResult(intact)).toMatch(
+        /^ok: 3 record\(s\) from 1 writer\(s\) in 1 file\(s\); the chain is complete from its first record; last hash [0-9a-f]{64}$/,
+      );
+      const content = lines();
+      content.splice(1, 1);
+      writeLines(content);
+      expect(formatVerifyResult(verifyAuditFiles(file))).toBe(
+        `${file}:2: seq 2: seq 2 follows seq 0 of writer ${String((JSON.parse(content[0] ?? '') as { writer: string }).writer)}: 1 record(s) of this writer are missing`,
+      );
+      writeLines(lines().slice(1));
+      expect(formatVerifyResult(verifyAuditFiles(file))).toMatch(
+        /the chain starts at seq 2: earlier records were rotated away or removed/,
+      );
+    });
+
+    it('reports a missing log', () => {
+      expect(verifyAuditFiles(file)).toEqual({
+        ok: false,
+        file,
+        line: 0,
+        seq: null,
+        problem: 'no such file',
+      });
+    });
+  });
+});

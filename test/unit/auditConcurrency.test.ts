@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyAuditFiles } from '../../src/audit/verify.js';
+
+/*
+ * Several processes appending to one audit file at once. Separate processes (not two logs in
+ * one thread, whose appends can never overlap) are what two gateways are; they need the writer
+ * as JavaScript, so it is transpiled here rather than depending on a prior `npm run build`.
+ */
+
+const root = path.resolve(import.meta.dirname, '../..');
+let work: string;
+let writerModule: string;
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'warden-audit-mp-'));
+  const sources = [
+    'src/errors.ts',
+    'src/repairs/safeRegExp.ts',
+    ...readdirSync(path.join(root, 'src/audit')).map((name) => `src/audit/${name}`),
+  ];
+  for (const source of sources) {
+    const { outputText } = ts.transpileModule(readFileSync(path.join(root, source), 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    const target = path.join(work, 'lib', source.replace(/\.ts$/, '.js'));
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, outputText);
+  }
+  writeFileSync(path.join(work, 'lib', 'package.json'), '{"type":"module"}');
+  writerModule = pathToFileURL(path.join(work, 'lib/src/audit/auditWriter.js')).href;
+});
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+interface ChildOptions {
+  file: string;
+  records: number;
+  startAt: number;
+  maxBytes?: number;
+  maxFiles?: number;
+  exitRightAway?: boolean;
+}
+
+/** A child process that appends `records` call records, all children starting at `startAt`. */
+function runChild(id: number, options: ChildOptions): Promise<number | null> {
+  const script = `
+    const { openAuditLog } = await import(${JSON.stringify(writerModule)});
+    const o = ${JSON.stringify(options)};
+    const log = await openAuditLog({ file: o.file, onFailure: 'block', maxBytes: o.maxBytes, maxFiles: o.maxFiles ?? 10000 });
+    while (Date.now() < o.startAt) {}
+    // Large, varied lines: the bigger a write, the likelier a torn or interleaved line would be.
+    const padding = 'x'.repeat(1000 + ${id} * 700);
+    for (let i = 0; i < o.records; i++) {
+      log.append({ type: 'call', session: 'child-${id}', tool: 't${id}', server: 's', upstreamTool: 't',
+        args: { i, padding }, decision: { effect: 'allow', rule: 'default' }, outcome: 'ok', ms: i, repairs: [] });
+    }
+    if (o.exitRightAway) process.exit(0);
+    log.close();
+  `;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve(code));
+  });
+}
+
+function allLines(files: string[]): string[] {
+  return files.flatMap((name) => readFileSync(name, 'utf8').split('\n').slice(0, -1));
+}
+
+describe('several processes appending to one audit file', () => {
+  it('never interleave partial lines, and every chain verifies', async () => {
+    const file = path.join(work, 'shared', 'audit.jsonl');
+    const startAt = Date.now() + 700;
+    const codes = await Promise.all([0, 1, 2].map((id) => runChild(id, { file, records: 400, startAt })));
+    expect(codes).toEqual([0, 0, 0]);
+    const lines = allLines([file]);
+    expect(lines).toHaveLength(1200);
+    for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    // The writers really did overlap (otherwise this test would prove nothing).
+    const sessions = lines.map((line) => (JSON.parse(line) as { session: string }).session);
+    const switches = sessions.filter((s, i) => i > 0 && s !== sessions[i - 1]).length;
+    expect(switches).toBeGreaterThan(2);
+    expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 1200, writers: 3 });
+  });
+
+  it('rotate without losing or shuffling records', async () => {
+    const file = path.join(work, 'rotating', 'audit.jsonl');
+    const startAt = Date.now() + 700;
+    const codes = await Promise.all(
+      [0, 1, 2].map((id) => runChild(id, { file, records: 300, startAt, maxBytes: 64 * 1024 })),
+    );
+    expect(codes).toEqual([0, 0, 0]);
+    const result = verifyAuditFiles(file);
+    expect(result).toMatchObject({ ok: true, records: 900, writers: 3, fromGenesis: true });
+    // ~1.8 MB in 64 KiB files: rotations were not skipped wholesale while another writer held the lock.
+    if (result.ok) expect(result.files.length).toBeGreaterThan(10);
+    expect(readdirSync(path.dirname(file))).not.toContain('audit.jsonl.lock');
+  });
+
+  it('drop old files without breaking what remains', async () => {
+    const file = path.join(work, 'dropping', 'audit.jsonl');
+    const startAt = Date.now() + 700;
+    const codes = await Promise.all(
+      [0, 1, 2].map((id) => runChild(id, { file, records: 300, startAt, maxBytes: 64 * 1024, maxFiles: 4 })),
+    );
+    expect(codes).toEqual([0, 0, 0]);
+    expect(readdirSync(path.dirname(file)).sort()).toEqual([
+      'audit.jsonl',
+      'audit.jsonl.1',
+      'audit.jsonl.2',
+      'audit.jsonl.3',
+      'audit.jsonl.4',
+    ]);
+    expect(verifyAuditFiles(file)).toMatchObject({ ok: true, fromGenesis: false });
+  });
+
+  it('loses nothing when the process exits right after appending', async () => {
+    const file = path.join(work, 'exit', 'audit.jsonl');
+    const code = await runChild(0, { file, records: 1000, startAt: 0, exitRightAway: true });
+    expect(code).toBe(0);
+    expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 1000 });
+  });
+});
