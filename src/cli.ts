@@ -11,16 +11,12 @@ import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
 import { openAuditLog } from './audit/auditWriter.js';
 import { createRedactor, RedactorConfigError } from './audit/redact.js';
-import { formatSummary, summarizeAudit } from './audit/summary.js';
-import { formatVerifyResult, verifyAuditFiles } from './audit/verify.js';
 import { ConfigError, WardenError } from './errors.js';
-import { explainPolicy, formatExplanation } from './commands/policyExplain.js';
 import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
 import { createGateway } from './gateway.js';
 import { createLogger, type WinstonLogger } from './logging/logger.js';
 import { RpcErrorCode, serializeMessage } from './protocol/jsonRpc.js';
 import { StreamTransport } from './transports/streamTransport.js';
-import { listCatalog, formatCatalog } from './commands/tools.js';
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
@@ -240,6 +236,7 @@ async function main(argv: string[]): Promise<void> {
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
       const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+      const { listCatalog, formatCatalog } = await import('./commands/tools.js');
       const listing = await listCatalog({
         config,
         logger,
@@ -276,6 +273,7 @@ async function main(argv: string[]): Promise<void> {
       const { config, policies } = await load(values.config);
       const logger = createLogger({ level: 'warn' });
       try {
+        const { explainPolicy, formatExplanation } = await import('./commands/policyExplain.js');
         const report = await explainPolicy({
           config,
           policies,
@@ -302,10 +300,12 @@ async function main(argv: string[]): Promise<void> {
       noMore(extra);
       const base = path.resolve(file);
       if (sub === 'verify') {
+        const { formatVerifyResult, verifyAuditFiles } = await import('./audit/verify.js');
         const result = verifyAuditFiles(base);
         process.stdout.write(`${formatVerifyResult(result)}\n`);
         process.exit(result.ok ? 0 : 1);
       }
+      const { formatSummary, summarizeAudit } = await import('./audit/summary.js');
       process.stdout.write(formatSummary(summarizeAudit(base)));
       return;
     }

@@ -1,3 +1,4 @@
+import type { CancelSignal } from './pipeline/cancellation.js';
 import type { JsonRpcResponse, Params } from './protocol/jsonRpc.js';
 import type { MessageTransport } from './transports/streamTransport.js';
 import type { RequestAnswer } from './upstreams/upstream.js';
@@ -13,31 +14,31 @@ export class HostRequester {
 
   constructor(private readonly host: MessageTransport) {}
 
-  /** Sends a request; settles with the host's result or error, or an error when `signal` aborts. */
+  /** Sends a request; settles with the host's result or error, or an error when `signal` is cancelled. */
   request(
     method: string,
     params: Params | undefined,
-    signal?: AbortSignal,
+    signal?: CancelSignal,
   ): { id: number; answer: Promise<RequestAnswer> } {
     const id = this.nextId++;
     const answer = new Promise<RequestAnswer>((resolve) => {
-      const onAbort = () => {
-        if (!this.pending.delete(id)) return;
-        void this.host.send({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: {
-            requestId: id,
-            reason: String((signal?.reason as Error | undefined)?.message ?? 'cancelled'),
-          },
-        });
-        resolve({ error: { code: -32800, message: 'Request cancelled' } });
-      };
+      let stopListening = (): void => {};
       this.pending.set(id, (a) => {
-        signal?.removeEventListener('abort', onAbort);
+        stopListening();
         resolve(a);
       });
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal !== undefined) {
+        stopListening = signal.onCancel((reason) => {
+          if (!this.pending.delete(id)) return;
+          // The spec's way to withdraw a request: the host stops asking its user.
+          void this.host.send({
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: id, reason: reason.message },
+          });
+          resolve({ error: { code: -32800, message: 'Request cancelled' } });
+        });
+      }
     });
     void this.host.send(
       params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params },

@@ -1,14 +1,11 @@
-import {
-  LATEST_PROTOCOL_VERSION,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type Prompt,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './protocol/versions.js';
 import type { NamedCatalog } from './catalog/namedCatalog.js';
 import type { ResourceCatalog } from './catalog/resourceCatalog.js';
 import { formatMs, HostCancelledError, UnknownToolError, WardenError } from './errors.js';
 import type { HostRequester } from './hostRequester.js';
 import type { Logger } from './logging/logger.js';
+import { Cancellation, type CancelSignal } from './pipeline/cancellation.js';
 import type { Next, ToolCall } from './pipeline/types.js';
 import { rawResultText } from './protocol/rawJson.js';
 import {
@@ -70,7 +67,7 @@ const LIST_CHANGED_METHOD: Readonly<Record<'tools' | 'prompts' | 'resources', st
 };
 
 interface InFlight {
-  readonly controller: AbortController;
+  readonly cancellation: Cancellation;
   /** The host cancelled: per the spec no response goes back for this request. */
   cancelledByHost: boolean;
 }
@@ -97,7 +94,7 @@ export class Router {
   private readonly inFlight = new Map<string | number, InFlight>();
   private readonly handlers = new Set<Promise<void>>();
   /** Upstream requests forwarded to the host, by upstream and its id, to pass on its cancellations. */
-  private readonly forwarded = new Map<string, AbortController>();
+  private readonly forwarded = new Map<string, Cancellation>();
   private readonly listed = new Set<'tools' | 'prompts' | 'resources'>();
   private hostCapabilities: Params = {};
   private _hostInfo: { name: string; version: string } | undefined;
@@ -144,7 +141,7 @@ export class Router {
    * Asks the host a question through MCP elicitation (confirmations, issue 5); undefined when
    * the host did not declare the capability. Aborting `signal` withdraws the question.
    */
-  askHost(params: Params, signal: AbortSignal): Promise<RequestAnswer> | undefined {
+  askHost(params: Params, signal: CancelSignal): Promise<RequestAnswer> | undefined {
     if (this.hostCapabilities.elicitation === undefined) return undefined;
     return this.options.hostRequests.request('elicitation/create', params, signal).answer;
   }
@@ -184,7 +181,7 @@ export class Router {
         if (typeof requestId === 'string' || typeof requestId === 'number')
           this.forwarded
             .get(`${upstream.name}\u0000${String(idKey(requestId))}`)
-            ?.abort(new Error('cancelled by the server'));
+            ?.cancel(new Error('cancelled by the server'));
         return;
       }
       default:
@@ -205,11 +202,10 @@ export class Router {
         },
       };
     const key = `${upstream.name}\u0000${String(idKey(request.id))}`;
-    const controller = new AbortController();
-    this.forwarded.set(key, controller);
+    const cancellation = new Cancellation();
+    this.forwarded.set(key, cancellation);
     try {
-      return await this.options.hostRequests.request(request.method, request.params, controller.signal)
-        .answer;
+      return await this.options.hostRequests.request(request.method, request.params, cancellation).answer;
     } finally {
       this.forwarded.delete(key);
     }
@@ -271,7 +267,7 @@ export class Router {
       if (entry === undefined) return; // already answered: the spec says to ignore it
       entry.cancelledByHost = true;
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
-      entry.controller.abort(new HostCancelledError(reason));
+      entry.cancellation.cancel(new HostCancelledError(reason));
     } else if (method === 'notifications/roots/list_changed') {
       for (const upstream of this.options.pool.upstreams) upstream.notify(method);
     }
@@ -318,7 +314,7 @@ export class Router {
   /** Registers a host request for cancellation and re-tags its progress token (FIELD_NOTES "Timeouts"). */
   private begin(id: RequestId, params: Params | undefined): HostRequestScope {
     const key = idKey(id);
-    const entry: InFlight = { controller: new AbortController(), cancelledByHost: false };
+    const entry: InFlight = { cancellation: new Cancellation(), cancelledByHost: false };
     this.inFlight.set(key, entry);
     const hostMeta = params?._meta as Params | undefined;
     const progressToken = hostMeta?.progressToken;
@@ -379,7 +375,7 @@ export class Router {
       definition: entry.item,
       arguments: args as Record<string, unknown> | undefined,
       meta: scope.meta,
-      signal: scope.entry.controller.signal,
+      signal: scope.entry.cancellation,
       onProgress: scope.onProgress,
       record: { repairs: [] },
     };
@@ -505,11 +501,11 @@ export class Router {
   ): Promise<void> {
     const upstream = this.options.pool.byName.get(server)!;
     const scope = this.begin(id, params);
-    const { controller } = scope.entry;
+    const { cancellation } = scope.entry;
     const limit = this.options.requestTimeoutMs;
     const timer = setTimeout(
       () =>
-        controller.abort(
+        cancellation.cancel(
           new WardenError(
             'CALL_TIMEOUT',
             `${method} to server "${server}" got no answer within ${formatMs(limit)}`,
@@ -524,7 +520,7 @@ export class Router {
     }
     try {
       const result = await upstream.request(method, sent, {
-        signal: controller.signal,
+        signal: cancellation,
         ...(scope.onProgress && { onProgress: scope.onProgress }),
       });
       if (!scope.entry.cancelledByHost) await this.replyResult(id, result);

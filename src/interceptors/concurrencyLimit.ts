@@ -25,7 +25,7 @@ export function createConcurrencyLimitInterceptor(options: ConcurrencyLimitOptio
       return Promise.reject(new QueueFullError(server.name, server.maxConcurrency, server.maxQueue));
     return limit(() =>
       // A call that timed out or was cancelled while it waited never reaches the upstream.
-      call.signal?.aborted ? Promise.reject(call.signal.reason as Error) : next(call),
+      call.signal?.cancelled ? Promise.reject(call.signal.reason!) : next(call),
     );
   };
 }

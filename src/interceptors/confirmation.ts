@@ -2,6 +2,7 @@ import { deepFreeze } from '../config/freeze.js';
 import type { ConfirmationConfig } from '../config/types.js';
 import { DeniedError, formatMs, HostCancelledError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
+import { Cancellation, type CancelSignal } from '../pipeline/cancellation.js';
 import type { Interceptor, ToolCall } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { RequestAnswer } from '../upstreams/upstream.js';
@@ -14,7 +15,7 @@ export interface ConfirmationOptions {
    * Asks the host through `elicitation/create`; undefined when the host did not declare the
    * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
    */
-  readonly askHost: (params: Params, signal: AbortSignal) => Promise<RequestAnswer> | undefined;
+  readonly askHost: (params: Params, signal: CancelSignal) => Promise<RequestAnswer> | undefined;
   /** Arguments as shown to the user: secrets redacted. */
   readonly redact: (value: unknown) => unknown;
   readonly logger: Logger;
@@ -111,10 +112,9 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
     call: ToolCall,
     why: string,
   ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('confirmation timed out')), config.timeoutMs);
-    const onHostCancel = () => controller.abort(call.signal!.reason);
-    call.signal?.addEventListener('abort', onHostCancel, { once: true });
+    // The question is withdrawn when the confirmation times out or the host cancels the call.
+    const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
+    const timer = setTimeout(() => question.cancel(new Error('confirmation timed out')), config.timeoutMs);
     try {
       const answer = options.askHost(
         {
@@ -133,21 +133,20 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
               : {},
           },
         },
-        controller.signal,
+        question,
       );
       if (answer === undefined) return 'unavailable';
       const reply = await answer;
       // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
-      if (call.signal?.aborted)
-        throw call.signal.reason instanceof Error ? call.signal.reason : new HostCancelledError('cancelled');
-      if (controller.signal.aborted) return 'timeout';
+      if (call.signal?.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
+      if (question.cancelled) return 'timeout';
       if (!('result' in reply)) return 'no';
       const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
       if (action !== 'accept') return 'no';
       return content?.remember === true ? 'remember' : 'yes';
     } finally {
       clearTimeout(timer);
-      call.signal?.removeEventListener('abort', onHostCancel);
+      dispose();
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { ConfirmationConfig } from '../config/types.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
+import type { CancelSignal } from '../pipeline/cancellation.js';
 import type { ToolCall } from '../pipeline/types.js';
 import { spawnChild } from '../transports/childProcess.js';
 import { childEnvironment } from '../upstreams/childEnvironment.js';
@@ -11,7 +12,7 @@ export interface ConfirmationCommandOptions {
   readonly reason: string;
   readonly timeoutMs: number;
   /** The host's cancellation: the hook is stopped and nothing runs. */
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelSignal;
   readonly logger: Logger;
 }
 
@@ -56,15 +57,14 @@ export async function runConfirmationCommand(
     timedOut = true;
     void child.stop({ graceMs: 200 });
   }, options.timeoutMs);
-  const onCancel = () => void child.stop({ graceMs: 200 });
-  options.signal?.addEventListener('abort', onCancel, { once: true });
+  const stopListening = options.signal?.onCancel(() => void child.stop({ graceMs: 200 }));
   try {
     const { code } = await child.exited;
-    if (options.signal?.aborted) throw options.signal.reason as Error;
+    if (options.signal?.cancelled) throw options.signal.reason!;
     if (timedOut) return 'timeout';
     return code === 0 ? 'yes' : 'no';
   } finally {
     clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onCancel);
+    stopListening?.();
   }
 }

@@ -2,6 +2,7 @@ import type { WardenConfig } from '../config/types.js';
 import { CallTimeoutError } from '../errors.js';
 import type { Interceptor, ToolCall } from '../pipeline/types.js';
 import { matchesGlob } from '../util/glob.js';
+import { Cancellation } from '../pipeline/cancellation.js';
 
 export interface TimeoutLimits {
   /** No answer and no progress for this long ends the call. */
@@ -41,52 +42,60 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
 /**
  * Bounds the upstream part of a call (ARCHITECTURE: inside confirmation, so a human's wait does
  * not count; outside the concurrency limit, so time spent queued does). When a limit fires,
- * the call's signal is aborted: the upstream session sends `notifications/cancelled` for its
+ * the call's signal is cancelled: the upstream session sends `notifications/cancelled` for its
  * own request id and drops any late answer; the caller gets a CallTimeoutError at once.
  * Progress from the upstream restarts the idle timer, so every call asks for progress.
  */
 export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): Interceptor {
   return function timeout(call, next) {
     const { idleMs, maxMs } = options.limitsFor(call);
-    const controller = new AbortController();
-    const hostSignal = call.signal;
+    // Follows the host's cancellation too, so the upstream hears of either.
+    const { cancellation, dispose } = Cancellation.linkedTo(call.signal);
+    const started = Date.now();
+    let lastActivity = started;
     return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout;
+      // One timer per call: progress only stamps the time, and when the timer fires it either
+      // ends the call or re-arms for what is left (cheaper than re-arming on every progress).
+      const check = () => {
+        const now = Date.now();
+        if (now - started >= maxMs) return stop(new CallTimeoutError(call.server, call.tool, 'max', maxMs));
+        if (now - lastActivity >= idleMs)
+          return stop(new CallTimeoutError(call.server, call.tool, 'idle', idleMs));
+        timer = setTimeout(check, Math.min(lastActivity + idleMs, started + maxMs) - now);
+      };
+      timer = setTimeout(check, Math.min(idleMs, maxMs));
       const stop = (error: Error) => {
-        controller.abort(error);
-        cleanup();
+        cancellation.cancel(error);
+        finish();
         reject(error);
       };
-      const idle = setTimeout(
-        () => stop(new CallTimeoutError(call.server, call.tool, 'idle', idleMs)),
-        idleMs,
-      );
-      // Always armed: progress restarts the idle timer, so only this one bounds a chatty call.
-      const hard = setTimeout(() => stop(new CallTimeoutError(call.server, call.tool, 'max', maxMs)), maxMs);
-      // The host's own cancellation ends the call too, with the host's reason, so the two are told apart.
-      const onHostAbort = () => stop(hostSignal!.reason as Error);
-      function cleanup() {
-        clearTimeout(idle);
-        clearTimeout(hard);
-        hostSignal?.removeEventListener('abort', onHostAbort);
+      const stopOnCancel = cancellation.onCancel((reason) => {
+        finish();
+        reject(reason);
+      });
+      function finish() {
+        clearTimeout(timer);
+        stopOnCancel();
+        dispose();
       }
-      if (hostSignal?.aborted) return onHostAbort();
-      hostSignal?.addEventListener('abort', onHostAbort, { once: true });
+      if (cancellation.cancelled) return;
 
       const hostProgress = call.onProgress;
       next({
         ...call,
-        signal: controller.signal,
+        signal: cancellation,
         onProgress: (params) => {
-          idle.refresh();
+          lastActivity = Date.now();
           hostProgress?.(params);
         },
       }).then(
         (result) => {
-          cleanup();
+          finish();
           resolve(result);
         },
         (error: unknown) => {
-          cleanup();
+          finish();
           reject(error);
         },
       );

@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../policy/types.js';
+import type { CancelSignal } from './cancellation.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { ProgressListener } from '../upstreams/upstreamSession.js';
 
@@ -19,8 +20,8 @@ export interface ToolCall {
   readonly arguments: Record<string, unknown> | undefined;
   /** The host's `_meta` from the request, minus its progress token (progress is re-tagged). */
   readonly meta: Params | undefined;
-  /** Aborted when the host cancels the call. */
-  readonly signal: AbortSignal | undefined;
+  /** Cancelled when the host cancels the call (and, inside the timeout stage, when it fires). */
+  readonly signal: CancelSignal | undefined;
   /** Set when the host asked for progress; receives upstream progress params. */
   readonly onProgress: ProgressListener | undefined;
   /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */

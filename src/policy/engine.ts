@@ -132,8 +132,42 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     return defaultDecision.effect === 'deny';
   }
 
+  /**
+   * Per tool, the rules whose conditions other than `arguments` hold, in order. Those depend
+   * only on the server, the tool, its trust and its annotations, which change rarely (a list
+   * refresh, a reload makes a new engine), so a call only tests argument schemas and builds
+   * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
+   */
+  const candidates = new Map<
+    string,
+    { annotations: unknown; trusted: boolean; rules: readonly PolicyRule[] }
+  >();
+  function candidatesFor(input: PolicyToolInput): readonly PolicyRule[] {
+    const key = `${input.server}\u0000${input.tool}`;
+    const hit = candidates.get(key);
+    if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
+      return hit.rules;
+    const reader = annotationReader(input);
+    const matching = rules.filter((rule) => evaluate(rule, input, reader, null).kind !== 'mismatch');
+    if (candidates.size >= 100_000) candidates.clear();
+    candidates.set(key, { annotations: input.annotations, trusted: input.trusted, rules: matching });
+    return matching;
+  }
+
+  function decide(input: PolicyCallInput): Decision {
+    const args = input.arguments ?? {};
+    for (const rule of candidatesFor(input)) {
+      const condition = rule.match.arguments;
+      if (condition === null) return decisions.get(rule)!;
+      const verdict = condition.test(args);
+      if (verdict.kind === 'match') return decisions.get(rule)!;
+      if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
+    }
+    return defaultDecision;
+  }
+
   return {
-    decide: (input) => run(input, null),
+    decide,
     isHiddenFromList,
     explain(input) {
       const trace: TraceEntry[] = [];

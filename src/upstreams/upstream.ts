@@ -1,12 +1,6 @@
 import { createInterface } from 'node:readline';
-import {
-  LATEST_PROTOCOL_VERSION,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type Prompt,
-  type Resource,
-  type ResourceTemplate,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import type {
   UpstreamExitEvent,
   UpstreamFailedEvent,
@@ -24,7 +18,6 @@ import {
   type Params,
 } from '../protocol/jsonRpc.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
-import { HttpTransport } from '../transports/httpTransport.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
@@ -382,6 +375,8 @@ export class Upstream {
         end(new UpstreamFailedError(this.name, `process ${how} ${phase} (${what})${tail}`));
       });
     } else {
+      // Loaded only when an HTTP upstream exists: the SDK's HTTP client is a start-up cost stdio users need not pay.
+      const { HttpTransport } = await import('../transports/httpTransport.js');
       transport = new HttpTransport({ url: config.url, headers: config.headers });
       transport.onclose = () =>
         end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));

@@ -1,4 +1,5 @@
-import { describeError, UpstreamFailedError, UpstreamRpcError, WardenError } from '../errors.js';
+import { describeError, UpstreamFailedError, UpstreamRpcError } from '../errors.js';
+import type { CancelSignal } from '../pipeline/cancellation.js';
 import {
   isNotification,
   isRequest,
@@ -13,8 +14,8 @@ import { attachRawResponse } from '../protocol/rawJson.js';
 export type ProgressListener = (params: Params) => void;
 
 export interface UpstreamRequestOptions {
-  /** Aborting sends the upstream `notifications/cancelled` and drops any late answer. */
-  readonly signal?: AbortSignal;
+  /** Cancelling sends the upstream `notifications/cancelled` and drops any late answer. */
+  readonly signal?: CancelSignal;
   /** When given, progress is requested under our own token and delivered here (FIELD_NOTES "Timeouts"). */
   readonly onProgress?: ProgressListener;
 }
@@ -88,7 +89,7 @@ export class UpstreamSession {
   request(method: string, params: Params | undefined, options: UpstreamRequestOptions = {}) {
     if (this.closedWith !== null) return Promise.reject(this.closedWith);
     const { signal, onProgress } = options;
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (signal?.cancelled) return Promise.reject(signal.reason!);
     const id = this.nextId++;
     let sent = params;
     if (onProgress !== undefined) {
@@ -99,15 +100,12 @@ export class UpstreamSession {
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       let cleanup: (() => void) | undefined;
       if (signal !== undefined) {
-        const onAbort = () => {
+        cleanup = signal.onCancel((reason) => {
           if (!this.pending.has(id)) return;
           this.settle(id);
-          const reason = abortReason(signal);
           void this.notify('notifications/cancelled', { requestId: id, reason: reason.message });
           reject(reason);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        cleanup = () => signal.removeEventListener('abort', onAbort);
+        });
       }
       this.pending.set(id, { method, resolve, reject, onProgress, cleanup });
       const message: JsonRpcRequest =
@@ -164,10 +162,4 @@ export class UpstreamSession {
     this.pending.delete(id);
     entry?.cleanup?.();
   }
-}
-
-function abortReason(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  return new WardenError('CALL_CANCELLED', typeof reason === 'string' ? reason : 'request cancelled');
 }

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/errors.js';
 import { createConcurrencyLimitInterceptor } from '../../src/interceptors/concurrencyLimit.js';
 import { createTimeoutInterceptor } from '../../src/interceptors/timeout.js';
+import { Cancellation } from '../../src/pipeline/cancellation.js';
 import { compose } from '../../src/pipeline/compose.js';
 import { orderStages, STAGE_ORDER } from '../../src/pipeline/order.js';
 import type { Interceptor, Next, ToolCall } from '../../src/pipeline/types.js';
@@ -91,7 +92,7 @@ describe('timeout interceptor', () => {
     const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
     const settled = pending.catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(999);
-    expect(upstream.calls[0]!.call.signal!.aborted).toBe(false);
+    expect(upstream.calls[0]!.call.signal!.cancelled).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     const error = (await settled) as CallTimeoutError;
     expect(error).toBeInstanceOf(CallTimeoutError);
@@ -126,7 +127,7 @@ describe('timeout interceptor', () => {
       call.onProgress!({ progress: t });
     }
     // 3600 ms in: well past one idle period, still alive thanks to progress.
-    expect(call.signal!.aborted).toBe(false);
+    expect(call.signal!.cancelled).toBe(false);
     expect(hostProgress).toHaveLength(4);
     for (let t = 0; t < 2; t++) {
       await vi.advanceTimersByTimeAsync(900);
@@ -152,13 +153,13 @@ describe('timeout interceptor', () => {
 
   it('tells a host cancellation apart from a timeout', async () => {
     const upstream = controllableUpstream();
-    const host = new AbortController();
+    const host = new Cancellation();
     const settled = createTimeoutInterceptor({ limitsFor: () => limits })(
-      makeCall({ signal: host.signal }),
+      makeCall({ signal: host }),
       upstream.next,
     ).catch((e: unknown) => e);
     const reason = new HostCancelledError('user pressed stop');
-    host.abort(reason);
+    host.cancel(reason);
     expect(await settled).toBe(reason);
     expect(upstream.calls[0]!.call.signal!.reason).toBe(reason);
   });
@@ -199,9 +200,9 @@ describe('concurrency limit', () => {
       servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],
     });
     const first = limit(makeCall(), upstream.next);
-    const controller = new AbortController();
-    const second = limit(makeCall({ signal: controller.signal }), upstream.next).catch((e: unknown) => e);
-    controller.abort(new Error('timed out while queued'));
+    const cancellation = new Cancellation();
+    const second = limit(makeCall({ signal: cancellation }), upstream.next).catch((e: unknown) => e);
+    cancellation.cancel(new Error('timed out while queued'));
     await vi.waitFor(() => expect(upstream.calls).toHaveLength(1));
     upstream.calls[0]!.resolve(ok);
     await first;

@@ -72,6 +72,9 @@ describe('policies/default.yaml', () => {
     const engine = await engineFor('default.yaml');
     const decision = engine.decide(input([server, tool, trusted, annotations, args]));
     expect([decision.effect, decision.ruleId]).toEqual([effect, ruleId]);
+    // decide takes a cached fast path; explain evaluates every rule: they must agree.
+    expect(engine.explain(input([server, tool, trusted, annotations, args])).decision).toEqual(decision);
+    expect(engine.decide(input([server, tool, trusted, annotations, args]))).toBe(decision);
   });
 
   it('recognises destructive names in the usual spellings, and not inside other words', async () => {
