@@ -7,13 +7,19 @@
  * the user sees all of them at once, each located in the file.
  */
 import path from 'node:path';
-import { isMap, isScalar, isSeq } from 'yaml';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import { deepFreeze } from './freeze.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
-import { parseYamlSource, readSourceFile, toPlainData, type IssueList, type Locator } from './yamlSource.js';
+import {
+  parseYamlSource,
+  readSourceFile,
+  requireTopLevelMapping,
+  toPlainData,
+  type IssueList,
+  type Locator,
+} from './yamlSource.js';
 import type {
   AuditConfig,
   ConfirmationConfig,
@@ -52,20 +58,12 @@ export async function loadConfig(file: string, options: LoadOptions): Promise<Wa
 export function parseConfigText(text: string, options: ParseOptions): WardenConfig {
   const file = path.resolve(options.file);
   const source = parseYamlSource(text, file, 'config file');
-  const { doc, locator, issues } = source;
+  const { locator, issues } = source;
 
-  if (doc.contents === null) {
-    issues.add([], 'value', 'config file is empty; it needs at least a "servers" (or "mcpServers") section');
-  } else if (!isMap(doc.contents)) {
-    const got = isSeq(doc.contents)
-      ? 'a list'
-      : describeValue(isScalar(doc.contents) ? doc.contents.value : {});
-    issues.add(
-      [],
-      'value',
-      `expected a mapping at the top level (with a "servers" or "mcpServers" key), got ${got}`,
-    );
-  }
+  requireTopLevelMapping(source, {
+    empty: 'config file is empty; it needs at least a "servers" (or "mcpServers") section',
+    expectedKeys: 'with a "servers" or "mcpServers" key',
+  });
   issues.throwIfAny();
 
   const parsed = toPlainData(source);

@@ -16,6 +16,7 @@ import {
   type YAMLError,
 } from 'yaml';
 import { ConfigError, type ConfigIssue } from '../errors.js';
+import { describeValue } from './schemaErrors.js';
 import type { KeyPath } from './interpolate.js';
 
 /** A parsed YAML file with what is needed to report problems in it. */
@@ -262,4 +263,23 @@ export function osReason(error: unknown): string {
   return syscall === undefined
     ? error.message
     : error.message.replace(new RegExp(`, ${syscall}( '.*')?$`), '');
+}
+
+/**
+ * Reports a document that is empty or not a mapping at the top level (both file kinds need a
+ * mapping), naming the keys the reader should have written.
+ */
+export function requireTopLevelMapping(
+  source: YamlSource,
+  messages: { empty: string; expectedKeys: string },
+): void {
+  const { doc, issues } = source;
+  if (doc.contents === null) {
+    issues.add([], 'value', messages.empty);
+  } else if (!isMap(doc.contents)) {
+    const got = isSeq(doc.contents)
+      ? 'a list'
+      : describeValue(isScalar(doc.contents) ? doc.contents.value : {});
+    issues.add([], 'value', `expected a mapping at the top level (${messages.expectedKeys}), got ${got}`);
+  }
 }

@@ -11,15 +11,15 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMap, isScalar, isSeq } from 'yaml';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { deepFreeze } from '../config/freeze.js';
 import type { KeyPath } from '../config/interpolate.js';
-import { createDocumentAjv, describeValue, translateErrors } from '../config/schemaErrors.js';
+import { createDocumentAjv, translateErrors } from '../config/schemaErrors.js';
 import {
   formatKeyPath,
   parseYamlSource,
   readSourceFile,
+  requireTopLevelMapping,
   toPlainData,
   type YamlSource,
 } from '../config/yamlSource.js';
@@ -121,19 +121,11 @@ export function combinePolicyFiles(files: readonly PolicyFile[]): PolicySet {
 export function parsePolicyText(text: string, file: string): PolicyFile {
   const absolute = path.resolve(file);
   const source = parseYamlSource(text, absolute, KIND);
-  const { doc, issues } = source;
-  if (doc.contents === null) {
-    issues.add([], 'value', 'policy file is empty; it needs "default", "rules" or both');
-  } else if (!isMap(doc.contents)) {
-    const got = isSeq(doc.contents)
-      ? 'a list'
-      : describeValue(isScalar(doc.contents) ? doc.contents.value : {});
-    issues.add(
-      [],
-      'value',
-      `expected a mapping at the top level (with "default" and "rules" keys), got ${got}`,
-    );
-  }
+  const { issues } = source;
+  requireTopLevelMapping(source, {
+    empty: 'policy file is empty; it needs "default", "rules" or both',
+    expectedKeys: 'with "default" and "rules" keys',
+  });
   issues.throwIfAny();
 
   const data = toPlainData(source) as Readonly<Record<string, unknown>>;

@@ -21,12 +21,8 @@ import {
   tempDir,
   writeConfig,
   type HostSession,
+  textOf,
 } from './harness.js';
-
-function textOf(result: object): string {
-  const content = (result as { content?: { text?: string }[] }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
 
 function readRecord(file: string): Record<string, unknown>[] {
   return readFileSync(file, 'utf8')

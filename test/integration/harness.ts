@@ -226,3 +226,9 @@ export async function initialize(s: ReturnType<typeof rawSession>): Promise<void
   await answered;
   s.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
 }
+
+/** The text blocks of a tool result, joined: what a model reading the result sees. */
+export function textOf(result: object): string {
+  const content = (result as { content?: { text?: string }[] }).content ?? [];
+  return content.map((c) => c.text ?? '').join('\n');
+}

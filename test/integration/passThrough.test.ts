@@ -24,12 +24,8 @@ import {
   tempDir,
   writeConfig,
   type HostSession,
+  textOf,
 } from './harness.js';
-
-function textOf(result: object): string {
-  const content = (result as { content?: { text?: string }[] }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
 
 /** Resolves with the first notification a handler sees that matches. */
 function waitFor<T>(register: (handler: (n: T) => void) => void, match: (n: T) => boolean): Promise<T> {

@@ -15,6 +15,7 @@ import {
   tempDir,
   writeConfig,
   type HostSession,
+  textOf,
 } from './harness.js';
 
 const POLICY = `
@@ -41,11 +42,6 @@ afterEach(async () => {
   await host?.close();
   host = undefined;
 });
-
-function textOf(result: object): string {
-  const content = (result as { content?: { text?: string }[] }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
 
 /** A gateway in front of a recording fixture, with POLICY (or the given text) in force. */
 function setup(options: { policy?: string; confirmation?: object } = {}) {

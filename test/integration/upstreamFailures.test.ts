@@ -4,18 +4,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connectHost, FAST_GATEWAY, fixture, writeConfig, type HostSession } from './harness.js';
+import { connectHost, FAST_GATEWAY, fixture, textOf, writeConfig, type HostSession } from './harness.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
   await host?.close();
   host = undefined;
 });
-
-function textOf(result: object): string {
-  const content = (result as { content?: { text?: string }[] }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
 
 describe('upstream failures are contained', () => {
   it('a server that crashes at start, one that is not installed, and one that hangs leave the good one serving', async () => {
