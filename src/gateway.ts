@@ -56,10 +56,7 @@ export interface Gateway {
   killChildrenNow(): void;
 }
 
-/**
- * The call pipeline's stages for this config, in the order `orderStages` fixes. Audit, policy
- * and confirmation land with issues #6 and #5.
- */
+/** What the pipeline's stages need from the gateway around them. */
 export interface PipelineDependencies {
   readonly config: WardenConfig;
   readonly logger: Logger;
@@ -72,6 +69,10 @@ export interface PipelineDependencies {
   readonly audit?: Omit<AuditInterceptorOptions, 'logger'>;
 }
 
+/**
+ * The call pipeline's stages for this config, in the order `orderStages` fixes (see
+ * src/pipeline/order.ts for why each sits where it does). Audit only when `audit:` is set.
+ */
 export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
   const { config, logger } = deps;
   const repairs = new Map(config.servers.map((s) => [s.name, s.repair]));
