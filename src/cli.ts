@@ -10,7 +10,8 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
 import { openAuditLog } from './audit/auditWriter.js';
-import { createRedactor, RedactorConfigError } from './audit/redact.js';
+import { createRedactor, RedactorConfigError, type Redactor } from './audit/redact.js';
+import { hiddenByPolicy } from './policy/toolVisibility.js';
 import { ConfigError, WardenError } from './errors.js';
 import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
 import { createGateway } from './gateway.js';
@@ -49,6 +50,8 @@ function fail(message: string, code = EXIT_USAGE): never {
 interface Loaded {
   readonly config: WardenConfig;
   readonly policies: PolicySet;
+  /** The one redactor for the audit trail, the diagnostic log and confirmation questions. */
+  readonly redactor: Redactor;
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
@@ -68,29 +71,30 @@ async function load(file: string | undefined): Promise<Loaded> {
       fail(
         `invalid config:\n${config.file}: audit.file: ${config.audit.file} is stdout, which carries JSON-RPC`,
       );
-    // The redactor refuses patterns the schema cannot judge (empty matches, heavy backtracking).
-    try {
-      createRedactor({ secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns });
-    } catch (error) {
-      if (error instanceof RedactorConfigError)
-        fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
-      throw error;
-    }
+  }
+  // Built here, once: the redactor refuses patterns the schema cannot judge (empty matches,
+  // heavy backtracking), so a bad one stops start-up like any other config error.
+  let redactor: Redactor;
+  try {
+    redactor = createRedactor(
+      config.audit
+        ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
+        : {},
+    );
+  } catch (error) {
+    if (error instanceof RedactorConfigError)
+      fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
+    throw error;
   }
   try {
-    return { config, policies: await loadPolicies(config.policies) };
+    return { config, policies: await loadPolicies(config.policies), redactor };
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid policy:\n${error.message}`);
     throw error;
   }
 }
 
-async function serve({ config, policies }: Loaded): Promise<void> {
-  const redactor = createRedactor(
-    config.audit
-      ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
-      : {},
-  );
+async function serve({ config, policies, redactor }: Loaded): Promise<void> {
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
   });
@@ -132,6 +136,7 @@ async function serve({ config, policies }: Loaded): Promise<void> {
   const gateway = createGateway({
     config,
     policies,
+    redactor,
     logger,
     host,
     version: version(),
@@ -235,20 +240,13 @@ async function main(argv: string[]): Promise<void> {
       const { config, policies } = await load(values.config);
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
-      const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
       const { listCatalog, formatCatalog } = await import('./commands/tools.js');
       const listing = await listCatalog({
         config,
         logger,
         version: version(),
         // What the host would see: tools the policy always denies are left out.
-        hidden: (server, tool) =>
-          engine.isHiddenFromList({
-            server,
-            tool: tool.name,
-            annotations: tool.annotations,
-            trusted: trusted.get(server) ?? false,
-          }),
+        hidden: hiddenByPolicy(() => engine, config.servers),
       });
       process.stdout.write(values.json ? `${JSON.stringify(listing, null, 2)}\n` : formatCatalog(listing));
       await closeLogger(logger);

@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import type { AuditLog } from './audit/auditWriter.js';
 import type { LifecycleEvent } from './audit/records.js';
 import { sha256Hex } from './audit/chain.js';
-import { createRedactor } from './audit/redact.js';
+import type { Redactor } from './audit/redact.js';
+import { hiddenByPolicy } from './policy/toolVisibility.js';
 import { createAuditInterceptor, type AuditInterceptorOptions } from './interceptors/audit.js';
 import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
 import { createConfirmationInterceptor, type ConfirmationOptions } from './interceptors/confirmation.js';
@@ -37,6 +38,8 @@ export interface GatewayOptions {
   readonly version: string;
   /** The policies loaded at start (an invalid set never gets this far). */
   readonly policies: PolicySet;
+  /** Redacts what the gateway shows or records (confirmation questions, audit records). */
+  readonly redactor: Redactor;
   /** The audit trail, opened by the caller when the config has `audit:`. */
   readonly audit?: AuditLog;
   /**
@@ -122,20 +125,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
   let engine = createPolicyEngine(options.policies);
-  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
-  const hidden = (server: string, tool: Tool) =>
-    engine.isHiddenFromList({
-      server,
-      tool: tool.name,
-      annotations: tool.annotations,
-      trusted: trusted.get(server) ?? false,
-    });
-  const redactor = createRedactor({
-    ...(config.audit && {
-      secretKeys: config.audit.redact.keys,
-      secretPatterns: config.audit.redact.patterns,
-    }),
-  });
+  const hidden = hiddenByPolicy(() => engine, config.servers);
+  const { redactor } = options;
   const pool: UpstreamPool = new UpstreamPool({
     config,
     logger,

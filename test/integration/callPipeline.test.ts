@@ -3,11 +3,10 @@
  * strict host sees it, timeouts that really cancel upstream, and per-server concurrency.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { FixtureProcess } from '../fixtures/fixtureProcess.js';
+import { FixtureProcess, readRecord } from '../fixtures/fixtureProcess.js';
 import {
   connectHost,
   FAST_GATEWAY,
@@ -23,13 +22,6 @@ import {
   type HostSession,
   textOf,
 } from './harness.js';
-
-function readRecord(file: string): Record<string, unknown>[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 /** The same fixture without the gateway, to compare against. */
 async function direct(args: string[]): Promise<Client> {

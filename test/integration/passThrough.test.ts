@@ -14,7 +14,7 @@ import {
   type ResourceUpdatedNotification,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import { readFileSync } from 'node:fs';
+import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
   connectHost,
   FAST_GATEWAY,
@@ -213,10 +213,7 @@ describe('cancellation from the host', () => {
     await expect(call).rejects.toThrow();
     // And once this one is answered, the cancellation has been recorded.
     await host.client.callTool({ name: 'up__echo', arguments: { text: 'after' } });
-    const messages = readFileSync(record, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { id?: number; method?: string; params?: Record<string, unknown> });
+    const messages = readRecord(record);
     const hang = messages.find((m) => m.method === 'tools/call' && m.params?.name === 'hang')!;
     const cancel = messages.find((m) => m.method === 'notifications/cancelled');
     expect(cancel?.params?.requestId).toBe(hang.id);

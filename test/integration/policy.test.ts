@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { readRecord } from '../fixtures/fixtureProcess.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
   connectHost,
@@ -60,11 +61,7 @@ function setup(options: { policy?: string; confirmation?: object } = {}) {
   );
   /** The tools/call requests the upstream received, by tool name. */
   const calls = (tool: string) =>
-    readFileSync(record, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { method?: string; params?: { name?: string; arguments?: unknown } })
-      .filter((m) => m.method === 'tools/call' && m.params?.name === tool);
+    readRecord(record).filter((m) => m.method === 'tools/call' && m.params?.name === tool);
   return { dir, config, policyFile, calls };
 }
 

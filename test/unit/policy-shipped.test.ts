@@ -39,6 +39,14 @@ type Row = [
   args: unknown,
 ];
 
+/** One table row: the decision, its rule, and whether the tool is hidden from tools/list. */
+async function expectRow(file: string, row: Row, expected: [Effect, string | null, boolean]): Promise<void> {
+  const engine = await engineFor(file);
+  const call = input(row);
+  const decision = engine.decide(call);
+  expect([decision.effect, decision.ruleId, engine.isHiddenFromList(call)]).toEqual(expected);
+}
+
 function input([server, tool, trusted, annotations, args]: Row): PolicyCallInput {
   return { server, tool, trusted, annotations, arguments: args as Record<string, unknown> | undefined };
 }
@@ -163,16 +171,12 @@ describe('policies/read-only-workstation.yaml', () => {
   ];
   it.each(table)(
     '%s %s (trusted: %s)',
-    async (server, tool, trusted, annotations, args, effect, ruleId, hidden) => {
-      const engine = await engineFor('read-only-workstation.yaml');
-      const call = input([server, tool, trusted, annotations, args]);
-      const decision = engine.decide(call);
-      expect([decision.effect, decision.ruleId, engine.isHiddenFromList(call)]).toEqual([
-        effect,
-        ruleId,
-        hidden,
-      ]);
-    },
+    async (server, tool, trusted, annotations, args, effect, ruleId, hidden) =>
+      expectRow(
+        'read-only-workstation.yaml',
+        [server, tool, trusted, annotations, args],
+        [effect, ruleId, hidden],
+      ),
   );
 
   it('tells the model why a change is refused', async () => {
@@ -263,16 +267,8 @@ describe('policies/locked-down-org.yaml', () => {
   ];
   it.each(table)(
     '%s %s (trusted: %s) %j',
-    async (server, tool, trusted, annotations, args, effect, ruleId, hidden) => {
-      const engine = await engineFor('locked-down-org.yaml');
-      const call = input([server, tool, trusted, annotations, args]);
-      const decision = engine.decide(call);
-      expect([decision.effect, decision.ruleId, engine.isHiddenFromList(call)]).toEqual([
-        effect,
-        ruleId,
-        hidden,
-      ]);
-    },
+    async (server, tool, trusted, annotations, args, effect, ruleId, hidden) =>
+      expectRow('locked-down-org.yaml', [server, tool, trusted, annotations, args], [effect, ruleId, hidden]),
   );
 
   it('listed first, keeps later files from widening what the organisation allows', async () => {
