@@ -17,8 +17,8 @@
 // Exit codes: 0 everything ran (and, in a full run, every target was met); 1 something failed
 // (an answer missing or wrong, a process died, a timeout); 2 bad usage; 3 a full run completed
 // but missed a target. --quick uses tiny counts, judges no targets, and exits 0 if all ran.
-// --cpu-prof DIR runs the warden-full gateway under `node --cpu-prof` (profiles land in DIR;
-// summarise them with `node bench/cpuprofile-top.mjs DIR/*.cpuprofile`). --cli FILE measures
+// --cpu-prof DIR runs both gateways under `node --cpu-prof` (profiles land in DIR/warden-bare and
+// DIR/warden-full; summarise with `node bench/cpuprofile-top.mjs DIR/warden-full/*.cpuprofile`). --cli FILE measures
 // another build of the gateway instead of dist/cli.js.
 
 import { execFile } from 'node:child_process';
@@ -332,8 +332,7 @@ function configurations(gatewayFiles) {
       command: NODE,
       // Node 20 refuses --cpu-prof in NODE_OPTIONS, so it goes on the command line.
       args: [
-        ...(name === 'warden-full' && CPU_PROF_DIR !== undefined
-          ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`]
+        ...(CPU_PROF_DIR !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF_DIR, name)}`]
           : []),
         CLI,
         '--config',
@@ -763,7 +762,7 @@ function report({ medians, ratios, targets }, meta) {
     );
   if (CPU_PROF_DIR !== undefined)
     out.push(
-      `  warden-full ran under --cpu-prof (profiles in ${CPU_PROF_DIR}): its figures include the profiler's cost.`,
+      `  warden-* ran under --cpu-prof (profiles in ${CPU_PROF_DIR}/warden-*): their figures include the profiler's cost.`,
     );
   out.push(
     `  client cpu µs/call (the bench's own, median): ${Object.entries(medians)
@@ -779,7 +778,9 @@ function report({ medians, ratios, targets }, meta) {
 async function main() {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
   if (!existsSync('/proc/self/stat')) throw new Error('the bench reads /proc and needs Linux');
-  if (CPU_PROF_DIR !== undefined) mkdirSync(CPU_PROF_DIR, { recursive: true });
+  if (CPU_PROF_DIR !== undefined)
+    for (const name of ['warden-bare', 'warden-full'])
+      mkdirSync(path.join(CPU_PROF_DIR, name), { recursive: true });
   const { files, extras } = await prepareGatewayConfigs([0, S.listSmall, S.listLarge]);
   const configs = configurations(files);
   const meta = {
