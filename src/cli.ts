@@ -107,6 +107,8 @@ async function serve({ config, policies, redactor }: Loaded): Promise<void> {
           maxFiles: config.audit.maxFiles,
           onFailure: config.audit.onFailure,
           fsync: config.audit.fsync,
+          // One write per turn of the event loop, flushed before each write to the host.
+          writes: 'per-tick',
           redactor,
           onStatus: (status) => {
             if (status.kind === 'recovered')

@@ -110,6 +110,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const resources = new ResourceCatalog(warn);
   const hostRequests = new HostRequester(host);
   const { audit } = options;
+  // A call's record is in the audit file before its answer leaves (the writer batches per turn).
+  if (audit !== undefined) host.beforeWrite = () => audit.flush();
   /** One id per gateway process: every audit record of this session carries it. */
   const session = randomUUID();
   const startedAt = Date.now();

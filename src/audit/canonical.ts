@@ -1,13 +1,11 @@
 /**
- * Canonical JSON for hashing audit records: object keys sorted by UTF-16 code units (as
- * `Array.prototype.sort` and RFC 8785 order them), no whitespace, strings and numbers written
- * exactly as `JSON.stringify` writes them.
+ * Canonical JSON: object keys sorted by UTF-16 code units (as `Array.prototype.sort` and
+ * RFC 8785 order them), no whitespace, strings and numbers written exactly as `JSON.stringify`
+ * writes them, and stable under a parse round trip
+ * (`canonicalJson(JSON.parse(canonicalJson(v))) === canonicalJson(v)`).
  *
- * The one property the hash chain needs: for any value `v`,
- * `canonicalJson(JSON.parse(canonicalJson(v))) === canonicalJson(v)`. The writer hashes the
- * canonical form of what it is given and writes that same text; the verifier parses the line
- * and canonicalises again. So this function maps everything JSON cannot hold to something it
- * can, exactly once, and never throws (an audit append must not fail on an odd argument):
+ * The audit writer uses it for the records `JSON.stringify` refuses (see `recordJson` in
+ * chain.ts), so it maps everything JSON cannot hold to something it can and never throws:
  * - `undefined`, functions and symbols: omitted from objects, `null` in arrays (JSON's rule);
  * - non-finite numbers: `null` (JSON's rule); `-0`: `0`;
  * - `bigint`: its decimal digits as a string (JSON.stringify would throw);
@@ -28,7 +26,7 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * `ancestors` is the path from the root (an array: depth is bounded and small, and push/pop is
- * cheaper than a Set). Strings are built by concatenation: this runs for every audit record.
+ * cheaper than a Set). Strings are built by concatenation.
  */
 function write(value: unknown, depth: number, ancestors: object[]): string | undefined {
   switch (typeof value) {

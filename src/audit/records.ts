@@ -5,8 +5,8 @@
  *
  * A caller builds an `AuditEvent` and hands it to `AuditLog.append`; the writer adds the
  * `ChainFields` (sequence number, time, writer id, hash chain) and the result is an
- * `AuditRecord`. Lines are written with their keys sorted (the canonical form that is hashed),
- * so `jq` or a reader should not rely on key order.
+ * `AuditRecord`. Lines start with `seq` and `ts` and end with `hash` (the hash covers the line's
+ * own text before it); readers should still take fields by name, not by position.
  */
 
 /** Added by the writer to every record; never set by callers (their values would be replaced). */
@@ -26,7 +26,10 @@ export interface ChainFields {
    * the last record in the file when it started (or `GENESIS_HASH`, 64 zeros, in an empty log).
    */
   prev: string;
-  /** SHA-256, lowercase hex, of the canonical JSON of the record without `hash`. */
+  /**
+   * SHA-256, lowercase hex, of the line's text up to (not including) `,"hash":`, which is
+   * always the last member.
+   */
   hash: string;
 }
 

@@ -1,4 +1,4 @@
-import { expectedHash, isHash, type ChainHead } from './chain.js';
+import { isHash, lineHashes, type ChainHead } from './chain.js';
 import { auditFileSet, readLinesSync } from './files.js';
 import { GENESIS_HASH } from './records.js';
 
@@ -47,7 +47,8 @@ export type VerifyResult =
  * and read first, oldest first; or an explicit list, oldest first.
  *
  * Empty lines are skipped. Each record must parse, carry `seq`, `ts`, `writer`, `prev`, `type`
- * and a `hash` equal to the SHA-256 of its canonical form (catches edits). Per writer, each
+ * and, as its last member, a `hash` equal to the SHA-256 of the line's text before that member
+ * (catches edits, down to a changed space). Per writer, each
  * record must follow the writer's previous one: `seq` one more, `prev` its hash (catches
  * removed, inserted, repeated and swapped records). A writer's first record must start a chain
  * (`prev` genesis, `seq` 0) or link to a record read before it, with `seq` one more than that
@@ -107,7 +108,11 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
         const shape = checkShape(parsed);
         if (typeof shape === 'string') return fail(file, number, seqOf, shape);
         const { seq, prev, hash, writer } = shape;
-        if (expectedHash(parsed as Record<string, unknown>) !== hash) {
+        const hashes = lineHashes(text);
+        if (hashes === undefined || hashes.claimed !== hash) {
+          return fail(file, number, seq, 'the record does not end with its "hash" member: it was rewritten');
+        }
+        if (hashes.actual !== hash) {
           return fail(file, number, seq, 'hash mismatch: the record was changed after it was written');
         }
         const last = writers.get(writer);

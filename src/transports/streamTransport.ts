@@ -13,6 +13,11 @@ export interface MessageTransport {
   /** Sends text that is already one serialized message (hot path: no re-serialising). */
   sendRaw?(line: string): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Called just before messages sent so far are handed to the OS, when the transport batches
+   * them (stdio): the gateway writes the audit records of those answers first.
+   */
+  beforeWrite?: () => void;
   /** `line` is the message's text when the transport has it (stdio), for byte-exact forwarding. */
   onmessage?: (message: JsonRpcMessage, line?: string) => void;
   onclose?: () => void;
@@ -33,6 +38,8 @@ export interface StreamTransportOptions {
  * Newline-delimited JSON-RPC over a pair of streams: the host's stdin/stdout, or a child's
  * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
  */
+const DONE = Promise.resolve();
+
 export class StreamTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage, line?: string) => void;
   onclose?: () => void;
@@ -79,32 +86,39 @@ export class StreamTransport implements MessageTransport {
   }
 
   sendRaw(line: string): Promise<void> {
-    const { output } = this.options;
-    if (this.outputClosed || output.destroyed) return Promise.resolve();
-    // Messages written in one turn (e.g. every answer freed by one chunk from an upstream) leave
-    // in one writev: nextTick runs once the promise continuations of this turn have settled, so
-    // nothing waits for a later turn. The benchmark showed one write() per message dominating.
-    if (!this.corked) {
-      this.corked = true;
-      output.cork();
-      process.nextTick(this.uncork);
+    if (this.outputClosed || this.options.output.destroyed) return DONE;
+    // Messages sent in one turn (e.g. every answer freed by one chunk from an upstream) leave as
+    // one string in one write: nextTick runs once the promise continuations of this turn have
+    // settled, so nothing waits for a later turn. One write() per message, or a writev of many
+    // small strings, was a large share of the gateway's CPU in the benchmark (issue 7).
+    this.pending += line;
+    this.pending += '\n';
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.writePending);
     }
     // Not awaiting the write callback keeps the hot path free of a promise per message;
     // `flush()` is how callers wait for the bytes to leave.
-    output.write(line + '\n');
-    return Promise.resolve();
+    return DONE;
   }
 
-  private corked = false;
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.options.output.uncork();
+  beforeWrite?: () => void;
+  private pending = '';
+  private scheduled = false;
+  private readonly writePending = (): void => {
+    this.scheduled = false;
+    if (this.pending === '') return;
+    this.beforeWrite?.();
+    const text = this.pending;
+    this.pending = '';
+    const { output } = this.options;
+    if (!this.outputClosed && !output.destroyed) output.write(text);
   };
 
   /** Resolves once everything written so far has been handed to the OS. */
   flush(): Promise<void> {
     const { output } = this.options;
-    if (this.corked) this.uncork();
+    if (this.scheduled) this.writePending();
     if (output.destroyed || output.writableLength === 0) return Promise.resolve();
     return new Promise((resolve) => output.write('', () => resolve()));
   }

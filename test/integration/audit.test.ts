@@ -67,6 +67,31 @@ describe('nothing lost', () => {
     expect(verify.code).toBe(0);
   });
 
+  it("a call's record is in the file before its answer reaches the host", async () => {
+    const { file, config } = setup();
+    const s = rawSession(config);
+    await initialize(s);
+    const missing: number[] = [];
+    const answered = Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        s.next((m) => {
+          if (m.id !== i + 1) return false;
+          // Read the moment the answer arrives: the gateway wrote the record before answering.
+          const texts = readAudit(file)
+            .filter((r) => r.type === 'call')
+            .map((r) => (r.args as { text: string }).text);
+          if (!texts.includes(`call ${i + 1}`)) missing.push(i + 1);
+          return true;
+        }),
+      ),
+    );
+    s.send(
+      Array.from({ length: 100 }, (_, i) => call(i + 1, 'up__echo', { text: `call ${i + 1}` })).join('\n'),
+    );
+    await answered;
+    expect(missing).toEqual([]);
+  });
+
   it('SIGTERM during calls in flight: every call is recorded with its outcome', async () => {
     const { file, config } = setup();
     const s = rawSession(config);

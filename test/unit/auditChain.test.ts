@@ -1,10 +1,18 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openAuditLog } from '../../src/audit/auditWriter.js';
 import { canonicalJson } from '../../src/audit/canonical.js';
-import { expectedHash } from '../../src/audit/chain.js';
+import { lineHashes, sealRecord } from '../../src/audit/chain.js';
 import { GENESIS_HASH, type CallEvent } from '../../src/audit/records.js';
 import { createRedactor } from '../../src/audit/redact.js';
 import { formatVerifyResult, verifyAuditFiles } from '../../src/audit/verify.js';
@@ -86,19 +94,22 @@ describe('canonical JSON', () => {
 });
 
 describe('audit log hash chain', () => {
-  it('writes one canonical line per record, chained from genesis', async () => {
+  it('writes one line per record, hashed over its own bytes, chained from genesis', async () => {
     await writeCalls(3);
     const records = lines().map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (const line of lines()) {
+      const hashes = lineHashes(line);
+      expect(hashes?.actual).toBe(hashes?.claimed);
+    }
     expect(records.map((r) => r.seq)).toEqual([0, 1, 2]);
     expect(records[0]?.prev).toBe(GENESIS_HASH);
     expect(records[1]?.prev).toBe(records[0]?.hash);
     expect(records[2]?.prev).toBe(records[1]?.hash);
     for (const record of records) {
-      expect(record.hash).toBe(expectedHash(record));
       expect(new Date(String(record.ts)).toISOString()).toBe(record.ts);
       expect(record.writer).toMatch(/^[0-9a-f]{12}$/);
     }
-    expect(lines()[0]).toMatch(/^\{"args":\{"path":"\/tmp\/0"\},"client":/);
+    expect(lines()[0]).toMatch(/^\{"seq":0,"ts":"[^"]+","type":"call","session":"s1",/);
     expect(lines()[0]).toMatch(/,"hash":"[0-9a-f]{64}"\}$/);
   });
 
@@ -144,6 +155,71 @@ describe('audit log hash chain', () => {
     expect(verifyAuditFiles(file).ok).toBe(true);
   });
 
+  describe('per-tick writes', () => {
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('writes the records of one turn together at its end, or at flush()', async () => {
+      const log = await openAuditLog({ file, onFailure: 'block', writes: 'per-tick' });
+      for (let i = 0; i < 5; i++) log.append(call(i));
+      expect(readFileSync(file, 'utf8')).toBe('');
+      await nextTurn();
+      expect(lines()).toHaveLength(5);
+      log.append(call(5));
+      log.flush();
+      expect(lines()).toHaveLength(6);
+      log.append(call(6));
+      log.close(); // close flushes too
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 7, writers: 1 });
+      expect(lines().map((line) => (JSON.parse(line) as { ms: number }).ms)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    });
+
+    it('records what the caller had when it appended, not what it changed later', async () => {
+      const log = await openAuditLog({ file, onFailure: 'block', writes: 'per-tick' });
+      const event = call(0);
+      log.append(event);
+      event.outcome = 'denied';
+      log.close();
+      expect(JSON.parse(lines()[0] ?? '')).toMatchObject({ outcome: 'ok' });
+    });
+
+    it("splits one turn's records across rotated files at the size limit", async () => {
+      const log = await openAuditLog({
+        file,
+        onFailure: 'block',
+        writes: 'per-tick',
+        maxBytes: 1500,
+        maxFiles: 50,
+      });
+      for (let i = 0; i < 30; i++) log.append(call(i));
+      await nextTurn();
+      log.close();
+      const files = readdirSync(dir).filter((f) => f.startsWith('audit.jsonl'));
+      expect(files.length).toBeGreaterThan(2);
+      for (const f of files) expect(readFileSync(path.join(dir, f)).length).toBeLessThanOrEqual(1500);
+      expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 30, fromGenesis: true });
+    });
+
+    it('a failed write loses the queued records, never throws, and the gap is recorded later', async () => {
+      const log = await openAuditLog({ file, onFailure: 'block', writes: 'per-tick' });
+      log.append(call(0));
+      log.flush();
+      unlinkSync(file);
+      mkdirSync(file); // the next write finds a folder: EISDIR
+      log.append(call(1));
+      log.append(call(2));
+      expect(() => log.flush()).not.toThrow();
+      expect(log.healthy).toBe(false);
+      expect(log.lost).toBe(2);
+      rmSync(file, { recursive: true });
+      log.append(call(3));
+      log.close();
+      expect(log.healthy).toBe(true);
+      const records = lines().map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(records.map((r) => r.type)).toEqual(['audit_gap', 'call']);
+      expect(records[0]).toMatchObject({ lost: 2 });
+    });
+  });
+
   describe('rejects tampering, naming the first bad record', () => {
     it('an edited record (hash mismatch)', async () => {
       await writeCalls(10);
@@ -162,16 +238,40 @@ describe('audit log hash chain', () => {
     it('an edited record with its hash recomputed (the next record no longer links)', async () => {
       await writeCalls(10);
       const content = lines();
-      const record = JSON.parse(content[4] ?? '') as Record<string, unknown>;
+      const { hash: _hash, ...record } = JSON.parse(content[4] ?? '') as Record<string, unknown>;
       record.outcome = 'denied';
-      record.hash = expectedHash(record);
-      content[4] = JSON.stringify(record);
+      content[4] = sealRecord(JSON.stringify(record)).line.trimEnd();
       writeLines(content);
       expect(verifyAuditFiles(file)).toMatchObject({
         ok: false,
         line: 6,
         seq: 5,
         problem: expect.stringMatching(/^prev is not the hash/),
+      });
+    });
+
+    it('a record reformatted without changing its data (the bytes are hashed)', async () => {
+      await writeCalls(3);
+      const content = lines();
+      content[1] = (content[1] ?? '').replace('"outcome":"ok"', '"outcome": "ok"');
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 2,
+        problem: 'hash mismatch: the record was changed after it was written',
+      });
+    });
+
+    it('a record rewritten with its members reordered', async () => {
+      await writeCalls(3);
+      const content = lines();
+      const { hash, ...rest } = JSON.parse(content[1] ?? '') as Record<string, unknown>;
+      content[1] = JSON.stringify({ hash, ...rest });
+      writeLines(content);
+      expect(verifyAuditFiles(file)).toMatchObject({
+        ok: false,
+        line: 2,
+        problem: 'the record does not end with its "hash" member: it was rewritten',
       });
     });
 

@@ -8,6 +8,8 @@ import {
 } from '../../src/protocol/jsonRpc.js';
 import { attachRawResponse, rawResultText, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
 import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
+import { StreamTransport } from '../../src/transports/streamTransport.js';
+import { PassThrough } from 'node:stream';
 
 function decode(chunks: (string | Buffer)[], maxLineBytes = 1024) {
   const lines: string[] = [];
@@ -119,5 +121,42 @@ describe('parseMessage', () => {
     ]) {
       expect(parseMessage(JSON.stringify(m))).toEqual({ ok: true, message: m });
     }
+  });
+});
+
+describe('StreamTransport', () => {
+  function transport() {
+    const output = new PassThrough();
+    const written: string[] = [];
+    output.on('data', (c: Buffer) => written.push(c.toString()));
+    const t = new StreamTransport({
+      input: new PassThrough(),
+      output,
+      maxLineBytes: 1024,
+      onJunk: () => {},
+      onOversize: () => {},
+    });
+    return { t, written };
+  }
+
+  it('writes the messages of one turn as one chunk, calling beforeWrite first', async () => {
+    const { t, written } = transport();
+    const events: string[] = [];
+    t.beforeWrite = () => events.push(`beforeWrite after ${written.length} chunks`);
+    await t.start();
+    void t.sendRaw('{"a":1}');
+    void t.send({ jsonrpc: '2.0', method: 'x' });
+    expect(events).toEqual([]);
+    await t.flush();
+    expect(events).toEqual(['beforeWrite after 0 chunks']);
+    expect(written).toEqual(['{"a":1}\n{"jsonrpc":"2.0","method":"x"}\n']);
+  });
+
+  it('writes at the end of the turn without a flush', async () => {
+    const { t, written } = transport();
+    await t.start();
+    void t.sendRaw('{"b":2}');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written).toEqual(['{"b":2}\n']);
   });
 });
