@@ -14,8 +14,9 @@ import { analysePattern } from '../repairs/safeRegExp.js';
  *    `key=value` or a configured pattern. Only the secret part is replaced where the pattern
  *    says which part that is (`Bearer [REDACTED:bearer]`, `postgres://u:[REDACTED:url_password]@h`).
  *
- * Redaction never mutates its input and returns plain objects and arrays. Object keys are
- * kept as they are (a secret used as a key is not caught). Errors become `{ name, message }`.
+ * Redaction never mutates its input and returns plain objects and arrays: the input's own
+ * where nothing in them changed, copies where something did. Object keys are kept as they are
+ * (a secret used as a key is not caught). Errors become `{ name, message }`.
  * A reference back to an enclosing object becomes `"[Circular]"`, nesting beyond `maxDepth`
  * becomes `"[Truncated]"`, and a value whose getters or `toJSON` throw becomes
  * `"[Unserializable]"`. Applying a redactor twice gives the same result as once.
@@ -60,6 +61,12 @@ interface SecretPattern {
   readonly kind: string;
   /** Flags `dg` (plus any of `imsu`). */
   readonly regex: RegExp;
+  /**
+   * Regular-expression source of text that every match contains (a literal part of the
+   * pattern). The hints of all patterns are joined into one expression that most strings fail
+   * in a single scan, so they are not scanned once per pattern.
+   */
+  readonly hint?: string;
   /** Further check on the matched secret, for patterns a regular expression alone would overmatch. */
   readonly accept?: (secret: string) => boolean;
 }
@@ -85,6 +92,7 @@ const BUILTIN_PATTERNS: readonly SecretPattern[] = [
   {
     // PEM and PGP private key blocks, up to their END line, or to the end of a truncated text.
     kind: 'private_key',
+    hint: '-----BEGIN',
     regex:
       /-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/dg,
   },
@@ -92,34 +100,43 @@ const BUILTIN_PATTERNS: readonly SecretPattern[] = [
     // header.payload.signature, both JSON parts base64url of `{"` (so `eyJ`); the signature may
     // be empty (`alg: none`).
     kind: 'jwt',
+    hint: 'eyJ',
     regex: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/dg,
   },
   {
     // GitHub: personal, OAuth, user-to-server, server-to-server, refresh tokens; fine-grained PATs.
     kind: 'github_token',
+    hint: 'gh[pousr]_|github_pat_',
     regex: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/dg,
   },
-  { kind: 'gitlab_token', regex: /(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}/dg },
-  { kind: 'slack_token', regex: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg },
-  { kind: 'aws_key', regex: /(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])/dg },
-  { kind: 'google_key', regex: /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}/dg },
-  { kind: 'npm_token', regex: /(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])/dg },
-  { kind: 'hf_token', regex: /(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}/dg },
+  { kind: 'gitlab_token', hint: 'glpat-', regex: /(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}/dg },
+  { kind: 'slack_token', hint: 'xox[abposr]-', regex: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg },
+  {
+    kind: 'aws_key',
+    hint: 'AKIA|ASIA|ABIA|ACCA',
+    regex: /(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])/dg,
+  },
+  { kind: 'google_key', hint: 'AIza', regex: /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}/dg },
+  { kind: 'npm_token', hint: 'npm_', regex: /(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])/dg },
+  { kind: 'hf_token', hint: 'hf_', regex: /(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}/dg },
   {
     // OpenAI (`sk-`, `sk-proj-`), Anthropic (`sk-ant-`), and Stripe secret/restricted keys.
     kind: 'api_key',
+    hint: '[sr]k[-_]',
     regex: /(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})/dg,
   },
   {
     // `Authorization: Bearer <token68>`. English prose says "bearer" too ("bearer bonds are
     // ..."), so the token must look random: a digit or symbol in it, or at least 20 characters.
     kind: 'bearer',
+    hint: '[Bb]earer',
     regex: /(?<![A-Za-z0-9])[Bb]earer\s+(?<secret>[A-Za-z0-9\-._~+/]{8,}=*)/dg,
     accept: (secret) => secret.length >= 20 || /[0-9\-._~+/=]/.test(secret),
   },
   {
     // The password in `scheme://user:password@host` (database URLs in error messages).
     kind: 'url_password',
+    hint: ':\\/\\/',
     regex: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s/:@]*:(?<secret>[^\s/@]+)@/dg,
   },
 ];
@@ -226,53 +243,91 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
     return secret;
   }
 
+  // Patterns with a hint first (the built-in ones and the key=value one), in their order; a
+  // string that matches no hint cannot match any of them, and most strings match none.
+  const hinted = ready.filter((pattern) => pattern.hint !== undefined);
+  const unhinted = ready.filter((pattern) => pattern.hint === undefined);
+  const anyHint =
+    hinted.length === 0 ? undefined : new RegExp(hinted.map((pattern) => pattern.hint).join('|'), 'u');
+
   function redactText(text: string): string {
     let result = text;
-    for (const pattern of ready) result = applyPattern(result, pattern);
+    if (anyHint?.test(text)) for (const pattern of hinted) result = applyPattern(result, pattern);
+    for (const pattern of unhinted) result = applyPattern(result, pattern);
     return result;
   }
 
-  function walk(value: unknown, depth: number, ancestors: Set<object>, byKey: boolean): unknown {
+  /**
+   * Copy on write: a plain object or array in which nothing needs redacting is returned as it
+   * is (most arguments hold no secret, and copying them was most of the cost of a record).
+   * `ancestors` is the path from the root, for cycles (an array: depth is bounded and small).
+   */
+  function walk(value: unknown, depth: number, ancestors: object[], byKey: boolean): unknown {
     if (typeof value === 'string') return redactText(value);
     if (typeof value !== 'object' || value === null) return value;
-    if (ancestors.has(value)) return '[Circular]';
+    if (ancestors.includes(value)) return '[Circular]';
     if (depth >= maxDepth) return '[Truncated]';
-    ancestors.add(value);
+    ancestors.push(value);
     try {
       if (value instanceof Error) {
         return { name: value.name, message: redactText(value.message) };
       }
       const toJSON = (value as { toJSON?: unknown }).toJSON;
       if (typeof toJSON === 'function') return walk(toJSON.call(value), depth + 1, ancestors, byKey);
-      if (Array.isArray(value)) return value.map((item: unknown) => walk(item, depth + 1, ancestors, byKey));
-      const out: Record<string, unknown> = {};
-      for (const key of Object.keys(value)) {
+      if (Array.isArray(value)) {
+        let out: unknown[] | undefined;
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          const redacted = walk(item, depth + 1, ancestors, byKey);
+          if (out === undefined) {
+            if (redacted === item) continue;
+            out = value.slice(0, i);
+          }
+          out.push(redacted);
+        }
+        return out ?? value;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      // Anything but a plain object (a class instance, a Map) becomes one, as JSON would see it.
+      let out: Record<string, unknown> | undefined =
+        proto === Object.prototype || proto === null ? undefined : {};
+      const keys = Object.keys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
         const item = (value as Record<string, unknown>)[key];
         const redacted =
           byKey && isSecretKey(key) ? secretValue(item) : walk(item, depth + 1, ancestors, byKey);
-        // defineProperty, not assignment: a `__proto__` key (JSON.parse makes it an own key)
-        // must stay data, not replace the copy's prototype.
-        Object.defineProperty(out, key, {
-          value: redacted,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+        if (out === undefined) {
+          if (redacted === item) continue;
+          out = {};
+          for (let j = 0; j < i; j++) setData(out, keys[j]!, (value as Record<string, unknown>)[keys[j]!]);
+        }
+        setData(out, key, redacted);
       }
-      return out;
+      return out ?? value;
     } catch {
       return '[Unserializable]';
     } finally {
-      ancestors.delete(value);
+      ancestors.pop();
     }
   }
 
   return {
-    redactValue: (value) => walk(value, 0, new Set(), true),
+    redactValue: (value) => walk(value, 0, [], true),
     redactText,
-    redactStrings: (value) => walk(value, 0, new Set(), false),
+    redactStrings: (value) => walk(value, 0, [], false),
     isSecretKey,
   };
+}
+
+/**
+ * Sets an own data property. A `__proto__` key (JSON.parse makes it an own key) must stay data,
+ * not replace the copy's prototype, so it goes through defineProperty.
+ */
+function setData(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 /** What replaces a value under a secret key. */
@@ -330,7 +385,7 @@ function assignmentPattern(entries: readonly KeyEntry[]): SecretPattern | undefi
   const value =
     `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
     `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]]+))`;
-  return { kind: '', regex: new RegExp(key + separator + value, 'dgiu') };
+  return { kind: '', hint: '[:=]', regex: new RegExp(key + separator + value, 'dgiu') };
 }
 
 function escapeRegExp(text: string): string {

@@ -47,9 +47,10 @@ describe('upstream failures are contained', () => {
     await host.client.listTools();
 
     const started = Date.now();
-    const [crashed, hanging] = await Promise.all([
-      host.client.callTool({ name: 'up__crash', arguments: {} }),
+    // The hanging call is sent first, so it is in flight upstream when the crash comes.
+    const [hanging, crashed] = await Promise.all([
       host.client.callTool({ name: 'up__hang', arguments: {} }),
+      host.client.callTool({ name: 'up__crash', arguments: {} }),
     ]);
     // Both in-flight calls end with the crash, well within a second (issue 2).
     expect(Date.now() - started).toBeLessThan(1000);

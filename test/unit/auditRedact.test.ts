@@ -79,6 +79,15 @@ describe('redactText: credential patterns', () => {
     expect(redactor.redactText(input)).toBe(expected);
   });
 
+  // Bare, with nothing around them that any other pattern's hint could match: each pattern's
+  // own hint must let its credentials through the one-scan prefilter.
+  it.each([GHP, GH_PAT, SK, SK_ANT, STRIPE, SLACK, AWS, GOOGLE, NPM, GITLAB, HF, JWT])(
+    'finds a bare credential through the prefilter: %s',
+    (secret) => {
+      expect(redactor.redactText(secret)).toMatch(/^\[REDACTED:[a-z_]+\]$/);
+    },
+  );
+
   const untouched = [
     'Please tokenize this sentence and count tokens.',
     'max_tokens: 512',
@@ -170,6 +179,16 @@ describe('redactValue: secret keys at any depth', () => {
     const output = redactor.redactValue(input);
     expect(input).toEqual(snapshot);
     expect(output).not.toBe(input);
+  });
+
+  it('returns what needs no redaction as it is, and copies only the path to a change', () => {
+    const clean = { path: '/tmp/a', options: { depth: 2, tags: ['x', 'y'] } };
+    expect(redactor.redactValue(clean)).toBe(clean);
+    const mixed = { keep: { n: 1 }, change: { note: `key ${GHP}` } };
+    const out = redactor.redactValue(mixed) as typeof mixed;
+    expect(out).not.toBe(mixed);
+    expect(out.keep).toBe(mixed.keep);
+    expect(out.change).toEqual({ note: 'key [REDACTED:github_token]' });
   });
 
   it('handles cycles, shared references and depth', () => {
