@@ -6,6 +6,7 @@ import { formatMs, HostCancelledError, UnknownToolError, WardenError } from './e
 import type { HostRequester } from './hostRequester.js';
 import type { Logger } from './logging/logger.js';
 import { Cancellation, type CancelSignal } from './pipeline/cancellation.js';
+import type { ProgressListener } from './upstreams/upstreamSession.js';
 import type { Next, ToolCall } from './pipeline/types.js';
 import { rawResultText } from './protocol/rawJson.js';
 import {
@@ -66,20 +67,22 @@ const LIST_CHANGED_METHOD: Readonly<Record<'tools' | 'prompts' | 'resources', st
   resources: 'notifications/resources/list_changed',
 };
 
-interface InFlight {
-  readonly cancellation: Cancellation;
+/**
+ * A host request being served: its cancellation (which the host's `notifications/cancelled`
+ * and the call's stages trigger), and its re-tagged progress. One object per request.
+ */
+class HostRequest extends Cancellation {
   /** The host cancelled: per the spec no response goes back for this request. */
-  cancelledByHost: boolean;
-}
-
-/** A host request being served: its cancellation signal and re-tagged progress. */
-interface HostRequestScope {
-  readonly entry: InFlight;
+  cancelledByHost = false;
+  /** Answered: progress that arrives later is not forwarded. */
+  finished = false;
   /** The host's `_meta` without its progress token. */
-  readonly meta: Params | undefined;
-  readonly onProgress: ((p: Params) => void) | undefined;
-  /** Ends progress forwarding and forgets the request. */
-  finish(): void;
+  meta: Params | undefined;
+  onProgress: ProgressListener | undefined;
+
+  constructor(readonly key: string | number) {
+    super();
+  }
 }
 
 /**
@@ -91,8 +94,13 @@ interface HostRequestScope {
 export class Router {
   private readonly options: RouterOptions;
   private readonly log: Logger;
-  private readonly inFlight = new Map<string | number, InFlight>();
-  private readonly handlers = new Set<Promise<void>>();
+  private readonly inFlight = new Map<string | number, HostRequest>();
+  /** Host requests being handled, and what `drain` waits on until none are. */
+  private handling = 0;
+  private idle: (() => void) | undefined;
+  private readonly handled = (): void => {
+    if (--this.handling === 0) this.idle?.();
+  };
   /** Upstream requests forwarded to the host, by upstream and its id, to pass on its cancellations. */
   private readonly forwarded = new Map<string, Cancellation>();
   private readonly listed = new Set<'tools' | 'prompts' | 'resources'>();
@@ -109,11 +117,17 @@ export class Router {
   start(): void {
     this.options.host.onmessage = (message) => {
       if (isRequest(message)) {
-        const handling = this.handleRequest(message).catch((error: unknown) => {
-          this.log.error(`unhandled error answering ${message.method}: ${String(error)}`);
-        });
-        this.handlers.add(handling);
-        void handling.finally(() => this.handlers.delete(handling));
+        this.handling++;
+        // tools/call, the hot path, takes no detour through the general dispatch.
+        const handling =
+          message.method === 'tools/call' && !this.closing
+            ? this.callTool(message.id, message.params)
+            : this.handleRequest(message);
+        handling
+          .catch((error: unknown) => {
+            this.log.error(`unhandled error answering ${message.method}: ${String(error)}`);
+          })
+          .then(this.handled, this.handled);
       } else if (isNotification(message)) {
         this.handleNotification(message);
       } else if (isResponse(message)) {
@@ -215,7 +229,7 @@ export class Router {
   async drain(): Promise<void> {
     this.closing = true;
     this.options.hostRequests.failAll('mcp-warden is shutting down');
-    while (this.handlers.size > 0) await Promise.allSettled([...this.handlers]);
+    if (this.handling > 0) await new Promise<void>((resolve) => (this.idle = resolve));
   }
 
   private async handleRequest(request: JsonRpcRequest): Promise<void> {
@@ -263,11 +277,11 @@ export class Router {
     if (method === 'notifications/cancelled') {
       const requestId = params?.requestId;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
-      const entry = this.inFlight.get(idKey(requestId));
-      if (entry === undefined) return; // already answered: the spec says to ignore it
-      entry.cancelledByHost = true;
+      const request = this.inFlight.get(idKey(requestId));
+      if (request === undefined) return; // already answered: the spec says to ignore it
+      request.cancelledByHost = true;
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
-      entry.cancellation.cancel(new HostCancelledError(reason));
+      request.cancel(new HostCancelledError(reason));
     } else if (method === 'notifications/roots/list_changed') {
       for (const upstream of this.options.pool.upstreams) upstream.notify(method);
     }
@@ -312,22 +326,19 @@ export class Router {
   }
 
   /** Registers a host request for cancellation and re-tags its progress token (FIELD_NOTES "Timeouts"). */
-  private begin(id: RequestId, params: Params | undefined): HostRequestScope {
-    const key = idKey(id);
-    const entry: InFlight = { cancellation: new Cancellation(), cancelledByHost: false };
-    this.inFlight.set(key, entry);
+  private begin(id: RequestId, params: Params | undefined): HostRequest {
+    const request = new HostRequest(idKey(id));
+    this.inFlight.set(request.key, request);
     const hostMeta = params?._meta as Params | undefined;
     const progressToken = hostMeta?.progressToken;
-    let finished = false;
-    let meta = hostMeta;
-    let onProgress: ((p: Params) => void) | undefined;
+    request.meta = hostMeta;
     if (progressToken !== undefined) {
       // The upstream gets our own token (its session's request id); the host's stays with us.
       const { progressToken: _t, ...rest } = hostMeta!;
-      meta = Object.keys(rest).length > 0 ? rest : undefined;
-      onProgress = (p) => {
+      request.meta = Object.keys(rest).length > 0 ? rest : undefined;
+      request.onProgress = (p) => {
         // Progress after the answer would confuse hosts; the spec ties it to the request's life.
-        if (finished) return;
+        if (request.finished) return;
         const { progressToken: _upstreamToken, ...fields } = p;
         void this.options.host.send({
           jsonrpc: '2.0',
@@ -336,18 +347,16 @@ export class Router {
         });
       };
     }
-    return {
-      entry,
-      meta,
-      onProgress,
-      finish: () => {
-        finished = true;
-        this.inFlight.delete(key);
-      },
-    };
+    return request;
   }
 
-  private async callTool(id: RequestId, params: Params | undefined): Promise<void> {
+  /** The request was answered (or failed): no more progress, and cancellations are ignored. */
+  private finish(request: HostRequest): void {
+    request.finished = true;
+    this.inFlight.delete(request.key);
+  }
+
+  private callTool(id: RequestId, params: Params | undefined): Promise<void> {
     const name = params?.name;
     const args = params?.arguments;
     if (typeof name !== 'string')
@@ -360,46 +369,57 @@ export class Router {
         code: RpcErrorCode.InvalidParams,
         message: `tools/call ${name}: params.arguments must be an object`,
       });
-    const entry = await this.resolveNamed(this.options.tools, name);
-    if (entry === undefined)
+    const entry = this.options.tools.resolve(name);
+    if (entry !== undefined) return this.runCall(id, params, name, entry, args);
+    // Not listed (yet): give the upstreams their startup window, then look again.
+    return this.options.pool.start().then(() => {
+      const later = this.options.tools.resolve(name);
+      if (later !== undefined) return this.runCall(id, params, name, later, args);
       return this.replyError(id, {
         code: RpcErrorCode.InvalidParams,
         message: new UnknownToolError(name).message,
       });
+    });
+  }
 
-    const scope = this.begin(id, params);
+  private runCall(
+    id: RequestId,
+    params: Params | undefined,
+    name: string,
+    entry: { readonly server: string; readonly item: Tool },
+    args: unknown,
+  ): Promise<void> {
+    const request = this.begin(id, params);
     const call: ToolCall = {
       exposedName: name,
       server: entry.server,
       tool: entry.item.name,
       definition: entry.item,
       arguments: args as Record<string, unknown> | undefined,
-      meta: scope.meta,
-      signal: scope.entry.cancellation,
-      onProgress: scope.onProgress,
+      meta: request.meta,
+      signal: request,
+      onProgress: request.onProgress,
       record: { repairs: [] },
     };
-    try {
-      const result = await this.options.callTool(call);
-      scope.finish();
-      if (scope.entry.cancelledByHost) return;
-      await this.replyResult(id, result);
-    } catch (error) {
-      scope.finish();
-      if (scope.entry.cancelledByHost) return;
-      const outcome = errorToWire(error, this.log);
-      if (outcome.kind === 'result') {
+    return this.options.callTool(call).then(
+      (result) => {
+        this.finish(request);
+        if (!request.cancelledByHost) return this.replyResult(id, result);
+      },
+      (error: unknown) => {
+        this.finish(request);
+        if (request.cancelledByHost) return;
+        const outcome = errorToWire(error, this.log);
+        if (outcome.kind === 'error') return this.replyError(id, outcome.error);
         const first = outcome.result.content[0];
         this.log.warn(`tools/call ${name}: ${first?.type === 'text' ? first.text : 'failed'}`);
-        await this.options.host.send({
+        return this.options.host.send({
           jsonrpc: '2.0',
           id,
           result: outcome.result as Record<string, unknown>,
         });
-      } else {
-        await this.replyError(id, outcome.error);
-      }
-    }
+      },
+    );
   }
 
   /** Looks a name up, giving upstreams their startup window first if it is not there yet. */
@@ -500,12 +520,11 @@ export class Router {
     params: Params | undefined,
   ): Promise<void> {
     const upstream = this.options.pool.byName.get(server)!;
-    const scope = this.begin(id, params);
-    const { cancellation } = scope.entry;
+    const request = this.begin(id, params);
     const limit = this.options.requestTimeoutMs;
     const timer = setTimeout(
       () =>
-        cancellation.cancel(
+        request.cancel(
           new WardenError(
             'CALL_TIMEOUT',
             `${method} to server "${server}" got no answer within ${formatMs(limit)}`,
@@ -515,20 +534,20 @@ export class Router {
     );
     const sent: Params | undefined = params === undefined ? undefined : { ...params };
     if (sent !== undefined) {
-      if (scope.meta === undefined) delete sent._meta;
-      else sent._meta = scope.meta;
+      if (request.meta === undefined) delete sent._meta;
+      else sent._meta = request.meta;
     }
     try {
       const result = await upstream.request(method, sent, {
-        signal: cancellation,
-        ...(scope.onProgress && { onProgress: scope.onProgress }),
+        signal: request,
+        onProgress: request.onProgress,
       });
-      if (!scope.entry.cancelledByHost) await this.replyResult(id, result);
+      if (!request.cancelledByHost) await this.replyResult(id, result);
     } catch (error) {
-      if (!scope.entry.cancelledByHost) await this.replyError(id, requestErrorToWire(error, this.log));
+      if (!request.cancelledByHost) await this.replyError(id, requestErrorToWire(error, this.log));
     } finally {
       clearTimeout(timer);
-      scope.finish();
+      this.finish(request);
     }
   }
 

@@ -1,11 +1,76 @@
-import pLimit, { type LimitFunction } from 'p-limit';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
 import { QueueFullError } from '../errors.js';
-import type { Interceptor } from '../pipeline/types.js';
+import type { Interceptor, Next, ToolCall } from '../pipeline/types.js';
 
 export interface ConcurrencyLimitOptions {
   readonly servers: readonly Pick<ServerConfig, 'name' | 'maxConcurrency' | 'maxQueue'>[];
 }
+
+interface Waiter {
+  readonly call: ToolCall;
+  readonly next: Next;
+  readonly resolve: (result: CallToolResult) => void;
+  readonly reject: (error: unknown) => void;
+  stopListening: () => void;
+}
+
+/**
+ * One server's slots and queue. Not p-limit: that wraps every task in promises of its own
+ * even when a slot is free, which the benchmark measured on every call (issue 7), and it
+ * cannot take a waiting task back out of its queue. Here a call with a free slot goes straight
+ * through, and a queued call whose signal is cancelled (the timeout fired, the host gave up)
+ * leaves the queue at once, never reaching the upstream.
+ */
+class Gate {
+  private active = 0;
+  private readonly queue: Waiter[] = [];
+  private readonly release = (): void => {
+    this.active--;
+    this.drain();
+  };
+
+  constructor(private readonly server: ConcurrencyLimitOptions['servers'][number]) {}
+
+  run(call: ToolCall, next: Next): Promise<CallToolResult> {
+    const { maxConcurrency, maxQueue, name } = this.server;
+    if (this.active < maxConcurrency && this.queue.length === 0) return this.start(call, next);
+    if (this.queue.length >= maxQueue)
+      return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { call, next, resolve, reject, stopListening: noop };
+      this.queue.push(waiter);
+      waiter.stopListening = call.signal.onCancel((reason) => {
+        const i = this.queue.indexOf(waiter);
+        if (i !== -1) this.queue.splice(i, 1);
+        reject(reason);
+      });
+    });
+  }
+
+  private start(call: ToolCall, next: Next): Promise<CallToolResult> {
+    this.active++;
+    let running: Promise<CallToolResult>;
+    try {
+      running = next(call);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running.then(this.release, this.release);
+    return running;
+  }
+
+  private drain(): void {
+    while (this.active < this.server.maxConcurrency && this.queue.length > 0) {
+      const waiter = this.queue.shift()!;
+      waiter.stopListening();
+      // A cancelled call left the queue when it was cancelled; this one is live.
+      this.start(waiter.call, waiter.next).then(waiter.resolve, waiter.reject);
+    }
+  }
+}
+
+function noop(): void {}
 
 /**
  * At most `maxConcurrency` calls in flight per upstream; up to `maxQueue` more wait, and beyond
@@ -13,19 +78,9 @@ export interface ConcurrencyLimitOptions {
  * slot is held only while the upstream works, and the timeout outside it counts queued time.
  */
 export function createConcurrencyLimitInterceptor(options: ConcurrencyLimitOptions): Interceptor {
-  const limits = new Map<
-    string,
-    { limit: LimitFunction; server: ConcurrencyLimitOptions['servers'][number] }
-  >(options.servers.map((s) => [s.name, { limit: pLimit(s.maxConcurrency), server: s }]));
+  const gates = new Map(options.servers.map((s) => [s.name, new Gate(s)]));
   return function concurrencyLimit(call, next) {
-    const entry = limits.get(call.server);
-    if (entry === undefined) return next(call);
-    const { limit, server } = entry;
-    if (limit.activeCount >= limit.concurrency && limit.pendingCount >= server.maxQueue)
-      return Promise.reject(new QueueFullError(server.name, server.maxConcurrency, server.maxQueue));
-    return limit(() =>
-      // A call that timed out or was cancelled while it waited never reaches the upstream.
-      call.signal?.cancelled ? Promise.reject(call.signal.reason!) : next(call),
-    );
+    const gate = gates.get(call.server);
+    return gate === undefined ? next(call) : gate.run(call, next);
   };
 }

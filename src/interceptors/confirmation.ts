@@ -3,7 +3,8 @@ import type { ConfirmationConfig } from '../config/types.js';
 import { DeniedError, formatMs, HostCancelledError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { Cancellation, type CancelSignal } from '../pipeline/cancellation.js';
-import type { Interceptor, ToolCall } from '../pipeline/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Interceptor, Next, ToolCall } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { RequestAnswer } from '../upstreams/upstream.js';
 import { describeDecision } from './policy.js';
@@ -41,9 +42,13 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
   /** Tools the user chose to allow for the rest of this session ("remember"). */
   const remembered = new Set<string>();
 
-  return async function confirmation(call, next) {
-    const decision = call.decision;
-    if (decision?.effect !== 'confirm') return next(call);
+  return function confirmation(call, next) {
+    // Most calls are not asked about: they pass straight through, without a promise of ours.
+    return call.decision?.effect === 'confirm' ? confirm(call, next) : next(call);
+  };
+
+  async function confirm(call: ToolCall, next: Next): Promise<CallToolResult> {
+    const decision = call.decision!;
     const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
     call.record.decision = record;
     const key = `${call.server}\u0000${call.tool}`;
@@ -53,7 +58,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       return next(call);
     }
     // What the human approves is what runs: a frozen copy, taken before asking.
-    const approved = { ...call, arguments: deepFreeze(structuredClone(call.arguments)) };
+    const approved: ToolCall = { ...call, arguments: deepFreeze(structuredClone(call.arguments)) };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 
     for (const method of config.methods) {
@@ -70,7 +75,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
           call: approved,
           reason: why,
           timeoutMs: config.timeoutMs,
-          ...(call.signal && { signal: call.signal }),
+          signal: call.signal,
           logger,
         });
         return settle(verdict, `the confirmation command (${config.command.command})`);
@@ -97,15 +102,15 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
         throw new DeniedError(
           `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for tool "${call.tool}" on server ` +
             `"${call.server}", so it was not run.`,
-          decision!.ruleId,
+          decision.ruleId,
         );
       }
       throw new DeniedError(
         `Declined by ${who}: tool "${call.tool}" on server "${call.server}" was not run.`,
-        decision!.ruleId,
+        decision.ruleId,
       );
     }
-  };
+  }
 
   /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
   async function askThroughHost(
@@ -138,7 +143,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       if (answer === undefined) return 'unavailable';
       const reply = await answer;
       // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
-      if (call.signal?.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
+      if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
       if (question.cancelled) return 'timeout';
       if (!('result' in reply)) return 'no';
       const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };

@@ -41,6 +41,7 @@ export function createPolicyInterceptor(options: PolicyInterceptorOptions): Inte
         ),
       );
     }
-    return next({ ...call, decision });
+    call.decision = decision;
+    return next(call);
   };
 }

@@ -18,15 +18,21 @@ export interface ResultRepairOptions {
  * which is what lets the router forward the upstream's bytes unchanged.
  */
 export function createResultRepairInterceptor(options: ResultRepairOptions): Interceptor {
-  return async function resultRepair(call, next) {
-    const result = await next(call);
-    const outcome = repairResult(result, call.definition, options.repairFor(call.server), options.validator);
-    if (outcome.changes.length > 0) {
-      call.record.repairs.push(...outcome.changes);
-      options.logger.info(`repaired the result of ${call.exposedName}: ${outcome.changes.join(', ')}`, {
-        ...(outcome.notes.length > 0 && { notes: outcome.notes }),
-      });
-    }
-    return outcome.result;
+  return function resultRepair(call, next) {
+    return next(call).then((result) => {
+      const outcome = repairResult(
+        result,
+        call.definition,
+        options.repairFor(call.server),
+        options.validator,
+      );
+      if (outcome.changes.length > 0) {
+        call.record.repairs.push(...outcome.changes);
+        options.logger.info(`repaired the result of ${call.exposedName}: ${outcome.changes.join(', ')}`, {
+          ...(outcome.notes.length > 0 && { notes: outcome.notes }),
+        });
+      }
+      return outcome.result;
+    });
   };
 }

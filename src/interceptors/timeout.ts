@@ -2,7 +2,6 @@ import type { WardenConfig } from '../config/types.js';
 import { CallTimeoutError } from '../errors.js';
 import type { Interceptor, ToolCall } from '../pipeline/types.js';
 import { matchesGlob } from '../util/glob.js';
-import { Cancellation } from '../pipeline/cancellation.js';
 
 export interface TimeoutLimits {
   /** No answer and no progress for this long ends the call. */
@@ -41,61 +40,49 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
 
 /**
  * Bounds the upstream part of a call (ARCHITECTURE: inside confirmation, so a human's wait does
- * not count; outside the concurrency limit, so time spent queued does). When a limit fires,
- * the call's signal is cancelled: the upstream session sends `notifications/cancelled` for its
- * own request id and drops any late answer; the caller gets a CallTimeoutError at once.
- * Progress from the upstream restarts the idle timer, so every call asks for progress.
+ * not count; outside the concurrency limit, so time spent queued does). When a limit fires, the
+ * call's signal is cancelled with a CallTimeoutError: the upstream session sends
+ * `notifications/cancelled` for its own request id and drops any late answer, and the caller
+ * gets the error at once, whatever the stages inside do. Progress from the upstream restarts
+ * the idle timer, so every call asks for progress.
  */
 export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): Interceptor {
   return function timeout(call, next) {
     const { idleMs, maxMs } = options.limitsFor(call);
-    // Follows the host's cancellation too, so the upstream hears of either.
-    const { cancellation, dispose } = Cancellation.linkedTo(call.signal);
+    const { signal } = call;
+    if (signal.cancelled) return Promise.reject(signal.reason!);
     const started = Date.now();
     let lastActivity = started;
+    const hostProgress = call.onProgress;
+    call.onProgress = (params) => {
+      lastActivity = Date.now();
+      hostProgress?.(params);
+    };
     return new Promise((resolve, reject) => {
-      let timer: NodeJS.Timeout;
       // One timer per call: progress only stamps the time, and when the timer fires it either
       // ends the call or re-arms for what is left (cheaper than re-arming on every progress).
       const check = () => {
         const now = Date.now();
-        if (now - started >= maxMs) return stop(new CallTimeoutError(call.server, call.tool, 'max', maxMs));
-        if (now - lastActivity >= idleMs)
-          return stop(new CallTimeoutError(call.server, call.tool, 'idle', idleMs));
-        timer = setTimeout(check, Math.min(lastActivity + idleMs, started + maxMs) - now);
+        if (now - started >= maxMs) signal.cancel(new CallTimeoutError(call.server, call.tool, 'max', maxMs));
+        else if (now - lastActivity >= idleMs)
+          signal.cancel(new CallTimeoutError(call.server, call.tool, 'idle', idleMs));
+        else timer = setTimeout(check, Math.min(lastActivity + idleMs, started + maxMs) - now);
       };
-      timer = setTimeout(check, Math.min(idleMs, maxMs));
-      const stop = (error: Error) => {
-        cancellation.cancel(error);
-        finish();
-        reject(error);
-      };
-      const stopOnCancel = cancellation.onCancel((reason) => {
-        finish();
+      let timer = setTimeout(check, Math.min(idleMs, maxMs));
+      // A timeout or the host's cancel: answer now, whether or not the stages inside react.
+      const stopListening = signal.onCancel((reason) => {
+        clearTimeout(timer);
         reject(reason);
       });
-      function finish() {
-        clearTimeout(timer);
-        stopOnCancel();
-        dispose();
-      }
-      if (cancellation.cancelled) return;
-
-      const hostProgress = call.onProgress;
-      next({
-        ...call,
-        signal: cancellation,
-        onProgress: (params) => {
-          lastActivity = Date.now();
-          hostProgress?.(params);
-        },
-      }).then(
+      next(call).then(
         (result) => {
-          finish();
+          clearTimeout(timer);
+          stopListening();
           resolve(result);
         },
         (error: unknown) => {
-          finish();
+          clearTimeout(timer);
+          stopListening();
           reject(error);
         },
       );

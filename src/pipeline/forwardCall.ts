@@ -12,15 +12,12 @@ export interface ForwardCallOptions {
  * upstream's own tool name. Cancellation and progress ride on the session's own id table.
  */
 export function createForwardCall(options: ForwardCallOptions): Next {
-  return async function forwardCall(call: ToolCall): Promise<CallToolResult> {
+  return function forwardCall(call: ToolCall): Promise<CallToolResult> {
     const upstream = options.upstreams.get(call.server)!;
     const params: Params = { name: call.tool };
     if (call.arguments !== undefined) params.arguments = call.arguments;
     if (call.meta !== undefined) params._meta = call.meta;
-    const result = await upstream.request('tools/call', params, {
-      ...(call.signal && { signal: call.signal }),
-      ...(call.onProgress && { onProgress: call.onProgress }),
-    });
-    return result as CallToolResult;
+    // The call carries the request options itself (its signal and progress listener).
+    return upstream.request('tools/call', params, call) as Promise<CallToolResult>;
   };
 }

@@ -1,12 +1,15 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../policy/types.js';
-import type { CancelSignal } from './cancellation.js';
+import type { Cancellation } from './cancellation.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { ProgressListener } from '../upstreams/upstreamSession.js';
 
 /**
- * One `tools/call` as it travels through the pipeline. Interceptors read it; the ones that
- * must change what reaches the upstream (none yet) return a new object rather than mutate.
+ * One `tools/call` as it travels through the pipeline: one object per call, made by the router.
+ * What reaches the upstream (tool, arguments, meta) is never changed in place: a stage that
+ * must change it passes a new object inward (confirmation passes the approved copy). The
+ * fields stages write are the ones marked for it: `decision`, `onProgress` and `record`. One
+ * object, rather than a copy per stage, keeps a call's cost to the gateway low (issue 7).
  */
 export interface ToolCall {
   /** The name the host called. */
@@ -20,12 +23,18 @@ export interface ToolCall {
   readonly arguments: Record<string, unknown> | undefined;
   /** The host's `_meta` from the request, minus its progress token (progress is re-tagged). */
   readonly meta: Params | undefined;
-  /** Cancelled when the host cancels the call (and, inside the timeout stage, when it fires). */
-  readonly signal: CancelSignal | undefined;
-  /** Set when the host asked for progress; receives upstream progress params. */
-  readonly onProgress: ProgressListener | undefined;
+  /**
+   * Cancelled when the host cancels the call, or by a stage that ends it early (the timeout),
+   * with its reason: the upstream session then tells the upstream and drops a late answer.
+   */
+  readonly signal: Cancellation;
+  /**
+   * Receives the upstream's progress params. The router sets it when the host asked for
+   * progress; the timeout stage wraps it (progress keeps a call alive).
+   */
+  onProgress: ProgressListener | undefined;
   /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */
-  readonly decision?: Decision;
+  decision?: Decision;
   /** What the stages decided and did, for the audit log. Interceptors write; only audit reads. */
   readonly record: CallRecord;
 }

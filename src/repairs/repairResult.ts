@@ -16,15 +16,15 @@ import type { RepairConfig } from '../config/types.js';
 import { checkStructuredAgainstSchema, removeNonObjectStructured } from './invalidStructured.js';
 import { supplyMissingStructured } from './missingStructured.js';
 import type { OutputValidator } from './outputSchemaValidator.js';
-import { structuredOf, type RepairChange, type StepOutcome } from './resultParts.js';
+import { declaresOutputSchema, structuredOf, type RepairChange, type StepOutcome } from './resultParts.js';
 import { addTextForStructured } from './textForStructured.js';
 
 export type { RepairChange } from './resultParts.js';
 
 export interface RepairOutcome {
-  result: CallToolResult;
-  changes: RepairChange[];
-  notes: string[];
+  readonly result: CallToolResult;
+  readonly changes: readonly RepairChange[];
+  readonly notes: readonly string[];
 }
 
 export function repairResult(
@@ -33,6 +33,8 @@ export function repairResult(
   config: RepairConfig,
   validator: OutputValidator,
 ): RepairOutcome {
+  // Every step needs structuredContent or an outputSchema; most results have neither.
+  if (structuredOf(result) === undefined && !declaresOutputSchema(tool)) return untouched(result);
   const changes: RepairChange[] = [];
   const notes: string[] = [];
   let current = result;
@@ -52,4 +54,10 @@ export function repairResult(
   if (sentNone || replaceRemoved) apply(supplyMissingStructured(current, tool, config, validator));
   apply(addTextForStructured(current, config));
   return { result: current, changes, notes };
+}
+
+const NOTHING: readonly never[] = Object.freeze([]);
+
+function untouched(result: CallToolResult): RepairOutcome {
+  return { result, changes: NOTHING, notes: NOTHING };
 }

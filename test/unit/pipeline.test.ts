@@ -16,7 +16,7 @@ function makeCall(overrides: Partial<ToolCall> = {}): ToolCall {
     definition: { name: 'slow', inputSchema: { type: 'object' } },
     arguments: {},
     meta: undefined,
-    signal: undefined,
+    signal: new Cancellation(),
     onProgress: undefined,
     record: { repairs: [] },
     ...overrides,
@@ -92,7 +92,7 @@ describe('timeout interceptor', () => {
     const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
     const settled = pending.catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(999);
-    expect(upstream.calls[0]!.call.signal!.cancelled).toBe(false);
+    expect(upstream.calls[0]!.call.signal.cancelled).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     const error = (await settled) as CallTimeoutError;
     expect(error).toBeInstanceOf(CallTimeoutError);
@@ -100,7 +100,7 @@ describe('timeout interceptor', () => {
     expect(error.message).toBe(
       'Tool "slow" on server "up" timed out: no answer or progress for 1s (its timeout); the call was cancelled upstream.',
     );
-    expect(upstream.calls[0]!.call.signal!.reason).toBe(error);
+    expect(upstream.calls[0]!.call.signal.reason).toBe(error);
   });
 
   it('drops an answer that arrives after the timeout', async () => {
@@ -127,7 +127,7 @@ describe('timeout interceptor', () => {
       call.onProgress!({ progress: t });
     }
     // 3600 ms in: well past one idle period, still alive thanks to progress.
-    expect(call.signal!.cancelled).toBe(false);
+    expect(call.signal.cancelled).toBe(false);
     expect(hostProgress).toHaveLength(4);
     for (let t = 0; t < 2; t++) {
       await vi.advanceTimersByTimeAsync(900);
@@ -161,7 +161,7 @@ describe('timeout interceptor', () => {
     const reason = new HostCancelledError('user pressed stop');
     host.cancel(reason);
     expect(await settled).toBe(reason);
-    expect(upstream.calls[0]!.call.signal!.reason).toBe(reason);
+    expect(upstream.calls[0]!.call.signal.reason).toBe(reason);
   });
 
   it('passes a result through and clears its timers', async () => {
@@ -203,10 +203,24 @@ describe('concurrency limit', () => {
     const cancellation = new Cancellation();
     const second = limit(makeCall({ signal: cancellation }), upstream.next).catch((e: unknown) => e);
     cancellation.cancel(new Error('timed out while queued'));
-    await vi.waitFor(() => expect(upstream.calls).toHaveLength(1));
-    upstream.calls[0]!.resolve(ok);
-    await first;
+    // Answered at once, while the first call still holds the only slot.
     expect(((await second) as Error).message).toBe('timed out while queued');
     expect(upstream.calls).toHaveLength(1);
+    upstream.calls[0]!.resolve(ok);
+    await first;
+    expect(upstream.calls).toHaveLength(1);
+  });
+
+  it('frees the slot of a call that failed, or whose stage threw', async () => {
+    const limit = createConcurrencyLimitInterceptor({
+      servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],
+    });
+    const failing: Next = () => Promise.reject(new Error('upstream said no'));
+    const throwing: Next = () => {
+      throw new Error('stage threw');
+    };
+    await expect(limit(makeCall(), failing)).rejects.toThrow('upstream said no');
+    await expect(limit(makeCall(), throwing)).rejects.toThrow('stage threw');
+    expect(await limit(makeCall(), async () => ok)).toBe(ok);
   });
 });
