@@ -8,12 +8,13 @@ import type { Logger } from './logging/logger.js';
 import { Cancellation, type CancelSignal } from './pipeline/cancellation.js';
 import type { ProgressListener } from './upstreams/upstreamSession.js';
 import type { Next, ToolCall } from './pipeline/types.js';
-import { rawResultText } from './protocol/rawJson.js';
+import { rawResult } from './protocol/rawJson.js';
 import {
   idKey,
   isNotification,
   isRequest,
   isResponse,
+  rawResultHead,
   RpcErrorCode,
   serializeRawResult,
   type JsonRpcErrorObject,
@@ -552,10 +553,12 @@ export class Router {
   }
 
   private replyResult(id: RequestId, result: object): Promise<void> {
-    // Untouched by the gateway: forward the upstream's own text (byte for byte, no re-serialising).
-    const raw = rawResultText(result);
+    // Untouched by the gateway: forward the upstream's own text (byte for byte, no re-serialising),
+    // and a large one from its own bytes (not encoded again).
+    const raw = rawResult(result);
     const host = this.options.host;
-    if (raw !== undefined && host.sendRaw) return host.sendRaw(serializeRawResult(id, raw));
+    if (raw?.bytes !== undefined && host.sendBytes) return host.sendBytes(rawResultHead(id), raw.bytes, '}');
+    if (raw !== undefined && host.sendRaw) return host.sendRaw(serializeRawResult(id, raw.text));
     return host.send({ jsonrpc: '2.0', id, result: result as Record<string, unknown> });
   }
 

@@ -73,6 +73,10 @@ const MAX_TAIL_SCAN = 64 * 1024 * 1024;
 
 const RESERVED_FIELDS = new Set(['seq', 'ts', 'writer', 'prev', 'hash', '__proto__']);
 
+/** Bounds of the cache of redacted record fields (see #redactOwn). */
+const OWN_FIELD_CACHE_CHARS = 256;
+const OWN_FIELD_CACHE_SIZE = 4096;
+
 export interface AuditLogOptions {
   /** The audit file. Its folder is created if missing; the file is created with mode 0600. */
   readonly file: string;
@@ -258,7 +262,7 @@ class FileAuditLog implements AuditLog {
   }
 
   append(event: AuditEvent): void {
-    const ts = new Date().toISOString();
+    const ts = this.#now();
     if (this.#closed) {
       const error = this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
       if (this.#options.onFailure === 'block') throw error;
@@ -300,17 +304,51 @@ class FileAuditLog implements AuditLog {
     }
   }
 
+  /** The time as ISO 8601, made once per millisecond (records come in bursts). */
+  #now(): string {
+    const ms = Date.now();
+    if (ms !== this.#nowMs) {
+      this.#nowMs = ms;
+      this.#nowIso = new Date(ms).toISOString();
+    }
+    return this.#nowIso;
+  }
+
+  #nowMs = NaN;
+  #nowIso = '';
+
   #prepare(event: AuditEvent): Record<string, unknown> {
     const redactor = this.#options.redactor;
     const fields: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(event)) {
+    const source = event as unknown as Record<string, unknown>;
+    for (const key of Object.keys(source)) {
       if (RESERVED_FIELDS.has(key)) continue;
+      const value = source[key];
       if (redactor === undefined) fields[key] = value;
       else if (key === 'args' || key === 'structured') fields[key] = redactor.redactValue(value);
+      else if (typeof value === 'string') fields[key] = this.#redactOwn(value, redactor);
       else fields[key] = redactor.redactStrings(value);
     }
     return fields;
   }
+
+  /**
+   * The pattern rule on a record's own string fields (tool and server names, outcome, session,
+   * error text). Most repeat from record to record, so short ones are remembered, in a bounded
+   * cache; arguments are never cached.
+   */
+  #redactOwn(text: string, redactor: Redactor): string {
+    if (text.length > OWN_FIELD_CACHE_CHARS) return redactor.redactText(text);
+    let redacted = this.#ownFields.get(text);
+    if (redacted === undefined) {
+      if (this.#ownFields.size >= OWN_FIELD_CACHE_SIZE) this.#ownFields.clear();
+      redacted = redactor.redactText(text);
+      this.#ownFields.set(text, redacted);
+    }
+    return redacted;
+  }
+
+  #ownFields = new Map<string, string>();
 
   /**
    * Writes every queued record (after an `audit_gap` record when earlier ones were lost) and

@@ -5,7 +5,7 @@ import type { AuditConfig } from '../config/types.js';
 import { UpstreamRpcError, WardenError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { Interceptor, ToolCall } from '../pipeline/types.js';
-import { rawResultText } from '../protocol/rawJson.js';
+import { rawResult } from '../protocol/rawJson.js';
 
 export interface AuditInterceptorOptions {
   readonly log: AuditLog;
@@ -39,7 +39,9 @@ function outcomeOf(error: unknown): CallOutcome {
 
 /** Bytes of the result as the host receives it (the upstream's own text when forwarded as is). */
 function resultBytes(result: CallToolResult): number {
-  return Buffer.byteLength(rawResultText(result) ?? JSON.stringify(result));
+  const raw = rawResult(result);
+  if (raw?.bytes !== undefined) return raw.bytes.length;
+  return Buffer.byteLength(raw?.text ?? JSON.stringify(result));
 }
 
 /**

@@ -145,5 +145,10 @@ export function idText(id: RequestId): string {
 
 /** A success response around a result that is already JSON text (cached lists, unchanged results). */
 export function serializeRawResult(id: RequestId, resultJson: string): string {
-  return `{"jsonrpc":"2.0","id":${idText(id)},"result":${resultJson}}`;
+  return `${rawResultHead(id)}${resultJson}}`;
+}
+
+/** What goes before a result's own JSON in a response (after it: `}`). */
+export function rawResultHead(id: RequestId): string {
+  return `{"jsonrpc":"2.0","id":${idText(id)},"result":`;
 }

@@ -95,18 +95,59 @@ export function topLevelMemberSpan(text: string, key: string): [number, number] 
 /** Where the text of an upstream's response travels with its parsed result. */
 const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');
 
+/** The response's line, and its `result` member's text once something asked for it. */
+interface RawResponse {
+  readonly line: string;
+  /** The line's UTF-8 bytes, when it was large. */
+  readonly bytes: Buffer | undefined;
+  /** undefined: not looked for yet; null: the line has no `result` member. */
+  result: RawResult | null | undefined;
+}
+
+/** A result's text exactly as the upstream sent it, and its bytes when the line was large. */
+export interface RawResult {
+  readonly text: string;
+  readonly bytes: Buffer | undefined;
+}
+
 /**
  * Remembers the line a result was parsed from. Non-enumerable, so a spread copy (what every
  * repair makes) does not carry it: only the untouched object can be forwarded as text.
  */
-export function attachRawResponse(result: object, line: string): void {
-  Object.defineProperty(result, RAW_RESPONSE, { value: line, enumerable: false });
+export function attachRawResponse(result: object, line: string, bytes?: Buffer): void {
+  const raw: RawResponse = { line, bytes, result: undefined };
+  Object.defineProperty(result, RAW_RESPONSE, { value: raw, enumerable: false });
+}
+
+/**
+ * The exact text (and, for a large line, bytes) of `result` as the upstream sent it, when
+ * `result` is that untouched object. Found once per response, however many ask (the router to
+ * forward it, audit to size it).
+ */
+export function rawResult(result: object): RawResult | undefined {
+  const raw = (result as { [RAW_RESPONSE]?: RawResponse })[RAW_RESPONSE];
+  if (raw === undefined) return undefined;
+  if (raw.result === undefined) {
+    const { line, bytes } = raw;
+    const span = topLevelMemberSpan(line, 'result');
+    if (span === null) raw.result = null;
+    else {
+      const [start, end] = span;
+      const text = line.slice(start, end);
+      let body: Buffer | undefined;
+      if (bytes !== undefined) {
+        // Same length in bytes and characters: all ASCII, so the offsets are the same too.
+        const byteStart = bytes.length === line.length ? start : Buffer.byteLength(line.slice(0, start));
+        const byteEnd = bytes.length === line.length ? end : byteStart + Buffer.byteLength(text);
+        body = bytes.subarray(byteStart, byteEnd);
+      }
+      raw.result = { text, bytes: body };
+    }
+  }
+  return raw.result ?? undefined;
 }
 
 /** The exact text of `result` as the upstream sent it, when `result` is that untouched object. */
 export function rawResultText(result: object): string | undefined {
-  const line = (result as { [RAW_RESPONSE]?: string })[RAW_RESPONSE];
-  if (line === undefined) return undefined;
-  const span = topLevelMemberSpan(line, 'result');
-  return span === null ? undefined : line.slice(span[0], span[1]);
+  return rawResult(result)?.text;
 }

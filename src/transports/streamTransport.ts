@@ -12,14 +12,22 @@ export interface MessageTransport {
   send(message: JsonRpcMessage): Promise<void>;
   /** Sends text that is already one serialized message (hot path: no re-serialising). */
   sendRaw?(line: string): Promise<void>;
+  /**
+   * Sends one message made of `head`, `body` and `tail` (no newline): a large result forwarded
+   * from the upstream's own bytes, never decoded and encoded again.
+   */
+  sendBytes?(head: string, body: Buffer, tail: string): Promise<void>;
   close(): Promise<void>;
   /**
    * Called just before messages sent so far are handed to the OS, when the transport batches
    * them (stdio): the gateway writes the audit records of those answers first.
    */
   beforeWrite?: () => void;
-  /** `line` is the message's text when the transport has it (stdio), for byte-exact forwarding. */
-  onmessage?: (message: JsonRpcMessage, line?: string) => void;
+  /**
+   * `line` is the message's text when the transport has it (stdio), for byte-exact forwarding;
+   * `bytes` its UTF-8 bytes when it is large (see LARGE_LINE_BYTES).
+   */
+  onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 }
@@ -41,7 +49,7 @@ export interface StreamTransportOptions {
 const DONE = Promise.resolve();
 
 export class StreamTransport implements MessageTransport {
-  onmessage?: (message: JsonRpcMessage, line?: string) => void;
+  onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 
@@ -60,9 +68,9 @@ export class StreamTransport implements MessageTransport {
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
       onOversize: this.options.onOversize,
-      onLine: (line) => {
+      onLine: (line, bytes) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message, line);
+        if (parsed.ok) this.onmessage?.(parsed.message, line, bytes);
         else onJunk(line, parsed.reason);
       },
     });
@@ -102,17 +110,46 @@ export class StreamTransport implements MessageTransport {
     return DONE;
   }
 
+  sendBytes(head: string, body: Buffer, tail: string): Promise<void> {
+    if (this.outputClosed || this.options.output.destroyed) return DONE;
+    // In order: the text sent before this message leaves before it.
+    const parts = (this.parts ??= []);
+    if (this.pending !== '') {
+      parts.push(this.pending);
+      this.pending = '';
+    }
+    parts.push(head, body, `${tail}\n`);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.writePending);
+    }
+    return DONE;
+  }
+
   beforeWrite?: () => void;
   private pending = '';
+  /** Set while a message sent as bytes waits: everything pending, in order. */
+  private parts: (string | Buffer)[] | undefined;
   private scheduled = false;
   private readonly writePending = (): void => {
     this.scheduled = false;
-    if (this.pending === '') return;
+    const parts = this.parts;
+    if (this.pending === '' && parts === undefined) return;
     this.beforeWrite?.();
     const text = this.pending;
     this.pending = '';
+    this.parts = undefined;
     const { output } = this.options;
-    if (!this.outputClosed && !output.destroyed) output.write(text);
+    if (this.outputClosed || output.destroyed) return;
+    if (parts === undefined) {
+      output.write(text);
+      return;
+    }
+    if (text !== '') parts.push(text);
+    // One writev for all of it; the large body is written from its own bytes, not copied.
+    output.cork();
+    for (const part of parts) output.write(part);
+    output.uncork();
   };
 
   /** Resolves once everything written so far has been handed to the OS. */

@@ -52,7 +52,7 @@ export class UpstreamSession {
   constructor(options: UpstreamSessionOptions) {
     this.options = options;
     const { transport } = options;
-    transport.onmessage = (message, line) => {
+    transport.onmessage = (message, line, bytes) => {
       if (isResponse(message)) {
         const id = message.id;
         const entry = typeof id === 'number' ? this.pending.get(id) : undefined;
@@ -64,7 +64,7 @@ export class UpstreamSession {
           entry.reject(new UpstreamRpcError(options.server, e.code, e.message, e.data));
         } else {
           if (line !== undefined && typeof message.result === 'object' && message.result !== null)
-            attachRawResponse(message.result, line);
+            attachRawResponse(message.result, line, bytes);
           entry.resolve(message.result);
         }
       } else if (isRequest(message)) {

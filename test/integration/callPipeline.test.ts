@@ -119,6 +119,8 @@ describe('results that need no repair', () => {
       ['structured_valid', {}],
       ['echo', { text: 'caf\u00e9 \u{1F600} "quoted" \\ \u2028 end' }],
       ['big', { kib: 512 }],
+      // Large enough to be forwarded from its bytes, and not ASCII: bytes and characters differ.
+      ['echo', { text: `${'caf\u00e9 \u{1F600} '.repeat(12_000)}end` }],
     ];
     for (const [i, [tool, args]] of calls.entries()) {
       const id = 100 + i;

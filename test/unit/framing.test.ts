@@ -6,7 +6,12 @@ import {
   serializeMessage,
   serializeRawResult,
 } from '../../src/protocol/jsonRpc.js';
-import { attachRawResponse, rawResultText, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
+import {
+  attachRawResponse,
+  rawResult,
+  rawResultText,
+  topLevelMemberSpan,
+} from '../../src/protocol/rawJson.js';
 import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/transports/streamTransport.js';
 import { PassThrough } from 'node:stream';
@@ -152,11 +157,41 @@ describe('StreamTransport', () => {
     expect(written).toEqual(['{"a":1}\n{"jsonrpc":"2.0","method":"x"}\n']);
   });
 
+  it('keeps the order of text and of a message sent from bytes', async () => {
+    const { t, written } = transport();
+    let calls = 0;
+    t.beforeWrite = () => calls++;
+    await t.start();
+    void t.sendRaw('{"n":1}');
+    void t.sendBytes('{"n":2,"r":', Buffer.from('{"x":"\u00e9"}'), '}');
+    void t.sendRaw('{"n":3}');
+    await t.flush();
+    expect(calls).toBe(1);
+    expect(written.join('')).toBe('{"n":1}\n{"n":2,"r":{"x":"\u00e9"}}\n{"n":3}\n');
+  });
+
   it('writes at the end of the turn without a flush', async () => {
     const { t, written } = transport();
     await t.start();
     void t.sendRaw('{"b":2}');
     await new Promise((resolve) => setImmediate(resolve));
     expect(written).toEqual(['{"b":2}\n']);
+  });
+});
+
+describe('rawResult', () => {
+  it.each([
+    ['ASCII', '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"plain"}]}}'],
+    [
+      'text before the result is not ASCII',
+      '{"note":"caf\u00e9 \u{1F600}","id":2,"result":{"t":"\u00e9\u00e9"},"jsonrpc":"2.0"}',
+    ],
+  ])('gives the bytes of exactly the result member (%s)', (_name, line) => {
+    const parsed = JSON.parse(line) as { result: object };
+    attachRawResponse(parsed.result, line, Buffer.from(line, 'utf8'));
+    const raw = rawResult(parsed.result)!;
+    expect(raw.text).toBe(JSON.stringify(parsed.result));
+    expect(raw.bytes!.toString('utf8')).toBe(raw.text);
+    expect(rawResultText(parsed.result)).toBe(raw.text);
   });
 });
