@@ -102,6 +102,10 @@ export class Router {
   private readonly handled = (): void => {
     if (--this.handling === 0) this.idle?.();
   };
+  private readonly failedCall = (error: unknown): void => {
+    this.log.error(`unhandled error answering tools/call: ${String(error)}`);
+    this.handled();
+  };
   /** Upstream requests forwarded to the host, by upstream and its id, to pass on its cancellations. */
   private readonly forwarded = new Map<string, Cancellation>();
   private readonly listed = new Set<'tools' | 'prompts' | 'resources'>();
@@ -120,11 +124,11 @@ export class Router {
       if (isRequest(message)) {
         this.handling++;
         // tools/call, the hot path, takes no detour through the general dispatch.
-        const handling =
-          message.method === 'tools/call' && !this.closing
-            ? this.callTool(message.id, message.params)
-            : this.handleRequest(message);
-        handling
+        if (message.method === 'tools/call' && !this.closing) {
+          this.callTool(message.id, message.params).then(this.handled, this.failedCall);
+          return;
+        }
+        this.handleRequest(message)
           .catch((error: unknown) => {
             this.log.error(`unhandled error answering ${message.method}: ${String(error)}`);
           })

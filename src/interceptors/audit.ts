@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AuditWriteError, type AuditLog } from '../audit/auditWriter.js';
-import type { CallOutcome, ClientInfo } from '../audit/records.js';
+import type { CallEvent, CallOutcome, ClientInfo } from '../audit/records.js';
 import type { AuditConfig } from '../config/types.js';
 import { UpstreamRpcError, WardenError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
@@ -16,6 +16,9 @@ export interface AuditInterceptorOptions {
   readonly client: () => ClientInfo | undefined;
   readonly logger: Logger;
 }
+
+/** The decision recorded when no policy stage ran (no policies configured). */
+const ALLOWED_BY_DEFAULT = Object.freeze({ effect: 'allow' as const, rule: null });
 
 function outcomeOf(error: unknown): CallOutcome {
   if (error instanceof UpstreamRpcError) return 'protocol_error';
@@ -84,25 +87,26 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
     failure?: unknown,
   ): void {
     const client = options.client();
-    const decision = call.record.decision ?? { effect: 'allow' as const, rule: null };
+    // Always the same members, in the documented order (an absent one is undefined, which JSON
+    // leaves out): one object shape for every call, built without intermediate objects.
+    const event: CallEvent = {
+      type: 'call',
+      session: options.session,
+      client,
+      tool: call.exposedName,
+      server: call.server,
+      upstreamTool: call.tool,
+      args: call.arguments,
+      decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
+      outcome,
+      ms: Math.round(ms * 1000) / 1000,
+      repairs: call.record.repairs,
+      resultBytes: result === undefined ? undefined : resultBytes(result),
+      error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
+      structured: config.logResults ? result?.structuredContent : undefined,
+    };
     try {
-      log.append({
-        type: 'call',
-        session: options.session,
-        ...(client && { client }),
-        tool: call.exposedName,
-        server: call.server,
-        upstreamTool: call.tool,
-        ...(call.arguments !== undefined && { args: call.arguments }),
-        decision,
-        outcome,
-        ms: Math.round(ms * 1000) / 1000,
-        repairs: call.record.repairs,
-        ...(result !== undefined && { resultBytes: resultBytes(result) }),
-        ...(failure !== undefined && { error: failure instanceof Error ? failure.message : String(failure) }),
-        ...(config.logResults &&
-          result?.structuredContent !== undefined && { structured: result.structuredContent }),
-      });
+      log.append(event);
     } catch (error) {
       // The call already ran; the next call will be refused (block) or served (continue).
       logger.error(`could not write the audit record of ${call.exposedName}: ${(error as Error).message}`);
