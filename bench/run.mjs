@@ -332,7 +332,8 @@ function configurations(gatewayFiles) {
       command: NODE,
       // Node 20 refuses --cpu-prof in NODE_OPTIONS, so it goes on the command line.
       args: [
-        ...(CPU_PROF_DIR !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF_DIR, name)}`]
+        ...(CPU_PROF_DIR !== undefined
+          ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF_DIR, name)}`]
           : []),
         CLI,
         '--config',
