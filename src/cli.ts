@@ -7,17 +7,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
-import { openAuditLog } from './audit/auditWriter.js';
-import { createRedactor, RedactorConfigError, type Redactor } from './audit/redact.js';
-import { hiddenByPolicy } from './policy/toolVisibility.js';
+import type { Redactor } from './audit/redact.js';
 import { ConfigError, WardenError } from './errors.js';
-import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
-import { createGateway } from './gateway.js';
-import { createLogger, type WinstonLogger } from './logging/logger.js';
-import { RpcErrorCode, serializeMessage } from './protocol/jsonRpc.js';
-import { StreamTransport } from './transports/streamTransport.js';
+import type { PolicySet } from './policy/index.js';
+import type { WinstonLogger } from './logging/logger.js';
+
+// Every other module is imported where it is needed (issue 7): `--version` loads none of them,
+// `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
+// the gateway's, so that the servers' own start-up overlaps that loading.
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
@@ -58,6 +56,11 @@ interface Loaded {
 async function load(file: string | undefined): Promise<Loaded> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
+  const [{ loadConfig }, { loadPolicies }, { createRedactor, RedactorConfigError }] = await Promise.all([
+    import('./config/load.js'),
+    import('./policy/loadPolicies.js'),
+    import('./audit/redact.js'),
+  ]);
   let config: WardenConfig;
   try {
     config = await loadConfig(path.resolve(chosen), { env: process.env });
@@ -95,6 +98,27 @@ async function load(file: string | undefined): Promise<Loaded> {
 }
 
 async function serve({ config, policies, redactor }: Loaded): Promise<void> {
+  // The config is valid: start the upstream processes now, and load the rest meanwhile.
+  const { spawnEarly } = await import('./upstreams/earlySpawn.js');
+  const early = spawnEarly(config.servers);
+  // Whatever happens, no child process outlives us (FIELD_NOTES "Availability"); the gateway's
+  // pool keeps its children in this same set.
+  process.on('exit', () => {
+    for (const child of early.children) child.killNow();
+  });
+  const [
+    { openAuditLog },
+    { createGateway },
+    { createLogger },
+    { RpcErrorCode, serializeMessage },
+    { StreamTransport },
+  ] = await Promise.all([
+    import('./audit/auditWriter.js'),
+    import('./gateway.js'),
+    import('./logging/logger.js'),
+    import('./protocol/jsonRpc.js'),
+    import('./transports/streamTransport.js'),
+  ]);
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
   });
@@ -140,11 +164,9 @@ async function serve({ config, policies, redactor }: Loaded): Promise<void> {
     logger,
     host,
     version: version(),
+    early,
     ...(audit && { audit }),
   });
-
-  // Whatever happens, no child process outlives us (FIELD_NOTES "Availability").
-  process.on('exit', () => gateway.killChildrenNow());
 
   let exiting = false;
   const shutdown = async (why: string, code: number): Promise<void> => {
@@ -238,9 +260,15 @@ async function main(argv: string[]): Promise<void> {
     case 'tools': {
       noMore(rest);
       const { config, policies } = await load(values.config);
+      const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =
+        await Promise.all([
+          import('./logging/logger.js'),
+          import('./policy/engine.js'),
+          import('./policy/toolVisibility.js'),
+          import('./commands/tools.js'),
+        ]);
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
-      const { listCatalog, formatCatalog } = await import('./commands/tools.js');
       const listing = await listCatalog({
         config,
         logger,
@@ -269,6 +297,7 @@ async function main(argv: string[]): Promise<void> {
           fail('ARGUMENTS-JSON must be a JSON object');
       }
       const { config, policies } = await load(values.config);
+      const { createLogger } = await import('./logging/logger.js');
       const logger = createLogger({ level: 'warn' });
       try {
         const { explainPolicy, formatExplanation } = await import('./commands/policyExplain.js');
