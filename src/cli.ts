@@ -54,11 +54,16 @@ interface Loaded {
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
 async function load(file: string | undefined): Promise<Loaded> {
+  const { config, redactor } = await loadConfigFile(file);
+  return { config, redactor, policies: await loadPolicyFiles(config) };
+}
+
+/** The config and the redactor it sets up, or an exit with every problem found. */
+async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
-  const [{ loadConfig }, { loadPolicies }, { createRedactor, RedactorConfigError }] = await Promise.all([
+  const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
     import('./config/load.js'),
-    import('./policy/loadPolicies.js'),
     import('./audit/redact.js'),
   ]);
   let config: WardenConfig;
@@ -77,28 +82,36 @@ async function load(file: string | undefined): Promise<Loaded> {
   }
   // Built here, once: the redactor refuses patterns the schema cannot judge (empty matches,
   // heavy backtracking), so a bad one stops start-up like any other config error.
-  let redactor: Redactor;
   try {
-    redactor = createRedactor(
+    const redactor = createRedactor(
       config.audit
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
+    return { config, redactor };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
     throw error;
   }
+}
+
+/** The config's policy files, or an exit with every problem found. */
+async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
+  const { loadPolicies } = await import('./policy/loadPolicies.js');
   try {
-    return { config, policies: await loadPolicies(config.policies), redactor };
+    return await loadPolicies(config.policies);
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid policy:\n${error.message}`);
     throw error;
   }
 }
 
-async function serve({ config, policies, redactor }: Loaded): Promise<void> {
-  // The config is valid: start the upstream processes now, and load the rest meanwhile.
+async function serve(file: string | undefined): Promise<void> {
+  const { config, redactor } = await loadConfigFile(file);
+  // The config is valid: start the upstream processes now, and load the policies and the
+  // gateway's modules while they boot. Should a policy file be invalid, they are killed with
+  // the exit that reports it, before any of them was spoken to.
   const { spawnEarly } = await import('./upstreams/earlySpawn.js');
   const early = spawnEarly(config.servers);
   // Whatever happens, no child process outlives us (FIELD_NOTES "Availability"); the gateway's
@@ -106,6 +119,7 @@ async function serve({ config, policies, redactor }: Loaded): Promise<void> {
   process.on('exit', () => {
     for (const child of early.children) child.killNow();
   });
+  const policies = await loadPolicyFiles(config);
   const [
     { openAuditLog },
     { createGateway },
@@ -242,7 +256,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       noMore(rest);
-      return serve(await load(values.config));
+      return serve(values.config);
     case 'check': {
       noMore(rest);
       const { config, policies } = await load(values.config);

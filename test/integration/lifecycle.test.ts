@@ -3,7 +3,7 @@
  * ids come back exactly as sent, and children get only the environment they were given.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
@@ -211,6 +211,22 @@ describe('start-up', () => {
     expect(Date.now() - started).toBeLessThan(2000);
     expect(await waitForExit(pid, 1000)).toBe(true);
     expect(s.lines).toEqual([]);
+  });
+  it('kills the upstreams it spawned when a policy file turns out invalid', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'up.pid');
+    writeFileSync(path.join(dir, 'bad.yaml'), 'default: maybe\n');
+    const config = writeConfig(
+      { policies: ['bad.yaml'], servers: { up: fixture(['--pid-file', pidFile]) } },
+      dir,
+    );
+    const s = rawSession(config);
+    expect(await s.exited).toBe(2);
+    expect(s.stderr()).toContain('invalid policy:');
+    expect(s.lines).toEqual([]);
+    // The server may not have got as far as writing its pid; if it did, it is gone.
+    if (existsSync(pidFile))
+      expect(await waitForExit(Number(readFileSync(pidFile, 'utf8')), 1000)).toBe(true);
   });
 });
 
