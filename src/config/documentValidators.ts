@@ -4,8 +4,8 @@
  * start-up (issue 7), so `npm run build` turns each schema into plain code with ajv's standalone
  * mode (scripts/generate-validators.mjs writes `dist/config/generated/<kind>.cjs`) and the built
  * gateway only loads that. Run from source (vitest) there is no build output to trust, so the
- * same validator is compiled with ajv on first use; the `generated` test project runs the config
- * and policy tests against the generated code as well (vitest.config.ts).
+ * same validator is compiled with ajv on first use; the `generated-validators` test project
+ * runs the config and policy tests against the generated code as well (vitest.config.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
