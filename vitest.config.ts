@@ -1,11 +1,32 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Integration tests spawn real processes; two cores, so keep parallelism modest.
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
+      {
+        // The config and policy tests once more, with the validators `npm run build` generated
+        // (src/config/documentValidators.ts) in place of the ones compiled from source: every
+        // message those tests pin must come out the same from the code the gateway ships.
+        extends: true,
+        test: {
+          name: 'generated-validators',
+          include: ['test/unit/config*.test.ts', 'test/unit/policy-*.test.ts'],
+        },
+        resolve: {
+          alias: [
+            {
+              find: /^(?:\.\.?\/)+(?:config\/)?documentValidators\.js$/,
+              replacement: fileURLToPath(new URL('./dist/config/documentValidators.js', import.meta.url)),
+            },
+          ],
+        },
+      },
+    ],
   },
 });

@@ -11,7 +11,8 @@ import path from 'node:path';
 const argv = process.argv.slice(2);
 const topAt = argv.indexOf('--top');
 const top = topAt === -1 ? 30 : Number(argv[topAt + 1]);
-const files = argv.filter((a, i) => a !== '--top' && i !== topAt + 1);
+// Without --top, topAt + 1 is 0: the first file must not be taken for its value.
+const files = argv.filter((a, i) => a !== '--top' && (topAt === -1 || i !== topAt + 1));
 if (files.length === 0) {
   process.stderr.write('usage: node bench/cpuprofile-top.mjs FILE.cpuprofile... [--top N]\n');
   process.exit(2);

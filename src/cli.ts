@@ -7,17 +7,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config/load.js';
 import type { WardenConfig } from './config/types.js';
-import { openAuditLog } from './audit/auditWriter.js';
-import { createRedactor, RedactorConfigError, type Redactor } from './audit/redact.js';
-import { hiddenByPolicy } from './policy/toolVisibility.js';
+import type { Redactor } from './audit/redact.js';
 import { ConfigError, WardenError } from './errors.js';
-import { createPolicyEngine, loadPolicies, type PolicySet } from './policy/index.js';
-import { createGateway } from './gateway.js';
-import { createLogger, type WinstonLogger } from './logging/logger.js';
-import { RpcErrorCode, serializeMessage } from './protocol/jsonRpc.js';
-import { StreamTransport } from './transports/streamTransport.js';
+import type { PolicySet } from './policy/index.js';
+import type { WinstonLogger } from './logging/logger.js';
+
+// Every other module is imported where it is needed (issue 7): `--version` loads none of them,
+// `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
+// the gateway's, so that the servers' own start-up overlaps that loading.
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
@@ -56,8 +54,18 @@ interface Loaded {
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
 async function load(file: string | undefined): Promise<Loaded> {
+  const { config, redactor } = await loadConfigFile(file);
+  return { config, redactor, policies: await loadPolicyFiles(config) };
+}
+
+/** The config and the redactor it sets up, or an exit with every problem found. */
+async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
+  const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
+    import('./config/load.js'),
+    import('./audit/redact.js'),
+  ]);
   let config: WardenConfig;
   try {
     config = await loadConfig(path.resolve(chosen), { env: process.env });
@@ -74,27 +82,57 @@ async function load(file: string | undefined): Promise<Loaded> {
   }
   // Built here, once: the redactor refuses patterns the schema cannot judge (empty matches,
   // heavy backtracking), so a bad one stops start-up like any other config error.
-  let redactor: Redactor;
   try {
-    redactor = createRedactor(
+    const redactor = createRedactor(
       config.audit
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
+    return { config, redactor };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
     throw error;
   }
+}
+
+/** The config's policy files, or an exit with every problem found. */
+async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
+  const { loadPolicies } = await import('./policy/loadPolicies.js');
   try {
-    return { config, policies: await loadPolicies(config.policies), redactor };
+    return await loadPolicies(config.policies);
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid policy:\n${error.message}`);
     throw error;
   }
 }
 
-async function serve({ config, policies, redactor }: Loaded): Promise<void> {
+async function serve(file: string | undefined): Promise<void> {
+  const { config, redactor } = await loadConfigFile(file);
+  // The config is valid: start the upstream processes now, and load the policies and the
+  // gateway's modules while they boot. Should a policy file be invalid, they are killed with
+  // the exit that reports it, before any of them was spoken to.
+  const { spawnEarly } = await import('./upstreams/earlySpawn.js');
+  const early = spawnEarly(config.servers);
+  // Whatever happens, no child process outlives us (FIELD_NOTES "Availability"); the gateway's
+  // pool keeps its children in this same set.
+  process.on('exit', () => {
+    for (const child of early.children) child.killNow();
+  });
+  const policies = await loadPolicyFiles(config);
+  const [
+    { openAuditLog },
+    { createGateway },
+    { createLogger },
+    { RpcErrorCode, serializeMessage },
+    { StreamTransport },
+  ] = await Promise.all([
+    import('./audit/auditWriter.js'),
+    import('./gateway.js'),
+    import('./logging/logger.js'),
+    import('./protocol/jsonRpc.js'),
+    import('./transports/streamTransport.js'),
+  ]);
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
   });
@@ -142,11 +180,9 @@ async function serve({ config, policies, redactor }: Loaded): Promise<void> {
     logger,
     host,
     version: version(),
+    early,
     ...(audit && { audit }),
   });
-
-  // Whatever happens, no child process outlives us (FIELD_NOTES "Availability").
-  process.on('exit', () => gateway.killChildrenNow());
 
   let exiting = false;
   const shutdown = async (why: string, code: number): Promise<void> => {
@@ -222,7 +258,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       noMore(rest);
-      return serve(await load(values.config));
+      return serve(values.config);
     case 'check': {
       noMore(rest);
       const { config, policies } = await load(values.config);
@@ -240,9 +276,15 @@ async function main(argv: string[]): Promise<void> {
     case 'tools': {
       noMore(rest);
       const { config, policies } = await load(values.config);
+      const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =
+        await Promise.all([
+          import('./logging/logger.js'),
+          import('./policy/engine.js'),
+          import('./policy/toolVisibility.js'),
+          import('./commands/tools.js'),
+        ]);
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
-      const { listCatalog, formatCatalog } = await import('./commands/tools.js');
       const listing = await listCatalog({
         config,
         logger,
@@ -271,6 +313,7 @@ async function main(argv: string[]): Promise<void> {
           fail('ARGUMENTS-JSON must be a JSON object');
       }
       const { config, policies } = await load(values.config);
+      const { createLogger } = await import('./logging/logger.js');
       const logger = createLogger({ level: 'warn' });
       try {
         const { explainPolicy, formatExplanation } = await import('./commands/policyExplain.js');

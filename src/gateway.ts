@@ -28,6 +28,7 @@ import type { Interceptor } from './pipeline/types.js';
 import { Router } from './router.js';
 import type { MessageTransport } from './transports/streamTransport.js';
 import type { UpstreamLifecycleEvent } from './upstreams/upstream.js';
+import type { EarlyStart } from './upstreams/earlySpawn.js';
 import { UpstreamPool } from './upstreams/upstreamPool.js';
 
 export interface GatewayOptions {
@@ -47,6 +48,8 @@ export interface GatewayOptions {
    * are stopped (which fails them). Shutdown must end within 2 s (issue 2). Default 500 ms.
    */
   readonly shutdownGraceMs?: number;
+  /** Upstream processes already spawned for this config (`spawnEarly`), to be taken over. */
+  readonly early?: EarlyStart;
 }
 
 export interface Gateway {
@@ -131,6 +134,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { redactor } = options;
   const pool: UpstreamPool = new UpstreamPool({
     config,
+    ...(options.early && { early: options.early }),
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     // The callbacks run only once upstreams start, which is after `router` below exists.

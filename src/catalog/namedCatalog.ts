@@ -22,8 +22,6 @@ export interface CatalogEntry<T extends Named> {
   readonly server: string;
   /** The upstream's own definition, untouched; requests are routed with its `name`. */
   readonly item: T;
-  /** The definition the host sees: the upstream's, with only the name replaced. */
-  readonly exposedItem: T;
 }
 
 export interface BuiltCatalog<T extends Named> {
@@ -61,7 +59,7 @@ export function buildCatalog<T extends Named>(
   const { names, warnings } = assignExposedNames(origins, naming);
   const entries = names.map((n, i): CatalogEntry<T> => {
     const item = items[i]!;
-    return { exposed: n.exposed, server: n.origin.server, item, exposedItem: { ...item, name: n.exposed } };
+    return { exposed: n.exposed, server: n.origin.server, item };
   });
   return { entries, byName: new Map(entries.map((e) => [e.exposed, e])), warnings };
 }
@@ -69,11 +67,13 @@ export function buildCatalog<T extends Named>(
 /**
  * The current catalog of one kind (tools or prompts), rebuilt when an upstream's list changes.
  * Keeps the serialized list answer so repeated listings (hosts list often) cost one string copy.
+ * That text is all it keeps of what the host sees: no renamed copy of each definition, and no
+ * second string to compare rebuilds with (with 10,000 tools each would cost megabytes, issue 7).
  */
 export class NamedCatalog<T extends Named> {
   private built: BuiltCatalog<T> = { entries: [], byName: new Map(), warnings: [] };
+  /** The list answer (`{"tools":[...]}`); undefined until the first rebuild. */
   private listJson: string | undefined;
-  private fingerprint = '';
   private readonly reported = new Set<string>();
 
   /** `listKey`: the key of the list in the answer (`tools`, `prompts`). */
@@ -96,11 +96,12 @@ export class NamedCatalog<T extends Named> {
       this.reported.add(w);
     }
     this.built = next;
-    this.listJson = undefined;
     const shown = listed === undefined ? next.entries : next.entries.filter(listed);
-    const fingerprint = JSON.stringify(shown.map((e) => e.exposedItem));
-    const changed = fingerprint !== this.fingerprint;
-    this.fingerprint = fingerprint;
+    // The definition the host sees: the upstream's, with only the name replaced.
+    const items = shown.map((e) => ({ ...e.item, name: e.exposed }));
+    const listJson = `{${JSON.stringify(this.listKey)}:${JSON.stringify(items)}}`;
+    const changed = listJson !== this.listJson;
+    this.listJson = listJson;
     return changed;
   }
 
@@ -114,7 +115,6 @@ export class NamedCatalog<T extends Named> {
 
   /** The list result (`{"tools":[...]}`) as JSON text. */
   listResultJson(): string {
-    this.listJson ??= `{${JSON.stringify(this.listKey)}:${this.fingerprint === '' ? '[]' : this.fingerprint}}`;
-    return this.listJson;
+    return this.listJson ?? `{${JSON.stringify(this.listKey)}:[]}`;
   }
 }

@@ -1,46 +1,45 @@
 /**
- * The JSON Schema of the config file as users write it, compiled once, and what its errors need
- * beyond the generic translation in schemaErrors.ts.
+ * The JSON Schema of the config file as users write it, its validator (generated at build time,
+ * see documentValidators.ts), and what its errors need beyond the generic translation in
+ * schemaErrors.ts.
  *
  * The schema describes the file *before* normalization (durations as `30s`, `mcpServers`, ...);
  * it is the same file editors use for completion, so it lives in `schema/` and is read at run time
  * rather than duplicated in code.
  */
-import { readFileSync } from 'node:fs';
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { didYouMean } from './didYouMean.js';
-import type { KeyPath } from './interpolate.js';
 import {
-  asArray,
-  createDocumentAjv,
-  isSchemaObject,
-  translateErrors,
-  valueAt,
-  type SchemaProblem,
-} from './schemaErrors.js';
+  documentSchemaUrl,
+  documentValidator,
+  inlineRefs,
+  readDocumentSchema,
+} from './documentValidators.js';
+import type { KeyPath } from './interpolate.js';
+import { asArray, isSchemaObject, translateErrors, valueAt, type SchemaProblem } from './schemaErrors.js';
 
 export { describeValue, unknownKeyMessage, type SchemaProblem } from './schemaErrors.js';
 
-/** `src/config/` (vitest) and `dist/config/` (built) are both two levels below the package root. */
-export const SCHEMA_URL = new URL('../../schema/proxy.config.schema.json', import.meta.url);
+export const SCHEMA_URL = documentSchemaUrl('config');
 
 type SchemaObject = Readonly<Record<string, unknown>>;
 
 /** The parsed schema file. */
-export const configSchema: SchemaObject = JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as SchemaObject;
+export const configSchema: SchemaObject = readDocumentSchema('config');
 
-const ajv = createDocumentAjv();
+/** What is checked: the schema with its `$ref`s inlined (errors point at objects of this one). */
+const checkedSchema = inlineRefs(configSchema);
 
-/** Validates a parsed (and env-interpolated) config document against the schema. */
-export const validateConfigDocument: ValidateFunction = ajv.compile(configSchema);
+const validateConfigDocument = documentValidator('config', checkedSchema);
 
 /** Every schema violation in `document`, as friendly messages (none when it is valid). */
 export function checkDocumentShape(document: unknown): SchemaProblem[] {
-  if (validateConfigDocument(document)) return [];
-  return translateErrors(validateConfigDocument.errors ?? [], document, { checkedInCode, explainOneOf });
+  const errors = validateConfigDocument(document);
+  if (errors.length === 0) return [];
+  return translateErrors(errors, document, { checkedInCode, explainOneOf });
 }
 
-const definitions = (configSchema['definitions'] ?? {}) as Readonly<Record<string, SchemaObject>>;
+const definitions = (checkedSchema['definitions'] ?? {}) as Readonly<Record<string, SchemaObject>>;
 
 /**
  * Durations and byte sizes are checked by the loader with their parsers, which know the accepted

@@ -3,32 +3,12 @@
  * schemas (config, policies): unknown keys with a did-you-mean, allowed values of an enum, types
  * named the way YAML users think of them. Moved here from schema.ts so policy files read the same.
  */
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { didYouMean } from './didYouMean.js';
 import type { KeyPath } from './interpolate.js';
 import { formatKeyPath } from './yamlSource.js';
 
 type SchemaObject = Readonly<Record<string, unknown>>;
-
-/**
- * The ajv instance our own schemas (written by us, shipped in `schema/`) are compiled with:
- * strict, so a typo in a schema fails the build's tests rather than silently checking nothing.
- */
-export function createDocumentAjv(): Ajv {
-  const ajv = new Ajv({
-    strict: true,
-    // strictRequired rejects `oneOf: [{required: [command]}, {required: [url]}]` because those
-    // branches do not repeat the property definitions; that form is still the clearest way to tell
-    // editors "exactly one of command / url".
-    strictRequired: false,
-    allErrors: true,
-    // parentSchema on each error lets the translation read titles, allowed keys and custom messages.
-    verbose: true,
-  });
-  // VS Code's JSON support shows `patternErrorMessage` instead of the raw regex; we show it too.
-  ajv.addKeyword({ keyword: 'patternErrorMessage', schemaType: 'string' });
-  return ajv;
-}
 
 /** A schema violation, located by key path; `at` says whether to point at the key or its value. */
 export interface SchemaProblem {

@@ -13,13 +13,11 @@
  * outputSchemaValidator.ts's `check` does not fit: it compiles lazily, reports problems as
  * "unverifiable" with output-schema wording, and ignores unknown keywords.
  */
-import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import ajvFormats from 'ajv-formats';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { didYouMean } from '../config/didYouMean.js';
 import type { KeyPath } from '../config/interpolate.js';
 import { translateErrors, type SchemaProblem } from '../config/schemaErrors.js';
+import { createDialectAjv, type Dialect } from '../repairs/dialectAjv.js';
 import { findSchemaBoundProblem } from '../repairs/schemaBounds.js';
 import {
   analysePattern,
@@ -50,8 +48,6 @@ const PATTERN_WORK_PER_CHECK = 50_000_000;
 
 /** `why` texts quote ajv messages, which quote schema values; keep them readable. */
 const MAX_WHY_LENGTH = 300;
-
-type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
 const DIALECT_URIS: readonly [RegExp, Dialect][] = [
   [/^https?:\/\/json-schema\.org\/draft-07\/schema#?$/, 'draft-07'],
@@ -89,9 +85,6 @@ export interface ArgumentSchemaCompiler {
   compile(schema: Readonly<Record<string, unknown>>): CompiledArguments;
 }
 
-// ajv-formats is CommonJS: under NodeNext its default import is `module.exports`, the plugin itself.
-const addFormats = ajvFormats as unknown as typeof ajvFormats.default;
-
 /**
  * A compiler for the conditions of one load of the policies. Its ajv instances (one per
  * dialect, made when first needed) live as long as the policies compiled with them, and are
@@ -124,13 +117,7 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
         logger: false,
         code: { regExp: createGuardedRegExpEngine(ARGUMENT_SCHEMA_LIMITS, meter) },
       };
-      ajv =
-        dialect === 'draft-07'
-          ? new Ajv(options)
-          : dialect === '2019-09'
-            ? new Ajv2019(options)
-            : new Ajv2020(options);
-      addFormats(ajv);
+      ajv = createDialectAjv(dialect, options);
       instances.set(dialect, ajv);
     }
     return ajv;

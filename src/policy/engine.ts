@@ -97,7 +97,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     const args = input.arguments ?? {};
     const reader = annotationReader(input);
     for (const rule of rules) {
-      const outcome = evaluate(rule, input, reader, args);
+      const outcome = evaluate(rule, input, { reader, args, explain: true });
       if (outcome.kind === 'mismatch') {
         trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: false, why: outcome.why });
         continue;
@@ -117,7 +117,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   function isHiddenFromList(input: PolicyToolInput): boolean {
     const reader = annotationReader(input);
     for (const rule of rules) {
-      const outcome = evaluate(rule, input, reader, null);
+      const outcome = evaluate(rule, input, { reader, args: null, explain: false });
       if (outcome.kind === 'mismatch') continue; // can never match this tool
       // A rule with an arguments condition decides some calls of the tool, and lets the others
       // through to later rules. Calls it denies are denied anyway; calls it allows or confirms
@@ -148,7 +148,9 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
       return hit.rules;
     const reader = annotationReader(input);
-    const matching = rules.filter((rule) => evaluate(rule, input, reader, null).kind !== 'mismatch');
+    const matching = rules.filter(
+      (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
+    );
     if (candidates.size >= 100_000) candidates.clear();
     candidates.set(key, { annotations: input.annotations, trusted: input.trusted, rules: matching });
     return matching;
@@ -185,33 +187,44 @@ function annotationReader(input: PolicyToolInput): () => AnnotationReading {
 
 /**
  * Checks the rule's conditions, cheapest first, stopping at the first that fails. `args` null:
- * the call's arguments are not known, and an arguments condition counts as holding.
+ * the call's arguments are not known, and an arguments condition counts as holding. `explain`
+ * false: no `why` is written (listing asks thousands of tools only whether a rule can match,
+ * and their texts were most of the garbage that listing made, issue 7).
  */
 function evaluate(
   rule: PolicyRule,
   input: PolicyToolInput,
-  reader: () => AnnotationReading,
-  args: Readonly<Record<string, unknown>> | null,
+  context: {
+    readonly reader: () => AnnotationReading;
+    readonly args: Readonly<Record<string, unknown>> | null;
+    readonly explain: boolean;
+  },
 ): Outcome {
   const { match } = rule;
+  const { reader, args, explain } = context;
   const held: string[] = [];
-  const mismatch = (why: string): Outcome => ({ kind: 'mismatch', why });
+  const note = (why: () => string): void => {
+    if (explain) held.push(why());
+  };
+  const mismatch = (why: () => string): Outcome =>
+    explain ? { kind: 'mismatch', why: why() } : UNEXPLAINED_MISMATCH;
 
   if (match.server !== null) {
     const glob = match.server.find((candidate) => matchesGlob(candidate, input.server));
     if (glob === undefined)
-      return mismatch(`server "${input.server}" does not match ${listGlobs(match.server)}`);
-    held.push(`server "${input.server}" matches "${glob}"`);
+      return mismatch(() => `server "${input.server}" does not match ${listGlobs(match.server ?? [])}`);
+    note(() => `server "${input.server}" matches "${glob}"`);
   }
   if (match.tool !== null) {
     const glob = match.tool.find((candidate) => matchesGlob(candidate, input.tool));
-    if (glob === undefined) return mismatch(`tool "${input.tool}" does not match ${listGlobs(match.tool)}`);
-    held.push(`tool "${input.tool}" matches "${glob}"`);
+    if (glob === undefined)
+      return mismatch(() => `tool "${input.tool}" does not match ${listGlobs(match.tool ?? [])}`);
+    note(() => `tool "${input.tool}" matches "${glob}"`);
   }
   if (match.trusted !== null) {
     const what = input.trusted ? 'trusted' : 'not trusted';
-    if (match.trusted !== input.trusted) return mismatch(`server "${input.server}" is ${what}`);
-    held.push(`server "${input.server}" is ${what}`);
+    if (match.trusted !== input.trusted) return mismatch(() => `server "${input.server}" is ${what}`);
+    note(() => `server "${input.server}" is ${what}`);
   }
   if (match.annotations !== null) {
     const reading = reader();
@@ -219,23 +232,27 @@ function evaluate(
       const wanted = match.annotations[hint];
       if (wanted === undefined) continue;
       const { value, from } = reading[hint];
-      const described = `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
-      if (value !== wanted) return mismatch(`${described}; the rule wants ${String(wanted)}`);
-      held.push(described);
+      const described = () => `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
+      if (value !== wanted) return mismatch(() => `${described()}; the rule wants ${String(wanted)}`);
+      note(described);
     }
   }
   if (match.arguments !== null) {
     if (args === null) {
-      held.push('arguments not checked');
+      note(() => 'arguments not checked');
     } else {
       const verdict = match.arguments.test(args);
-      if (verdict.kind === 'mismatch') return mismatch(verdict.why);
+      if (verdict.kind === 'mismatch') return mismatch(() => verdict.why);
       if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
-      held.push('the arguments match');
+      note(() => 'the arguments match');
     }
   }
+  if (!explain) return UNEXPLAINED_MATCH;
   return { kind: 'match', why: held.length === 0 ? 'the rule matches every call' : held.join('; ') };
 }
+
+const UNEXPLAINED_MISMATCH: Outcome = Object.freeze({ kind: 'mismatch', why: '' });
+const UNEXPLAINED_MATCH: Outcome = Object.freeze({ kind: 'match', why: '' });
 
 function describeOrigin(from: HintOrigin, server: string): string {
   switch (from) {

@@ -9,12 +9,17 @@
  * (issue #5), and an empty file is an error too, since a file caught half-written on reload
  * would otherwise silently drop every rule.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { deepFreeze } from '../config/freeze.js';
 import type { KeyPath } from '../config/interpolate.js';
-import { createDocumentAjv, translateErrors } from '../config/schemaErrors.js';
+import {
+  documentSchemaUrl,
+  documentValidator,
+  inlineRefs,
+  readDocumentSchema,
+} from '../config/documentValidators.js';
+import { translateErrors } from '../config/schemaErrors.js';
 import {
   formatKeyPath,
   parseYamlSource,
@@ -37,15 +42,13 @@ import {
   type PolicySource,
 } from './types.js';
 
-/** `src/policy/` (vitest) and `dist/policy/` (built) are both two levels below the package root. */
-export const POLICY_SCHEMA_URL = new URL('../../schema/policy.schema.json', import.meta.url);
+export const POLICY_SCHEMA_URL = documentSchemaUrl('policy');
 
 /** The parsed schema file. */
-export const policySchema: Readonly<Record<string, unknown>> = JSON.parse(
-  readFileSync(POLICY_SCHEMA_URL, 'utf8'),
-) as Readonly<Record<string, unknown>>;
+export const policySchema: Readonly<Record<string, unknown>> = readDocumentSchema('policy');
 
-const validatePolicyDocument = createDocumentAjv().compile(policySchema);
+/** Generated at build time (see documentValidators.ts); errors point into the `$ref`-inlined schema. */
+const validatePolicyDocument = documentValidator('policy', inlineRefs(policySchema));
 
 const KIND = 'policy file';
 
@@ -129,10 +132,8 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   issues.throwIfAny();
 
   const data = toPlainData(source) as Readonly<Record<string, unknown>>;
-  if (!validatePolicyDocument(data)) {
-    for (const problem of translateErrors(validatePolicyDocument.errors ?? [], data)) {
-      issues.add(problem.path, problem.at, problem.message);
-    }
+  for (const problem of translateErrors(validatePolicyDocument(data), data)) {
+    issues.add(problem.path, problem.at, problem.message);
   }
   if (data['default'] === undefined && data['rules'] === undefined) {
     issues.add([], 'value', 'a policy file needs "default", "rules" or both');

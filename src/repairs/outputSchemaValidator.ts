@@ -8,11 +8,8 @@
  * anything we cannot judge safely is reported as `unverifiable` rather than guessed at: repair
  * then leaves the result alone. `check` never throws.
  */
-import { Ajv } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { ErrorObject, Options, ValidateFunction } from 'ajv';
-import ajvFormats from 'ajv-formats';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import { createDialectAjv, type Dialect } from './dialectAjv.js';
 import { findSchemaBoundProblem } from './schemaBounds.js';
 import { createGuardedRegExpEngine, UnsafePatternError, type PatternWorkMeter } from './safeRegExp.js';
 
@@ -61,8 +58,6 @@ export interface OutputValidator {
   check(tool: { outputSchema?: unknown }, data: unknown): SchemaVerdict;
 }
 
-type Dialect = 'draft-07' | '2019-09' | '2020-12';
-
 type CompiledSchema =
   { kind: 'ready'; validate: ValidateFunction } | { kind: 'unverifiable'; reason: string };
 
@@ -83,9 +78,6 @@ const PATTERN_WORK_PER_CHECK = 50_000_000;
 
 /** Keep notes readable: an ajv message quotes schema values, which the upstream controls. */
 const MAX_MESSAGE_LENGTH = 300;
-
-// ajv-formats is CommonJS: under NodeNext its default import is `module.exports`, the plugin itself.
-const addFormats = ajvFormats as unknown as typeof ajvFormats.default;
 
 export function createOutputValidator(
   options: { limits?: Partial<OutputValidatorLimits> } = {},
@@ -119,14 +111,7 @@ export function createOutputValidator(
         code: { regExp: createGuardedRegExpEngine(limits, patternWork) },
         // No `loadSchema`: ajv then never fetches anything, a remote `$ref` just fails to compile.
       };
-      const ajv =
-        dialect === 'draft-07'
-          ? new Ajv(ajvOptions)
-          : dialect === '2019-09'
-            ? new Ajv2019(ajvOptions)
-            : new Ajv2020(ajvOptions);
-      addFormats(ajv);
-      entry = { ajv, compiles: 0 };
+      entry = { ajv: createDialectAjv(dialect, ajvOptions), compiles: 0 };
       instances.set(dialect, entry);
       stats.ajvInstances++;
     }

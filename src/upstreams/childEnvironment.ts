@@ -1,3 +1,6 @@
+import type { StdioServerConfig } from '../config/types.js';
+import type { SpawnChildOptions } from '../transports/childProcess.js';
+
 /**
  * The variables a child inherits from the gateway: the SDK's short list of safe ones (as of SDK
  * 1.32), so an upstream gets what a direct connection from the SDK would give it. Listed here
@@ -38,4 +41,9 @@ export function childEnvironment(
     if (value !== undefined && !value.startsWith('()')) env[name] = value;
   }
   return { ...env, ...configured };
+}
+
+/** How a stdio server's process is started: on each connection attempt, or ahead (earlySpawn.ts). */
+export function stdioSpawnOptions(config: StdioServerConfig): SpawnChildOptions {
+  return { command: config.command, args: config.args, env: childEnvironment(config.env), cwd: config.cwd };
 }

@@ -21,7 +21,7 @@ import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
-import { childEnvironment } from './childEnvironment.js';
+import { stdioSpawnOptions } from './childEnvironment.js';
 import { UpstreamSession, type UpstreamRequestOptions } from './upstreamSession.js';
 
 export type UpstreamState =
@@ -49,6 +49,12 @@ export interface UpstreamOptions {
   readonly onLifecycle?: (event: UpstreamLifecycleEvent) => void;
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
   readonly children: Set<ChildHandle>;
+  /**
+   * This stdio server's process, spawned ahead of `start` (earlySpawn.ts) and already in
+   * `children`: the first connection attempt speaks to it instead of spawning one. A spawn that
+   * failed is reported by that attempt, as if it had failed then.
+   */
+  readonly spawned?: Promise<ChildHandle>;
 }
 
 /** An upstream lifecycle record without the gateway's session id (the gateway adds it). */
@@ -152,9 +158,12 @@ export class Upstream {
   /** Settles once the first connection attempt has succeeded or failed. */
   readonly firstAttempt: Promise<void>;
   private running: Promise<void> | undefined;
+  /** `options.spawned` until the first connection attempt takes it (or `stop` stops it). */
+  private spawned: Promise<ChildHandle> | undefined;
 
   constructor(options: UpstreamOptions) {
     this.options = options;
+    this.spawned = options.spawned;
     this.config = options.config;
     this.name = options.config.name;
     this.log = options.logger.child(this.name);
@@ -221,9 +230,23 @@ export class Upstream {
     if (wasDisabled) return;
     const wasLive = this.live !== undefined;
     const reason = new UpstreamFailedError(this.name, 'the gateway is shutting down');
-    await Promise.all([this.teardown(reason), this.teardown(reason, this.connecting)]);
+    await Promise.all([
+      this.teardown(reason),
+      this.teardown(reason, this.connecting),
+      this.stopUnusedChild(),
+    ]);
     await this.running;
     if (wasLive) this.options.onLifecycle?.({ type: 'upstream_exit', server: this.name, expected: true });
+  }
+
+  /** A process spawned ahead that no connection attempt took (stopped before the host came). */
+  private async stopUnusedChild(): Promise<void> {
+    const spawned = this.spawned;
+    this.spawned = undefined;
+    const child = await spawned?.catch(() => undefined);
+    if (child === undefined) return;
+    await child.stop({ graceMs: STOP_GRACE_MS });
+    this.options.children.delete(child);
   }
 
   private unavailableReason(): string {
@@ -344,13 +367,10 @@ export class Upstream {
     };
 
     if (config.transport === 'stdio') {
+      const spawned = this.spawned;
+      this.spawned = undefined;
       try {
-        child = await spawnChild({
-          command: config.command,
-          args: config.args,
-          env: childEnvironment(config.env),
-          cwd: config.cwd,
-        });
+        child = await (spawned ?? spawnChild(stdioSpawnOptions(config)));
       } catch (error) {
         throw new UpstreamFailedError(this.name, `failed to start (${what}): ${describeError(error)}`);
       }
@@ -360,7 +380,7 @@ export class Upstream {
         stderrTail.push(line);
         if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
       });
-      const spawned = child;
+      const running = child;
       transport = new StreamTransport({
         input: child.process.stdout,
         output: child.process.stdin,
@@ -369,7 +389,7 @@ export class Upstream {
           this.log.warn(`ignored a line on stdout (${reason}): ${truncate(line, 200)}`),
         onOversize: (info) => this.oversize(info, session, end),
       });
-      void spawned.exited.then(({ code, signal }) => {
+      void running.exited.then(({ code, signal }) => {
         const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
         const tail = stderrTail.length > 0 ? `; last stderr: ${stderrTail.join(' | ')}` : '';
         end(new UpstreamFailedError(this.name, `process ${how} ${phase} (${what})${tail}`));

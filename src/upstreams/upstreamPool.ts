@@ -1,9 +1,14 @@
 import type { WardenConfig } from '../config/types.js';
 import type { ChildHandle } from '../transports/childProcess.js';
+import type { EarlyStart } from './earlySpawn.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
 
 /** What every upstream shares: the router's hooks and the gateway's identity. */
-export type UpstreamPoolOptions = { readonly config: WardenConfig } & Pick<
+export type UpstreamPoolOptions = {
+  readonly config: WardenConfig;
+  /** Processes spawned ahead for this config (`spawnEarly`): the upstreams take them over. */
+  readonly early?: EarlyStart;
+} & Pick<
   UpstreamOptions,
   | 'logger'
   | 'clientInfo'
@@ -20,15 +25,22 @@ export class UpstreamPool {
   readonly upstreams: readonly Upstream[];
   readonly byName: ReadonlyMap<string, Upstream>;
   /** Live child processes, for the last-resort synchronous kill on process exit. */
-  readonly children = new Set<ChildHandle>();
+  readonly children: Set<ChildHandle>;
   private startup: Promise<void> | undefined;
 
   constructor(private readonly options: UpstreamPoolOptions) {
-    const { config, ...shared } = options;
-    this.upstreams = config.servers.map(
-      (server) =>
-        new Upstream({ ...shared, config: server, gateway: config.gateway, children: this.children }),
-    );
+    const { config, early, ...shared } = options;
+    this.children = early?.children ?? new Set();
+    this.upstreams = config.servers.map((server) => {
+      const spawned = early?.spawned.get(server.name);
+      return new Upstream({
+        ...shared,
+        config: server,
+        gateway: config.gateway,
+        children: this.children,
+        ...(spawned && { spawned }),
+      });
+    });
     this.byName = new Map(this.upstreams.map((u) => [u.name, u]));
   }
 

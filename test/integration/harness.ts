@@ -213,14 +213,18 @@ export function rawSession(configFile: string, env: Record<string, string> = {})
   };
 }
 
-export async function initialize(s: ReturnType<typeof rawSession>): Promise<void> {
+/** The handshake as a host declaring `capabilities` makes it. */
+export async function initialize(
+  s: ReturnType<typeof rawSession>,
+  capabilities: Record<string, unknown> = {},
+): Promise<void> {
   const answered = s.next((m) => m.id === 0);
   s.send(
     JSON.stringify({
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'raw', version: '1' } },
     }),
   );
   await answered;

@@ -3,8 +3,9 @@
  * ids come back exactly as sent, and children get only the environment they were given.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
   connectHost,
   FAST_GATEWAY,
@@ -151,6 +152,81 @@ describe('child environment', () => {
     expect(await read('GATEWAY_SECRET')).toBe('<unset>');
     expect(await read('PATH')).toBe(process.env.PATH);
     await host.close();
+  });
+});
+
+/** Polls until `file` exists; false after `timeoutMs`. */
+async function waitForFile(file: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
+describe('start-up', () => {
+  it('spawns upstreams before the host initializes, and declares its capabilities to them after', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'up.pid');
+    const record = path.join(dir, 'record.jsonl');
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        servers: { up: fixture(['--pid-file', pidFile, '--record', record]) },
+      },
+      dir,
+    );
+    const s = rawSession(config);
+    // The server's process runs while the host has not said anything yet, and is told nothing.
+    expect(await waitForFile(pidFile, 10_000)).toBe(true);
+    expect(isAlive(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(readRecord(record)).toEqual([]);
+
+    await initialize(s, { roots: { listChanged: true }, sampling: {}, experimental: { x: {} } });
+    const listed = s.next((m) => m.id === 1);
+    s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    const list = (await listed) as { result: { tools: { name: string }[] } };
+    expect(list.result.tools.map((t) => t.name)).toContain('up__echo');
+
+    const [first] = readRecord(record) as { method?: string; params?: { capabilities?: unknown } }[];
+    expect(first?.method).toBe('initialize');
+    expect(first?.params?.capabilities).toEqual({ roots: { listChanged: true }, sampling: {} });
+  });
+
+  it('stops the upstreams it spawned when the host leaves before initializing', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'up.pid');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { up: fixture(['--pid-file', pidFile]) } },
+      dir,
+    );
+    const s = rawSession(config);
+    expect(await waitForFile(pidFile, 10_000)).toBe(true);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const started = Date.now();
+    s.child.stdin.end();
+    expect(await s.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(await waitForExit(pid, 1000)).toBe(true);
+    expect(s.lines).toEqual([]);
+  });
+  it('kills the upstreams it spawned when a policy file turns out invalid', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'up.pid');
+    writeFileSync(path.join(dir, 'bad.yaml'), 'default: maybe\n');
+    const config = writeConfig(
+      { policies: ['bad.yaml'], servers: { up: fixture(['--pid-file', pidFile]) } },
+      dir,
+    );
+    const s = rawSession(config);
+    expect(await s.exited).toBe(2);
+    expect(s.stderr()).toContain('invalid policy:');
+    expect(s.lines).toEqual([]);
+    // The server may not have got as far as writing its pid; if it did, it is gone.
+    if (existsSync(pidFile))
+      expect(await waitForExit(Number(readFileSync(pidFile, 'utf8')), 1000)).toBe(true);
   });
 });
 

@@ -6,6 +6,7 @@ import {
   type NamingRules,
   type ToolOrigin,
 } from '../../src/catalog/naming.js';
+import { NamedCatalog } from '../../src/catalog/namedCatalog.js';
 
 const DEFAULT: NamingRules = { separator: '__', pattern: '^[A-Za-z0-9_-]{1,64}$', maxLength: 64 };
 const CURSOR: NamingRules = { separator: '__', pattern: '^[A-Za-z0-9_-]{1,60}$', maxLength: 60 };
@@ -448,5 +449,29 @@ describe('assignExposedNames: patterns it cannot satisfy', () => {
     expect(() => assignExposedNames([o('a', 'b')], { ...DEFAULT, pattern: '^[a-z' })).toThrow(
       /naming pattern "\^\[a-z" is not a valid regular expression/,
     );
+  });
+});
+
+describe('NamedCatalog', () => {
+  const tool = (name: string, description = 'd') => ({ name, description, inputSchema: { type: 'object' } });
+  const source = (items: ReturnType<typeof tool>[]) => [{ server: 'fs', namespace: 'fs', items }];
+
+  it('lists what the host sees and says whether a rebuild changed it', () => {
+    const catalog = new NamedCatalog<ReturnType<typeof tool>>('tools', DEFAULT, () => {});
+    expect(catalog.listResultJson()).toBe('{"tools":[]}');
+    // The first rebuild counts as a change even when empty: the host has seen no list yet.
+    expect(catalog.rebuild(source([]))).toBe(true);
+    expect(catalog.rebuild(source([tool('read'), tool('write')]))).toBe(true);
+    expect(JSON.parse(catalog.listResultJson())).toEqual({
+      tools: [tool('fs__read'), tool('fs__write')],
+    });
+    expect(catalog.rebuild(source([tool('read'), tool('write')]))).toBe(false);
+    expect(catalog.rebuild(source([tool('read'), tool('write', 'changed')]))).toBe(true);
+    // Unlisted entries stay resolvable, with the upstream's own definition.
+    expect(catalog.rebuild(source([tool('read'), tool('write')]), (e) => e.exposed !== 'fs__write')).toBe(
+      true,
+    );
+    expect(JSON.parse(catalog.listResultJson())).toEqual({ tools: [tool('fs__read')] });
+    expect(catalog.resolve('fs__write')?.item).toEqual(tool('write'));
   });
 });

@@ -9,7 +9,7 @@ import {
   policySchema,
   POLICY_SCHEMA_URL,
 } from '../../src/policy/loadPolicies.js';
-import { createDocumentAjv } from '../../src/config/schemaErrors.js';
+import { createDocumentAjv } from '../../src/config/documentAjv.js';
 
 const FILE = path.resolve('/etc/warden/policies/team.yaml');
 const F = FILE; // keeps the expected messages below readable
