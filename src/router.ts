@@ -23,6 +23,7 @@ import {
   type Params,
   type RequestId,
 } from './protocol/jsonRpc.js';
+import { LARGE_LINE_BYTES } from './transports/lineDecoder.js';
 import type { MessageTransport } from './transports/streamTransport.js';
 import type { ListKind, RequestAnswer, Upstream } from './upstreams/upstream.js';
 import type { UpstreamPool } from './upstreams/upstreamPool.js';
@@ -250,13 +251,13 @@ export class Router {
       case 'ping':
         return this.options.host.send({ jsonrpc: '2.0', id, result: {} });
       case 'tools/list':
-        return this.list(id, 'tools', () => this.options.tools.listResultJson());
+        return this.list(id, method, 'tools', () => this.options.tools.listResultJson());
       case 'prompts/list':
-        return this.list(id, 'prompts', () => this.options.prompts.listResultJson());
+        return this.list(id, method, 'prompts', () => this.options.prompts.listResultJson());
       case 'resources/list':
-        return this.list(id, 'resources', () => this.options.resources.listResultJson());
+        return this.list(id, method, 'resources', () => this.options.resources.listResultJson());
       case 'resources/templates/list':
-        return this.list(id, 'resources', () => this.options.resources.templatesResultJson());
+        return this.list(id, method, 'resources', () => this.options.resources.templatesResultJson());
       case 'tools/call':
         return this.callTool(id, params);
       case 'prompts/get':
@@ -320,15 +321,29 @@ export class Router {
 
   private async list(
     id: RequestId,
+    method: string,
     kind: 'tools' | 'prompts' | 'resources',
     json: () => string,
   ): Promise<void> {
     await this.options.pool.start();
     this.listed.add(kind);
     const host = this.options.host;
-    const line = serializeRawResult(id, json());
+    const text = json();
+    if (host.sendBytes !== undefined && text.length >= LARGE_LINE_BYTES) {
+      // A large list (10,000 tools is megabytes) is encoded once per change, not once per request.
+      let cached = this.listBytes.get(method);
+      if (cached?.text !== text) {
+        cached = { text, bytes: Buffer.from(text, 'utf8') };
+        this.listBytes.set(method, cached);
+      }
+      return host.sendBytes(rawResultHead(id), cached.bytes, '}');
+    }
+    const line = serializeRawResult(id, text);
     return host.sendRaw ? host.sendRaw(line) : host.send(JSON.parse(line));
   }
+
+  /** The encoded text of each large list last served, by method. */
+  private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
 
   /** Registers a host request for cancellation and re-tags its progress token (FIELD_NOTES "Timeouts"). */
   private begin(id: RequestId, params: Params | undefined): HostRequest {

@@ -147,6 +147,20 @@ describe('results that need no repair', () => {
     upstream.child.kill();
   });
 
+  it('a large tool list (sent from bytes encoded once) is what the upstream lists, every time', async () => {
+    const tools = ['--tools', 'many:3000'];
+    const plain = await direct(tools);
+    const host = await connectHost(writeConfig({ gateway: FAST_GATEWAY, servers: { s: fixture(tools) } }));
+    try {
+      const expected = (await plain.listTools()).tools.map((t) => ({ ...t, name: `s__${t.name}` }));
+      expect(expected.length).toBe(3000);
+      for (let i = 0; i < 2; i++) expect((await host.client.listTools()).tools).toEqual(expected);
+    } finally {
+      await plain.close();
+      await host.close();
+    }
+  });
+
   it('server-everything get-structured-content and server-filesystem tools pass unchanged', async () => {
     const dir = tempDir();
     const dataDir = path.join(dir, 'data');
