@@ -12,6 +12,10 @@ export const POLICY = { default: 'allow', rules: [
 export function configFor(mode, dir) {
   writeFileSync(path.join(dir, 'p.json'), JSON.stringify(POLICY));
   const fx = { command: process.execPath, args: [FIXTURE, '--tools', '0'] };
+  if (mode === 'defaults') return { servers: { bench: fx } };
+  if (mode === 'full-noaudit') return { servers: { bench: fx }, policies: ['./p.json'] };
+  if (mode === 'audit-shm') return { servers: { bench: fx }, audit: { file: `/dev/shm/wexp-${process.pid}-${Date.now()}.jsonl` } };
+  if (mode === 'full-nopolicy') return { servers: { bench: fx }, audit: { file: path.join(dir, 'audit.jsonl') } };
   return mode === 'bare'
     ? { gateway: { repair: { textForStructured: false, invalidStructured: 'off', structuredFromText: false, missingStructured: 'off' }, log: { level: 'error' } }, servers: { bench: { ...fx, maxConcurrency: 64, maxQueue: 1024 } } }
     : { servers: { bench: fx }, policies: ['./p.json'], audit: { file: path.join(dir, 'audit.jsonl') } };
@@ -26,6 +30,6 @@ export async function start(mode, cli = '/work/main/dist/cli.js') {
   await child.request('initialize', JSON.stringify({ protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }));
   child.notify('notifications/initialized');
   await child.request('tools/list');
-  return { child, prefix: mode === 'bare' || mode === 'full' ? 'bench__' : '' };
+  return { child, prefix: mode === 'direct' || mode === 'pipe' ? '' : 'bench__' };
 }
 export const med = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
