@@ -73,9 +73,12 @@ const MAX_TAIL_SCAN = 64 * 1024 * 1024;
 
 const RESERVED_FIELDS = new Set(['seq', 'ts', 'writer', 'prev', 'hash', '__proto__']);
 
-/** Bounds of the cache of redacted record fields (see #redactOwn). */
-const OWN_FIELD_CACHE_CHARS = 256;
-const OWN_FIELD_CACHE_SIZE = 4096;
+/** String fields that name things and repeat across records (see #redactRepeated). */
+const REPEATED_FIELDS = new Set(['type', 'session', 'tool', 'server', 'upstreamTool', 'outcome']);
+
+/** Bounds of the cache of redacted record fields (see #redactRepeated). */
+const REPEATED_CACHE_CHARS = 256;
+const REPEATED_CACHE_SIZE = 4096;
 
 export interface AuditLogOptions {
   /** The audit file. Its folder is created if missing; the file is created with mode 0600. */
@@ -326,29 +329,30 @@ class FileAuditLog implements AuditLog {
       const value = source[key];
       if (redactor === undefined) fields[key] = value;
       else if (key === 'args' || key === 'structured') fields[key] = redactor.redactValue(value);
-      else if (typeof value === 'string') fields[key] = this.#redactOwn(value, redactor);
+      else if (typeof value === 'string' && REPEATED_FIELDS.has(key))
+        fields[key] = this.#redactRepeated(value, redactor);
       else fields[key] = redactor.redactStrings(value);
     }
     return fields;
   }
 
   /**
-   * The pattern rule on a record's own string fields (tool and server names, outcome, session,
-   * error text). Most repeat from record to record, so short ones are remembered, in a bounded
-   * cache; arguments are never cached.
+   * The pattern rule on the record fields that name things (REPEATED_FIELDS): they repeat from
+   * record to record, so short ones are remembered, in a bounded cache. Arguments and error
+   * texts, which may hold a secret, are never kept.
    */
-  #redactOwn(text: string, redactor: Redactor): string {
-    if (text.length > OWN_FIELD_CACHE_CHARS) return redactor.redactText(text);
-    let redacted = this.#ownFields.get(text);
+  #redactRepeated(text: string, redactor: Redactor): string {
+    if (text.length > REPEATED_CACHE_CHARS) return redactor.redactText(text);
+    let redacted = this.#repeatedFields.get(text);
     if (redacted === undefined) {
-      if (this.#ownFields.size >= OWN_FIELD_CACHE_SIZE) this.#ownFields.clear();
+      if (this.#repeatedFields.size >= REPEATED_CACHE_SIZE) this.#repeatedFields.clear();
       redacted = redactor.redactText(text);
-      this.#ownFields.set(text, redacted);
+      this.#repeatedFields.set(text, redacted);
     }
     return redacted;
   }
 
-  #ownFields = new Map<string, string>();
+  #repeatedFields = new Map<string, string>();
 
   /**
    * Writes every queued record (after an `audit_gap` record when earlier ones were lost) and
