@@ -42,12 +42,13 @@ export interface StreamTransportOptions {
   readonly onOversize: (info: OversizeLine) => void;
 }
 
+/** What every send returns: writes are not awaited one by one (see `flush`). */
+const DONE = Promise.resolve();
+
 /**
  * Newline-delimited JSON-RPC over a pair of streams: the host's stdin/stdout, or a child's
  * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
  */
-const DONE = Promise.resolve();
-
 export class StreamTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
   onclose?: () => void;
