@@ -146,8 +146,3 @@ export function rawResult(result: object): RawResult | undefined {
   }
   return raw.result ?? undefined;
 }
-
-/** The exact text of `result` as the upstream sent it, when `result` is that untouched object. */
-export function rawResultText(result: object): string | undefined {
-  return rawResult(result)?.text;
-}

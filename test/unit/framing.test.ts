@@ -6,12 +6,7 @@ import {
   serializeMessage,
   serializeRawResult,
 } from '../../src/protocol/jsonRpc.js';
-import {
-  attachRawResponse,
-  rawResult,
-  rawResultText,
-  topLevelMemberSpan,
-} from '../../src/protocol/rawJson.js';
+import { attachRawResponse, rawResult, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
 import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/transports/streamTransport.js';
 import { PassThrough } from 'node:stream';
@@ -95,8 +90,8 @@ describe('parseMessage', () => {
     const line = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"caf\\u00e9"}]}}';
     const result = (JSON.parse(line) as { result: object }).result;
     attachRawResponse(result, line);
-    expect(rawResultText(result)).toBe('{"content":[{"type":"text","text":"caf\\u00e9"}]}');
-    expect(rawResultText({ ...result })).toBeUndefined();
+    expect(rawResult(result)?.text).toBe('{"content":[{"type":"text","text":"caf\\u00e9"}]}');
+    expect(rawResult({ ...result })).toBeUndefined();
     expect(JSON.stringify(result)).not.toContain('raw');
   });
 
@@ -192,6 +187,6 @@ describe('rawResult', () => {
     const raw = rawResult(parsed.result)!;
     expect(raw.text).toBe(JSON.stringify(parsed.result));
     expect(raw.bytes!.toString('utf8')).toBe(raw.text);
-    expect(rawResultText(parsed.result)).toBe(raw.text);
+    expect(rawResult(parsed.result)?.text).toBe(JSON.stringify(parsed.result));
   });
 });
