@@ -102,10 +102,7 @@ export class StreamTransport implements MessageTransport {
     // small strings, was a large share of the gateway's CPU in the benchmark (issue 7).
     this.pending += line;
     this.pending += '\n';
-    if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.writePending);
-    }
+    this.schedule();
     // Not awaiting the write callback keeps the hot path free of a promise per message;
     // `flush()` is how callers wait for the bytes to leave.
     return DONE;
@@ -120,11 +117,15 @@ export class StreamTransport implements MessageTransport {
       this.pending = '';
     }
     parts.push(head, body, `${tail}\n`);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.writePending);
-    }
+    this.schedule();
     return DONE;
+  }
+
+  /** Writes what is pending at the end of this turn (once, however many messages are sent). */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    process.nextTick(this.writePending);
   }
 
   beforeWrite?: () => void;
