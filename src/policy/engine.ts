@@ -202,29 +202,37 @@ function evaluate(
 ): Outcome {
   const { match } = rule;
   const { reader, args, explain } = context;
-  const held: string[] = [];
-  const note = (why: () => string): void => {
-    if (explain) held.push(why());
-  };
-  const mismatch = (why: () => string): Outcome =>
-    explain ? { kind: 'mismatch', why: why() } : UNEXPLAINED_MISMATCH;
+  // Nothing is allocated unless `explain`: listing asks this of every rule for every tool, and
+  // the closures and arrays it once made per question were what pushed the gateway's memory
+  // up while it listed 10,000 tools (issue 7).
+  const held: string[] | null = explain ? [] : null;
 
   if (match.server !== null) {
-    const glob = match.server.find((candidate) => matchesGlob(candidate, input.server));
-    if (glob === undefined)
-      return mismatch(() => `server "${input.server}" does not match ${listGlobs(match.server ?? [])}`);
-    note(() => `server "${input.server}" matches "${glob}"`);
+    const glob = firstMatchingGlob(match.server, input.server);
+    if (glob === undefined) {
+      return explain
+        ? { kind: 'mismatch', why: `server "${input.server}" does not match ${listGlobs(match.server)}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`server "${input.server}" matches "${glob}"`);
   }
   if (match.tool !== null) {
-    const glob = match.tool.find((candidate) => matchesGlob(candidate, input.tool));
-    if (glob === undefined)
-      return mismatch(() => `tool "${input.tool}" does not match ${listGlobs(match.tool ?? [])}`);
-    note(() => `tool "${input.tool}" matches "${glob}"`);
+    const glob = firstMatchingGlob(match.tool, input.tool);
+    if (glob === undefined) {
+      return explain
+        ? { kind: 'mismatch', why: `tool "${input.tool}" does not match ${listGlobs(match.tool)}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`tool "${input.tool}" matches "${glob}"`);
   }
   if (match.trusted !== null) {
     const what = input.trusted ? 'trusted' : 'not trusted';
-    if (match.trusted !== input.trusted) return mismatch(() => `server "${input.server}" is ${what}`);
-    note(() => `server "${input.server}" is ${what}`);
+    if (match.trusted !== input.trusted) {
+      return explain
+        ? { kind: 'mismatch', why: `server "${input.server}" is ${what}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`server "${input.server}" is ${what}`);
   }
   if (match.annotations !== null) {
     const reading = reader();
@@ -232,23 +240,35 @@ function evaluate(
       const wanted = match.annotations[hint];
       if (wanted === undefined) continue;
       const { value, from } = reading[hint];
-      const described = () => `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
-      if (value !== wanted) return mismatch(() => `${described()}; the rule wants ${String(wanted)}`);
-      note(described);
+      if (value === wanted && !explain) continue;
+      const described = `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
+      if (value !== wanted) {
+        return explain
+          ? { kind: 'mismatch', why: `${described}; the rule wants ${String(wanted)}` }
+          : UNEXPLAINED_MISMATCH;
+      }
+      held?.push(described);
     }
   }
   if (match.arguments !== null) {
     if (args === null) {
-      note(() => 'arguments not checked');
+      held?.push('arguments not checked');
     } else {
       const verdict = match.arguments.test(args);
-      if (verdict.kind === 'mismatch') return mismatch(() => verdict.why);
+      if (verdict.kind === 'mismatch')
+        return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
       if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
-      note(() => 'the arguments match');
+      held?.push('the arguments match');
     }
   }
-  if (!explain) return UNEXPLAINED_MATCH;
+  if (held === null) return UNEXPLAINED_MATCH;
   return { kind: 'match', why: held.length === 0 ? 'the rule matches every call' : held.join('; ') };
+}
+
+/** The first of `globs` that `value` matches (a loop: no closure per question). */
+function firstMatchingGlob(globs: readonly string[], value: string): string | undefined {
+  for (const glob of globs) if (matchesGlob(glob, value)) return glob;
+  return undefined;
 }
 
 const UNEXPLAINED_MISMATCH: Outcome = Object.freeze({ kind: 'mismatch', why: '' });
