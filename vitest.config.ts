@@ -11,8 +11,9 @@ export default defineConfig({
       { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
       {
         // The config and policy tests once more, with the validators `npm run build` generated
-        // (src/config/documentValidators.ts) in place of the ones compiled from source: every
-        // message those tests pin must come out the same from the code the gateway ships.
+        // (src/config/documentValidators.ts, src/policy/conditionDialects.ts) in place of the
+        // ones compiled from source: every message those tests pin must come out the same from
+        // the code the gateway ships.
         extends: true,
         test: {
           name: 'generated-validators',
@@ -23,6 +24,10 @@ export default defineConfig({
             {
               find: /^(?:\.\.?\/)+(?:config\/)?documentValidators\.js$/,
               replacement: fileURLToPath(new URL('./dist/config/documentValidators.js', import.meta.url)),
+            },
+            {
+              find: /^(?:\.\.?\/)+(?:policy\/)?conditionDialects\.js$/,
+              replacement: fileURLToPath(new URL('./dist/policy/conditionDialects.js', import.meta.url)),
             },
           ],
         },

@@ -13,11 +13,13 @@
  * outputSchemaValidator.ts's `check` does not fit: it compiles lazily, reports problems as
  * "unverifiable" with output-schema wording, and ignores unknown keywords.
  */
-import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { didYouMean } from '../config/didYouMean.js';
 import type { KeyPath } from '../config/interpolate.js';
 import { translateErrors, type SchemaProblem } from '../config/schemaErrors.js';
-import { createDialectAjv, type Dialect } from '../repairs/dialectAjv.js';
+import type { Dialect } from '../repairs/dialectAjv.js';
+import { createConditionAjv } from './conditionAjv.js';
+import { dialectChecks, type DialectChecks } from './conditionDialects.js';
 import { findSchemaBoundProblem } from '../repairs/schemaBounds.js';
 import {
   analysePattern,
@@ -76,6 +78,56 @@ const NAME_MAP_KEYWORDS = new Set([
  */
 const REFUSED_KEYWORDS = new Set(['$async']);
 
+/**
+ * Keywords ajv cannot fail to compile once the load-time checks passed (meta-schema, known
+ * keywords and formats, usable patterns): nothing in them refers elsewhere, and ajv's strict
+ * mode has no complaint about any of them with CONDITION_AJV_OPTIONS. A condition made of these
+ * alone, which is what conditions usually are, is compiled when a call first needs it, so that
+ * neither ajv (about 35 ms and 11 MB) nor the compile is paid at start-up (issue 7). Any other
+ * keyword (`$ref`, `if`, `patternProperties`, `contains`, ...) can fail at compile time (an
+ * unresolvable reference, one of strict mode's "ignored keyword" errors), so its condition is
+ * compiled as the file loads and any failure is reported there, with its place. A test compiles
+ * generated conditions of these keywords to hold the list to its promise.
+ */
+export const COMPILE_LATER_KEYWORDS: ReadonlySet<string> = new Set([
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'dependentRequired',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'items',
+  'prefixItems',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'not',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'title',
+  'description',
+  '$comment',
+  'examples',
+  'default',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+]);
+
 export type CompiledArguments =
   | { readonly kind: 'ready'; readonly condition: ArgumentCondition }
   /** Problems located by key path inside the schema (the caller prefixes the rule's path). */
@@ -98,29 +150,24 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
   function instanceFor(dialect: Dialect): Ajv {
     let ajv = instances.get(dialect);
     if (ajv === undefined) {
-      const options: Options = {
-        // Unknown keywords and formats are errors: a misspelt one would silently match anything.
-        // The type checks of full strict mode would reject `properties` without `type: object`,
-        // which is fine JSON Schema and how users write conditions.
-        strictSchema: true,
-        strictTypes: false,
-        strictTuples: false,
-        strictRequired: false,
-        allErrors: false,
-        // parentSchema on meta-schema errors, for the shared friendly translation.
-        verbose: true,
-        // Each rule's schema stays its own: no registration under its `$id`.
-        addUsedSchema: false,
-        // `required: ["constructor"]` must not be satisfied by Object.prototype.
-        ownProperties: true,
-        // ajv logs to the console by default; stdout carries JSON-RPC and nothing else.
-        logger: false,
+      ajv = createConditionAjv(dialect, {
+        // Checked against the meta-schema when the file was loaded (`dialectChecks`).
+        validateSchema: false,
         code: { regExp: createGuardedRegExpEngine(ARGUMENT_SCHEMA_LIMITS, meter) },
-      };
-      ajv = createDialectAjv(dialect, options);
+      });
       instances.set(dialect, ajv);
     }
     return ajv;
+  }
+
+  /** ajv's function for `body` (a condition without `$schema` and `$id`); throws what ajv throws. */
+  function compileNow(dialect: Dialect, body: Readonly<Record<string, unknown>>): ValidateFunction {
+    const ajv = instanceFor(dialect);
+    try {
+      return ajv.compile(body);
+    } finally {
+      ajv.removeSchema(body);
+    }
   }
 
   function compile(schema: Readonly<Record<string, unknown>>): CompiledArguments {
@@ -133,30 +180,35 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
     if (typeof dialect !== 'string') {
       return invalid([{ path: ['$schema'], at: 'value', message: dialect.problem }]);
     }
-    const ajv = instanceFor(dialect);
-    // The meta-schema's own patterns run through the guarded engine too.
-    meter.remaining = PATTERN_WORK_PER_CHECK;
-
-    // `$schema` chose the instance; `$id` goes so `#...` references resolve within this schema.
+    const checks = dialectChecks(dialect);
+    // `$schema` chose the dialect; `$id` goes so `#...` references resolve within this schema.
     const { $schema: _dialect, $id: _id, ...body } = schema;
-    const found = findKeywordProblems(schema, ajv);
-    if (ajv.validateSchema(body) !== true) {
+    const { problems: found, compileLater } = checkKeywords(schema, checks);
+    const metaErrors = checks.validateSchema(body);
+    if (metaErrors.length > 0) {
       // Only its first error (ajv stops there): reported unless a better message has the place.
       const reported = new Set(found.map((problem) => JSON.stringify(problem.path)));
-      for (const problem of metaSchemaProblems(ajv.errors ?? [], body)) {
+      for (const problem of metaSchemaProblems(metaErrors, body)) {
         if (!reported.has(JSON.stringify(problem.path))) found.push(problem);
       }
     }
     if (found.length > 0) return invalid(found);
-    let validate: ValidateFunction;
-    try {
-      validate = ajv.compile(body);
-    } catch (error) {
-      return invalid([{ path: [], at: 'key', message: `invalid JSON Schema: ${describe(error)}` }]);
-    } finally {
-      ajv.removeSchema(body);
+    let validate: ValidateFunction | undefined;
+    if (!compileLater) {
+      try {
+        validate = compileNow(dialect, body);
+      } catch (error) {
+        return invalid([{ path: [], at: 'key', message: `invalid JSON Schema: ${describe(error)}` }]);
+      }
     }
     const test = (args: Readonly<Record<string, unknown>>): ArgumentVerdict => {
+      meter.remaining = PATTERN_WORK_PER_CHECK;
+      try {
+        validate ??= compileNow(dialect, body);
+      } catch (error) {
+        // Not expected (COMPILE_LATER_KEYWORDS says why); if it happens, the rule cannot be checked.
+        return { kind: 'unverifiable', why: `the condition could not be compiled: ${describe(error)}` };
+      }
       meter.remaining = PATTERN_WORK_PER_CHECK;
       try {
         if (validate(args) === true) return { kind: 'match' };
@@ -187,14 +239,19 @@ function dialectOf($schema: unknown): Dialect | { problem: string } {
 }
 
 /**
- * Unknown keywords and formats and unusable patterns, all of them with their places. ajv would
- * report only the first, without saying where it is.
+ * Unknown keywords and formats and unusable patterns, all of them with their places (ajv would
+ * report only the first, without saying where it is), and whether every keyword used is one of
+ * COMPILE_LATER_KEYWORDS.
  */
-function findKeywordProblems(schema: Readonly<Record<string, unknown>>, ajv: Ajv): SchemaProblem[] {
-  const keywords = Object.keys(ajv.RULES.keywords).filter((keyword) => !REFUSED_KEYWORDS.has(keyword));
+function checkKeywords(
+  schema: Readonly<Record<string, unknown>>,
+  checks: DialectChecks,
+): { problems: SchemaProblem[]; compileLater: boolean } {
+  const keywords = checks.keywords.filter((keyword) => !REFUSED_KEYWORDS.has(keyword));
   const known = new Set(keywords);
-  const formats = Object.keys(ajv.formats);
+  const { formats } = checks;
   const problems: SchemaProblem[] = [];
+  let compileLater = true;
   // Iterative, and over a schema already bounded in size and depth.
   const stack: { value: unknown; path: KeyPath; role: 'schema' | 'names' }[] = [
     { value: schema, path: [], role: 'schema' },
@@ -214,6 +271,9 @@ function findKeywordProblems(schema: Readonly<Record<string, unknown>>, ajv: Ajv
         stack.push({ value: child, path: at, role: 'schema' });
         continue;
       }
+      // `$schema` and `$id` at the top are taken off before compiling.
+      if (!COMPILE_LATER_KEYWORDS.has(key) && !(path.length === 0 && (key === '$schema' || key === '$id')))
+        compileLater = false;
       if (!known.has(key)) {
         const suggestion = didYouMean(key, keywords);
         const message = REFUSED_KEYWORDS.has(key)
@@ -222,6 +282,9 @@ function findKeywordProblems(schema: Readonly<Record<string, unknown>>, ajv: Ajv
         problems.push({ path: at, at: 'key', message });
         continue;
       }
+      // The 2019-09 and 2020-12 meta-schemas allow it, but ajv refuses to compile it.
+      if (key === 'enum' && Array.isArray(child) && child.length === 0)
+        problems.push({ path: at, at: 'value', message: 'an enum must list at least one value' });
       if (DATA_KEYWORDS.has(key)) continue;
       if (key === 'pattern' && typeof child === 'string')
         problems.push(...patternProblems(child, at, 'value'));
@@ -244,7 +307,7 @@ function findKeywordProblems(schema: Readonly<Record<string, unknown>>, ajv: Ajv
     }
   }
   // In no particular order: the loader sorts all of a file's issues by place.
-  return problems;
+  return { problems, compileLater };
 }
 
 /** What is wrong with a `pattern` (or `patternProperties` key), as ajv will run it: with the `u` flag. */
