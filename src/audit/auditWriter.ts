@@ -403,18 +403,20 @@ class FileAuditLog implements AuditLog {
   #writeLines(text: string, bytes: number, head: ChainHead): void {
     // Rotate first: a fresh file needs no newline in front of the lines.
     this.#maybeRotate(bytes);
-    const buffer = Buffer.from(this.#needsNewline ? `\n${text}` : text, 'utf8');
+    const data = this.#needsNewline ? `\n${text}` : text;
+    const length = this.#needsNewline ? bytes + 1 : bytes;
     const fd = this.#fd;
     if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
-    // One write(2) of whole lines: the atomicity argument at the top of this file.
-    const written = writeSync(fd, buffer, 0, buffer.length);
-    if (written !== buffer.length) {
+    // One write(2) of whole lines: the atomicity argument at the top of this file. Given the
+    // string, Node encodes it straight into the write, without a Buffer of our own.
+    const written = writeSync(fd, data, null, 'utf8');
+    if (written !== length) {
       // Part of a line is in the file: the next line must start on a new one.
       if (written > 0) this.#needsNewline = true;
-      throw codedError('SHORT_WRITE', `wrote ${written} of ${buffer.length} bytes (disk full?)`);
+      throw codedError('SHORT_WRITE', `wrote ${written} of ${length} bytes (disk full?)`);
     }
     this.#needsNewline = false;
-    this.#size += buffer.length;
+    this.#size += length;
     this.#head = head;
   }
 
