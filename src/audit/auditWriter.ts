@@ -16,7 +16,8 @@ import {
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { WardenError } from '../errors.js';
-import { chainHeadOf, recordJson, sealRecord, type ChainHead } from './chain.js';
+import { chainHeadOf, recordJson, sealOpenRecord, type ChainHead } from './chain.js';
+import { RecordFields } from './recordFields.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from './records.js';
 import type { Redactor } from './redact.js';
 
@@ -70,15 +71,6 @@ const STALE_LOCK_MS = 10_000;
 
 /** How far back from the end of a file to look for the last record when starting a chain. */
 const MAX_TAIL_SCAN = 64 * 1024 * 1024;
-
-const RESERVED_FIELDS = new Set(['seq', 'ts', 'writer', 'prev', 'hash', '__proto__']);
-
-/** String fields that name things and repeat across records (see #redactRepeated). */
-const REPEATED_FIELDS = new Set(['type', 'session', 'tool', 'server', 'upstreamTool', 'outcome']);
-
-/** Bounds of the cache of redacted record fields (see #redactRepeated). */
-const REPEATED_CACHE_CHARS = 256;
-const REPEATED_CACHE_SIZE = 4096;
 
 export interface AuditLogOptions {
   /** The audit file. Its folder is created if missing; the file is created with mode 0600. */
@@ -233,14 +225,16 @@ class FileAuditLog implements AuditLog {
   #lost = 0;
   #lostSince: string | undefined;
   #closed = false;
-  /** Records appended and not yet written: their time and the JSON of their fields. */
-  #queue: { ts: string; json: string }[] = [];
+  readonly #fields: RecordFields;
+  /** Records appended and not yet written: their time and the JSON of their fields (members). */
+  #queue: { ts: string; members: string }[] = [];
   #flushScheduled = false;
 
   constructor(options: AuditLogOptions & { file: string; maxFiles: number }) {
     this.#options = options;
     this.file = options.file;
     this.writer = options.writer ?? randomBytes(6).toString('hex');
+    this.#fields = new RecordFields(options.redactor);
   }
 
   get healthy(): boolean {
@@ -272,7 +266,7 @@ class FileAuditLog implements AuditLog {
       return;
     }
     // Serialised now, so the record is what the caller had at this moment, whenever it is written.
-    this.#queue.push({ ts, json: recordJson(this.#prepare(event)) });
+    this.#queue.push({ ts, members: this.#fields.members(event) });
     if (this.#options.writes === 'per-tick') {
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
@@ -320,40 +314,6 @@ class FileAuditLog implements AuditLog {
   #nowMs = NaN;
   #nowIso = '';
 
-  #prepare(event: AuditEvent): Record<string, unknown> {
-    const redactor = this.#options.redactor;
-    const fields: Record<string, unknown> = {};
-    const source = event as unknown as Record<string, unknown>;
-    for (const key of Object.keys(source)) {
-      if (RESERVED_FIELDS.has(key)) continue;
-      const value = source[key];
-      if (redactor === undefined) fields[key] = value;
-      else if (key === 'args' || key === 'structured') fields[key] = redactor.redactValue(value);
-      else if (typeof value === 'string' && REPEATED_FIELDS.has(key))
-        fields[key] = this.#redactRepeated(value, redactor);
-      else fields[key] = redactor.redactStrings(value);
-    }
-    return fields;
-  }
-
-  /**
-   * The pattern rule on the record fields that name things (REPEATED_FIELDS): they repeat from
-   * record to record, so short ones are remembered, in a bounded cache. Arguments and error
-   * texts, which may hold a secret, are never kept.
-   */
-  #redactRepeated(text: string, redactor: Redactor): string {
-    if (text.length > REPEATED_CACHE_CHARS) return redactor.redactText(text);
-    let redacted = this.#repeatedFields.get(text);
-    if (redacted === undefined) {
-      if (this.#repeatedFields.size >= REPEATED_CACHE_SIZE) this.#repeatedFields.clear();
-      redacted = redactor.redactText(text);
-      this.#repeatedFields.set(text, redacted);
-    }
-    return redacted;
-  }
-
-  #repeatedFields = new Map<string, string>();
-
   /**
    * Writes every queued record (after an `audit_gap` record when earlier ones were lost) and
    * returns the failure, if any, after recording it: records not written count as lost.
@@ -378,8 +338,8 @@ class FileAuditLog implements AuditLog {
         bytes = 0;
         records = 0;
       };
-      const add = (ts: string, json: string, record: boolean) => {
-        const sealed = this.#seal(head, ts, json);
+      const add = (ts: string, members: string, record: boolean) => {
+        const sealed = this.#seal(head, ts, members);
         const lineBytes = Buffer.byteLength(sealed.line, 'utf8');
         // Lines that fit go into the current file; rotation happens before the one that does not.
         if (limit !== undefined && text !== '' && this.#size + bytes + lineBytes > limit) write();
@@ -395,13 +355,13 @@ class FileAuditLog implements AuditLog {
           since: this.#lostSince ?? firstTs,
           error: this.#lastError?.detail ?? 'unknown',
         };
-        add(firstTs, recordJson({ ...gap }), false);
+        add(firstTs, recordJson({ ...gap }).slice(1, -1), false);
         write();
         recoveredFrom = this.#lost;
         this.#lost = 0;
         this.#lostSince = undefined;
       }
-      for (const { ts, json } of queue) add(ts, json, true);
+      for (const { ts, members } of queue) add(ts, members, true);
       write();
     } catch (error) {
       return this.#fail(error, firstTs, queue.length - written);
@@ -421,13 +381,16 @@ class FileAuditLog implements AuditLog {
     return undefined;
   }
 
-  /** The line of `json` (a record's fields) as the record after `head` in this writer's chain. */
-  #seal(head: ChainHead, ts: string, json: string): { line: string; head: ChainHead } {
+  /**
+   * The line of a record whose fields are `members` (JSON object members, see RecordFields) as
+   * the record after `head` in this writer's chain.
+   */
+  #seal(head: ChainHead, ts: string, members: string): { line: string; head: ChainHead } {
     const seq = head.seq + 1;
     // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
-    const fields = json.length > 2 ? `${json.slice(1, -1)},` : '';
-    const { line, hash } = sealRecord(
-      `{"seq":${seq},"ts":"${ts}",${fields}"writer":"${this.writer}","prev":"${head.hash}"}`,
+    const fields = members === '' ? '' : `${members},`;
+    const { line, hash } = sealOpenRecord(
+      `{"seq":${seq},"ts":"${ts}",${fields}"writer":"${this.writer}","prev":"${head.hash}"`,
     );
     return { line, head: { seq, hash } };
   }
@@ -440,18 +403,20 @@ class FileAuditLog implements AuditLog {
   #writeLines(text: string, bytes: number, head: ChainHead): void {
     // Rotate first: a fresh file needs no newline in front of the lines.
     this.#maybeRotate(bytes);
-    const buffer = Buffer.from(this.#needsNewline ? `\n${text}` : text, 'utf8');
+    const data = this.#needsNewline ? `\n${text}` : text;
+    const length = this.#needsNewline ? bytes + 1 : bytes;
     const fd = this.#fd;
     if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
-    // One write(2) of whole lines: the atomicity argument at the top of this file.
-    const written = writeSync(fd, buffer, 0, buffer.length);
-    if (written !== buffer.length) {
+    // One write(2) of whole lines: the atomicity argument at the top of this file. Given the
+    // string, Node encodes it straight into the write, without a Buffer of our own.
+    const written = writeSync(fd, data, null, 'utf8');
+    if (written !== length) {
       // Part of a line is in the file: the next line must start on a new one.
       if (written > 0) this.#needsNewline = true;
-      throw codedError('SHORT_WRITE', `wrote ${written} of ${buffer.length} bytes (disk full?)`);
+      throw codedError('SHORT_WRITE', `wrote ${written} of ${length} bytes (disk full?)`);
     }
     this.#needsNewline = false;
-    this.#size += buffer.length;
+    this.#size += length;
     this.#head = head;
   }
 

@@ -50,7 +50,11 @@ export function recordJson(fields: Record<string, unknown>): string {
  * whitespace or key order) shows.
  */
 export function sealRecord(json: string): { line: string; hash: string } {
-  const open = json.slice(0, -1);
+  return sealOpenRecord(json.slice(0, -1));
+}
+
+/** `sealRecord` of `open` + `}`: for a writer that builds the text without its closing brace. */
+export function sealOpenRecord(open: string): { line: string; hash: string } {
   const hash = sha256Hex(open);
   return { line: `${open}${HASH_MEMBER}${hash}"}\n`, hash };
 }

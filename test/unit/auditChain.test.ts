@@ -1,4 +1,5 @@
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -153,6 +154,28 @@ describe('audit log hash chain', () => {
     expect(text).not.toContain('abc123');
     expect(text).toContain('"session":"s1"'); // a record's own field names are not secret keys
     expect(verifyAuditFiles(file).ok).toBe(true);
+  });
+
+  it('counts the bytes of lines that are not ASCII (no false short write)', async () => {
+    const statuses: string[] = [];
+    const log = await openAuditLog({
+      file,
+      onFailure: 'block',
+      writes: 'per-tick',
+      maxBytes: 4096,
+      onStatus: (status) => statuses.push(status.kind),
+    });
+    for (let n = 0; n < 20; n++)
+      log.append(call(n, { args: { text: `ünïcödé 😀 ${'€'.repeat(n * 10)} \ud800` } }));
+    log.close();
+    expect(statuses).toEqual([]);
+    expect(log.healthy).toBe(true);
+    const files = [`${file}.3`, `${file}.2`, `${file}.1`, file].filter((name) => existsSync(name));
+    expect(files.length).toBeGreaterThan(1);
+    const records = files.flatMap((name) => readFileSync(name, 'utf8').split('\n').slice(0, -1));
+    expect(records.map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([...Array(20).keys()]);
+    expect(JSON.parse(records[1]!)).toMatchObject({ args: { text: 'ünïcödé 😀 €€€€€€€€€€ \ud800' } });
+    expect(verifyAuditFiles(files).ok).toBe(true);
   });
 
   describe('per-tick writes', () => {
