@@ -226,6 +226,7 @@ class FileAuditLog implements AuditLog {
   #lostSince: string | undefined;
   #closed = false;
   readonly #fields: RecordFields;
+  readonly #writerJson: string;
   /** Records appended and not yet written: their time and the JSON of their fields (members). */
   #queue: { ts: string; members: string }[] = [];
   #flushScheduled = false;
@@ -234,6 +235,8 @@ class FileAuditLog implements AuditLog {
     this.#options = options;
     this.file = options.file;
     this.writer = options.writer ?? randomBytes(6).toString('hex');
+    // A writer id given by the caller may hold any character: written as JSON, like any value.
+    this.#writerJson = JSON.stringify(this.writer);
     this.#fields = new RecordFields(options.redactor);
   }
 
@@ -390,7 +393,7 @@ class FileAuditLog implements AuditLog {
     // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
     const fields = members === '' ? '' : `${members},`;
     const { line, hash } = sealOpenRecord(
-      `{"seq":${seq},"ts":"${ts}",${fields}"writer":"${this.writer}","prev":"${head.hash}"`,
+      `{"seq":${seq},"ts":"${ts}",${fields}"writer":${this.#writerJson},"prev":"${head.hash}"`,
     );
     return { line, head: { seq, hash } };
   }

@@ -145,6 +145,15 @@ describe('audit log hash chain', () => {
     expect(verifyAuditFiles(file).ok).toBe(true);
   });
 
+  it('writes a writer id that needs escaping as valid JSON', async () => {
+    const log = await openAuditLog({ file, onFailure: 'block', writer: 'a "quoted" \\ id' });
+    log.append(call(0));
+    log.close();
+    const record = JSON.parse(lines()[0] ?? '') as Record<string, unknown>;
+    expect(record.writer).toBe('a "quoted" \\ id');
+    expect(verifyAuditFiles(file).ok).toBe(true);
+  });
+
   it('redacts with the configured redactor before hashing', async () => {
     const log = await openAuditLog({ file, onFailure: 'block', redactor: createRedactor() });
     log.append(call(0, { args: { password: 'hunter2', note: 'password=hunter2' }, error: 'token=abc123' }));
