@@ -73,6 +73,16 @@ describe('UpstreamSession', () => {
     expect(session.inFlight).toBe(0);
   });
 
+  it("asks for progress under its own id, keeping the caller's params and _meta as they were", () => {
+    const { session, sent } = fakeTransport(async () => {}, true);
+    const params = { _meta: { trace: 'x' }, name: 't', arguments: { a: 1 } };
+    void session.request('tools/call', params, { onProgress: () => {} });
+    expect(JSON.stringify((sent[0] as { params: unknown }).params)).toBe(
+      '{"_meta":{"trace":"x","progressToken":1},"name":"t","arguments":{"a":1}}',
+    );
+    expect(params).toEqual({ _meta: { trace: 'x' }, name: 't', arguments: { a: 1 } });
+  });
+
   it('stops listening to the signal once answered', async () => {
     const { session, sent, answer } = fakeTransport(async () => {}, true);
     const signal = new Cancellation();
