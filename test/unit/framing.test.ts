@@ -110,6 +110,13 @@ describe('parseMessage', () => {
     ]);
   });
 
+  it('matches the whole key, not a key it begins or ends', () => {
+    const line = '{"resultx":1,"res":2,"xresult":3,"result":4,"results":5}';
+    const span = topLevelMemberSpan(line, 'result')!;
+    expect(line.slice(span[0], span[1])).toBe('4');
+    expect(topLevelMemberSpan('{"resultx":1,"res":2}', 'result')).toBeNull();
+  });
+
   it('takes the last of duplicate keys, as JSON.parse does, so what is inspected is what is forwarded', () => {
     const line = '{"result":{"evil":true},"jsonrpc":"2.0","id":1,"result":{"ok":true}}';
     const span = topLevelMemberSpan(line, 'result')!;
