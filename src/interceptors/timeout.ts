@@ -25,10 +25,12 @@ export interface TimeoutInterceptorOptions {
  */
 export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutInterceptorOptions['limitsFor'] {
   const servers = new Map(config.servers.map((s) => [s.name, s]));
-  const cache = new Map<string, TimeoutLimits>();
+  // By server, then tool: a joined string key would be made (and hashed) on every call.
+  const cache = new Map<string, Map<string, TimeoutLimits>>();
   return ({ server, tool }) => {
-    const key = `${server}\u0000${tool}`;
-    let limits = cache.get(key);
+    let byTool = cache.get(server);
+    if (byTool === undefined) cache.set(server, (byTool = new Map()));
+    let limits = byTool.get(tool);
     if (limits === undefined) {
       const s = servers.get(server);
       const perTool = s?.tools.timeouts.find((t) => matchesGlob(t.glob, tool))?.timeoutMs;
@@ -36,7 +38,7 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
         idleMs: perTool ?? s?.timeoutMs ?? config.gateway.callTimeoutMs,
         maxMs: s?.maxTimeoutMs ?? config.gateway.maxCallTimeoutMs,
       };
-      cache.set(key, limits);
+      byTool.set(tool, limits);
     }
     return limits;
   };
