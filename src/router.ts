@@ -7,7 +7,8 @@ import type { HostRequester } from './hostRequester.js';
 import type { Logger } from './logging/logger.js';
 import { Cancellation, type CancelSignal } from './pipeline/cancellation.js';
 import type { ProgressListener } from './upstreams/upstreamSession.js';
-import type { Next, ToolCall } from './pipeline/types.js';
+import type { CallRecord, Next, ToolCall } from './pipeline/types.js';
+import type { Decision } from './policy/types.js';
 import { rawResult } from './protocol/rawJson.js';
 import {
   idKey,
@@ -84,6 +85,32 @@ class HostRequest extends Cancellation {
 
   constructor(readonly key: string | number) {
     super();
+  }
+}
+
+/**
+ * A host's `tools/call`: its HostRequest and the pipeline's ToolCall in one object, the one a
+ * call is made of (issue 7). It is its own signal; `onProgress` starts as the HostRequest's
+ * re-tagging listener and stages wrap it.
+ */
+class ToolCallRequest extends HostRequest implements ToolCall {
+  readonly signal: Cancellation = this;
+  readonly tool: string;
+  readonly arguments: Record<string, unknown> | undefined;
+  decision?: Decision;
+  readonly record: CallRecord = { repairs: [] };
+
+  constructor(
+    key: string | number,
+    readonly id: RequestId,
+    readonly exposedName: string,
+    readonly server: string,
+    readonly definition: Tool,
+    args: Record<string, unknown> | undefined,
+  ) {
+    super(key);
+    this.tool = definition.name;
+    this.arguments = args;
   }
 }
 
@@ -346,8 +373,7 @@ export class Router {
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
 
   /** Registers a host request for cancellation and re-tags its progress token (FIELD_NOTES "Timeouts"). */
-  private begin(id: RequestId, params: Params | undefined): HostRequest {
-    const request = new HostRequest(idKey(id));
+  private begin<R extends HostRequest>(request: R, params: Params | undefined): R {
     this.inFlight.set(request.key, request);
     const hostMeta = params?._meta as Params | undefined;
     const progressToken = hostMeta?.progressToken;
@@ -409,37 +435,45 @@ export class Router {
     entry: { readonly server: string; readonly item: Tool },
     args: unknown,
   ): Promise<void> {
-    const request = this.begin(id, params);
-    const call: ToolCall = {
-      exposedName: name,
-      server: entry.server,
-      tool: entry.item.name,
-      definition: entry.item,
-      arguments: args as Record<string, unknown> | undefined,
-      meta: request.meta,
-      signal: request,
-      onProgress: request.onProgress,
-      record: { repairs: [] },
-    };
-    return this.options.callTool(call).then(
+    const request = this.begin(
+      new ToolCallRequest(
+        idKey(id),
+        id,
+        name,
+        entry.server,
+        entry.item,
+        args as Record<string, unknown> | undefined,
+      ),
+      params,
+    );
+    return this.options.callTool(request).then(
       (result) => {
         this.finish(request);
-        if (!request.cancelledByHost) return this.replyResult(id, result);
+        if (!request.cancelledByHost) return this.sent(this.replyResult(request.id, result));
       },
-      (error: unknown) => {
-        this.finish(request);
-        if (request.cancelledByHost) return;
-        const outcome = errorToWire(error, this.log);
-        if (outcome.kind === 'error') return this.replyError(id, outcome.error);
-        const first = outcome.result.content[0];
-        this.log.warn(`tools/call ${name}: ${first?.type === 'text' ? first.text : 'failed'}`);
-        return this.options.host.send({
-          jsonrpc: '2.0',
-          id,
-          result: outcome.result as Record<string, unknown>,
-        });
-      },
+      (error: unknown) => this.callFailed(request, error),
     );
+  }
+
+  private callFailed(request: ToolCallRequest, error: unknown): Promise<void> | undefined {
+    this.finish(request);
+    if (request.cancelledByHost) return;
+    const { id } = request;
+    const outcome = errorToWire(error, this.log);
+    if (outcome.kind === 'error') return this.sent(this.replyError(id, outcome.error));
+    const first = outcome.result.content[0];
+    this.log.warn(`tools/call ${request.exposedName}: ${first?.type === 'text' ? first.text : 'failed'}`);
+    return this.sent(
+      this.options.host.send({ jsonrpc: '2.0', id, result: outcome.result as Record<string, unknown> }),
+    );
+  }
+
+  /**
+   * What a `then` handler that replied returns: nothing when the host's sends cannot fail. A
+   * promise returned from a handler is adopted, two more microtask turns per call (issue 7).
+   */
+  private sent(sending: Promise<void>): Promise<void> | undefined {
+    return this.options.host.sendNeverRejects === true ? undefined : sending;
   }
 
   /** Looks a name up, giving upstreams their startup window first if it is not there yet. */
@@ -540,7 +574,7 @@ export class Router {
     params: Params | undefined,
   ): Promise<void> {
     const upstream = this.options.pool.byName.get(server)!;
-    const request = this.begin(id, params);
+    const request = this.begin(new HostRequest(idKey(id)), params);
     const limit = this.options.requestTimeoutMs;
     const timer = setTimeout(
       () =>

@@ -1,18 +1,28 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
 import { QueueFullError } from '../errors.js';
+import type { CancelListener } from '../pipeline/cancellation.js';
+import { Deferred } from '../pipeline/deferred.js';
 import type { Interceptor, Next, ToolCall } from '../pipeline/types.js';
 
 export interface ConcurrencyLimitOptions {
   readonly servers: readonly Pick<ServerConfig, 'name' | 'maxConcurrency' | 'maxQueue'>[];
 }
 
-interface Waiter {
-  readonly call: ToolCall;
-  readonly next: Next;
-  readonly resolve: (result: CallToolResult) => void;
-  readonly reject: (error: unknown) => void;
-  stopListening: () => void;
+/** A call waiting for a slot: its promise, and its listener for a cancel while it waits. */
+class Waiter extends Deferred<CallToolResult> implements CancelListener {
+  constructor(
+    private readonly gate: Gate,
+    readonly call: ToolCall,
+    readonly next: Next,
+  ) {
+    super();
+  }
+
+  onCancelled(reason: Error): void {
+    this.gate.leave(this);
+    this.reject(reason);
+  }
 }
 
 /**
@@ -37,15 +47,18 @@ class Gate {
     if (this.active < maxConcurrency && this.queue.length === 0) return this.start(call, next);
     if (this.queue.length >= maxQueue)
       return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = { call, next, resolve, reject, stopListening: noop };
-      this.queue.push(waiter);
-      waiter.stopListening = call.signal.onCancel((reason) => {
-        const i = this.queue.indexOf(waiter);
-        if (i !== -1) this.queue.splice(i, 1);
-        reject(reason);
-      });
-    });
+    // One object per queued call (no closures): with the default limits most calls of a busy
+    // server wait here, and the queue was most of this stage's garbage (issue 7).
+    const waiter = new Waiter(this, call, next);
+    this.queue.push(waiter);
+    call.signal.listen(waiter);
+    return waiter.promise;
+  }
+
+  /** A cancelled call leaves the queue at once, never reaching the upstream. */
+  leave(waiter: Waiter): void {
+    const i = this.queue.indexOf(waiter);
+    if (i !== -1) this.queue.splice(i, 1);
   }
 
   private start(call: ToolCall, next: Next): Promise<CallToolResult> {
@@ -63,14 +76,12 @@ class Gate {
   private drain(): void {
     while (this.active < this.server.maxConcurrency && this.queue.length > 0) {
       const waiter = this.queue.shift()!;
-      waiter.stopListening();
+      waiter.call.signal.unlisten(waiter);
       // A cancelled call left the queue when it was cancelled; this one is live.
       this.start(waiter.call, waiter.next).then(waiter.resolve, waiter.reject);
     }
   }
 }
-
-function noop(): void {}
 
 /**
  * At most `maxConcurrency` calls in flight per upstream; up to `maxQueue` more wait, and beyond

@@ -58,7 +58,19 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       return next(call);
     }
     // What the human approves is what runs: a frozen copy, taken before asking.
-    const approved: ToolCall = { ...call, arguments: deepFreeze(structuredClone(call.arguments)) };
+    // Member by member: the router's call is a class instance, with fields of its own besides.
+    const approved: ToolCall = {
+      exposedName: call.exposedName,
+      server: call.server,
+      tool: call.tool,
+      definition: call.definition,
+      arguments: deepFreeze(structuredClone(call.arguments)),
+      meta: call.meta,
+      signal: call.signal,
+      onProgress: call.onProgress,
+      decision: call.decision,
+      record: call.record,
+    };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 
     for (const method of config.methods) {

@@ -2,7 +2,7 @@ import type { RepairConfig } from '../config/types.js';
 import type { Logger } from '../logging/logger.js';
 import type { Interceptor } from '../pipeline/types.js';
 import type { OutputValidator } from '../repairs/outputSchemaValidator.js';
-import { repairResult } from '../repairs/repairResult.js';
+import { mayNeedRepair, repairResult } from '../repairs/repairResult.js';
 
 export interface ResultRepairOptions {
   /** Each server's repair settings (the gateway's, with the server's overrides). */
@@ -20,6 +20,7 @@ export interface ResultRepairOptions {
 export function createResultRepairInterceptor(options: ResultRepairOptions): Interceptor {
   return function resultRepair(call, next) {
     return next(call).then((result) => {
+      if (!mayNeedRepair(result, call.definition)) return result;
       const outcome = repairResult(
         result,
         call.definition,

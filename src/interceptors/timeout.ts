@@ -1,5 +1,9 @@
 import type { WardenConfig } from '../config/types.js';
 import { CallTimeoutError } from '../errors.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CancelListener } from '../pipeline/cancellation.js';
+import { DeadlineQueue, type DeadlineEntry } from '../pipeline/deadlineQueue.js';
+import { Deferred } from '../pipeline/deferred.js';
 import type { Interceptor, ToolCall } from '../pipeline/types.js';
 import { matchesGlob } from '../util/glob.js';
 
@@ -21,10 +25,12 @@ export interface TimeoutInterceptorOptions {
  */
 export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutInterceptorOptions['limitsFor'] {
   const servers = new Map(config.servers.map((s) => [s.name, s]));
-  const cache = new Map<string, TimeoutLimits>();
+  // By server, then tool: a joined string key would be made (and hashed) on every call.
+  const cache = new Map<string, Map<string, TimeoutLimits>>();
   return ({ server, tool }) => {
-    const key = `${server}\u0000${tool}`;
-    let limits = cache.get(key);
+    let byTool = cache.get(server);
+    if (byTool === undefined) cache.set(server, (byTool = new Map()));
+    let limits = byTool.get(tool);
     if (limits === undefined) {
       const s = servers.get(server);
       const perTool = s?.tools.timeouts.find((t) => matchesGlob(t.glob, tool))?.timeoutMs;
@@ -32,10 +38,60 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
         idleMs: perTool ?? s?.timeoutMs ?? config.gateway.callTimeoutMs,
         maxMs: s?.maxTimeoutMs ?? config.gateway.maxCallTimeoutMs,
       };
-      cache.set(key, limits);
+      byTool.set(tool, limits);
     }
     return limits;
   };
+}
+
+/** One call under a time limit: its outer promise, its place in a deadline queue, its listener. */
+class TimedCall extends Deferred<CallToolResult> implements CancelListener, DeadlineEntry {
+  deadline = 0;
+  queued = false;
+  prevEntry: DeadlineEntry | undefined;
+  nextEntry: DeadlineEntry | undefined;
+  readonly started = Date.now();
+
+  constructor(
+    private readonly call: ToolCall,
+    private readonly limits: TimeoutLimits,
+    private readonly queue: DeadlineQueue,
+  ) {
+    super();
+  }
+
+  /** Starts the clock: the first deadline is the idle limit, or the hard one if shorter. */
+  start(): void {
+    this.queue.schedule(this, this.started + Math.min(this.limits.idleMs, this.limits.maxMs));
+  }
+
+  /** Progress: the idle limit starts again, within the hard maximum. */
+  progressed(): void {
+    if (!this.queued) return;
+    const { idleMs, maxMs } = this.limits;
+    this.queue.schedule(this, Math.min(Date.now() + idleMs, this.started + maxMs));
+  }
+
+  expired(now: number): void {
+    const { call } = this;
+    const { idleMs, maxMs } = this.limits;
+    const max = now - this.started >= maxMs;
+    call.signal.cancel(
+      new CallTimeoutError(call.server, call.tool, max ? 'max' : 'idle', max ? maxMs : idleMs),
+    );
+  }
+
+  /** A timeout or the host's cancel: answer now, whether or not the stages inside react. */
+  onCancelled(reason: Error): void {
+    this.queue.remove(this);
+    this.reject(reason);
+  }
+
+  /** The stages inside answered. */
+  finished(): void {
+    this.queue.remove(this);
+    this.call.signal.unlisten(this);
+  }
 }
 
 /**
@@ -47,45 +103,42 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
  * the idle timer, so every call asks for progress.
  */
 export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): Interceptor {
+  // One timer per first deadline's duration, not one per call (see DeadlineQueue): calls with the
+  // same limits reach their deadlines in the order they started.
+  const queues = new Map<number, DeadlineQueue>();
+  const queueFor = (ms: number): DeadlineQueue => {
+    let queue = queues.get(ms);
+    if (queue === undefined) queues.set(ms, (queue = new DeadlineQueue()));
+    return queue;
+  };
   return function timeout(call, next) {
-    const { idleMs, maxMs } = options.limitsFor(call);
+    const limits = options.limitsFor(call);
     const { signal } = call;
     if (signal.cancelled) return Promise.reject(signal.reason!);
-    const started = Date.now();
-    let lastActivity = started;
+    const timed = new TimedCall(call, limits, queueFor(Math.min(limits.idleMs, limits.maxMs)));
     const hostProgress = call.onProgress;
     call.onProgress = (params) => {
-      lastActivity = Date.now();
+      timed.progressed();
       hostProgress?.(params);
     };
-    return new Promise((resolve, reject) => {
-      // One timer per call: progress only stamps the time, and when the timer fires it either
-      // ends the call or re-arms for what is left (cheaper than re-arming on every progress).
-      const check = () => {
-        const now = Date.now();
-        if (now - started >= maxMs) signal.cancel(new CallTimeoutError(call.server, call.tool, 'max', maxMs));
-        else if (now - lastActivity >= idleMs)
-          signal.cancel(new CallTimeoutError(call.server, call.tool, 'idle', idleMs));
-        else timer = setTimeout(check, Math.min(lastActivity + idleMs, started + maxMs) - now);
-      };
-      let timer = setTimeout(check, Math.min(idleMs, maxMs));
-      // A timeout or the host's cancel: answer now, whether or not the stages inside react.
-      const stopListening = signal.onCancel((reason) => {
-        clearTimeout(timer);
-        reject(reason);
-      });
-      next(call).then(
-        (result) => {
-          clearTimeout(timer);
-          stopListening();
-          resolve(result);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          stopListening();
-          reject(error);
-        },
-      );
-    });
+    timed.start();
+    signal.listen(timed);
+    let inner: Promise<CallToolResult>;
+    try {
+      inner = next(call);
+    } catch (error) {
+      inner = Promise.reject(error);
+    }
+    inner.then(
+      (result) => {
+        timed.finished();
+        timed.resolve(result);
+      },
+      (error: unknown) => {
+        timed.finished();
+        timed.reject(error);
+      },
+    );
+    return timed.promise;
   };
 }

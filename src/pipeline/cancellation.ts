@@ -13,11 +13,27 @@ export interface CancelSignal {
    * removes it; call it when the work is done so listeners do not pile up.
    */
   onCancel(listener: (reason: Error) => void): () => void;
+  /**
+   * `onCancel` for the hot path: `listener` is an object the caller already has (its own record
+   * of the call), so registering costs no closure; `unlisten` removes it.
+   */
+  listen(listener: CancelListener): void;
+  unlisten(listener: CancelListener): void;
+}
+
+export interface CancelListener {
+  /** Called once, when the signal is cancelled (at once if it already was). */
+  onCancelled(reason: Error): void;
 }
 
 export class Cancellation implements CancelSignal {
   private _reason: Error | undefined;
-  private listeners: ((reason: Error) => void)[] | undefined;
+  // A call has one to three listeners (timeout, upstream session, a queue), so the first two
+  // live in fields: an array per call was most of this class's garbage (issue 7). In order of
+  // registration: `first`, then `second`, then `more`.
+  private first: CancelListener | undefined;
+  private second: CancelListener | undefined;
+  private more: CancelListener[] | undefined;
 
   /** A cancellation that also follows `parent` (e.g. the host's), until `dispose`. */
   static linkedTo(parent: CancelSignal | undefined): { cancellation: Cancellation; dispose: () => void } {
@@ -38,23 +54,37 @@ export class Cancellation implements CancelSignal {
   cancel(reason: Error): void {
     if (this._reason !== undefined) return;
     this._reason = reason;
-    const listeners = this.listeners;
-    this.listeners = undefined;
-    if (listeners !== undefined) for (const listener of listeners) listener(reason);
+    const { first, second, more } = this;
+    this.first = this.second = this.more = undefined;
+    first?.onCancelled(reason);
+    second?.onCancelled(reason);
+    if (more !== undefined) for (const listener of more) listener.onCancelled(reason);
   }
 
   onCancel(listener: (reason: Error) => void): () => void {
-    if (this._reason !== undefined) {
-      listener(this._reason);
-      return noop;
+    const entry: CancelListener = { onCancelled: listener };
+    this.listen(entry);
+    return () => this.unlisten(entry);
+  }
+
+  listen(listener: CancelListener): void {
+    if (this._reason !== undefined) listener.onCancelled(this._reason);
+    else if (this.first === undefined) this.first = listener;
+    else if (this.second === undefined) this.second = listener;
+    else (this.more ??= []).push(listener);
+  }
+
+  unlisten(listener: CancelListener): void {
+    // Later listeners move up, so `first`, `second`, `more` stay in registration order.
+    if (this.first === listener) {
+      this.first = this.second;
+      this.second = this.more?.shift();
+    } else if (this.second === listener) {
+      this.second = this.more?.shift();
+    } else if (this.more !== undefined) {
+      const i = this.more.indexOf(listener);
+      if (i !== -1) this.more.splice(i, 1);
     }
-    (this.listeners ??= []).push(listener);
-    return () => {
-      const list = this.listeners;
-      if (list === undefined) return;
-      const i = list.indexOf(listener);
-      if (i !== -1) list.splice(i, 1);
-    };
   }
 }
 

@@ -72,14 +72,14 @@ export function topLevelMemberSpan(text: string, key: string): [number, number] 
   let i = skipWhitespace(text, 0);
   if (text.charCodeAt(i) !== 0x7b) return null;
   i++;
-  const wanted = `"${key}"`;
   let found: [number, number] | null = null;
   for (;;) {
     i = skipWhitespace(text, i);
     if (text.charCodeAt(i) === 0x7d) return found;
     if (text.charCodeAt(i) !== QUOTE) return null;
     const keyEnd = skipString(text, i);
-    const isWanted = keyEnd - i === wanted.length && text.startsWith(wanted, i);
+    // Compared in place, with no quoted copy of `key` made per call.
+    const isWanted = keyEnd - i === key.length + 2 && text.startsWith(key, i + 1);
     i = skipWhitespace(text, keyEnd);
     if (text.charCodeAt(i) !== 0x3a) return null;
     i = skipWhitespace(text, i + 1);
@@ -116,8 +116,13 @@ export interface RawResult {
  */
 export function attachRawResponse(result: object, line: string, bytes?: Buffer): void {
   const raw: RawResponse = { line, bytes, result: undefined };
-  Object.defineProperty(result, RAW_RESPONSE, { value: raw, enumerable: false });
+  // One descriptor for every response, rather than one made per call.
+  ATTACH.value = raw;
+  Object.defineProperty(result, RAW_RESPONSE, ATTACH);
+  ATTACH.value = undefined;
 }
+
+const ATTACH: PropertyDescriptor = { value: undefined, enumerable: false };
 
 /**
  * The exact text (and, for a large line, bytes) of `result` as the upstream sent it, when

@@ -33,8 +33,25 @@ export function repairResult(
   config: RepairConfig,
   validator: OutputValidator,
 ): RepairOutcome {
-  // Every step needs structuredContent or an outputSchema; most results have neither.
-  if (structuredOf(result) === undefined && !declaresOutputSchema(tool)) return untouched(result);
+  if (!mayNeedRepair(result, tool)) return untouched(result);
+  return repairSteps(result, tool, config, validator);
+}
+
+/**
+ * False when no step can apply: every step needs structuredContent or an outputSchema, and most
+ * results have neither. The hot path asks this first (issue 7), to skip even the outcome object.
+ */
+export function mayNeedRepair(result: CallToolResult, tool: Pick<Tool, 'outputSchema'>): boolean {
+  return structuredOf(result) !== undefined || declaresOutputSchema(tool);
+}
+
+// Apart from repairResult so that its fast path does not allocate this function's closure context.
+function repairSteps(
+  result: CallToolResult,
+  tool: Pick<Tool, 'outputSchema'>,
+  config: RepairConfig,
+  validator: OutputValidator,
+): RepairOutcome {
   const changes: RepairChange[] = [];
   const notes: string[] = [];
   let current = result;

@@ -36,7 +36,8 @@ export interface LineDecoderOptions {
 
 export class LineDecoder {
   private readonly options: LineDecoderOptions;
-  private pending: Buffer[] = [];
+  /** The parts of a line split across chunks (reused: one array per decoder, not per line). */
+  private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
   /** Set while discarding the rest of an oversize line. */
   private oversize: { bytes: number; head: Buffer; tail: Buffer } | null = null;
@@ -53,8 +54,14 @@ export class LineDecoder {
         this.accumulate(chunk.subarray(start));
         return;
       }
-      this.accumulate(chunk.subarray(start, nl));
-      this.finishLine();
+      if (this.pendingBytes === 0 && this.oversize === null && nl - start <= this.options.maxLineBytes) {
+        // The whole line is in this chunk (the usual case): decoded from the chunk itself, with
+        // no slice or array per line (issue 7).
+        this.emit(chunk, start, nl);
+      } else {
+        this.accumulate(chunk.subarray(start, nl));
+        this.finishLine();
+      }
       start = nl + 1;
     }
   }
@@ -74,7 +81,7 @@ export class LineDecoder {
       // Keep only the edges from here on; the middle of an oversize line is never buffered.
       this.pending.push(part);
       const soFar = Buffer.concat(this.pending, this.pendingBytes + part.length);
-      this.pending = [];
+      this.pending.length = 0;
       this.pendingBytes = 0;
       this.oversize = {
         bytes: soFar.length,
@@ -102,16 +109,25 @@ export class LineDecoder {
       return;
     }
     if (this.pendingBytes === 0) return;
-    let bytes = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
+    const { pending } = this;
+    const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, this.pendingBytes);
+    pending.length = 0;
     this.pendingBytes = 0;
+    this.emit(bytes, 0, bytes.length);
+  }
+
+  /** Hands on the line in `buffer` from `start` to `end` (its newline). */
+  private emit(buffer: Buffer, start: number, end: number): void {
     // Tolerate CRLF from servers written on Windows.
-    if (bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
-    const large = bytes.length >= LARGE_LINE_BYTES;
+    if (end > start && buffer[end - 1] === 0x0d) end--;
+    if (end - start < LARGE_LINE_BYTES) {
+      const line = buffer.toString('utf8', start, end);
+      if (line.trim() !== '') this.options.onLine(line);
+      return;
+    }
+    const bytes = start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end);
     // Plain ASCII (almost every large line) decodes as latin1: the same text, made faster.
-    const line = large && isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-    if (line.trim() === '') return;
-    if (large) this.options.onLine(line, bytes);
-    else this.options.onLine(line);
+    const line = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+    if (line.trim() !== '') this.options.onLine(line, bytes);
   }
 }

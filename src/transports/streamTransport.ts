@@ -10,6 +10,11 @@ import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 export interface MessageTransport {
   start(): Promise<void>;
   send(message: JsonRpcMessage): Promise<void>;
+  /**
+   * True when `send` never rejects (a failed write surfaces through `onerror` and `onclose`):
+   * the hot path then skips handling its promise, a promise and a closure per request.
+   */
+  readonly sendNeverRejects?: boolean;
   /** Sends text that is already one serialized message (hot path: no re-serialising). */
   sendRaw?(line: string): Promise<void>;
   /**
@@ -53,6 +58,8 @@ export class StreamTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
+  /** Every send returns DONE; a failed write is an `output` error, reported as a close. */
+  readonly sendNeverRejects = true;
 
   private readonly options: StreamTransportOptions;
   /** The peer stopped sending (stdin ended). Answers to what it already asked can still go out. */

@@ -32,6 +32,12 @@ describe('LineDecoder', () => {
     { name: 'CRLF endings', chunks: ['x\r\ny\r\n'], lines: ['x', 'y'] },
     { name: 'blank lines skipped', chunks: ['\n\n x \n\n'], lines: [' x '] },
     { name: 'last line without newline', chunks: ['a\nb'], lines: ['a', 'b'] },
+    {
+      name: 'a line finished by the next chunk, then whole lines',
+      chunks: ['a\nb', 'c\nd\ne\n'],
+      lines: ['a', 'bc', 'd', 'e'],
+    },
+    { name: 'CRLF split between chunks', chunks: ['x\r', '\ny\r\n'], lines: ['x', 'y'] },
   ])('$name', ({ chunks, lines }) => {
     expect(decode(chunks).lines).toEqual(lines);
   });
@@ -41,6 +47,32 @@ describe('LineDecoder', () => {
     expect(decode([bytes.subarray(0, 3), bytes.subarray(3, 10), bytes.subarray(10)]).lines).toEqual([
       '"héllo ✓"',
     ]);
+  });
+
+  it('gives a large line its own bytes, whether whole in one chunk or split across several', () => {
+    const large = `{"r":"${'é'.repeat(40_000)}"}`;
+    const seen: { line: string; bytes: string | undefined }[] = [];
+    const d = new LineDecoder({
+      maxLineBytes: 1 << 20,
+      onLine: (line, bytes) => seen.push({ line, bytes: bytes?.toString('utf8') }),
+      onOversize: () => {},
+    });
+    const all = Buffer.from(`a\n${large}\r\nb\n${large}\n`);
+    const cut = all.length - 1000;
+    d.push(all.subarray(0, cut));
+    d.push(all.subarray(cut));
+    expect(seen).toEqual([
+      { line: 'a', bytes: undefined },
+      { line: large, bytes: large },
+      { line: 'b', bytes: undefined },
+      { line: large, bytes: large },
+    ]);
+  });
+
+  it('skips an oversize line that arrives whole in one chunk', () => {
+    const { lines, oversize } = decode([`ok1\n${'x'.repeat(3000)}\nok2\n`], 1000);
+    expect(lines).toEqual(['ok1', 'ok2']);
+    expect(oversize.map((o) => o.bytes)).toEqual([3000]);
   });
 
   it('skips an oversize line, reports its size and edges, and carries on with the next', () => {
@@ -76,6 +108,13 @@ describe('parseMessage', () => {
       line.indexOf('12345678901234567890'),
       line.indexOf('12345678901234567890') + 20,
     ]);
+  });
+
+  it('matches the whole key, not a key it begins or ends', () => {
+    const line = '{"resultx":1,"res":2,"xresult":3,"result":4,"results":5}';
+    const span = topLevelMemberSpan(line, 'result')!;
+    expect(line.slice(span[0], span[1])).toBe('4');
+    expect(topLevelMemberSpan('{"resultx":1,"res":2}', 'result')).toBeNull();
   });
 
   it('takes the last of duplicate keys, as JSON.parse does, so what is inspected is what is forwarded', () => {

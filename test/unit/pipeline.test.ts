@@ -164,6 +164,30 @@ describe('timeout interceptor', () => {
     expect(upstream.calls[0]!.call.signal.reason).toBe(reason);
   });
 
+  it('times out each of several calls at its own deadline, whichever answered first', async () => {
+    const upstream = controllableUpstream();
+    const timeout = createTimeoutInterceptor({ limitsFor: () => limits });
+    const first = timeout(makeCall(), upstream.next);
+    await vi.advanceTimersByTimeAsync(300);
+    const second = timeout(makeCall(), upstream.next).catch((e: unknown) => e);
+    upstream.calls[0]!.resolve(ok);
+    expect(await first).toBe(ok);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(upstream.calls[1]!.call.signal.cancelled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await second).toBeInstanceOf(CallTimeoutError);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('fails a call whose inner stage throws, and leaves no timer behind', async () => {
+    const throwing: Next = () => {
+      throw new Error('stage threw');
+    };
+    const timeout = createTimeoutInterceptor({ limitsFor: () => limits });
+    await expect(timeout(makeCall(), throwing)).rejects.toThrow('stage threw');
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('passes a result through and clears its timers', async () => {
     const upstream = controllableUpstream();
     const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { UpstreamFailedError } from '../../src/errors.js';
+import { Cancellation } from '../../src/pipeline/cancellation.js';
+import type { JsonRpcMessage } from '../../src/protocol/jsonRpc.js';
+import type { MessageTransport } from '../../src/transports/streamTransport.js';
+import { UpstreamSession } from '../../src/upstreams/upstreamSession.js';
+
+/** A transport that records what is sent and lets the test answer. */
+function fakeTransport(send: (message: JsonRpcMessage) => Promise<void>, sendNeverRejects?: boolean) {
+  const sent: JsonRpcMessage[] = [];
+  const transport: MessageTransport = {
+    sendNeverRejects,
+    start: async () => {},
+    close: async () => {},
+    send: (message) => {
+      sent.push(message);
+      return send(message);
+    },
+  };
+  const session = new UpstreamSession({
+    server: 'up',
+    transport,
+    onNotification: () => {},
+    onRequest: () => {},
+  });
+  const answer = (message: JsonRpcMessage) => transport.onmessage!(message);
+  return { session, sent, answer };
+}
+
+describe('UpstreamSession', () => {
+  it.each([true, false])('answers a request by its id (sendNeverRejects %s)', async (never) => {
+    const { session, sent, answer } = fakeTransport(async () => {}, never);
+    const pending = session.request('tools/call', { name: 't' });
+    expect(sent).toEqual([{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't' } }]);
+    answer({ jsonrpc: '2.0', id: 1, result: { ok: true } });
+    expect(await pending).toEqual({ ok: true });
+    expect(session.inFlight).toBe(0);
+  });
+
+  it('fails a request the transport could not send, whether it rejects or throws', async () => {
+    const rejecting = fakeTransport(() => Promise.reject(new Error('pipe closed')));
+    await expect(rejecting.session.request('ping', undefined)).rejects.toThrow(UpstreamFailedError);
+    expect(rejecting.session.inFlight).toBe(0);
+    const throwing = fakeTransport(() => {
+      throw new Error('cannot serialize');
+    });
+    const pending = throwing.session.request('ping', undefined);
+    await expect(pending).rejects.toThrow('cannot send ping: cannot serialize');
+    expect(throwing.session.inFlight).toBe(0);
+  });
+
+  it('on cancel tells the upstream, fails with the reason, and drops the late answer', async () => {
+    const { session, sent, answer } = fakeTransport(async () => {}, true);
+    const signal = new Cancellation();
+    const progress: unknown[] = [];
+    const pending = session.request(
+      'tools/call',
+      { name: 't' },
+      { signal, onProgress: (p) => progress.push(p) },
+    );
+    expect(sent[0]).toMatchObject({ params: { name: 't', _meta: { progressToken: 1 } } });
+    answer({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
+    expect(progress).toEqual([{ progressToken: 1, progress: 1 }]);
+    const reason = new Error('timed out');
+    signal.cancel(reason);
+    await expect(pending).rejects.toBe(reason);
+    expect(sent[1]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 1, reason: 'timed out' },
+    });
+    answer({ jsonrpc: '2.0', id: 1, result: {} });
+    expect(session.inFlight).toBe(0);
+  });
+
+  it("asks for progress under its own id, keeping the caller's params and _meta as they were", () => {
+    const { session, sent } = fakeTransport(async () => {}, true);
+    const params = { _meta: { trace: 'x' }, name: 't', arguments: { a: 1 } };
+    void session.request('tools/call', params, { onProgress: () => {} });
+    expect(JSON.stringify((sent[0] as { params: unknown }).params)).toBe(
+      '{"_meta":{"trace":"x","progressToken":1},"name":"t","arguments":{"a":1}}',
+    );
+    expect(params).toEqual({ _meta: { trace: 'x' }, name: 't', arguments: { a: 1 } });
+  });
+
+  it('stops listening to the signal once answered', async () => {
+    const { session, sent, answer } = fakeTransport(async () => {}, true);
+    const signal = new Cancellation();
+    const pending = session.request('tools/call', { name: 't' }, { signal });
+    answer({ jsonrpc: '2.0', id: 1, result: {} });
+    await pending;
+    signal.cancel(new Error('late'));
+    expect(sent).toHaveLength(1);
+  });
+});
