@@ -50,7 +50,7 @@ class TimedCall extends Deferred<CallToolResult> implements CancelListener, Dead
   queued = false;
   prevEntry: DeadlineEntry | undefined;
   nextEntry: DeadlineEntry | undefined;
-  readonly started = Date.now();
+  readonly started = performance.now();
 
   constructor(
     private readonly call: ToolCall,
@@ -69,7 +69,7 @@ class TimedCall extends Deferred<CallToolResult> implements CancelListener, Dead
   progressed(): void {
     if (!this.queued) return;
     const { idleMs, maxMs } = this.limits;
-    this.queue.schedule(this, Math.min(Date.now() + idleMs, this.started + maxMs));
+    this.queue.schedule(this, Math.min(performance.now() + idleMs, this.started + maxMs));
   }
 
   expired(now: number): void {

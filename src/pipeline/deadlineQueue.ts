@@ -5,15 +5,16 @@
  *
  * The timer is always armed for the earliest deadline (or before it: removing the head does
  * not re-arm, and a timer that finds nothing due re-arms for the new head). So an entry expires
- * when a setTimeout for its own deadline would have fired, give or take the millisecond between
- * Date.now() and the timers' clock; never earlier than its deadline.
+ * when a setTimeout for its own deadline would have fired, give or take the rounding between
+ * performance.now() and the timers' clock; never earlier than its deadline. Monotonic time, not
+ * Date.now(): a wall clock set back (NTP, a user) must not hold a call past its timeout.
  *
  * Entries are kept sorted by deadline, and a new deadline is placed by walking back from the
  * tail. Give each duration a queue of its own: calls with the same timeout get deadlines in the
  * order they start (or make progress), so that walk stops at once.
  */
 export interface DeadlineEntry {
-  /** When it expires, in Date.now() milliseconds. Written by the queue. */
+  /** When it expires, in performance.now() milliseconds. Written by the queue. */
   deadline: number;
   /** Links written by the queue: whether it is in one, and its neighbours there. */
   queued: boolean;
@@ -27,7 +28,7 @@ export class DeadlineQueue {
   private head: DeadlineEntry | undefined;
   private tail: DeadlineEntry | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** The Date.now() at which `timer` fires. */
+  /** The performance.now() at which `timer` fires. */
   private armedFor = 0;
 
   /** Queues `entry` to expire at `deadline`, or moves it there if it is queued already. */
@@ -77,12 +78,12 @@ export class DeadlineQueue {
   private arm(deadline: number): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.armedFor = deadline;
-    this.timer = setTimeout(this.fire, Math.max(1, deadline - Date.now()));
+    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(deadline - performance.now())));
   }
 
   private readonly fire = (): void => {
     this.timer = undefined;
-    const now = Date.now();
+    const now = performance.now();
     // Re-read the head each time: an expiry may add or remove entries.
     for (let entry = this.head; entry !== undefined && entry.deadline <= now; entry = this.head) {
       this.unlink(entry);

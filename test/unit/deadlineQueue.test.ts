@@ -77,4 +77,13 @@ describe('DeadlineQueue', () => {
     await vi.advanceTimersByTimeAsync(1020);
     expect(log).toEqual(['2@1020']);
   });
+
+  it('keeps time with a monotonic clock: a wall clock set back does not delay expiry', async () => {
+    const log: string[] = [];
+    const queue = new DeadlineQueue();
+    queue.schedule(entry('a', log), performance.now() + 100);
+    vi.setSystemTime(Date.now() - 60_000);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(log).toEqual(['a@100']);
+  });
 });
