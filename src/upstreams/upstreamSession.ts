@@ -199,7 +199,20 @@ export class UpstreamSession {
  */
 function withMember(object: Params | undefined, key: string, value: unknown): Params {
   const copy: Params = {};
-  if (object !== undefined) for (const k in object) copy[k] = object[k];
+  if (object !== undefined) {
+    for (const k in object) {
+      if (!Object.hasOwn(object, k)) continue;
+      // JSON.parse makes "__proto__" an own member; assigning it would set the prototype instead.
+      if (k === '__proto__')
+        Object.defineProperty(copy, k, {
+          value: object[k],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      else copy[k] = object[k];
+    }
+  }
   copy[key] = value;
   return copy;
 }

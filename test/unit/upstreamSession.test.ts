@@ -83,6 +83,18 @@ describe('UpstreamSession', () => {
     expect(params).toEqual({ _meta: { trace: 'x' }, name: 't', arguments: { a: 1 } });
   });
 
+  it('keeps a "__proto__" member of parsed params as a member when adding the token', () => {
+    const { session, sent } = fakeTransport(async () => {}, true);
+    const params = JSON.parse('{"name":"t","__proto__":{"x":1},"_meta":{"__proto__":{"y":2}}}') as Record<
+      string,
+      unknown
+    >;
+    void session.request('tools/call', params, { onProgress: () => {} });
+    expect(JSON.stringify((sent[0] as { params: unknown }).params)).toBe(
+      '{"name":"t","__proto__":{"x":1},"_meta":{"__proto__":{"y":2},"progressToken":1}}',
+    );
+  });
+
   it('stops listening to the signal once answered', async () => {
     const { session, sent, answer } = fakeTransport(async () => {}, true);
     const signal = new Cancellation();
