@@ -7,12 +7,14 @@
 //   pipe          bench/pipe.mjs in between: the floor of one extra Node process hop
 //   warden-bare   the built gateway with its pipeline as light as the config allows
 //   warden-full   the built gateway with everything on that this build supports
+//   json-floor    (with --floor) bench/floor.mjs in between: the least any proxy that parses
+//                 and re-serialises each message does, to show what no such gateway can beat
 //
 // Ratios are computed within each round and then their median is taken: absolute times move
 // from run to run on a shared machine, ratios from one run are what can be compared.
 //
 //   node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick]
-//                      [--out FILE] [--cpu-prof DIR] [--cli FILE]
+//                      [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor]
 //
 // Exit codes: 0 everything ran (and, in a full run, every target was met); 1 something failed
 // (an answer missing or wrong, a process died, a timeout); 2 bad usage; 3 a full run completed
@@ -36,6 +38,7 @@ const ROOT = path.dirname(BENCH);
 let CLI = path.join(ROOT, 'dist/cli.js');
 const FIXTURE = path.join(BENCH, 'fixture/server.mjs');
 const PIPE = path.join(BENCH, 'pipe.mjs');
+const FLOOR_PROXY = path.join(BENCH, 'floor.mjs');
 const NODE = process.execPath;
 
 // ---------------------------------------------------------------------------------------------
@@ -43,7 +46,7 @@ const NODE = process.execPath;
 
 function usage(message) {
   process.stderr.write(
-    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE]\n`,
+    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor]\n`,
   );
   process.exit(2);
 }
@@ -60,6 +63,7 @@ try {
       out: { type: 'string' },
       'cpu-prof': { type: 'string' },
       cli: { type: 'string' },
+      floor: { type: 'boolean', default: false },
     },
   }).values;
 } catch (error) {
@@ -74,6 +78,7 @@ function positiveInt(name, raw, fallback) {
 }
 
 const QUICK = flags.quick;
+const FLOOR = flags.floor;
 // Full-run counts are sized so that each configuration's share of a timed phase lasts around a
 // second (one scheduling hiccup is then a small part of it) while the whole run stays within
 // a few minutes on two cores.
@@ -359,6 +364,19 @@ function configurations(gatewayFiles) {
     },
     gateway('warden-bare'),
     gateway('warden-full'),
+    ...(FLOOR
+      ? [
+          {
+            name: 'json-floor',
+            toolPrefix: '',
+            launch: (tools) => ({
+              command: NODE,
+              args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
+              env: childEnv(),
+            }),
+          },
+        ]
+      : []),
   ];
 }
 
@@ -657,10 +675,17 @@ const RATIO_PAIRS = [
   ['warden-bare', 'pipe'],
   ['warden-full', 'direct'],
   ['warden-full', 'pipe'],
+  ...(FLOOR
+    ? [
+        ['json-floor', 'direct'],
+        ['json-floor', 'pipe'],
+        ['warden-full', 'json-floor'],
+      ]
+    : []),
 ];
 
 function summarize(rounds) {
-  const names = ['direct', 'pipe', 'warden-bare', 'warden-full'];
+  const names = ['direct', 'pipe', 'warden-bare', 'warden-full', ...(FLOOR ? ['json-floor'] : [])];
   const medians = {};
   for (const name of names) {
     medians[name] = {};

@@ -14,7 +14,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 function runQuickBench(out: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bench/run.mjs', '--quick', '--out', out], {
+    const child = spawn(process.execPath, ['bench/run.mjs', '--quick', '--floor', '--out', out], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -33,20 +33,31 @@ function runQuickBench(out: string): Promise<{ code: number | null; stdout: stri
 }
 
 describe('bench/run.mjs --quick', () => {
-  it('runs every configuration and prints the table', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-smoke-'));
-    try {
-      const out = path.join(dir, 'quick.json');
-      const { code, stdout, stderr } = await runQuickBench(out);
-      expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
-      for (const config of ['direct', 'pipe', 'warden-bare', 'warden-full'])
-        expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
-      expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
-      const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
-      expect(json.rounds).toHaveLength(1);
-      expect(Object.keys(json.medians)).toEqual(['direct', 'pipe', 'warden-bare', 'warden-full']);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'runs every configuration, the JSON floor included, and prints the table',
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-smoke-'));
+      try {
+        const out = path.join(dir, 'quick.json');
+        const { code, stdout, stderr } = await runQuickBench(out);
+        expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+        for (const config of ['direct', 'pipe', 'warden-bare', 'warden-full', 'json-floor'])
+          expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
+        expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
+        expect(stdout).toMatch(/^warden-full\/json-floor\s+[\d.]+×/m);
+        const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
+        expect(json.rounds).toHaveLength(1);
+        expect(Object.keys(json.medians)).toEqual([
+          'direct',
+          'pipe',
+          'warden-bare',
+          'warden-full',
+          'json-floor',
+        ]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

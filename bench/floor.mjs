@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// The "JSON floor": the least a gateway that reads each message can do. It starts the command
+// it is given and, both ways, splits newline-delimited JSON-RPC into lines, parses each line,
+// gives requests ids of its own (and answers back their host ids), serialises the message again
+// and writes what one turn of the event loop produced in one write. No validation, no
+// namespacing, no pipeline: nothing a real gateway could leave out is left in. What this costs
+// beyond the byte pipe is the cost of handling messages in Node at all on this machine, so
+// it shows how far below any message-reading gateway a ratio to the byte pipe can go.
+//
+//   node bench/floor.mjs COMMAND [ARGS...]
+
+import { spawn } from 'node:child_process';
+
+const [command, ...args] = process.argv.slice(2);
+if (command === undefined) {
+  process.stderr.write('usage: node bench/floor.mjs COMMAND [ARGS...]\n');
+  process.exit(2);
+}
+
+const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+
+/** Calls `onLine` with each complete line of `stream`. */
+function readLines(stream, onLine) {
+  let rest = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    const text = rest + chunk;
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      onLine(text.slice(start, nl));
+      start = nl + 1;
+    }
+    rest = text.slice(start);
+  });
+}
+
+/** Sends lines to `stream`, all those of one turn in one write. */
+function lineWriter(stream) {
+  let pending = '';
+  const flush = () => {
+    const text = pending;
+    pending = '';
+    stream.write(text);
+  };
+  return (line) => {
+    if (pending === '') process.nextTick(flush);
+    pending += `${line}\n`;
+  };
+}
+
+const toChild = lineWriter(child.stdin);
+const toHost = lineWriter(process.stdout);
+const hostIds = new Map();
+let nextId = 1;
+
+readLines(process.stdin, (line) => {
+  const message = JSON.parse(line);
+  if (message.method !== undefined && message.id !== undefined) {
+    const id = nextId++;
+    hostIds.set(id, message.id);
+    message.id = id;
+  }
+  toChild(JSON.stringify(message));
+});
+readLines(child.stdout, (line) => {
+  const message = JSON.parse(line);
+  if (message.method === undefined && message.id !== undefined) {
+    const id = message.id;
+    message.id = hostIds.get(id);
+    hostIds.delete(id);
+  }
+  toHost(JSON.stringify(message));
+});
+
+process.stdin.on('end', () => child.stdin.end());
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('error', (error) => {
+  process.stderr.write(`bench floor: cannot start ${command}: ${error.message}\n`);
+  process.exit(1);
+});
+child.stdin.on('error', () => {});
+process.stdout.on('error', () => child.kill());
