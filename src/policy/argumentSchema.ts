@@ -202,7 +202,6 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
       }
     }
     const test = (args: Readonly<Record<string, unknown>>): ArgumentVerdict => {
-      meter.remaining = PATTERN_WORK_PER_CHECK;
       try {
         validate ??= compileNow(dialect, body);
       } catch (error) {
