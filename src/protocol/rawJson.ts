@@ -4,6 +4,8 @@
  * a member we forward unchanged. Assumes the text already parsed as JSON; it only finds spans.
  */
 
+import type { LargeLine } from './largeLine.js';
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
@@ -97,9 +99,10 @@ const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');
 
 /** The response's line, and its `result` member's text once something asked for it. */
 interface RawResponse {
+  /** The text the response was parsed from (for a large line, perhaps without its long strings). */
   readonly line: string;
-  /** The line's UTF-8 bytes, when it was large. */
-  readonly bytes: Buffer | undefined;
+  /** The line's bytes, when it was large. */
+  readonly large: LargeLine | undefined;
   /** undefined: not looked for yet; null: the line has no `result` member. */
   result: RawResult | null | undefined;
 }
@@ -110,12 +113,21 @@ export interface RawResult {
   readonly bytes: Buffer | undefined;
 }
 
+/** The result of a large line whose long strings were never decoded: its text only on demand. */
+class UndecodedResult implements RawResult {
+  private decoded: string | undefined;
+  constructor(readonly bytes: Buffer) {}
+  get text(): string {
+    return (this.decoded ??= this.bytes.toString('utf8'));
+  }
+}
+
 /**
  * Remembers the line a result was parsed from. Non-enumerable, so a spread copy (what every
  * repair makes) does not carry it: only the untouched object can be forwarded as text.
  */
-export function attachRawResponse(result: object, line: string, bytes?: Buffer): void {
-  const raw: RawResponse = { line, bytes, result: undefined };
+export function attachRawResponse(result: object, line: string, large?: LargeLine): void {
+  const raw: RawResponse = { line, large, result: undefined };
   // One descriptor for every response, rather than one made per call.
   ATTACH.value = raw;
   Object.defineProperty(result, RAW_RESPONSE, ATTACH);
@@ -133,20 +145,15 @@ export function rawResult(result: object): RawResult | undefined {
   const raw = (result as { [RAW_RESPONSE]?: RawResponse })[RAW_RESPONSE];
   if (raw === undefined) return undefined;
   if (raw.result === undefined) {
-    const { line, bytes } = raw;
+    const { line, large } = raw;
     const span = topLevelMemberSpan(line, 'result');
     if (span === null) raw.result = null;
+    else if (large === undefined) raw.result = { text: line.slice(span[0], span[1]), bytes: undefined };
     else {
-      const [start, end] = span;
-      const text = line.slice(start, end);
-      let body: Buffer | undefined;
-      if (bytes !== undefined) {
-        // Same length in bytes and characters: all ASCII, so the offsets are the same too.
-        const byteStart = bytes.length === line.length ? start : Buffer.byteLength(line.slice(0, start));
-        const byteEnd = bytes.length === line.length ? end : byteStart + Buffer.byteLength(text);
-        body = bytes.subarray(byteStart, byteEnd);
-      }
-      raw.result = { text, bytes: body };
+      const body = large.bytes.subarray(large.byteOffset(span[0]), large.byteOffset(span[1]));
+      raw.result = large.whole
+        ? { text: line.slice(span[0], span[1]), bytes: body }
+        : new UndecodedResult(body);
     }
   }
   return raw.result ?? undefined;

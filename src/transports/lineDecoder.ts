@@ -7,8 +7,6 @@
  * only that one, keeping the connection.
  */
 
-import { isAscii } from 'node:buffer';
-
 const NEWLINE = 0x0a;
 /** How much of an oversize line is kept for the owner to identify it. */
 const EDGE_BYTES = 256;
@@ -21,16 +19,17 @@ export interface OversizeLine {
 }
 
 /**
- * Lines of at least this many bytes come with their bytes too, so that what is forwarded
- * unchanged can be written from them, without encoding the text again (issue 7: a 1 MiB result).
+ * Lines of at least this many bytes go to `onLargeLine` as bytes: what is forwarded unchanged is
+ * written from them, and their long strings need not be decoded at all (issue 7: a 1 MiB result).
  */
 export const LARGE_LINE_BYTES = 64 * 1024;
 
 export interface LineDecoderOptions {
   /** Lines longer than this many bytes are skipped and reported through `onOversize`. */
   readonly maxLineBytes: number;
-  /** `bytes`: the line's UTF-8 bytes, for lines of `LARGE_LINE_BYTES` or more. */
-  readonly onLine: (line: string, bytes?: Buffer) => void;
+  readonly onLine: (line: string) => void;
+  /** Lines of `LARGE_LINE_BYTES` or more, as bytes (without them, they are decoded for `onLine`). */
+  readonly onLargeLine?: (bytes: Buffer) => void;
   readonly onOversize: (info: OversizeLine) => void;
 }
 
@@ -126,8 +125,10 @@ export class LineDecoder {
       return;
     }
     const bytes = start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end);
-    // Plain ASCII (almost every large line) decodes as latin1: the same text, made faster.
-    const line = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-    if (line.trim() !== '') this.options.onLine(line, bytes);
+    if (this.options.onLargeLine !== undefined) this.options.onLargeLine(bytes);
+    else {
+      const line = bytes.toString('utf8');
+      if (line.trim() !== '') this.options.onLine(line);
+    }
   }
 }

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { parseMessage, serializeMessage, type JsonRpcMessage } from '../protocol/jsonRpc.js';
+import { parseLargeMessage, type LargeLine } from '../protocol/largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
 /**
@@ -29,10 +30,11 @@ export interface MessageTransport {
    */
   beforeWrite?: () => void;
   /**
-   * `line` is the message's text when the transport has it (stdio), for byte-exact forwarding;
-   * `bytes` its UTF-8 bytes when it is large (see LARGE_LINE_BYTES).
+   * `line` is the text the message was parsed from when the transport has it (stdio), for
+   * byte-exact forwarding; `large` its bytes when it is large (see LARGE_LINE_BYTES), in which
+   * case `line` may have its long strings left out (see LargeLine).
    */
-  onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
+  onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 }
@@ -55,7 +57,7 @@ const DONE = Promise.resolve();
  * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
  */
 export class StreamTransport implements MessageTransport {
-  onmessage?: (message: JsonRpcMessage, line?: string, bytes?: Buffer) => void;
+  onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
   /** Every send returns DONE; a failed write is an `output` error, reported as a close. */
@@ -76,10 +78,15 @@ export class StreamTransport implements MessageTransport {
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
       onOversize: this.options.onOversize,
-      onLine: (line, bytes) => {
+      onLine: (line) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message, line, bytes);
+        if (parsed.ok) this.onmessage?.(parsed.message, line);
         else onJunk(line, parsed.reason);
+      },
+      onLargeLine: (bytes) => {
+        const parsed = parseLargeMessage(bytes);
+        if (parsed.ok) this.onmessage?.(parsed.message, parsed.large.text, parsed.large);
+        else if (parsed.text.trim() !== '') onJunk(parsed.text, parsed.reason);
       },
     });
     input.on('data', (chunk: Buffer) => decoder.push(chunk));

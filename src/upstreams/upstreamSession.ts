@@ -66,7 +66,7 @@ export class UpstreamSession {
   constructor(options: UpstreamSessionOptions) {
     this.options = options;
     const { transport } = options;
-    transport.onmessage = (message, line, bytes) => {
+    transport.onmessage = (message, line, large) => {
       if (isResponse(message)) {
         const id = message.id;
         const entry = typeof id === 'number' ? this.pending.get(id) : undefined;
@@ -78,7 +78,7 @@ export class UpstreamSession {
           entry.reject(new UpstreamRpcError(options.server, e.code, e.message, e.data));
         } else {
           if (line !== undefined && typeof message.result === 'object' && message.result !== null)
-            attachRawResponse(message.result, line, bytes);
+            attachRawResponse(message.result, line, large);
           entry.resolve(message.result);
         }
       } else if (isRequest(message)) {

@@ -78,6 +78,25 @@ describe('result repair, as a strict SDK host sees it', () => {
     expect(textOf(via)).toMatch(/\[mcp-warden\] .*outputSchema/);
   });
 
+  it('a large structured result is validated and repaired like a small one', async () => {
+    // Its long label is left undecoded on the way in; repair and validation must still see it.
+    const args = { kib: 200, valid: true };
+    const without = await plain.callTool({ name: 'structured_large', arguments: args });
+    const via = await host.client.callTool({ name: 's__structured_large', arguments: args });
+    expect(via.isError).toBeFalsy();
+    expect(via.structuredContent).toEqual(without.structuredContent);
+    expect((via.structuredContent as { label: string }).label.length).toBeGreaterThan(200_000);
+    expect(via.content).toEqual([{ type: 'text', text: JSON.stringify(without.structuredContent) }]);
+
+    const invalid = await host.client.callTool({
+      name: 's__structured_large',
+      arguments: { kib: 200, valid: false },
+    });
+    expect(invalid.isError).toBe(true);
+    expect(invalid.structuredContent).toBeUndefined();
+    expect(textOf(invalid)).toContain(JSON.stringify((without.structuredContent as { label: string }).label));
+  });
+
   it('JSON text that validates is offered as structuredContent', async () => {
     await expect(plain.callTool({ name: 'structured_missing', arguments: {} })).rejects.toThrow(
       /structured content/,

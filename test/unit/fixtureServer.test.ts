@@ -165,6 +165,7 @@ describe('fixture server', () => {
       'p_structured_missing',
       'p_structured_missing_bad_text',
       'p_structured_draft07',
+      'p_structured_large',
       'p_structured_no_schema',
       'p_tool_00001',
       'p_tool_00002',

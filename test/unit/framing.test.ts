@@ -7,6 +7,7 @@ import {
   serializeRawResult,
 } from '../../src/protocol/jsonRpc.js';
 import { attachRawResponse, rawResult, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
+import { WholeLine } from '../../src/protocol/largeLine.js';
 import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/transports/streamTransport.js';
 import { PassThrough } from 'node:stream';
@@ -51,22 +52,18 @@ describe('LineDecoder', () => {
 
   it('gives a large line its own bytes, whether whole in one chunk or split across several', () => {
     const large = `{"r":"${'é'.repeat(40_000)}"}`;
-    const seen: { line: string; bytes: string | undefined }[] = [];
+    const seen: { line?: string; bytes?: string }[] = [];
     const d = new LineDecoder({
       maxLineBytes: 1 << 20,
-      onLine: (line, bytes) => seen.push({ line, bytes: bytes?.toString('utf8') }),
+      onLine: (line) => seen.push({ line }),
+      onLargeLine: (bytes) => seen.push({ bytes: bytes.toString('utf8') }),
       onOversize: () => {},
     });
     const all = Buffer.from(`a\n${large}\r\nb\n${large}\n`);
     const cut = all.length - 1000;
     d.push(all.subarray(0, cut));
     d.push(all.subarray(cut));
-    expect(seen).toEqual([
-      { line: 'a', bytes: undefined },
-      { line: large, bytes: large },
-      { line: 'b', bytes: undefined },
-      { line: large, bytes: large },
-    ]);
+    expect(seen).toEqual([{ line: 'a' }, { bytes: large }, { line: 'b' }, { bytes: large }]);
   });
 
   it('skips an oversize line that arrives whole in one chunk', () => {
@@ -222,7 +219,7 @@ describe('rawResult', () => {
     ],
   ])('gives the bytes of exactly the result member (%s)', (_name, line) => {
     const parsed = JSON.parse(line) as { result: object };
-    attachRawResponse(parsed.result, line, Buffer.from(line, 'utf8'));
+    attachRawResponse(parsed.result, line, new WholeLine(Buffer.from(line, 'utf8')));
     const raw = rawResult(parsed.result)!;
     expect(raw.text).toBe(JSON.stringify(parsed.result));
     expect(raw.bytes!.toString('utf8')).toBe(raw.text);
