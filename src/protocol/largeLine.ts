@@ -16,6 +16,7 @@
  */
 
 import { isAscii } from 'node:buffer';
+import { ControlBytes } from './controlBytes.js';
 import { parseMessage, type JsonRpcMessage } from './jsonRpc.js';
 
 /** Strings at least this long (in bytes, between the quotes) are left in the bytes. */
@@ -49,6 +50,14 @@ export interface LargeLine {
   restore(parsed: unknown): void;
 }
 
+export interface LargeLineOptions {
+  /**
+   * The line is known to hold no byte below 0x20 (the line decoder checks the parts of a line as
+   * they arrive, while the rest is on its way), so its strings need not be checked for them.
+   */
+  readonly controlFree?: boolean;
+}
+
 export type LargeParseOutcome =
   { ok: true; message: JsonRpcMessage; large: LargeLine } | { ok: false; reason: string; text: string };
 
@@ -56,8 +65,8 @@ export type LargeParseOutcome =
  * Parses a large line as `parseMessage` parses any line, with the same outcome (the same value
  * for every reader, the same reason when it is not a message), its long strings left in the bytes.
  */
-export function parseLargeMessage(bytes: Buffer): LargeParseOutcome {
-  const elided = ElidedLine.from(bytes);
+export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {}): LargeParseOutcome {
+  const elided = ElidedLine.from(bytes, options);
   if (elided !== null) {
     const parsed = parseMessage(elided.text);
     if (parsed.ok) {
@@ -107,8 +116,8 @@ class ElidedLine implements LargeLine {
     private readonly textEnds: readonly number[],
   ) {}
 
-  static from(bytes: Buffer): ElidedLine | null {
-    const scan = findLongStrings(bytes);
+  static from(bytes: Buffer, options: LargeLineOptions): ElidedLine | null {
+    const scan = findLongStrings(bytes, options);
     if (scan === null) return null;
     const { starts, ends } = scan;
     const textStarts: number[] = [];
@@ -201,8 +210,8 @@ interface LongStrings {
   readonly escaped: boolean[];
 }
 
-function findLongStrings(bytes: Buffer): LongStrings | null {
-  const checker = new StringBodyChecker(bytes);
+function findLongStrings(bytes: Buffer, options: LargeLineOptions): LongStrings | null {
+  const checker = new StringBodyChecker(bytes, options.controlFree === true);
   const starts: number[] = [];
   const ends: number[] = [];
   const escaped: boolean[] = [];
@@ -260,18 +269,18 @@ function isKey(bytes: Buffer, i: number): boolean {
   return false;
 }
 
-/** Checks string bodies as JSON.parse would, a word (4 bytes) at a time where nothing needs a look. */
+/** Checks string bodies as JSON.parse would. */
 class StringBodyChecker {
-  private readonly words: Int32Array;
-  /** Bytes before the first 4-byte-aligned one: byte `i` starts word `(i - lead) / 4`. */
-  private readonly lead: number;
+  private readonly control: ControlBytes | null;
   /** The next backslash at or after where the last search started (-1: none left). */
   private nextBackslash = -2;
 
-  constructor(private readonly bytes: Buffer) {
-    const aligned = (bytes.byteOffset + 3) & ~3;
-    this.lead = aligned - bytes.byteOffset;
-    this.words = new Int32Array(bytes.buffer, aligned, Math.max(0, (bytes.length - this.lead) >> 2));
+  /** `controlFree`: the line is known to hold no byte below 0x20, so that check is skipped. */
+  constructor(
+    private readonly bytes: Buffer,
+    controlFree: boolean,
+  ) {
+    this.control = controlFree ? null : new ControlBytes(bytes);
   }
 
   /**
@@ -287,40 +296,11 @@ class StringBodyChecker {
       if (this.nextBackslash !== -1 && this.nextBackslash < i)
         this.nextBackslash = this.bytes.indexOf(BACKSLASH, i);
       const stop = this.nextBackslash === -1 || this.nextBackslash >= to ? to : this.nextBackslash;
-      if (this.hasControl(i, stop)) return -1;
+      if (this.control?.within(i, stop) === true) return -1;
       if (stop === to) return count;
       i = escapeEnd(this.bytes, stop, to);
       if (i === -1 || ++count > budget) return -1;
     }
-  }
-
-  /** Whether bytes [from, to) hold a byte below 0x20, which JSON strings must escape. */
-  private hasControl(from: number, to: number): boolean {
-    const { bytes, words, lead } = this;
-    let i = from;
-    while (i < to && ((i - lead) & 3) !== 0) if (bytes[i++]! < 0x20) return true;
-    let w = (i - lead) >> 2;
-    const wordsEnd = (to - lead) >> 2;
-    // (x - 0x20202020) & ~x & 0x80808080 is non-zero exactly when some byte of x is below 0x20
-    // (the classic "has a byte less than n" test, exact for n <= 128). Four words per round.
-    for (; w + 4 <= wordsEnd; w += 4) {
-      const x0 = words[w]!;
-      const x1 = words[w + 1]!;
-      const x2 = words[w + 2]!;
-      const x3 = words[w + 3]!;
-      const flagged =
-        ((x0 - 0x20202020) & ~x0) |
-        ((x1 - 0x20202020) & ~x1) |
-        ((x2 - 0x20202020) & ~x2) |
-        ((x3 - 0x20202020) & ~x3);
-      if ((flagged & 0x80808080) !== 0) return true;
-    }
-    for (; w < wordsEnd; w++) {
-      const x = words[w]!;
-      if (((x - 0x20202020) & ~x & 0x80808080) !== 0) return true;
-    }
-    for (i = Math.max(i, wordsEnd * 4 + lead); i < to; i++) if (bytes[i]! < 0x20) return true;
-    return false;
   }
 }
 

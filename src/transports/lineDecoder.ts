@@ -7,6 +7,9 @@
  * only that one, keeping the connection.
  */
 
+import { ControlBytes } from '../protocol/controlBytes.js';
+import type { LargeLineOptions } from '../protocol/largeLine.js';
+
 const NEWLINE = 0x0a;
 /** How much of an oversize line is kept for the owner to identify it. */
 const EDGE_BYTES = 256;
@@ -28,16 +31,28 @@ export interface LineDecoderOptions {
   /** Lines longer than this many bytes are skipped and reported through `onOversize`. */
   readonly maxLineBytes: number;
   readonly onLine: (line: string) => void;
-  /** Lines of `LARGE_LINE_BYTES` or more, as bytes (without them, they are decoded for `onLine`). */
-  readonly onLargeLine?: (bytes: Buffer) => void;
+  /**
+   * Lines of `LARGE_LINE_BYTES` or more, as bytes (without this, they are decoded for `onLine`),
+   * with what was learnt of them as they arrived.
+   */
+  readonly onLargeLine?: (bytes: Buffer, facts: LargeLineOptions) => void;
   readonly onOversize: (info: OversizeLine) => void;
 }
+
+const CONTROL_FREE: LargeLineOptions = Object.freeze({ controlFree: true });
+const UNKNOWN: LargeLineOptions = Object.freeze({});
 
 export class LineDecoder {
   private readonly options: LineDecoderOptions;
   /** The parts of a line split across chunks (reused: one array per decoder, not per line). */
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
+  /**
+   * Of a line that has grown large, how many parts were checked for control bytes, and whether
+   * none was found: checked as the parts arrive, so that it is known when the line ends (issue 7).
+   */
+  private controlChecked = 0;
+  private controlFree = true;
   /** Set while discarding the rest of an oversize line. */
   private oversize: { bytes: number; head: Buffer; tail: Buffer } | null = null;
 
@@ -80,8 +95,7 @@ export class LineDecoder {
       // Keep only the edges from here on; the middle of an oversize line is never buffered.
       this.pending.push(part);
       const soFar = Buffer.concat(this.pending, this.pendingBytes + part.length);
-      this.pending.length = 0;
-      this.pendingBytes = 0;
+      this.clearPending();
       this.oversize = {
         bytes: soFar.length,
         head: Buffer.from(soFar.subarray(0, EDGE_BYTES)),
@@ -91,6 +105,15 @@ export class LineDecoder {
     }
     this.pending.push(part);
     this.pendingBytes += part.length;
+    if (this.pendingBytes >= LARGE_LINE_BYTES) this.checkControl();
+  }
+
+  private checkControl(): void {
+    const { pending } = this;
+    while (this.controlFree && this.controlChecked < pending.length) {
+      const part = pending[this.controlChecked++]!;
+      this.controlFree = !new ControlBytes(part).within(0, part.length);
+    }
   }
 
   private trackOversize(part: Buffer): void {
@@ -110,13 +133,20 @@ export class LineDecoder {
     if (this.pendingBytes === 0) return;
     const { pending } = this;
     const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, this.pendingBytes);
-    pending.length = 0;
+    const facts = this.controlChecked === pending.length && this.controlFree ? CONTROL_FREE : UNKNOWN;
+    this.clearPending();
+    this.emit(bytes, 0, bytes.length, facts);
+  }
+
+  private clearPending(): void {
+    this.pending.length = 0;
     this.pendingBytes = 0;
-    this.emit(bytes, 0, bytes.length);
+    this.controlChecked = 0;
+    this.controlFree = true;
   }
 
   /** Hands on the line in `buffer` from `start` to `end` (its newline). */
-  private emit(buffer: Buffer, start: number, end: number): void {
+  private emit(buffer: Buffer, start: number, end: number, facts: LargeLineOptions = UNKNOWN): void {
     // Tolerate CRLF from servers written on Windows.
     if (end > start && buffer[end - 1] === 0x0d) end--;
     if (end - start < LARGE_LINE_BYTES) {
@@ -125,7 +155,7 @@ export class LineDecoder {
       return;
     }
     const bytes = start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end);
-    if (this.options.onLargeLine !== undefined) this.options.onLargeLine(bytes);
+    if (this.options.onLargeLine !== undefined) this.options.onLargeLine(bytes, facts);
     else {
       const line = bytes.toString('utf8');
       if (line.trim() !== '') this.options.onLine(line);

@@ -83,8 +83,8 @@ export class StreamTransport implements MessageTransport {
         if (parsed.ok) this.onmessage?.(parsed.message, line);
         else onJunk(line, parsed.reason);
       },
-      onLargeLine: (bytes) => {
-        const parsed = parseLargeMessage(bytes);
+      onLargeLine: (bytes, facts) => {
+        const parsed = parseLargeMessage(bytes, facts);
         if (parsed.ok) this.onmessage?.(parsed.message, parsed.large.text, parsed.large);
         else if (parsed.text.trim() !== '') onJunk(parsed.text, parsed.reason);
       },

@@ -66,6 +66,38 @@ describe('LineDecoder', () => {
     expect(seen).toEqual([{ line: 'a' }, { bytes: large }, { line: 'b' }, { bytes: large }]);
   });
 
+  it('tells whether a large line that came in parts holds any control byte', () => {
+    const seen: { start: string; controlFree?: boolean }[] = [];
+    const d = new LineDecoder({
+      maxLineBytes: 200_000,
+      onLine: () => {},
+      onLargeLine: (bytes, facts) => seen.push({ start: bytes.toString('latin1', 0, 3), ...facts }),
+      onOversize: () => {},
+    });
+    const line = (start: string, at?: number) => {
+      const body = Buffer.from(`${start}${'y'.repeat(100_000)}`);
+      if (at !== undefined) body[at] = 0x09;
+      return body;
+    };
+    const inParts = (bytes: Buffer, size = 30_000) => {
+      for (let i = 0; i < bytes.length; i += size) d.push(bytes.subarray(i, i + size));
+      d.push(Buffer.from('\n'));
+    };
+    inParts(line('AAA'));
+    inParts(line('BBB', 10)); // a tab in the first part, long before the line is known to be large
+    inParts(line('CCC', 99_000)); // and in the last part
+    inParts(Buffer.from('z'.repeat(250_000))); // oversize: dropped, and forgotten
+    inParts(line('DDD'));
+    d.push(Buffer.concat([line('EEE'), Buffer.from('\n')])); // whole in one chunk: not checked
+    expect(seen).toEqual([
+      { start: 'AAA', controlFree: true },
+      { start: 'BBB' },
+      { start: 'CCC' },
+      { start: 'DDD', controlFree: true },
+      { start: 'EEE' },
+    ]);
+  });
+
   it('skips an oversize line that arrives whole in one chunk', () => {
     const { lines, oversize } = decode([`ok1\n${'x'.repeat(3000)}\nok2\n`], 1000);
     expect(lines).toEqual(['ok1', 'ok2']);
@@ -174,6 +206,31 @@ describe('StreamTransport', () => {
     });
     return { t, written };
   }
+
+  it('reads large lines in parts, leaving out none that is not JSON', async () => {
+    const input = new PassThrough();
+    const junk: string[] = [];
+    const messages: unknown[] = [];
+    const t = new StreamTransport({
+      input,
+      output: new PassThrough(),
+      maxLineBytes: 1 << 20,
+      onJunk: (_line, reason) => junk.push(reason),
+      onOversize: () => {},
+    });
+    t.onmessage = (message) => messages.push(message);
+    await t.start();
+    const text = `${'w'.repeat(150_000)}\u00e9 "q"`;
+    const good = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text } })}\n`);
+    // The same with a raw tab in its long string, in the second of the parts it arrives in.
+    const bad = Buffer.from(good);
+    bad[70_000] = 0x09;
+    for (const line of [good, bad, good])
+      for (let i = 0; i < line.length; i += 65_536) input.write(line.subarray(i, i + 65_536));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(junk).toEqual(['not JSON']);
+    expect(messages).toEqual([1, 1].map((id) => ({ jsonrpc: '2.0', id, result: { text } })));
+  });
 
   it('writes the messages of one turn as one chunk, calling beforeWrite first', async () => {
     const { t, written } = transport();

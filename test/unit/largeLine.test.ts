@@ -76,7 +76,8 @@ describe('parseLargeMessage', () => {
   ])('gives every reader what parsing the whole line gives (escapes: %s)', (_name, escapeRate, whole) => {
     for (let seed = 1; seed <= 40; seed++) {
       const line = randomLine(seed, escapeRate);
-      const parsed = parseLargeMessage(bytesAt(line, seed % 4));
+      // JSON.stringify writes no raw control bytes: the line decoder would have found none.
+      const parsed = parseLargeMessage(bytesAt(line, seed % 4), { controlFree: seed % 2 === 0 });
       const expected = parseMessage(line);
       expect(parsed.ok && expected.ok).toBe(true);
       if (!parsed.ok || !expected.ok) continue;
