@@ -85,8 +85,9 @@ export interface RestoreSubscriptionsOptions {
   /** The server's logger (stderr). */
   readonly log: Logger;
   /**
-   * True once this connection has ended (the gateway stops, the server died again): its failures
-   * are then that ending's, already reported, and not logged once per URI.
+   * True once this connection is over (the gateway stops, or it was torn down): its failures are
+   * then that ending's, reported already, and not logged once per URI. A server that dies while
+   * being re-subscribed may still get its URIs logged, which is true if redundant.
    */
   readonly ended: () => boolean;
 }
