@@ -22,6 +22,7 @@ import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
+import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import { UpstreamSession, type UpstreamRequestOptions } from './upstreamSession.js';
 
 export type UpstreamState =
@@ -154,6 +155,8 @@ export class Upstream {
   private connecting: Live | undefined;
   private readonly stopController = new AbortController();
   private readonly crashes: CrashLoopDetector;
+  /** What the host subscribed to here; outlives each process so a restart can restore it. */
+  private readonly subscriptions = new ResourceSubscriptions();
   private firstAttemptDone!: () => void;
   /** Settles once the first connection attempt has succeeded or failed. */
   readonly firstAttempt: Promise<void>;
@@ -212,10 +215,13 @@ export class Upstream {
   /** Sends a request to the upstream; fails at once when it is not connected. */
   request(method: string, params: Params | undefined, options?: UpstreamRequestOptions) {
     const live = this.live;
-    if (this._state !== 'ready' || live === undefined) {
-      return Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()));
-    }
-    return live.session.request(method, params, options);
+    const answer =
+      this._state !== 'ready' || live === undefined
+        ? Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()))
+        : live.session.request(method, params, options);
+    // Every subscribe and unsubscribe for this server passes here, refused ones too (an
+    // unsubscribe while it restarts still ends the subscription).
+    return this.subscriptions.observe(method, params, answer);
   }
 
   notify(method: string, params?: Params): void {
@@ -279,6 +285,9 @@ export class Upstream {
         }
         this.live = live;
         this._state = 'ready';
+        // In the same turn as becoming ready: the host's own messages for this server can only
+        // follow these subscribes, so the server sees them in the host's order.
+        void this.restoreSubscriptions(live);
         this._lastError = undefined;
         connectedAt = Date.now();
         this.log.info(`connected (${this.describeLists()})`);
@@ -331,6 +340,20 @@ export class Upstream {
       });
       await sleep(delay, stopSignal);
     }
+  }
+
+  /** Subscribes a new process to what the host subscribed to on the ones before it. */
+  private restoreSubscriptions(live: Live): Promise<void> {
+    const resources = this._capabilities.resources as Params | undefined;
+    return restoreSubscriptions({
+      subscriptions: this.subscriptions,
+      supported: typeof resources === 'object' && resources !== null && resources.subscribe === true,
+      subscribe: (uri, signal) => live.session.request('resources/subscribe', { uri }, { signal }),
+      timeoutMs: this.options.gateway.connectTimeoutMs,
+      server: this.name,
+      log: this.log,
+      ended: () => this.stopController.signal.aborted || this.live !== live,
+    });
   }
 
   private async teardown(reason: Error, live: Live | undefined = this.live): Promise<void> {

@@ -1,6 +1,6 @@
 // Tests for the fixture upstream server itself: the gateway's integration tests lean on its
 // misbehaviour being exactly as advertised, so it gets checked on its own, over raw JSON lines.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -265,6 +265,42 @@ describe('fixture server', () => {
     await fixture.initialize();
     await fixture.waitFor((m) => m.method === 'notifications/tools/list_changed');
     expect(toolNames(await fixture.request('tools/list'))).toContain('late_tool');
+  });
+
+  it('serves resources with --resources, and notifies only subscribed ones', async () => {
+    const fixture = spawnFixture(['--resources', '--name', 'res']);
+    const init = await fixture.initialize();
+    expect(init.result.capabilities.resources).toEqual({ subscribe: true });
+    const list = await fixture.request('resources/list');
+    expect(list.result.resources.map((r: { uri: string }) => r.uri)).toEqual([
+      'fixture://res/a',
+      'fixture://res/b',
+    ]);
+    const read = await fixture.request('resources/read', { uri: 'fixture://res/a' });
+    expect(read.result.contents[0].text).toBe('a from res');
+    expect((await fixture.request('resources/subscribe', { uri: 'fixture://res/nope' })).error?.code).toBe(
+      -32002,
+    );
+
+    const update = (uri: string) => fixture.callTool('update_resource', { uri });
+    expect(textOf(await update('fixture://res/a'))).toBe('not subscribed');
+    expect((await fixture.request('resources/subscribe', { uri: 'fixture://res/a' })).result).toEqual({});
+    expect(textOf(await update('fixture://res/a'))).toBe('notified');
+    expect(fixture.unclaimed).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'fixture://res/a' } },
+    ]);
+    await fixture.request('resources/unsubscribe', { uri: 'fixture://res/a' });
+    expect(textOf(await update('fixture://res/a'))).toBe('not subscribed');
+  });
+
+  it('declares no resources.subscribe while --subscribe-off-file exists', async () => {
+    const off = join(dir, 'subscribe-off');
+    writeFileSync(off, '');
+    const fixture = spawnFixture(['--resources', '--subscribe-off-file', off]);
+    expect((await fixture.initialize()).result.capabilities.resources).toEqual({});
+    rmSync(off);
+    const again = spawnFixture(['--resources', '--subscribe-off-file', off]);
+    expect((await again.initialize()).result.capabilities.resources).toEqual({ subscribe: true });
   });
 
   it('crashes at start, on initialize and mid-call with distinct exit codes', async () => {
