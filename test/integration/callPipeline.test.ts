@@ -186,6 +186,11 @@ describe('results that need no repair', () => {
     const { mkdirSync, writeFileSync } = await import('node:fs');
     mkdirSync(dataDir);
     writeFileSync(path.join(dataDir, 'a.txt'), 'alpha\n');
+    // Large enough for its long strings to be left undecoded on the way in (one escape per line).
+    const source = Array.from({ length: 6000 }, (_, i) =>
+      i % 5 === 0 ? `  log("caf\u00e9 ${i} \u2713");` : `  const v${i} = compute(v${i - 1}, ${i}); // step`,
+    );
+    writeFileSync(path.join(dataDir, 'big.ts'), `${source.join('\n')}\n`);
     const config = writeConfig(
       {
         gateway: FAST_GATEWAY,
@@ -220,6 +225,7 @@ describe('results that need no repair', () => {
     }
     const fsCalls: [string, Record<string, unknown>][] = [
       ['read_text_file', { path: path.join(dataDir, 'a.txt') }],
+      ['read_text_file', { path: path.join(dataDir, 'big.ts') }],
       ['list_directory', { path: dataDir }],
       ['list_allowed_directories', {}],
       ['get_file_info', { path: path.join(dataDir, 'a.txt') }],
