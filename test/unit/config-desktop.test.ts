@@ -1,0 +1,144 @@
+/**
+ * A host's own config file used as it is: a Claude Desktop `claude_desktop_config.json` keeps
+ * the app's settings next to `mcpServers`, and other hosts add keys to server entries
+ * (src/config/hostKeys.ts). What is ignored comes back as located warnings; typos stay errors.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfigText, type Env, type LoadedConfig } from '../../src/config/load.js';
+import type { StdioServerConfig } from '../../src/config/types.js';
+import { formatConfigIssue } from '../../src/errors.js';
+import { thrownIssues } from './configIssues.js';
+
+const FILE = path.resolve('/Users/me/Library/Application Support/Claude/claude_desktop_config.json');
+const F = FILE;
+
+function load(text: string, env: Env = {}): LoadedConfig {
+  return parseConfigText(text, { file: FILE, env });
+}
+
+/** The warnings exactly as `mcp-warden check` prints them after "warning: ". */
+function warningsOf(text: string, env: Env = {}): string[] {
+  return load(text, env).warnings.map(formatConfigIssue);
+}
+
+function issuesOf(text: string, env: Env = {}): string[] {
+  return thrownIssues(() => load(text, env));
+}
+
+/** A Claude Desktop file as the app leaves it: its own settings around `mcpServers`. */
+const DESKTOP = `{
+  "globalShortcut": "Alt+Ctrl+Space",
+  "mcpServers": {
+    "memory": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"] },
+    "github": {
+      "command": "docker",
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "\${GITHUB_TOKEN}" },
+      "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"]
+    }
+  },
+  "preferences": {
+    "menuBarEnabled": false,
+    "greeting": "\${NOT_SET_AND_NOT_OURS}"
+  }
+}
+`;
+
+const DESKTOP_YAML = [
+  'globalShortcut: Alt+Ctrl+Space',
+  'mcpServers:',
+  '  filesystem:',
+  '    command: npx',
+  '    args: [-y, "@modelcontextprotocol/server-filesystem", /Users/me/Desktop]',
+  'preferences:',
+  '  menuBarEnabled: false',
+  '',
+].join('\n');
+
+describe('Claude Desktop shape (mcpServers, no servers): top-level keys that are not ours', () => {
+  it('ignores them with a warning naming file, line and key, and loads mcpServers', () => {
+    const { config, warnings } = load(DESKTOP, { GITHUB_TOKEN: 'ghp_x' });
+    expect(warnings.map(formatConfigIssue)).toEqual([
+      `${F}:2:3: globalShortcut: ignored: not an mcp-warden setting`,
+      `${F}:11:3: preferences: ignored: not an mcp-warden setting`,
+    ]);
+    expect(warnings[0]).toEqual({
+      file: FILE,
+      line: 2,
+      column: 3,
+      path: 'globalShortcut',
+      message: 'ignored: not an mcp-warden setting',
+    });
+    expect(config.servers.map((s) => [s.name, s.source.line])).toEqual([
+      ['memory', 4],
+      ['github', 5],
+    ]);
+    expect((config.servers[1] as StdioServerConfig).env).toEqual({ GITHUB_PERSONAL_ACCESS_TOKEN: 'ghp_x' });
+  });
+
+  it('does not expand ${VAR} in what it ignores: an unset one there is no error', () => {
+    // NOT_SET_AND_NOT_OURS is unset; only GITHUB_TOKEN (under mcpServers) must be.
+    expect(issuesOf(DESKTOP)).toEqual([
+      `${F}:7:48: mcpServers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN: environment variable "GITHUB_TOKEN" is not set (use \${GITHUB_TOKEN:-default} to give a default)`,
+    ]);
+  });
+
+  it('gives the same warnings for the file written as YAML', () => {
+    expect(warningsOf(DESKTOP_YAML)).toEqual([
+      `${F}:1:1: globalShortcut: ignored: not an mcp-warden setting`,
+      `${F}:6:1: preferences: ignored: not an mcp-warden setting`,
+    ]);
+  });
+
+  it('keeps a likely typo of one of its own top-level keys an error, with the did-you-mean', () => {
+    const text = DESKTOP_YAML + 'polices: [team.yaml]\ngatway: { timeout: 2m }\nmcpServer: {}\n';
+    expect(issuesOf(text)).toEqual([
+      `${F}:8:1: polices: unknown key "polices" (did you mean "policies"?)`,
+      `${F}:9:1: gatway: unknown key "gatway" (did you mean "gateway"?)`,
+      `${F}:10:1: mcpServer: unknown key "mcpServer" (did you mean "mcpServers"?)`,
+    ]);
+  });
+
+  it('still reads its own settings written next to the app’s', () => {
+    const { config, warnings } = load(DESKTOP_YAML + 'gateway: { timeout: 2m }\n');
+    expect(config.gateway.callTimeoutMs).toBe(120_000);
+    expect(warnings.map((w) => w.path)).toEqual(['globalShortcut', 'preferences']);
+  });
+
+  it('returns the warnings frozen, with the config', () => {
+    const loaded = load(DESKTOP_YAML);
+    expect(Object.isFrozen(loaded)).toBe(true);
+    expect(Object.isFrozen(loaded.warnings)).toBe(true);
+    expect(Object.isFrozen(loaded.warnings[0])).toBe(true);
+  });
+});
+
+describe('files with servers: unknown top-level keys stay errors', () => {
+  const allowed = 'allowed keys are: gateway, policies, confirmation, audit, servers, mcpServers';
+  it.each<[string, string, string[]]>([
+    [
+      'the native shape',
+      'globalShortcut: Alt+Space\nservers:\n  a: { command: x }\n',
+      [`${F}:1:1: globalShortcut: unknown key "globalShortcut"; ${allowed}`],
+    ],
+    [
+      'both sections',
+      'servers:\n  a: { command: x }\nmcpServers:\n  b: { command: y }\npreferences: {}\n',
+      [`${F}:5:1: preferences: unknown key "preferences"; ${allowed}`],
+    ],
+    [
+      'no server section at all',
+      'globalShortcut: Alt+Space\n',
+      [
+        `${F}:1:1: globalShortcut: unknown key "globalShortcut"; ${allowed}`,
+        `${F}:1:1: no servers configured: add at least one under "servers" (or "mcpServers")`,
+      ],
+    ],
+  ])('%s', (_what, text, expected) => {
+    expect(issuesOf(text)).toEqual(expected);
+  });
+
+  it('has no warnings for a file of its own', () => {
+    expect(warningsOf('servers:\n  a: { command: x }\n')).toEqual([]);
+  });
+});
