@@ -142,3 +142,87 @@ describe('files with servers: unknown top-level keys stay errors', () => {
     expect(warningsOf('servers:\n  a: { command: x }\n')).toEqual([]);
   });
 });
+
+describe('server entries written for other hosts', () => {
+  const allowed =
+    'allowed keys are: type, command, args, env, cwd, url, headers, namespace, timeout, maxTimeout, repair, maxConcurrency, maxQueue, tools, disabled, trusted';
+
+  it('ignores approval lists under mcpServers with a warning; type and disabled work as written', () => {
+    const text = [
+      'mcpServers:',
+      '  fs:',
+      '    command: npx',
+      '    args: [-y, "@modelcontextprotocol/server-filesystem", /tmp]',
+      '    disabled: true',
+      '    autoApprove: [read_file]',
+      '  web:',
+      '    type: http',
+      '    url: https://example.com/mcp',
+      '    alwaysAllow: []',
+      '',
+    ].join('\n');
+    const { config, warnings } = load(text);
+    const why =
+      "ignored: the host's list of tools to run without asking; in mcp-warden, policy files decide which calls need confirmation";
+    expect(warnings.map(formatConfigIssue)).toEqual([
+      `${F}:6:5: mcpServers.fs.autoApprove: ${why}`,
+      `${F}:10:5: mcpServers.web.alwaysAllow: ${why}`,
+    ]);
+    expect(config.servers.map((s) => [s.name, s.transport, s.disabled])).toEqual([
+      ['fs', 'stdio', true],
+      ['web', 'http', false],
+    ]);
+  });
+
+  it.each<[string, string, string[]]>([
+    [
+      'an approval list under servers is an unknown key',
+      'servers:\n  fs: { command: x, autoApprove: [a] }\n',
+      [`${F}:2:21: servers.fs.autoApprove: unknown key "autoApprove"; ${allowed}`],
+    ],
+    [
+      'envFile, under either section',
+      'mcpServers:\n  a: { command: x, envFile: .env }\nservers:\n  b: { command: y, envFile: .env }\n',
+      [
+        `${F}:2:20: mcpServers.a.envFile: "envFile" is not supported: list the variables under "env" (values may use \${VAR} to read the gateway's environment)`,
+        `${F}:4:20: servers.b.envFile: "envFile" is not supported: list the variables under "env" (values may use \${VAR} to read the gateway's environment)`,
+      ],
+    ],
+    [
+      'the SSE transport',
+      'mcpServers:\n  remote: { type: sse, url: "https://example.com/sse" }\n',
+      [
+        `${F}:2:19: mcpServers.remote.type: type "sse" (the older HTTP+SSE transport) is not supported: mcp-warden reaches remote servers over Streamable HTTP; give that endpoint of the server (often ending in /mcp) as "url", with type "http" or no type`,
+      ],
+    ],
+    [
+      'a timeout under mcpServers as a bare number below 1000',
+      'mcpServers:\n  a: { command: x, timeout: 60 }\n',
+      [
+        `${F}:2:29: mcpServers.a.timeout: a number here is milliseconds, so 60 would end every call after 60 ms; some hosts (such as Cline) write seconds in this key: write "60s" for seconds, or "60ms" if that is meant`,
+      ],
+    ],
+  ])('%s: an error saying what to write', (_what, text, expected) => {
+    expect(issuesOf(text)).toEqual(expected);
+  });
+
+  it('reads other timeouts as before: units written, 1000 or more as ms, and any number under servers', () => {
+    const text = [
+      'mcpServers:',
+      '  a: { command: x, timeout: 60s }',
+      '  b: { command: x, timeout: 60ms }',
+      '  c: { command: x, timeout: 30000 }',
+      'servers:',
+      '  d: { command: x, timeout: 60 }',
+      '',
+    ].join('\n');
+    const { config, warnings } = load(text);
+    expect(warnings).toEqual([]);
+    expect(Object.fromEntries(config.servers.map((s) => [s.name, s.timeoutMs]))).toEqual({
+      d: 60,
+      a: 60_000,
+      b: 60,
+      c: 30_000,
+    });
+  });
+});

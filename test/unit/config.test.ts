@@ -367,8 +367,8 @@ describe('parseConfigText: one problem, one exact message', () => {
     ],
     [
       'bad enum: type',
-      'servers:\n  a: { type: sse, url: "https://x.example/sse" }\n',
-      [`${F}:2:14: servers.a.type: expected one of "stdio", "http", "streamable-http", got "sse"`],
+      'servers:\n  a: { type: websocket, url: "https://x.example/ws" }\n',
+      [`${F}:2:14: servers.a.type: expected one of "stdio", "http", "streamable-http", got "websocket"`],
     ],
     [
       'bad duration string',
