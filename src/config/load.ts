@@ -451,6 +451,7 @@ function normalizeServer(
       env: stringMap(entry['env']),
       cwd: resolveCwd(ctx, entry['cwd']),
     };
+    checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
   }
 
@@ -467,6 +468,26 @@ function normalizeServer(
     headers: stringMap(entry['headers']),
   };
   return http;
+}
+
+/**
+ * Reports a stdio server that is mcp-warden itself reading this same file. It happens when the
+ * host's own file (which lists mcp-warden) is also given to mcp-warden: each gateway would start
+ * another, without end. Told by a `mcp-warden` in the command line and an argument naming this
+ * file (`--config=FILE` too), so a server that merely reads the host's file is not caught.
+ */
+function checkNotItself(ctx: Context, keyPath: KeyPath, args: unknown, server: StdioServerConfig): void {
+  if (![server.command, ...server.args].some((part) => part.includes('mcp-warden'))) return;
+  const list: readonly unknown[] = Array.isArray(args) ? args : [];
+  const index = list.findIndex(
+    (arg) => typeof arg === 'string' && path.resolve(server.cwd, arg.replace(/^--config=/, '')) === ctx.file,
+  );
+  if (index === -1) return;
+  ctx.issues.add(
+    [...keyPath, index],
+    'value',
+    'this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here',
+  );
 }
 
 /** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */

@@ -226,3 +226,38 @@ describe('server entries written for other hosts', () => {
     });
   });
 });
+
+describe('a host file that lists mcp-warden itself', () => {
+  it('is an error when mcp-warden is given this same file: each gateway would start another', () => {
+    const text = [
+      'mcpServers:',
+      '  warden:',
+      '    command: npx',
+      '    args: [-y, mcp-warden, --config, claude_desktop_config.json]',
+      '  again:',
+      '    command: node',
+      `    args: [/opt/node_modules/mcp-warden/dist/cli.js, "--config=${FILE}"]`,
+      '',
+    ].join('\n');
+    const why =
+      'this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here';
+    expect(issuesOf(text)).toEqual([
+      `${F}:4:38: mcpServers.warden.args[3]: ${why}`,
+      `${F}:7:54: mcpServers.again.args[1]: ${why}`,
+    ]);
+  });
+
+  it('lets another server read this file, and mcp-warden be given another file', () => {
+    const text = [
+      'mcpServers:',
+      '  settings:',
+      '    command: claude-settings-mcp',
+      `    args: ["${FILE}"]`,
+      '  warden:',
+      '    command: npx',
+      '    args: [mcp-warden, --config, warden.json]',
+      '',
+    ].join('\n');
+    expect(load(text).config.servers.map((s) => s.name)).toEqual(['settings', 'warden']);
+  });
+});
