@@ -8,8 +8,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { WardenConfig } from './config/types.js';
+import type { LoadedConfig } from './config/load.js';
 import type { Redactor } from './audit/redact.js';
-import { ConfigError, WardenError } from './errors.js';
+import { ConfigError, formatConfigIssue, WardenError, type ConfigIssue } from './errors.js';
 import type { PolicySet } from './policy/index.js';
 import type { WinstonLogger } from './logging/logger.js';
 
@@ -50,12 +51,14 @@ interface Loaded {
   readonly policies: PolicySet;
   /** The one redactor for the audit trail, the diagnostic log and confirmation questions. */
   readonly redactor: Redactor;
+  /** What the config file holds that was ignored; shown by every command, never fatal. */
+  readonly warnings: readonly ConfigIssue[];
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
 async function load(file: string | undefined): Promise<Loaded> {
-  const { config, redactor } = await loadConfigFile(file);
-  return { config, redactor, policies: await loadPolicyFiles(config) };
+  const loaded = await loadConfigFile(file);
+  return { ...loaded, policies: await loadPolicyFiles(loaded.config) };
 }
 
 /** The config and the redactor it sets up, or an exit with every problem found. */
@@ -66,13 +69,14 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
     import('./config/load.js'),
     import('./audit/redact.js'),
   ]);
-  let config: WardenConfig;
+  let loaded: LoadedConfig;
   try {
-    config = await loadConfig(path.resolve(chosen), { env: process.env });
+    loaded = await loadConfig(path.resolve(chosen), { env: process.env });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
   }
+  const { config, warnings } = loaded;
   if (config.audit !== undefined) {
     // The audit trail must never land in the protocol stream.
     if (['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'].includes(config.audit.file))
@@ -88,7 +92,7 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
-    return { config, redactor };
+    return { config, redactor, warnings };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
@@ -107,8 +111,13 @@ async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
   }
 }
 
+/** One line per config warning, as the subcommands print them (stdout for `check`, else stderr). */
+function warningLines(warnings: readonly ConfigIssue[]): string {
+  return warnings.map((warning) => `warning: ${formatConfigIssue(warning)}\n`).join('');
+}
+
 async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor } = await loadConfigFile(file);
+  const { config, redactor, warnings } = await loadConfigFile(file);
   // The config is valid: start the upstream processes now, and load the policies and the
   // gateway's modules while they boot. Should a policy file be invalid, they are killed with
   // the exit that reports it, before any of them was spoken to.
@@ -136,6 +145,8 @@ async function serve(file: string | undefined): Promise<void> {
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
   });
+  // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
+  for (const warning of warnings) logger.warn(formatConfigIssue(warning));
   const audit =
     config.audit === undefined
       ? undefined
@@ -261,21 +272,25 @@ async function main(argv: string[]): Promise<void> {
       return serve(values.config);
     case 'check': {
       noMore(rest);
-      const { config, policies } = await load(values.config);
+      const { config, policies, warnings } = await load(values.config);
       const enabled = config.servers.filter((s) => !s.disabled).length;
       const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
       const policyText =
         policies.files.length === 0
           ? 'no policy files'
           : `${policies.files.length} policy files, ${rules} rules`;
+      const warningText =
+        warnings.length === 0 ? '' : `; ${warnings.length} warning${warnings.length === 1 ? '' : 's'}`;
       process.stdout.write(
-        `${config.file}: ok (${config.servers.length} servers, ${enabled} enabled; ${policyText})\n`,
+        `${warningLines(warnings)}${config.file}: ok (${config.servers.length} servers, ${enabled} enabled; ${policyText}${warningText})\n`,
       );
       return;
     }
     case 'tools': {
       noMore(rest);
-      const { config, policies } = await load(values.config);
+      const { config, policies, warnings } = await load(values.config);
+      // stderr: stdout carries the catalog, as JSON with --json.
+      process.stderr.write(warningLines(warnings));
       const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =
         await Promise.all([
           import('./logging/logger.js'),
@@ -312,7 +327,8 @@ async function main(argv: string[]): Promise<void> {
         if (typeof args !== 'object' || args === null || Array.isArray(args))
           fail('ARGUMENTS-JSON must be a JSON object');
       }
-      const { config, policies } = await load(values.config);
+      const { config, policies, warnings } = await load(values.config);
+      process.stderr.write(warningLines(warnings));
       const { createLogger } = await import('./logging/logger.js');
       const logger = createLogger({ level: 'warn' });
       try {

@@ -37,7 +37,7 @@ export class WardenError extends Error {
   }
 }
 
-/** One problem found in a config or policy file, located for a human. */
+/** One problem (or, among a load's warnings, one thing ignored) in a config or policy file, located for a human. */
 export interface ConfigIssue {
   readonly file: string;
   /** 1-based; 0 when the problem is not tied to a place (e.g. the file is missing). */

@@ -1,15 +1,18 @@
 /**
  * Reads the config file and turns it into a validated, normalized, frozen `WardenConfig`.
  *
- * Stages: YAML parse (syntax errors stop here, since nothing after can be trusted) → env
- * interpolation → JSON Schema check → normalization with the checks the schema cannot express
- * (durations, regexes, name clashes, ...). Every stage after parsing keeps going past problems so
- * the user sees all of them at once, each located in the file.
+ * Stages: YAML parse (syntax errors stop here, since nothing after can be trusted) → other hosts'
+ * keys set aside (hostKeys.ts) → env interpolation → JSON Schema check → normalization with the
+ * checks the schema cannot express (durations, regexes, name clashes, ...). Every stage after
+ * parsing keeps going past problems so the user sees all of them at once, each located in the
+ * file. Warnings (keys ignored) never stop loading; they come back with the result.
  */
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
+import type { ConfigIssue } from '../errors.js';
 import { deepFreeze } from './freeze.js';
+import { setAsideHostKeys } from './hostKeys.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import {
@@ -47,15 +50,25 @@ export interface ParseOptions extends LoadOptions {
   readonly file: string;
 }
 
+/** A loaded config, and what was found in its file that did not stop it being used. Frozen. */
+export interface LoadedConfig {
+  readonly config: WardenConfig;
+  /**
+   * Located like errors (file, line, column, key path), in file order; e.g. a Claude Desktop
+   * setting next to `mcpServers`, ignored. Callers show them, and go on.
+   */
+  readonly warnings: readonly ConfigIssue[];
+}
+
 /** Reads and parses the config file. Throws `ConfigError` listing every problem found. */
-export async function loadConfig(file: string, options: LoadOptions): Promise<WardenConfig> {
+export async function loadConfig(file: string, options: LoadOptions): Promise<LoadedConfig> {
   const absolute = path.resolve(file);
   const text = await readSourceFile(absolute, 'config file');
   return parseConfigText(text, { file: absolute, env: options.env });
 }
 
 /** Parses config text (YAML or JSON). Pure apart from reading `options.env`; no file access. */
-export function parseConfigText(text: string, options: ParseOptions): WardenConfig {
+export function parseConfigText(text: string, options: ParseOptions): LoadedConfig {
   const file = path.resolve(options.file);
   const source = parseYamlSource(text, file, 'config file');
   const { locator, issues } = source;
@@ -66,7 +79,7 @@ export function parseConfigText(text: string, options: ParseOptions): WardenConf
   });
   issues.throwIfAny();
 
-  const parsed = toPlainData(source);
+  const parsed = setAsideHostKeys(asRecord(toPlainData(source)) ?? {}, issues);
 
   const expanded = interpolate(parsed, options.env);
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
@@ -81,7 +94,7 @@ export function parseConfigText(text: string, options: ParseOptions): WardenConf
     locator,
   });
   issues.throwIfAny();
-  return deepFreeze(config);
+  return deepFreeze({ config, warnings: issues.warnings() });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,6 +451,7 @@ function normalizeServer(
       env: stringMap(entry['env']),
       cwd: resolveCwd(ctx, entry['cwd']),
     };
+    checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
   }
 
@@ -454,6 +468,26 @@ function normalizeServer(
     headers: stringMap(entry['headers']),
   };
   return http;
+}
+
+/**
+ * Reports a stdio server that is mcp-warden itself reading this same file. It happens when the
+ * host's own file (which lists mcp-warden) is also given to mcp-warden: each gateway would start
+ * another, without end. Told by a `mcp-warden` in the command line and an argument naming this
+ * file (`--config=FILE` too), so a server that merely reads the host's file is not caught.
+ */
+function checkNotItself(ctx: Context, keyPath: KeyPath, args: unknown, server: StdioServerConfig): void {
+  if (![server.command, ...server.args].some((part) => part.includes('mcp-warden'))) return;
+  const list: readonly unknown[] = Array.isArray(args) ? args : [];
+  const index = list.findIndex(
+    (arg) => typeof arg === 'string' && path.resolve(server.cwd, arg.replace(/^--config=/, '')) === ctx.file,
+  );
+  if (index === -1) return;
+  ctx.issues.add(
+    [...keyPath, index],
+    'value',
+    'this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here',
+  );
 }
 
 /** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */

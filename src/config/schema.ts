@@ -27,6 +27,11 @@ type SchemaObject = Readonly<Record<string, unknown>>;
 /** The parsed schema file. */
 export const configSchema: SchemaObject = readDocumentSchema('config');
 
+/** The keys the file may have at its top level, in schema order. */
+export const TOP_LEVEL_KEYS: readonly string[] = Object.keys(
+  isSchemaObject(configSchema['properties']) ? configSchema['properties'] : {},
+);
+
 /** What is checked: the schema with its `$ref`s inlined (errors point at objects of this one). */
 const checkedSchema = inlineRefs(configSchema);
 

@@ -225,9 +225,14 @@ function keyText(key: unknown): string | undefined {
 // ---------------------------------------------------------------------------------------------
 // Issues
 
-/** Every problem found in one file, located; thrown together as one `ConfigError`. */
+/**
+ * Every problem found in one file, located; thrown together as one `ConfigError`. Warnings (things
+ * that do not stop the file being used, such as a key that is ignored) are kept apart: they never
+ * throw, and the loader hands them back with its result.
+ */
 export class IssueList {
   private readonly issues: ConfigIssue[] = [];
+  private readonly warned: ConfigIssue[] = [];
   private readonly unexpanded = new Set<string>();
 
   constructor(
@@ -243,6 +248,16 @@ export class IssueList {
     // half-expanded text (as a duration, URL, ...) would only add a confusing second message.
     if (this.unexpanded.has(dotted)) return;
     this.push(dotted, this.locator.position(keyPath, at), message);
+  }
+
+  warn(keyPath: KeyPath, at: 'key' | 'value', message: string): void {
+    const position = this.locator.position(keyPath, at);
+    this.warned.push({ file: this.file, ...position, path: formatKeyPath(keyPath), message });
+  }
+
+  /** The warnings so far, in file order. */
+  warnings(): ConfigIssue[] {
+    return inFileOrder(this.warned);
   }
 
   addUnexpanded(keyPath: KeyPath, message: string): void {
@@ -273,15 +288,18 @@ export class IssueList {
 
   throwIfAny(): void {
     if (this.issues.length === 0) return;
-    // File order reads best; Array.prototype.sort is stable, so same-place issues keep their order.
-    const sorted = [...this.issues].sort((a, b) => a.line - b.line || a.column - b.column);
-    throw new ConfigError(sorted);
+    throw new ConfigError(inFileOrder(this.issues));
   }
 
   private push(dotted: string, position: Position, message: string): void {
     const duplicate = this.issues.some((issue) => issue.path === dotted && issue.message === message);
     if (!duplicate) this.issues.push({ file: this.file, ...position, path: dotted, message });
   }
+}
+
+/** File order reads best; Array.prototype.sort is stable, so same-place issues keep their order. */
+function inFileOrder(issues: readonly ConfigIssue[]): ConfigIssue[] {
+  return [...issues].sort((a, b) => a.line - b.line || a.column - b.column);
 }
 
 /** `ENOENT: no such file or directory` without the `, open '/path'` tail: the path is shown already. */

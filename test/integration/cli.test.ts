@@ -3,8 +3,44 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { connectHost, FAST_GATEWAY, fixture, NODE, runCli, serverBin, writeConfig } from './harness.js';
+import path from 'node:path';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  FIXTURE,
+  fixture,
+  NODE,
+  runCli,
+  serverBin,
+  tempDir,
+  writeConfig,
+} from './harness.js';
+
+/**
+ * A claude_desktop_config.json as the app leaves it, its own settings around `mcpServers`, with
+ * the fixture server in it; `extra` lines are added at the top level.
+ */
+function writeDesktopConfig(extra: string[] = []): string {
+  const file = path.join(tempDir(), 'claude_desktop_config.json');
+  const text = [
+    '{',
+    '  "globalShortcut": "Alt+Ctrl+Space",',
+    ...extra,
+    '  "mcpServers": {',
+    '    "desk": {',
+    `      "command": ${JSON.stringify(NODE)},`,
+    `      "args": [${JSON.stringify(FIXTURE)}]`,
+    '    }',
+    '  },',
+    '  "preferences": { "menuBarEnabled": false }',
+    '}',
+    '',
+  ].join('\n');
+  writeFileSync(file, text);
+  return file;
+}
 
 describe('mcp-warden check', () => {
   it('accepts a valid config', async () => {
@@ -35,6 +71,29 @@ describe('mcp-warden check', () => {
     expect(stderr).toMatch(new RegExp(`${config}:2:12: gateway\\.timeout: .*`));
     expect(stderr).toMatch(new RegExp(`${config}:4:3: servers\\.a: .*command.*url`));
     expect(stderr).toMatch(new RegExp(`${config}:7:3: servers\\.b: .*`));
+  });
+
+  it('takes a Claude Desktop file as it is: the app’s own keys are warnings on stdout, exit 0', async () => {
+    const config = writeDesktopConfig();
+    const { code, stdout, stderr } = await runCli(['check', '--config', config]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toBe(
+      [
+        `warning: ${config}:2:3: globalShortcut: ignored: not an mcp-warden setting`,
+        `warning: ${config}:9:3: preferences: ignored: not an mcp-warden setting`,
+        `${config}: ok (1 servers, 1 enabled; no policy files; 2 warnings)`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('keeps a typo of its own key in a Claude Desktop file an error, exit 2', async () => {
+    const config = writeDesktopConfig(['  "polices": ["team.yaml"],']);
+    const { code, stdout, stderr } = await runCli(['check', '--config', config]);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(`${config}:3:3: polices: unknown key "polices" (did you mean "policies"?)`);
   });
 
   it('names a missing environment variable and the key that uses it', async () => {
@@ -84,6 +143,33 @@ describe('mcp-warden tools', () => {
     expect(listing.tools).toContainEqual(
       expect.objectContaining({ name: 'up__add', server: 'up', tool: 'add' }),
     );
+  });
+});
+
+describe('a Claude Desktop file as the config', () => {
+  it('is served, its ignored keys logged on stderr at start-up', async () => {
+    const config = writeDesktopConfig();
+    const host = await connectHost(config);
+    try {
+      expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('desk__echo');
+      const result = await host.client.callTool({ name: 'desk__echo', arguments: { text: 'hi' } });
+      expect(result.content).toEqual([{ type: 'text', text: 'hi' }]);
+      await host.waitForStderr(
+        new RegExp(`warn: ${config}:2:3: globalShortcut: ignored: not an mcp-warden setting`),
+      );
+      expect(host.stderr()).toContain(`${config}:9:3: preferences: ignored: not an mcp-warden setting`);
+    } finally {
+      await host.close();
+    }
+  });
+
+  it('keeps `tools --json` output JSON: the warnings go to stderr', async () => {
+    const config = writeDesktopConfig();
+    const { code, stdout, stderr } = await runCli(['tools', '--json', '--config', config]);
+    expect(code).toBe(0);
+    const listing = JSON.parse(stdout) as { tools: { name: string }[] };
+    expect(listing.tools.map((t) => t.name)).toContain('desk__echo');
+    expect(stderr).toContain(`warning: ${config}:2:3: globalShortcut: ignored: not an mcp-warden setting`);
   });
 });
 

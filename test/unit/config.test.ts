@@ -6,23 +6,18 @@ import { DEFAULTS } from '../../src/config/defaults.js';
 import { loadConfig, parseConfigText, type Env } from '../../src/config/load.js';
 import type { StdioServerConfig, WardenConfig } from '../../src/config/types.js';
 import { ConfigError, formatConfigIssue } from '../../src/errors.js';
+import { thrownIssues } from './configIssues.js';
 
 const DIR = path.resolve('/srv/warden');
 const FILE = path.join(DIR, 'proxy.config.yaml');
 
 function parse(text: string, env: Env = {}): WardenConfig {
-  return parseConfigText(text, { file: FILE, env });
+  return parseConfigText(text, { file: FILE, env }).config;
 }
 
 /** The messages exactly as the CLI prints them, one per issue. */
 function issuesOf(text: string, env: Env = {}): string[] {
-  try {
-    parse(text, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
+  return thrownIssues(() => parse(text, env));
 }
 
 const F = FILE; // keeps the expected messages below readable
@@ -253,7 +248,11 @@ describe('parseConfigText: valid configs', () => {
     }
   }
 }`;
-    const config = parseConfigText(json, { file: path.join(DIR, 'claude_desktop_config.json'), env: {} });
+    const { config, warnings } = parseConfigText(json, {
+      file: path.join(DIR, 'claude_desktop_config.json'),
+      env: {},
+    });
+    expect(warnings).toEqual([]);
     expect(config.servers.map((s) => [s.name, s.transport, s.source.line])).toEqual([
       ['filesystem', 'stdio', 3],
       ['github', 'stdio', 7],
@@ -368,8 +367,8 @@ describe('parseConfigText: one problem, one exact message', () => {
     ],
     [
       'bad enum: type',
-      'servers:\n  a: { type: sse, url: "https://x.example/sse" }\n',
-      [`${F}:2:14: servers.a.type: expected one of "stdio", "http", "streamable-http", got "sse"`],
+      'servers:\n  a: { type: websocket, url: "https://x.example/ws" }\n',
+      [`${F}:2:14: servers.a.type: expected one of "stdio", "http", "streamable-http", got "websocket"`],
     ],
     [
       'bad duration string',
@@ -1029,7 +1028,7 @@ describe('loadConfig', () => {
 
   it('reads the file and resolves paths against its folder', async () => {
     const file = path.join(tmp, 'conf', 'warden.yaml');
-    const config = await loadConfig(path.relative(process.cwd(), file), { env: {} });
+    const { config } = await loadConfig(path.relative(process.cwd(), file), { env: {} });
     expect(config.file).toBe(file);
     expect((config.servers[0] as StdioServerConfig).cwd).toBe(path.join(tmp, 'work'));
     expect(config.servers[0]?.source).toEqual({ file, line: 2 });

@@ -1,0 +1,15 @@
+import { ConfigError, formatConfigIssue } from '../../src/errors.js';
+
+/**
+ * The messages of the `ConfigError` that `run` throws, exactly as the CLI prints them, one per
+ * issue. Fails when `run` does not throw one.
+ */
+export function thrownIssues(run: () => unknown): string[] {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
