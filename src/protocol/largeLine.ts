@@ -15,7 +15,7 @@
  * valid), the whole line is decoded and parsed as before: same result, same error messages.
  */
 
-import { isAscii } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import { ControlBytes } from './controlBytes.js';
 import { parseMessage, type JsonRpcMessage } from './jsonRpc.js';
 
@@ -49,6 +49,11 @@ export interface LargeLine {
   readonly text: string;
   /** True when `text` is the whole line, decoded. */
   readonly whole: boolean;
+  /**
+   * False when the line is not valid UTF-8: each bad byte was decoded as U+FFFD, so offsets in
+   * `text` no longer tell offsets in `bytes`, and nothing may be cut from the bytes by them.
+   */
+  readonly offsetsExact: boolean;
   /** Offset in `bytes` of character `index` of `text`, where `index` is not inside a placeholder. */
   byteOffset(index: number): number;
   /** Puts the long strings back into the value parsed from `text` (each decoded when first read). */
@@ -91,10 +96,13 @@ export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {})
 export class WholeLine implements LargeLine {
   readonly whole = true;
   readonly text: string;
+  readonly offsetsExact: boolean;
 
   constructor(readonly bytes: Buffer) {
     // Plain ASCII (almost every large line) decodes as latin1: the same text, made faster.
-    this.text = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+    const ascii = isAscii(bytes);
+    this.text = ascii ? bytes.toString('latin1') : bytes.toString('utf8');
+    this.offsetsExact = ascii || isUtf8(bytes);
   }
 
   byteOffset(index: number): number {
@@ -107,6 +115,8 @@ export class WholeLine implements LargeLine {
 
 class ElidedLine implements LargeLine {
   readonly whole = false;
+  /** Always: a line whose text between long strings is not valid UTF-8 is read whole instead. */
+  readonly offsetsExact = true;
 
   private constructor(
     readonly bytes: Buffer,
@@ -129,14 +139,17 @@ class ElidedLine implements LargeLine {
     const textEnds: number[] = [];
     let text = '';
     let from = 0;
-    for (let k = 0; k < starts.length; k++) {
-      text += bytes.toString('utf8', from, starts[k]);
+    for (let k = 0; k <= starts.length; k++) {
+      const to = k < starts.length ? starts[k]! : bytes.length;
+      // Offsets within these parts are measured in their text (see byteOffset).
+      if (!isUtf8(bytes.subarray(from, to))) return null;
+      text += bytes.toString('utf8', from, to);
+      if (k === starts.length) break;
       textStarts.push(text.length);
       text += `${MARK_JSON}${k}"`;
       textEnds.push(text.length);
       from = ends[k]!;
     }
-    text += bytes.toString('utf8', from, bytes.length);
     return new ElidedLine(bytes, text, starts, ends, scan.escaped, textStarts, textEnds);
   }
 

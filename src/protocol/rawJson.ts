@@ -147,7 +147,9 @@ export function rawResult(result: object): RawResult | undefined {
   if (raw.result === undefined) {
     const { line, large } = raw;
     const span = topLevelMemberSpan(line, 'result');
-    if (span === null) raw.result = null;
+    // Cut from bytes that are not valid UTF-8 by offsets measured in their decoded text, the
+    // result could come out cut wrong: it is then written from the parsed value instead.
+    if (span === null || large?.offsetsExact === false) raw.result = null;
     else if (large === undefined) raw.result = { text: line.slice(span[0], span[1]), bytes: undefined };
     else {
       const body = large.bytes.subarray(large.byteOffset(span[0]), large.byteOffset(span[1]));

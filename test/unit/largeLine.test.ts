@@ -223,3 +223,38 @@ describe('rawResult of a large line', () => {
     }
   });
 });
+
+describe('a large line that is not valid UTF-8', () => {
+  const parse = (bytes: Buffer) => {
+    const parsed = parseLargeMessage(bytes);
+    if (!parsed.ok) throw new Error(parsed.reason);
+    return { message: parsed.message as unknown as { result: { t: string } }, large: parsed.large };
+  };
+  const withBadByte = (before: string, after: string) =>
+    Buffer.concat([Buffer.from(before), Buffer.from([0xff]), Buffer.from(after)]);
+
+  it('is not cut by offsets measured in its text when a bad byte comes before the result', () => {
+    const bytes = withBadByte(
+      '{"note":"caf\u00e9 ',
+      `","result":{"t":"${'a'.repeat(80_000)}"},"jsonrpc":"2.0","id":3}`,
+    );
+    const { message, large } = parse(bytes);
+    expect(large.offsetsExact).toBe(false);
+    attachRawResponse(message.result, large.text, large);
+    // No raw text: the router writes the parsed value (the bad byte read as U+FFFD, as any host reads it).
+    expect(rawResult(message.result)).toBeUndefined();
+    expect(message.result.t).toBe('a'.repeat(80_000));
+  });
+
+  it('forwards a long string with a bad byte in it exactly as sent', () => {
+    const bytes = withBadByte(`{"result":{"t":"${'a'.repeat(80_000)}`, '"},"jsonrpc":"2.0","id":3}');
+    const { message, large } = parse(bytes);
+    expect(large.whole).toBe(false);
+    attachRawResponse(message.result, large.text, large);
+    const raw = rawResult(message.result)!;
+    expect(raw.bytes).toEqual(
+      bytes.subarray('{"result":'.length, bytes.length - '},"jsonrpc":"2.0","id":3}'.length + 1),
+    );
+    expect(message.result.t).toBe(`${'a'.repeat(80_000)}\ufffd`);
+  });
+});
