@@ -96,13 +96,18 @@ export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {})
 export class WholeLine implements LargeLine {
   readonly whole = true;
   readonly text: string;
-  readonly offsetsExact: boolean;
+  private readonly ascii: boolean;
+  /** Found only if something cuts from the bytes: most large lines are never cut. */
+  private utf8: boolean | undefined;
 
   constructor(readonly bytes: Buffer) {
     // Plain ASCII (almost every large line) decodes as latin1: the same text, made faster.
-    const ascii = isAscii(bytes);
-    this.text = ascii ? bytes.toString('latin1') : bytes.toString('utf8');
-    this.offsetsExact = ascii || isUtf8(bytes);
+    this.ascii = isAscii(bytes);
+    this.text = this.ascii ? bytes.toString('latin1') : bytes.toString('utf8');
+  }
+
+  get offsetsExact(): boolean {
+    return this.ascii || (this.utf8 ??= isUtf8(this.bytes));
   }
 
   byteOffset(index: number): number {
