@@ -13,3 +13,14 @@ export function thrownIssues(run: () => unknown): string[] {
   }
   throw new Error('expected a ConfigError');
 }
+
+/** As `thrownIssues`, for a `run` whose promise rejects with the `ConfigError`. */
+export async function rejectedIssues(run: () => Promise<unknown>): Promise<string[]> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}

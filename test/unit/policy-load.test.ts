@@ -2,14 +2,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, formatConfigIssue } from '../../src/errors.js';
 import {
   loadPolicies,
   parsePolicyText,
   policySchema,
   POLICY_SCHEMA_URL,
 } from '../../src/policy/loadPolicies.js';
+import { ConfigError } from '../../src/errors.js';
 import { createDocumentAjv } from '../../src/config/documentAjv.js';
+import { rejectedIssues, thrownIssues } from './configIssues.js';
 
 const FILE = path.resolve('/etc/warden/policies/team.yaml');
 const F = FILE; // keeps the expected messages below readable
@@ -19,25 +20,9 @@ function yaml(...lines: string[]): string {
 }
 
 /** The messages exactly as the CLI prints them, one per issue. */
-function issuesOf(text: string): string[] {
-  try {
-    parsePolicyText(text, FILE);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
+const issuesOf = (text: string): string[] => thrownIssues(() => parsePolicyText(text, FILE));
 
-async function loadIssues(files: string[]): Promise<string[]> {
-  try {
-    await loadPolicies(files);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
+const loadIssues = (files: string[]): Promise<string[]> => rejectedIssues(() => loadPolicies(files));
 
 describe('parsePolicyText: valid files', () => {
   it('reads rules with their ids, sources and conditions, and freezes the result', () => {
