@@ -2,8 +2,9 @@
  * Reads the config file and turns it into a validated, normalized, frozen `WardenConfig`.
  *
  * Stages: YAML parse (syntax errors stop here, since nothing after can be trusted) → other hosts'
- * keys set aside (hostKeys.ts) → env interpolation → JSON Schema check → normalization with the
- * checks the schema cannot express (durations, regexes, name clashes, ...). Every stage after
+ * keys set aside (hostKeys.ts) → interpolation of environment and editor variables → JSON Schema
+ * check → normalization with the checks the schema cannot express (durations, regexes, name
+ * clashes, ...). Every stage after
  * parsing keeps going past problems so the user sees all of them at once, each located in the
  * file. Warnings (keys ignored) never stop loading; they come back with the result.
  */
@@ -13,6 +14,7 @@ import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import type { ConfigIssue } from '../errors.js';
 import { deepFreeze } from './freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
+import { declaredInputs } from './hostVariables.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import {
@@ -41,7 +43,7 @@ export type { Env } from './interpolate.js';
 export { formatKeyPath } from './yamlSource.js';
 
 export interface LoadOptions {
-  /** Where `${VAR}` references are looked up; usually `process.env`. */
+  /** Where `${VAR}` and `${env:VAR}` references are looked up; usually `process.env`. */
   readonly env: Env;
 }
 
@@ -79,9 +81,14 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   });
   issues.throwIfAny();
 
-  const parsed = setAsideHostKeys(asRecord(toPlainData(source)) ?? {}, issues);
+  const data = asRecord(toPlainData(source)) ?? {};
+  const parsed = setAsideHostKeys(data, issues);
 
-  const expanded = interpolate(parsed, options.env);
+  const expanded = interpolate(parsed, {
+    env: options.env,
+    configFile: file,
+    inputs: declaredInputs(data['inputs']),
+  });
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
   for (const problem of checkDocumentShape(expanded.value)) {
     issues.add(problem.path, problem.at, problem.message);
