@@ -84,15 +84,6 @@ function serverEntry(at: KeyPath, entry: unknown, issues: IssueList): unknown {
       );
       return false;
     }
-    if (key === 'envFile') {
-      // Left to the schema it would get `did you mean "env"?`, which reads as a rename.
-      issues.add(
-        keyPath,
-        'key',
-        '"envFile" is not supported: list the variables under "env" (values may use ${VAR} to read the gateway\'s environment)',
-      );
-      return false;
-    }
     if (key === 'type' && value === 'sse') {
       issues.add(
         keyPath,

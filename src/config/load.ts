@@ -4,7 +4,7 @@
  * Stages: YAML parse (syntax errors stop here, since nothing after can be trusted) → other hosts'
  * keys set aside (hostKeys.ts) → interpolation of environment and editor variables → JSON Schema
  * check → normalization with the checks the schema cannot express (durations, regexes, name
- * clashes, ...). Every stage after
+ * clashes, ...) and the servers' env files read (envFile.ts). Every stage after
  * parsing keeps going past problems so the user sees all of them at once, each located in the
  * file. Warnings (keys ignored) never stop loading; they come back with the result.
  */
@@ -12,6 +12,7 @@ import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import type { ConfigIssue } from '../errors.js';
+import { readEnvFile } from './envFile.js';
 import { deepFreeze } from './freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs } from './hostVariables.js';
@@ -69,7 +70,10 @@ export async function loadConfig(file: string, options: LoadOptions): Promise<Lo
   return parseConfigText(text, { file: absolute, env: options.env });
 }
 
-/** Parses config text (YAML or JSON). Pure apart from reading `options.env`; no file access. */
+/**
+ * Parses config text (YAML or JSON). Pure apart from reading `options.env` and the env files
+ * that stdio servers name (`envFile`); the config file itself is not read.
+ */
 export function parseConfigText(text: string, options: ParseOptions): LoadedConfig {
   const file = path.resolve(options.file);
   const source = parseYamlSource(text, file, 'config file');
@@ -394,7 +398,7 @@ function normalizeServer(
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'cwd'];
+  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'envFile', 'cwd'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),
@@ -455,7 +459,7 @@ function normalizeServer(
       transport,
       command: typeof entry['command'] === 'string' ? entry['command'] : '',
       args: strings(entry['args']),
-      env: stringMap(entry['env']),
+      env: serverEnv(ctx, at('envFile'), entry['envFile'], stringMap(entry['env'])),
       cwd: resolveCwd(ctx, entry['cwd']),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
@@ -495,6 +499,26 @@ function checkNotItself(ctx: Context, keyPath: KeyPath, args: unknown, server: S
     'value',
     'this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here',
   );
+}
+
+/**
+ * A stdio server's `env` with the variables of its `envFile` (when it names one) beneath it: a
+ * variable in both takes the value written under `env`, as in the editors. A file that cannot be
+ * read is reported at `keyPath`, and the server keeps just its `env` (the config is discarded).
+ */
+function serverEnv(
+  ctx: Context,
+  keyPath: KeyPath,
+  envFile: unknown,
+  env: Readonly<Record<string, string>>,
+): Readonly<Record<string, string>> {
+  if (typeof envFile !== 'string' || envFile === '') return env; // absent, or the schema has said so
+  const read = readEnvFile(envFile, { dir: ctx.dir });
+  if ('problem' in read) {
+    ctx.issues.add(keyPath, 'value', read.problem);
+    return env;
+  }
+  return { ...read.variables, ...env };
 }
 
 /** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */

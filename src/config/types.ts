@@ -117,7 +117,10 @@ export interface StdioServerConfig extends ServerCommon {
   readonly transport: 'stdio';
   readonly command: string;
   readonly args: readonly string[];
-  /** Extra environment for the child, on top of the minimal default environment. */
+  /**
+   * Extra environment for the child, on top of the minimal default environment: the variables
+   * of the server's `envFile`, if any, overlaid with those written under `env`.
+   */
   readonly env: Readonly<Record<string, string>>;
   /** Absolute working directory; relative values in the file are resolved against the config file's folder. */
   readonly cwd: string;

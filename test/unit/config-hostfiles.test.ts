@@ -1,9 +1,9 @@
 /**
  * The MCP config files VS Code and Cursor read (`.vscode/mcp.json`, `.cursor/mcp.json`,
- * `~/.cursor/mcp.json`) used as they are: the editors' variables (src/config/hostVariables.ts)
- * and VS Code's `inputs` (src/config/hostKeys.ts).
+ * `~/.cursor/mcp.json`) used as they are: the editors' variables (src/config/hostVariables.ts),
+ * VS Code's `inputs` (src/config/hostKeys.ts) and `envFile` (src/config/envFile.ts).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -192,5 +192,112 @@ describe('inputs at the top level', () => {
     expect(issuesOf('inputs: { t: 1 }\nservers:\n  s: { command: x }\n')).toEqual([
       `${vscodeFile}:1:1: inputs: unknown key "inputs"; allowed keys are: gateway, policies, confirmation, audit, servers, mcpServers`,
     ]);
+  });
+});
+
+describe('envFile', () => {
+  /** Writes `text` as `name` in the project folder (or under it); returns its absolute path. */
+  function envFile(name: string, text: string): string {
+    const file = path.join(project, name);
+    writeFileSync(file, text);
+    return file;
+  }
+
+  it('gives a stdio server the file’s variables, with env winning, values taken as written', () => {
+    envFile(
+      '.vscode/dev.env',
+      '# a comment\nA=from-file\nB=from-file\nexport C="quoted ${HOME} value"\nD=x # trailing\n',
+    );
+    const text = [
+      'servers:',
+      '  s:',
+      '    command: x',
+      '    envFile: dev.env', // relative: the config file's folder
+      '    env: { B: from-env, E: "${E_SRC}" }',
+      '',
+    ].join('\n');
+    expect(stdio(text, { env: { E_SRC: 'e', HOME: '/nope' } }).env).toEqual({
+      A: 'from-file',
+      B: 'from-env',
+      C: 'quoted ${HOME} value',
+      D: 'x',
+      E: 'e',
+    });
+  });
+
+  it('expands the path first, so ${workspaceFolder}/.env finds the project’s file', () => {
+    envFile('.env', 'FROM_PROJECT=1\n');
+    const text = '{ "mcpServers": { "s": { "command": "x", "envFile": "${workspaceFolder}/.env" } } }\n';
+    expect(stdio(text).env).toEqual({ FROM_PROJECT: '1' });
+  });
+
+  it('reads a file that starts with a byte-order mark', () => {
+    envFile('bom.env', '\uFEFFFIRST=1\nSECOND=2\n');
+    const text = '{ "servers": { "s": { "command": "x", "envFile": "../bom.env" } } }\n';
+    expect(stdio(text).env).toEqual({ FIRST: '1', SECOND: '2' });
+  });
+
+  it('is an error, naming the file and the reason, when the file cannot be read', () => {
+    const text = [
+      'servers:',
+      '  a: { command: x, envFile: missing.env }',
+      '  b: { command: x, envFile: "${workspaceFolder}" }',
+      '',
+    ].join('\n');
+    expect(issuesOf(text)).toEqual([
+      `${vscodeFile}:2:29: servers.a.envFile: cannot read env file ${path.join(project, '.vscode', 'missing.env')}: ENOENT: no such file or directory`,
+      `${vscodeFile}:3:29: servers.b.envFile: cannot read env file ${project}: EISDIR: illegal operation on a directory`,
+    ]);
+  });
+
+  it('is an error on an HTTP server, and when it is not a string', () => {
+    const text = [
+      'servers:',
+      '  web: { url: "https://x.example/mcp", envFile: .env }',
+      '  s: { command: x, envFile: [.env] }',
+      '',
+    ].join('\n');
+    expect(issuesOf(text)).toEqual([
+      `${vscodeFile}:2:40: servers.web.envFile: "envFile" applies only to stdio servers (with "command"), and this one has "url"`,
+      `${vscodeFile}:3:29: servers.s.envFile: expected a string, got a list`,
+    ]);
+  });
+
+  it('does not report the file of a path whose ${VAR} is unset twice', () => {
+    const text = 'servers:\n  s: { command: x, envFile: "${ENV_DIR}/.env" }\n';
+    expect(issuesOf(text)).toEqual([
+      `${vscodeFile}:2:29: servers.s.envFile: environment variable "ENV_DIR" is not set (use \${ENV_DIR:-default} to give a default)`,
+    ]);
+  });
+});
+
+describe('a whole VS Code file', () => {
+  it('loads as the editor reads it, with one warning for its inputs', () => {
+    writeFileSync(path.join(project, '.env.local'), 'LOCAL=yes\n');
+    const text = [
+      '{',
+      '  "inputs": [{ "type": "promptString", "id": "token", "password": true }],',
+      '  "servers": {',
+      '    "local": {',
+      '      "type": "stdio",',
+      '      "command": "node",',
+      '      "args": ["${workspaceFolder}${/}server.js", "--home=${userHome}"],',
+      '      "envFile": "${workspaceFolder}/.env.local",',
+      '      "env": { "TOKEN": "${env:MY_TOKEN}" }',
+      '    },',
+      '    "remote": { "type": "http", "url": "https://x.example/mcp", "headers": { "X-Key": "${env:KEY}" } }',
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    const { config, warnings } = load(text, { env: { MY_TOKEN: 'tok', KEY: 'k' } });
+    expect(warnings.map((w) => `${w.line}:${w.column} ${w.path}`)).toEqual(['2:3 inputs']);
+    const [local, remote] = config.servers;
+    expect(local).toMatchObject({
+      transport: 'stdio',
+      args: [`${project}${path.sep}server.js`, `--home=${os.homedir()}`],
+      env: { LOCAL: 'yes', TOKEN: 'tok' },
+    });
+    expect(remote).toMatchObject({ transport: 'http', headers: { 'X-Key': 'k' } });
   });
 });
