@@ -15,7 +15,7 @@ import type { ConfigIssue } from '../errors.js';
 import { readEnvFile } from './envFile.js';
 import { deepFreeze } from './freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
-import { declaredInputs } from './hostVariables.js';
+import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import {
@@ -101,6 +101,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   const config = normalize(asRecord(expanded.value) ?? {}, {
     file,
     dir: path.dirname(file),
+    workspace: workspaceFolder(file),
     issues,
     locator,
   });
@@ -113,7 +114,13 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
 
 interface Context {
   readonly file: string;
+  /** What relative paths in the file are resolved against: its folder. */
   readonly dir: string;
+  /**
+   * The folder the file belongs to (`${workspaceFolder}`): its own, or for a file in `.vscode/`
+   * or `.cursor/` the folder around that one. Where a server runs when it has no `cwd`.
+   */
+  readonly workspace: string;
   readonly issues: IssueList;
   readonly locator: Locator;
 }
@@ -259,7 +266,7 @@ function commandHook(ctx: Context, value: unknown): NonNullable<ConfirmationConf
     command: isPath ? path.resolve(ctx.dir, command) : command,
     args: strings(hook['args']),
     env: stringMap(hook['env']),
-    cwd: resolveCwd(ctx, hook['cwd']),
+    cwd: resolveCwd(ctx, hook['cwd'], ctx.dir),
   };
 }
 
@@ -460,7 +467,8 @@ function normalizeServer(
       command: typeof entry['command'] === 'string' ? entry['command'] : '',
       args: strings(entry['args']),
       env: serverEnv(ctx, at('envFile'), entry['envFile'], stringMap(entry['env'])),
-      cwd: resolveCwd(ctx, entry['cwd']),
+      // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
+      cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
@@ -609,10 +617,13 @@ function byteSize(ctx: Context, keyPath: KeyPath, value: unknown): number | unde
   return bytes;
 }
 
-/** A working directory (of a stdio server or the confirmation hook): default the config's folder. */
-function resolveCwd(ctx: Context, value: unknown): string {
+/**
+ * A working directory (of a stdio server or the confirmation hook): relative to the config's
+ * folder, `fallback` when not written.
+ */
+function resolveCwd(ctx: Context, value: unknown, fallback: string): string {
   const cwd = nonEmptyString(value);
-  return cwd === undefined ? ctx.dir : path.resolve(ctx.dir, cwd);
+  return cwd === undefined ? fallback : path.resolve(ctx.dir, cwd);
 }
 
 /** env / headers; non-string values were reported by the schema and are dropped. */

@@ -122,6 +122,32 @@ describe('the editors’ variables', () => {
   });
 });
 
+describe('where a server runs', () => {
+  it.each<[string, string[], string | undefined, string]>([
+    ['in the project for .vscode/mcp.json', ['proj', '.vscode', 'mcp.json'], undefined, 'proj'],
+    ['in the project for .cursor/mcp.json', ['proj', '.cursor', 'mcp.json'], undefined, 'proj'],
+    ['in the file’s folder for any other file', ['proj', 'cfg', 'proxy.config.yaml'], undefined, 'proj/cfg'],
+    [
+      'at a cwd relative to the file’s folder',
+      ['proj', '.vscode', 'mcp.json'],
+      'tools',
+      'proj/.vscode/tools',
+    ],
+  ])('%s', (_what, parts, cwd, expected) => {
+    const entry = cwd === undefined ? '{ command: x }' : `{ command: x, cwd: ${cwd} }`;
+    const server = stdio(`servers:\n  s: ${entry}\n`, { file: path.resolve('/', ...parts) });
+    expect(server.cwd).toBe(path.resolve('/', expected));
+  });
+
+  it('so an entry starting mcp-warden with this file, named from the project, is caught', () => {
+    const text =
+      '{ "servers": { "warden": { "command": "npx", "args": ["mcp-warden", "--config", ".vscode/mcp.json"] } } }\n';
+    expect(issuesOf(text)).toEqual([
+      `${vscodeFile}:1:81: servers.warden.args[2]: this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here`,
+    ]);
+  });
+});
+
 describe('${input:ID}', () => {
   const cannotAsk = (id: string, name: string, asked = ''): string =>
     `\${input:${id}} is a value the editor asks the user for${asked}, and mcp-warden cannot ask: its stdin and stdout carry the host's MCP messages. ` +
