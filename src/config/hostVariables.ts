@@ -31,7 +31,7 @@ export interface DeclaredInput {
 /** What a `${...}` stands for: a value, a problem to report, or nothing (not an editor variable). */
 export type HostVariable = { readonly value: string } | { readonly problem: string } | undefined;
 
-/** The names an editor gives a value without any prefix (interpolate.ts lists them in messages). */
+/** The names an editor gives a value without any prefix (interpolate.ts's FORMS lists them too). */
 const HOST_VARIABLE_NAMES: readonly string[] = [
   'userHome',
   'workspaceFolder',
@@ -65,7 +65,7 @@ export function resolveHostVariable(body: string, options: HostVariableOptions):
   if (name === 'pathSeparator' || name === '/') return { value: path.sep };
   if (options.configFile === undefined) {
     return {
-      problem: `\${${name}} is the folder of the config file, and this config was given as text, not read from a file`,
+      problem: `\${${name}} comes from the config file's folder, and this config was given as text, not read from a file`,
     };
   }
   const folder = workspaceFolder(options.configFile);

@@ -90,7 +90,8 @@ describe('the editors’ variables', () => {
   });
 
   it('says ${workspaceFolder} needs a file when the config is only text', () => {
-    const why = 'is the folder of the config file, and this config was given as text, not read from a file';
+    const why =
+      "comes from the config file's folder, and this config was given as text, not read from a file";
     expect(expandString('${workspaceFolder}/${workspaceFolderBasename}', { env: {} })).toEqual({
       value: '/',
       problems: [`\${workspaceFolder} ${why}`, `\${workspaceFolderBasename} ${why}`],
