@@ -3,7 +3,8 @@
  * interpolation and the schema check, so that a user can point mcp-warden at the file their host
  * already reads (FIELD_NOTES "Configuration"). A Claude Desktop `claude_desktop_config.json`
  * keeps the app's own settings (`globalShortcut`, `preferences`, and whatever later versions
- * add) next to `mcpServers`; Cline, Roo Code, Cursor and VS Code add keys of their own to server
+ * add) next to `mcpServers`; VS Code's `mcp.json` keeps `inputs` (the values it asks the user
+ * for) next to `servers`; Cline, Roo Code, Cursor and VS Code add keys of their own to server
  * entries.
  *
  * What is ignored is named in a warning (file, line, key) and removed from the data, so neither
@@ -29,7 +30,7 @@ const APPROVAL_LISTS: readonly string[] = ['autoApprove', 'alwaysAllow'];
 
 /**
  * `data` (the parsed file, top level a mapping) without what is ignored; warnings and errors
- * about it go to `issues`.
+ * about it go to `issues`. A top-level `inputs` list is ignored in any file.
  *
  * Unknown top-level keys are ignored only in the Claude Desktop shape: `mcpServers` and no
  * `servers`. A file with `servers` is written for mcp-warden, so there an unknown key stays an
@@ -41,7 +42,19 @@ export function setAsideHostKeys(data: Data, issues: IssueList): Data {
   const desktopShape = Object.hasOwn(data, 'mcpServers') && !Object.hasOwn(data, 'servers');
   const kept: [string, unknown][] = [];
   for (const [key, value] of Object.entries(data)) {
-    if (desktopShape && !TOP_LEVEL_KEYS.includes(key) && didYouMean(key, TOP_LEVEL_KEYS) === undefined) {
+    if (key === 'inputs' && Array.isArray(value)) {
+      // VS Code's list of values to ask the user for, next to `servers` as well. Only a list is
+      // taken for it: anything else is no editor's, and the schema says what is wrong with it.
+      issues.warn(
+        [key],
+        'key',
+        "ignored: the editor's list of values to ask the user for; mcp-warden cannot ask, so a ${input:…} that uses one is an error",
+      );
+    } else if (
+      desktopShape &&
+      !TOP_LEVEL_KEYS.includes(key) &&
+      didYouMean(key, TOP_LEVEL_KEYS) === undefined
+    ) {
       issues.warn([key], 'key', 'ignored: not an mcp-warden setting');
     } else if ((key === 'servers' || key === 'mcpServers') && isRecord(value)) {
       kept.push([key, mapValues(value, (entry, name) => serverEntry([key, name], entry, issues))]);
@@ -68,15 +81,6 @@ function serverEntry(at: KeyPath, entry: unknown, issues: IssueList): unknown {
         keyPath,
         'key',
         "ignored: the host's list of tools to run without asking; in mcp-warden, policy files decide which calls need confirmation",
-      );
-      return false;
-    }
-    if (key === 'envFile') {
-      // Left to the schema it would get `did you mean "env"?`, which reads as a rename.
-      issues.add(
-        keyPath,
-        'key',
-        '"envFile" is not supported: list the variables under "env" (values may use ${VAR} to read the gateway\'s environment)',
       );
       return false;
     }

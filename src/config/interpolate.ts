@@ -1,10 +1,13 @@
 /**
- * `${VAR}` / `${VAR:-default}` expansion in the string values of a parsed config.
+ * `${VAR}` / `${VAR:-default}` expansion in the string values of a parsed config, with the
+ * editors' own forms (`${env:VAR}`, `${userHome}`, `${workspaceFolder}`, ..., see
+ * hostVariables.ts) so that a VS Code or Cursor `mcp.json` reads as it does in the editor.
  *
  * Works on plain parsed data (strings, numbers, lists, mappings) and reports problems with the
  * key path; the loader turns paths into file positions. Keys are never expanded: a mapping's
  * shape must be visible in the file.
  */
+import { resolveHostVariable, type HostVariableOptions } from './hostVariables.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -16,17 +19,31 @@ export interface InterpolationProblem {
   readonly message: string;
 }
 
+export interface InterpolateOptions extends HostVariableOptions {
+  /** Where `${NAME}` and `${env:NAME}` are looked up; usually `process.env`. */
+  readonly env: Env;
+}
+
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 
-const FORMS = 'expected ${NAME} or ${NAME:-default}; write $${ for a literal "${"';
+/** The editors write `${env:NAME}` for what is `${NAME}` here; both read the environment. */
+const ENV_PREFIX = 'env:';
+
+const FORMS =
+  'expected ${NAME}, ${NAME:-default}, ${env:NAME}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} or ${/}; write $${ for a literal "${"';
 
 /**
  * Expands one string. `$${` is a literal `${`. In `${NAME:-default}` the default is used when
  * NAME is unset or empty (as in POSIX shells and docker compose); it runs to the first `}` and
- * is not itself expanded. Problems are messages; the result is still returned for the caller to
- * discard.
+ * is not itself expanded. `${env:NAME:-default}` is the same: the editors have no defaults, but
+ * the prefix only says where the value comes from, so the two forms behave alike. Problems are
+ * messages; the result is still returned for the caller to discard.
  */
-export function expandString(text: string, env: Env): { value: string; problems: string[] } {
+export function expandString(
+  text: string,
+  options: InterpolateOptions,
+): { value: string; problems: string[] } {
+  const { env } = options;
   const problems: string[] = [];
   let out = '';
   let i = 0;
@@ -49,7 +66,14 @@ export function expandString(text: string, env: Env): { value: string; problems:
     }
     const body = text.slice(i + 2, close);
     i = close + 1;
-    const match = REFERENCE.exec(body);
+    const host = resolveHostVariable(body, options);
+    if (host !== undefined) {
+      if ('problem' in host) problems.push(host.problem);
+      else out += host.value;
+      continue;
+    }
+    const prefix = body.startsWith(ENV_PREFIX) ? ENV_PREFIX : '';
+    const match = REFERENCE.exec(body.slice(prefix.length));
     if (match === null) {
       problems.push(`invalid variable reference "\${${body}}": ${FORMS}`);
       continue;
@@ -60,7 +84,9 @@ export function expandString(text: string, env: Env): { value: string; problems:
     if (fallback !== undefined) {
       out += value === undefined || value === '' ? fallback : value;
     } else if (value === undefined) {
-      problems.push(`environment variable "${name}" is not set (use \${${name}:-default} to give a default)`);
+      problems.push(
+        `environment variable "${name}" is not set (use \${${prefix}${name}:-default} to give a default)`,
+      );
     } else {
       out += value;
     }
@@ -69,11 +95,14 @@ export function expandString(text: string, env: Env): { value: string; problems:
 }
 
 /** Expands every string in `value`, returning a new tree (the input is not modified). */
-export function interpolate(value: unknown, env: Env): { value: unknown; problems: InterpolationProblem[] } {
+export function interpolate(
+  value: unknown,
+  options: InterpolateOptions,
+): { value: unknown; problems: InterpolationProblem[] } {
   const problems: InterpolationProblem[] = [];
   const walk = (node: unknown, path: KeyPath): unknown => {
     if (typeof node === 'string') {
-      const result = expandString(node, env);
+      const result = expandString(node, options);
       for (const message of result.problems) problems.push({ path, message });
       return result.value;
     }

@@ -2,8 +2,9 @@
  * Reads the config file and turns it into a validated, normalized, frozen `WardenConfig`.
  *
  * Stages: YAML parse (syntax errors stop here, since nothing after can be trusted) → other hosts'
- * keys set aside (hostKeys.ts) → env interpolation → JSON Schema check → normalization with the
- * checks the schema cannot express (durations, regexes, name clashes, ...). Every stage after
+ * keys set aside (hostKeys.ts) → interpolation of environment and editor variables → JSON Schema
+ * check → normalization with the checks the schema cannot express (durations, regexes, name
+ * clashes, ...) and the servers' env files read (envFile.ts). Every stage after
  * parsing keeps going past problems so the user sees all of them at once, each located in the
  * file. Warnings (keys ignored) never stop loading; they come back with the result.
  */
@@ -11,8 +12,10 @@ import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import type { ConfigIssue } from '../errors.js';
+import { readEnvFile } from './envFile.js';
 import { deepFreeze } from './freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
+import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import {
@@ -41,7 +44,7 @@ export type { Env } from './interpolate.js';
 export { formatKeyPath } from './yamlSource.js';
 
 export interface LoadOptions {
-  /** Where `${VAR}` references are looked up; usually `process.env`. */
+  /** Where `${VAR}` and `${env:VAR}` references are looked up; usually `process.env`. */
   readonly env: Env;
 }
 
@@ -67,7 +70,10 @@ export async function loadConfig(file: string, options: LoadOptions): Promise<Lo
   return parseConfigText(text, { file: absolute, env: options.env });
 }
 
-/** Parses config text (YAML or JSON). Pure apart from reading `options.env`; no file access. */
+/**
+ * Parses config text (YAML or JSON). Pure apart from reading `options.env` and the env files
+ * that stdio servers name (`envFile`); the config file itself is not read.
+ */
 export function parseConfigText(text: string, options: ParseOptions): LoadedConfig {
   const file = path.resolve(options.file);
   const source = parseYamlSource(text, file, 'config file');
@@ -79,9 +85,14 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   });
   issues.throwIfAny();
 
-  const parsed = setAsideHostKeys(asRecord(toPlainData(source)) ?? {}, issues);
+  const data = asRecord(toPlainData(source)) ?? {};
+  const parsed = setAsideHostKeys(data, issues);
 
-  const expanded = interpolate(parsed, options.env);
+  const expanded = interpolate(parsed, {
+    env: options.env,
+    configFile: file,
+    inputs: declaredInputs(data['inputs']),
+  });
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
   for (const problem of checkDocumentShape(expanded.value)) {
     issues.add(problem.path, problem.at, problem.message);
@@ -90,6 +101,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   const config = normalize(asRecord(expanded.value) ?? {}, {
     file,
     dir: path.dirname(file),
+    workspace: workspaceFolder(file),
     issues,
     locator,
   });
@@ -102,7 +114,13 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
 
 interface Context {
   readonly file: string;
+  /** What relative paths in the file are resolved against: its folder. */
   readonly dir: string;
+  /**
+   * The folder the file belongs to (`${workspaceFolder}`): its own, or for a file in `.vscode/`
+   * or `.cursor/` the folder around that one. Where a server runs when it has no `cwd`.
+   */
+  readonly workspace: string;
   readonly issues: IssueList;
   readonly locator: Locator;
 }
@@ -248,7 +266,7 @@ function commandHook(ctx: Context, value: unknown): NonNullable<ConfirmationConf
     command: isPath ? path.resolve(ctx.dir, command) : command,
     args: strings(hook['args']),
     env: stringMap(hook['env']),
-    cwd: resolveCwd(ctx, hook['cwd']),
+    cwd: resolveCwd(ctx, hook['cwd'], ctx.dir),
   };
 }
 
@@ -387,7 +405,7 @@ function normalizeServer(
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'cwd'];
+  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'envFile', 'cwd'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),
@@ -448,8 +466,9 @@ function normalizeServer(
       transport,
       command: typeof entry['command'] === 'string' ? entry['command'] : '',
       args: strings(entry['args']),
-      env: stringMap(entry['env']),
-      cwd: resolveCwd(ctx, entry['cwd']),
+      env: serverEnv(ctx, at('envFile'), entry['envFile'], stringMap(entry['env'])),
+      // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
+      cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
@@ -488,6 +507,26 @@ function checkNotItself(ctx: Context, keyPath: KeyPath, args: unknown, server: S
     'value',
     'this server is mcp-warden reading this same file, so each gateway would start another without end; keep the servers mcp-warden fronts in a file of their own and give that file here',
   );
+}
+
+/**
+ * A stdio server's `env` with the variables of its `envFile` (when it names one) beneath it: a
+ * variable in both takes the value written under `env`, as in the editors. A file that cannot be
+ * read is reported at `keyPath`, and the server keeps just its `env` (the config is discarded).
+ */
+function serverEnv(
+  ctx: Context,
+  keyPath: KeyPath,
+  envFile: unknown,
+  env: Readonly<Record<string, string>>,
+): Readonly<Record<string, string>> {
+  if (typeof envFile !== 'string' || envFile === '') return env; // absent, or the schema has said so
+  const read = readEnvFile(envFile, { dir: ctx.dir });
+  if ('problem' in read) {
+    ctx.issues.add(keyPath, 'value', read.problem);
+    return env;
+  }
+  return { ...read.variables, ...env };
 }
 
 /** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */
@@ -578,10 +617,13 @@ function byteSize(ctx: Context, keyPath: KeyPath, value: unknown): number | unde
   return bytes;
 }
 
-/** A working directory (of a stdio server or the confirmation hook): default the config's folder. */
-function resolveCwd(ctx: Context, value: unknown): string {
+/**
+ * A working directory (of a stdio server or the confirmation hook): relative to the config's
+ * folder, `fallback` when not written.
+ */
+function resolveCwd(ctx: Context, value: unknown, fallback: string): string {
   const cwd = nonEmptyString(value);
-  return cwd === undefined ? ctx.dir : path.resolve(ctx.dir, cwd);
+  return cwd === undefined ? fallback : path.resolve(ctx.dir, cwd);
 }
 
 /** env / headers; non-string values were reported by the schema and are dropped. */

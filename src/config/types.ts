@@ -117,9 +117,16 @@ export interface StdioServerConfig extends ServerCommon {
   readonly transport: 'stdio';
   readonly command: string;
   readonly args: readonly string[];
-  /** Extra environment for the child, on top of the minimal default environment. */
+  /**
+   * Extra environment for the child, on top of the minimal default environment: the variables
+   * of the server's `envFile`, if any, overlaid with those written under `env`.
+   */
   readonly env: Readonly<Record<string, string>>;
-  /** Absolute working directory; relative values in the file are resolved against the config file's folder. */
+  /**
+   * Absolute working directory; relative values in the file are resolved against the config
+   * file's folder. Default: the workspace folder (the config file's folder, or the one around
+   * it for a file in `.vscode/` or `.cursor/`).
+   */
   readonly cwd: string;
 }
 

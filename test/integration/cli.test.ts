@@ -3,7 +3,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import {
@@ -170,6 +170,71 @@ describe('a Claude Desktop file as the config', () => {
     const listing = JSON.parse(stdout) as { tools: { name: string }[] };
     expect(listing.tools.map((t) => t.name)).toContain('desk__echo');
     expect(stderr).toContain(`warning: ${config}:2:3: globalShortcut: ignored: not an mcp-warden setting`);
+  });
+});
+
+/**
+ * A project folder with a `.vscode/mcp.json` as VS Code users write it: an `inputs` list, and
+ * the fixture server given an env file and a `${workspaceFolder}` path. Returns the config file.
+ */
+function writeVscodeProject(secret: string): { project: string; config: string } {
+  const project = tempDir('warden-vscode-');
+  mkdirSync(path.join(project, '.vscode'));
+  writeFileSync(
+    path.join(project, '.env'),
+    `# read by mcp-warden, as by VS Code\nFROM_ENV_FILE="${secret}"\n`,
+  );
+  const config = path.join(project, '.vscode', 'mcp.json');
+  const text = [
+    '{',
+    '  "inputs": [{ "type": "promptString", "id": "token", "description": "API token", "password": true }],',
+    '  "servers": {',
+    '    "code": {',
+    '      "type": "stdio",',
+    `      "command": ${JSON.stringify(NODE)},`,
+    `      "args": [${JSON.stringify(FIXTURE)}, "--pid-file", "\${workspaceFolder}/fixture.pid"],`,
+    '      "envFile": "${workspaceFolder}/.env"',
+    '    }',
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+  writeFileSync(config, text);
+  return { project, config };
+}
+
+describe('a VS Code .vscode/mcp.json as the config', () => {
+  const inputsWarning =
+    "inputs: ignored: the editor's list of values to ask the user for; mcp-warden cannot ask, so a ${input:…} that uses one is an error";
+
+  it('is checked: its inputs are a warning on stdout, exit 0', async () => {
+    const { config } = writeVscodeProject('s3cret-check');
+    const { code, stdout, stderr } = await runCli(['check', '--config', config]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toBe(
+      [
+        `warning: ${config}:2:3: ${inputsWarning}`,
+        `${config}: ok (1 servers, 1 enabled; no policy files; 1 warning)`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('is served: the server gets its env file and runs with ${workspaceFolder} expanded', async () => {
+    const secret = 's3cret-from-the-env-file';
+    const { project, config } = writeVscodeProject(secret);
+    const host = await connectHost(config);
+    try {
+      const result = await host.client.callTool({ name: 'code__env', arguments: { name: 'FROM_ENV_FILE' } });
+      expect(result.content).toEqual([{ type: 'text', text: secret }]);
+      // The fixture wrote its pid where ${workspaceFolder} pointed: the project, not .vscode/.
+      expect(Number(readFileSync(path.join(project, 'fixture.pid'), 'utf8'))).toBeGreaterThan(0);
+      await host.waitForStderr(`${config}:2:3: ${inputsWarning}`);
+      expect(host.stderr()).not.toContain(secret);
+    } finally {
+      await host.close();
+    }
   });
 });
 

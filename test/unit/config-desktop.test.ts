@@ -145,7 +145,7 @@ describe('files with servers: unknown top-level keys stay errors', () => {
 
 describe('server entries written for other hosts', () => {
   const allowed =
-    'allowed keys are: type, command, args, env, cwd, url, headers, namespace, timeout, maxTimeout, repair, maxConcurrency, maxQueue, tools, disabled, trusted';
+    'allowed keys are: type, command, args, env, envFile, cwd, url, headers, namespace, timeout, maxTimeout, repair, maxConcurrency, maxQueue, tools, disabled, trusted';
 
   it('ignores approval lists under mcpServers with a warning; type and disabled work as written', () => {
     const text = [
@@ -179,14 +179,6 @@ describe('server entries written for other hosts', () => {
       'an approval list under servers is an unknown key',
       'servers:\n  fs: { command: x, autoApprove: [a] }\n',
       [`${F}:2:21: servers.fs.autoApprove: unknown key "autoApprove"; ${allowed}`],
-    ],
-    [
-      'envFile, under either section',
-      'mcpServers:\n  a: { command: x, envFile: .env }\nservers:\n  b: { command: y, envFile: .env }\n',
-      [
-        `${F}:2:20: mcpServers.a.envFile: "envFile" is not supported: list the variables under "env" (values may use \${VAR} to read the gateway's environment)`,
-        `${F}:4:20: servers.b.envFile: "envFile" is not supported: list the variables under "env" (values may use \${VAR} to read the gateway's environment)`,
-      ],
     ],
     [
       'the SSE transport',

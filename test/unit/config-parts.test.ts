@@ -127,7 +127,7 @@ describe('didYouMean', () => {
 
 describe('interpolation', () => {
   it('collects every problem in a string, and keeps going', () => {
-    expect(expandString('${A}-${B}-${C:-c}', { B: 'b' })).toEqual({
+    expect(expandString('${A}-${B}-${C:-c}', { env: { B: 'b' } })).toEqual({
       value: '-b-c',
       problems: [
         'environment variable "A" is not set (use ${A:-default} to give a default)',
@@ -141,7 +141,7 @@ describe('interpolation', () => {
       servers: { a: { args: ['x', '${MISSING}'], env: { K: '${K}' }, n: 3, b: true, z: null } },
     };
     const snapshot = structuredClone(input);
-    const result = interpolate(input, { K: 'k' });
+    const result = interpolate(input, { env: { K: 'k' } });
     expect(result.value).toEqual({
       servers: { a: { args: ['x', ''], env: { K: 'k' }, n: 3, b: true, z: null } },
     });
@@ -156,7 +156,7 @@ describe('interpolation', () => {
 
   it('keeps a "__proto__" key as data', () => {
     const input = JSON.parse('{"__proto__": {"polluted": "${X}"}}') as unknown;
-    const result = interpolate(input, { X: 'yes' });
+    const result = interpolate(input, { env: { X: 'yes' } });
     expect(Object.hasOwn(result.value as object, '__proto__')).toBe(true);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   });
