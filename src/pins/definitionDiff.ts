@@ -14,7 +14,8 @@ export function describeChanges(before: PinnedDefinition | undefined, after: Pin
   for (const field of PINNED_FIELDS) {
     const old = before?.[field];
     const now = after[field];
-    if (same(old, now)) continue;
+    // A new tool's name is in the heading already.
+    if (same(old, now) || (before === undefined && field === 'name')) continue;
     lines.push(`${field}:${summary(old, now)}`);
     lines.push(...fieldLines(field, old, now).map((line) => `  ${line}`));
   }

@@ -64,8 +64,6 @@ describe('describeChanges', () => {
     expect(
       describeChanges(undefined, { name: 'x', description: 'Does x.', inputSchema: { type: 'object' } }),
     ).toEqual([
-      'name: (added)',
-      '  + x',
       'description: (added)',
       '  + Does x.',
       'inputSchema: (added)',
