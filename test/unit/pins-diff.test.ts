@@ -63,12 +63,7 @@ describe('describeChanges', () => {
   it('shows a new tool (no pin) whole, and added or removed fields as such', () => {
     expect(
       describeChanges(undefined, { name: 'x', description: 'Does x.', inputSchema: { type: 'object' } }),
-    ).toEqual([
-      'description: (added)',
-      '  + Does x.',
-      'inputSchema: (added)',
-      '  type added: "object"',
-    ]);
+    ).toEqual(['description: (added)', '  + Does x.', 'inputSchema: (added)', '  type added: "object"']);
     const { annotations: _a, ...without } = before;
     expect(describeChanges(before, { ...without, title: 'Read' })).toEqual([
       'title: (added)',
