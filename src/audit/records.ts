@@ -229,8 +229,8 @@ export interface PolicyRejectEvent extends GatewayEventBase {
 export interface ToolPinnedEvent extends GatewayEventBase {
   type: 'tool_pinned';
   server: string;
-  /** The upstream's own tool name. */
-  tool: string;
+  /** The upstream's own tool name (pins do not depend on the exposed name, which config can change). */
+  upstreamTool: string;
   /** SHA-256 of the pinned definition. */
   sha256: string;
   how: 'new' | 'accepted';
@@ -244,7 +244,7 @@ export interface ToolChangedEvent extends GatewayEventBase {
   type: 'tool_changed';
   server: string;
   /** The upstream's own tool name. */
-  tool: string;
+  upstreamTool: string;
   /** The pinned hash; null when the tool has no pin. */
   old: string | null;
   /** The hash of the definition as listed now. */

@@ -162,7 +162,13 @@ export class PinGuard {
       this.options.logger.info(
         `pinned tool "${tool}" of server "${server}" (sha256 ${pin.sha256.slice(0, 12)})`,
       );
-      this.options.record({ type: 'tool_pinned', server, tool, sha256: pin.sha256, how: 'new' });
+      this.options.record({
+        type: 'tool_pinned',
+        server,
+        upstreamTool: tool,
+        sha256: pin.sha256,
+        how: 'new',
+      });
     }
   }
 
@@ -194,7 +200,7 @@ export class PinGuard {
     this.options.record({
       type: 'tool_changed',
       server,
-      tool: review.tool,
+      upstreamTool: review.tool,
       old: pin?.sha256 ?? null,
       new: review.sha256,
       fields,
@@ -221,7 +227,7 @@ export class PinGuard {
       this.options.record({
         type: 'tool_pinned',
         server,
-        tool: review.tool,
+        upstreamTool: review.tool,
         sha256: review.sha256,
         how: 'accepted',
       });

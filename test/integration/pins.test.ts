@@ -80,7 +80,7 @@ describe('pins, onChange: block', () => {
     expect(pins.pins['fx']?.['echo']?.definition.description).toBe(ORIGINAL);
     expect(statSync(pinsFile).mode & 0o777).toBe(0o600);
     expect(audit()).toContainEqual(
-      expect.objectContaining({ type: 'tool_pinned', server: 'fx', tool: 'echo', how: 'new' }),
+      expect.objectContaining({ type: 'tool_pinned', server: 'fx', upstreamTool: 'echo', how: 'new' }),
     );
 
     // The server changes the description behind the user's back.
@@ -107,7 +107,7 @@ describe('pins, onChange: block', () => {
       expect.objectContaining({
         type: 'tool_changed',
         server: 'fx',
-        tool: 'echo',
+        upstreamTool: 'echo',
         old: pins.pins['fx']?.['echo']?.sha256,
         fields: ['description'],
         action: 'block',
@@ -176,7 +176,7 @@ describe('pins, onChange: block', () => {
     await host.close();
     host = undefined;
     expect(audit()).toContainEqual(
-      expect.objectContaining({ type: 'tool_changed', tool: 'echo', action: 'block' }),
+      expect.objectContaining({ type: 'tool_changed', upstreamTool: 'echo', action: 'block' }),
     );
   });
 });
@@ -195,7 +195,7 @@ describe('pins, other settings', () => {
     await host.close();
     host = undefined;
     expect(audit()).toContainEqual(
-      expect.objectContaining({ type: 'tool_changed', tool: 'echo', action: 'warn' }),
+      expect.objectContaining({ type: 'tool_changed', upstreamTool: 'echo', action: 'warn' }),
     );
   });
 

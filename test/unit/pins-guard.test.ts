@@ -76,8 +76,8 @@ describe('PinGuard', () => {
       definition: echo,
     });
     expect(events).toEqual([
-      { type: 'tool_pinned', server: 'fx', tool: 'echo', sha256: definitionHash(echo), how: 'new' },
-      { type: 'tool_pinned', server: 'fx', tool: 'add', sha256: definitionHash(add), how: 'new' },
+      { type: 'tool_pinned', server: 'fx', upstreamTool: 'echo', sha256: definitionHash(echo), how: 'new' },
+      { type: 'tool_pinned', server: 'fx', upstreamTool: 'add', sha256: definitionHash(add), how: 'new' },
     ]);
     expect(logs).toContain(
       `info: pinned tool "echo" of server "fx" (sha256 ${definitionHash(echo).slice(0, 12)})`,
@@ -100,7 +100,7 @@ describe('PinGuard', () => {
     expect(events).toContainEqual({
       type: 'tool_changed',
       server: 'fx',
-      tool: 'echo',
+      upstreamTool: 'echo',
       old: definitionHash(echo),
       new: definitionHash(pulled),
       fields: ['description'],
@@ -172,7 +172,7 @@ describe('PinGuard', () => {
     expect(events.at(-1)).toEqual({
       type: 'tool_pinned',
       server: 'fx',
-      tool: 'echo',
+      upstreamTool: 'echo',
       sha256: definitionHash(pulled),
       how: 'accepted',
     });
