@@ -274,3 +274,32 @@ describe('the pins stage', () => {
     expect(reached).toBe(true);
   });
 });
+
+describe('the call pipeline with and without pins', () => {
+  it('has a pins stage, right inside audit, only when the config has pins:', async () => {
+    const { buildPipelineStages } = await import('../../src/gateway.js');
+    const { parseConfigText } = await import('../../src/config/load.js');
+    const { createPolicyEngine } = await import('../../src/policy/index.js');
+    const base = 'audit: { file: a.jsonl }\nservers:\n  fx: { command: x }\n';
+    const stagesOf = (text: string, pins?: PinGuard) => {
+      const { config } = parseConfigText(text, { file: '/srv/proxy.config.yaml', env: {} });
+      const logger = { error() {}, warn() {}, info() {}, debug() {}, child: () => logger } as Logger;
+      return buildPipelineStages({
+        config,
+        logger,
+        engine: () => createPolicyEngine({ files: [] } as never),
+        askHost: () => undefined,
+        redact: (v) => v,
+        audit: { log: {} as never, config: config.audit!, session: 's', client: () => undefined },
+        ...(pins && { pins }),
+      }).map((stage) => stage.name);
+    };
+    expect(stagesOf(base)).not.toContain('pins');
+    const { make } = setup();
+    expect(stagesOf(`pins: { file: p.json }\n${base}`, make()).slice(0, 3)).toEqual([
+      'audit',
+      'pins',
+      'policy',
+    ]);
+  });
+});
