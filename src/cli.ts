@@ -12,6 +12,7 @@ import type { LoadedConfig } from './config/load.js';
 import type { Redactor } from './audit/redact.js';
 import { ConfigError, formatConfigIssue, WardenError, type ConfigIssue } from './errors.js';
 import type { PolicySet } from './policy/index.js';
+import type { PinSet } from './pins/pinFile.js';
 import type { WinstonLogger } from './logging/logger.js';
 
 // Every other module is imported where it is needed (issue 7): `--version` loads none of them,
@@ -25,6 +26,12 @@ const USAGE = `Usage:
                    [--json]           ... as JSON
   mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
                                       which policy rule decides a call of TOOL (an exposed name), and why
+  mcp-warden pins diff --config FILE [SERVER[/TOOL] ...]
+                                      start the upstreams and show each tool that differs from its pin;
+                                      exit 1 if any does
+  mcp-warden pins accept --config FILE [SERVER[/TOOL] ...]
+                                      pin the current definitions of those tools (all when none given)
+  mcp-warden pins list --config FILE  what the pins file holds (no upstreams started)
   mcp-warden audit verify FILE        check an audit log's hash chain (rotated files included)
   mcp-warden audit summary FILE       calls per tool, denials, errors, p50/p95 duration
   mcp-warden --version | --help
@@ -111,6 +118,19 @@ async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
   }
 }
 
+/** The config's pins file as read now (missing: no pins), or an exit naming its problems. */
+async function loadPinsFile(config: WardenConfig): Promise<{ pins: PinSet; text: string | undefined }> {
+  if (config.pins === undefined)
+    fail(`${config.file} has no pins: section; add one, e.g.\n  pins:\n    file: ./tool-pins.json`);
+  const { readPinFile } = await import('./pins/pinFile.js');
+  try {
+    return readPinFile(config.pins.file);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`invalid pins file:\n${error.message}`);
+    throw error;
+  }
+}
+
 /** One line per config warning, as the subcommands print them (stdout for `check`, else stderr). */
 function warningLines(warnings: readonly ConfigIssue[]): string {
   return warnings.map((warning) => `warning: ${formatConfigIssue(warning)}\n`).join('');
@@ -118,6 +138,8 @@ function warningLines(warnings: readonly ConfigIssue[]): string {
 
 async function serve(file: string | undefined): Promise<void> {
   const { config, redactor, warnings } = await loadConfigFile(file);
+  // Like an invalid config, an invalid pins file stops us before any server is started.
+  const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
   // gateway's modules while they boot. Should a policy file be invalid, they are killed with
   // the exit that reports it, before any of them was spoken to.
@@ -193,6 +215,7 @@ async function serve(file: string | undefined): Promise<void> {
     version: version(),
     early,
     ...(audit && { audit }),
+    ...(pins && { pins }),
   });
 
   let exiting = false;
@@ -236,6 +259,41 @@ async function closeLogger(logger: WinstonLogger): Promise<void> {
   await Promise.race([logger.close(), new Promise((r) => setTimeout(r, 500).unref())]);
 }
 
+/** `mcp-warden pins diff|accept|list`: exit 0 when all matches (or was pinned), 1 when not. */
+async function pinsCommand(sub: 'diff' | 'accept' | 'list', configFile: string | undefined, args: string[]) {
+  const { config, warnings } = await loadConfigFile(configFile);
+  process.stderr.write(warningLines(warnings));
+  const { pins } = await loadPinsFile(config);
+  const settings = config.pins!;
+  const commands = await import('./commands/pins.js');
+  if (sub === 'list') return print(commands.formatPinList(pins, settings.file));
+  const selectors = commands.parseSelectors(args, config);
+  const { createLogger } = await import('./logging/logger.js');
+  const logger = createLogger({ level: 'warn' });
+  let comparison;
+  try {
+    comparison = await commands.comparePins({ config, pins, selectors, logger, version: version() });
+  } finally {
+    await closeLogger(logger);
+  }
+  await print(commands.formatDiff(comparison, { configFile: config.file, acceptHint: sub === 'diff' }));
+  if (sub === 'diff') process.exit(commands.differs(comparison) ? 1 : 0);
+  let acceptance;
+  try {
+    acceptance = commands.acceptPins(comparison, settings);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`invalid pins file:\n${error.message}`);
+    fail(`cannot write the pins file ${settings.file}: ${(error as Error).message}`, 1);
+  }
+  await print(commands.formatAcceptance(acceptance, settings.file));
+  process.exit(comparison.unavailable.length > 0 || acceptance.unpinnable.length > 0 ? 1 : 0);
+}
+
+/** Writes to stdout and waits until it is handed to the OS: a report can be long, and we exit next. */
+function print(text: string): Promise<void> {
+  return new Promise((resolve) => process.stdout.write(text, () => resolve()));
+}
+
 async function main(argv: string[]): Promise<void> {
   let parsed;
   try {
@@ -273,6 +331,7 @@ async function main(argv: string[]): Promise<void> {
     case 'check': {
       noMore(rest);
       const { config, policies, warnings } = await load(values.config);
+      if (config.pins !== undefined) await loadPinsFile(config);
       const enabled = config.servers.filter((s) => !s.disabled).length;
       const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
       const policyText =
@@ -351,6 +410,17 @@ async function main(argv: string[]): Promise<void> {
         await closeLogger(logger);
       }
       return;
+    }
+    case 'pins': {
+      const [sub, ...selectorArgs] = rest;
+      if (sub !== 'diff' && sub !== 'accept' && sub !== 'list')
+        fail(`usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]\n\n${USAGE}`);
+      if (sub === 'list') noMore(selectorArgs);
+      return pinsCommand(sub, values.config, selectorArgs).catch((error: unknown) => {
+        // A SERVER[/TOOL] argument that names nothing: usage, like an unknown command.
+        if (error instanceof WardenError && error.code === 'INVALID_PARAMS') fail(error.message);
+        throw error;
+      });
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;

@@ -17,6 +17,7 @@ export type WardenErrorCode =
   | 'CALL_CANCELLED'
   | 'QUEUE_FULL'
   | 'DENIED'
+  | 'TOOL_CHANGED'
   | 'INTERNAL';
 
 export interface WardenErrorOptions {
@@ -177,5 +178,21 @@ export class DeniedError extends WardenError {
   constructor(message: string, ruleId: string | null) {
     super('DENIED', message);
     this.ruleId = ruleId;
+  }
+}
+
+/**
+ * The tool's definition no longer matches its pin (or it has none yet, under `pins.onNew:
+ * block`), and `pins.onChange` is `block`: the call was not run. Answered as an `isError` result
+ * whose message names the change and the command that reviews and accepts it.
+ */
+export class ToolChangedError extends WardenError {
+  readonly server: string;
+  readonly tool: string;
+
+  constructor(server: string, tool: string, message: string) {
+    super('TOOL_CHANGED', message);
+    this.server = server;
+    this.tool = tool;
   }
 }

@@ -6,7 +6,8 @@ import { HostRequester } from './hostRequester.js';
 import type { WardenConfig } from './config/types.js';
 import type { Logger } from './logging/logger.js';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { AuditLog } from './audit/auditWriter.js';
 import type { LifecycleEvent } from './audit/records.js';
 import { sha256Hex } from './audit/chain.js';
@@ -15,7 +16,11 @@ import { hiddenByPolicy } from './policy/toolVisibility.js';
 import { createAuditInterceptor, type AuditInterceptorOptions } from './interceptors/audit.js';
 import { createConcurrencyLimitInterceptor } from './interceptors/concurrencyLimit.js';
 import { createConfirmationInterceptor, type ConfirmationOptions } from './interceptors/confirmation.js';
+import { createPinInterceptor } from './interceptors/pins.js';
 import { createPolicyInterceptor } from './interceptors/policy.js';
+import { PinGuard } from './pins/pinGuard.js';
+import { readPinFile, type PinSet } from './pins/pinFile.js';
+import { watchFiles } from './util/watchFiles.js';
 import { createPolicyEngine, type PolicyEngine, type PolicySet } from './policy/index.js';
 import { watchPolicies } from './policy/policyWatcher.js';
 import { createResultRepairInterceptor } from './interceptors/resultRepair.js';
@@ -50,6 +55,11 @@ export interface GatewayOptions {
   readonly shutdownGraceMs?: number;
   /** Upstream processes already spawned for this config (`spawnEarly`), to be taken over. */
   readonly early?: EarlyStart;
+  /**
+   * The pins file as read at start, when the config has `pins:` (the CLI refuses to start with
+   * an invalid one). Absent: the gateway reads it itself.
+   */
+  readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
 }
 
 export interface Gateway {
@@ -73,6 +83,8 @@ export interface PipelineDependencies {
   readonly redact: (value: unknown) => unknown;
   /** Present when the config has `audit:`. */
   readonly audit?: Omit<AuditInterceptorOptions, 'logger'>;
+  /** Present when the config has `pins:`: the guard that knows which tools are blocked. */
+  readonly pins?: PinGuard;
 }
 
 /**
@@ -85,6 +97,7 @@ export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
   const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   return orderStages({
     ...(deps.audit && { audit: createAuditInterceptor({ ...deps.audit, logger }) }),
+    ...(deps.pins && { pins: createPinInterceptor({ refusal: deps.pins.refusal.bind(deps.pins) }) }),
     policy: createPolicyInterceptor({
       engine: deps.engine,
       trusted: (server) => trusted.get(server) ?? false,
@@ -130,7 +143,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
   let engine = createPolicyEngine(options.policies);
-  const hidden = hiddenByPolicy(() => engine, config.servers);
+  const pins =
+    config.pins &&
+    new PinGuard({
+      settings: config.pins,
+      configFile: config.file,
+      servers: config.servers,
+      initial: options.pins ?? readPinFile(config.pins.file),
+      logger,
+      record: (event) => record({ ...event, session }),
+    });
+  const hiddenForPolicy = hiddenByPolicy(() => engine, config.servers);
+  // A tool blocked by its pin is left out of the list like one the policy always denies.
+  const hidden =
+    pins === undefined
+      ? hiddenForPolicy
+      : (server: string, tool: Tool) => pins.isBlocked(server, tool.name) || hiddenForPolicy(server, tool);
   const { redactor } = options;
   const pool: UpstreamPool = new UpstreamPool({
     config,
@@ -140,7 +168,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The callbacks run only once upstreams start, which is after `router` below exists.
     clientCapabilities: () => router.clientCapabilitiesForUpstreams(),
     onReady: (upstream) => router.upstreamReady(upstream),
-    onListsChanged: (_upstream, kinds) => {
+    onListsChanged: (upstream, kinds) => {
+      // Before the catalog is rebuilt, so a changed tool is never listed, not even for a moment.
+      if (pins !== undefined && kinds.includes('tools')) pins.review(upstream);
       const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { hidden });
       if (changed.length > 0) router.listsChanged(changed);
     },
@@ -154,6 +184,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     engine: () => engine,
     askHost: (params, signal) => router.askHost(params, signal),
     redact: (value) => redactor.redactValue(value),
+    ...(pins && { pins }),
     ...(audit &&
       config.audit && {
         audit: { log: audit, config: config.audit, session, client: () => router.hostInfo },
@@ -182,6 +213,20 @@ export function createGateway(options: GatewayOptions): Gateway {
             });
           },
         });
+  const pinsWatcher =
+    pins &&
+    config.pins &&
+    watchPinsFile(config.pins.file, {
+      // An accepted (or edited) pin: review every upstream's tools again; a tool that matches
+      // its pin now is listed again, and the host is told the list changed.
+      onChange: () => {
+        if (!pins.reload()) return;
+        for (const upstream of pool.upstreams) pins.review(upstream);
+        const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
+        if (changed.length > 0) router.listsChanged(changed);
+      },
+      onError: (message) => logger.error(message),
+    });
   const router = new Router({
     host,
     tools,
@@ -236,6 +281,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         // Calls about to finish get a moment; then stopping the upstreams fails the rest at
         // once, which the router answers, so every request still gets a response.
         watcher?.close();
+        pinsWatcher?.close();
         const drained = router.drain();
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
         await pool.stop();
@@ -259,6 +305,20 @@ function fileSha256(file: string): string {
   } catch {
     return 'unreadable';
   }
+}
+
+/**
+ * Watches the pins file for acceptances made while serving (`mcp-warden pins accept`). Its folder
+ * is created first: the file itself appears only when the first pin is written, and a folder
+ * that does not exist cannot be watched.
+ */
+function watchPinsFile(file: string, handlers: { onChange: () => void; onError: (message: string) => void }) {
+  try {
+    mkdirSync(path.dirname(file), { recursive: true });
+  } catch {
+    // Watching reports it.
+  }
+  return watchFiles({ files: [file], what: 'pins file changes', ...handlers });
 }
 
 function delay(ms: number): Promise<void> {

@@ -105,6 +105,12 @@ export interface CallEvent extends GatewayEventBase {
   /** The call's arguments after redaction; absent when the host sent none. */
   args?: unknown;
   decision: Decision;
+  /**
+   * Set when the call was refused because the tool's definition is not the one pinned:
+   * `changed` (differs from its pin), `new` (no pin yet, `pins.onNew: block`) or `unpinnable`
+   * (nested too deeply to pin). `decision` is then `deny` with no rule: the policy was not asked.
+   */
+  pin?: 'changed' | 'new' | 'unpinnable';
   outcome: CallOutcome;
   /** Milliseconds from the call's arrival at the gateway to its answer, human waits included. */
   ms: number;
@@ -216,6 +222,40 @@ export interface PolicyRejectEvent extends GatewayEventBase {
 }
 
 /**
+ * A tool's definition was pinned: seen for the first time under `pins.onNew: pin` (`how: new`),
+ * or found pinned anew in the pins file after the gateway had flagged it (`how: accepted`, by
+ * `mcp-warden pins accept`).
+ */
+export interface ToolPinnedEvent extends GatewayEventBase {
+  type: 'tool_pinned';
+  server: string;
+  /** The upstream's own tool name (pins do not depend on the exposed name, which config can change). */
+  upstreamTool: string;
+  /** SHA-256 of the pinned definition. */
+  sha256: string;
+  how: 'new' | 'accepted';
+}
+
+/**
+ * A tool's definition does not match its pin, or it has none and `pins.onNew` is `block`.
+ * Written once per gateway run for each definition seen, not at every re-listing.
+ */
+export interface ToolChangedEvent extends GatewayEventBase {
+  type: 'tool_changed';
+  server: string;
+  /** The upstream's own tool name. */
+  upstreamTool: string;
+  /** The pinned hash; null when the tool has no pin. */
+  old: string | null;
+  /** The hash of the definition as listed now. */
+  new: string;
+  /** The pinned fields that differ; for a tool without a pin, every field it has. */
+  fields: string[];
+  /** `block`: unlisted and refused until accepted; `warn`: still served. */
+  action: 'block' | 'warn';
+}
+
+/**
  * Written by the audit writer itself, first thing after writing works again: records that
  * could not be written in between (disk full, permissions) are counted here, so the loss is
  * visible in the chain instead of silent.
@@ -240,7 +280,9 @@ export type LifecycleEvent =
   | ConfigLoadEvent
   | ConfigRejectEvent
   | PolicyLoadEvent
-  | PolicyRejectEvent;
+  | PolicyRejectEvent
+  | ToolPinnedEvent
+  | ToolChangedEvent;
 
 /** What callers append. */
 export type AuditEvent = CallEvent | LifecycleEvent;

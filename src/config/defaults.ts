@@ -4,7 +4,7 @@
  * a unit test keeps the two in agreement.
  */
 import { deepFreeze } from './freeze.js';
-import type { AuditConfig, ConfirmationConfig, GatewayConfig } from './types.js';
+import type { AuditConfig, ConfirmationConfig, GatewayConfig, PinsConfig } from './types.js';
 
 export const DEFAULTS = deepFreeze({
   /** The whole `gateway:` section when the file omits it (no log file: logs go to stderr only). */
@@ -86,6 +86,14 @@ export const DEFAULTS = deepFreeze({
     /** Only the built-in secret keys and patterns. */
     redact: { keys: [], patterns: [] },
   } satisfies Omit<AuditConfig, 'file'>,
+
+  /** The `pins:` section's keys when it is present; `file` is required there and has no default. */
+  pins: {
+    /** A definition that changed after it was approved is an attack until a person says otherwise. */
+    onChange: 'block',
+    /** Trust on first use: a new server's tools work at once, and are held to what was first seen. */
+    onNew: 'pin',
+  } satisfies Omit<PinsConfig, 'file'>,
 
   /** Per-server settings when the server's entry omits them. */
   server: {

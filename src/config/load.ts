@@ -33,6 +33,7 @@ import type {
   GatewayConfig,
   HttpServerConfig,
   LogConfig,
+  PinsConfig,
   RepairConfig,
   ServerConfig,
   StdioServerConfig,
@@ -134,12 +135,14 @@ type Data = Readonly<Record<string, unknown>>;
 function normalize(data: Data, ctx: Context): WardenConfig {
   const inherited = normalizeGateway(data, ctx);
   const audit = normalizeAudit(data, ctx, inherited.gateway);
+  const pins = normalizePins(data, ctx);
   return {
     file: ctx.file,
     gateway: inherited.gateway,
     policies: normalizePolicies(data, ctx),
     confirmation: normalizeConfirmation(data, ctx),
     ...(audit === undefined ? {} : { audit }),
+    ...(pins === undefined ? {} : { pins }),
     servers: normalizeServers(data, ctx, inherited),
   };
 }
@@ -309,6 +312,20 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
       keys: redact['keys'] === undefined ? [...defaults.redact.keys] : strings(redact['keys']),
       patterns: redact['patterns'] === undefined ? [...defaults.redact.patterns] : strings(patterns),
     },
+  };
+}
+
+/** The `pins:` section, or undefined when the file has none (tool definitions are not pinned). */
+function normalizePins(data: Data, ctx: Context): PinsConfig | undefined {
+  const section = asRecord(data['pins']);
+  if (section === undefined) return undefined; // absent, or not a mapping (the schema has said so)
+  const defaults = DEFAULTS.pins;
+  const written = nonEmptyString(section['file']);
+  const { onChange, onNew } = section;
+  return {
+    file: written === undefined ? '' : path.resolve(ctx.dir, written),
+    onChange: onChange === 'block' || onChange === 'warn' ? onChange : defaults.onChange,
+    onNew: onNew === 'pin' || onNew === 'block' ? onNew : defaults.onNew,
   };
 }
 

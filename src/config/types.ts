@@ -182,6 +182,25 @@ export interface AuditConfig {
   readonly redact: { readonly keys: readonly string[]; readonly patterns: readonly string[] };
 }
 
+/**
+ * Pinning of tool definitions (see README "Pinning tool definitions"). Absent when the config has
+ * no `pins:` section: nothing is pinned or checked, and calls take no extra step.
+ */
+export interface PinsConfig {
+  /** Absolute path of the pins file (JSON); created on first use. */
+  readonly file: string;
+  /**
+   * A tool whose definition differs from its pin: `block` leaves it out of `tools/list` and
+   * refuses its calls until the change is accepted; `warn` serves it and warns. Default `block`.
+   */
+  readonly onChange: 'block' | 'warn';
+  /**
+   * A tool without a pin: `pin` pins it on first sight (trust on first use); `block` treats it
+   * like a changed tool under `block` until it is accepted. Default `pin`.
+   */
+  readonly onNew: 'pin' | 'block';
+}
+
 export interface WardenConfig {
   /** Absolute path of the file this came from. */
   readonly file: string;
@@ -190,6 +209,7 @@ export interface WardenConfig {
   readonly policies: readonly string[];
   readonly confirmation: ConfirmationConfig;
   readonly audit?: AuditConfig;
+  readonly pins?: PinsConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
 }

@@ -25,6 +25,7 @@ function outcomeOf(error: unknown): CallOutcome {
   if (!(error instanceof WardenError)) return 'internal_error';
   switch (error.code) {
     case 'DENIED':
+    case 'TOOL_CHANGED':
       return 'denied';
     case 'CALL_TIMEOUT':
       return 'timeout';
@@ -98,6 +99,7 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
       upstreamTool: call.tool,
       args: call.arguments,
       decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
+      pin: call.record.pin,
       outcome,
       ms: Math.round(ms * 1000) / 1000,
       repairs: call.record.repairs,

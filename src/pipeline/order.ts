@@ -2,18 +2,21 @@ import type { Interceptor } from './types.js';
 
 /**
  * The stages of the `tools/call` pipeline, outermost first. This is the one place the order is
- * written (ARCHITECTURE "The flow"); `test/unit/pipelineOrder.test.ts` pins it.
+ * written (ARCHITECTURE "The flow"); `test/unit/pipeline.test.ts` pins it.
  *
  * 1. audit: outermost, so it sees every outcome (denials and timeouts included) and the duration.
- * 2. policy: cheap and deterministic; deny before bothering a human.
- * 3. confirmation: only for calls the policy marked `confirm`; outside the timeout, so a human's
+ * 2. pins: a tool whose definition changed since it was pinned is refused before anything judges
+ *    a call by that definition (the policy reads its annotations; confirmation shows it to a human).
+ * 3. policy: cheap and deterministic; deny before bothering a human.
+ * 4. confirmation: only for calls the policy marked `confirm`; outside the timeout, so a human's
  *    wait does not count against the tool's limit.
- * 4. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
- * 5. resultRepair: everything outside sees repaired results.
- * 6. concurrencyLimit: innermost, so a slot is held only while the upstream works.
+ * 5. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
+ * 6. resultRepair: everything outside sees repaired results.
+ * 7. concurrencyLimit: innermost, so a slot is held only while the upstream works.
  */
 export const STAGE_ORDER = [
   'audit',
+  'pins',
   'policy',
   'confirmation',
   'timeout',

@@ -45,6 +45,8 @@ export type ConfirmedBy = 'elicitation' | 'command' | 'remembered';
 export interface CallRecord {
   /** Result repairs applied (resultRepair). */
   repairs: string[];
+  /** Why the pins stage refused the call (src/pins/pinDecision.ts `PinStatus`); absent when it did not. */
+  pin?: 'changed' | 'new' | 'unpinnable';
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
     effect: Decision['effect'];

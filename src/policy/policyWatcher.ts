@@ -1,6 +1,5 @@
-import { watch, type FSWatcher } from 'node:fs';
-import path from 'node:path';
 import { describeError } from '../errors.js';
+import { watchFiles } from '../util/watchFiles.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
 import type { PolicySet } from './types.js';
@@ -20,17 +19,11 @@ export interface PolicyWatcher {
 }
 
 /**
- * Reloads the policy files when they change on disk (issue 5). Watches their folders, not the
- * files: editors and `mv` replace a file by renaming over it, which a watch on the old inode
- * never sees. Never falls back to allow-all: a bad version is reported and ignored.
+ * Reloads the policy files when they change on disk (issue 5), watching them as `watchFiles`
+ * does (their folders, so files replaced by renaming are seen). Never falls back to allow-all:
+ * a bad version is reported and ignored.
  */
 export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
-  const names = new Map<string, Set<string>>();
-  for (const file of options.files) {
-    const dir = path.dirname(file);
-    names.set(dir, (names.get(dir) ?? new Set()).add(path.basename(file)));
-  }
-  let timer: NodeJS.Timeout | undefined;
   let generation = 0;
   const reload = async () => {
     const mine = ++generation;
@@ -42,26 +35,11 @@ export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
       if (mine === generation) options.onReject(describeError(error));
     }
   };
-  const watchers: FSWatcher[] = [];
-  for (const [dir, files] of names) {
-    try {
-      const watcher = watch(dir, { persistent: false }, (_event, name) => {
-        if (name !== null && !files.has(name.toString())) return;
-        clearTimeout(timer);
-        timer = setTimeout(() => void reload(), options.debounceMs ?? 100);
-      });
-      watcher.on('error', (error) =>
-        options.onReject(`cannot watch ${dir} for policy changes: ${error.message}`),
-      );
-      watchers.push(watcher);
-    } catch (error) {
-      options.onReject(`cannot watch ${dir} for policy changes: ${describeError(error)}`);
-    }
-  }
-  return {
-    close() {
-      clearTimeout(timer);
-      for (const w of watchers) w.close();
-    },
-  };
+  return watchFiles({
+    files: options.files,
+    what: 'policy changes',
+    onChange: () => void reload(),
+    onError: options.onReject,
+    ...(options.debounceMs !== undefined && { debounceMs: options.debounceMs }),
+  });
 }

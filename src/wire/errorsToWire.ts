@@ -18,13 +18,15 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
   'CALL_CANCELLED',
   'QUEUE_FULL',
   'DENIED',
+  'TOOL_CHANGED',
 ]);
 
 /**
  * The one place errors become wire messages (ARCHITECTURE "Typed errors, one boundary"):
  * - the upstream's own JSON-RPC error → passed through unchanged, code and message;
  * - unknown tool, bad params → JSON-RPC -32602;
- * - upstream unavailable or failed, timeout, denial → `isError` result naming the problem;
+ * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned →
+ *   `isError` result naming the problem;
  * - anything else → -32603 with a generic message; details go to the log only.
  */
 export function errorToWire(error: unknown, logger: Logger): WireOutcome {

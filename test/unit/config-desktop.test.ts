@@ -114,7 +114,7 @@ describe('Claude Desktop shape (mcpServers, no servers): top-level keys that are
 });
 
 describe('files with servers: unknown top-level keys stay errors', () => {
-  const allowed = 'allowed keys are: gateway, policies, confirmation, audit, servers, mcpServers';
+  const allowed = 'allowed keys are: gateway, policies, confirmation, audit, pins, servers, mcpServers';
   it.each<[string, string, string[]]>([
     [
       'the native shape',

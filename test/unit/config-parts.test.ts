@@ -305,6 +305,9 @@ describe('schema/proxy.config.schema.json', () => {
     const redact = props(audit['redact']);
     expect(redact['keys']?.['default']).toEqual(a.redact.keys);
     expect(redact['patterns']?.['default']).toEqual(a.redact.patterns);
+    const pins = props(top['pins']);
+    expect(pins['onChange']?.['default']).toBe(DEFAULTS.pins.onChange);
+    expect(pins['onNew']?.['default']).toBe(DEFAULTS.pins.onNew);
   });
 
   it('checks the confirmation hook with the same rules as a stdio server', () => {

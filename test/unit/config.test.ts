@@ -206,6 +206,7 @@ describe('parseConfigText: valid configs', () => {
     // No hook, and no audit trail: absent, not `undefined`.
     expect(config.confirmation).not.toHaveProperty('command');
     expect(config).not.toHaveProperty('audit');
+    expect(config).not.toHaveProperty('pins');
     expect(config.gateway.log).not.toHaveProperty('file');
     expect(config.gateway.maxCallTimeoutMs).toBe(30 * 60_000);
     expect(config.gateway.repair).toEqual({
@@ -283,6 +284,20 @@ describe('parseConfigText: valid configs', () => {
       '  c: { type: streamable-http, url: "https://x.example/mcp" }',
     ].join('\n');
     expect(parse(text).servers.map((s) => s.transport)).toEqual(['stdio', 'http', 'http']);
+  });
+
+  it('reads pins: file relative to the config, onChange and onNew defaulted, frozen', () => {
+    const config = parse('pins:\n  file: ./trust/tool-pins.json\nservers:\n  a: { command: x }\n');
+    expect(config.pins).toEqual({
+      file: path.join(DIR, 'trust/tool-pins.json'),
+      onChange: 'block',
+      onNew: 'pin',
+    });
+    expect(Object.isFrozen(config.pins)).toBe(true);
+    const written = parse(
+      'pins: { file: /var/pins.json, onChange: warn, onNew: block }\nservers:\n  a: { command: x }\n',
+    );
+    expect(written.pins).toEqual({ file: '/var/pins.json', onChange: 'warn', onNew: 'block' });
   });
 
   it('returns a deeply frozen result (assignment throws in strict mode)', () => {
@@ -633,6 +648,21 @@ describe('parseConfigText: one problem, one exact message', () => {
       'redaction key without a letter or digit',
       'audit:\n  file: a.jsonl\n  redact: { keys: ["--"] }\nservers:\n  a: { command: x }\n',
       [`${F}:3:20: audit.redact.keys[0]: a key name needs at least one letter or digit`],
+    ],
+    [
+      'pins section without a file',
+      'pins:\n  onChange: warn\nservers:\n  a: { command: x }\n',
+      [`${F}:1:1: pins: missing required key "file"`],
+    ],
+    [
+      'bad pins onChange: lists the values and suggests one',
+      'pins: { file: pins.json, onChange: warning }\nservers:\n  a: { command: x }\n',
+      [`${F}:1:36: pins.onChange: expected one of "block", "warn", got "warning" (did you mean "warn"?)`],
+    ],
+    [
+      'misspelt pins key',
+      'pins: { file: pins.json, onChage: block }\nservers:\n  a: { command: x }\n',
+      [`${F}:1:26: pins.onChage: unknown key "onChage" (did you mean "onChange"?)`],
     ],
     [
       'empty policy path',

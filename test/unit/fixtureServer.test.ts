@@ -267,6 +267,28 @@ describe('fixture server', () => {
     expect(toolNames(await fixture.request('tools/list'))).toContain('late_tool');
   });
 
+  it('overrides definitions from --describe-from at every tools/list, and relist announces a change', async () => {
+    const file = join(dir, 'describe.json');
+    const fixture = spawnFixture(['--describe-from', file]);
+    await fixture.initialize();
+    const echoOf = async () =>
+      (
+        (await fixture.request('tools/list')).result.tools as {
+          name: string;
+          description?: string;
+          title?: string;
+        }[]
+      ).find((t) => t.name === 'echo');
+    expect((await echoOf())?.description).toBe('Returns its text argument unchanged.');
+    writeFileSync(file, JSON.stringify({ echo: { description: 'Echoes, and more.', title: 'Echo' } }));
+    expect(await echoOf()).toMatchObject({ description: 'Echoes, and more.', title: 'Echo' });
+    writeFileSync(file, JSON.stringify({ echo: { description: null } }));
+    expect(await echoOf()).not.toHaveProperty('description');
+    expect(textOf(await fixture.callTool('echo', { text: 'still echoes' }))).toBe('still echoes');
+    expect(textOf(await fixture.callTool('relist', {}))).toBe('relisted');
+    expect(fixture.unclaimed.some((m) => m.method === 'notifications/tools/list_changed')).toBe(true);
+  });
+
   it('serves resources with --resources, and notifies only subscribed ones', async () => {
     const fixture = spawnFixture(['--resources', '--name', 'res']);
     const init = await fixture.initialize();

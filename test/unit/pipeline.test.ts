@@ -33,9 +33,10 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is audit, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
+  it('is audit, pins, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
     expect(STAGE_ORDER).toEqual([
       'audit',
+      'pins',
       'policy',
       'confirmation',
       'timeout',
