@@ -13,6 +13,7 @@ import type { Redactor } from './audit/redact.js';
 import { ConfigError, formatConfigIssue, WardenError, type ConfigIssue } from './errors.js';
 import type { PolicySet } from './policy/index.js';
 import type { PinSet } from './pins/pinFile.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WinstonLogger } from './logging/logger.js';
 
 // Every other module is imported where it is needed (issue 7): `--version` loads none of them,
@@ -359,13 +360,35 @@ async function main(argv: string[]): Promise<void> {
         ]);
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
+      const byPolicy = hiddenByPolicy(() => engine, config.servers);
+      // What the host would see: tools the policy always denies are left out, and so are tools
+      // whose pin blocks them (changed since pinned, or new under onNew: block).
+      let byPins: ((server: string, tool: Tool) => boolean) | undefined;
+      if (config.pins !== undefined) {
+        const [{ blockedByPins }, { pins }] = await Promise.all([
+          import('./pins/pinDecision.js'),
+          loadPinsFile(config),
+        ]);
+        byPins = blockedByPins(pins, config.pins);
+      }
+      const blocked: string[] = [];
       const listing = await listCatalog({
         config,
         logger,
         version: version(),
-        // What the host would see: tools the policy always denies are left out.
-        hidden: hiddenByPolicy(() => engine, config.servers),
+        hidden: (server, tool) => {
+          if (byPolicy(server, tool)) return true;
+          if (byPins?.(server, tool) !== true) return false;
+          blocked.push(`${server}/${tool.name}`);
+          return true;
+        },
       });
+      const pinned = [...new Set(blocked)];
+      if (pinned.length > 0) {
+        process.stderr.write(
+          `mcp-warden: left out because their pin blocks them (review with mcp-warden pins diff): ${pinned.join(', ')}\n`,
+        );
+      }
       process.stdout.write(values.json ? `${JSON.stringify(listing, null, 2)}\n` : formatCatalog(listing));
       await closeLogger(logger);
       process.exit(listing.servers.some((s) => s.state === 'failed' || s.state === 'unavailable') ? 1 : 0);

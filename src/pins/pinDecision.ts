@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { PinsConfig } from '../config/types.js';
-import type { ToolPin } from './pinFile.js';
+import { pinOf, type PinSet, type ToolPin } from './pinFile.js';
 import {
   changedFields,
   definitionHash,
@@ -65,4 +65,18 @@ export function pinAction(status: PinStatus, settings: Pick<PinsConfig, 'onChang
     case 'unpinnable':
       return 'block';
   }
+}
+
+/**
+ * Whether the gateway would keep `tool` from the host because of its pin, judged from the pins
+ * file alone and without writing it: what `mcp-warden tools` needs to show the list a host would
+ * get. A tool the gateway would pin on first sight (`onNew: pin`) is served, so it counts as
+ * shown.
+ */
+export function blockedByPins(
+  pins: PinSet,
+  settings: Pick<PinsConfig, 'onChange' | 'onNew'>,
+): (server: string, tool: Tool) => boolean {
+  return (server, tool) =>
+    pinAction(reviewTool(tool, pinOf(pins, server, tool.name)).status, settings) === 'block';
 }

@@ -142,6 +142,29 @@ describe('pins, onChange: block', () => {
     expect(textOf(served)).toBe('hi');
   });
 
+  it('mcp-warden tools shows what a host would get: a tool its pin blocks is left out and named', async () => {
+    const { config, describe: redescribe } = setup();
+    // tools writes no pins: a tool seen for the first time would be pinned and served.
+    expect((await runCli(['pins', 'accept', '--config', config])).code).toBe(0);
+    const first = await runCli(['tools', '--config', config]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^fx__echo\s/m);
+
+    redescribe(PULLED);
+    const blocked = await runCli(['tools', '--config', config]);
+    expect(blocked.code).toBe(0);
+    expect(blocked.stdout).not.toMatch(/^fx__echo\s/m);
+    expect(blocked.stdout).toMatch(/^fx__add\s/m);
+    expect(blocked.stderr).toContain(
+      'left out because their pin blocks them (review with mcp-warden pins diff): fx/echo',
+    );
+
+    expect((await runCli(['pins', 'accept', '--config', config, 'fx/echo'])).code).toBe(0);
+    const accepted = await runCli(['tools', '--config', config]);
+    expect(accepted.stdout).toMatch(/^fx__echo\s/m);
+    expect(accepted.stderr).not.toContain('left out');
+  });
+
   it('an acceptance while the gateway runs relists the tool and tells the host', async () => {
     const { config, describe: redescribe } = setup();
     expect((await runCli(['pins', 'accept', '--config', config])).code).toBe(0); // pins everything
