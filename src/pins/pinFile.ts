@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '../errors.js';
-import { parseJsonText } from '../config/jsonSource.js';
+import { parseJsonText, type Locator } from '../config/jsonSource.js';
 import { unknownKeyMessage, describeValue } from '../config/schemaErrors.js';
 import { formatKeyPath } from '../config/yamlSource.js';
 import type { KeyPath } from '../config/interpolate.js';
@@ -69,14 +69,18 @@ export function newPin(definition: PinnedDefinition, now = new Date()): ToolPin 
  * is not a valid pins file.
  */
 export function readPinFile(file: string): { pins: PinSet; text: string | undefined } {
-  let text: string;
+  const text = readPinText(file);
+  return { pins: text === undefined ? NO_PINS : parsePinText(text, file), text };
+}
+
+/** The text of the pins file, undefined when there is none; `ConfigError` when it cannot be read. */
+export function readPinText(file: string): string | undefined {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { pins: NO_PINS, text: undefined };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigError([issue(file, 0, 0, [], `cannot read pins file: ${(error as Error).message}`)]);
   }
-  return { pins: parsePinText(text, file), text };
 }
 
 /** Parses and checks the text of a pins file; throws `ConfigError` listing every problem. */
@@ -91,9 +95,16 @@ export function parsePinText(text: string, file: string): PinSet {
     throw new ConfigError([issue(file, line, column, [], `not valid JSON: ${(error as Error).message}`)]);
   }
   // Positions of keys and values, for messages; absent for odd but valid JSON (duplicate keys).
-  const locator = parseJsonText(text)?.locator;
+  // Found only once there is a problem to place: locating every node of a large, valid file
+  // (10,000 tools make about 8 MiB) cost more time and memory than all the rest of reading it.
+  let locator: Locator | undefined;
+  let located = false;
   const problems: ConfigIssue[] = [];
   const report = (keyPath: KeyPath, message: string, at: 'key' | 'value' = 'value') => {
+    if (!located) {
+      located = true;
+      locator = parseJsonText(text)?.locator;
+    }
     const { line, column } = locator?.position(keyPath, at) ?? { line: 0, column: 0 };
     problems.push(issue(file, line, column, keyPath, message));
   };

@@ -5,7 +5,17 @@ import type { PinsConfig, ServerConfig } from '../config/types.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../logging/logger.js';
 import { pinAction, reviewTool, type PinStatus, type ToolReview } from './pinDecision.js';
-import { addPins, mergePins, newPin, pinOf, readPinFile, type PinEntry, type PinSet } from './pinFile.js';
+import {
+  addPins,
+  mergePins,
+  newPin,
+  NO_PINS,
+  parsePinText,
+  pinOf,
+  readPinText,
+  type PinEntry,
+  type PinSet,
+} from './pinFile.js';
 import { pinsCommand } from './reviewCommands.js';
 import { MAX_CANONICAL_DEPTH } from '../audit/canonical.js';
 
@@ -114,18 +124,22 @@ export class PinGuard {
    * (the pins in force stay); our own writes are recognised by their text and ignored.
    */
   reload(): boolean {
-    let read: ReturnType<typeof readPinFile>;
+    const { file } = this.options.settings;
+    let text: string | undefined;
+    let pins: PinSet;
     try {
-      read = readPinFile(this.options.settings.file);
+      text = readPinText(file);
+      // Compared before parsing: our own writes come back here too, and a large file is slow to check.
+      if (text === this.knownText) return false;
+      pins = text === undefined ? NO_PINS : parsePinText(text, file);
     } catch (error) {
       this.options.logger.error(
         `the pins file changed and cannot be used; the pins in force stay:\n${describeError(error)}`,
       );
       return false;
     }
-    if (read.text === this.knownText) return false;
-    this.pins = read.pins;
-    this.knownText = read.text;
+    this.pins = pins;
+    this.knownText = text;
     return true;
   }
 
