@@ -77,6 +77,15 @@ export function blockedByPins(
   pins: PinSet,
   settings: Pick<PinsConfig, 'onChange' | 'onNew'>,
 ): (server: string, tool: Tool) => boolean {
-  return (server, tool) =>
-    pinAction(reviewTool(tool, pinOf(pins, server, tool.name)).status, settings) === 'block';
+  // The catalog is rebuilt each time an upstream comes up and asks again about the same tools:
+  // each listed definition is hashed once.
+  const judged = new WeakMap<Tool, boolean>();
+  return (server, tool) => {
+    let blocked = judged.get(tool);
+    if (blocked === undefined) {
+      blocked = pinAction(reviewTool(tool, pinOf(pins, server, tool.name)).status, settings) === 'block';
+      judged.set(tool, blocked);
+    }
+    return blocked;
+  };
 }
