@@ -27,7 +27,9 @@ export default defineConfig({
             },
             {
               find: /^(?:\.\.?\/)+(?:policy\/)?conditionDialects\.js$/,
-              replacement: fileURLToPath(new URL('./dist/policy/conditionDialects.js', import.meta.url)),
+              replacement: fileURLToPath(
+                new URL('./dist/features/policy/conditionDialects.js', import.meta.url),
+              ),
             },
           ],
         },

@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 import standaloneModule from 'ajv/dist/standalone/index.js';
 import { createDocumentAjv } from '../dist/config/documentAjv.js';
 import { DOCUMENT_SCHEMAS, inlineRefs, readDocumentSchema } from '../dist/config/documentValidators.js';
-import { createConditionAjv } from '../dist/policy/conditionAjv.js';
-import { GENERATED_DIALECT_FILES, GENERATED_LISTS_FILE } from '../dist/policy/conditionDialects.js';
+import { createConditionAjv } from '../dist/features/policy/conditionAjv.js';
+import { GENERATED_DIALECT_FILES, GENERATED_LISTS_FILE } from '../dist/features/policy/conditionDialects.js';
 
 const standaloneCode = standaloneModule.default;
 const out = fileURLToPath(new URL('../dist/config/generated/', import.meta.url));
@@ -36,7 +36,7 @@ for (const [kind, { generated }] of Object.entries(DOCUMENT_SCHEMAS)) {
 
 // The meta-schemas are ajv's own and their patterns are fixed and simple, so they run on the
 // plain RegExp engine: the guarded one is for the patterns users write (argumentSchema.ts).
-const policyOut = fileURLToPath(new URL('../dist/policy/generated/', import.meta.url));
+const policyOut = fileURLToPath(new URL('../dist/features/policy/generated/', import.meta.url));
 mkdirSync(policyOut, { recursive: true });
 const lists = {};
 for (const [dialect, generated] of Object.entries(GENERATED_DIALECT_FILES)) {

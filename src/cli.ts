@@ -9,12 +9,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { WardenConfig } from './config/types.js';
 import type { LoadedConfig } from './config/load.js';
-import type { Redactor } from './audit/redact.js';
-import { ConfigError, formatConfigIssue, WardenError, type ConfigIssue } from './errors.js';
-import type { PolicySet } from './policy/index.js';
-import type { PinSet } from './pins/pinFile.js';
+import type { Redactor } from './features/audit/redact.js';
+import { ConfigError, formatConfigIssue, WardenError, type ConfigIssue } from './core/errors.js';
+import type { PolicySet } from './features/policy/index.js';
+import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { WinstonLogger } from './logging/logger.js';
+import type { WinstonLogger } from './core/logger.js';
 
 // Every other module is imported where it is needed (issue 7): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
@@ -75,7 +75,7 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
   const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
     import('./config/load.js'),
-    import('./audit/redact.js'),
+    import('./features/audit/redact.js'),
   ]);
   let loaded: LoadedConfig;
   try {
@@ -110,7 +110,7 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
 
 /** The config's policy files, or an exit with every problem found. */
 async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
-  const { loadPolicies } = await import('./policy/loadPolicies.js');
+  const { loadPolicies } = await import('./features/policy/loadPolicies.js');
   try {
     return await loadPolicies(config.policies);
   } catch (error) {
@@ -123,7 +123,7 @@ async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
 async function loadPinsFile(config: WardenConfig): Promise<{ pins: PinSet; text: string | undefined }> {
   if (config.pins === undefined)
     fail(`${config.file} has no pins: section; add one, e.g.\n  pins:\n    file: ./tool-pins.json`);
-  const { readPinFile } = await import('./pins/pinFile.js');
+  const { readPinFile } = await import('./features/pins/pinFile.js');
   try {
     return readPinFile(config.pins.file);
   } catch (error) {
@@ -144,7 +144,7 @@ async function serve(file: string | undefined): Promise<void> {
   // The config is valid: start the upstream processes now, and load the policies and the
   // gateway's modules while they boot. Should a policy file be invalid, they are killed with
   // the exit that reports it, before any of them was spoken to.
-  const { spawnEarly } = await import('./upstreams/earlySpawn.js');
+  const { spawnEarly } = await import('./core/upstreams/earlySpawn.js');
   const early = spawnEarly(config.servers);
   // Whatever happens, no child process outlives us (FIELD_NOTES "Availability"); the gateway's
   // pool keeps its children in this same set.
@@ -159,11 +159,11 @@ async function serve(file: string | undefined): Promise<void> {
     { RpcErrorCode, serializeMessage },
     { StreamTransport },
   ] = await Promise.all([
-    import('./audit/auditWriter.js'),
+    import('./features/audit/auditWriter.js'),
     import('./gateway.js'),
-    import('./logging/logger.js'),
-    import('./protocol/jsonRpc.js'),
-    import('./transports/streamTransport.js'),
+    import('./core/logger.js'),
+    import('./core/rpc/jsonRpc.js'),
+    import('./core/transports/streamTransport.js'),
   ]);
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
@@ -269,7 +269,7 @@ async function pinsCommand(sub: 'diff' | 'accept' | 'list', configFile: string |
   const commands = await import('./commands/pins.js');
   if (sub === 'list') return print(commands.formatPinList(pins, settings.file));
   const selectors = commands.parseSelectors(args, config);
-  const { createLogger } = await import('./logging/logger.js');
+  const { createLogger } = await import('./core/logger.js');
   const logger = createLogger({ level: 'warn' });
   let comparison;
   try {
@@ -353,9 +353,9 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(warningLines(warnings));
       const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =
         await Promise.all([
-          import('./logging/logger.js'),
-          import('./policy/engine.js'),
-          import('./policy/toolVisibility.js'),
+          import('./core/logger.js'),
+          import('./features/policy/engine.js'),
+          import('./features/policy/visibility.js'),
           import('./commands/tools.js'),
         ]);
       const logger = createLogger({ level: 'warn' });
@@ -366,7 +366,7 @@ async function main(argv: string[]): Promise<void> {
       let byPins: ((server: string, tool: Tool) => boolean) | undefined;
       if (config.pins !== undefined) {
         const [{ blockedByPins }, { pins }] = await Promise.all([
-          import('./pins/pinDecision.js'),
+          import('./features/pins/pinDecision.js'),
           loadPinsFile(config),
         ]);
         byPins = blockedByPins(pins, config.pins);
@@ -411,7 +411,7 @@ async function main(argv: string[]): Promise<void> {
       }
       const { config, policies, warnings } = await load(values.config);
       process.stderr.write(warningLines(warnings));
-      const { createLogger } = await import('./logging/logger.js');
+      const { createLogger } = await import('./core/logger.js');
       const logger = createLogger({ level: 'warn' });
       try {
         const { explainPolicy, formatExplanation } = await import('./commands/policyExplain.js');
@@ -452,12 +452,12 @@ async function main(argv: string[]): Promise<void> {
       noMore(extra);
       const base = path.resolve(file);
       if (sub === 'verify') {
-        const { formatVerifyResult, verifyAuditFiles } = await import('./audit/verify.js');
+        const { formatVerifyResult, verifyAuditFiles } = await import('./features/audit/verify.js');
         const result = verifyAuditFiles(base);
         process.stdout.write(`${formatVerifyResult(result)}\n`);
         process.exit(result.ok ? 0 : 1);
       }
-      const { formatSummary, summarizeAudit } = await import('./audit/summary.js');
+      const { formatSummary, summarizeAudit } = await import('./features/audit/summary.js');
       process.stdout.write(formatSummary(summarizeAudit(base)));
       return;
     }

@@ -1,12 +1,19 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { didYouMean } from '../config/didYouMean.js';
+import { didYouMean } from '../lib/didYouMean.js';
 import type { PinsConfig, WardenConfig } from '../config/types.js';
-import { WardenError } from '../errors.js';
-import type { Logger } from '../logging/logger.js';
-import { describeChanges } from '../pins/definitionDiff.js';
-import { reviewTool, type ToolReview } from '../pins/pinDecision.js';
-import { addPins, newPin, pinOf, type PinEntry, type PinSet, type ToolPin } from '../pins/pinFile.js';
-import { shellQuote, toolSelector } from '../pins/reviewCommands.js';
+import { WardenError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { describeChanges } from '../features/pins/definitionDiff.js';
+import { reviewTool, type ToolReview } from '../features/pins/pinDecision.js';
+import {
+  addPins,
+  newPin,
+  pinOf,
+  type PinEntry,
+  type PinSet,
+  type ToolPin,
+} from '../features/pins/pinFile.js';
+import { shellQuote, toolSelector } from '../features/pins/reviewCommands.js';
 import { collectTools, type CatalogListing } from './tools.js';
 
 /** `server` or `server/tool`, as the `pins` subcommands take them. */

@@ -1,8 +1,13 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WardenConfig } from '../config/types.js';
-import { WardenError } from '../errors.js';
-import type { Logger } from '../logging/logger.js';
-import { createPolicyEngine, readAnnotations, type Explanation, type PolicySet } from '../policy/index.js';
+import { WardenError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import {
+  createPolicyEngine,
+  readAnnotations,
+  type Explanation,
+  type PolicySet,
+} from '../features/policy/index.js';
 import { collectTools } from './tools.js';
 
 export interface ExplainRequest {

@@ -1,10 +1,10 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { rebuildCatalogs } from '../catalog/catalogs.js';
-import { NamedCatalog, type CatalogEntry } from '../catalog/namedCatalog.js';
+import { rebuildCatalogs } from '../core/catalog/catalogs.js';
+import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
 import type { WardenConfig } from '../config/types.js';
-import type { Logger } from '../logging/logger.js';
-import { UpstreamPool } from '../upstreams/upstreamPool.js';
-import type { UpstreamState } from '../upstreams/upstream.js';
+import type { Logger } from '../core/logger.js';
+import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
+import type { UpstreamState } from '../core/upstreams/upstream.js';
 
 export interface CatalogListing {
   readonly tools: readonly {

@@ -3,7 +3,7 @@
  * nowhere else. The JSON Schema repeats some of them as `default` annotations for editors;
  * a unit test keeps the two in agreement.
  */
-import { deepFreeze } from './freeze.js';
+import { deepFreeze } from '../lib/freeze.js';
 import type { AuditConfig, ConfirmationConfig, GatewayConfig, PinsConfig } from './types.js';
 
 export const DEFAULTS = deepFreeze({

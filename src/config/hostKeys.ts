@@ -14,7 +14,7 @@
  * a server entry may be what starts the server right (`arguments`, `workingDirectory`), so only
  * the keys listed here are let through.
  */
-import { didYouMean } from './didYouMean.js';
+import { didYouMean } from '../lib/didYouMean.js';
 import type { KeyPath } from './interpolate.js';
 import { TOP_LEVEL_KEYS } from './schema.js';
 import type { IssueList } from './yamlSource.js';

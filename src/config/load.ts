@@ -11,9 +11,9 @@
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
-import type { ConfigIssue } from '../errors.js';
+import type { ConfigIssue } from '../core/errors.js';
 import { readEnvFile } from './envFile.js';
-import { deepFreeze } from './freeze.js';
+import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';

@@ -8,7 +8,7 @@
  * rather than duplicated in code.
  */
 import type { ErrorObject } from 'ajv';
-import { didYouMean } from './didYouMean.js';
+import { didYouMean } from '../lib/didYouMean.js';
 import {
   documentSchemaUrl,
   documentValidator,

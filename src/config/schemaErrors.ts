@@ -4,7 +4,7 @@
  * named the way YAML users think of them. Moved here from schema.ts so policy files read the same.
  */
 import type { ErrorObject } from 'ajv';
-import { didYouMean } from './didYouMean.js';
+import { didYouMean } from '../lib/didYouMean.js';
 import type { KeyPath } from './interpolate.js';
 import { formatKeyPath } from './yamlSource.js';
 

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { Document, LineCounter, YAMLError } from 'yaml';
-import { ConfigError, type ConfigIssue } from '../errors.js';
+import { ConfigError, type ConfigIssue } from '../core/errors.js';
 import { describeValue } from './schemaErrors.js';
 import type { KeyPath } from './interpolate.js';
 import { parseJsonText, type Locator, type Position } from './jsonSource.js';

@@ -11,12 +11,12 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openAuditLog } from '../../src/audit/auditWriter.js';
-import { canonicalJson } from '../../src/audit/canonical.js';
-import { lineHashes, sealRecord } from '../../src/audit/chain.js';
-import { GENESIS_HASH, type CallEvent } from '../../src/audit/records.js';
-import { createRedactor } from '../../src/audit/redact.js';
-import { formatVerifyResult, verifyAuditFiles } from '../../src/audit/verify.js';
+import { openAuditLog } from '../../src/features/audit/auditWriter.js';
+import { canonicalJson } from '../../src/lib/canonicalJson.js';
+import { lineHashes, sealRecord } from '../../src/features/audit/chain.js';
+import { GENESIS_HASH, type CallEvent } from '../../src/core/events.js';
+import { createRedactor } from '../../src/features/audit/redact.js';
+import { formatVerifyResult, verifyAuditFiles } from '../../src/features/audit/verify.js';
 
 let dir: string;
 let file: string;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyAuditFiles } from '../../src/audit/verify.js';
+import { verifyAuditFiles } from '../../src/features/audit/verify.js';
 
 /*
  * Several processes appending to one audit file at once. Separate processes (not two logs in
@@ -20,9 +20,11 @@ let writerModule: string;
 beforeAll(() => {
   work = mkdtempSync(path.join(os.tmpdir(), 'warden-audit-mp-'));
   const sources = [
-    'src/errors.ts',
-    'src/repairs/safeRegExp.ts',
-    ...readdirSync(path.join(root, 'src/audit')).map((name) => `src/audit/${name}`),
+    'src/core/errors.ts',
+    'src/core/events.ts',
+    'src/lib/canonicalJson.ts',
+    'src/lib/schema/safeRegExp.ts',
+    ...readdirSync(path.join(root, 'src/features/audit')).map((name) => `src/features/audit/${name}`),
   ];
   for (const source of sources) {
     const { outputText } = ts.transpileModule(readFileSync(path.join(root, source), 'utf8'), {
@@ -33,7 +35,7 @@ beforeAll(() => {
     writeFileSync(target, outputText);
   }
   writeFileSync(path.join(work, 'lib', 'package.json'), '{"type":"module"}');
-  writerModule = pathToFileURL(path.join(work, 'lib/src/audit/auditWriter.js')).href;
+  writerModule = pathToFileURL(path.join(work, 'lib/src/features/audit/auditWriter.js')).href;
 });
 
 afterAll(() => {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canonicalJson } from '../../src/audit/canonical.js';
-import { RecordFields } from '../../src/audit/recordFields.js';
-import { createRedactor, type Redactor } from '../../src/audit/redact.js';
+import { canonicalJson } from '../../src/lib/canonicalJson.js';
+import { RecordFields } from '../../src/features/audit/recordFields.js';
+import { createRedactor, type Redactor } from '../../src/features/audit/redact.js';
 
 /*
  * RecordFields.members writes a record's fields member by member, remembering what repeats.

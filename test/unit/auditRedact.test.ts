@@ -5,7 +5,7 @@ import {
   keyWords,
   REDACTED,
   RedactorConfigError,
-} from '../../src/audit/redact.js';
+} from '../../src/features/audit/redact.js';
 
 // Realistic-looking but fake credentials, assembled so that no scanner mistakes this file for a leak.
 const GHP = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';

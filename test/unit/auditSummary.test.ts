@@ -2,9 +2,14 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openAuditLog } from '../../src/audit/auditWriter.js';
-import type { CallEvent, CallOutcome } from '../../src/audit/records.js';
-import { formatSummary, percentile, summarizeAudit, summarizeRecords } from '../../src/audit/summary.js';
+import { openAuditLog } from '../../src/features/audit/auditWriter.js';
+import type { CallEvent, CallOutcome } from '../../src/core/events.js';
+import {
+  formatSummary,
+  percentile,
+  summarizeAudit,
+  summarizeRecords,
+} from '../../src/features/audit/summary.js';
 
 let dir: string;
 let file: string;

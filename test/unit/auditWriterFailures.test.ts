@@ -12,10 +12,10 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AuditWriteError, openAuditLog, type AuditStatus } from '../../src/audit/auditWriter.js';
-import type { GatewayStartEvent } from '../../src/audit/records.js';
-import { verifyAuditFiles } from '../../src/audit/verify.js';
-import { WardenError } from '../../src/errors.js';
+import { AuditWriteError, openAuditLog, type AuditStatus } from '../../src/features/audit/auditWriter.js';
+import type { GatewayStartEvent } from '../../src/core/events.js';
+import { verifyAuditFiles } from '../../src/features/audit/verify.js';
+import { WardenError } from '../../src/core/errors.js';
 
 let dir: string;
 let file: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CrashLoopDetector, restartDelay } from '../../src/upstreams/backoff.js';
+import { CrashLoopDetector, restartDelay } from '../../src/core/upstreams/backoff.js';
 
 const config = { initialDelayMs: 500, maxDelayMs: 30_000, maxRestarts: 3, windowMs: 60_000 };
 

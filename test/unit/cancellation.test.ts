@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Cancellation } from '../../src/pipeline/cancellation.js';
+import { Cancellation } from '../../src/core/rpc/cancellation.js';
 
 describe('Cancellation listeners', () => {
   it('calls listeners once, in the order they registered, however many were removed', () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DeadlineQueue, type DeadlineEntry } from '../../src/pipeline/deadlineQueue.js';
+import { DeadlineQueue, type DeadlineEntry } from '../../src/core/rpc/deadlines.js';
 
 /** An entry that records when it expired. */
 function entry(name: string, log: string[]): DeadlineEntry {

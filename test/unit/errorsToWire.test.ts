@@ -5,9 +5,9 @@ import {
   UpstreamRpcError,
   UpstreamUnavailableError,
   WardenError,
-} from '../../src/errors.js';
-import type { Logger } from '../../src/logging/logger.js';
-import { errorToWire } from '../../src/wire/errorsToWire.js';
+} from '../../src/core/errors.js';
+import type { Logger } from '../../src/core/logger.js';
+import { errorToWire } from '../../src/core/errorsToWire.js';
 
 function recordingLogger() {
   const lines: string[] = [];

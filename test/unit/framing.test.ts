@@ -5,11 +5,11 @@ import {
   parseMessage,
   serializeMessage,
   serializeRawResult,
-} from '../../src/protocol/jsonRpc.js';
-import { attachRawResponse, rawResult, topLevelMemberSpan } from '../../src/protocol/rawJson.js';
-import { WholeLine } from '../../src/protocol/largeLine.js';
-import { LineDecoder, type OversizeLine } from '../../src/transports/lineDecoder.js';
-import { StreamTransport } from '../../src/transports/streamTransport.js';
+} from '../../src/core/rpc/jsonRpc.js';
+import { attachRawResponse, rawResult, topLevelMemberSpan } from '../../src/core/rpc/rawResult.js';
+import { WholeLine } from '../../src/core/transports/largeLine.js';
+import { LineDecoder, type OversizeLine } from '../../src/core/transports/lineDecoder.js';
+import { StreamTransport } from '../../src/core/transports/streamTransport.js';
 import { PassThrough } from 'node:stream';
 
 function decode(chunks: (string | Buffer)[], maxLineBytes = 1024) {

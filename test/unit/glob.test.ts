@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileGlob, matchesGlob } from '../../src/util/glob.js';
+import { compileGlob, matchesGlob } from '../../src/lib/glob.js';
 
 describe('matchesGlob', () => {
   const cases: [glob: string, text: string, expected: boolean][] = [

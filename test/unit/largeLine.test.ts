@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseMessage, RawId } from '../../src/protocol/jsonRpc.js';
-import { LONG_STRING_BYTES, parseLargeMessage, WholeLine } from '../../src/protocol/largeLine.js';
-import { attachRawResponse, rawResult } from '../../src/protocol/rawJson.js';
+import { parseMessage, RawId } from '../../src/core/rpc/jsonRpc.js';
+import { LONG_STRING_BYTES, parseLargeMessage, WholeLine } from '../../src/core/transports/largeLine.js';
+import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
 
 /** `text`'s bytes starting `shift` bytes into a larger buffer, to try every word alignment. */
 function bytesAt(text: string, shift: number): Buffer {

@@ -5,8 +5,8 @@ import {
   type ExposedName,
   type NamingRules,
   type ToolOrigin,
-} from '../../src/catalog/naming.js';
-import { NamedCatalog } from '../../src/catalog/namedCatalog.js';
+} from '../../src/core/catalog/naming.js';
+import { NamedCatalog } from '../../src/core/catalog/namedCatalog.js';
 
 const DEFAULT: NamingRules = { separator: '__', pattern: '^[A-Za-z0-9_-]{1,64}$', maxLength: 64 };
 const CURSOR: NamingRules = { separator: '__', pattern: '^[A-Za-z0-9_-]{1,60}$', maxLength: 60 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describeChanges, textDiff } from '../../src/pins/definitionDiff.js';
-import { pinsCommand, shellQuote } from '../../src/pins/reviewCommands.js';
+import { describeChanges, textDiff } from '../../src/features/pins/definitionDiff.js';
+import { pinsCommand, shellQuote } from '../../src/features/pins/reviewCommands.js';
 import { parseSelectors } from '../../src/commands/pins.js';
 import type { WardenConfig } from '../../src/config/types.js';
 

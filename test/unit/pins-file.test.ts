@@ -10,8 +10,8 @@ import {
   parsePinText,
   readPinFile,
   type PinEntry,
-} from '../../src/pins/pinFile.js';
-import { definitionHash, pinnedDefinition } from '../../src/pins/toolDefinitionHash.js';
+} from '../../src/features/pins/pinFile.js';
+import { definitionHash, pinnedDefinition } from '../../src/features/pins/toolDefinitionHash.js';
 import { rejectedIssues, thrownIssues } from './configIssues.js';
 
 const AT = new Date('2026-01-02T03:04:05.000Z');

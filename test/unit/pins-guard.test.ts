@@ -4,14 +4,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { PinsConfig } from '../../src/config/types.js';
-import type { Logger } from '../../src/logging/logger.js';
-import { createPinInterceptor } from '../../src/interceptors/pins.js';
-import { PinGuard, type PinEvent } from '../../src/pins/pinGuard.js';
-import { addPins, newPin, readPinFile } from '../../src/pins/pinFile.js';
-import { definitionHash, pinnedDefinition } from '../../src/pins/toolDefinitionHash.js';
-import { errorToWire } from '../../src/wire/errorsToWire.js';
-import type { CallRecord, ToolCall } from '../../src/pipeline/types.js';
-import { Cancellation } from '../../src/pipeline/cancellation.js';
+import type { Logger } from '../../src/core/logger.js';
+import { createPinInterceptor } from '../../src/features/pins/stage.js';
+import { PinGuard, type PinEvent } from '../../src/features/pins/pinGuard.js';
+import { addPins, newPin, readPinFile } from '../../src/features/pins/pinFile.js';
+import { definitionHash, pinnedDefinition } from '../../src/features/pins/toolDefinitionHash.js';
+import { errorToWire } from '../../src/core/errorsToWire.js';
+import type { CallRecord, ToolCall } from '../../src/core/pipeline/types.js';
+import { Cancellation } from '../../src/core/rpc/cancellation.js';
 
 const CONFIG = '/home/me/warden/proxy.config.yaml';
 const PINNED_AT = new Date('2026-01-02T03:04:05.000Z');
@@ -279,7 +279,7 @@ describe('the call pipeline with and without pins', () => {
   it('has a pins stage, right inside audit, only when the config has pins:', async () => {
     const { buildPipelineStages } = await import('../../src/gateway.js');
     const { parseConfigText } = await import('../../src/config/load.js');
-    const { createPolicyEngine } = await import('../../src/policy/index.js');
+    const { createPolicyEngine } = await import('../../src/features/policy/index.js');
     const base = 'audit: { file: a.jsonl }\nservers:\n  fx: { command: x }\n';
     const stagesOf = (text: string, pins?: PinGuard) => {
       const { config } = parseConfigText(text, { file: '/srv/proxy.config.yaml', env: {} });

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { MAX_CANONICAL_DEPTH } from '../../src/audit/canonical.js';
-import { pinAction, reviewTool, type PinStatus } from '../../src/pins/pinDecision.js';
-import { newPin } from '../../src/pins/pinFile.js';
+import { MAX_CANONICAL_DEPTH } from '../../src/lib/canonicalJson.js';
+import { pinAction, reviewTool, type PinStatus } from '../../src/features/pins/pinDecision.js';
+import { newPin } from '../../src/features/pins/pinFile.js';
 import {
   changedFields,
   definitionHash,
   pinnedDefinition,
   tooDeepToPin,
-} from '../../src/pins/toolDefinitionHash.js';
+} from '../../src/features/pins/toolDefinitionHash.js';
 
 const echo: Tool = {
   name: 'echo',

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/errors.js';
-import { createConcurrencyLimitInterceptor } from '../../src/interceptors/concurrencyLimit.js';
-import { createTimeoutInterceptor } from '../../src/interceptors/timeout.js';
-import { Cancellation } from '../../src/pipeline/cancellation.js';
-import { compose } from '../../src/pipeline/compose.js';
-import { orderStages, STAGE_ORDER } from '../../src/pipeline/order.js';
-import type { Interceptor, Next, ToolCall } from '../../src/pipeline/types.js';
+import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/core/errors.js';
+import { createConcurrencyLimitInterceptor } from '../../src/features/limits/stage.js';
+import { createTimeoutInterceptor } from '../../src/features/timeout/stage.js';
+import { Cancellation } from '../../src/core/rpc/cancellation.js';
+import { compose } from '../../src/core/pipeline/compose.js';
+import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
+import type { Interceptor, Next, ToolCall } from '../../src/core/pipeline/types.js';
 
 function makeCall(overrides: Partial<ToolCall> = {}): ToolCall {
   return {

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 // Counts the ajv instances made for conditions: one is made when a condition is compiled.
 const created = vi.hoisted(() => ({ count: 0 }));
-vi.mock('../../src/repairs/dialectAjv.js', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../src/repairs/dialectAjv.js')>();
+vi.mock('../../src/lib/schema/dialectAjv.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/lib/schema/dialectAjv.js')>();
   return {
     ...original,
     createDialectAjv: (...args: Parameters<typeof original.createDialectAjv>) => {
@@ -14,8 +14,8 @@ vi.mock('../../src/repairs/dialectAjv.js', async (importOriginal) => {
 });
 
 const { COMPILE_LATER_KEYWORDS, createArgumentSchemaCompiler } =
-  await import('../../src/policy/argumentSchema.js');
-const { createConditionAjv } = await import('../../src/policy/conditionAjv.js');
+  await import('../../src/features/policy/argumentSchema.js');
+const { createConditionAjv } = await import('../../src/features/policy/conditionAjv.js');
 
 afterEach(() => {
   created.count = 0;

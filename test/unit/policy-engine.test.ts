@@ -1,9 +1,13 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { readAnnotations } from '../../src/policy/annotations.js';
-import { createPolicyEngine, type PolicyCallInput, type PolicyEngine } from '../../src/policy/engine.js';
-import { combinePolicyFiles, parsePolicyText } from '../../src/policy/loadPolicies.js';
-import type { Decision, Effect } from '../../src/policy/types.js';
+import { readAnnotations } from '../../src/features/policy/annotations.js';
+import {
+  createPolicyEngine,
+  type PolicyCallInput,
+  type PolicyEngine,
+} from '../../src/features/policy/engine.js';
+import { combinePolicyFiles, parsePolicyText } from '../../src/features/policy/loadPolicies.js';
+import type { Decision, Effect } from '../../src/features/policy/types.js';
 
 /** An engine over policy files given as [name, text], in that order. */
 function engineOf(...files: [string, string][]): PolicyEngine {

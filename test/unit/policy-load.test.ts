@@ -7,8 +7,8 @@ import {
   parsePolicyText,
   policySchema,
   POLICY_SCHEMA_URL,
-} from '../../src/policy/loadPolicies.js';
-import { ConfigError } from '../../src/errors.js';
+} from '../../src/features/policy/loadPolicies.js';
+import { ConfigError } from '../../src/core/errors.js';
 import { createDocumentAjv } from '../../src/config/documentAjv.js';
 import { rejectedIssues, thrownIssues } from './configIssues.js';
 
@@ -314,11 +314,13 @@ describe('loadPolicies', () => {
 });
 
 describe('schema/policy.schema.json', () => {
-  it('is found from src/policy/ and dist/policy/ alike, and the package ships it', async () => {
+  it('is found from src/features/policy/ and dist/features/policy/ alike, and the package ships it', async () => {
     expect(POLICY_SCHEMA_URL.pathname.endsWith('/schema/policy.schema.json')).toBe(true);
     expect(
-      new URL('../../schema/policy.schema.json', new URL('dist/policy/x.js', `file://${process.cwd()}/`))
-        .pathname,
+      new URL(
+        '../../../schema/policy.schema.json',
+        new URL('dist/features/policy/x.js', `file://${process.cwd()}/`),
+      ).pathname,
     ).toBe(path.join(process.cwd(), 'schema/policy.schema.json'));
     const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as {
       files: string[];

@@ -7,9 +7,13 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createPolicyEngine, type PolicyCallInput, type PolicyEngine } from '../../src/policy/engine.js';
-import { loadPolicies, parsePolicyText } from '../../src/policy/loadPolicies.js';
-import type { Effect } from '../../src/policy/types.js';
+import {
+  createPolicyEngine,
+  type PolicyCallInput,
+  type PolicyEngine,
+} from '../../src/features/policy/engine.js';
+import { loadPolicies, parsePolicyText } from '../../src/features/policy/loadPolicies.js';
+import type { Effect } from '../../src/features/policy/types.js';
 
 const POLICIES = path.resolve('policies');
 

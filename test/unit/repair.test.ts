@@ -6,9 +6,9 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { describe, expect, it } from 'vitest';
 import type { RepairConfig } from '../../src/config/types.js';
-import { invalidStructuredNote, missingStructuredNote } from '../../src/repairs/notes.js';
-import { createOutputValidator } from '../../src/repairs/outputSchemaValidator.js';
-import { repairResult, type RepairChange } from '../../src/repairs/repairResult.js';
+import { invalidStructuredNote, missingStructuredNote } from '../../src/features/repair/notes.js';
+import { createOutputValidator } from '../../src/features/repair/outputSchemaValidator.js';
+import { repairResult, type RepairChange } from '../../src/features/repair/repairResult.js';
 
 const DEFAULTS: RepairConfig = {
   textForStructured: true,

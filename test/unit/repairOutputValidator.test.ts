@@ -3,7 +3,7 @@ import {
   createOutputValidator,
   DEFAULT_OUTPUT_VALIDATOR_LIMITS,
   type SchemaVerdict,
-} from '../../src/repairs/outputSchemaValidator.js';
+} from '../../src/features/repair/outputSchemaValidator.js';
 
 const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
 const DRAFT_2019 = 'https://json-schema.org/draft/2019-09/schema';

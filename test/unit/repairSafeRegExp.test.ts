@@ -3,7 +3,7 @@ import {
   analysePattern,
   createGuardedRegExpEngine,
   UnsafePatternError,
-} from '../../src/repairs/safeRegExp.js';
+} from '../../src/lib/schema/safeRegExp.js';
 
 describe('analysePattern', () => {
   // [pattern, refused?] — refusals make a schema unverifiable, so false positives only cost

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import * as sdk from '@modelcontextprotocol/sdk/types.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../src/protocol/versions.js';
-import { childEnvironment } from '../../src/upstreams/childEnvironment.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../src/core/rpc/versions.js';
+import { childEnvironment } from '../../src/core/upstreams/childEnvironment.js';
 
 describe('parity with the SDK', () => {
   it('lists the same protocol versions', () => {

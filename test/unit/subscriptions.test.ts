@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/logging/logger.js';
-import type { CancelSignal } from '../../src/pipeline/cancellation.js';
-import { ResourceSubscriptions, restoreSubscriptions } from '../../src/upstreams/subscriptions.js';
+import type { Logger } from '../../src/core/logger.js';
+import type { CancelSignal } from '../../src/core/rpc/cancellation.js';
+import { ResourceSubscriptions, restoreSubscriptions } from '../../src/core/upstreams/subscriptions.js';
 
 /** A promise settled from outside, standing in for an upstream's answer. */
 function answer() {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { UpstreamFailedError } from '../../src/errors.js';
-import { Cancellation } from '../../src/pipeline/cancellation.js';
-import type { JsonRpcMessage } from '../../src/protocol/jsonRpc.js';
-import type { MessageTransport } from '../../src/transports/streamTransport.js';
-import { UpstreamSession } from '../../src/upstreams/upstreamSession.js';
+import { UpstreamFailedError } from '../../src/core/errors.js';
+import { Cancellation } from '../../src/core/rpc/cancellation.js';
+import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
+import type { MessageTransport } from '../../src/core/transports/streamTransport.js';
+import { UpstreamSession } from '../../src/core/upstreams/upstreamSession.js';
 
 /** A transport that records what is sent and lets the test answer. */
 function fakeTransport(send: (message: JsonRpcMessage) => Promise<void>, sendNeverRejects?: boolean) {

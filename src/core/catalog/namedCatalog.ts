@@ -1,0 +1,120 @@
+import type { NamingConfig, ToolFilter } from '../../config/types.js';
+import { matchesGlob } from '../../lib/glob.js';
+import { assignExposedNames, type ToolOrigin } from './naming.js';
+
+/** Anything exposed under a namespaced name: tools and prompts. */
+export interface Named {
+  readonly name: string;
+}
+
+/** What the catalog needs to know of one upstream. */
+export interface CatalogSource<T extends Named> {
+  readonly server: string;
+  readonly namespace: string | null;
+  /** Which of its items are exposed (by the upstream's own name); absent means all. */
+  readonly include?: (name: string) => boolean;
+  readonly items: readonly T[];
+}
+
+export interface CatalogEntry<T extends Named> {
+  /** The name the host sees. */
+  readonly exposed: string;
+  readonly server: string;
+  /** The upstream's own definition, untouched; requests are routed with its `name`. */
+  readonly item: T;
+}
+
+export interface BuiltCatalog<T extends Named> {
+  readonly entries: readonly CatalogEntry<T>[];
+  readonly byName: ReadonlyMap<string, CatalogEntry<T>>;
+  readonly warnings: readonly string[];
+}
+
+/** A server's `tools:` include/exclude filter, as a predicate on the upstream's tool name. */
+export function toolFilter(filter: ToolFilter): (name: string) => boolean {
+  return (name) => {
+    if (filter.include.length > 0 && !filter.include.some((g) => matchesGlob(g, name))) return false;
+    return !filter.exclude.some((g) => matchesGlob(g, name));
+  };
+}
+
+/**
+ * Merges the upstreams' items into one namespaced list. Pure and deterministic: sources come in
+ * config order, items in each upstream's own order, and that order decides collisions, so the
+ * same inputs always give the same names (FIELD_NOTES "Tool names").
+ */
+export function buildCatalog<T extends Named>(
+  sources: readonly CatalogSource<T>[],
+  naming: NamingConfig,
+): BuiltCatalog<T> {
+  const origins: ToolOrigin[] = [];
+  const items: T[] = [];
+  for (const source of sources) {
+    for (const item of source.items) {
+      if (source.include !== undefined && !source.include(item.name)) continue;
+      origins.push({ server: source.server, namespace: source.namespace, tool: item.name });
+      items.push(item);
+    }
+  }
+  const { names, warnings } = assignExposedNames(origins, naming);
+  const entries = names.map((n, i): CatalogEntry<T> => {
+    const item = items[i]!;
+    return { exposed: n.exposed, server: n.origin.server, item };
+  });
+  return { entries, byName: new Map(entries.map((e) => [e.exposed, e])), warnings };
+}
+
+/**
+ * The current catalog of one kind (tools or prompts), rebuilt when an upstream's list changes.
+ * Keeps the serialized list answer so repeated listings (hosts list often) cost one string copy.
+ * That text is all it keeps of what the host sees: no renamed copy of each definition, and no
+ * second string to compare rebuilds with (with 10,000 tools each would cost megabytes, issue 7).
+ */
+export class NamedCatalog<T extends Named> {
+  private built: BuiltCatalog<T> = { entries: [], byName: new Map(), warnings: [] };
+  /** The list answer (`{"tools":[...]}`); undefined until the first rebuild. */
+  private listJson: string | undefined;
+  private readonly reported = new Set<string>();
+
+  /** `listKey`: the key of the list in the answer (`tools`, `prompts`). */
+  constructor(
+    private readonly listKey: string,
+    private readonly naming: NamingConfig,
+    private readonly onWarning: (message: string) => void,
+  ) {}
+
+  /**
+   * Rebuilds from `sources`; true when what the host sees changed. Entries `listed` rejects stay
+   * resolvable but are left out of the list: a policy-hidden tool called anyway gets the policy's
+   * answer, and hiding never shifts other tools' names.
+   */
+  rebuild(sources: readonly CatalogSource<T>[], listed?: (entry: CatalogEntry<T>) => boolean): boolean {
+    const next = buildCatalog(sources, this.naming);
+    for (const w of next.warnings) {
+      // Say each problem once, not on every rebuild.
+      if (!this.reported.has(w)) this.onWarning(w);
+      this.reported.add(w);
+    }
+    this.built = next;
+    const shown = listed === undefined ? next.entries : next.entries.filter(listed);
+    // The definition the host sees: the upstream's, with only the name replaced.
+    const items = shown.map((e) => ({ ...e.item, name: e.exposed }));
+    const listJson = `{${JSON.stringify(this.listKey)}:${JSON.stringify(items)}}`;
+    const changed = listJson !== this.listJson;
+    this.listJson = listJson;
+    return changed;
+  }
+
+  get entries(): readonly CatalogEntry<T>[] {
+    return this.built.entries;
+  }
+
+  resolve(exposed: string): CatalogEntry<T> | undefined {
+    return this.built.byName.get(exposed);
+  }
+
+  /** The list result (`{"tools":[...]}`) as JSON text. */
+  listResultJson(): string {
+    return this.listJson ?? `{${JSON.stringify(this.listKey)}:[]}`;
+  }
+}

@@ -1,0 +1,76 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { UpstreamRpcError, WardenError, type WardenErrorCode } from './errors.js';
+import type { Logger } from './logger.js';
+import { RpcErrorCode, type JsonRpcErrorObject } from './rpc/jsonRpc.js';
+
+/** `_meta` key on results the gateway made up, so clients can tell them from the upstream's own. */
+export const WARDEN_ERROR_META_KEY = 'mcp-warden/error';
+
+export type WireOutcome =
+  | { readonly kind: 'result'; readonly result: CallToolResult }
+  | { readonly kind: 'error'; readonly error: JsonRpcErrorObject };
+
+/** Errors the model can act on are results with `isError`, per the spec's advice on tool errors. */
+const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
+  'UPSTREAM_UNAVAILABLE',
+  'UPSTREAM_FAILED',
+  'CALL_TIMEOUT',
+  'CALL_CANCELLED',
+  'QUEUE_FULL',
+  'DENIED',
+  'TOOL_CHANGED',
+]);
+
+/**
+ * The one place errors become wire messages (ARCHITECTURE "Typed errors, one boundary"):
+ * - the upstream's own JSON-RPC error → passed through unchanged, code and message;
+ * - unknown tool, bad params → JSON-RPC -32602;
+ * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned →
+ *   `isError` result naming the problem;
+ * - anything else → -32603 with a generic message; details go to the log only.
+ */
+export function errorToWire(error: unknown, logger: Logger): WireOutcome {
+  if (error instanceof UpstreamRpcError) {
+    const e: JsonRpcErrorObject = { code: error.rpcCode, message: error.message };
+    if (error.data !== undefined) e.data = error.data;
+    return { kind: 'error', error: e };
+  }
+  if (error instanceof WardenError && error.expose) {
+    if (error.code === 'UNKNOWN_TOOL' || error.code === 'INVALID_PARAMS')
+      return { kind: 'error', error: { code: RpcErrorCode.InvalidParams, message: error.message } };
+    if (AS_TOOL_RESULT.has(error.code)) {
+      return {
+        kind: 'result',
+        result: {
+          content: [{ type: 'text', text: `[mcp-warden] ${error.message}` }],
+          isError: true,
+          _meta: { [WARDEN_ERROR_META_KEY]: error.code },
+        },
+      };
+    }
+  }
+  logger.error(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return {
+    kind: 'error',
+    error: { code: RpcErrorCode.InternalError, message: 'mcp-warden internal error (see its log)' },
+  };
+}
+
+/** MCP's code for a resource no server claims. */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/**
+ * For routed requests other than `tools/call`, which have no `isError` result to carry a
+ * message: the same mapping, with our own failures as JSON-RPC errors whose message says what
+ * happened (they are written for users; unexpected errors still stay in the log).
+ */
+export function requestErrorToWire(error: unknown, logger: Logger): JsonRpcErrorObject {
+  const outcome = errorToWire(error, logger);
+  if (outcome.kind === 'error') return outcome.error;
+  const first = outcome.result.content[0];
+  return {
+    code: RpcErrorCode.InternalError,
+    message: first?.type === 'text' ? first.text : 'mcp-warden could not complete the request',
+    data: outcome.result._meta,
+  };
+}

@@ -1,0 +1,633 @@
+import { createInterface } from 'node:readline';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
+import type {
+  UpstreamExitEvent,
+  UpstreamFailedEvent,
+  UpstreamRestartEvent,
+  UpstreamStartEvent,
+} from '../events.js';
+import type { GatewayConfig, ServerConfig } from '../../config/types.js';
+import { describeError, UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import {
+  RpcErrorCode,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type Params,
+} from '../rpc/jsonRpc.js';
+import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
+import type { OversizeLine } from '../transports/lineDecoder.js';
+import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
+import { CrashLoopDetector, restartDelay } from './backoff.js';
+import { stdioSpawnOptions } from './childEnvironment.js';
+import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
+import { UpstreamSession, type UpstreamRequestOptions } from './upstreamSession.js';
+
+export type UpstreamState =
+  'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
+
+export interface UpstreamOptions {
+  readonly config: ServerConfig;
+  readonly gateway: GatewayConfig;
+  readonly logger: Logger;
+  readonly clientInfo: { readonly name: string; readonly version: string };
+  /** Called each time a connection is ready, before its lists are announced. */
+  readonly onReady?: (upstream: Upstream) => void;
+  /** Called whenever this upstream's lists may have changed (connected, refreshed). */
+  readonly onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => void;
+  /**
+   * The client capabilities to declare to this upstream: the host's sampling, elicitation and
+   * roots, so servers that offer tools only to capable clients do so (issue 3). Read at connect.
+   */
+  readonly clientCapabilities?: () => Params;
+  /** Notifications the router may forward to the host (logging, resource updates, cancellations). */
+  readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
+  /** Requests the upstream makes of the client (sampling, elicitation, roots): the router answers. */
+  readonly onRequest?: (upstream: Upstream, request: JsonRpcRequest) => Promise<RequestAnswer>;
+  /** Lifecycle events (started, exited, restarting, failed), for the audit trail. */
+  readonly onLifecycle?: (event: UpstreamLifecycleEvent) => void;
+  /** Live children, so a last-resort exit handler can kill their groups synchronously. */
+  readonly children: Set<ChildHandle>;
+  /**
+   * This stdio server's process, spawned ahead of `start` (earlySpawn.ts) and already in
+   * `children`: the first connection attempt speaks to it instead of spawning one. A spawn that
+   * failed is reported by that attempt, as if it had failed then.
+   */
+  readonly spawned?: Promise<ChildHandle>;
+}
+
+/** An upstream lifecycle record without the gateway's session id (the gateway adds it). */
+export type UpstreamLifecycleEvent =
+  | Omit<UpstreamStartEvent, 'session'>
+  | Omit<UpstreamExitEvent, 'session'>
+  | Omit<UpstreamRestartEvent, 'session'>
+  | Omit<UpstreamFailedEvent, 'session'>;
+
+/** What the router answers to a request an upstream made. */
+export type RequestAnswer =
+  { readonly result: Record<string, unknown> } | { readonly error: JsonRpcErrorObject };
+
+/** The lists an upstream may offer, each behind the capability the server declared. */
+export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+interface ListSpec {
+  readonly method: string;
+  /** The key of the array in the answer. */
+  readonly key: string;
+  readonly capability: 'tools' | 'prompts' | 'resources';
+  /** Whether an item is usable; malformed ones are skipped with a warning, not fatal. */
+  readonly valid: (item: Record<string, unknown>) => boolean;
+  /** Servers that declare resources may still not implement templates: tolerate -32601. */
+  readonly optional?: boolean;
+}
+
+const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v !== '';
+const LISTS: Record<ListKind, ListSpec> = {
+  tools: {
+    method: 'tools/list',
+    key: 'tools',
+    capability: 'tools',
+    valid: (t) => isNonEmptyString(t.name) && typeof t.inputSchema === 'object' && t.inputSchema !== null,
+  },
+  prompts: {
+    method: 'prompts/list',
+    key: 'prompts',
+    capability: 'prompts',
+    valid: (p) => isNonEmptyString(p.name),
+  },
+  resources: {
+    method: 'resources/list',
+    key: 'resources',
+    capability: 'resources',
+    valid: (r) => isNonEmptyString(r.uri) && typeof r.name === 'string',
+  },
+  resourceTemplates: {
+    method: 'resources/templates/list',
+    key: 'resourceTemplates',
+    capability: 'resources',
+    valid: (r) => isNonEmptyString(r.uriTemplate) && typeof r.name === 'string',
+    optional: true,
+  },
+};
+const LIST_KINDS = Object.keys(LISTS) as ListKind[];
+const LIST_CHANGED: Readonly<Record<string, readonly ListKind[]>> = {
+  'notifications/tools/list_changed': ['tools'],
+  'notifications/prompts/list_changed': ['prompts'],
+  'notifications/resources/list_changed': ['resources', 'resourceTemplates'],
+};
+
+/** How long a stopping child gets between SIGTERM and SIGKILL; shutdown must finish within 2 s. */
+const STOP_GRACE_MS = 800;
+/** Lines of a child's stderr kept to explain a failed start. */
+const STDERR_TAIL_LINES = 5;
+
+interface Live {
+  readonly session: UpstreamSession;
+  readonly transport: MessageTransport;
+  readonly child: ChildHandle | undefined;
+  /** Settles when the connection ends, with what ended it. */
+  readonly ended: Promise<Error>;
+}
+
+/**
+ * One upstream server, supervised: connects (spawn + initialize + tools/list), restarts with
+ * backoff when it dies, and marks itself failed when it keeps dying. A failure here never
+ * reaches another upstream: every error is caught at this boundary and logged with the name.
+ */
+export class Upstream {
+  readonly name: string;
+  readonly config: ServerConfig;
+  private readonly options: UpstreamOptions;
+  private readonly log: Logger;
+  private _state: UpstreamState = 'idle';
+  private lists: Record<ListKind, readonly Record<string, unknown>[]> = {
+    tools: [],
+    prompts: [],
+    resources: [],
+    resourceTemplates: [],
+  };
+  private _capabilities: Params = {};
+  private _lastError: string | undefined;
+  private live: Live | undefined;
+  /** The connection being set up, so a stop during a slow start can still kill it. */
+  private connecting: Live | undefined;
+  private readonly stopController = new AbortController();
+  private readonly crashes: CrashLoopDetector;
+  /** What the host subscribed to here; outlives each process so a restart can restore it. */
+  private readonly subscriptions = new ResourceSubscriptions();
+  private firstAttemptDone!: () => void;
+  /** Settles once the first connection attempt has succeeded or failed. */
+  readonly firstAttempt: Promise<void>;
+  private running: Promise<void> | undefined;
+  /** `options.spawned` until the first connection attempt takes it (or `stop` stops it). */
+  private spawned: Promise<ChildHandle> | undefined;
+
+  constructor(options: UpstreamOptions) {
+    this.options = options;
+    this.spawned = options.spawned;
+    this.config = options.config;
+    this.name = options.config.name;
+    this.log = options.logger.child(this.name);
+    this.crashes = new CrashLoopDetector(options.gateway.restart);
+    this.firstAttempt = new Promise((resolve) => (this.firstAttemptDone = resolve));
+    if (this.config.disabled) {
+      this._state = 'disabled';
+      this.firstAttemptDone();
+    }
+  }
+
+  get state(): UpstreamState {
+    return this._state;
+  }
+  /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
+  get tools(): readonly Tool[] {
+    return this.lists.tools as unknown as readonly Tool[];
+  }
+  get prompts(): readonly Prompt[] {
+    return this.lists.prompts as unknown as readonly Prompt[];
+  }
+  get resources(): readonly Resource[] {
+    return this.lists.resources as unknown as readonly Resource[];
+  }
+  get resourceTemplates(): readonly ResourceTemplate[] {
+    return this.lists.resourceTemplates as unknown as readonly ResourceTemplate[];
+  }
+  /** What the server declared in its initialize answer (last connection). */
+  get capabilities(): Params {
+    return this._capabilities;
+  }
+  get lastError(): string | undefined {
+    return this._lastError;
+  }
+
+  start(): void {
+    if (this._state !== 'idle') return;
+    this.running = this.supervise().catch((error: unknown) => {
+      // Supervision itself must never throw out of here; this is a bug if it happens.
+      this.log.error(`supervisor stopped unexpectedly: ${describeError(error)}`);
+      this._state = 'failed';
+      this.firstAttemptDone();
+    });
+  }
+
+  /** Sends a request to the upstream; fails at once when it is not connected. */
+  request(method: string, params: Params | undefined, options?: UpstreamRequestOptions) {
+    const live = this.live;
+    const answer =
+      this._state !== 'ready' || live === undefined
+        ? Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()))
+        : live.session.request(method, params, options);
+    // Every subscribe and unsubscribe for this server passes here, refused ones too (an
+    // unsubscribe while it restarts still ends the subscription).
+    return this.subscriptions.observe(method, params, answer);
+  }
+
+  notify(method: string, params?: Params): void {
+    if (this._state === 'ready') void this.live?.session.notify(method, params);
+  }
+
+  async stop(): Promise<void> {
+    if (this._state === 'stopped') return;
+    const wasDisabled = this._state === 'disabled';
+    this._state = 'stopped';
+    this.stopController.abort();
+    if (wasDisabled) return;
+    const wasLive = this.live !== undefined;
+    const reason = new UpstreamFailedError(this.name, 'the gateway is shutting down');
+    await Promise.all([
+      this.teardown(reason),
+      this.teardown(reason, this.connecting),
+      this.stopUnusedChild(),
+    ]);
+    await this.running;
+    if (wasLive) this.options.onLifecycle?.({ type: 'upstream_exit', server: this.name, expected: true });
+  }
+
+  /** A process spawned ahead that no connection attempt took (stopped before the host came). */
+  private async stopUnusedChild(): Promise<void> {
+    const spawned = this.spawned;
+    this.spawned = undefined;
+    const child = await spawned?.catch(() => undefined);
+    if (child === undefined) return;
+    await child.stop({ graceMs: STOP_GRACE_MS });
+    this.options.children.delete(child);
+  }
+
+  private unavailableReason(): string {
+    switch (this._state) {
+      case 'disabled':
+        return 'it is disabled in the config';
+      case 'failed':
+        return `it failed and will not be restarted until the gateway restarts (last error: ${this._lastError ?? 'unknown'})`;
+      case 'restarting':
+        return `it is restarting after: ${this._lastError ?? 'a failure'}; try again shortly`;
+      case 'stopped':
+        return 'the gateway is shutting down';
+      default:
+        return 'it is still starting; try again shortly';
+    }
+  }
+
+  private async supervise(): Promise<void> {
+    const stopSignal = this.stopController.signal;
+    while (!stopSignal.aborted) {
+      this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
+      let endedWith: Error;
+      let connectedAt: number | undefined;
+      const attemptStarted = Date.now();
+      try {
+        const live = await this.connect();
+        if (stopSignal.aborted) {
+          await this.teardown(new UpstreamFailedError(this.name, 'the gateway is shutting down'), live);
+          return;
+        }
+        this.live = live;
+        this._state = 'ready';
+        // In the same turn as becoming ready: the host's own messages for this server can only
+        // follow these subscribes, so the server sees them in the host's order.
+        void this.restoreSubscriptions(live);
+        this._lastError = undefined;
+        connectedAt = Date.now();
+        this.log.info(`connected (${this.describeLists()})`);
+        this.options.onLifecycle?.({
+          type: 'upstream_start',
+          server: this.name,
+          transport: this.config.transport,
+          ...(live.child && { pid: live.child.pid }),
+          ms: connectedAt - attemptStarted,
+          tools: this.tools.length,
+        });
+        this.firstAttemptDone();
+        this.options.onReady?.(this);
+        this.options.onListsChanged(this, LIST_KINDS);
+        endedWith = await live.ended;
+      } catch (error) {
+        endedWith = error instanceof Error ? error : new Error(String(error));
+      }
+      if (stopSignal.aborted) return;
+      await this.teardown(endedWith);
+      this._lastError = endedWith.message;
+      this.log.error(endedWith.message);
+      this.options.onLifecycle?.(
+        connectedAt === undefined
+          ? { type: 'upstream_failed', server: this.name, error: endedWith.message }
+          : { type: 'upstream_exit', server: this.name, expected: false, error: endedWith.message },
+      );
+      this.firstAttemptDone();
+      // A connection that stayed up for a whole window was healthy: start counting afresh.
+      const now = Date.now();
+      if (connectedAt !== undefined && now - connectedAt >= this.options.gateway.restart.windowMs)
+        this.crashes.reset();
+      if (this.crashes.record(now)) {
+        this._state = 'failed';
+        const message =
+          `marked failed: more than ${this.options.gateway.restart.maxRestarts} failures within ` +
+          `${this.options.gateway.restart.windowMs} ms; it will not be restarted until the gateway restarts`;
+        this.log.error(message);
+        this.options.onLifecycle?.({ type: 'upstream_failed', server: this.name, error: message });
+        return;
+      }
+      this._state = 'restarting';
+      const delay = restartDelay(this.crashes.recent - 1, this.options.gateway.restart);
+      this.log.info(`restarting in ${delay} ms`);
+      this.options.onLifecycle?.({
+        type: 'upstream_restart',
+        server: this.name,
+        attempt: this.crashes.recent,
+        delayMs: delay,
+      });
+      await sleep(delay, stopSignal);
+    }
+  }
+
+  /** Subscribes a new process to what the host subscribed to on the ones before it. */
+  private restoreSubscriptions(live: Live): Promise<void> {
+    const resources = this._capabilities.resources as Params | undefined;
+    return restoreSubscriptions({
+      subscriptions: this.subscriptions,
+      supported: typeof resources === 'object' && resources !== null && resources.subscribe === true,
+      subscribe: (uri, signal) => live.session.request('resources/subscribe', { uri }, { signal }),
+      timeoutMs: this.options.gateway.connectTimeoutMs,
+      server: this.name,
+      log: this.log,
+      ended: () => this.stopController.signal.aborted || this.live !== live,
+    });
+  }
+
+  private async teardown(reason: Error, live: Live | undefined = this.live): Promise<void> {
+    if (live === undefined) return;
+    if (this.live === live) this.live = undefined;
+    live.session.close(reason);
+    if (live.child !== undefined) {
+      await live.child.stop({ graceMs: STOP_GRACE_MS });
+      this.options.children.delete(live.child);
+    } else {
+      await live.transport.close().catch(() => {});
+    }
+  }
+
+  /** One connection attempt. Rejects with a message that names the server and what went wrong. */
+  private async connect(): Promise<Live> {
+    const { config, gateway } = this.options;
+    const what =
+      config.transport === 'stdio'
+        ? `command: ${[config.command, ...config.args].join(' ')}`
+        : `url: ${config.url}`;
+    const stderrTail: string[] = [];
+    let child: ChildHandle | undefined;
+    let transport: MessageTransport;
+    let endedResolve!: (error: Error) => void;
+    const ended = new Promise<Error>((resolve) => (endedResolve = resolve));
+    // Assigned once the transport exists; the exit and oversize handlers created before then read it.
+    // eslint-disable-next-line prefer-const
+    let session: UpstreamSession | undefined;
+    let phase = 'during startup';
+    const end = (error: Error) => {
+      session?.close(error);
+      endedResolve(error);
+    };
+
+    if (config.transport === 'stdio') {
+      const spawned = this.spawned;
+      this.spawned = undefined;
+      try {
+        child = await (spawned ?? spawnChild(stdioSpawnOptions(config)));
+      } catch (error) {
+        throw new UpstreamFailedError(this.name, `failed to start (${what}): ${describeError(error)}`);
+      }
+      this.options.children.add(child);
+      createInterface({ input: child.process.stderr }).on('line', (line) => {
+        this.log.info(`stderr: ${line}`);
+        stderrTail.push(line);
+        if (stderrTail.length > STDERR_TAIL_LINES) stderrTail.shift();
+      });
+      const running = child;
+      transport = new StreamTransport({
+        input: child.process.stdout,
+        output: child.process.stdin,
+        maxLineBytes: gateway.maxMessageBytes,
+        onJunk: (line, reason) =>
+          this.log.warn(`ignored a line on stdout (${reason}): ${truncate(line, 200)}`),
+        onOversize: (info) => this.oversize(info, session, end),
+      });
+      void running.exited.then(({ code, signal }) => {
+        const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+        const tail = stderrTail.length > 0 ? `; last stderr: ${stderrTail.join(' | ')}` : '';
+        end(new UpstreamFailedError(this.name, `process ${how} ${phase} (${what})${tail}`));
+      });
+    } else {
+      // Loaded only when an HTTP upstream exists: the SDK's HTTP client is a start-up cost stdio users need not pay.
+      const { HttpTransport } = await import('../transports/httpTransport.js');
+      transport = new HttpTransport({ url: config.url, headers: config.headers });
+      transport.onclose = () =>
+        end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
+    }
+    transport.onerror = (error) => this.log.debug(`transport error: ${error.message}`);
+
+    session = new UpstreamSession({
+      server: this.name,
+      transport,
+      onNotification: (n) => this.handleNotification(n),
+      onRequest: (request) => void this.handleRequest(session!, request),
+    });
+    const live: Live = { session, transport, child, ended };
+    this.connecting = live;
+    try {
+      if (this.stopController.signal.aborted)
+        throw new UpstreamFailedError(this.name, 'the gateway is shutting down');
+      await transport.start();
+      const init = await withTimeout(
+        session.request('initialize', {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: this.options.clientCapabilities?.() ?? {},
+          clientInfo: this.options.clientInfo,
+        }),
+        gateway.connectTimeoutMs,
+        () => `did not answer initialize within ${gateway.connectTimeoutMs} ms (${what})`,
+        this.name,
+      );
+      const version = init.protocolVersion;
+      if (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+        throw new UpstreamFailedError(
+          this.name,
+          `answered initialize with unsupported protocol version ${JSON.stringify(version)} (${what})`,
+        );
+      }
+      (transport as { setProtocolVersion?: (v: string) => void }).setProtocolVersion?.(version);
+      const capabilities = init.capabilities;
+      this._capabilities =
+        typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
+      await session.notify('notifications/initialized');
+      for (const kind of LIST_KINDS) {
+        this.lists[kind] = await withTimeout(
+          this.listAll(session, kind),
+          gateway.connectTimeoutMs,
+          () => `did not answer ${LISTS[kind].method} within ${gateway.connectTimeoutMs} ms (${what})`,
+          this.name,
+        );
+      }
+      phase = 'while running';
+      this.connecting = undefined;
+      return live;
+    } catch (error) {
+      // Every startup failure names what was started, whichever layer noticed it.
+      const detail = error instanceof UpstreamFailedError ? error.detail : describeError(error);
+      const wrapped = detail.includes(what)
+        ? (error as Error)
+        : new UpstreamFailedError(this.name, `${detail} (${what})`, { cause: error });
+      // The child may have died: prefer the exit message, which carries its stderr.
+      const exit = await Promise.race([ended, delayValue(50, undefined)]);
+      this.connecting = undefined;
+      await this.teardown(exit ?? wrapped, live);
+      throw exit ?? wrapped;
+    }
+  }
+
+  /** Every page of one list, or nothing when the server did not declare the capability. */
+  private async listAll(session: UpstreamSession, kind: ListKind): Promise<Record<string, unknown>[]> {
+    const spec = LISTS[kind];
+    if (this._capabilities[spec.capability] === undefined) return [];
+    const items: Record<string, unknown>[] = [];
+    let cursor: string | undefined;
+    // A server that keeps handing out cursors must not loop us forever.
+    for (let page = 0; page < 1000; page++) {
+      let result: Record<string, unknown>;
+      try {
+        result = await session.request(spec.method, cursor === undefined ? undefined : { cursor });
+      } catch (error) {
+        if (
+          spec.optional &&
+          error instanceof UpstreamRpcError &&
+          error.rpcCode === RpcErrorCode.MethodNotFound
+        )
+          return [];
+        throw error;
+      }
+      const list = result[spec.key];
+      if (!Array.isArray(list))
+        throw new UpstreamFailedError(this.name, `${spec.method} answer has no "${spec.key}" array`);
+      for (const item of list as unknown[]) {
+        if (typeof item === 'object' && item !== null && spec.valid(item as Record<string, unknown>))
+          items.push(item as Record<string, unknown>);
+        else
+          this.log.warn(
+            `skipped a malformed entry of ${spec.method}: ${truncate(JSON.stringify(item), 200)}`,
+          );
+      }
+      const next = result.nextCursor;
+      if (typeof next !== 'string' || next === '') return items;
+      cursor = next;
+    }
+    throw new UpstreamFailedError(this.name, `${spec.method} returned more than 1000 pages`);
+  }
+
+  private describeLists(): string {
+    const parts = [`${this.lists.tools.length} tools`];
+    if (this.lists.prompts.length > 0) parts.push(`${this.lists.prompts.length} prompts`);
+    if (this.lists.resources.length > 0) parts.push(`${this.lists.resources.length} resources`);
+    if (this.lists.resourceTemplates.length > 0)
+      parts.push(`${this.lists.resourceTemplates.length} resource templates`);
+    return parts.join(', ');
+  }
+
+  private handleNotification(notification: JsonRpcNotification): void {
+    const kinds = LIST_CHANGED[notification.method];
+    if (kinds !== undefined) {
+      void this.refresh(kinds);
+      return;
+    }
+    this.options.onNotification?.(this, notification);
+  }
+
+  private async refresh(kinds: readonly ListKind[]): Promise<void> {
+    const live = this.live;
+    if (live === undefined) return;
+    try {
+      for (const kind of kinds) this.lists[kind] = await this.listAll(live.session, kind);
+      this.log.info(`list changed (${this.describeLists()})`);
+      this.options.onListsChanged(this, kinds);
+    } catch (error) {
+      this.log.warn(`could not refresh ${kinds.join(' and ')} after list_changed: ${describeError(error)}`);
+    }
+  }
+
+  private async handleRequest(session: UpstreamSession, request: JsonRpcRequest): Promise<void> {
+    const { id } = request;
+    if (request.method === 'ping') return session.respond({ jsonrpc: '2.0', id, result: {} });
+    const answer: RequestAnswer = this.options.onRequest
+      ? await this.options.onRequest(this, request).catch((error: unknown) => ({
+          error: {
+            code: RpcErrorCode.InternalError,
+            message: `mcp-warden could not forward it: ${describeError(error)}`,
+          },
+        }))
+      : {
+          error: {
+            code: RpcErrorCode.MethodNotFound,
+            message: `mcp-warden does not forward ${request.method}`,
+          },
+        };
+    return session.respond(
+      'result' in answer
+        ? { jsonrpc: '2.0', id, result: answer.result }
+        : { jsonrpc: '2.0', id, error: answer.error },
+    );
+  }
+
+  /**
+   * A line over the size bound. Our request ids are plain integers and JSON-RPC responses put
+   * `id` first or last, so the edges of the line usually tell which call it answered; that call
+   * fails and the connection lives on. Otherwise the stream's state is unknown: restart.
+   */
+  private oversize(info: OversizeLine, session: UpstreamSession | undefined, end: (e: Error) => void): void {
+    const limit = this.options.gateway.maxMessageBytes;
+    const message = `sent a message of ${info.bytes} bytes, over the limit of ${limit} bytes (gateway.maxMessageSize)`;
+    const id =
+      /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)/.exec(info.head)?.[1] ??
+      /"id"\s*:\s*(\d+)\s*\}\s*$/.exec(info.tail)?.[1];
+    this.log.warn(message);
+    if (id !== undefined && session?.failById(Number(id), new UpstreamFailedError(this.name, message)))
+      return;
+    end(new UpstreamFailedError(this.name, `${message}; restarting it`));
+  }
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
+}
+
+function delayValue<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref());
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  message: () => string,
+  server: string,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpstreamFailedError(server, message())), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

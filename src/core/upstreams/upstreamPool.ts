@@ -1,0 +1,86 @@
+import type { WardenConfig } from '../../config/types.js';
+import type { ChildHandle } from '../transports/childProcess.js';
+import type { EarlyStart } from './earlySpawn.js';
+import { Upstream, type UpstreamOptions } from './upstream.js';
+
+/** What every upstream shares: the router's hooks and the gateway's identity. */
+export type UpstreamPoolOptions = {
+  readonly config: WardenConfig;
+  /** Processes spawned ahead for this config (`spawnEarly`): the upstreams take them over. */
+  readonly early?: EarlyStart;
+} & Pick<
+  UpstreamOptions,
+  | 'logger'
+  | 'clientInfo'
+  | 'onReady'
+  | 'onListsChanged'
+  | 'clientCapabilities'
+  | 'onNotification'
+  | 'onRequest'
+>;
+
+/** Every configured upstream, started together and stopped together. */
+export class UpstreamPool {
+  /** In config order, which is the order that decides name collisions. */
+  readonly upstreams: readonly Upstream[];
+  readonly byName: ReadonlyMap<string, Upstream>;
+  /** Live child processes, for the last-resort synchronous kill on process exit. */
+  readonly children: Set<ChildHandle>;
+  private startup: Promise<void> | undefined;
+
+  constructor(private readonly options: UpstreamPoolOptions) {
+    const { config, early, ...shared } = options;
+    this.children = early?.children ?? new Set();
+    this.upstreams = config.servers.map((server) => {
+      const spawned = early?.spawned.get(server.name);
+      return new Upstream({
+        ...shared,
+        config: server,
+        gateway: config.gateway,
+        children: this.children,
+        ...(spawned && { spawned }),
+      });
+    });
+    this.byName = new Map(this.upstreams.map((u) => [u.name, u]));
+  }
+
+  /**
+   * Starts every upstream at once. The returned promise (also `startupSettled`) settles when each
+   * has connected or failed its first attempt, or when the startup deadline passes, whichever is
+   * first: slow servers then join later through `notifications/tools/list_changed`.
+   */
+  start(): Promise<void> {
+    if (this.startup !== undefined) return this.startup;
+    for (const u of this.upstreams) u.start();
+    const deadline = this.options.config.gateway.startupTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.all(this.upstreams.map((u) => u.firstAttempt)).then(() => clearTimeout(timer));
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        const waiting = this.upstreams.filter((u) => u.state === 'connecting').map((u) => u.name);
+        if (waiting.length > 0)
+          this.options.logger.warn(
+            `startup deadline of ${deadline} ms passed; serving without ${waiting.join(', ')} for now ` +
+              `(they will appear when ready)`,
+          );
+        resolve();
+      }, deadline);
+    });
+    this.startup = Promise.race([all, late]);
+    return this.startup;
+  }
+
+  /** Settles as described in `start`; resolves at once when the pool was never started. */
+  get startupSettled(): Promise<void> {
+    return this.startup ?? Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => u.stop()));
+  }
+
+  /** Synchronous last resort for `process.on('exit')`: no child may outlive the gateway. */
+  killAllNow(): void {
+    for (const child of this.children) child.killNow();
+  }
+}

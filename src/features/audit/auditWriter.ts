@@ -1,0 +1,716 @@
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { WardenError } from '../../core/errors.js';
+import { chainHeadOf, recordJson, sealOpenRecord, type ChainHead } from './chain.js';
+import { RecordFields } from './recordFields.js';
+import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
+import type { Redactor } from './redact.js';
+
+/*
+ * The audit trail is written here with plain synchronous file appends, not through winston.
+ *
+ * Why not the logger: winston buffers in streams and loses what is buffered on `process.exit`
+ * (FIELD_NOTES "Traps"), and "flush before exit" must then be proven on every exit path
+ * (stdin closed, SIGTERM, a crash). A record written with `writeSync` is in the kernel once
+ * written: it survives any exit of the process (not a power cut; `fsync: true` covers that).
+ * It also lets a failed write be seen at once, which `block` mode needs to refuse calls.
+ *
+ * When records are written (`writes`): `immediate` writes each record inside `append`.
+ * `per-tick` (the gateway's) queues the records appended during one turn of the event loop
+ * and writes them with one `write(2)` when the turn ends (`process.nextTick`) or when `flush()`
+ * is called, whichever comes first. A record is then never more than one turn from the file,
+ * and no exit path can lose it: every exit (stdin closed, a signal, a crash) goes through a
+ * later turn or through `close()`, which flushes. The gateway flushes before each write to
+ * the host, so a call's record is in the file before its answer leaves. Under load this is
+ * the difference between one syscall per call and one per burst of calls (issue 7's bench).
+ *
+ * Two gateways, one file. Each write is one `write(2)` of whole lines to a file opened with
+ * O_APPEND. POSIX makes the seek-to-end and the write one atomic step, and Linux (ext4, xfs,
+ * btrfs, tmpfs) serialises writes to one regular file, so lines from several processes never
+ * interleave or overwrite each other. Assumed, not guaranteed: a local filesystem (NFS and
+ * other network filesystems do not honour O_APPEND atomically) and a write that completes in
+ * one call (a short write, e.g. a disk filling up, is detected and reported as a failure).
+ *
+ * Hash chains with several writers: one global chain would need "read the last line, then
+ * append" to be atomic across processes, i.e. a lock held around every record. Node has no
+ * flock(2); a lock file costs several syscalls per record and, worse, a gateway killed while
+ * holding it stalls every other one (and denies all calls in `block` mode) until the lock is
+ * judged stale. So each writer (one per `openAuditLog`, a random `writer` id) keeps its own
+ * chain: a record's `prev` is the hash of the same writer's previous record. A writer's first
+ * record links to the last record in the file when it starts (any writer's), or to
+ * `GENESIS_HASH` in an empty log, and takes that record's `seq` + 1. With one gateway at a time
+ * (the usual case) this is a single chain with `seq` 0, 1, 2, ... across restarts; with two at
+ * once, the chains fork from a shared record and `verify` checks each (see verify.ts). Records
+ * of different writers may appear in either order; their relative order is not a claim the
+ * log makes.
+ *
+ * Rotation is the one step that needs mutual exclusion (two writers renaming at once would
+ * shuffle files), and it is rare, so only it takes a lock file (`<file>.lock`, created with
+ * O_EXCL); a writer that finds it taken skips rotating for that record. Before each record a
+ * writer compares the inode of `file` with its open descriptor and reopens when another
+ * writer (or logrotate) has moved the file, so records follow the name.
+ */
+
+/** How long a rotation lock may exist before it is taken as left behind by a killed process. */
+const STALE_LOCK_MS = 10_000;
+
+/** How far back from the end of a file to look for the last record when starting a chain. */
+const MAX_TAIL_SCAN = 64 * 1024 * 1024;
+
+export interface AuditLogOptions {
+  /** The audit file. Its folder is created if missing; the file is created with mode 0600. */
+  readonly file: string;
+  /**
+   * Rotate before a record would take the file beyond this many bytes: `file` becomes
+   * `file.1`, `file.1` becomes `file.2`, ... A single larger record still goes into a fresh
+   * file whole. Absent: never rotate.
+   */
+  readonly maxBytes?: number;
+  /** Rotated files kept (`file.1` ... `file.<maxFiles>`); older ones are deleted. Default 5. */
+  readonly maxFiles?: number;
+  /**
+   * When a record cannot be written: `block` makes `append` throw `AuditWriteError` (the caller
+   * denies the call); `continue` drops the record, marks the log unhealthy and carries on.
+   * Either way the log retries on the next record, and the first record written after a
+   * failure is an `audit_gap` record counting the records lost.
+   */
+  readonly onFailure: 'block' | 'continue';
+  /** fdatasync after every write: survives a power cut, costs ~20x per write. Default false. */
+  readonly fsync?: boolean;
+  /**
+   * `immediate` (default): `append` writes the record before it returns. `per-tick`: records
+   * are queued and written together at the end of the current turn of the event loop or at
+   * `flush()`, whichever is first (see the top of auditWriter.ts).
+   */
+  readonly writes?: 'immediate' | 'per-tick';
+  /**
+   * Applied to every record before it is hashed: `args` and `structured` with the full rule
+   * (keys and patterns), every other field with the pattern rule only. Absent: records are
+   * written as given (callers must have redacted them).
+   */
+  readonly redactor?: Redactor;
+  /** The `writer` id; default 12 random hex digits. Must be unique among the file's writers. */
+  readonly writer?: string;
+  /** Told when writing fails, works again, or rotation fails; for the caller's loud warning. */
+  readonly onStatus?: (status: AuditStatus) => void;
+}
+
+export type AuditStatus =
+  /** Writing failed after working (or failed at open); `lastError` says why. */
+  | { readonly kind: 'failed'; readonly error: AuditWriteError }
+  /** Writing works again; `lost` records were dropped meanwhile (an `audit_gap` record says so). */
+  | { readonly kind: 'recovered'; readonly lost: number }
+  /** Rotation failed; records keep going into the current file, beyond `maxBytes`. */
+  | { readonly kind: 'rotate_failed'; readonly error: AuditWriteError };
+
+export interface AuditLog {
+  /**
+   * Writes one record durably (see the comment at the top of auditWriter.ts): before returning
+   * (`writes: immediate`), or by the end of this turn of the event loop (`per-tick`).
+   * `continue` mode: never throws. `block` mode: throws `AuditWriteError` when the record could
+   * not be written (`immediate`) or the log is closed; with `per-tick`, a failed write is seen
+   * at the flush, where it marks the log unhealthy and counts the records lost.
+   */
+  append(event: AuditEvent): void;
+  /** Writes every queued record now (`per-tick`); never throws. */
+  flush(): void;
+  /** False from a failed write until the next successful one. */
+  readonly healthy: boolean;
+  /** The most recent failure (kept after recovery, for the record). */
+  readonly lastError: AuditWriteError | undefined;
+  /** Records dropped since the last successful write. */
+  readonly lost: number;
+  /** This log's `writer` id. */
+  readonly writer: string;
+  /** Absolute path of the current file. */
+  readonly file: string;
+  /** Closes the file (after an fdatasync). Later appends fail as configured. Idempotent. */
+  close(): void;
+}
+
+/**
+ * The audit file cannot be written. A `DENIED` WardenError, so in `block` mode the pipeline can
+ * let it through to the host as an `isError` result with this message.
+ */
+export class AuditWriteError extends WardenError {
+  readonly file: string;
+  /** The errno code (`ENOSPC`, `EACCES`, `EISDIR`, ...), `SHORT_WRITE` or `CLOSED`. */
+  readonly reason: string;
+  readonly detail: string;
+
+  constructor(file: string, onFailure: 'block' | 'continue', cause: unknown) {
+    const reason =
+      cause instanceof Error && typeof (cause as NodeJS.ErrnoException).code === 'string'
+        ? String((cause as NodeJS.ErrnoException).code)
+        : 'UNKNOWN';
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'DENIED',
+      onFailure === 'block'
+        ? `Calls are refused: the audit log "${file}" cannot be written (${detail}) and audit.onFailure is "block".`
+        : `The audit log "${file}" cannot be written (${detail}); calls continue unaudited (audit.onFailure is "continue").`,
+      { cause },
+    );
+    this.file = file;
+    this.reason = reason;
+    this.detail = detail;
+  }
+}
+
+function codedError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: ${message}`), { code });
+}
+
+/**
+ * Opens (creating if needed) an audit log. Never rejects because the file cannot be written:
+ * the log is then returned unhealthy, with `lastError` set and `onStatus` told, and behaves as
+ * `onFailure` says. Rejects only for invalid options.
+ */
+export async function openAuditLog(options: AuditLogOptions): Promise<AuditLog> {
+  const { maxBytes, maxFiles = 5 } = options;
+  if (maxBytes !== undefined && (!Number.isSafeInteger(maxBytes) || maxBytes < 1)) {
+    throw new TypeError(`Expected maxBytes to be a positive integer, got ${String(maxBytes)}`);
+  }
+  if (!Number.isSafeInteger(maxFiles) || maxFiles < 1) {
+    throw new TypeError(`Expected maxFiles to be a positive integer, got ${String(maxFiles)}`);
+  }
+  if (options.onFailure !== 'block' && options.onFailure !== 'continue') {
+    throw new TypeError(`Expected onFailure to be "block" or "continue", got ${String(options.onFailure)}`);
+  }
+  const file = path.resolve(options.file);
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+  } catch {
+    // Opening the file below fails too and reports it as a write failure.
+  }
+  const log = new FileAuditLog({ ...options, file, maxFiles });
+  log.open();
+  return log;
+}
+
+class FileAuditLog implements AuditLog {
+  readonly file: string;
+  readonly writer: string;
+  #options: AuditLogOptions & { maxFiles: number };
+  #fd: number | undefined;
+  #ino = 0;
+  #dev = 0;
+  #size = 0;
+  #regular = true;
+  /** The file does not end with a newline (a torn write): start the next line with one. */
+  #needsNewline = false;
+  /** Whether the end of the file was checked for a torn line (done once, at the first open). */
+  #checkedTail = false;
+  /** The descriptor was opened read-write (else write-only: the file's permissions). */
+  #readable = false;
+  /** This writer's last record; undefined until the first append looks at the file. */
+  #head: ChainHead | undefined;
+  #healthy = true;
+  #lastError: AuditWriteError | undefined;
+  #lost = 0;
+  #lostSince: string | undefined;
+  #closed = false;
+  readonly #fields: RecordFields;
+  readonly #writerJson: string;
+  /** Records appended and not yet written: their time and the JSON of their fields (members). */
+  #queue: { ts: string; members: string }[] = [];
+  #flushScheduled = false;
+
+  constructor(options: AuditLogOptions & { file: string; maxFiles: number }) {
+    this.#options = options;
+    this.file = options.file;
+    this.writer = options.writer ?? randomBytes(6).toString('hex');
+    // A writer id given by the caller may hold any character: written as JSON, like any value.
+    this.#writerJson = JSON.stringify(this.writer);
+    this.#fields = new RecordFields(options.redactor);
+  }
+
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  get lastError(): AuditWriteError | undefined {
+    return this.#lastError;
+  }
+
+  get lost(): number {
+    return this.#lost;
+  }
+
+  /** First open, from `openAuditLog`: a failure is recorded, not thrown. */
+  open(): void {
+    try {
+      this.#ensureFile();
+    } catch (error) {
+      this.#markFailed(error);
+    }
+  }
+
+  append(event: AuditEvent): void {
+    const ts = this.#now();
+    if (this.#closed) {
+      const error = this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
+      if (this.#options.onFailure === 'block') throw error;
+      return;
+    }
+    // Serialised now, so the record is what the caller had at this moment, whenever it is written.
+    this.#queue.push({ ts, members: this.#fields.members(event) });
+    if (this.#options.writes === 'per-tick') {
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        process.nextTick(this.#scheduledFlush);
+      }
+      return;
+    }
+    const error = this.#writeQueue();
+    if (error !== undefined && this.#options.onFailure === 'block') throw error;
+  }
+
+  flush(): void {
+    if (this.#queue.length > 0) this.#writeQueue();
+  }
+
+  readonly #scheduledFlush = (): void => {
+    this.#flushScheduled = false;
+    this.flush();
+  };
+
+  close(): void {
+    if (this.#closed) return;
+    this.flush();
+    this.#closed = true;
+    if (this.#fd !== undefined) {
+      try {
+        fdatasyncSync(this.#fd);
+      } catch {
+        // Best effort: the records are already in the kernel's hands.
+      }
+      this.#closeFd();
+    }
+  }
+
+  /** The time as ISO 8601, made once per millisecond (records come in bursts). */
+  #now(): string {
+    const ms = Date.now();
+    if (ms !== this.#nowMs) {
+      this.#nowMs = ms;
+      this.#nowIso = new Date(ms).toISOString();
+    }
+    return this.#nowIso;
+  }
+
+  #nowMs = NaN;
+  #nowIso = '';
+
+  /**
+   * Writes every queued record (after an `audit_gap` record when earlier ones were lost) and
+   * returns the failure, if any, after recording it: records not written count as lost.
+   */
+  #writeQueue(): AuditWriteError | undefined {
+    const queue = this.#queue;
+    this.#queue = [];
+    const firstTs = queue[0]!.ts;
+    let written = 0;
+    let recoveredFrom = 0;
+    try {
+      this.#ensureFile();
+      let head = (this.#head ??= this.#findChainStart());
+      const limit = this.#options.maxBytes;
+      let text = '';
+      let bytes = 0;
+      let records = 0;
+      const write = () => {
+        this.#writeLines(text, bytes, head);
+        written += records;
+        text = '';
+        bytes = 0;
+        records = 0;
+      };
+      const add = (ts: string, members: string, record: boolean) => {
+        const sealed = this.#seal(head, ts, members);
+        const lineBytes = Buffer.byteLength(sealed.line, 'utf8');
+        // Lines that fit go into the current file; rotation happens before the one that does not.
+        if (limit !== undefined && text !== '' && this.#size + bytes + lineBytes > limit) write();
+        text += sealed.line;
+        bytes += lineBytes;
+        head = sealed.head;
+        if (record) records++;
+      };
+      if (this.#lost > 0) {
+        const gap: AuditGapEvent = {
+          type: 'audit_gap',
+          lost: this.#lost,
+          since: this.#lostSince ?? firstTs,
+          error: this.#lastError?.detail ?? 'unknown',
+        };
+        add(firstTs, recordJson({ ...gap }).slice(1, -1), false);
+        write();
+        recoveredFrom = this.#lost;
+        this.#lost = 0;
+        this.#lostSince = undefined;
+      }
+      for (const { ts, members } of queue) add(ts, members, true);
+      write();
+    } catch (error) {
+      return this.#fail(error, firstTs, queue.length - written);
+    }
+    if (this.#options.fsync === true && this.#fd !== undefined) {
+      try {
+        fdatasyncSync(this.#fd);
+      } catch (error) {
+        // The records are in the file, but not known to be on disk: a failure, not a loss.
+        return this.#fail(error, firstTs, 0);
+      }
+    }
+    if (!this.#healthy) {
+      this.#healthy = true;
+      this.#notify({ kind: 'recovered', lost: recoveredFrom });
+    }
+    return undefined;
+  }
+
+  /**
+   * The line of a record whose fields are `members` (JSON object members, see RecordFields) as
+   * the record after `head` in this writer's chain.
+   */
+  #seal(head: ChainHead, ts: string, members: string): { line: string; head: ChainHead } {
+    const seq = head.seq + 1;
+    // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
+    const fields = members === '' ? '' : `${members},`;
+    const { line, hash } = sealOpenRecord(
+      `{"seq":${seq},"ts":"${ts}",${fields}"writer":${this.#writerJson},"prev":"${head.hash}"`,
+    );
+    return { line, head: { seq, hash } };
+  }
+
+  /**
+   * Appends whole lines with one write(2), rotating first when they would take the file past
+   * `maxBytes`, and moves this writer's chain to `head`; throws on any failure, with the chain
+   * unchanged.
+   */
+  #writeLines(text: string, bytes: number, head: ChainHead): void {
+    // Rotate first: a fresh file needs no newline in front of the lines.
+    this.#maybeRotate(bytes);
+    const data = this.#needsNewline ? `\n${text}` : text;
+    const length = this.#needsNewline ? bytes + 1 : bytes;
+    const fd = this.#fd;
+    if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
+    // One write(2) of whole lines: the atomicity argument at the top of this file. Given the
+    // string, Node encodes it straight into the write, without a Buffer of our own.
+    const written = writeSync(fd, data, null, 'utf8');
+    if (written !== length) {
+      // Part of a line is in the file: the next line must start on a new one.
+      if (written > 0) this.#needsNewline = true;
+      throw codedError('SHORT_WRITE', `wrote ${written} of ${length} bytes (disk full?)`);
+    }
+    this.#needsNewline = false;
+    this.#size += length;
+    this.#head = head;
+  }
+
+  /** Opens `file` if needed, and reopens it when it was moved or removed since. */
+  #ensureFile(): void {
+    const stat = statSync(this.file, { throwIfNoEntry: false });
+    if (this.#fd !== undefined) {
+      if (stat !== undefined && stat.ino === this.#ino && stat.dev === this.#dev) {
+        this.#size = stat.size;
+        return;
+      }
+      this.#closeFd();
+    }
+    // Read-write, so the chain start and the torn-line check read the very file this writer
+    // appends to (see #findChainStart); write-only if the file's permissions allow no more.
+    let fd: number;
+    try {
+      fd = openSync(this.file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT, 0o600);
+      this.#readable = true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error;
+      fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      this.#readable = false;
+    }
+    try {
+      const opened = fstatSync(fd);
+      this.#ino = opened.ino;
+      this.#dev = opened.dev;
+      this.#size = opened.size;
+      this.#regular = opened.isFile();
+      // A torn last line (another writer's short write on a full disk, before we started) would
+      // swallow our first record. Checked once only: a reader can see another writer's line
+      // half copied (the size grows page by page during one write), and a wrong guess costs an
+      // empty line, which verify skips.
+      if (!this.#checkedTail) {
+        this.#checkedTail = true;
+        if (this.#regular && this.#readable && opened.size > 0 && !endsWithNewline(fd, opened.size)) {
+          this.#needsNewline = true;
+        }
+      }
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    this.#fd = fd;
+  }
+
+  /**
+   * Where this writer's chain starts: the last record of the file it appends to, or of `file.1`
+   * if that file is empty. Read through the append descriptor itself, not by name: between this
+   * writer's check of the name and its write, another writer may rotate, and a first record
+   * appended to the old file must not link to a record in the newer one (verify requires the
+   * record a chain starts from to come earlier). A file is rotated only when it is not empty,
+   * so an empty one is the newest and `file.1` precedes it.
+   */
+  #findChainStart(): ChainHead {
+    const fd = this.#fd;
+    const current = fd !== undefined && this.#readable ? lastRecordInFd(fd) : lastRecordIn(this.file);
+    if (current.head !== undefined) return current.head;
+    if (current.empty) {
+      const rotated = lastRecordIn(`${this.file}.1`);
+      if (rotated.head !== undefined) return rotated.head;
+    }
+    return { seq: -1, hash: GENESIS_HASH };
+  }
+
+  #maybeRotate(nextBytes: number): void {
+    const { maxBytes } = this.#options;
+    if (maxBytes === undefined || !this.#regular) return;
+    if (this.#size === 0 || this.#size + nextBytes <= maxBytes) return;
+    try {
+      this.#rotate();
+    } catch (error) {
+      const wrapped = new AuditWriteError(this.file, this.#options.onFailure, error);
+      this.#lastError = wrapped;
+      this.#notify({ kind: 'rotate_failed', error: wrapped });
+      // Keep writing to whatever is open (reopening if the rename went through).
+      this.#ensureFile();
+    }
+  }
+
+  #rotate(): void {
+    const lock = `${this.file}.lock`;
+    const lockFd = takeLock(lock);
+    if (lockFd === undefined) return; // another writer is rotating; this record goes in as is
+    try {
+      const stat = statSync(this.file, { throwIfNoEntry: false });
+      if (stat === undefined || stat.ino !== this.#ino || stat.dev !== this.#dev) {
+        this.#closeFd(); // someone rotated between our check and the lock: follow them
+      } else {
+        shiftRotated(this.file, this.#options.maxFiles);
+        renameSync(this.file, `${this.file}.1`);
+        this.#closeFd();
+        if (this.#options.fsync === true) syncDirectory(path.dirname(this.file));
+      }
+      this.#ensureFile();
+    } finally {
+      closeSync(lockFd);
+      try {
+        unlinkSync(lock);
+      } catch {
+        // Already gone (judged stale by another writer): nothing to release.
+      }
+    }
+  }
+
+  #closeFd(): void {
+    if (this.#fd === undefined) return;
+    try {
+      closeSync(this.#fd);
+    } catch {
+      // The descriptor is unusable either way; a fresh open follows.
+    }
+    this.#fd = undefined;
+  }
+
+  /** Records a failure that cost `lost` records; returns it for the caller to throw or not. */
+  #fail(error: unknown, ts: string, lost: number): AuditWriteError {
+    if (lost > 0) {
+      this.#lost += lost;
+      this.#lostSince ??= ts;
+    }
+    return this.#markFailed(error);
+  }
+
+  #markFailed(error: unknown): AuditWriteError {
+    const wrapped = new AuditWriteError(this.file, this.#options.onFailure, error);
+    this.#lastError = wrapped;
+    // Reopen on the next record: the descriptor may be what is broken (a removed mount, EBADF).
+    this.#closeFd();
+    if (this.#healthy) {
+      this.#healthy = false;
+      this.#notify({ kind: 'failed', error: wrapped });
+    }
+    return wrapped;
+  }
+
+  #notify(status: AuditStatus): void {
+    try {
+      this.#options.onStatus?.(status);
+    } catch {
+      // A failing listener must not turn a handled audit failure into an unhandled one.
+    }
+  }
+}
+
+function takeLock(lock: string): number | undefined {
+  try {
+    return openSync(lock, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stat = statSync(lock, { throwIfNoEntry: false });
+  if (stat !== undefined && Date.now() - stat.mtimeMs <= STALE_LOCK_MS) return undefined;
+  try {
+    unlinkSync(lock);
+  } catch {
+    // Another writer removed it first; race for it below like everyone else.
+  }
+  try {
+    return openSync(lock, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Makes room for `file.1`: `file.N` becomes `file.N+1`, newest last so nothing is overwritten,
+ * and `file.N` for N ≥ maxFiles is deleted (the oldest, and leftovers of a larger maxFiles).
+ * Only the files that exist are touched: the lock is held meanwhile, so this must be quick.
+ */
+function shiftRotated(file: string, maxFiles: number): void {
+  const dir = path.dirname(file);
+  const name = path.basename(file);
+  const numbers: number[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (!entry.startsWith(`${name}.`)) continue;
+    const suffix = entry.slice(name.length + 1);
+    if (/^[1-9][0-9]{0,8}$/.test(suffix)) numbers.push(Number(suffix));
+  }
+  numbers.sort((a, b) => b - a);
+  for (const n of numbers) {
+    const from = `${file}.${n}`;
+    if (n >= maxFiles) unlinkIfExists(from);
+    else renameIfExists(from, `${file}.${n + 1}`);
+  }
+}
+
+function renameIfExists(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+function unlinkIfExists(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+function syncDirectory(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Not supported everywhere (some filesystems refuse fsync on directories).
+  }
+}
+
+/**
+ * The last complete line of `file` that looks like a record, read backwards in chunks.
+ * `empty`: the file is missing or has no bytes. Lines that do not parse (a torn write) are
+ * skipped; only `seq` and `hash` are needed to continue the chain, so the record's own hash is
+ * not checked here (verify does that).
+ */
+function lastRecordIn(file: string): { head?: ChainHead; empty: boolean } {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return { empty: statSync(file, { throwIfNoEntry: false }) === undefined };
+  }
+  try {
+    return lastRecordInFd(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function endsWithNewline(fd: number, size: number): boolean {
+  const byte = Buffer.alloc(1);
+  try {
+    readSync(fd, byte, 0, 1, size - 1);
+  } catch {
+    return true; // cannot tell: assume whole lines
+  }
+  return byte[0] === 0x0a;
+}
+
+/** `lastRecordIn` on an open descriptor (read with positioned reads; the offset is untouched). */
+function lastRecordInFd(fd: number): { head?: ChainHead; empty: boolean } {
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) return { empty: true };
+  const size = stat.size;
+  if (size === 0) return { empty: true };
+  const chunkSize = 64 * 1024;
+  let pos = size;
+  // Bytes from `pos` up to the earliest newline seen so far (or everything read, before one).
+  let carry = Buffer.alloc(0);
+  let seenNewline = false;
+  const tryLine = (line: Buffer): ChainHead | undefined => {
+    try {
+      return chainHeadOf(JSON.parse(line.toString('utf8')));
+    } catch {
+      return undefined;
+    }
+  };
+  while (pos > 0 && size - pos < MAX_TAIL_SCAN) {
+    const n = Math.min(chunkSize, pos);
+    pos -= n;
+    const chunk = Buffer.alloc(n);
+    readSync(fd, chunk, 0, n, pos);
+    const buffer = Buffer.concat([chunk, carry]);
+    let end = buffer.length;
+    for (
+      let i = buffer.lastIndexOf(0x0a, end - 1);
+      i !== -1;
+      i = i > 0 ? buffer.lastIndexOf(0x0a, i - 1) : -1
+    ) {
+      if (seenNewline) {
+        const head = tryLine(buffer.subarray(i + 1, end));
+        if (head !== undefined) return { head, empty: false };
+      }
+      // The first newline from the end: what follows it is a torn line, not a record.
+      seenNewline = true;
+      end = i;
+    }
+    carry = buffer.subarray(0, end);
+  }
+  if (pos === 0 && seenNewline) {
+    const head = tryLine(carry);
+    if (head !== undefined) return { head, empty: false };
+  }
+  return { empty: false };
+}

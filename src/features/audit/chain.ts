@@ -1,0 +1,80 @@
+import * as crypto from 'node:crypto';
+import { canonicalJson } from '../../lib/canonicalJson.js';
+
+/** The hash-chain fields of a record, as the writer needs them to continue a chain. */
+export interface ChainHead {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** What ends every record line: the record's hash, as its last member. */
+const HASH_MEMBER = ',"hash":"';
+/** `,"hash":"` + 64 hex digits + `"}` */
+const HASH_SUFFIX_LENGTH = HASH_MEMBER.length + 64 + 2;
+
+export function isHash(value: unknown): value is string {
+  return typeof value === 'string' && HEX64.test(value);
+}
+
+// `crypto.hash` (Node 20.12+) hashes a string in one call, without a Hash object per record.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
+export function sha256Hex(text: string): string {
+  return oneShot !== undefined
+    ? oneShot('sha256', text, 'hex')
+    : crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * JSON text of a record's fields, never throwing (an audit append must not fail on an odd
+ * argument): `JSON.stringify` when it can, else the canonical form, which maps cycles, bigints
+ * and throwing getters to text (canonical.ts).
+ */
+export function recordJson(fields: Record<string, unknown>): string {
+  try {
+    const text = JSON.stringify(fields);
+    if (typeof text === 'string') return text;
+  } catch {
+    // Below.
+  }
+  return canonicalJson(fields);
+}
+
+/**
+ * Seals the JSON text of a record without `hash` (an object with at least one member): the hash
+ * is the SHA-256 of the line's own bytes up to where `"hash"` is appended as the last member.
+ * Hashing the exact text written, rather than a canonical form of the parsed record, makes
+ * verification independent of how a JSON library re-serialises, and any edit (even of
+ * whitespace or key order) shows.
+ */
+export function sealRecord(json: string): { line: string; hash: string } {
+  return sealOpenRecord(json.slice(0, -1));
+}
+
+/** `sealRecord` of `open` + `}`: for a writer that builds the text without its closing brace. */
+export function sealOpenRecord(open: string): { line: string; hash: string } {
+  const hash = sha256Hex(open);
+  return { line: `${open}${HASH_MEMBER}${hash}"}\n`, hash };
+}
+
+/**
+ * The hash a record line claims (its last member) and the hash its bytes have; undefined when
+ * the line does not end with a `"hash"` member of 64 hex digits, as every sealed line does.
+ */
+export function lineHashes(line: string): { claimed: string; actual: string } | undefined {
+  const start = line.length - HASH_SUFFIX_LENGTH;
+  if (start < 2 || !line.startsWith(HASH_MEMBER, start) || !line.endsWith('"}')) return undefined;
+  const claimed = line.slice(start + HASH_MEMBER.length, line.length - 2);
+  if (!HEX64.test(claimed)) return undefined;
+  return { claimed, actual: sha256Hex(line.slice(0, start)) };
+}
+
+/** `seq` and `hash` of a parsed line, when it looks like a record (its hash is not checked). */
+export function chainHeadOf(parsed: unknown): ChainHead | undefined {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  const { seq, hash } = parsed as Record<string, unknown>;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || !isHash(hash)) return undefined;
+  return { seq, hash };
+}

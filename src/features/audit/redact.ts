@@ -1,0 +1,419 @@
+import { analysePattern } from '../../lib/schema/safeRegExp.js';
+
+/**
+ * Redaction of secrets before anything reaches the audit log or the diagnostic log (issue #6).
+ *
+ * Two independent rules, both applied by `redactValue`:
+ * 1. **Keys.** A value under a key that looks secret (see `isSecretKey`) is replaced whole with
+ *    `[REDACTED]`, whatever it is (string, number, object, array), at any depth. `null`,
+ *    `undefined`, booleans and the empty string are kept: they carry no secret and show whether
+ *    one was given.
+ * 2. **Patterns.** In every other string, at any depth, substrings that look like credentials
+ *    (key prefixes, JWTs, private key blocks, `Bearer` tokens, passwords in URLs, `key=value`
+ *    with a secret key name) are replaced with `[REDACTED:<kind>]`, or with `[REDACTED]` for a
+ *    `key=value` or a configured pattern. Only the secret part is replaced where the pattern
+ *    says which part that is (`Bearer [REDACTED:bearer]`, `postgres://u:[REDACTED:url_password]@h`).
+ *
+ * Redaction never mutates its input and returns plain objects and arrays: the input's own
+ * where nothing in them changed, copies where something did. Object keys are kept as they are
+ * (a secret used as a key is not caught). Errors become `{ name, message }`.
+ * A reference back to an enclosing object becomes `"[Circular]"`, nesting beyond `maxDepth`
+ * becomes `"[Truncated]"`, and a value whose getters or `toJSON` throw becomes
+ * `"[Unserializable]"`. Applying a redactor twice gives the same result as once.
+ */
+
+export const REDACTED = '[REDACTED]';
+
+/**
+ * Key names whose values are secrets. A key matches an entry when the entry's words appear in
+ * the key's words in order (`x-api-key`, `apiKey`, `API_KEY` and `github_api_key` all match
+ * `api_key`), or when the key written without separators ends with the entry written without
+ * separators (`APIKEY`, `xauthtoken`). Words are split at `_`, `-`, spaces, dots and camelCase
+ * boundaries, case-insensitively. So `max_tokens` and `tokenizer` do not match `token`.
+ */
+export const DEFAULT_SECRET_KEYS: readonly string[] = [
+  'token',
+  'password',
+  'passwords',
+  'passwd',
+  'passphrase',
+  'secret',
+  'secrets',
+  'authorization',
+  'auth',
+  'api_key',
+  'access_key',
+  'secret_key',
+  'private_key',
+  'client_secret',
+  'cookie',
+  'cookies',
+  'set_cookie',
+  'credential',
+  'credentials',
+  'session',
+  'bearer',
+  'jwt',
+];
+
+/** A built-in credential pattern. `secret*` named groups, when present, mark the part to replace. */
+interface SecretPattern {
+  readonly kind: string;
+  /** Flags `dg` (plus any of `imsu`). */
+  readonly regex: RegExp;
+  /**
+   * Regular-expression source of text that every match contains (a literal part of the
+   * pattern). The hints of all patterns are joined into one expression that most strings fail
+   * in a single scan, so they are not scanned once per pattern.
+   */
+  readonly hint?: string;
+  /** Further check on the matched secret, for patterns a regular expression alone would overmatch. */
+  readonly accept?: (secret: string) => boolean;
+}
+
+/**
+ * A pattern ready to run. `probe` is its non-global twin, for a quick "any match at all?"
+ * before `matchAll`, which clones its expression on every call: most strings match nothing,
+ * and probing first halves the cost of redacting them. A non-global expression neither reads
+ * nor writes `lastIndex`, so it can be shared.
+ */
+interface CompiledPattern extends SecretPattern {
+  readonly probe: RegExp;
+}
+
+function compiled(pattern: SecretPattern): CompiledPattern {
+  return { ...pattern, probe: new RegExp(pattern.regex.source, pattern.regex.flags.replace(/[dg]/g, '')) };
+}
+
+// Flags: `g` to find every occurrence, `d` for the indices of the `secret` group.
+// Every pattern starts with a literal or a look-behind that fails fast, so a scan is linear in
+// the string's length; none has nested quantifiers that can match the same text.
+const BUILTIN_PATTERNS: readonly SecretPattern[] = [
+  {
+    // PEM and PGP private key blocks, up to their END line, or to the end of a truncated text.
+    kind: 'private_key',
+    hint: '-----BEGIN',
+    regex:
+      /-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/dg,
+  },
+  {
+    // header.payload.signature, both JSON parts base64url of `{"` (so `eyJ`); the signature may
+    // be empty (`alg: none`).
+    kind: 'jwt',
+    hint: 'eyJ',
+    regex: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/dg,
+  },
+  {
+    // GitHub: personal, OAuth, user-to-server, server-to-server, refresh tokens; fine-grained PATs.
+    kind: 'github_token',
+    hint: 'gh[pousr]_|github_pat_',
+    regex: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/dg,
+  },
+  { kind: 'gitlab_token', hint: 'glpat-', regex: /(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}/dg },
+  { kind: 'slack_token', hint: 'xox[abposr]-', regex: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}/dg },
+  {
+    kind: 'aws_key',
+    hint: 'AKIA|ASIA|ABIA|ACCA',
+    regex: /(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])/dg,
+  },
+  { kind: 'google_key', hint: 'AIza', regex: /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}/dg },
+  { kind: 'npm_token', hint: 'npm_', regex: /(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])/dg },
+  { kind: 'hf_token', hint: 'hf_', regex: /(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}/dg },
+  {
+    // OpenAI (`sk-`, `sk-proj-`), Anthropic (`sk-ant-`), and Stripe secret/restricted keys.
+    kind: 'api_key',
+    hint: '[sr]k[-_]',
+    regex: /(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})/dg,
+  },
+  {
+    // `Authorization: Bearer <token68>`. English prose says "bearer" too ("bearer bonds are
+    // ..."), so the token must look random: a digit or symbol in it, or at least 20 characters.
+    kind: 'bearer',
+    hint: '[Bb]earer',
+    regex: /(?<![A-Za-z0-9])[Bb]earer\s+(?<secret>[A-Za-z0-9\-._~+/]{8,}=*)/dg,
+    accept: (secret) => secret.length >= 20 || /[0-9\-._~+/=]/.test(secret),
+  },
+  {
+    // The password in `scheme://user:password@host` (database URLs in error messages).
+    kind: 'url_password',
+    hint: ':\\/\\/',
+    regex: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s/:@]*:(?<secret>[^\s/@]+)@/dg,
+  },
+];
+
+export interface RedactorOptions {
+  /**
+   * Key names whose values are secrets, in addition to `DEFAULT_SECRET_KEYS` (see there for how
+   * they match). Also used for `key=value` and `"key": "value"` text inside strings.
+   */
+  readonly secretKeys?: readonly string[];
+  /**
+   * Extra credential patterns: JavaScript regular-expression source (`ACME-[0-9a-f]{32}`), or a
+   * literal with flags `/acme-[0-9a-f]{32}/i` (flags `i`, `m`, `s`, `u`). A named group
+   * `(?<secret>...)` limits the replacement to that part. Matches become `[REDACTED]`.
+   * A pattern that does not compile, matches the empty string, or could backtrack
+   * catastrophically (src/repairs/safeRegExp.ts) makes `createRedactor` throw.
+   */
+  readonly secretPatterns?: readonly string[];
+  /** false: only the given keys and patterns, no built-in ones. Default true. */
+  readonly defaults?: boolean;
+  /** Objects and arrays nested deeper than this become `"[Truncated]"`. Default 64. */
+  readonly maxDepth?: number;
+}
+
+export interface Redactor {
+  /** A redacted copy of `value`: key rule and pattern rule, at any depth. */
+  redactValue(value: unknown): unknown;
+  /** `text` with credential-looking substrings replaced (the pattern rule). */
+  redactText(text: string): string;
+  /**
+   * The pattern rule only, at any depth, keys left alone: for structures whose keys are our own
+   * field names (an audit record has a `session` field that is not a secret).
+   */
+  redactStrings(value: unknown): unknown;
+  /** Whether a value under this key is replaced whole. */
+  isSecretKey(key: string): boolean;
+}
+
+/** Thrown by `createRedactor` for a configured pattern or key it cannot use. */
+export class RedactorConfigError extends Error {
+  override readonly name = 'RedactorConfigError';
+}
+
+interface KeyEntry {
+  readonly words: readonly string[];
+  readonly compact: string;
+}
+
+/** `X-Api-Key` → [x, api, key]; `APIKey` → [api, key]; `accessToken2` → [access, token2]. */
+export function keyWords(key: string): string[] {
+  return key
+    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
+    .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, '$1 $2')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '');
+}
+
+function containsRun(haystack: readonly string[], needle: readonly string[]): boolean {
+  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
+const MAX_KEY_CACHE = 2048;
+
+/** Builds a redactor; throws `RedactorConfigError` for an unusable key or pattern. */
+export function createRedactor(options: RedactorOptions = {}): Redactor {
+  const useDefaults = options.defaults ?? true;
+  const maxDepth = options.maxDepth ?? 64;
+  if (!Number.isInteger(maxDepth) || maxDepth < 1) {
+    throw new RedactorConfigError(`Expected maxDepth to be a positive integer, got ${String(maxDepth)}`);
+  }
+
+  const keyEntries: KeyEntry[] = [];
+  for (const key of [...(useDefaults ? DEFAULT_SECRET_KEYS : []), ...(options.secretKeys ?? [])]) {
+    const words = keyWords(key);
+    if (words.length === 0) {
+      throw new RedactorConfigError(`secret key ${JSON.stringify(key)} has no letters or digits`);
+    }
+    keyEntries.push({ words, compact: words.join('') });
+  }
+
+  const patterns: SecretPattern[] = useDefaults ? [...BUILTIN_PATTERNS] : [];
+  const assignment = assignmentPattern(keyEntries);
+  if (assignment !== undefined) patterns.push(assignment);
+  for (const source of options.secretPatterns ?? []) patterns.push(compileCustomPattern(source));
+  const ready = patterns.map(compiled);
+
+  const keyCache = new Map<string, boolean>();
+  function isSecretKey(key: string): boolean {
+    const cached = keyCache.get(key);
+    if (cached !== undefined) return cached;
+    const words = keyWords(key);
+    const compact = words.join('');
+    const secret = keyEntries.some(
+      (entry) => containsRun(words, entry.words) || compact.endsWith(entry.compact),
+    );
+    // Keys repeat across calls (the same tools, the same argument names); bound the memory.
+    if (keyCache.size >= MAX_KEY_CACHE) keyCache.clear();
+    keyCache.set(key, secret);
+    return secret;
+  }
+
+  // Patterns with a hint first (the built-in ones and the key=value one), in their order; a
+  // string that matches no hint cannot match any of them, and most strings match none.
+  const hinted = ready.filter((pattern) => pattern.hint !== undefined);
+  const unhinted = ready.filter((pattern) => pattern.hint === undefined);
+  const anyHint =
+    hinted.length === 0 ? undefined : new RegExp(hinted.map((pattern) => pattern.hint).join('|'), 'u');
+
+  function redactText(text: string): string {
+    let result = text;
+    if (anyHint?.test(text)) for (const pattern of hinted) result = applyPattern(result, pattern);
+    for (const pattern of unhinted) result = applyPattern(result, pattern);
+    return result;
+  }
+
+  /**
+   * Copy on write: a plain object or array in which nothing needs redacting is returned as it
+   * is (most arguments hold no secret, and copying them was most of the cost of a record).
+   * `ancestors` is the path from the root, for cycles (an array: depth is bounded and small).
+   */
+  function walk(value: unknown, depth: number, ancestors: object[], byKey: boolean): unknown {
+    if (typeof value === 'string') return redactText(value);
+    if (typeof value !== 'object' || value === null) return value;
+    if (ancestors.includes(value)) return '[Circular]';
+    if (depth >= maxDepth) return '[Truncated]';
+    ancestors.push(value);
+    try {
+      if (value instanceof Error) {
+        return { name: value.name, message: redactText(value.message) };
+      }
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') return walk(toJSON.call(value), depth + 1, ancestors, byKey);
+      if (Array.isArray(value)) {
+        let out: unknown[] | undefined;
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          const redacted = walk(item, depth + 1, ancestors, byKey);
+          if (out === undefined) {
+            if (redacted === item) continue;
+            out = value.slice(0, i);
+          }
+          out.push(redacted);
+        }
+        return out ?? value;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      // Anything but a plain object (a class instance, a Map) becomes one, as JSON would see it.
+      let out: Record<string, unknown> | undefined =
+        proto === Object.prototype || proto === null ? undefined : {};
+      const keys = Object.keys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        const item = (value as Record<string, unknown>)[key];
+        const redacted =
+          byKey && isSecretKey(key) ? secretValue(item) : walk(item, depth + 1, ancestors, byKey);
+        if (out === undefined) {
+          if (redacted === item) continue;
+          out = {};
+          for (let j = 0; j < i; j++) setData(out, keys[j]!, (value as Record<string, unknown>)[keys[j]!]);
+        }
+        setData(out, key, redacted);
+      }
+      return out ?? value;
+    } catch {
+      return '[Unserializable]';
+    } finally {
+      ancestors.pop();
+    }
+  }
+
+  return {
+    redactValue: (value) => walk(value, 0, [], true),
+    redactText,
+    redactStrings: (value) => walk(value, 0, [], false),
+    isSecretKey,
+  };
+}
+
+/**
+ * Sets an own data property. A `__proto__` key (JSON.parse makes it an own key) must stay data,
+ * not replace the copy's prototype, so it goes through defineProperty.
+ */
+function setData(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** What replaces a value under a secret key. */
+function secretValue(value: unknown): unknown {
+  if (value === null || value === undefined || typeof value === 'boolean' || value === '') return value;
+  return REDACTED;
+}
+
+function applyPattern(text: string, pattern: CompiledPattern): string {
+  if (!pattern.probe.test(text)) return text;
+  let out = '';
+  let last = 0;
+  let replaced = false;
+  for (const match of text.matchAll(pattern.regex)) {
+    const indices = match.indices;
+    if (indices === undefined) continue;
+    let range: [number, number] | undefined = indices[0];
+    // The first `secret…` group that took part in the match marks the part to replace.
+    for (const [name, groupRange] of Object.entries(indices.groups ?? {})) {
+      if (name.startsWith('secret') && groupRange !== undefined) {
+        range = groupRange;
+        break;
+      }
+    }
+    if (range === undefined) continue;
+    const [start, end] = range;
+    const secret = text.slice(start, end);
+    // Already redacted (by an earlier pattern or an earlier pass): keep redaction idempotent.
+    if (secret.startsWith('[REDACTED')) continue;
+    if (pattern.accept !== undefined && !pattern.accept(secret)) continue;
+    out += text.slice(last, start) + (pattern.kind === '' ? REDACTED : `[REDACTED:${pattern.kind}]`);
+    last = end;
+    replaced = true;
+  }
+  return replaced ? out + text.slice(last) : text;
+}
+
+/**
+ * `key=value`, `key: value`, `"key":"value"` (also inside JSON escaped in a string) where `key`
+ * ends with a secret key entry: `GITHUB_TOKEN=…`, `password: …`, `{"apiKey":"…"}`,
+ * `Authorization: Basic …` (the scheme word is kept). The key's own prefix is bounded (40
+ * characters) and must start a word, so a scan stays linear.
+ */
+function assignmentPattern(entries: readonly KeyEntry[]): SecretPattern | undefined {
+  if (entries.length === 0) return undefined;
+  // Longest first, so `secret_key` is tried before `secret`.
+  const names = [...entries]
+    .sort((a, b) => b.compact.length - a.compact.length)
+    .map((entry) => entry.words.map(escapeRegExp).join('[_\\-. ]?'));
+  const key = `(?<![\\p{L}\\p{N}_-])[\\p{L}\\p{N}_-]{0,40}?(?:${names.join('|')})(?![\\p{L}\\p{N}])`;
+  // Spaces and tabs only around the separator: `password:` at the end of a line is a prompt,
+  // and the next line's first word is not its value.
+  const separator = `(?:\\\\?["'])?[ \\t]*[:=][ \\t]*`;
+  const scheme = `(?:(?:Bearer|Basic|Token|Digest)\\s+)?`;
+  const value =
+    `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
+    `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]]+))`;
+  return { kind: '', hint: '[:=]', regex: new RegExp(key + separator + value, 'dgiu') };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+function compileCustomPattern(text: string): SecretPattern {
+  const literal = /^\/(.+)\/([a-z]*)$/s.exec(text);
+  const source = literal?.[1] ?? text;
+  const flags = literal?.[2] ?? '';
+  if (/[^imsu]/.test(flags)) {
+    throw new RedactorConfigError(`secret pattern ${text}: flags may be i, m, s and u, got "${flags}"`);
+  }
+  let regex: RegExp;
+  try {
+    regex = new RegExp(source, `${flags}dg`);
+  } catch (error) {
+    throw new RedactorConfigError(
+      `secret pattern ${text} is not a valid regular expression: ${String(error)}`,
+    );
+  }
+  if (new RegExp(source, flags).test('')) {
+    throw new RedactorConfigError(`secret pattern ${text} matches the empty string`);
+  }
+  // Every string of every call is scanned with it: refuse shapes that backtrack badly.
+  const analysis = analysePattern(source, flags);
+  if (analysis.kind === 'refused') {
+    throw new RedactorConfigError(`secret pattern ${text} is refused: it ${analysis.reason}`);
+  }
+  return { kind: '', regex };
+}

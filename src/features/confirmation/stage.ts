@@ -1,0 +1,169 @@
+import { deepFreeze } from '../../lib/freeze.js';
+import type { ConfirmationConfig } from '../../config/types.js';
+import { DeniedError, formatMs, HostCancelledError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Interceptor, Next, ToolCall } from '../../core/pipeline/types.js';
+import type { Params } from '../../core/rpc/jsonRpc.js';
+import type { RequestAnswer } from '../../core/upstreams/upstream.js';
+import { describeDecision } from '../policy/stage.js';
+import { runConfirmationCommand } from './command.js';
+
+export interface ConfirmationOptions {
+  readonly config: ConfirmationConfig;
+  /**
+   * Asks the host through `elicitation/create`; undefined when the host did not declare the
+   * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
+   */
+  readonly askHost: (params: Params, signal: CancelSignal) => Promise<RequestAnswer> | undefined;
+  /** Arguments as shown to the user: secrets redacted. */
+  readonly redact: (value: unknown) => unknown;
+  readonly logger: Logger;
+}
+
+/** Arguments longer than this are cut in the question: the user needs the gist, not a megabyte. */
+const SHOWN_ARGUMENTS_CHARS = 2000;
+
+function describeCall(call: ToolCall, redact: (value: unknown) => unknown): string {
+  const args = JSON.stringify(redact(call.arguments ?? {}), null, 2);
+  const shown = args.length > SHOWN_ARGUMENTS_CHARS ? `${args.slice(0, SHOWN_ARGUMENTS_CHARS)}… (cut)` : args;
+  return `Server "${call.server}" wants to run tool "${call.tool}" with arguments:\n${shown}`;
+}
+
+/**
+ * Asks a human before a call the policy marked `confirm` runs (issue 5). Outside the timeout
+ * stage, so the human's time does not count against the tool. Fails closed: no way to ask, no
+ * answer in time, decline or cancel all mean the call is not run. An approved call runs once,
+ * with exactly the arguments that were shown.
+ */
+export function createConfirmationInterceptor(options: ConfirmationOptions): Interceptor {
+  const { config, logger } = options;
+  /** Tools the user chose to allow for the rest of this session ("remember"). */
+  const remembered = new Set<string>();
+
+  return function confirmation(call, next) {
+    // Most calls are not asked about: they pass straight through, without a promise of ours.
+    return call.decision?.effect === 'confirm' ? confirm(call, next) : next(call);
+  };
+
+  async function confirm(call: ToolCall, next: Next): Promise<CallToolResult> {
+    const decision = call.decision!;
+    const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
+    call.record.decision = record;
+    const key = `${call.server}\u0000${call.tool}`;
+    if (remembered.has(key)) {
+      record.confirmed = true;
+      record.how = 'remembered';
+      return next(call);
+    }
+    // What the human approves is what runs: a frozen copy, taken before asking.
+    // Member by member: the router's call is a class instance, with fields of its own besides.
+    const approved: ToolCall = {
+      exposedName: call.exposedName,
+      server: call.server,
+      tool: call.tool,
+      definition: call.definition,
+      arguments: deepFreeze(structuredClone(call.arguments)),
+      meta: call.meta,
+      signal: call.signal,
+      onProgress: call.onProgress,
+      decision: call.decision,
+      record: call.record,
+    };
+    const why = `${decision.reason} (${describeDecision(decision)})`;
+
+    for (const method of config.methods) {
+      if (method === 'elicitation') {
+        const verdict = await askThroughHost(call, why);
+        if (verdict === 'unavailable') continue;
+        record.how = 'elicitation';
+        return settle(verdict, 'the user (asked through the host)');
+      }
+      if (method === 'command' && config.command !== undefined) {
+        record.how = 'command';
+        const verdict = await runConfirmationCommand({
+          command: config.command,
+          call: approved,
+          reason: why,
+          timeoutMs: config.timeoutMs,
+          signal: call.signal,
+          logger,
+        });
+        return settle(verdict, `the confirmation command (${config.command.command})`);
+      }
+    }
+    record.confirmed = false;
+    record.how = 'unavailable';
+    throw new DeniedError(
+      `Tool "${call.tool}" on server "${call.server}" needs confirmation (${why}), but there is no way to ask: ` +
+        `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
+        `Use a host that supports elicitation, or set confirmation.command in the mcp-warden config.`,
+      decision.ruleId,
+    );
+
+    async function settle(verdict: 'yes' | 'remember' | 'no' | 'timeout', who: string) {
+      if (verdict === 'yes' || verdict === 'remember') {
+        record.confirmed = true;
+        if (verdict === 'remember') remembered.add(key);
+        return next(approved);
+      }
+      record.confirmed = false;
+      if (verdict === 'timeout') {
+        record.how = 'timeout';
+        throw new DeniedError(
+          `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for tool "${call.tool}" on server ` +
+            `"${call.server}", so it was not run.`,
+          decision.ruleId,
+        );
+      }
+      throw new DeniedError(
+        `Declined by ${who}: tool "${call.tool}" on server "${call.server}" was not run.`,
+        decision.ruleId,
+      );
+    }
+  }
+
+  /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
+  async function askThroughHost(
+    call: ToolCall,
+    why: string,
+  ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
+    // The question is withdrawn when the confirmation times out or the host cancels the call.
+    const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
+    const timer = setTimeout(() => question.cancel(new Error('confirmation timed out')), config.timeoutMs);
+    try {
+      const answer = options.askHost(
+        {
+          message: `${describeCall(call, options.redact)}\n\nmcp-warden asks because: ${why}\nAllow it?`,
+          requestedSchema: {
+            type: 'object',
+            properties: config.offerRemember
+              ? {
+                  remember: {
+                    type: 'boolean',
+                    title: 'Remember for this session',
+                    description: `Allow "${call.tool}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
+                    default: false,
+                  },
+                }
+              : {},
+          },
+        },
+        question,
+      );
+      if (answer === undefined) return 'unavailable';
+      const reply = await answer;
+      // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
+      if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
+      if (question.cancelled) return 'timeout';
+      if (!('result' in reply)) return 'no';
+      const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
+      if (action !== 'accept') return 'no';
+      return content?.remember === true ? 'remember' : 'yes';
+    } finally {
+      clearTimeout(timer);
+      dispose();
+    }
+  }
+}

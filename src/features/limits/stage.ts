@@ -1,0 +1,97 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig } from '../../config/types.js';
+import { QueueFullError } from '../../core/errors.js';
+import type { CancelListener } from '../../core/rpc/cancellation.js';
+import { Deferred } from '../../lib/deferred.js';
+import type { Interceptor, Next, ToolCall } from '../../core/pipeline/types.js';
+
+export interface ConcurrencyLimitOptions {
+  readonly servers: readonly Pick<ServerConfig, 'name' | 'maxConcurrency' | 'maxQueue'>[];
+}
+
+/** A call waiting for a slot: its promise, and its listener for a cancel while it waits. */
+class Waiter extends Deferred<CallToolResult> implements CancelListener {
+  constructor(
+    private readonly gate: Gate,
+    readonly call: ToolCall,
+    readonly next: Next,
+  ) {
+    super();
+  }
+
+  onCancelled(reason: Error): void {
+    this.gate.leave(this);
+    this.reject(reason);
+  }
+}
+
+/**
+ * One server's slots and queue. Not p-limit: that wraps every task in promises of its own
+ * even when a slot is free, which the benchmark measured on every call (issue 7), and it
+ * cannot take a waiting task back out of its queue. Here a call with a free slot goes straight
+ * through, and a queued call whose signal is cancelled (the timeout fired, the host gave up)
+ * leaves the queue at once, never reaching the upstream.
+ */
+class Gate {
+  private active = 0;
+  private readonly queue: Waiter[] = [];
+  private readonly release = (): void => {
+    this.active--;
+    this.drain();
+  };
+
+  constructor(private readonly server: ConcurrencyLimitOptions['servers'][number]) {}
+
+  run(call: ToolCall, next: Next): Promise<CallToolResult> {
+    const { maxConcurrency, maxQueue, name } = this.server;
+    if (this.active < maxConcurrency && this.queue.length === 0) return this.start(call, next);
+    if (this.queue.length >= maxQueue)
+      return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
+    // One object per queued call (no closures): with the default limits most calls of a busy
+    // server wait here, and the queue was most of this stage's garbage (issue 7).
+    const waiter = new Waiter(this, call, next);
+    this.queue.push(waiter);
+    call.signal.listen(waiter);
+    return waiter.promise;
+  }
+
+  /** A cancelled call leaves the queue at once, never reaching the upstream. */
+  leave(waiter: Waiter): void {
+    const i = this.queue.indexOf(waiter);
+    if (i !== -1) this.queue.splice(i, 1);
+  }
+
+  private start(call: ToolCall, next: Next): Promise<CallToolResult> {
+    this.active++;
+    let running: Promise<CallToolResult>;
+    try {
+      running = next(call);
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running.then(this.release, this.release);
+    return running;
+  }
+
+  private drain(): void {
+    while (this.active < this.server.maxConcurrency && this.queue.length > 0) {
+      const waiter = this.queue.shift()!;
+      waiter.call.signal.unlisten(waiter);
+      // A cancelled call left the queue when it was cancelled; this one is live.
+      this.start(waiter.call, waiter.next).then(waiter.resolve, waiter.reject);
+    }
+  }
+}
+
+/**
+ * At most `maxConcurrency` calls in flight per upstream; up to `maxQueue` more wait, and beyond
+ * that calls are refused at once rather than queueing without bound. Innermost stage, so a
+ * slot is held only while the upstream works, and the timeout outside it counts queued time.
+ */
+export function createConcurrencyLimitInterceptor(options: ConcurrencyLimitOptions): Interceptor {
+  const gates = new Map(options.servers.map((s) => [s.name, new Gate(s)]));
+  return function concurrencyLimit(call, next) {
+    const gate = gates.get(call.server);
+    return gate === undefined ? next(call) : gate.run(call, next);
+  };
+}

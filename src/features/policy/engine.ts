@@ -1,0 +1,360 @@
+/**
+ * Decides allow / deny / confirm for a tool call from a `PolicySet` (issue #5).
+ *
+ * Rules of all files form one list in the order the files are listed: the first rule whose
+ * `match` holds decides. When none does, the default of the first file that states one decides;
+ * with none stated (or no policy files at all), the call is allowed. Deterministic and pure:
+ * the same set and input always give the same decision, so `tools/list` filtering, `tools/call`
+ * and `mcp-warden policy explain` all agree.
+ */
+import path from 'node:path';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { matchesGlob } from '../../lib/glob.js';
+import { readAnnotations, type AnnotationReading, type HintOrigin } from './annotations.js';
+import {
+  HINT_NAMES,
+  type Decision,
+  type Effect,
+  type PolicyRule,
+  type PolicySet,
+  type PolicySource,
+} from './types.js';
+
+/** A tool as the engine sees it, without a call's arguments. */
+export interface PolicyToolInput {
+  /** The upstream's name in the config (`servers.<name>`), not its namespace. */
+  readonly server: string;
+  /** The upstream's own tool name, not the exposed (namespaced) one. */
+  readonly tool: string;
+  /** As the upstream lists them; read through `readAnnotations`. */
+  readonly annotations: ToolAnnotations | undefined;
+  /** The server's `trusted` setting in the config. */
+  readonly trusted: boolean;
+}
+
+/** One call: the tool and the arguments exactly as the upstream will receive them. */
+export interface PolicyCallInput extends PolicyToolInput {
+  /** Missing arguments are checked as `{}`. */
+  readonly arguments: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** How one rule fared for one call. */
+export interface TraceEntry {
+  readonly ruleId: string;
+  readonly source: { readonly file: string; readonly line: number };
+  /** True for the rule that decided (also when it decided to deny because it could not check). */
+  readonly matched: boolean;
+  /** The first condition that failed, or every condition that held. */
+  readonly why: string;
+}
+
+export interface Explanation {
+  readonly decision: Decision;
+  /** The rules tried, in order, up to and including the one that decided. */
+  readonly trace: readonly TraceEntry[];
+}
+
+export interface PolicyEngine {
+  /** The decision for one call. Never throws. */
+  decide(input: PolicyCallInput): Decision;
+  /**
+   * True when every possible call of the tool is denied, so `tools/list` should not show it:
+   * a rule without an `arguments` condition denies it, and no earlier rule that could match it
+   * allows or confirms some of its calls; or no rule can match it and the default is deny.
+   * A rule with an `arguments` condition never hides a tool by itself.
+   */
+  isHiddenFromList(input: PolicyToolInput): boolean;
+  /** `decide`, with the reasoning for `mcp-warden policy explain`. */
+  explain(input: PolicyCallInput): Explanation;
+}
+
+type Outcome =
+  | { readonly kind: 'match'; readonly why: string }
+  | { readonly kind: 'mismatch'; readonly why: string }
+  /** The conditions other than arguments hold; the arguments could not be checked. */
+  | { readonly kind: 'unverifiable'; readonly why: string };
+
+interface DefaultRule {
+  readonly effect: Effect;
+  readonly file: string;
+  readonly source: PolicySource;
+}
+
+/** Builds an engine over a loaded set. The set is not copied: it is frozen by the loader. */
+export function createPolicyEngine(set: PolicySet): PolicyEngine {
+  const rules: readonly PolicyRule[] = set.files.flatMap((file) => file.rules);
+  // Decisions are values shared by every call they decide: made once, frozen.
+  const decisions = new Map(rules.map((rule) => [rule, Object.freeze(ruleDecision(rule))]));
+  let fallback: DefaultRule | null = null;
+  for (const file of set.files) {
+    if (file.default === null) continue;
+    fallback = { effect: file.default.effect, file: file.file, source: file.default.source };
+    break;
+  }
+  const defaultDecision = Object.freeze(makeDefaultDecision(set.files.length, fallback));
+
+  function run(input: PolicyCallInput, trace: TraceEntry[] | null): Decision {
+    const args = input.arguments ?? {};
+    const reader = annotationReader(input);
+    for (const rule of rules) {
+      const outcome = evaluate(rule, input, { reader, args, explain: true });
+      if (outcome.kind === 'mismatch') {
+        trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: false, why: outcome.why });
+        continue;
+      }
+      const why =
+        outcome.kind === 'match'
+          ? outcome.why
+          : `the arguments could not be checked (${outcome.why}); denied, since whether the rule applies is unknown`;
+      trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: true, why });
+      return outcome.kind === 'match'
+        ? (decisions.get(rule) ?? ruleDecision(rule))
+        : uncheckedDecision(rule, outcome.why);
+    }
+    return defaultDecision;
+  }
+
+  function isHiddenFromList(input: PolicyToolInput): boolean {
+    const reader = annotationReader(input);
+    for (const rule of rules) {
+      const outcome = evaluate(rule, input, { reader, args: null, explain: false });
+      if (outcome.kind === 'mismatch') continue; // can never match this tool
+      // A rule with an arguments condition decides some calls of the tool, and lets the others
+      // through to later rules. Calls it denies are denied anyway; calls it allows or confirms
+      // mean the tool is usable, so it must stay listed.
+      if (rule.match.arguments !== null) {
+        if (rule.action !== 'deny') return false;
+        continue;
+      }
+      // Matches every call that got this far: it decides the rest.
+      return rule.action === 'deny';
+    }
+    return defaultDecision.effect === 'deny';
+  }
+
+  /**
+   * Per tool, the rules whose conditions other than `arguments` hold, in order. Those depend
+   * only on the server, the tool, its trust and its annotations, which change rarely (a list
+   * refresh, a reload makes a new engine), so a call only tests argument schemas and builds
+   * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
+   */
+  const candidates = new Map<
+    string,
+    { annotations: unknown; trusted: boolean; rules: readonly PolicyRule[] }
+  >();
+  function candidatesFor(input: PolicyToolInput): readonly PolicyRule[] {
+    const key = `${input.server}\u0000${input.tool}`;
+    const hit = candidates.get(key);
+    if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
+      return hit.rules;
+    const reader = annotationReader(input);
+    const matching = rules.filter(
+      (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
+    );
+    if (candidates.size >= 100_000) candidates.clear();
+    candidates.set(key, { annotations: input.annotations, trusted: input.trusted, rules: matching });
+    return matching;
+  }
+
+  function decide(input: PolicyCallInput): Decision {
+    const args = input.arguments ?? {};
+    for (const rule of candidatesFor(input)) {
+      const condition = rule.match.arguments;
+      if (condition === null) return decisions.get(rule)!;
+      const verdict = condition.test(args);
+      if (verdict.kind === 'match') return decisions.get(rule)!;
+      if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
+    }
+    return defaultDecision;
+  }
+
+  return {
+    decide,
+    isHiddenFromList,
+    explain(input) {
+      const trace: TraceEntry[] = [];
+      const decision = run(input, trace);
+      return { decision, trace };
+    },
+  };
+}
+
+/** Annotations are read once per call, and only if some rule asks about them. */
+function annotationReader(input: PolicyToolInput): () => AnnotationReading {
+  let reading: AnnotationReading | undefined;
+  return () => (reading ??= readAnnotations(input.annotations, input.trusted));
+}
+
+/**
+ * Checks the rule's conditions, cheapest first, stopping at the first that fails. `args` null:
+ * the call's arguments are not known, and an arguments condition counts as holding. `explain`
+ * false: no `why` is written (listing asks thousands of tools only whether a rule can match,
+ * and their texts were most of the garbage that listing made, issue 7).
+ */
+function evaluate(
+  rule: PolicyRule,
+  input: PolicyToolInput,
+  context: {
+    readonly reader: () => AnnotationReading;
+    readonly args: Readonly<Record<string, unknown>> | null;
+    readonly explain: boolean;
+  },
+): Outcome {
+  const { match } = rule;
+  const { reader, args, explain } = context;
+  // Nothing is allocated unless `explain`: listing asks this of every rule for every tool, and
+  // the closures and arrays it once made per question were what pushed the gateway's memory
+  // up while it listed 10,000 tools (issue 7).
+  const held: string[] | null = explain ? [] : null;
+
+  if (match.server !== null) {
+    const glob = firstMatchingGlob(match.server, input.server);
+    if (glob === undefined) {
+      return explain
+        ? { kind: 'mismatch', why: `server "${input.server}" does not match ${listGlobs(match.server)}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`server "${input.server}" matches "${glob}"`);
+  }
+  if (match.tool !== null) {
+    const glob = firstMatchingGlob(match.tool, input.tool);
+    if (glob === undefined) {
+      return explain
+        ? { kind: 'mismatch', why: `tool "${input.tool}" does not match ${listGlobs(match.tool)}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`tool "${input.tool}" matches "${glob}"`);
+  }
+  if (match.trusted !== null) {
+    const what = input.trusted ? 'trusted' : 'not trusted';
+    if (match.trusted !== input.trusted) {
+      return explain
+        ? { kind: 'mismatch', why: `server "${input.server}" is ${what}` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    held?.push(`server "${input.server}" is ${what}`);
+  }
+  if (match.annotations !== null) {
+    const reading = reader();
+    for (const hint of HINT_NAMES) {
+      const wanted = match.annotations[hint];
+      if (wanted === undefined) continue;
+      const { value, from } = reading[hint];
+      if (value === wanted && !explain) continue;
+      const described = `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
+      if (value !== wanted) {
+        return explain
+          ? { kind: 'mismatch', why: `${described}; the rule wants ${String(wanted)}` }
+          : UNEXPLAINED_MISMATCH;
+      }
+      held?.push(described);
+    }
+  }
+  if (match.arguments !== null) {
+    if (args === null) {
+      held?.push('arguments not checked');
+    } else {
+      const verdict = match.arguments.test(args);
+      if (verdict.kind === 'mismatch')
+        return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
+      if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
+      held?.push('the arguments match');
+    }
+  }
+  if (held === null) return UNEXPLAINED_MATCH;
+  return { kind: 'match', why: held.length === 0 ? 'the rule matches every call' : held.join('; ') };
+}
+
+/** The first of `globs` that `value` matches (a loop: no closure per question). */
+function firstMatchingGlob(globs: readonly string[], value: string): string | undefined {
+  for (const glob of globs) if (matchesGlob(glob, value)) return glob;
+  return undefined;
+}
+
+const UNEXPLAINED_MISMATCH: Outcome = Object.freeze({ kind: 'mismatch', why: '' });
+const UNEXPLAINED_MATCH: Outcome = Object.freeze({ kind: 'match', why: '' });
+
+function describeOrigin(from: HintOrigin, server: string): string {
+  switch (from) {
+    case 'server':
+      return 'as the trusted server says';
+    case 'spec default':
+      return 'the trusted server leaves it out: the spec default';
+    case 'read-only tool':
+      return 'the trusted server marks the tool read-only';
+    case 'untrusted server':
+      return `server "${server}" is not trusted, so its annotations are ignored`;
+  }
+}
+
+function listGlobs(globs: readonly string[]): string {
+  const quoted = globs.map((glob) => JSON.stringify(glob));
+  return quoted.length === 1 ? (quoted[0] as string) : `any of ${quoted.join(', ')}`;
+}
+
+function ruleDecision(rule: PolicyRule): Decision {
+  return {
+    effect: rule.action,
+    ruleId: rule.id,
+    reason: rule.reason ?? madeUpReason(rule),
+    source: lineOf(rule.source),
+  };
+}
+
+/**
+ * An arguments condition could not be evaluated (see argumentSchema.ts): whether the rule
+ * matches is unknown, and so is the decision. Fail closed (issue #5), naming the rule.
+ */
+function uncheckedDecision(rule: PolicyRule, why: string): Decision {
+  return {
+    effect: 'deny',
+    ruleId: rule.id,
+    reason: `Denied: the arguments could not be checked against policy rule "${rule.id}" (${why}).`,
+    source: lineOf(rule.source),
+  };
+}
+
+function madeUpReason(rule: PolicyRule): string {
+  switch (rule.action) {
+    case 'allow':
+      return `Allowed by policy rule "${rule.id}".`;
+    case 'deny':
+      return `Denied by policy rule "${rule.id}".`;
+    case 'confirm':
+      return `Policy rule "${rule.id}" asks for the user's confirmation.`;
+  }
+}
+
+function makeDefaultDecision(files: number, fallback: DefaultRule | null): Decision {
+  if (files === 0) {
+    return {
+      effect: 'allow',
+      ruleId: null,
+      reason: 'No policy files are configured: calls are allowed.',
+      source: null,
+    };
+  }
+  if (fallback === null) {
+    return {
+      effect: 'allow',
+      ruleId: null,
+      reason: 'No policy rule matches this call and no policy file sets a default: allowed.',
+      source: null,
+    };
+  }
+  // The file's name only: the model sees this text, and a full path says more than it needs.
+  const name = path.basename(fallback.file);
+  const what = { allow: 'allow it', deny: 'deny it', confirm: "ask for the user's confirmation" }[
+    fallback.effect
+  ];
+  return {
+    effect: fallback.effect,
+    ruleId: null,
+    reason: `No policy rule matches this call; the default set in ${name} is to ${what}.`,
+    source: lineOf(fallback.source),
+  };
+}
+
+function lineOf(source: PolicySource): { file: string; line: number } {
+  return { file: source.file, line: source.line };
+}

@@ -1,0 +1,274 @@
+/**
+ * Reads policy files into a validated, frozen `PolicySet`.
+ *
+ * Same stages and error quality as the config loader (src/config/load.ts), with its machinery:
+ * YAML parse (syntax errors stop there) → JSON Schema check (`schema/policy.schema.json`, unknown
+ * keys with a did-you-mean) → checks the schema cannot express (globs, argument schemas, unique
+ * rule ids). Every problem in every file is reported at once, located as file:line:column and key
+ * path. There is no fallback: a policy that cannot be read in full is an error, never "allow all"
+ * (issue #5), and an empty file is an error too, since a file caught half-written on reload
+ * would otherwise silently drop every rule.
+ */
+import path from 'node:path';
+import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { deepFreeze } from '../../lib/freeze.js';
+import type { KeyPath } from '../../config/interpolate.js';
+import {
+  documentSchemaUrl,
+  documentValidator,
+  inlineRefs,
+  readDocumentSchema,
+} from '../../config/documentValidators.js';
+import { translateErrors } from '../../config/schemaErrors.js';
+import {
+  formatKeyPath,
+  parseYamlSource,
+  readSourceFile,
+  requireTopLevelMapping,
+  toPlainData,
+  type YamlSource,
+} from '../../config/yamlSource.js';
+import { compileGlob } from '../../lib/glob.js';
+import { createArgumentSchemaCompiler, type ArgumentSchemaCompiler } from './argumentSchema.js';
+import {
+  HINT_NAMES,
+  type ArgumentCondition,
+  type Effect,
+  type HintName,
+  type PolicyFile,
+  type PolicyMatch,
+  type PolicyRule,
+  type PolicySet,
+  type PolicySource,
+} from './types.js';
+
+export const POLICY_SCHEMA_URL = documentSchemaUrl('policy');
+
+/** The parsed schema file. */
+export const policySchema: Readonly<Record<string, unknown>> = readDocumentSchema('policy');
+
+/** Generated at build time (see documentValidators.ts); errors point into the `$ref`-inlined schema. */
+const validatePolicyDocument = documentValidator('policy', inlineRefs(policySchema));
+
+const KIND = 'policy file';
+
+/**
+ * Reads the policy files, in the order given (the order rules are tried in). Relative paths
+ * resolve against the current directory: resolve them against the config file's folder first.
+ * Throws one `ConfigError` with every problem of every file, including files that cannot be read.
+ */
+export async function loadPolicies(files: readonly string[]): Promise<PolicySet> {
+  const issues: ConfigIssue[] = [];
+  const parsed: PolicyFile[] = [];
+  const seen = new Set<string>();
+  for (const file of files) {
+    const absolute = path.resolve(file);
+    if (seen.has(absolute)) {
+      // Its rules would be tried twice and its ids would clash with themselves.
+      issues.push({
+        file: absolute,
+        line: 0,
+        column: 0,
+        path: '',
+        message: 'policy file listed more than once',
+      });
+      continue;
+    }
+    seen.add(absolute);
+    try {
+      parsed.push(parsePolicyText(await readSourceFile(absolute, KIND), absolute));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      issues.push(...error.issues);
+    }
+  }
+  if (issues.length === 0) return combinePolicyFiles(parsed);
+  // Problems across files, e.g. an id used in two of them, are only worth reporting once each
+  // file is valid on its own; until then they could be echoes of the other errors.
+  throw new ConfigError(issues);
+}
+
+/**
+ * Puts parsed files together in the order given. Throws a `ConfigError` when a rule id is used
+ * in more than one file: ids name rules in denials and the audit log, so one must mean one rule.
+ */
+export function combinePolicyFiles(files: readonly PolicyFile[]): PolicySet {
+  const issues: ConfigIssue[] = [];
+  const firstUse = new Map<string, PolicySource>();
+  for (const policy of files) {
+    policy.rules.forEach((rule, index) => {
+      if (!rule.idWritten) return;
+      const earlier = firstUse.get(rule.id);
+      if (earlier === undefined) {
+        firstUse.set(rule.id, rule.source);
+        return;
+      }
+      issues.push({
+        file: rule.source.file,
+        line: rule.source.line,
+        column: rule.source.column,
+        // The rule's place: where its id is written is not kept once the file is parsed.
+        path: formatKeyPath(['rules', index]),
+        message: `rule id "${rule.id}" is already used by the rule at ${earlier.file}:${earlier.line}; rule ids must be unique across all policy files`,
+      });
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return deepFreeze({ files: [...files] });
+}
+
+/**
+ * Parses one policy file's text (YAML or JSON). Pure: no file access. `file` names it in
+ * messages and in made-up rule ids. Throws `ConfigError` listing every problem found.
+ */
+export function parsePolicyText(text: string, file: string): PolicyFile {
+  const absolute = path.resolve(file);
+  const source = parseYamlSource(text, absolute, KIND);
+  const { issues } = source;
+  requireTopLevelMapping(source, {
+    empty: 'policy file is empty; it needs "default", "rules" or both',
+    expectedKeys: 'with "default" and "rules" keys',
+  });
+  issues.throwIfAny();
+
+  const data = toPlainData(source) as Readonly<Record<string, unknown>>;
+  for (const problem of translateErrors(validatePolicyDocument(data), data)) {
+    issues.add(problem.path, problem.at, problem.message);
+  }
+  if (data['default'] === undefined && data['rules'] === undefined) {
+    issues.add([], 'value', 'a policy file needs "default", "rules" or both');
+  }
+
+  const policy = normalize(data, { file: absolute, source, compiler: lazyCompiler() });
+  issues.throwIfAny();
+  return deepFreeze(policy);
+}
+
+interface Context {
+  readonly file: string;
+  readonly source: YamlSource;
+  readonly compiler: () => ArgumentSchemaCompiler;
+}
+
+/** ajv instances cost a few milliseconds: made only for a file with argument conditions. */
+function lazyCompiler(): () => ArgumentSchemaCompiler {
+  let compiler: ArgumentSchemaCompiler | undefined;
+  return () => (compiler ??= createArgumentSchemaCompiler());
+}
+
+/**
+ * Builds the file's rules from data that may still have schema problems: those were reported,
+ * so wrongly typed values are skipped here (the result is then discarded).
+ */
+function normalize(data: Readonly<Record<string, unknown>>, ctx: Context): PolicyFile {
+  const defaultEffect = asEffect(data['default']);
+  const rules: PolicyRule[] = [];
+  const idAt = new Map<string, number>();
+  const list = Array.isArray(data['rules']) ? (data['rules'] as readonly unknown[]) : [];
+  list.forEach((value, index) => {
+    const entry = asRecord(value);
+    if (entry === undefined) return;
+    const rule = normalizeRule(entry, index, ctx);
+    if (rule === undefined) return;
+    if (rule.idWritten) {
+      const earlier = idAt.get(rule.id);
+      if (earlier !== undefined) {
+        ctx.source.issues.add(
+          ['rules', index, 'id'],
+          'value',
+          `rule id "${rule.id}" is already used by the rule at line ${earlier}; rule ids must be unique`,
+        );
+      } else idAt.set(rule.id, rule.source.line);
+    }
+    rules.push(rule);
+  });
+  return {
+    file: ctx.file,
+    default:
+      defaultEffect === undefined ? null : { effect: defaultEffect, source: sourceOf(ctx, ['default']) },
+    rules,
+  };
+}
+
+function normalizeRule(
+  entry: Readonly<Record<string, unknown>>,
+  index: number,
+  ctx: Context,
+): PolicyRule | undefined {
+  const at = (...keys: (string | number)[]): KeyPath => ['rules', index, ...keys];
+  const match = asRecord(entry['match']);
+  const action = asEffect(entry['action']);
+  const written = typeof entry['id'] === 'string' && entry['id'] !== '' ? entry['id'] : undefined;
+  const reason = typeof entry['reason'] === 'string' && entry['reason'] !== '' ? entry['reason'] : null;
+  const conditions: PolicyMatch = {
+    server: globs(ctx, at('match', 'server'), match?.['server']),
+    tool: globs(ctx, at('match', 'tool'), match?.['tool']),
+    trusted: typeof match?.['trusted'] === 'boolean' ? match['trusted'] : null,
+    annotations: annotations(match?.['annotations']),
+    arguments: argumentCondition(ctx, at('match', 'arguments'), match?.['arguments']),
+  };
+  if (match === undefined || action === undefined) return undefined; // reported by the schema
+  return {
+    id: written ?? `${path.basename(ctx.file)}#${index + 1}`,
+    idWritten: written !== undefined,
+    match: conditions,
+    action,
+    reason,
+    source: sourceOf(ctx, at()),
+  };
+}
+
+/** A glob or list of globs, each compiled once here so a bad one is reported at load time. */
+function globs(ctx: Context, keyPath: KeyPath, value: unknown): string[] | null {
+  if (value === undefined) return null;
+  const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
+  const result: string[] = [];
+  list.forEach((glob: unknown, index) => {
+    if (typeof glob !== 'string' || glob === '') return; // reported by the schema
+    try {
+      compileGlob(glob);
+      result.push(glob);
+    } catch (error) {
+      const where = typeof value === 'string' ? keyPath : [...keyPath, index];
+      ctx.source.issues.add(where, 'value', error instanceof Error ? error.message : String(error));
+    }
+  });
+  return result;
+}
+
+function annotations(value: unknown): Partial<Record<HintName, boolean>> | null {
+  const record = asRecord(value);
+  if (record === undefined) return null;
+  const wanted: Partial<Record<HintName, boolean>> = {};
+  for (const hint of HINT_NAMES) {
+    const expected = record[hint];
+    if (typeof expected === 'boolean') wanted[hint] = expected;
+  }
+  return wanted;
+}
+
+function argumentCondition(ctx: Context, keyPath: KeyPath, value: unknown): ArgumentCondition | null {
+  const schema = asRecord(value);
+  if (schema === undefined) return null; // absent, or reported by the schema
+  const compiled = ctx.compiler().compile(schema);
+  if (compiled.kind === 'ready') return compiled.condition;
+  for (const problem of compiled.problems) {
+    ctx.source.issues.add([...keyPath, ...problem.path], problem.at, problem.message);
+  }
+  return null;
+}
+
+function sourceOf(ctx: Context, keyPath: KeyPath): PolicySource {
+  const { line, column } = ctx.source.locator.position(keyPath, 'key');
+  return { file: ctx.file, line, column };
+}
+
+function asEffect(value: unknown): Effect | undefined {
+  return value === 'allow' || value === 'deny' || value === 'confirm' ? value : undefined;
+}
+
+function asRecord(value: unknown): Readonly<Record<string, unknown>> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Readonly<Record<string, unknown>>)
+    : undefined;
+}
