@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditLog } from './features/audit/auditWriter.js';
 import type { LifecycleEvent } from './core/events.js';
-import { sha256Hex } from './features/audit/chain.js';
+import { sha256Hex } from './lib/hash.js';
 import type { Redactor } from './features/audit/redact.js';
 import { hiddenByPolicy } from './features/policy/visibility.js';
 import { createAuditInterceptor, type AuditInterceptorOptions } from './features/audit/stage.js';

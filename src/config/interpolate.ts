@@ -115,3 +115,17 @@ export function interpolate(
   };
   return { value: walk(value, []), problems };
 }
+
+/**
+ * `servers.fs.args[0]`. Keys that would read ambiguously in dotted form (containing `.`, brackets,
+ * quotes or spaces, or empty) are written as `["key"]`.
+ */
+export function formatKeyPath(keyPath: KeyPath): string {
+  let out = '';
+  for (const segment of keyPath) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (/^[^.[\]"\s]+$/.test(segment)) out += out === '' ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out;
+}

@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
-import type { ConfigIssue } from '../core/errors.js';
+import type { ConfigIssue } from './issues.js';
 import { readEnvFile } from './envFile.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
@@ -42,7 +42,7 @@ import type {
 } from './types.js';
 
 export type { Env } from './interpolate.js';
-export { formatKeyPath } from './yamlSource.js';
+export { formatKeyPath } from './interpolate.js';
 
 export interface LoadOptions {
   /** Where `${VAR}` and `${env:VAR}` references are looked up; usually `process.env`. */

@@ -5,8 +5,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { didYouMean } from '../lib/didYouMean.js';
-import type { KeyPath } from './interpolate.js';
-import { formatKeyPath } from './yamlSource.js';
+import { formatKeyPath, type KeyPath } from './interpolate.js';
 
 type SchemaObject = Readonly<Record<string, unknown>>;
 

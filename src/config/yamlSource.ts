@@ -8,9 +8,9 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { Document, LineCounter, YAMLError } from 'yaml';
-import { ConfigError, type ConfigIssue } from '../core/errors.js';
+import { ConfigError, type ConfigIssue } from './issues.js';
 import { describeValue } from './schemaErrors.js';
-import type { KeyPath } from './interpolate.js';
+import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { parseJsonText, type Locator, type Position } from './jsonSource.js';
 
 export type { Locator, Position } from './jsonSource.js';
@@ -99,20 +99,6 @@ export function toPlainData(source: YamlSource): unknown {
     source.issues.throwIfAny();
     throw error; // unreachable: the issue above was thrown
   }
-}
-
-/**
- * `servers.fs.args[0]`. Keys that would read ambiguously in dotted form (containing `.`, brackets,
- * quotes or spaces, or empty) are written as `["key"]`.
- */
-export function formatKeyPath(keyPath: KeyPath): string {
-  let out = '';
-  for (const segment of keyPath) {
-    if (typeof segment === 'number') out += `[${segment}]`;
-    else if (/^[^.[\]"\s]+$/.test(segment)) out += out === '' ? segment : `.${segment}`;
-    else out += `[${JSON.stringify(segment)}]`;
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@
  */
 
 export type WardenErrorCode =
-  | 'CONFIG_INVALID'
   | 'UNKNOWN_TOOL'
   | 'INVALID_PARAMS'
   | 'UPSTREAM_UNAVAILABLE'
@@ -38,33 +37,6 @@ export class WardenError extends Error {
   }
 }
 
-/** One problem (or, among a load's warnings, one thing ignored) in a config or policy file, located for a human. */
-export interface ConfigIssue {
-  readonly file: string;
-  /** 1-based; 0 when the problem is not tied to a place (e.g. the file is missing). */
-  readonly line: number;
-  readonly column: number;
-  /** Dotted key path, e.g. `servers.fs.command`; empty for the whole document. */
-  readonly path: string;
-  readonly message: string;
-}
-
-export function formatConfigIssue(issue: ConfigIssue): string {
-  const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : issue.file;
-  const key = issue.path === '' ? '' : ` ${issue.path}:`;
-  return `${where}:${key} ${issue.message}`;
-}
-
-/** A config (or policy) file that cannot be used. Carries every problem found, not just the first. */
-export class ConfigError extends WardenError {
-  readonly issues: readonly ConfigIssue[];
-
-  constructor(issues: readonly ConfigIssue[]) {
-    super('CONFIG_INVALID', issues.map(formatConfigIssue).join('\n'));
-    this.issues = issues;
-  }
-}
-
 /** A request named a tool the catalog does not have. Maps to JSON-RPC -32602. */
 export class UnknownToolError extends WardenError {
   constructor(name: string) {
@@ -88,18 +60,6 @@ export class UpstreamFailedError extends WardenError {
     super('UPSTREAM_FAILED', `Upstream server "${server}" failed: ${detail}`, options);
     this.detail = detail;
   }
-}
-
-/** An error's message followed by its causes' (fetch hides the useful part, e.g. ECONNREFUSED, in `cause`). */
-export function describeError(error: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = error;
-  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
-    const message = current instanceof Error ? current.message : String(current);
-    if (!parts.some((p) => p.includes(message))) parts.push(message);
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return parts.join(': ');
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Logger } from './logger.js';
 import { Cancellation, type CancelSignal } from './rpc/cancellation.js';
 import type { ProgressListener } from './upstreams/upstreamSession.js';
 import type { CallRecord, Next, ToolCall } from './pipeline/types.js';
-import type { Decision } from '../features/policy/types.js';
+import type { Decision } from './pipeline/decision.js';
 import { rawResult } from './rpc/rawResult.js';
 import {
   idKey,

@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
-import { describeError } from '../core/errors.js';
+import { describeError } from './describeError.js';
 
 export interface WatchFilesOptions {
   readonly files: readonly string[];

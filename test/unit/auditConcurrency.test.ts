@@ -23,6 +23,7 @@ beforeAll(() => {
     'src/core/errors.ts',
     'src/core/events.ts',
     'src/lib/canonicalJson.ts',
+    'src/lib/hash.ts',
     'src/lib/schema/safeRegExp.ts',
     ...readdirSync(path.join(root, 'src/features/audit')).map((name) => `src/features/audit/${name}`),
   ];

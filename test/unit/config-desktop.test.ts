@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText, type Env, type LoadedConfig } from '../../src/config/load.js';
 import type { StdioServerConfig } from '../../src/config/types.js';
-import { formatConfigIssue } from '../../src/core/errors.js';
+import { formatConfigIssue } from '../../src/config/issues.js';
 import { thrownIssues } from './configIssues.js';
 
 const FILE = path.resolve('/Users/me/Library/Application Support/Claude/claude_desktop_config.json');

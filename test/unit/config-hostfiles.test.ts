@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expandString } from '../../src/config/interpolate.js';
 import { parseConfigText, type Env, type LoadedConfig } from '../../src/config/load.js';
 import type { StdioServerConfig } from '../../src/config/types.js';
-import { formatConfigIssue } from '../../src/core/errors.js';
+import { formatConfigIssue } from '../../src/config/issues.js';
 import { thrownIssues } from './configIssues.js';
 
 /** A project folder with `.vscode/` and `.cursor/` in it, made afresh for this file's tests. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/defaults.js';
 import { loadConfig, parseConfigText, type Env } from '../../src/config/load.js';
 import type { StdioServerConfig, WardenConfig } from '../../src/config/types.js';
-import { ConfigError, formatConfigIssue } from '../../src/core/errors.js';
+import { ConfigError, formatConfigIssue } from '../../src/config/issues.js';
 import { thrownIssues } from './configIssues.js';
 
 const DIR = path.resolve('/srv/warden');

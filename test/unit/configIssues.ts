@@ -1,4 +1,4 @@
-import { ConfigError, formatConfigIssue } from '../../src/core/errors.js';
+import { ConfigError, formatConfigIssue } from '../../src/config/issues.js';
 
 /**
  * The messages of the `ConfigError` that `run` throws, exactly as the CLI prints them, one per

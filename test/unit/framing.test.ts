@@ -6,7 +6,8 @@ import {
   serializeMessage,
   serializeRawResult,
 } from '../../src/core/rpc/jsonRpc.js';
-import { attachRawResponse, rawResult, topLevelMemberSpan } from '../../src/core/rpc/rawResult.js';
+import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
+import { topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
 import { WholeLine } from '../../src/core/transports/largeLine.js';
 import { LineDecoder, type OversizeLine } from '../../src/core/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/core/transports/streamTransport.js';

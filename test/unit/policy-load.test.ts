@@ -8,7 +8,7 @@ import {
   policySchema,
   POLICY_SCHEMA_URL,
 } from '../../src/features/policy/loadPolicies.js';
-import { ConfigError } from '../../src/core/errors.js';
+import { ConfigError } from '../../src/config/issues.js';
 import { createDocumentAjv } from '../../src/config/documentAjv.js';
 import { rejectedIssues, thrownIssues } from './configIssues.js';
 

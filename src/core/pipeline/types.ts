@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Decision } from '../../features/policy/types.js';
+import type { Decision } from './decision.js';
 import type { Cancellation } from '../rpc/cancellation.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import type { ProgressListener } from '../upstreams/upstreamSession.js';

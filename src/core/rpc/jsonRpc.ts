@@ -6,7 +6,7 @@
  * schema-parse every message (ARCHITECTURE "Parse once, validate where it pays"); methods whose
  * payload we must trust are validated where they are handled.
  */
-import { topLevelMemberSpan } from './rawResult.js';
+import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
 
 /**
  * A numeric id whose text `JSON.parse` would change (an integer beyond 2^53). Kept as text so it

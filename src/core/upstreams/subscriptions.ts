@@ -1,4 +1,4 @@
-import { describeError } from '../errors.js';
+import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
 import type { Params } from '../rpc/jsonRpc.js';

@@ -8,7 +8,8 @@ import type {
   UpstreamStartEvent,
 } from '../events.js';
 import type { GatewayConfig, ServerConfig } from '../../config/types.js';
-import { describeError, UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
+import { UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
+import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
 import {
   RpcErrorCode,

@@ -1,4 +1,5 @@
-import { describeError, UpstreamFailedError, UpstreamRpcError } from '../errors.js';
+import { UpstreamFailedError, UpstreamRpcError } from '../errors.js';
+import { describeError } from '../../lib/describeError.js';
 import type { CancelListener, CancelSignal } from '../rpc/cancellation.js';
 import { Deferred } from '../../lib/deferred.js';
 import {

@@ -1,4 +1,4 @@
-import * as crypto from 'node:crypto';
+import { isHash, sha256Hex } from '../../lib/hash.js';
 import { canonicalJson } from '../../lib/canonicalJson.js';
 
 /** The hash-chain fields of a record, as the writer needs them to continue a chain. */
@@ -7,25 +7,10 @@ export interface ChainHead {
   readonly hash: string;
 }
 
-const HEX64 = /^[0-9a-f]{64}$/;
-
 /** What ends every record line: the record's hash, as its last member. */
 const HASH_MEMBER = ',"hash":"';
 /** `,"hash":"` + 64 hex digits + `"}` */
 const HASH_SUFFIX_LENGTH = HASH_MEMBER.length + 64 + 2;
-
-export function isHash(value: unknown): value is string {
-  return typeof value === 'string' && HEX64.test(value);
-}
-
-// `crypto.hash` (Node 20.12+) hashes a string in one call, without a Hash object per record.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
-
-export function sha256Hex(text: string): string {
-  return oneShot !== undefined
-    ? oneShot('sha256', text, 'hex')
-    : crypto.createHash('sha256').update(text, 'utf8').digest('hex');
-}
 
 /**
  * JSON text of a record's fields, never throwing (an audit append must not fail on an odd
@@ -67,7 +52,7 @@ export function lineHashes(line: string): { claimed: string; actual: string } | 
   const start = line.length - HASH_SUFFIX_LENGTH;
   if (start < 2 || !line.startsWith(HASH_MEMBER, start) || !line.endsWith('"}')) return undefined;
   const claimed = line.slice(start + HASH_MEMBER.length, line.length - 2);
-  if (!HEX64.test(claimed)) return undefined;
+  if (!isHash(claimed)) return undefined;
   return { claimed, actual: sha256Hex(line.slice(0, start)) };
 }
 

@@ -1,4 +1,5 @@
-import { isHash, lineHashes, type ChainHead } from './chain.js';
+import { isHash } from '../../lib/hash.js';
+import { lineHashes, type ChainHead } from './chain.js';
 import { auditFileSet, readLinesSync } from './files.js';
 import { GENESIS_HASH } from '../../core/events.js';
 

@@ -1,5 +1,5 @@
 import type { ConfirmationConfig } from '../../config/types.js';
-import { describeError } from '../../core/errors.js';
+import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../../core/logger.js';
 import type { CancelSignal } from '../../core/rpc/cancellation.js';
 import type { ToolCall } from '../../core/pipeline/types.js';

@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Interceptor, Next, ToolCall } from '../../core/pipeline/types.js';
 import type { Params } from '../../core/rpc/jsonRpc.js';
 import type { RequestAnswer } from '../../core/upstreams/upstream.js';
-import { describeDecision } from '../policy/stage.js';
+import { describeDecision } from '../../core/pipeline/decision.js';
 import { runConfirmationCommand } from './command.js';
 
 export interface ConfirmationOptions {

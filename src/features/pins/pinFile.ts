@@ -23,12 +23,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { ConfigError, type ConfigIssue } from '../../config/issues.js';
 import { parseJsonText, type Locator } from '../../config/jsonSource.js';
 import { unknownKeyMessage, describeValue } from '../../config/schemaErrors.js';
-import { formatKeyPath } from '../../config/yamlSource.js';
+import { formatKeyPath } from '../../config/interpolate.js';
 import type { KeyPath } from '../../config/interpolate.js';
-import { isHash } from '../audit/chain.js';
+import { isHash } from '../../lib/hash.js';
 import { definitionHash, PINNED_FIELDS, type PinnedDefinition } from './toolDefinitionHash.js';
 
 /** The format written; a file of another version is refused rather than misread. */

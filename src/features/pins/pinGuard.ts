@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolChangedEvent, ToolPinnedEvent } from '../../core/events.js';
 import { toolFilter } from '../../core/catalog/namedCatalog.js';
 import type { PinsConfig, ServerConfig } from '../../config/types.js';
-import { describeError } from '../../core/errors.js';
+import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../../core/logger.js';
 import { pinAction, reviewTool, type PinStatus, type ToolReview } from './pinDecision.js';
 import {

@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, MAX_CANONICAL_DEPTH } from '../../lib/canonicalJson.js';
-import { sha256Hex } from '../audit/chain.js';
+import { sha256Hex } from '../../lib/hash.js';
 
 /**
  * The parts of a tool definition that are pinned: what reaches the model, and so what a server

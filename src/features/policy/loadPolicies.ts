@@ -10,7 +10,7 @@
  * would otherwise silently drop every rule.
  */
 import path from 'node:path';
-import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { ConfigError, type ConfigIssue } from '../../config/issues.js';
 import { deepFreeze } from '../../lib/freeze.js';
 import type { KeyPath } from '../../config/interpolate.js';
 import {
@@ -20,8 +20,8 @@ import {
   readDocumentSchema,
 } from '../../config/documentValidators.js';
 import { translateErrors } from '../../config/schemaErrors.js';
+import { formatKeyPath } from '../../config/interpolate.js';
 import {
-  formatKeyPath,
   parseYamlSource,
   readSourceFile,
   requireTopLevelMapping,

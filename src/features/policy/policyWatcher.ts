@@ -1,4 +1,4 @@
-import { describeError } from '../../core/errors.js';
+import { describeError } from '../../lib/describeError.js';
 import { watchFiles } from '../../lib/watchFiles.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';

@@ -1,19 +1,13 @@
-import path from 'node:path';
 import { DeniedError } from '../../core/errors.js';
 import type { Interceptor } from '../../core/pipeline/types.js';
-import type { Decision, PolicyEngine } from './index.js';
+import { describeDecision } from '../../core/pipeline/decision.js';
+import type { PolicyEngine } from './index.js';
 
 export interface PolicyInterceptorOptions {
   /** The engine in force; a getter because policy files are reloaded while serving. */
   readonly engine: () => PolicyEngine;
   /** Whether a server's annotations may be believed (`trusted:` in the config). */
   readonly trusted: (server: string) => boolean;
-}
-
-/** Where a decision came from, for the model and the user: `policy rule "no-deletes", org.yaml`. */
-export function describeDecision(decision: Decision): string {
-  const file = decision.source === null ? '' : `, ${path.basename(decision.source.file)}`;
-  return decision.ruleId === null ? `policy default${file}` : `policy rule "${decision.ruleId}"${file}`;
 }
 
 /**

@@ -3,8 +3,9 @@
  * The file format is `schema/policy.schema.json`; `policies/README.md` documents it for users.
  */
 
-/** What a rule (or the default) does with a call. */
-export type Effect = 'allow' | 'deny' | 'confirm';
+import type { Decision, Effect } from '../../core/pipeline/decision.js';
+
+export type { Decision, Effect };
 
 /** The four MCP tool annotations that are hints about behaviour (`title` is not one). */
 export type HintName = 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint';
@@ -78,15 +79,4 @@ export interface PolicyFile {
 /** Every policy file in force, in the order listed in the config (the first match wins). */
 export interface PolicySet {
   readonly files: readonly PolicyFile[];
-}
-
-/** The engine's answer for one call. */
-export interface Decision {
-  readonly effect: Effect;
-  /** The deciding rule's id; null when the default decided. */
-  readonly ruleId: string | null;
-  /** A sentence for the model and the user: the rule's `reason`, or one made up naming the rule or default. */
-  readonly reason: string;
-  /** The deciding rule, or the `default` key that decided; null when no file states a default. */
-  readonly source: { readonly file: string; readonly line: number } | null;
 }

@@ -1,0 +1,93 @@
+/**
+ * A minimal scanner over the text of one JSON object, used where `JSON.parse` loses what we
+ * must keep: integer ids above 2^53 (parse rounds them) and, on the hot path, the exact text of
+ * a member we forward unchanged. Assumes the text already parsed as JSON; it only finds spans.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Index just past the closing quote of the string starting at `start` (which is a quote). */
+function skipString(text: string, start: number): number {
+  let i = start + 1;
+  for (;;) {
+    const q = text.indexOf('"', i);
+    if (q === -1) return text.length;
+    // Count the backslashes before the quote: an odd number escapes it.
+    let b = q - 1;
+    while (b >= i && text.charCodeAt(b) === BACKSLASH) b--;
+    if ((q - 1 - b) % 2 === 0) return q + 1;
+    i = q + 1;
+  }
+}
+
+function skipWhitespace(text: string, i: number): number {
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+/** Index just past the JSON value starting at `start`. */
+function skipValue(text: string, start: number): number {
+  const first = text.charCodeAt(start);
+  if (first === QUOTE) return skipString(text, start);
+  if (first === 0x7b || first === 0x5b) {
+    let depth = 0;
+    let i = start;
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      if (c === QUOTE) {
+        i = skipString(text, i);
+        continue;
+      }
+      if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d) {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+      i++;
+    }
+    return text.length;
+  }
+  // number, true, false, null: up to the next delimiter.
+  let i = start;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x2c || c === 0x7d || c === 0x5d || c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+/**
+ * The [start, end) span of the value of top-level member `key` in the JSON object `text`,
+ * or null when absent. The key is compared by its raw text (keys we look for have no escapes).
+ * With duplicate keys the LAST one wins, as in `JSON.parse`: otherwise a peer could have us
+ * inspect one value and forward another.
+ */
+export function topLevelMemberSpan(text: string, key: string): [number, number] | null {
+  let i = skipWhitespace(text, 0);
+  if (text.charCodeAt(i) !== 0x7b) return null;
+  i++;
+  let found: [number, number] | null = null;
+  for (;;) {
+    i = skipWhitespace(text, i);
+    if (text.charCodeAt(i) === 0x7d) return found;
+    if (text.charCodeAt(i) !== QUOTE) return null;
+    const keyEnd = skipString(text, i);
+    // Compared in place, with no quoted copy of `key` made per call.
+    const isWanted = keyEnd - i === key.length + 2 && text.startsWith(key, i + 1);
+    i = skipWhitespace(text, keyEnd);
+    if (text.charCodeAt(i) !== 0x3a) return null;
+    i = skipWhitespace(text, i + 1);
+    const valueEnd = skipValue(text, i);
+    if (isWanted) found = [i, valueEnd];
+    i = skipWhitespace(text, valueEnd);
+    if (text.charCodeAt(i) === 0x7d) return found;
+    if (text.charCodeAt(i) !== 0x2c) return null;
+    i++;
+  }
+}
