@@ -1,40 +1,39 @@
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import type { WardenConfig } from './config/types.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
-import { HostRequester } from './core/hostRequester.js';
-import type { WardenConfig } from './config/types.js';
-import type { Logger } from './core/logger.js';
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import type { AuditLog } from './features/audit/auditWriter.js';
+import { PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
-import { sha256Hex } from './lib/hash.js';
-import type { Redactor } from './features/audit/redact.js';
-import { hiddenByPolicy } from './features/policy/visibility.js';
-import { createAuditInterceptor, type AuditInterceptorOptions } from './features/audit/stage.js';
-import { createConcurrencyLimitInterceptor } from './features/limits/stage.js';
-import { createConfirmationInterceptor, type ConfirmationOptions } from './features/confirmation/stage.js';
-import { createPinInterceptor } from './features/pins/stage.js';
-import { createPolicyInterceptor } from './features/policy/stage.js';
-import { PinGuard } from './features/pins/pinGuard.js';
-import { readPinFile, type PinSet } from './features/pins/pinFile.js';
-import { watchFiles } from './lib/watchFiles.js';
-import { createPolicyEngine, type PolicyEngine, type PolicySet } from './features/policy/index.js';
-import { watchPolicies } from './features/policy/policyWatcher.js';
-import { createResultRepairInterceptor } from './features/repair/stage.js';
-import { createTimeoutInterceptor, timeoutLimitsFromConfig } from './features/timeout/stage.js';
+import { foldVisibility, type Feature } from './core/feature.js';
+import type { Logger } from './core/logger.js';
 import { compose } from './core/pipeline/compose.js';
-import { orderStages } from './core/pipeline/order.js';
-import { createOutputValidator } from './features/repair/outputSchemaValidator.js';
-import { createForwardCall } from './core/pipeline/forwardCall.js';
-import type { Interceptor } from './core/pipeline/types.js';
-import { Router } from './core/router.js';
-import type { MessageTransport } from './core/transports/streamTransport.js';
-import type { UpstreamLifecycleEvent } from './core/upstreams/upstream.js';
+import { createForward } from './core/pipeline/forward.js';
+import { orderStages, type StageName } from './core/pipeline/order.js';
+import type { Stage } from './core/pipeline/types.js';
+import { Router } from './core/routing/router.js';
+import type { CancelSignal } from './core/rpc/cancellation.js';
+import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
+import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
 import type { EarlyStart } from './core/upstreams/earlySpawn.js';
+import type { UpstreamLifecycleEvent } from './core/upstreams/upstream.js';
 import { UpstreamPool } from './core/upstreams/upstreamPool.js';
+import type { AuditLog } from './features/audit/auditWriter.js';
+import { createAudit } from './features/audit/feature.js';
+import type { Redactor } from './features/audit/redact.js';
+import type { AuditStageOptions } from './features/audit/stage.js';
+import { createConfirmation } from './features/confirmation/feature.js';
+import type { ConfirmationOptions, HostAnswer } from './features/confirmation/stage.js';
+import { createLimits } from './features/limits/feature.js';
+import { createPins } from './features/pins/feature.js';
+import type { PinSet } from './features/pins/pinFile.js';
+import type { PinGuard } from './features/pins/pinGuard.js';
+import { createPinStage } from './features/pins/stage.js';
+import { createPolicy, fileSha256 } from './features/policy/feature.js';
+import type { PolicySet } from './features/policy/types.js';
+import { createRepair } from './features/repair/feature.js';
+import { createTimeout } from './features/timeout/feature.js';
 
 export interface GatewayOptions {
   readonly config: WardenConfig;
@@ -50,7 +49,7 @@ export interface GatewayOptions {
   readonly audit?: AuditLog;
   /**
    * On close, how long calls in flight may take to finish on their own before their upstreams
-   * are stopped (which fails them). Shutdown must end within 2 s (issue 2). Default 500 ms.
+   * are stopped (which fails them). Shutdown must end within 2 s. Default 500 ms.
    */
   readonly shutdownGraceMs?: number;
   /** Upstream processes already spawned for this config (`spawnEarly`), to be taken over. */
@@ -72,50 +71,94 @@ export interface Gateway {
   killChildrenNow(): void;
 }
 
-/** What the pipeline's stages need from the gateway around them. */
-export interface PipelineDependencies {
+/** What the features need from the gateway around them. */
+export interface FeatureDependencies {
   readonly config: WardenConfig;
   readonly logger: Logger;
-  /** The policy engine in force (policies are reloaded while serving). */
-  readonly engine: () => PolicyEngine;
+  /** The policies loaded at start. */
+  readonly policies: PolicySet;
   /** Asks the host through elicitation; undefined when it cannot. */
   readonly askHost: ConfirmationOptions['askHost'];
   readonly redact: (value: unknown) => unknown;
+  /** Writes a record to the audit trail, when there is one (never throws). */
+  readonly record: (event: LifecycleEventWithoutSession) => void;
   /** Present when the config has `audit:`. */
-  readonly audit?: Omit<AuditInterceptorOptions, 'logger'>;
-  /** Present when the config has `pins:`: the guard that knows which tools are blocked. */
-  readonly pins?: PinGuard;
+  readonly audit?: Omit<AuditStageOptions, 'config' | 'logger'>;
+  /** The pins file as read at start, when the config has `pins:`. */
+  readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
+}
+
+type LifecycleEventWithoutSession = LifecycleEvent extends infer E
+  ? E extends { session: string }
+    ? Omit<E, 'session'>
+    : never
+  : never;
+
+/**
+ * Every feature this config turns on, each made by its own factory. The one place that knows
+ * them all: the pipeline's stages, the host's tool list and the files watched are folded from
+ * what these return.
+ */
+export function buildFeatures(deps: FeatureDependencies): {
+  readonly features: readonly Feature[];
+  readonly policy: ReturnType<typeof createPolicy>;
+} {
+  const { config, logger } = deps;
+  const policy = createPolicy(config, { policies: deps.policies, logger, record: deps.record });
+  const { pins: pinsConfig } = config;
+  const features: Feature[] = [
+    ...(deps.audit && config.audit ? [createAudit({ audit: config.audit }, { ...deps.audit, logger })] : []),
+    ...(pinsConfig
+      ? [
+          createPins(
+            { ...config, pins: pinsConfig },
+            { logger, record: deps.record, ...(deps.pins && { initial: deps.pins }) },
+          ),
+        ]
+      : []),
+    policy,
+    createConfirmation(config, { askHost: deps.askHost, redact: deps.redact, logger }),
+    createTimeout(config),
+    createRepair(config, { logger }),
+    createLimits(config),
+  ];
+  return { features, policy };
+}
+
+/** The pipeline's stages, in the order STAGE_ORDER fixes (see core/pipeline/order.ts). */
+export function pipelineStages(features: readonly Feature[]): Stage[] {
+  const stages: Partial<Record<StageName, Stage>> = {};
+  for (const feature of features) if (feature.stage) stages[feature.stage.name] = feature.stage.run;
+  return orderStages(stages);
 }
 
 /**
- * The call pipeline's stages for this config, in the order `orderStages` fixes (see
- * src/pipeline/order.ts for why each sits where it does). Audit only when `audit:` is set.
+ * The pipeline's stages for this config: audit only when `audit:` is set, pins only with
+ * `pins:`. Kept for tests that look at the stages alone.
  */
-export function buildPipelineStages(deps: PipelineDependencies): Interceptor[] {
-  const { config, logger } = deps;
-  const repairs = new Map(config.servers.map((s) => [s.name, s.repair]));
-  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
-  return orderStages({
-    ...(deps.audit && { audit: createAuditInterceptor({ ...deps.audit, logger }) }),
-    ...(deps.pins && { pins: createPinInterceptor({ refusal: deps.pins.refusal.bind(deps.pins) }) }),
-    policy: createPolicyInterceptor({
-      engine: deps.engine,
-      trusted: (server) => trusted.get(server) ?? false,
-    }),
-    confirmation: createConfirmationInterceptor({
-      config: config.confirmation,
-      askHost: deps.askHost,
-      redact: deps.redact,
-      logger,
-    }),
-    timeout: createTimeoutInterceptor({ limitsFor: timeoutLimitsFromConfig(config) }),
-    resultRepair: createResultRepairInterceptor({
-      repairFor: (server) => repairs.get(server) ?? config.gateway.repair,
-      validator: createOutputValidator(),
-      logger,
-    }),
-    concurrencyLimit: createConcurrencyLimitInterceptor({ servers: config.servers }),
+export function buildPipelineStages(
+  deps: Omit<FeatureDependencies, 'record' | 'policies' | 'pins'> & {
+    readonly engine?: unknown;
+    readonly pins?: PinGuard;
+  },
+): Stage[] {
+  const { features } = buildFeatures({
+    ...deps,
+    config: { ...deps.config, pins: undefined },
+    policies: { files: [] },
+    record: () => {},
+    pins: undefined,
   });
+  // A given guard stands in for the one the pins feature would read from the pins file.
+  const guard = deps.pins;
+  const withPins =
+    guard === undefined
+      ? features
+      : [
+          ...features,
+          { stage: { name: 'pins' as const, run: createPinStage({ refusal: guard.refusal.bind(guard) }) } },
+        ];
+  return pipelineStages(withPins);
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -124,10 +167,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const tools = new NamedCatalog<Tool>('tools', config.gateway.naming, warn);
   const prompts = new NamedCatalog<Prompt>('prompts', config.gateway.naming, warn);
   const resources = new ResourceCatalog(warn);
-  const hostRequests = new HostRequester(host);
-  const { audit } = options;
-  // A call's record is in the audit file before its answer leaves (the writer batches per turn).
-  if (audit !== undefined) host.beforeWrite = () => audit.flush();
+  const { audit, redactor } = options;
   /** One id per gateway process: every audit record of this session carries it. */
   const session = randomUUID();
   const startedAt = Date.now();
@@ -135,121 +175,80 @@ export function createGateway(options: GatewayOptions): Gateway {
    * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,
    * but a start, exit or reload must still happen (the writer reports the failure itself).
    */
-  const record = (event: LifecycleEvent): void => {
+  const record = (event: LifecycleEventWithoutSession): void => {
     try {
-      audit?.append(event);
+      audit?.append({ ...event, session } as LifecycleEvent);
     } catch {
       // Already reported through the audit log's onStatus; calls are refused by the audit stage.
     }
   };
-  let engine = createPolicyEngine(options.policies);
-  const pins =
-    config.pins &&
-    new PinGuard({
-      settings: config.pins,
-      configFile: config.file,
-      servers: config.servers,
-      initial: options.pins ?? readPinFile(config.pins.file),
-      logger,
-      record: (event) => record({ ...event, session }),
-    });
-  const hiddenForPolicy = hiddenByPolicy(() => engine, config.servers);
-  // A tool blocked by its pin is left out of the list like one the policy always denies.
-  const hidden =
-    pins === undefined
-      ? hiddenForPolicy
-      : (server: string, tool: Tool) => pins.isBlocked(server, tool.name) || hiddenForPolicy(server, tool);
-  const { redactor } = options;
+  const { features } = buildFeatures({
+    config,
+    logger,
+    policies: options.policies,
+    askHost: (params, signal) => askHost(params, signal),
+    redact: (value) => redactor.redactValue(value),
+    record,
+    ...(audit && { audit: { log: audit, session, client: () => router.host.info } }),
+    ...(options.pins && { pins: options.pins }),
+  });
+  const visible = foldVisibility(features);
+  const hidden = (server: string, tool: Tool) => !visible(server, tool);
+  // A call's record is in the audit file before its answer leaves (the writer batches per turn).
+  const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
+  if (host instanceof StreamTransport && beforeWrite.length > 0)
+    host.beforeWrite = beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
   const pool: UpstreamPool = new UpstreamPool({
     config,
     ...(options.early && { early: options.early }),
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     // The callbacks run only once upstreams start, which is after `router` below exists.
-    clientCapabilities: () => router.clientCapabilitiesForUpstreams(),
+    clientCapabilities: () => router.host.capabilitiesForUpstreams(),
     onReady: (upstream) => router.upstreamReady(upstream),
     onListsChanged: (upstream, kinds) => {
-      // Before the catalog is rebuilt, so a changed tool is never listed, not even for a moment.
-      if (pins !== undefined && kinds.includes('tools')) pins.review(upstream);
+      for (const feature of features) feature.onListsChanged?.(upstream, kinds);
       const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { hidden });
       if (changed.length > 0) router.listsChanged(changed);
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
     onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
-    ...(audit && { onLifecycle: (event: UpstreamLifecycleEvent) => record({ ...event, session }) }),
+    ...(audit && { onLifecycle: (event: UpstreamLifecycleEvent) => record(event) }),
   });
-  const stages = buildPipelineStages({
-    config,
-    logger,
-    engine: () => engine,
-    askHost: (params, signal) => router.askHost(params, signal),
-    redact: (value) => redactor.redactValue(value),
-    ...(pins && { pins }),
-    ...(audit &&
-      config.audit && {
-        audit: { log: audit, config: config.audit, session, client: () => router.hostInfo },
-      }),
-  });
-  const callTool = compose(stages, createForwardCall({ upstreams: pool.byName }));
-  const watcher =
-    config.policies.length === 0
-      ? undefined
-      : watchPolicies({
-          files: config.policies,
-          onReload: (next, set) => {
-            engine = next;
-            recordPolicies(set);
-            logger.info(`policies reloaded from ${config.policies.join(', ')}`);
-            const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
-            if (changed.length > 0) router.listsChanged(changed);
-          },
-          onReject: (message) => {
-            logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`);
-            record({
-              type: 'policy_reject',
-              session,
-              file: config.policies.join(', '),
-              error: message,
-            });
-          },
-        });
-  const pinsWatcher =
-    pins &&
-    config.pins &&
-    watchPinsFile(config.pins.file, {
-      // An accepted (or edited) pin: review every upstream's tools again; a tool that matches
-      // its pin now is listed again, and the host is told the list changed.
-      onChange: () => {
-        if (!pins.reload()) return;
-        for (const upstream of pool.upstreams) pins.review(upstream);
-        const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
-        if (changed.length > 0) router.listsChanged(changed);
-      },
-      onError: (message) => logger.error(message),
-    });
+  const pipeline = compose(
+    pipelineStages(features),
+    createForward({
+      upstream: (server) => pool.byName.get(server),
+      host: { requestOutcome: (m, p, o) => router.host.ask(m, p, o) },
+    }),
+  );
   const router = new Router({
     host,
     tools,
     prompts,
     resources,
     pool,
-    hostRequests,
-    callTool,
-    requestTimeoutMs: config.gateway.callTimeoutMs,
+    pipeline,
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
   });
 
-  function recordPolicies(set: PolicySet): void {
-    for (const file of set.files)
-      record({
-        type: 'policy_load',
-        session,
-        file: file.file,
-        sha256: fileSha256(file.file),
-        rules: file.rules.length,
-      });
+  /** The gateway's own questions to the user (confirmations) go to the host as elicitation. */
+  function askHost(params: Params, signal: CancelSignal): Promise<HostAnswer> | undefined {
+    if (!router.host.can('elicitation')) return undefined;
+    return router.host.ask('elicitation/create', params, { signal }).then(
+      (outcome) => ({ result: outcome.result }),
+      (error: unknown) => ({ error: errorObject(error) }),
+    );
   }
+
+  const relist = () => {
+    const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
+    if (changed.length > 0) router.listsChanged(changed);
+  };
+  const watchers = features.flatMap((f) =>
+    f.watch ? [f.watch({ upstreams: () => pool.upstreams, relist })] : [],
+  );
 
   let closing: Promise<void> | undefined;
   return {
@@ -257,37 +256,28 @@ export function createGateway(options: GatewayOptions): Gateway {
     tools,
     async start() {
       if (audit) {
-        record({
-          type: 'gateway_start',
-          session,
-          version: options.version,
-          pid: process.pid,
-          config: config.file,
-        });
+        record({ type: 'gateway_start', version: options.version, pid: process.pid, config: config.file });
         record({
           type: 'config_load',
-          session,
           file: config.file,
           sha256: fileSha256(config.file),
           servers: config.servers.map((s) => s.name),
         });
-        recordPolicies(options.policies);
+        for (const feature of features) feature.started?.();
       }
-      router.start();
       await host.start();
     },
     close(reason = 'closed') {
       closing ??= (async () => {
         // Calls about to finish get a moment; then stopping the upstreams fails the rest at
         // once, which the router answers, so every request still gets a response.
-        watcher?.close();
-        pinsWatcher?.close();
+        for (const watcher of watchers) watcher.close();
         const drained = router.drain();
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
         await pool.stop();
         await drained;
         if (audit) {
-          record({ type: 'gateway_stop', session, reason, uptimeMs: Date.now() - startedAt });
+          record({ type: 'gateway_stop', reason, uptimeMs: Date.now() - startedAt });
           audit.close();
         }
         await host.close();
@@ -298,27 +288,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 }
 
-/** The content hash of a config or policy file, so the trail shows exactly which version ruled. */
-function fileSha256(file: string): string {
-  try {
-    return sha256Hex(readFileSync(file, 'utf8'));
-  } catch {
-    return 'unreadable';
-  }
-}
-
-/**
- * Watches the pins file for acceptances made while serving (`mcp-warden pins accept`). Its folder
- * is created first: the file itself appears only when the first pin is written, and a folder
- * that does not exist cannot be watched.
- */
-function watchPinsFile(file: string, handlers: { onChange: () => void; onError: (message: string) => void }) {
-  try {
-    mkdirSync(path.dirname(file), { recursive: true });
-  } catch {
-    // Watching reports it.
-  }
-  return watchFiles({ files: [file], what: 'pins file changes', ...handlers });
+/** The JSON-RPC error object of a failed question to the host. */
+function errorObject(error: unknown): JsonRpcErrorObject {
+  if (error instanceof PeerRpcError)
+    return {
+      code: error.rpcCode,
+      message: error.message,
+      ...(error.data !== undefined && { data: error.data }),
+    };
+  return { code: -32603, message: error instanceof Error ? error.message : String(error) };
 }
 
 function delay(ms: number): Promise<void> {

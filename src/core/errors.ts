@@ -7,6 +7,9 @@
  */
 
 export type WardenErrorCode =
+  | 'METHOD_NOT_FOUND'
+  | 'RESOURCE_NOT_FOUND'
+  | 'NOT_SERVING'
   | 'UNKNOWN_TOOL'
   | 'INVALID_PARAMS'
   | 'UPSTREAM_UNAVAILABLE'
@@ -37,6 +40,37 @@ export class WardenError extends Error {
   }
 }
 
+/** The request's params are not what its method needs. Maps to JSON-RPC -32602. */
+export class InvalidParamsError extends WardenError {
+  constructor(message: string) {
+    super('INVALID_PARAMS', message);
+  }
+}
+
+/** The gateway does not serve this method (or cannot forward it). Maps to JSON-RPC -32601. */
+export class MethodNotFoundError extends WardenError {
+  constructor(message: string) {
+    super('METHOD_NOT_FOUND', message);
+  }
+}
+
+/** No upstream offers this resource URI. Maps to MCP's -32002, with the URI as data. */
+export class ResourceNotFoundError extends WardenError {
+  readonly uri: string;
+
+  constructor(uri: string) {
+    super('RESOURCE_NOT_FOUND', `Resource not found: ${uri}`);
+    this.uri = uri;
+  }
+}
+
+/** The gateway is shutting down and takes no new requests. Maps to JSON-RPC -32603 with this message. */
+export class NotServingError extends WardenError {
+  constructor(message: string) {
+    super('NOT_SERVING', message);
+  }
+}
+
 /** A request named a tool the catalog does not have. Maps to JSON-RPC -32602. */
 export class UnknownToolError extends WardenError {
   constructor(name: string) {
@@ -63,37 +97,59 @@ export class UpstreamFailedError extends WardenError {
 }
 
 /**
- * The upstream answered with a JSON-RPC error. Kept apart from errors we make up so the host
- * sees the upstream's own code and message.
+ * The other side of a connection answered one of our requests with a JSON-RPC error. Kept apart
+ * from errors we make up so the requester sees that side's own code and message.
  */
-export class UpstreamRpcError extends WardenError {
-  readonly server: string;
+export class PeerRpcError extends WardenError {
   readonly rpcCode: number;
   readonly data: unknown;
 
-  constructor(server: string, rpcCode: number, message: string, data?: unknown) {
+  constructor(rpcCode: number, message: string, data?: unknown) {
     super('UPSTREAM_ERROR', message);
-    this.server = server;
     this.rpcCode = rpcCode;
     this.data = data;
+  }
+}
+
+/** An upstream answered with a JSON-RPC error. */
+export class UpstreamRpcError extends PeerRpcError {
+  readonly server: string;
+
+  constructor(server: string, rpcCode: number, message: string, data?: unknown) {
+    super(rpcCode, message, data);
+    this.server = server;
   }
 }
 
 /** Which limit ended a call: the idle timeout (no answer or progress for that long) or the hard maximum. */
 export type TimeoutKind = 'idle' | 'max';
 
-/** The call took longer than its limit; the upstream has been sent `notifications/cancelled`. */
+/** The request took longer than its limit; the upstream has been sent `notifications/cancelled`. */
 export class CallTimeoutError extends WardenError {
   readonly kind: TimeoutKind;
   readonly limitMs: number;
 
-  constructor(server: string, tool: string, kind: TimeoutKind, limitMs: number) {
+  constructor(options: {
+    /** The request's method; a tool call's message names the tool. */
+    readonly method: string;
+    readonly server: string;
+    /** The tool (or prompt, or URI) the request addressed. */
+    readonly target: string;
+    readonly kind: TimeoutKind;
+    readonly limitMs: number;
+  }) {
+    const { method, server, target, kind, limitMs } = options;
+    const limit = formatMs(limitMs);
     super(
       'CALL_TIMEOUT',
-      kind === 'idle'
-        ? `Tool "${tool}" on server "${server}" timed out: no answer or progress for ${formatMs(limitMs)} ` +
+      method !== 'tools/call'
+        ? kind === 'idle'
+          ? `${method} to server "${server}" got no answer within ${limit}`
+          : `${method} to server "${server}" ran for ${limit}, its maximum (maxTimeout), despite progress`
+        : kind === 'idle'
+          ? `Tool "${target}" on server "${server}" timed out: no answer or progress for ${limit} ` +
             `(its timeout); the call was cancelled upstream.`
-        : `Tool "${tool}" on server "${server}" timed out: it ran for ${formatMs(limitMs)}, its maximum ` +
+          : `Tool "${target}" on server "${server}" timed out: it ran for ${limit}, its maximum ` +
             `(maxTimeout), despite progress; the call was cancelled upstream.`,
     );
     this.kind = kind;

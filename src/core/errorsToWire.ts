@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { UpstreamRpcError, WardenError, type WardenErrorCode } from './errors.js';
+import { PeerRpcError, ResourceNotFoundError, WardenError, type WardenErrorCode } from './errors.js';
 import type { Logger } from './logger.js';
 import { RpcErrorCode, type JsonRpcErrorObject } from './rpc/jsonRpc.js';
 
@@ -21,23 +21,37 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
   'TOOL_CHANGED',
 ]);
 
+/** Our errors that are JSON-RPC errors whatever the method, with their codes. */
+const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCode, number>([
+  ['UNKNOWN_TOOL', RpcErrorCode.InvalidParams],
+  ['INVALID_PARAMS', RpcErrorCode.InvalidParams],
+  ['METHOD_NOT_FOUND', RpcErrorCode.MethodNotFound],
+  ['RESOURCE_NOT_FOUND', -32002],
+  ['NOT_SERVING', RpcErrorCode.InternalError],
+]);
+
 /**
- * The one place errors become wire messages (ARCHITECTURE "Typed errors, one boundary"):
- * - the upstream's own JSON-RPC error → passed through unchanged, code and message;
- * - unknown tool, bad params → JSON-RPC -32602;
+ * The one place errors become wire messages:
+ * - the other side's own JSON-RPC error → passed through unchanged, code and message;
+ * - unknown tool, bad params → JSON-RPC -32602; unknown method → -32601; unknown resource →
+ *   -32002 with its URI; shutting down → -32603 saying so;
  * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned →
  *   `isError` result naming the problem;
  * - anything else → -32603 with a generic message; details go to the log only.
  */
 export function errorToWire(error: unknown, logger: Logger): WireOutcome {
-  if (error instanceof UpstreamRpcError) {
+  if (error instanceof PeerRpcError) {
     const e: JsonRpcErrorObject = { code: error.rpcCode, message: error.message };
     if (error.data !== undefined) e.data = error.data;
     return { kind: 'error', error: e };
   }
   if (error instanceof WardenError && error.expose) {
-    if (error.code === 'UNKNOWN_TOOL' || error.code === 'INVALID_PARAMS')
-      return { kind: 'error', error: { code: RpcErrorCode.InvalidParams, message: error.message } };
+    const code = AS_RPC_ERROR.get(error.code);
+    if (code !== undefined) {
+      const e: JsonRpcErrorObject = { code, message: error.message };
+      if (error instanceof ResourceNotFoundError) e.data = { uri: error.uri };
+      return { kind: 'error', error: e };
+    }
     if (AS_TOOL_RESULT.has(error.code)) {
       return {
         kind: 'result',
@@ -56,12 +70,8 @@ export function errorToWire(error: unknown, logger: Logger): WireOutcome {
   };
 }
 
-/** MCP's code for a resource no server claims. */
-export const RESOURCE_NOT_FOUND = -32002;
-
 /**
- * For routed requests other than `tools/call`, which have no `isError` result to carry a
- * message: the same mapping, with our own failures as JSON-RPC errors whose message says what
+ * For requests other than `tools/call`, which have no `isError` result to carry a message: the same mapping, with our own failures as JSON-RPC errors whose message says what
  * happened (they are written for users; unexpected errors still stay in the log).
  */
 export function requestErrorToWire(error: unknown, logger: Logger): JsonRpcErrorObject {

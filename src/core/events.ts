@@ -124,6 +124,34 @@ export interface CallEvent extends GatewayEventBase {
   structured?: unknown;
 }
 
+/**
+ * Any routed request other than a tool call, written when it ends: a prompt, a resource read or
+ * (un)subscription, a completion (`to_upstream`), or a request an upstream made of the host:
+ * sampling, elicitation, roots (`to_host`).
+ */
+export interface RequestEvent extends GatewayEventBase {
+  type: 'request';
+  /** The host, when its `initialize` named itself. */
+  client?: ClientInfo;
+  /** The request's method, e.g. `resources/read`, `elicitation/create`. */
+  method: string;
+  direction: 'to_upstream' | 'to_host';
+  /** The upstream server addressed, or the one asking. */
+  server: string;
+  /** What was addressed, as the upstream names it: a prompt name or a resource URI. */
+  target?: string;
+  /** The request's arguments (a prompt's arguments, otherwise its params) after redaction. */
+  args?: unknown;
+  decision: Decision;
+  outcome: CallOutcome;
+  /** Milliseconds from the request's arrival at the gateway to its answer. */
+  ms: number;
+  /** UTF-8 bytes of the result's JSON as sent on; absent when there was no result. */
+  resultBytes?: number;
+  /** The error message (redacted) for outcomes other than `ok`, when there is one. */
+  error?: string;
+}
+
 /** The gateway started serving. */
 export interface GatewayStartEvent extends GatewayEventBase {
   type: 'gateway_start';
@@ -285,7 +313,7 @@ export type LifecycleEvent =
   | ToolChangedEvent;
 
 /** What callers append. */
-export type AuditEvent = CallEvent | LifecycleEvent;
+export type AuditEvent = CallEvent | RequestEvent | LifecycleEvent;
 
 export type AuditEventType = AuditEvent['type'] | AuditGapEvent['type'];
 

@@ -6,6 +6,7 @@ import {
   serializeMessage,
   serializeRawResult,
 } from '../../src/core/rpc/jsonRpc.js';
+import { EncodedResult } from '../../src/core/rpc/encoded.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
 import { topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
 import { WholeLine } from '../../src/core/transports/largeLine.js';
@@ -233,17 +234,21 @@ describe('StreamTransport', () => {
     expect(messages).toEqual([1, 1].map((id) => ({ jsonrpc: '2.0', id, result: { text } })));
   });
 
+  /** A response whose result is already text, as the gateway forwards an untouched one. */
+  const encoded = (id: number, text: string, bytes?: Buffer) =>
+    new EncodedResult(id, text, bytes, () => JSON.parse(text) as Record<string, unknown>);
+
   it('writes the messages of one turn as one chunk, calling beforeWrite first', async () => {
     const { t, written } = transport();
     const events: string[] = [];
     t.beforeWrite = () => events.push(`beforeWrite after ${written.length} chunks`);
     await t.start();
-    void t.sendRaw('{"a":1}');
+    void t.send(encoded(1, '{"a":1}'));
     void t.send({ jsonrpc: '2.0', method: 'x' });
     expect(events).toEqual([]);
     await t.flush();
     expect(events).toEqual(['beforeWrite after 0 chunks']);
-    expect(written).toEqual(['{"a":1}\n{"jsonrpc":"2.0","method":"x"}\n']);
+    expect(written).toEqual(['{"jsonrpc":"2.0","id":1,"result":{"a":1}}\n{"jsonrpc":"2.0","method":"x"}\n']);
   });
 
   it('keeps the order of text and of a message sent from bytes', async () => {
@@ -251,20 +256,23 @@ describe('StreamTransport', () => {
     let calls = 0;
     t.beforeWrite = () => calls++;
     await t.start();
-    void t.sendRaw('{"n":1}');
-    void t.sendBytes('{"n":2,"r":', Buffer.from('{"x":"\u00e9"}'), '}');
-    void t.sendRaw('{"n":3}');
+    void t.send(encoded(1, '{"n":1}'));
+    void t.send(encoded(2, '{"x":"\u00e9"}', Buffer.from('{"x":"\u00e9"}')));
+    void t.send(encoded(3, '{"n":3}'));
     await t.flush();
     expect(calls).toBe(1);
-    expect(written.join('')).toBe('{"n":1}\n{"n":2,"r":{"x":"\u00e9"}}\n{"n":3}\n');
+    expect(written.join('')).toBe(
+      '{"jsonrpc":"2.0","id":1,"result":{"n":1}}\n{"jsonrpc":"2.0","id":2,"result":{"x":"\u00e9"}}\n' +
+        '{"jsonrpc":"2.0","id":3,"result":{"n":3}}\n',
+    );
   });
 
   it('writes at the end of the turn without a flush', async () => {
     const { t, written } = transport();
     await t.start();
-    void t.sendRaw('{"b":2}');
+    void t.send(encoded(1, '{"b":2}'));
     await new Promise((resolve) => setImmediate(resolve));
-    expect(written).toEqual(['{"b":2}\n']);
+    expect(written).toEqual(['{"jsonrpc":"2.0","id":1,"result":{"b":2}}\n']);
   });
 });
 

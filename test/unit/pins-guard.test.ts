@@ -5,13 +5,14 @@ import { describe, expect, it } from 'vitest';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { PinsConfig } from '../../src/config/types.js';
 import type { Logger } from '../../src/core/logger.js';
-import { createPinInterceptor } from '../../src/features/pins/stage.js';
+import { createPinStage } from '../../src/features/pins/stage.js';
 import { PinGuard, type PinEvent } from '../../src/features/pins/pinGuard.js';
 import { addPins, newPin, readPinFile } from '../../src/features/pins/pinFile.js';
 import { definitionHash, pinnedDefinition } from '../../src/features/pins/toolDefinitionHash.js';
 import { errorToWire } from '../../src/core/errorsToWire.js';
-import type { CallRecord, ToolCall } from '../../src/core/pipeline/types.js';
+import type { CallRecord, RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
 
 const CONFIG = '/home/me/warden/proxy.config.yaml';
 const PINNED_AT = new Date('2026-01-02T03:04:05.000Z');
@@ -234,12 +235,15 @@ describe('PinGuard', () => {
 });
 
 describe('the pins stage', () => {
-  const call = (server: string, tool: string): ToolCall => ({
+  const call = (server: string, tool: string): RoutedMessage => ({
+    kind: 'tools/call',
+    direction: 'upstream',
     exposedName: `${server}__${tool}`,
     server,
-    tool,
+    target: tool,
     definition: echo,
     arguments: {},
+    params: undefined,
     meta: undefined,
     signal: new Cancellation(),
     onProgress: undefined,
@@ -251,11 +255,11 @@ describe('the pins stage', () => {
     make().review({ name: 'fx', tools: [echo] });
     const guard = make();
     guard.review({ name: 'fx', tools: [pulled] });
-    const stage = createPinInterceptor({ refusal: (s, t) => guard.refusal(s, t) });
+    const stage = createPinStage({ refusal: (s, t) => guard.refusal(s, t) });
     let reached = false;
     const next = async () => {
       reached = true;
-      return { content: [] };
+      return Outcome.of({ content: [] });
     };
     const refused = call('fx', 'echo');
     const error = await stage(refused, next).catch((e: unknown) => e);
@@ -290,7 +294,7 @@ describe('the call pipeline with and without pins', () => {
         engine: () => createPolicyEngine({ files: [] } as never),
         askHost: () => undefined,
         redact: (v) => v,
-        audit: { log: {} as never, config: config.audit!, session: 's', client: () => undefined },
+        audit: { log: {} as never, session: 's', client: () => undefined },
         ...(pins && { pins }),
       }).map((stage) => stage.name);
     };

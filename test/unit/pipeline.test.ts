@@ -1,20 +1,23 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/core/errors.js';
-import { createConcurrencyLimitInterceptor } from '../../src/features/limits/stage.js';
-import { createTimeoutInterceptor } from '../../src/features/timeout/stage.js';
+import { createConcurrencyLimitStage } from '../../src/features/limits/stage.js';
+import { createTimeoutStage } from '../../src/features/timeout/stage.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { compose } from '../../src/core/pipeline/compose.js';
 import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
-import type { Interceptor, Next, ToolCall } from '../../src/core/pipeline/types.js';
+import type { Next, RoutedMessage, Stage } from '../../src/core/pipeline/types.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
 
-function makeCall(overrides: Partial<ToolCall> = {}): ToolCall {
+function makeCall(overrides: Partial<RoutedMessage> = {}): RoutedMessage {
   return {
+    kind: 'tools/call',
+    direction: 'upstream',
     exposedName: 'up__slow',
     server: 'up',
-    tool: 'slow',
+    target: 'slow',
     definition: { name: 'slow', inputSchema: { type: 'object' } },
     arguments: {},
+    params: undefined,
     meta: undefined,
     signal: new Cancellation(),
     onProgress: undefined,
@@ -23,11 +26,11 @@ function makeCall(overrides: Partial<ToolCall> = {}): ToolCall {
   };
 }
 
-const ok: CallToolResult = { content: [{ type: 'text', text: 'ok' }] };
+const ok = Outcome.of({ content: [{ type: 'text', text: 'ok' }] });
 
 /** An upstream stand-in: answers when told to, and records the signal it was given. */
 function controllableUpstream() {
-  const calls: { call: ToolCall; resolve: (r: CallToolResult) => void }[] = [];
+  const calls: { call: RoutedMessage; resolve: (r: Outcome) => void }[] = [];
   const next: Next = (call) => new Promise((resolve) => calls.push({ call, resolve }));
   return { next, calls };
 }
@@ -48,7 +51,7 @@ describe('pipeline order', () => {
   it('runs the stages outermost first, whatever order they are given in', async () => {
     const seen: string[] = [];
     const stage =
-      (name: string): Interceptor =>
+      (name: string): Stage =>
       async (call, next) => {
         seen.push(`>${name}`);
         const r = await next(call);
@@ -90,7 +93,7 @@ describe('timeout interceptor', () => {
 
   it('fires at the idle limit, aborts the upstream signal with the reason, and names server, tool and limit', async () => {
     const upstream = controllableUpstream();
-    const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
+    const pending = createTimeoutStage({ limitsFor: () => limits })(makeCall(), upstream.next);
     const settled = pending.catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(999);
     expect(upstream.calls[0]!.call.signal.cancelled).toBe(false);
@@ -106,7 +109,7 @@ describe('timeout interceptor', () => {
 
   it('drops an answer that arrives after the timeout', async () => {
     const upstream = controllableUpstream();
-    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next).then(
+    const settled = createTimeoutStage({ limitsFor: () => limits })(makeCall(), upstream.next).then(
       (r) => r,
       (e: unknown) => e,
     );
@@ -118,7 +121,7 @@ describe('timeout interceptor', () => {
   it('restarts the idle timer on progress, forwards the progress, and still enforces the hard maximum', async () => {
     const upstream = controllableUpstream();
     const hostProgress: unknown[] = [];
-    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(
+    const settled = createTimeoutStage({ limitsFor: () => limits })(
       makeCall({ onProgress: (p) => hostProgress.push(p) }),
       upstream.next,
     ).catch((e: unknown) => e);
@@ -141,7 +144,7 @@ describe('timeout interceptor', () => {
 
   it('enforces the hard maximum even when it equals the idle limit', async () => {
     const upstream = controllableUpstream();
-    const settled = createTimeoutInterceptor({ limitsFor: () => ({ idleMs: 1000, maxMs: 1000 }) })(
+    const settled = createTimeoutStage({ limitsFor: () => ({ idleMs: 1000, maxMs: 1000 }) })(
       makeCall(),
       upstream.next,
     ).catch((e: unknown) => e);
@@ -155,7 +158,7 @@ describe('timeout interceptor', () => {
   it('tells a host cancellation apart from a timeout', async () => {
     const upstream = controllableUpstream();
     const host = new Cancellation();
-    const settled = createTimeoutInterceptor({ limitsFor: () => limits })(
+    const settled = createTimeoutStage({ limitsFor: () => limits })(
       makeCall({ signal: host }),
       upstream.next,
     ).catch((e: unknown) => e);
@@ -167,7 +170,7 @@ describe('timeout interceptor', () => {
 
   it('times out each of several calls at its own deadline, whichever answered first', async () => {
     const upstream = controllableUpstream();
-    const timeout = createTimeoutInterceptor({ limitsFor: () => limits });
+    const timeout = createTimeoutStage({ limitsFor: () => limits });
     const first = timeout(makeCall(), upstream.next);
     await vi.advanceTimersByTimeAsync(300);
     const second = timeout(makeCall(), upstream.next).catch((e: unknown) => e);
@@ -184,14 +187,14 @@ describe('timeout interceptor', () => {
     const throwing: Next = () => {
       throw new Error('stage threw');
     };
-    const timeout = createTimeoutInterceptor({ limitsFor: () => limits });
+    const timeout = createTimeoutStage({ limitsFor: () => limits });
     await expect(timeout(makeCall(), throwing)).rejects.toThrow('stage threw');
     expect(vi.getTimerCount()).toBe(0);
   });
 
   it('passes a result through and clears its timers', async () => {
     const upstream = controllableUpstream();
-    const pending = createTimeoutInterceptor({ limitsFor: () => limits })(makeCall(), upstream.next);
+    const pending = createTimeoutStage({ limitsFor: () => limits })(makeCall(), upstream.next);
     upstream.calls[0]!.resolve(ok);
     expect(await pending).toBe(ok);
     expect(vi.getTimerCount()).toBe(0);
@@ -203,7 +206,7 @@ describe('concurrency limit', () => {
 
   it('runs at most maxConcurrency at once, queues maxQueue more, and refuses the rest', async () => {
     const upstream = controllableUpstream();
-    const limit = createConcurrencyLimitInterceptor({ servers });
+    const limit = createConcurrencyLimitStage({ servers });
     const results = [1, 2, 3].map(() => limit(makeCall(), upstream.next));
     await Promise.resolve();
     expect(upstream.calls).toHaveLength(2);
@@ -221,7 +224,7 @@ describe('concurrency limit', () => {
 
   it('never sends a call that was aborted while it waited', async () => {
     const upstream = controllableUpstream();
-    const limit = createConcurrencyLimitInterceptor({
+    const limit = createConcurrencyLimitStage({
       servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],
     });
     const first = limit(makeCall(), upstream.next);
@@ -237,7 +240,7 @@ describe('concurrency limit', () => {
   });
 
   it('frees the slot of a call that failed, or whose stage threw', async () => {
-    const limit = createConcurrencyLimitInterceptor({
+    const limit = createConcurrencyLimitStage({
       servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],
     });
     const failing: Next = () => Promise.reject(new Error('upstream said no'));

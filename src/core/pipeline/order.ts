@@ -1,8 +1,9 @@
-import type { Interceptor } from './types.js';
+import type { Stage } from './types.js';
 
 /**
- * The stages of the `tools/call` pipeline, outermost first. This is the one place the order is
- * written (ARCHITECTURE "The flow"); `test/unit/pipeline.test.ts` pins it.
+ * The stages of the pipeline every routed message passes, outermost first. This is the one place
+ * the order is written; `test/unit/pipeline.test.ts` pins it. Each stage sees every kind of
+ * message and acts on those it concerns (pins and repair act on tool calls only).
  *
  * 1. audit: outermost, so it sees every outcome (denials and timeouts included) and the duration.
  * 2. pins: a tool whose definition changed since it was pinned is refused before anything judges
@@ -27,7 +28,7 @@ export const STAGE_ORDER = [
 export type StageName = (typeof STAGE_ORDER)[number];
 
 /** Orders whichever stages are configured; a stage that is absent (not built yet, or off) is skipped. */
-export function orderStages(stages: Partial<Record<StageName, Interceptor>>): Interceptor[] {
+export function orderStages(stages: Partial<Record<StageName, Stage>>): Stage[] {
   return STAGE_ORDER.flatMap((name) => {
     const stage = stages[name];
     return stage === undefined ? [] : [stage];

@@ -1,41 +1,71 @@
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Decision } from './decision.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Cancellation } from '../rpc/cancellation.js';
 import type { Params } from '../rpc/jsonRpc.js';
-import type { ProgressListener } from '../upstreams/upstreamSession.js';
+import type { ProgressListener } from '../rpc/progress.js';
+import type { Decision } from './decision.js';
+import type { Outcome } from '../rpc/outcome.js';
 
 /**
- * One `tools/call` as it travels through the pipeline: one object per call, made by the router.
- * What reaches the upstream (tool, arguments, meta) is never changed in place: a stage that
- * must change it passes a new object inward (confirmation passes the approved copy). The
- * fields stages write are the ones marked for it: `decision`, `onProgress` and `record`. One
- * object, rather than a copy per stage, keeps a call's cost to the gateway low (issue 7).
+ * Every request the gateway routes, in either direction, is one of these kinds, and passes the
+ * one pipeline as a `RoutedMessage`.
+ * - Host to upstream: a tool call, a prompt, a resource read or (un)subscription, a completion.
+ * - Upstream to host: sampling, elicitation, roots.
  */
-export interface ToolCall {
-  /** The name the host called. */
-  readonly exposedName: string;
-  /** The upstream's name in the config. */
+export type MessageKind =
+  | 'tools/call'
+  | 'prompts/get'
+  | 'resources/read'
+  | 'resources/subscribe'
+  | 'resources/unsubscribe'
+  | 'completion/complete'
+  | 'sampling/createMessage'
+  | 'elicitation/create'
+  | 'roots/list';
+
+/** Who a routed message goes to: an upstream (the host asked), or the host (an upstream asked). */
+export type Direction = 'upstream' | 'host';
+
+/**
+ * One routed request as it travels through the pipeline: one object per request, made by the
+ * router. What reaches the other side (target, arguments, params, meta) is never changed in
+ * place: a stage that must change it passes a new object inward (confirmation passes the
+ * approved copy). The fields stages write are the ones marked for it: `decision`, `onProgress`
+ * and `record`. One object, rather than a copy per stage, keeps a request's cost low.
+ */
+export interface RoutedMessage {
+  readonly kind: MessageKind;
+  readonly direction: Direction;
+  /** The upstream server's name in the config: the one addressed, or the one asking. */
   readonly server: string;
-  /** The upstream's own tool name. */
-  readonly tool: string;
-  /** The upstream's definition (schemas, annotations) as last listed. */
-  readonly definition: Tool;
+  /**
+   * What is addressed, as the upstream names it: a tool or prompt name, a resource URI, the
+   * completion's prompt name or resource URI; '' when the kind addresses nothing (sampling,
+   * elicitation, roots).
+   */
+  readonly target: string;
+  /** What the host named: an exposed tool or prompt name, a URI; for upstream requests, `target`. */
+  readonly exposedName: string;
+  /** For a tool call, the upstream's definition (schemas, annotations) as last listed. */
+  readonly definition: Tool | undefined;
+  /**
+   * The values a rule or a human judges: a tool's or prompt's arguments, a completion's argument;
+   * for other kinds, the request's params without `_meta`.
+   */
   readonly arguments: Record<string, unknown> | undefined;
-  /** The host's `_meta` from the request, minus its progress token (progress is re-tagged). */
+  /** The request's params as they go to the other side, `_meta` aside (see `meta`). */
+  readonly params: Params | undefined;
+  /** The sender's `_meta`, minus its progress token (progress is re-tagged). */
   readonly meta: Params | undefined;
   /**
-   * Cancelled when the host cancels the call, or by a stage that ends it early (the timeout),
-   * with its reason: the upstream session then tells the upstream and drops a late answer.
+   * Cancelled when the sender cancels, or by a stage that ends it early (the timeout), with its
+   * reason: the peer then tells the other side and drops a late answer.
    */
   readonly signal: Cancellation;
-  /**
-   * Receives the upstream's progress params. The router sets it when the host asked for
-   * progress; the timeout stage wraps it (progress keeps a call alive).
-   */
+  /** Receives the other side's progress; set when the sender asked for progress. Stages may wrap it. */
   onProgress: ProgressListener | undefined;
   /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */
   decision?: Decision;
-  /** What the stages decided and did, for the audit log. Interceptors write; only audit reads. */
+  /** What the stages decided and did, for the audit trail. Stages write; audit reads. */
   readonly record: CallRecord;
 }
 
@@ -43,9 +73,9 @@ export interface ToolCall {
 export type ConfirmedBy = 'elicitation' | 'command' | 'remembered';
 
 export interface CallRecord {
-  /** Result repairs applied (resultRepair). */
+  /** Result repairs applied (repair). */
   repairs: string[];
-  /** Why the pins stage refused the call (src/pins/pinDecision.ts `PinStatus`); absent when it did not. */
+  /** Why the pins stage refused the call (features/pins/pinDecision.ts `PinStatus`); absent when it did not. */
   pin?: 'changed' | 'new' | 'unpinnable';
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
@@ -56,5 +86,5 @@ export interface CallRecord {
   };
 }
 
-export type Next = (call: ToolCall) => Promise<CallToolResult>;
-export type Interceptor = (call: ToolCall, next: Next) => Promise<CallToolResult>;
+export type Next = (message: RoutedMessage) => Promise<Outcome>;
+export type Stage = (message: RoutedMessage, next: Next) => Promise<Outcome>;

@@ -1,43 +1,44 @@
 import type { Readable, Writable } from 'node:stream';
-import { parseMessage, serializeMessage, type JsonRpcMessage } from '../rpc/jsonRpc.js';
+import { EncodedResult } from '../rpc/encoded.js';
+import { parseMessage, rawResultHead, serializeMessage, type JsonRpcMessage } from '../rpc/jsonRpc.js';
 import { parseLargeMessage, type LargeLine } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
 /**
- * The connection interface every part of the router speaks. Same shape as the SDK's
- * `Transport` (start, send, close, onmessage, onclose, onerror) so the SDK's HTTP transports
- * fit behind it, but typed with our lean message types.
+ * The connection interface every part of the gateway speaks: the SDK's `Transport` members
+ * (start, send, close, onmessage, onclose, onerror), typed with our lean message types, so the
+ * SDK's HTTP transports fit behind it.
+ *
+ * Two conventions keep the hot path cheap without widening the interface:
+ * - `send` may be given an `EncodedResult`, a response whose result is already JSON text (an
+ *   upstream's own bytes, a cached list). A transport that writes text writes it as it is; any
+ *   other sends the parsed value.
+ * - A transport whose sends cannot fail returns `SENT`, and reports a broken connection through
+ *   `onerror` and `onclose`; callers then need not handle the promise (see rpc/peer.ts).
  */
 export interface MessageTransport {
   start(): Promise<void>;
-  send(message: JsonRpcMessage): Promise<void>;
-  /**
-   * True when `send` never rejects (a failed write surfaces through `onerror` and `onclose`):
-   * the hot path then skips handling its promise, a promise and a closure per request.
-   */
-  readonly sendNeverRejects?: boolean;
-  /** Sends text that is already one serialized message (hot path: no re-serialising). */
-  sendRaw?(line: string): Promise<void>;
-  /**
-   * Sends one message made of `head`, `body` and `tail` (no newline): a large result forwarded
-   * from the upstream's own bytes, never decoded and encoded again.
-   */
-  sendBytes?(head: string, body: Buffer, tail: string): Promise<void>;
+  send(message: OutgoingMessage): Promise<void>;
   close(): Promise<void>;
-  /**
-   * Called just before messages sent so far are handed to the OS, when the transport batches
-   * them (stdio): the gateway writes the audit records of those answers first.
-   */
-  beforeWrite?: () => void;
-  /**
-   * `line` is the text the message was parsed from when the transport has it (stdio), for
-   * byte-exact forwarding; `large` its bytes when it is large (see LARGE_LINE_BYTES), in which
-   * case `line` may have its long strings left out (see LargeLine).
-   */
-  onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
+  /** `extra` carries the text the message was parsed from, when the transport has it. */
+  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 }
+
+/**
+ * The text a message was parsed from (stdio), for byte-exact forwarding; `large` its bytes when
+ * it is large (see LARGE_LINE_BYTES), in which case `line` may have its long strings left out.
+ */
+export interface MessageExtra {
+  readonly line: string;
+  readonly large?: LargeLine;
+}
+
+export type OutgoingMessage = JsonRpcMessage | EncodedResult;
+
+/** What a send that cannot fail returns: one settled promise for every message. */
+export const SENT: Promise<void> = Promise.resolve();
 
 export interface StreamTransportOptions {
   readonly input: Readable;
@@ -49,19 +50,14 @@ export interface StreamTransportOptions {
   readonly onOversize: (info: OversizeLine) => void;
 }
 
-/** What every send returns: writes are not awaited one by one (see `flush`). */
-const DONE = Promise.resolve();
-
 /**
  * Newline-delimited JSON-RPC over a pair of streams: the host's stdin/stdout, or a child's
  * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
  */
 export class StreamTransport implements MessageTransport {
-  onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
+  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
-  /** Every send returns DONE; a failed write is an `output` error, reported as a close. */
-  readonly sendNeverRejects = true;
 
   private readonly options: StreamTransportOptions;
   /** The peer stopped sending (stdin ended). Answers to what it already asked can still go out. */
@@ -80,12 +76,12 @@ export class StreamTransport implements MessageTransport {
       onOversize: this.options.onOversize,
       onLine: (line) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message, line);
+        if (parsed.ok) this.onmessage?.(parsed.message, { line });
         else onJunk(line, parsed.reason);
       },
       onLargeLine: (bytes, facts) => {
         const parsed = parseLargeMessage(bytes, facts);
-        if (parsed.ok) this.onmessage?.(parsed.message, parsed.large.text, parsed.large);
+        if (parsed.ok) this.onmessage?.(parsed.message, { line: parsed.large.text, large: parsed.large });
         else if (parsed.text.trim() !== '') onJunk(parsed.text, parsed.reason);
       },
     });
@@ -104,35 +100,36 @@ export class StreamTransport implements MessageTransport {
     });
   }
 
-  send(message: JsonRpcMessage): Promise<void> {
-    return this.sendRaw(serializeMessage(message));
-  }
-
-  sendRaw(line: string): Promise<void> {
-    if (this.outputClosed || this.options.output.destroyed) return DONE;
-    // Messages sent in one turn (e.g. every answer freed by one chunk from an upstream) leave as
-    // one string in one write: nextTick runs once the promise continuations of this turn have
-    // settled, so nothing waits for a later turn. One write() per message, or a writev of many
-    // small strings, was a large share of the gateway's CPU in the benchmark (issue 7).
-    this.pending += line;
-    this.pending += '\n';
-    this.schedule();
-    // Not awaiting the write callback keeps the hot path free of a promise per message;
-    // `flush()` is how callers wait for the bytes to leave.
-    return DONE;
-  }
-
-  sendBytes(head: string, body: Buffer, tail: string): Promise<void> {
-    if (this.outputClosed || this.options.output.destroyed) return DONE;
+  /**
+   * Queues a message for the end of this turn; never rejects (returns `SENT`): a failed write is
+   * an `output` error, reported as a close.
+   */
+  send(message: OutgoingMessage): Promise<void> {
+    if (this.outputClosed || this.options.output.destroyed) return SENT;
+    if (!(message instanceof EncodedResult)) return this.queueText(serializeMessage(message));
+    // Untouched by the gateway: the result goes out as its own text (no re-serialising), and a
+    // large one from its own bytes (not encoded again).
+    if (message.bytes === undefined) return this.queueText(`${rawResultHead(message.id)}${message.text}}`);
     // In order: the text sent before this message leaves before it.
     const parts = (this.parts ??= []);
     if (this.pending !== '') {
       parts.push(this.pending);
       this.pending = '';
     }
-    parts.push(head, body, `${tail}\n`);
+    parts.push(rawResultHead(message.id), message.bytes, '}\n');
     this.schedule();
-    return DONE;
+    return SENT;
+  }
+
+  private queueText(line: string): Promise<void> {
+    // Messages sent in one turn (e.g. every answer freed by one chunk from an upstream) leave as
+    // one string in one write: nextTick runs once the promise continuations of this turn have
+    // settled, so nothing waits for a later turn. One write() per message, or a writev of many
+    // small strings, was measured as a large share of the gateway's CPU per call.
+    this.pending += line;
+    this.pending += '\n';
+    this.schedule();
+    return SENT;
   }
 
   /** Writes what is pending at the end of this turn (once, however many messages are sent). */
@@ -142,6 +139,11 @@ export class StreamTransport implements MessageTransport {
     process.nextTick(this.writePending);
   }
 
+  /**
+   * Called just before the messages queued so far are handed to the OS. The gateway sets it on
+   * the host's transport to write the audit records of those answers first; it is a member of
+   * this class, not of the interface, because only a transport that batches writes needs it.
+   */
   beforeWrite?: () => void;
   private pending = '';
   /** Set while a message sent as bytes waits: everything pending, in order. */

@@ -11,20 +11,15 @@ import type { GatewayConfig, ServerConfig } from '../../config/types.js';
 import { UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
-import {
-  RpcErrorCode,
-  type JsonRpcErrorObject,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-  type Params,
-} from '../rpc/jsonRpc.js';
+import { RpcErrorCode, type JsonRpcNotification, type Params } from '../rpc/jsonRpc.js';
+import { Outcome } from '../rpc/outcome.js';
+import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
-import { UpstreamSession, type UpstreamRequestOptions } from './upstreamSession.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
@@ -45,8 +40,11 @@ export interface UpstreamOptions {
   readonly clientCapabilities?: () => Params;
   /** Notifications the router may forward to the host (logging, resource updates, cancellations). */
   readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
-  /** Requests the upstream makes of the client (sampling, elicitation, roots): the router answers. */
-  readonly onRequest?: (upstream: Upstream, request: JsonRpcRequest) => Promise<RequestAnswer>;
+  /**
+   * Requests the upstream makes of the client (sampling, elicitation, roots): the router routes
+   * them and answers each through `request`. Without it, they get "method not found".
+   */
+  readonly onRequest?: (upstream: Upstream, request: IncomingRequest) => void;
   /** Lifecycle events (started, exited, restarting, failed), for the audit trail. */
   readonly onLifecycle?: (event: UpstreamLifecycleEvent) => void;
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
@@ -65,10 +63,6 @@ export type UpstreamLifecycleEvent =
   | Omit<UpstreamExitEvent, 'session'>
   | Omit<UpstreamRestartEvent, 'session'>
   | Omit<UpstreamFailedEvent, 'session'>;
-
-/** What the router answers to a request an upstream made. */
-export type RequestAnswer =
-  { readonly result: Record<string, unknown> } | { readonly error: JsonRpcErrorObject };
 
 /** The lists an upstream may offer, each behind the capability the server declared. */
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
@@ -125,7 +119,7 @@ const STOP_GRACE_MS = 800;
 const STDERR_TAIL_LINES = 5;
 
 interface Live {
-  readonly session: UpstreamSession;
+  readonly session: RpcPeer;
   readonly transport: MessageTransport;
   readonly child: ChildHandle | undefined;
   /** Settles when the connection ends, with what ended it. */
@@ -213,20 +207,35 @@ export class Upstream {
     });
   }
 
-  /** Sends a request to the upstream; fails at once when it is not connected. */
-  request(method: string, params: Params | undefined, options?: UpstreamRequestOptions) {
+  /** Sends a request of the gateway's own to the upstream; fails at once when it is not connected. */
+  request(
+    method: string,
+    params: Params | undefined,
+    options?: OutgoingOptions,
+  ): Promise<Record<string, unknown>> {
+    const live = this.live;
+    if (this._state !== 'ready' || live === undefined)
+      return Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()));
+    return live.session.request(method, params, options);
+  }
+
+  /**
+   * Sends a routed request (the pipeline's terminal calls this): its answer comes back as an
+   * outcome that still holds the upstream's bytes. Fails at once when it is not connected.
+   */
+  requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
     const live = this.live;
     const answer =
       this._state !== 'ready' || live === undefined
         ? Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()))
-        : live.session.request(method, params, options);
+        : live.session.requestOutcome(method, params, options);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
     return this.subscriptions.observe(method, params, answer);
   }
 
   notify(method: string, params?: Params): void {
-    if (this._state === 'ready') void this.live?.session.notify(method, params);
+    if (this._state === 'ready') this.live?.session.notify(method, params);
   }
 
   async stop(): Promise<void> {
@@ -383,7 +392,7 @@ export class Upstream {
     const ended = new Promise<Error>((resolve) => (endedResolve = resolve));
     // Assigned once the transport exists; the exit and oversize handlers created before then read it.
     // eslint-disable-next-line prefer-const
-    let session: UpstreamSession | undefined;
+    let session: RpcPeer | undefined;
     let phase = 'during startup';
     const end = (error: Error) => {
       session?.close(error);
@@ -427,11 +436,15 @@ export class Upstream {
     }
     transport.onerror = (error) => this.log.debug(`transport error: ${error.message}`);
 
-    session = new UpstreamSession({
-      server: this.name,
+    session = new RpcPeer({
       transport,
+      errors: {
+        remote: (e) => new UpstreamRpcError(this.name, e.code, e.message, e.data),
+        failed: (detail, cause) => new UpstreamFailedError(this.name, detail, { cause }),
+        cancelled: (reason) => new Error(`cancelled by the server: ${reason}`),
+      },
       onNotification: (n) => this.handleNotification(n),
-      onRequest: (request) => void this.handleRequest(session!, request),
+      onRequest: (request) => this.handleRequest(request),
     });
     const live: Live = { session, transport, child, ended };
     this.connecting = live;
@@ -439,15 +452,14 @@ export class Upstream {
       if (this.stopController.signal.aborted)
         throw new UpstreamFailedError(this.name, 'the gateway is shutting down');
       await transport.start();
-      const init = await withTimeout(
-        session.request('initialize', {
+      const init = await session.request(
+        'initialize',
+        {
           protocolVersion: LATEST_PROTOCOL_VERSION,
           capabilities: this.options.clientCapabilities?.() ?? {},
           clientInfo: this.options.clientInfo,
-        }),
-        gateway.connectTimeoutMs,
-        () => `did not answer initialize within ${gateway.connectTimeoutMs} ms (${what})`,
-        this.name,
+        },
+        this.startupDeadline('initialize', what),
       );
       const version = init.protocolVersion;
       if (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
@@ -460,15 +472,9 @@ export class Upstream {
       const capabilities = init.capabilities;
       this._capabilities =
         typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
-      await session.notify('notifications/initialized');
-      for (const kind of LIST_KINDS) {
-        this.lists[kind] = await withTimeout(
-          this.listAll(session, kind),
-          gateway.connectTimeoutMs,
-          () => `did not answer ${LISTS[kind].method} within ${gateway.connectTimeoutMs} ms (${what})`,
-          this.name,
-        );
-      }
+      session.notify('notifications/initialized');
+      for (const kind of LIST_KINDS)
+        this.lists[kind] = await this.listAll(session, kind, this.startupDeadline(LISTS[kind].method, what));
       phase = 'while running';
       this.connecting = undefined;
       return live;
@@ -486,8 +492,22 @@ export class Upstream {
     }
   }
 
+  /** While connecting, each request gets `connectTimeout` to be answered. */
+  private startupDeadline(method: string, what: string): OutgoingOptions {
+    const ms = this.options.gateway.connectTimeoutMs;
+    return {
+      deadlineMs: ms,
+      deadlineError: () =>
+        new UpstreamFailedError(this.name, `did not answer ${method} within ${ms} ms (${what})`),
+    };
+  }
+
   /** Every page of one list, or nothing when the server did not declare the capability. */
-  private async listAll(session: UpstreamSession, kind: ListKind): Promise<Record<string, unknown>[]> {
+  private async listAll(
+    session: RpcPeer,
+    kind: ListKind,
+    options?: OutgoingOptions,
+  ): Promise<Record<string, unknown>[]> {
     const spec = LISTS[kind];
     if (this._capabilities[spec.capability] === undefined) return [];
     const items: Record<string, unknown>[] = [];
@@ -496,7 +516,7 @@ export class Upstream {
     for (let page = 0; page < 1000; page++) {
       let result: Record<string, unknown>;
       try {
-        result = await session.request(spec.method, cursor === undefined ? undefined : { cursor });
+        result = await session.request(spec.method, cursor === undefined ? undefined : { cursor }, options);
       } catch (error) {
         if (
           spec.optional &&
@@ -554,27 +574,14 @@ export class Upstream {
     }
   }
 
-  private async handleRequest(session: UpstreamSession, request: JsonRpcRequest): Promise<void> {
-    const { id } = request;
-    if (request.method === 'ping') return session.respond({ jsonrpc: '2.0', id, result: {} });
-    const answer: RequestAnswer = this.options.onRequest
-      ? await this.options.onRequest(this, request).catch((error: unknown) => ({
-          error: {
-            code: RpcErrorCode.InternalError,
-            message: `mcp-warden could not forward it: ${describeError(error)}`,
-          },
-        }))
-      : {
-          error: {
-            code: RpcErrorCode.MethodNotFound,
-            message: `mcp-warden does not forward ${request.method}`,
-          },
-        };
-    return session.respond(
-      'result' in answer
-        ? { jsonrpc: '2.0', id, result: answer.result }
-        : { jsonrpc: '2.0', id, error: answer.error },
-    );
+  /** A request the upstream made of the client: ping is answered here, the rest by the router. */
+  private handleRequest(request: IncomingRequest): void {
+    if (request.method === 'ping') return request.respond(Outcome.of({}));
+    if (this.options.onRequest !== undefined) return this.options.onRequest(this, request);
+    request.fail({
+      code: RpcErrorCode.MethodNotFound,
+      message: `mcp-warden does not forward ${request.method}`,
+    });
   }
 
   /**
@@ -582,7 +589,7 @@ export class Upstream {
    * `id` first or last, so the edges of the line usually tell which call it answered; that call
    * fails and the connection lives on. Otherwise the stream's state is unknown: restart.
    */
-  private oversize(info: OversizeLine, session: UpstreamSession | undefined, end: (e: Error) => void): void {
+  private oversize(info: OversizeLine, session: RpcPeer | undefined, end: (e: Error) => void): void {
     const limit = this.options.gateway.maxMessageBytes;
     const message = `sent a message of ${info.bytes} bytes, over the limit of ${limit} bytes (gateway.maxMessageSize)`;
     const id =
@@ -614,21 +621,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-async function withTimeout<T>(
-  promise: Promise<T>,
-  ms: number,
-  message: () => string,
-  server: string,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamFailedError(server, message())), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -1,13 +1,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AuditWriteError, type AuditLog } from './auditWriter.js';
-import type { CallEvent, CallOutcome, ClientInfo } from '../../core/events.js';
+import type { CallEvent, CallOutcome, ClientInfo, RequestEvent } from '../../core/events.js';
 import type { AuditConfig } from '../../config/types.js';
-import { UpstreamRpcError, WardenError } from '../../core/errors.js';
+import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import type { Interceptor, ToolCall } from '../../core/pipeline/types.js';
-import { rawResult } from '../../core/rpc/rawResult.js';
+import type { RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { Outcome } from '../../core/rpc/outcome.js';
 
-export interface AuditInterceptorOptions {
+export interface AuditStageOptions {
   readonly log: AuditLog;
   readonly config: AuditConfig;
   /** This gateway process's session id, shared by all its records. */
@@ -21,7 +21,7 @@ export interface AuditInterceptorOptions {
 const ALLOWED_BY_DEFAULT = Object.freeze({ effect: 'allow' as const, rule: null });
 
 function outcomeOf(error: unknown): CallOutcome {
-  if (error instanceof UpstreamRpcError) return 'protocol_error';
+  if (error instanceof PeerRpcError) return 'protocol_error';
   if (!(error instanceof WardenError)) return 'internal_error';
   switch (error.code) {
     case 'DENIED':
@@ -41,21 +41,22 @@ function outcomeOf(error: unknown): CallOutcome {
   }
 }
 
-/** Bytes of the result as the host receives it (the upstream's own text when forwarded as is). */
-function resultBytes(result: CallToolResult): number {
-  const raw = rawResult(result);
+/** Bytes of the result as the receiver gets it (the upstream's own text when forwarded as is). */
+function resultBytes(outcome: Outcome): number {
+  const raw = outcome.raw;
   if (raw?.bytes !== undefined) return raw.bytes.length;
-  return Buffer.byteLength(raw?.text ?? JSON.stringify(result));
+  return Buffer.byteLength(raw?.text ?? JSON.stringify(outcome.result));
 }
 
 /**
- * Outermost stage (ARCHITECTURE "The flow"): sees every outcome, denials and timeouts included,
- * and the whole duration. Records are appended synchronously (one write per record), so a
+ * Outermost stage: sees every routed request in both directions and its outcome, denials and
+ * timeouts included, and the whole duration. A tool call is a `call` record; any other kind a
+ * `request` record. Records are appended synchronously (one write per record), so a
  * record exists before the host gets the answer and nothing sits in a buffer at exit
  * (FIELD_NOTES: loggers' buffers lose lines). With `onFailure: block`, an audit file that cannot
  * be written refuses calls before they run: no unrecorded call ever reaches an upstream.
  */
-export function createAuditInterceptor(options: AuditInterceptorOptions): Interceptor {
+export function createAuditStage(options: AuditStageOptions): Stage {
   const { log, config, logger } = options;
   return async function audit(call, next) {
     if (!log.healthy && config.onFailure === 'block') {
@@ -65,11 +66,11 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
     }
     const started = performance.now();
     let outcome: CallOutcome = 'ok';
-    let result: CallToolResult | undefined;
+    let result: Outcome | undefined;
     let failure: unknown;
     try {
       result = await next(call);
-      if (result.isError === true) outcome = 'tool_error';
+      if ((result.result as CallToolResult).isError === true) outcome = 'tool_error';
       return result;
     } catch (error) {
       failure = error;
@@ -81,13 +82,14 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
   };
 
   function write(
-    call: ToolCall,
+    call: RoutedMessage,
     outcome: CallOutcome,
     ms: number,
-    result?: CallToolResult,
+    result?: Outcome,
     failure?: unknown,
   ): void {
     const client = options.client();
+    if (call.kind !== 'tools/call') return writeRequest(call, client, outcome, ms, result, failure);
     // Always the same members, in the documented order (an absent one is undefined, which JSON
     // leaves out): one object shape for every call, built without intermediate objects.
     const event: CallEvent = {
@@ -96,7 +98,7 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
       client,
       tool: call.exposedName,
       server: call.server,
-      upstreamTool: call.tool,
+      upstreamTool: call.target,
       args: call.arguments,
       decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
       pin: call.record.pin,
@@ -105,13 +107,47 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
       repairs: call.record.repairs,
       resultBytes: result === undefined ? undefined : resultBytes(result),
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
-      structured: config.logResults ? result?.structuredContent : undefined,
+      structured: config.logResults
+        ? (result?.result as CallToolResult | undefined)?.structuredContent
+        : undefined,
     };
     try {
       log.append(event);
     } catch (error) {
       // The call already ran; the next call will be refused (block) or served (continue).
       logger.error(`could not write the audit record of ${call.exposedName}: ${(error as Error).message}`);
+    }
+  }
+
+  function writeRequest(
+    call: RoutedMessage,
+    client: ClientInfo | undefined,
+    outcome: CallOutcome,
+    ms: number,
+    result?: Outcome,
+    failure?: unknown,
+  ): void {
+    const event: RequestEvent = {
+      type: 'request',
+      session: options.session,
+      client,
+      method: call.kind,
+      direction: call.direction === 'host' ? 'to_host' : 'to_upstream',
+      server: call.server,
+      target: call.target === '' ? undefined : call.target,
+      args: call.arguments,
+      decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
+      outcome,
+      ms: Math.round(ms * 1000) / 1000,
+      resultBytes: result === undefined ? undefined : resultBytes(result),
+      error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
+    };
+    try {
+      log.append(event);
+    } catch (error) {
+      logger.error(
+        `could not write the audit record of ${call.kind} for ${call.server}: ${(error as Error).message}`,
+      );
     }
   }
 }

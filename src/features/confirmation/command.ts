@@ -2,13 +2,13 @@ import type { ConfirmationConfig } from '../../config/types.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../../core/logger.js';
 import type { CancelSignal } from '../../core/rpc/cancellation.js';
-import type { ToolCall } from '../../core/pipeline/types.js';
+import type { RoutedMessage } from '../../core/pipeline/types.js';
 import { spawnChild } from '../../core/transports/childProcess.js';
 import { childEnvironment } from '../../core/upstreams/childEnvironment.js';
 
 export interface ConfirmationCommandOptions {
   readonly command: NonNullable<ConfirmationConfig['command']>;
-  readonly call: ToolCall;
+  readonly call: RoutedMessage;
   readonly reason: string;
   readonly timeoutMs: number;
   /** The host's cancellation: the hook is stopped and nothing runs. */
@@ -18,7 +18,8 @@ export interface ConfirmationCommandOptions {
 
 /**
  * Runs the configured confirmation hook with a JSON description of the call on stdin
- * (`{server, tool, exposedName, arguments, reason}`); exit code 0 means yes, anything else no.
+ * (`{method, server, tool, exposedName, arguments, reason}`; `tool` is what the request addresses:
+ * the tool or prompt name, or the resource URI); exit code 0 means yes, anything else no.
  * The hook is the administrator's own program, so it sees the real arguments. It runs in its own
  * process group, stopped (with anything it started) on timeout or cancellation.
  */
@@ -45,8 +46,9 @@ export async function runConfirmationCommand(
   );
   child.process.stdin.end(
     JSON.stringify({
+      method: call.kind,
       server: call.server,
-      tool: call.tool,
+      tool: call.target,
       exposedName: call.exposedName,
       arguments: call.arguments ?? {},
       reason: options.reason,

@@ -3,12 +3,15 @@ import type { ConfirmationConfig } from '../../config/types.js';
 import { DeniedError, formatMs, HostCancelledError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Interceptor, Next, ToolCall } from '../../core/pipeline/types.js';
-import type { Params } from '../../core/rpc/jsonRpc.js';
-import type { RequestAnswer } from '../../core/upstreams/upstream.js';
+import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { Outcome } from '../../core/rpc/outcome.js';
+import type { JsonRpcErrorObject, Params } from '../../core/rpc/jsonRpc.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
 import { runConfirmationCommand } from './command.js';
+
+/** The host's answer to a question: its result, or its error. */
+export type HostAnswer =
+  { readonly result: Record<string, unknown> } | { readonly error: JsonRpcErrorObject };
 
 export interface ConfirmationOptions {
   readonly config: ConfirmationConfig;
@@ -16,7 +19,7 @@ export interface ConfirmationOptions {
    * Asks the host through `elicitation/create`; undefined when the host did not declare the
    * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
    */
-  readonly askHost: (params: Params, signal: CancelSignal) => Promise<RequestAnswer> | undefined;
+  readonly askHost: (params: Params, signal: CancelSignal) => Promise<HostAnswer> | undefined;
   /** Arguments as shown to the user: secrets redacted. */
   readonly redact: (value: unknown) => unknown;
   readonly logger: Logger;
@@ -25,19 +28,49 @@ export interface ConfirmationOptions {
 /** Arguments longer than this are cut in the question: the user needs the gist, not a megabyte. */
 const SHOWN_ARGUMENTS_CHARS = 2000;
 
-function describeCall(call: ToolCall, redact: (value: unknown) => unknown): string {
+/** What a request would do, in words, with its arguments as the user should see them. */
+function describeCall(call: RoutedMessage, redact: (value: unknown) => unknown): string {
   const args = JSON.stringify(redact(call.arguments ?? {}), null, 2);
   const shown = args.length > SHOWN_ARGUMENTS_CHARS ? `${args.slice(0, SHOWN_ARGUMENTS_CHARS)}… (cut)` : args;
-  return `Server "${call.server}" wants to run tool "${call.tool}" with arguments:\n${shown}`;
+  return `Server "${call.server}" wants to ${action(call)} with arguments:\n${shown}`;
+}
+
+function action(call: RoutedMessage): string {
+  switch (call.kind) {
+    case 'tools/call':
+      return `run tool "${call.target}"`;
+    case 'prompts/get':
+      return `get prompt "${call.target}"`;
+    case 'resources/read':
+      return `read resource "${call.target}"`;
+    case 'resources/subscribe':
+      return `subscribe to resource "${call.target}"`;
+    case 'resources/unsubscribe':
+      return `unsubscribe from resource "${call.target}"`;
+    case 'completion/complete':
+      return `complete an argument of "${call.target}"`;
+    case 'sampling/createMessage':
+      return 'ask the host model for a completion (sampling)';
+    case 'elicitation/create':
+      return 'ask you a question (elicitation)';
+    case 'roots/list':
+      return 'list your roots';
+  }
+}
+
+/** The request in the words of refusals: `tool "x" on server "y"`. */
+function subject(call: RoutedMessage): string {
+  const what = call.kind === 'tools/call' ? `tool "${call.target}"` : `${call.kind} "${call.target}"`;
+  return `${what} on server "${call.server}"`;
 }
 
 /**
- * Asks a human before a call the policy marked `confirm` runs (issue 5). Outside the timeout
+ * Asks a human before a request the policy marked `confirm` goes on. Outside the timeout
  * stage, so the human's time does not count against the tool. Fails closed: no way to ask, no
  * answer in time, decline or cancel all mean the call is not run. An approved call runs once,
  * with exactly the arguments that were shown.
  */
-export function createConfirmationInterceptor(options: ConfirmationOptions): Interceptor {
+export function createConfirmationStage(options: ConfirmationOptions): Stage {
   const { config, logger } = options;
   /** Tools the user chose to allow for the rest of this session ("remember"). */
   const remembered = new Set<string>();
@@ -47,11 +80,11 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
     return call.decision?.effect === 'confirm' ? confirm(call, next) : next(call);
   };
 
-  async function confirm(call: ToolCall, next: Next): Promise<CallToolResult> {
+  async function confirm(call: RoutedMessage, next: Next): Promise<Outcome> {
     const decision = call.decision!;
     const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
     call.record.decision = record;
-    const key = `${call.server}\u0000${call.tool}`;
+    const key = `${call.kind}\u0000${call.server}\u0000${call.target}`;
     if (remembered.has(key)) {
       record.confirmed = true;
       record.how = 'remembered';
@@ -59,12 +92,15 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
     }
     // What the human approves is what runs: a frozen copy, taken before asking.
     // Member by member: the router's call is a class instance, with fields of its own besides.
-    const approved: ToolCall = {
+    const approved: RoutedMessage = {
+      kind: call.kind,
+      direction: call.direction,
       exposedName: call.exposedName,
       server: call.server,
-      tool: call.tool,
+      target: call.target,
       definition: call.definition,
       arguments: deepFreeze(structuredClone(call.arguments)),
+      params: deepFreeze(structuredClone(call.params)),
       meta: call.meta,
       signal: call.signal,
       onProgress: call.onProgress,
@@ -96,7 +132,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
     record.confirmed = false;
     record.how = 'unavailable';
     throw new DeniedError(
-      `Tool "${call.tool}" on server "${call.server}" needs confirmation (${why}), but there is no way to ask: ` +
+      `${capitalize(subject(call))} needs confirmation (${why}), but there is no way to ask: ` +
         `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
         `Use a host that supports elicitation, or set confirmation.command in the mcp-warden config.`,
       decision.ruleId,
@@ -112,21 +148,17 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       if (verdict === 'timeout') {
         record.how = 'timeout';
         throw new DeniedError(
-          `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for tool "${call.tool}" on server ` +
-            `"${call.server}", so it was not run.`,
+          `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for ${subject(call)}, so it was not run.`,
           decision.ruleId,
         );
       }
-      throw new DeniedError(
-        `Declined by ${who}: tool "${call.tool}" on server "${call.server}" was not run.`,
-        decision.ruleId,
-      );
+      throw new DeniedError(`Declined by ${who}: ${subject(call)} was not run.`, decision.ruleId);
     }
   }
 
   /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
   async function askThroughHost(
-    call: ToolCall,
+    call: RoutedMessage,
     why: string,
   ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
     // The question is withdrawn when the confirmation times out or the host cancels the call.
@@ -143,7 +175,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
                   remember: {
                     type: 'boolean',
                     title: 'Remember for this session',
-                    description: `Allow "${call.tool}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
+                    description: `Allow "${call.target}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
                     default: false,
                   },
                 }
@@ -166,4 +198,8 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       dispose();
     }
   }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -1,19 +1,19 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import { QueueFullError } from '../../core/errors.js';
 import type { CancelListener } from '../../core/rpc/cancellation.js';
 import { Deferred } from '../../lib/deferred.js';
-import type { Interceptor, Next, ToolCall } from '../../core/pipeline/types.js';
+import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { Outcome } from '../../core/rpc/outcome.js';
 
 export interface ConcurrencyLimitOptions {
   readonly servers: readonly Pick<ServerConfig, 'name' | 'maxConcurrency' | 'maxQueue'>[];
 }
 
 /** A call waiting for a slot: its promise, and its listener for a cancel while it waits. */
-class Waiter extends Deferred<CallToolResult> implements CancelListener {
+class Waiter extends Deferred<Outcome> implements CancelListener {
   constructor(
     private readonly gate: Gate,
-    readonly call: ToolCall,
+    readonly call: RoutedMessage,
     readonly next: Next,
   ) {
     super();
@@ -27,7 +27,7 @@ class Waiter extends Deferred<CallToolResult> implements CancelListener {
 
 /**
  * One server's slots and queue. Not p-limit: that wraps every task in promises of its own
- * even when a slot is free, which the benchmark measured on every call (issue 7), and it
+ * even when a slot is free, which the benchmark measured on every call, and it
  * cannot take a waiting task back out of its queue. Here a call with a free slot goes straight
  * through, and a queued call whose signal is cancelled (the timeout fired, the host gave up)
  * leaves the queue at once, never reaching the upstream.
@@ -42,13 +42,13 @@ class Gate {
 
   constructor(private readonly server: ConcurrencyLimitOptions['servers'][number]) {}
 
-  run(call: ToolCall, next: Next): Promise<CallToolResult> {
+  run(call: RoutedMessage, next: Next): Promise<Outcome> {
     const { maxConcurrency, maxQueue, name } = this.server;
     if (this.active < maxConcurrency && this.queue.length === 0) return this.start(call, next);
     if (this.queue.length >= maxQueue)
       return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
     // One object per queued call (no closures): with the default limits most calls of a busy
-    // server wait here, and the queue was most of this stage's garbage (issue 7).
+    // server wait here, and the queue was most of this stage's garbage.
     const waiter = new Waiter(this, call, next);
     this.queue.push(waiter);
     call.signal.listen(waiter);
@@ -61,9 +61,9 @@ class Gate {
     if (i !== -1) this.queue.splice(i, 1);
   }
 
-  private start(call: ToolCall, next: Next): Promise<CallToolResult> {
+  private start(call: RoutedMessage, next: Next): Promise<Outcome> {
     this.active++;
-    let running: Promise<CallToolResult>;
+    let running: Promise<Outcome>;
     try {
       running = next(call);
     } catch (error) {
@@ -84,14 +84,15 @@ class Gate {
 }
 
 /**
- * At most `maxConcurrency` calls in flight per upstream; up to `maxQueue` more wait, and beyond
- * that calls are refused at once rather than queueing without bound. Innermost stage, so a
- * slot is held only while the upstream works, and the timeout outside it counts queued time.
+ * At most `maxConcurrency` requests in flight per upstream, of every kind; up to `maxQueue` more
+ * wait, and beyond that requests are refused at once rather than queueing without bound.
+ * Innermost stage, so a slot is held only while the upstream works, and the timeout outside it
+ * counts queued time. Requests upstreams make of the host are not the upstream's work: they pass.
  */
-export function createConcurrencyLimitInterceptor(options: ConcurrencyLimitOptions): Interceptor {
+export function createConcurrencyLimitStage(options: ConcurrencyLimitOptions): Stage {
   const gates = new Map(options.servers.map((s) => [s.name, new Gate(s)]));
   return function concurrencyLimit(call, next) {
-    const gate = gates.get(call.server);
+    const gate = call.direction === 'upstream' ? gates.get(call.server) : undefined;
     return gate === undefined ? next(call) : gate.run(call, next);
   };
 }

@@ -1,8 +1,8 @@
 import { ToolChangedError } from '../../core/errors.js';
-import type { Interceptor } from '../../core/pipeline/types.js';
+import type { Stage } from '../../core/pipeline/types.js';
 import type { BlockedTool } from './pinGuard.js';
 
-export interface PinInterceptorOptions {
+export interface PinStageOptions {
   /** Why a tool is blocked by its pin; undefined when it is not. One Map lookup (pinGuard.ts). */
   readonly refusal: (server: string, tool: string) => BlockedTool | undefined;
 }
@@ -14,13 +14,14 @@ export interface PinInterceptorOptions {
  * denial is answered: an `isError` result the model can read, and a `denied` audit record.
  * Only in the pipeline when the config has `pins:`.
  */
-export function createPinInterceptor(options: PinInterceptorOptions): Interceptor {
+export function createPinStage(options: PinStageOptions): Stage {
   return function pins(call, next) {
-    const blocked = options.refusal(call.server, call.tool);
+    if (call.kind !== 'tools/call') return next(call);
+    const blocked = options.refusal(call.server, call.target);
     if (blocked === undefined) return next(call);
     // The policy is not asked about a definition nobody approved.
     call.record.decision = { effect: 'deny', rule: null };
     call.record.pin = blocked.status;
-    return Promise.reject(new ToolChangedError(call.server, call.tool, blocked.message));
+    return Promise.reject(new ToolChangedError(call.server, call.target, blocked.message));
   };
 }

@@ -1,6 +1,7 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RepairConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
-import type { Interceptor } from '../../core/pipeline/types.js';
+import type { Stage } from '../../core/pipeline/types.js';
 import type { OutputValidator } from './outputSchemaValidator.js';
 import { mayNeedRepair, repairResult } from './repairResult.js';
 
@@ -13,27 +14,27 @@ export interface ResultRepairOptions {
 }
 
 /**
- * Innermost stage that sees results (ARCHITECTURE "The flow"): everything outside it, audit
- * included, sees the repaired result. A result needing no repair comes back as the same object,
- * which is what lets the router forward the upstream's bytes unchanged.
+ * The innermost stage that sees results: everything outside it, audit included, sees the
+ * repaired result. It repairs tool results only. A result needing no repair comes back as the
+ * same outcome, so the host still gets the upstream's own bytes; a repaired one is a changed
+ * outcome, which never carries them.
  */
-export function createResultRepairInterceptor(options: ResultRepairOptions): Interceptor {
+export function createResultRepairStage(options: ResultRepairOptions): Stage {
   return function resultRepair(call, next) {
-    return next(call).then((result) => {
-      if (!mayNeedRepair(result, call.definition)) return result;
-      const outcome = repairResult(
-        result,
-        call.definition,
-        options.repairFor(call.server),
-        options.validator,
-      );
-      if (outcome.changes.length > 0) {
-        call.record.repairs.push(...outcome.changes);
-        options.logger.info(`repaired the result of ${call.exposedName}: ${outcome.changes.join(', ')}`, {
-          ...(outcome.notes.length > 0 && { notes: outcome.notes }),
+    const { definition } = call;
+    if (call.kind !== 'tools/call' || definition === undefined) return next(call);
+    return next(call).then((outcome) => {
+      const result = outcome.result as CallToolResult;
+      if (!mayNeedRepair(result, definition)) return outcome;
+      const repaired = repairResult(result, definition, options.repairFor(call.server), options.validator);
+      if (repaired.result === result) return outcome;
+      if (repaired.changes.length > 0) {
+        call.record.repairs.push(...repaired.changes);
+        options.logger.info(`repaired the result of ${call.exposedName}: ${repaired.changes.join(', ')}`, {
+          ...(repaired.notes.length > 0 && { notes: repaired.notes }),
         });
       }
-      return outcome.result;
+      return outcome.changed(repaired.result);
     });
   };
 }

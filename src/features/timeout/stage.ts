@@ -1,10 +1,10 @@
 import type { WardenConfig } from '../../config/types.js';
 import { CallTimeoutError } from '../../core/errors.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CancelListener } from '../../core/rpc/cancellation.js';
 import { DeadlineQueue, type DeadlineEntry } from '../../core/rpc/deadlines.js';
 import { Deferred } from '../../lib/deferred.js';
-import type { Interceptor, ToolCall } from '../../core/pipeline/types.js';
+import type { RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { Outcome } from '../../core/rpc/outcome.js';
 import { matchesGlob } from '../../lib/glob.js';
 
 export interface TimeoutLimits {
@@ -14,30 +14,41 @@ export interface TimeoutLimits {
   readonly maxMs: number;
 }
 
-export interface TimeoutInterceptorOptions {
-  readonly limitsFor: (call: Pick<ToolCall, 'server' | 'tool'>) => TimeoutLimits;
+export interface TimeoutStageOptions {
+  readonly limitsFor: (message: Pick<RoutedMessage, 'kind' | 'server' | 'target'>) => TimeoutLimits;
 }
 
 /**
- * Resolves a call's limits from the config: the first matching `tools.timeouts` glob, else
- * the server's `timeout`, else `gateway.timeout`; the hard limit is the server's `maxTimeout`,
- * else the gateway's. Memoized per server and tool: globs are matched once, not per call.
+ * Resolves a request's limits from the config: for a tool call, the first matching
+ * `tools.timeouts` glob; then the server's `timeout`, else `gateway.timeout`. The hard limit is
+ * the server's `maxTimeout`, else the gateway's. Memoized per server and tool (globs are matched
+ * once, not per call); other kinds take the server's limits, memoized per server (never per
+ * URI, which would grow without bound).
  */
-export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutInterceptorOptions['limitsFor'] {
+export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutStageOptions['limitsFor'] {
   const servers = new Map(config.servers.map((s) => [s.name, s]));
   // By server, then tool: a joined string key would be made (and hashed) on every call.
   const cache = new Map<string, Map<string, TimeoutLimits>>();
-  return ({ server, tool }) => {
+  const serverLimits = new Map<string, TimeoutLimits>();
+  const limitsOf = (server: string, perTool: number | undefined): TimeoutLimits => {
+    const s = servers.get(server);
+    return {
+      idleMs: perTool ?? s?.timeoutMs ?? config.gateway.callTimeoutMs,
+      maxMs: s?.maxTimeoutMs ?? config.gateway.maxCallTimeoutMs,
+    };
+  };
+  return ({ kind, server, target: tool }) => {
+    if (kind !== 'tools/call') {
+      let limits = serverLimits.get(server);
+      if (limits === undefined) serverLimits.set(server, (limits = limitsOf(server, undefined)));
+      return limits;
+    }
     let byTool = cache.get(server);
     if (byTool === undefined) cache.set(server, (byTool = new Map()));
     let limits = byTool.get(tool);
     if (limits === undefined) {
-      const s = servers.get(server);
-      const perTool = s?.tools.timeouts.find((t) => matchesGlob(t.glob, tool))?.timeoutMs;
-      limits = {
-        idleMs: perTool ?? s?.timeoutMs ?? config.gateway.callTimeoutMs,
-        maxMs: s?.maxTimeoutMs ?? config.gateway.maxCallTimeoutMs,
-      };
+      const perTool = servers.get(server)?.tools.timeouts.find((t) => matchesGlob(t.glob, tool))?.timeoutMs;
+      limits = limitsOf(server, perTool);
       byTool.set(tool, limits);
     }
     return limits;
@@ -45,7 +56,7 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutIntercepto
 }
 
 /** One call under a time limit: its outer promise, its place in a deadline queue, its listener. */
-class TimedCall extends Deferred<CallToolResult> implements CancelListener, DeadlineEntry {
+class TimedCall extends Deferred<Outcome> implements CancelListener, DeadlineEntry {
   deadline = 0;
   queued = false;
   prevEntry: DeadlineEntry | undefined;
@@ -53,7 +64,7 @@ class TimedCall extends Deferred<CallToolResult> implements CancelListener, Dead
   readonly started = performance.now();
 
   constructor(
-    private readonly call: ToolCall,
+    private readonly call: RoutedMessage,
     private readonly limits: TimeoutLimits,
     private readonly queue: DeadlineQueue,
   ) {
@@ -77,7 +88,13 @@ class TimedCall extends Deferred<CallToolResult> implements CancelListener, Dead
     const { idleMs, maxMs } = this.limits;
     const max = now - this.started >= maxMs;
     call.signal.cancel(
-      new CallTimeoutError(call.server, call.tool, max ? 'max' : 'idle', max ? maxMs : idleMs),
+      new CallTimeoutError({
+        method: call.kind,
+        server: call.server,
+        target: call.target,
+        kind: max ? 'max' : 'idle',
+        limitMs: max ? maxMs : idleMs,
+      }),
     );
   }
 
@@ -102,7 +119,7 @@ class TimedCall extends Deferred<CallToolResult> implements CancelListener, Dead
  * gets the error at once, whatever the stages inside do. Progress from the upstream restarts
  * the idle timer, so every call asks for progress.
  */
-export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): Interceptor {
+export function createTimeoutStage(options: TimeoutStageOptions): Stage {
   // One timer per first deadline's duration, not one per call (see DeadlineQueue): calls with the
   // same limits reach their deadlines in the order they started.
   const queues = new Map<number, DeadlineQueue>();
@@ -112,6 +129,8 @@ export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): In
     return queue;
   };
   return function timeout(call, next) {
+    // A request an upstream makes of the host is bounded by that upstream's own timeout.
+    if (call.direction === 'host') return next(call);
     const limits = options.limitsFor(call);
     const { signal } = call;
     if (signal.cancelled) return Promise.reject(signal.reason!);
@@ -123,7 +142,7 @@ export function createTimeoutInterceptor(options: TimeoutInterceptorOptions): In
     };
     timed.start();
     signal.listen(timed);
-    let inner: Promise<CallToolResult>;
+    let inner: Promise<Outcome>;
     try {
       inner = next(call);
     } catch (error) {

@@ -1,25 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import { UpstreamFailedError } from '../../src/core/errors.js';
+import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
-import type { MessageTransport } from '../../src/core/transports/streamTransport.js';
-import { UpstreamSession } from '../../src/core/upstreams/upstreamSession.js';
+import { RpcPeer } from '../../src/core/rpc/peer.js';
+import {
+  SENT,
+  type MessageTransport,
+  type OutgoingMessage,
+} from '../../src/core/transports/streamTransport.js';
 
-/** A transport that records what is sent and lets the test answer. */
-function fakeTransport(send: (message: JsonRpcMessage) => Promise<void>, sendNeverRejects?: boolean) {
+/**
+ * A transport that records what is sent and lets the test answer. `sendNeverRejects`: its sends
+ * return `SENT`, as a stream transport's do, so the peer does not watch them.
+ */
+function fakeTransport(send: (message: OutgoingMessage) => Promise<void>, sendNeverRejects?: boolean) {
   const sent: JsonRpcMessage[] = [];
   const transport: MessageTransport = {
-    sendNeverRejects,
     start: async () => {},
     close: async () => {},
     send: (message) => {
-      sent.push(message);
-      return send(message);
+      sent.push(message as JsonRpcMessage);
+      const sending = send(message);
+      return sendNeverRejects === true ? SENT : sending;
     },
   };
-  const session = new UpstreamSession({
-    server: 'up',
+  const session = new RpcPeer({
     transport,
+    errors: {
+      remote: (e) => new UpstreamRpcError('up', e.code, e.message, e.data),
+      failed: (detail, cause) => new UpstreamFailedError('up', detail, { cause }),
+      cancelled: (reason) => new Error(reason),
+    },
     onNotification: () => {},
     onRequest: () => {},
   });
@@ -27,7 +38,7 @@ function fakeTransport(send: (message: JsonRpcMessage) => Promise<void>, sendNev
   return { session, sent, answer };
 }
 
-describe('UpstreamSession', () => {
+describe('RpcPeer, outgoing', () => {
   it.each([true, false])('answers a request by its id (sendNeverRejects %s)', async (never) => {
     const { session, sent, answer } = fakeTransport(async () => {}, never);
     const pending = session.request('tools/call', { name: 't' });

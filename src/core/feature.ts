@@ -1,0 +1,41 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { StageName } from './pipeline/order.js';
+import type { Stage } from './pipeline/types.js';
+import type { ListKind, Upstream } from './upstreams/upstream.js';
+
+/**
+ * What a feature contributes to the gateway. Each feature folder exports one factory,
+ * `create<Feature>(config, deps)`, that returns this; `gateway.ts` folds them together and is the
+ * only module that knows every feature. Every member is optional.
+ */
+export interface Feature {
+  /** Its stage, placed by name at its position in STAGE_ORDER (core/pipeline/order.ts). */
+  readonly stage?: { readonly name: StageName; readonly run: Stage };
+  /**
+   * False leaves a tool out of the host's list (it stays resolvable: a call to it is decided by
+   * the stage). The gateway and `mcp-warden tools` use the same fold of these.
+   */
+  readonly visible?: (server: string, tool: Tool) => boolean;
+  /** An upstream's lists changed; runs before the catalogs are rebuilt from them. */
+  readonly onListsChanged?: (upstream: Upstream, kinds: readonly ListKind[]) => void;
+  /** The gateway started serving (after its own start record): e.g. record what is in force. */
+  readonly started?: () => void;
+  /** Runs just before the host's connection writes what it has queued. */
+  readonly beforeHostWrite?: () => void;
+  /**
+   * Starts watching what the feature reads from disk. `relist` rebuilds the host's tool list
+   * (and tells the host) after a change that may show or hide tools. Returns how to stop.
+   */
+  readonly watch?: (events: FeatureEvents) => { close(): void };
+}
+
+export interface FeatureEvents {
+  readonly upstreams: () => readonly Upstream[];
+  readonly relist: () => void;
+}
+
+/** Whether every feature lets the host see a tool. */
+export function foldVisibility(features: readonly Feature[]): (server: string, tool: Tool) => boolean {
+  const rules = features.flatMap((f) => (f.visible === undefined ? [] : [f.visible]));
+  return (server, tool) => rules.every((visible) => visible(server, tool));
+}

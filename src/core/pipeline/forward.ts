@@ -1,0 +1,47 @@
+import type { OutgoingOptions } from '../rpc/peer.js';
+import type { Params } from '../rpc/jsonRpc.js';
+import type { Outcome } from '../rpc/outcome.js';
+import type { Next, RoutedMessage } from './types.js';
+
+/** Something a routed message can be sent to: an upstream, or the host. */
+export interface Recipient {
+  requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome>;
+}
+
+export interface ForwardOptions {
+  /** The upstream a message to `server` goes to; undefined when there is none by that name. */
+  readonly upstream: (server: string) => Recipient | undefined;
+  /** The host, for requests upstreams make of it. */
+  readonly host: Recipient;
+}
+
+/**
+ * The pipeline's terminal: sends the message to the other side under its own names (the
+ * upstream's tool or prompt name), with the message's signal and progress listener riding on
+ * the peer's request table. What comes back is an outcome that still holds the peer's bytes.
+ */
+export function createForward(options: ForwardOptions): Next {
+  return function forward(message: RoutedMessage): Promise<Outcome> {
+    const recipient = message.direction === 'host' ? options.host : options.upstream(message.server);
+    if (recipient === undefined)
+      return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));
+    // The message carries the request options itself (its signal and progress listener).
+    return recipient.requestOutcome(message.kind, paramsOf(message), message);
+  };
+}
+
+/** The params a message is sent with: its own, with the upstream's name and the sender's `_meta`. */
+export function paramsOf(message: RoutedMessage): Params | undefined {
+  if (message.kind === 'tools/call') {
+    const params: Params = { name: message.target };
+    if (message.arguments !== undefined) params.arguments = message.arguments;
+    if (message.meta !== undefined) params._meta = message.meta;
+    return params;
+  }
+  const { params, meta } = message;
+  if (params === undefined) return meta === undefined ? undefined : { _meta: meta };
+  const sent: Params = { ...params };
+  if (meta === undefined) delete sent._meta;
+  else sent._meta = meta;
+  return sent;
+}

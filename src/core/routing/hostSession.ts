@@ -1,0 +1,122 @@
+import type { ClientInfo } from '../events.js';
+import { MethodNotFoundError } from '../errors.js';
+import type { Params } from '../rpc/jsonRpc.js';
+import type { Outcome } from '../rpc/outcome.js';
+import type { OutgoingOptions, RpcPeer } from '../rpc/peer.js';
+
+/** Client capabilities of the host that upstreams may use through the gateway. */
+export const FORWARDED_CLIENT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
+export type ForwardedCapability = (typeof FORWARDED_CLIENT_CAPABILITIES)[number];
+
+/** The requests the gateway may make of the host, and the capability each needs. */
+const CAPABILITY_FOR: ReadonlyMap<string, ForwardedCapability> = new Map([
+  ['sampling/createMessage', 'sampling'],
+  ['elicitation/create', 'elicitation'],
+  ['roots/list', 'roots'],
+]);
+
+/** The lists a host may have seen (and so may be told have changed). */
+export type HostList = 'tools' | 'prompts' | 'resources';
+
+/**
+ * What the host told the gateway, and how to ask it something. Features and the router speak to
+ * the host only through this, so a second kind of session (one rebuilt from each request's own
+ * envelope, as the stateless protocol revision has it) can stand behind the same interface.
+ */
+export interface HostSession {
+  /** The host as it introduced itself (for the audit trail's "who"). */
+  readonly info: ClientInfo | undefined;
+  readonly protocolVersion: string | undefined;
+  /** The log level the host asked for; undefined until it does. */
+  readonly logLevel: string | undefined;
+  /** Whether the host declared this client capability. */
+  can(capability: ForwardedCapability): boolean;
+  /** The capabilities upstreams are told the client has: what the host declared, of those forwarded. */
+  capabilitiesForUpstreams(): Params;
+  /**
+   * Asks the host (sampling, elicitation, roots). Rejects with MethodNotFoundError, naming the
+   * capability, when the host did not declare it; with the host's own error when it answers one.
+   */
+  ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome>;
+  /** The host has fetched this list, so a change to it is worth announcing. */
+  sawList(list: HostList): void;
+  hasSeen(list: HostList): boolean;
+  notify(method: string, params?: Params): void;
+}
+
+/**
+ * A session set up by `initialize` (protocol revisions up to 2025-11-25): the host's
+ * capabilities and identity are fixed for the connection, and the gateway asks it with
+ * server-to-client requests on the same connection.
+ */
+export class InitializedHostSession implements HostSession {
+  private capabilities: Params = {};
+  private _info: ClientInfo | undefined;
+  private _protocolVersion: string | undefined;
+  private _logLevel: string | undefined;
+  private readonly listed = new Set<HostList>();
+
+  constructor(private readonly peer: RpcPeer) {}
+
+  get info(): ClientInfo | undefined {
+    return this._info;
+  }
+  get protocolVersion(): string | undefined {
+    return this._protocolVersion;
+  }
+  get logLevel(): string | undefined {
+    return this._logLevel;
+  }
+
+  /** Records what `initialize` said; `protocolVersion` is the one the gateway answered with. */
+  initialized(params: Params, protocolVersion: string): void {
+    const capabilities = params.capabilities;
+    this.capabilities =
+      typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
+    const info = params.clientInfo as Params | undefined;
+    if (typeof info?.name === 'string')
+      this._info = { name: info.name, version: typeof info.version === 'string' ? info.version : '' };
+    this._protocolVersion = protocolVersion;
+  }
+
+  setLogLevel(level: string): void {
+    this._logLevel = level;
+  }
+
+  can(capability: ForwardedCapability): boolean {
+    return this.capabilities[capability] !== undefined;
+  }
+
+  capabilitiesForUpstreams(): Params {
+    const declared: Params = {};
+    for (const name of FORWARDED_CLIENT_CAPABILITIES) {
+      if (this.capabilities[name] !== undefined) declared[name] = this.capabilities[name];
+    }
+    return declared;
+  }
+
+  ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
+    const capability = CAPABILITY_FOR.get(method);
+    if (capability === undefined)
+      return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
+    if (!this.can(capability))
+      return Promise.reject(
+        new MethodNotFoundError(
+          `the host connected to mcp-warden did not declare the ${capability} capability`,
+        ),
+      );
+    return this.peer.requestOutcome(method, params, options);
+  }
+
+  sawList(list: HostList): void {
+    this.listed.add(list);
+  }
+
+  hasSeen(list: HostList): boolean {
+    return this.listed.has(list);
+  }
+
+  notify(method: string, params?: Params): void {
+    this.peer.notify(method, params);
+  }
+}

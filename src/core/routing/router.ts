@@ -1,0 +1,406 @@
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { NamedCatalog } from '../catalog/namedCatalog.js';
+import type { ResourceCatalog } from '../catalog/resourceCatalog.js';
+import {
+  HostCancelledError,
+  InvalidParamsError,
+  MethodNotFoundError,
+  NotServingError,
+  PeerRpcError,
+  ResourceNotFoundError,
+  UnknownToolError,
+  WardenError,
+} from '../errors.js';
+import { errorToWire, requestErrorToWire } from '../errorsToWire.js';
+import type { Logger } from '../logger.js';
+import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
+import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
+import type { MessageTransport } from '../transports/streamTransport.js';
+import type { JsonRpcNotification, Params } from '../rpc/jsonRpc.js';
+import { RpcErrorCode } from '../rpc/jsonRpc.js';
+import { Outcome } from '../rpc/outcome.js';
+import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
+import type { ListKind, Upstream } from '../upstreams/upstream.js';
+import type { UpstreamPool } from '../upstreams/upstreamPool.js';
+import { InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
+
+export interface RouterOptions {
+  readonly host: MessageTransport;
+  readonly tools: NamedCatalog<Tool>;
+  readonly prompts: NamedCatalog<Prompt>;
+  readonly resources: ResourceCatalog;
+  readonly pool: UpstreamPool;
+  /** The one pipeline every routed message passes, composed with its terminal. */
+  readonly pipeline: Next;
+  readonly logger: Logger;
+  readonly serverInfo: { readonly name: string; readonly version: string };
+}
+
+/** What the gateway serves, whatever its upstreams turn out to offer: it answers empty lists itself. */
+const SERVER_CAPABILITIES = {
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  logging: {},
+  completions: {},
+} as const;
+
+const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed',
+};
+
+/** Requests upstreams may make of the host, routed through the pipeline. */
+const TO_HOST: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list']);
+
+/** One method's handler: answers `request` (or throws a typed error, which the boundary answers). */
+type Handler = (request: IncomingRequest) => Promise<void> | void;
+
+/**
+ * Routes between the host and the upstreams. It answers initialize, ping and the merged lists
+ * itself; every request it routes, in either direction, becomes a `RoutedMessage` and passes the
+ * one pipeline. Each host method has one handler in a table; handlers throw typed errors, and one
+ * boundary (`answerError`) turns every error into its wire form.
+ */
+export class Router {
+  private readonly options: RouterOptions;
+  private readonly log: Logger;
+  readonly peer: RpcPeer;
+  private readonly session: InitializedHostSession;
+  private readonly methods: ReadonlyMap<string, Handler>;
+  private closing = false;
+  /** The encoded text of each large list last served, by method. */
+  private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
+
+  constructor(options: RouterOptions) {
+    this.options = options;
+    this.log = options.logger;
+    this.peer = new RpcPeer({
+      transport: options.host,
+      errors: {
+        remote: (error) => new PeerRpcError(error.code, error.message, error.data),
+        failed: (detail, cause) =>
+          new WardenError('INTERNAL', `cannot reach the host: ${detail}`, { cause, expose: false }),
+        cancelled: (reason) => new HostCancelledError(reason),
+      },
+      onRequest: (request) => this.dispatch(request),
+      onNotification: (notification) => this.hostNotification(notification),
+    });
+    this.session = new InitializedHostSession(this.peer);
+    const { tools, prompts, resources } = options;
+    this.methods = new Map<string, Handler>([
+      ['initialize', (r) => this.initialize(r)],
+      ['ping', (r) => r.respond(Outcome.of({}))],
+      ['tools/list', (r) => this.list(r, 'tools', () => tools.listResultJson())],
+      ['prompts/list', (r) => this.list(r, 'prompts', () => prompts.listResultJson())],
+      ['resources/list', (r) => this.list(r, 'resources', () => resources.listResultJson())],
+      ['resources/templates/list', (r) => this.list(r, 'resources', () => resources.templatesResultJson())],
+      ['tools/call', (r) => this.callTool(r)],
+      ['prompts/get', (r) => this.getPrompt(r)],
+      ['resources/read', (r) => this.byUri(r, 'resources/read', r.params?.uri)],
+      ['resources/subscribe', (r) => this.byUri(r, 'resources/subscribe', r.params?.uri)],
+      ['resources/unsubscribe', (r) => this.byUri(r, 'resources/unsubscribe', r.params?.uri)],
+      ['completion/complete', (r) => this.complete(r)],
+      ['logging/setLevel', (r) => this.setLogLevel(r)],
+    ]);
+  }
+
+  /** What the host told us, and how to ask it something. */
+  get host(): HostSession {
+    return this.session;
+  }
+
+  /** An upstream (re)connected: give it the host's log level. */
+  upstreamReady(upstream: Upstream): void {
+    const level = this.session.logLevel;
+    if (level !== undefined && upstream.capabilities.logging !== undefined)
+      void upstream.request('logging/setLevel', { level }).catch(() => {});
+  }
+
+  /** Tells the host a list changed, once it has seen that list (before that it has nothing to refresh). */
+  listsChanged(kinds: readonly ListKind[]): void {
+    if (this.closing) return;
+    const lists = new Set(kinds.map((k): HostList => (k === 'resourceTemplates' ? 'resources' : k)));
+    for (const list of lists) if (this.session.hasSeen(list)) this.peer.notify(LIST_CHANGED_METHOD[list]);
+  }
+
+  /** A notification from an upstream that the host should see. */
+  upstreamNotification(upstream: Upstream, notification: JsonRpcNotification): void {
+    const { method, params } = notification;
+    if (method === 'notifications/message') {
+      // The host sees which server is talking: its name, then the server's own logger.
+      const logger = typeof params?.logger === 'string' ? `${upstream.name}/${params.logger}` : upstream.name;
+      this.peer.notify(method, { ...params, logger });
+    } else if (method === 'notifications/resources/updated') {
+      this.peer.notify(method, params);
+    } else {
+      this.log.debug(`did not forward ${method} from ${upstream.name}`);
+    }
+  }
+
+  /** A request an upstream made of the client: routed through the pipeline to the host. */
+  upstreamRequest(upstream: Upstream, request: IncomingRequest): void {
+    if (!TO_HOST.has(request.method)) {
+      this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
+      return;
+    }
+    const params = withoutMeta(request.params);
+    const message: RoutedMessage = {
+      kind: request.method as MessageKind,
+      direction: 'host',
+      server: upstream.name,
+      target: '',
+      exposedName: '',
+      definition: undefined,
+      arguments: params,
+      params,
+      meta: request.meta,
+      signal: request,
+      onProgress: undefined,
+      record: { repairs: [] },
+    };
+    this.route(request, message);
+  }
+
+  /** Stops taking new requests and waits until every request in flight has been answered. */
+  async drain(): Promise<void> {
+    this.closing = true;
+    // Questions to the host will not be answered now: fail them, so what waits on them ends.
+    this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    await this.peer.idle();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The host's requests
+
+  private dispatch(request: IncomingRequest): void {
+    const handler = this.closing ? undefined : this.methods.get(request.method);
+    if (handler === undefined) {
+      this.answerError(
+        request,
+        this.closing
+          ? new NotServingError('mcp-warden is shutting down')
+          : new MethodNotFoundError(`Method not found: mcp-warden does not serve ${request.method}`),
+      );
+      return;
+    }
+    try {
+      const handling = handler(request);
+      if (handling !== undefined) handling.catch((error: unknown) => this.answerError(request, error));
+    } catch (error) {
+      this.answerError(request, error);
+    }
+  }
+
+  private hostNotification(notification: JsonRpcNotification): void {
+    if (notification.method === 'notifications/roots/list_changed') {
+      for (const upstream of this.options.pool.upstreams) upstream.notify(notification.method);
+    }
+  }
+
+  private initialize(request: IncomingRequest): void {
+    const params = request.params;
+    const requested = params?.protocolVersion;
+    if (typeof requested !== 'string')
+      throw new InvalidParamsError('initialize needs params.protocolVersion');
+    const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested)
+      ? requested
+      : LATEST_PROTOCOL_VERSION;
+    this.session.initialized(params!, protocolVersion);
+    // Answer at once: upstreams connect in the background (declaring what the host can do) and
+    // the lists wait for them.
+    void this.options.pool.start();
+    request.respond(
+      Outcome.of({ protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: this.options.serverInfo }),
+    );
+  }
+
+  private async list(request: IncomingRequest, list: HostList, json: () => string): Promise<void> {
+    await this.options.pool.start();
+    this.session.sawList(list);
+    const text = json();
+    if (text.length < LARGE_LINE_BYTES) return request.respondEncoded(text, undefined);
+    // A large list (10,000 tools is megabytes) is encoded once per change, not once per request.
+    let cached = this.listBytes.get(request.method);
+    if (cached?.text !== text) {
+      cached = { text, bytes: Buffer.from(text, 'utf8') };
+      this.listBytes.set(request.method, cached);
+    }
+    request.respondEncoded(text, cached.bytes);
+  }
+
+  private async setLogLevel(request: IncomingRequest): Promise<void> {
+    const level = request.params?.level;
+    if (typeof level !== 'string') throw new InvalidParamsError('logging/setLevel needs params.level');
+    this.session.setLogLevel(level);
+    await Promise.allSettled(
+      this.options.pool.upstreams
+        .filter((u) => u.state === 'ready' && u.capabilities.logging !== undefined)
+        .map((u) => u.request('logging/setLevel', { level })),
+    );
+    request.respond(Outcome.of({}));
+  }
+
+  /** The hot path: no `async`, one promise continuation per call beyond the pipeline's own. */
+  private callTool(request: IncomingRequest): Promise<void> | void {
+    const params = request.params;
+    const name = params?.name;
+    const args = params?.arguments;
+    if (typeof name !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
+      throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
+    const entry = this.options.tools.resolve(name);
+    if (entry !== undefined) return this.runCall(request, name, entry, args as Params | undefined);
+    // Not listed (yet): give the upstreams their startup window, then look again.
+    return this.options.pool.start().then(() => {
+      const later = this.options.tools.resolve(name);
+      if (later === undefined) throw new UnknownToolError(name);
+      return this.runCall(request, name, later, args as Params | undefined);
+    });
+  }
+
+  private runCall(
+    request: IncomingRequest,
+    name: string,
+    entry: { readonly server: string; readonly item: Tool },
+    args: Params | undefined,
+  ): void {
+    this.route(request, {
+      kind: 'tools/call',
+      direction: 'upstream',
+      server: entry.server,
+      target: entry.item.name,
+      exposedName: name,
+      definition: entry.item,
+      arguments: args,
+      params: undefined,
+      meta: request.meta,
+      signal: request,
+      onProgress: request.onProgress,
+      record: { repairs: [] },
+    });
+  }
+
+  private async getPrompt(request: IncomingRequest): Promise<void> {
+    const params = request.params;
+    const name = params?.name;
+    if (typeof name !== 'string') throw new InvalidParamsError('prompts/get needs params.name (a string)');
+    const entry = await this.resolveNamed(this.options.prompts, name);
+    if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${name}`);
+    const args = params?.arguments;
+    this.route(
+      request,
+      this.upstreamMessage(request, 'prompts/get', entry.server, entry.item.name, name, {
+        params: { ...withoutMeta(params), name: entry.item.name },
+        arguments: typeof args === 'object' && args !== null ? (args as Params) : undefined,
+      }),
+    );
+  }
+
+  private async byUri(request: IncomingRequest, kind: MessageKind, uri: unknown, params = request.params) {
+    if (typeof uri !== 'string')
+      throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
+    await this.options.pool.start();
+    const server = this.options.resources.ownerOf(uri);
+    if (server === undefined) throw new ResourceNotFoundError(uri);
+    const sent = withoutMeta(params);
+    this.route(
+      request,
+      this.upstreamMessage(request, kind, server, uri, uri, { params: sent, arguments: sent }),
+    );
+  }
+
+  private async complete(request: IncomingRequest): Promise<void> {
+    const params = request.params;
+    const ref = params?.ref as Params | undefined;
+    const args = params?.argument as Params | undefined;
+    if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const entry = await this.resolveNamed(this.options.prompts, ref.name);
+      if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${ref.name}`);
+      const sent = { ...withoutMeta(params), ref: { ...ref, name: entry.item.name } };
+      return this.route(
+        request,
+        this.upstreamMessage(request, 'completion/complete', entry.server, entry.item.name, ref.name, {
+          params: sent,
+          arguments: args,
+        }),
+      );
+    }
+    if (ref?.type === 'ref/resource') return this.byUri(request, 'completion/complete', ref.uri);
+    throw new InvalidParamsError(
+      'completion/complete needs params.ref of type ref/prompt (with name) or ref/resource (with uri)',
+    );
+  }
+
+  /** Looks a name up, giving upstreams their startup window first if it is not there yet. */
+  private async resolveNamed<T extends { name: string }>(catalog: NamedCatalog<T>, name: string) {
+    const entry = catalog.resolve(name);
+    if (entry !== undefined) return entry;
+    await this.options.pool.start();
+    return catalog.resolve(name);
+  }
+
+  private upstreamMessage(
+    request: IncomingRequest,
+    kind: MessageKind,
+    server: string,
+    target: string,
+    exposedName: string,
+    what: { readonly params: Params | undefined; readonly arguments: Params | undefined },
+  ): RoutedMessage {
+    return {
+      kind,
+      direction: 'upstream',
+      server,
+      target,
+      exposedName,
+      definition: undefined,
+      arguments: what.arguments,
+      params: what.params,
+      meta: request.meta,
+      signal: request,
+      onProgress: request.onProgress,
+      record: { repairs: [] },
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The pipeline and the one error boundary
+
+  /** Sends a routed message through the pipeline and answers its request with what comes back. */
+  private route(request: IncomingRequest, message: RoutedMessage): void {
+    this.options.pipeline(message).then(
+      (outcome) => request.respond(outcome),
+      (error: unknown) => this.answerError(request, error, message),
+    );
+  }
+
+  /**
+   * The one place a failed request is answered. A tool call's failures the model can act on are
+   * `isError` results; every other request gets a JSON-RPC error.
+   */
+  private answerError(request: IncomingRequest, error: unknown, message?: RoutedMessage): void {
+    if (request.cancelledByPeer || request.answered) return;
+    if (request.method === 'tools/call') {
+      const outcome = errorToWire(error, this.log);
+      if (outcome.kind === 'error') return request.fail(outcome.error);
+      const first = outcome.result.content[0];
+      const what = message?.exposedName ?? String(request.params?.name);
+      this.log.warn(`tools/call ${what}: ${first?.type === 'text' ? first.text : 'failed'}`);
+      return request.respond(Outcome.of(outcome.result));
+    }
+    const wire = requestErrorToWire(error, this.log);
+    if (message?.direction === 'host' && wire.code === RpcErrorCode.InternalError)
+      this.log.warn(`${request.method} from ${message.server}: ${wire.message}`);
+    request.fail(wire);
+  }
+}
+
+/** A request's params without `_meta` (the message carries the sender's meta on its own). */
+function withoutMeta(params: Params | undefined): Params | undefined {
+  if (params === undefined || !Object.hasOwn(params, '_meta')) return params;
+  const { _meta: _ignored, ...rest } = params;
+  return rest;
+}

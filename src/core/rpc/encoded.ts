@@ -1,0 +1,24 @@
+import type { JsonRpcSuccess, RequestId } from './jsonRpc.js';
+
+/**
+ * A response whose result is already JSON text: an upstream's result forwarded untouched, or a
+ * merged list encoded once per change. A transport that writes text writes `text` (or `bytes`,
+ * for a large one) as it is; any other sends `toMessage()`. Only the host connection's peer
+ * makes these (rpc/peer.ts, `IncomingRequest.respond`), so exactly one place decides when bytes
+ * are written instead of a value.
+ */
+export class EncodedResult {
+  constructor(
+    readonly id: RequestId,
+    /** The result's JSON text. */
+    readonly text: string,
+    /** The same text as UTF-8 bytes, when the caller already has them (large results). */
+    readonly bytes: Buffer | undefined,
+    /** The parsed result, for transports that send values. */
+    private readonly value: () => Record<string, unknown>,
+  ) {}
+
+  toMessage(): JsonRpcSuccess {
+    return { jsonrpc: '2.0', id: this.id, result: this.value() };
+  }
+}

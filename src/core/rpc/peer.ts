@@ -1,0 +1,411 @@
+import { describeError } from '../../lib/describeError.js';
+import { Deferred } from '../../lib/deferred.js';
+import { SENT, type MessageExtra, type MessageTransport } from '../transports/streamTransport.js';
+import { Cancellation, type CancelListener, type CancelSignal } from './cancellation.js';
+import { DeadlineQueue, type DeadlineEntry } from './deadlines.js';
+import { EncodedResult } from './encoded.js';
+import {
+  idKey,
+  isNotification,
+  isRequest,
+  isResponse,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  type Params,
+  type RequestId,
+} from './jsonRpc.js';
+import {
+  retagProgress,
+  splitProgressToken,
+  withProgressToken,
+  type ProgressListener,
+  type ProgressToken,
+} from './progress.js';
+import { Outcome } from './outcome.js';
+import { attachRawResponse } from './rawResult.js';
+
+/**
+ * One JSON-RPC conversation: the host's connection, or one upstream connection. It owns both
+ * request tables of that connection, and is the only module that keeps one:
+ * - outgoing: our own ids (plain integers, so they never collide with another connection's),
+ *   progress asked for under our id and routed back to its request, cancellation sent to the
+ *   other side as `notifications/cancelled`, late answers dropped, and deadlines;
+ * - incoming: the other side's ids, each request's cancellation (the other side's
+ *   `notifications/cancelled`), and a response sent exactly once.
+ */
+
+export interface OutgoingOptions {
+  /** Cancelling sends the other side `notifications/cancelled` and drops any late answer. */
+  readonly signal?: CancelSignal;
+  /** When given, progress is asked for under our own token and delivered here. */
+  readonly onProgress?: ProgressListener;
+  /** No answer within this long fails the request with `deadlineError()` (and cancels it). */
+  readonly deadlineMs?: number;
+  readonly deadlineError?: () => Error;
+}
+
+/** How this connection's failures read: each side names itself its own way. */
+export interface PeerErrors {
+  /** The other side answered one of our requests with a JSON-RPC error. */
+  remote(error: JsonRpcErrorObject): Error;
+  /** A request could not be sent, or the connection closed under it. */
+  failed(detail: string, cause?: unknown): Error;
+  /** The other side cancelled one of its own requests. */
+  cancelled(reason: string): Error;
+}
+
+export interface PeerOptions {
+  readonly transport: MessageTransport;
+  readonly errors: PeerErrors;
+  /** A request from the other side; answer it through `request.respond` or `request.fail`, once. */
+  readonly onRequest: (request: IncomingRequest) => void;
+  /** Notifications other than progress for our requests and cancellation of its own. */
+  readonly onNotification: (notification: JsonRpcNotification) => void;
+}
+
+/** A request in flight: its promise, progress listener, cancellation and deadline, in one object. */
+class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntry {
+  deadline = 0;
+  queued = false;
+  prevEntry: DeadlineEntry | undefined;
+  nextEntry: DeadlineEntry | undefined;
+  /** The deadline queue it waits in, when it has a deadline. */
+  deadlines: DeadlineQueue | undefined;
+
+  constructor(
+    private readonly peer: RpcPeer,
+    readonly id: number,
+    readonly method: string,
+    readonly onProgress: ProgressListener | undefined,
+    readonly signal: CancelSignal | undefined,
+    readonly deadlineError: (() => Error) | undefined,
+    /** Resolve with an `Outcome` (the answer with its bytes), not the bare result. */
+    readonly asOutcome: boolean,
+  ) {
+    super();
+  }
+
+  onCancelled(reason: Error): void {
+    this.peer.abandon(this, reason);
+  }
+
+  expired(): void {
+    this.peer.abandon(this, this.deadlineError?.() ?? new Error('no answer in time'));
+  }
+}
+
+const NO_OPTIONS: OutgoingOptions = {};
+
+export class RpcPeer {
+  private readonly options: PeerOptions;
+  private readonly outgoing = new Map<number, Outgoing>();
+  private readonly incoming = new Map<string | number, IncomingRequest>();
+  /** One queue per deadline duration, so deadlines of equal length expire in order (deadlines.ts). */
+  private readonly deadlines = new Map<number, DeadlineQueue>();
+  private nextId = 1;
+  private closedWith: Error | null = null;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(options: PeerOptions) {
+    this.options = options;
+    options.transport.onmessage = (message, extra) => {
+      if (isResponse(message)) this.answered(message, extra);
+      else if (isRequest(message)) this.received(message);
+      else if (isNotification(message)) this.notified(message);
+    };
+  }
+
+  get transport(): MessageTransport {
+    return this.options.transport;
+  }
+
+  /** Our requests awaiting an answer, for diagnostics and tests. */
+  get inFlight(): number {
+    return this.outgoing.size;
+  }
+
+  /** The other side's requests not yet answered. */
+  get unanswered(): number {
+    return this.incoming.size;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Outgoing
+
+  /** Sends a request; resolves with the other side's result. */
+  request(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions = NO_OPTIONS,
+  ): Promise<Record<string, unknown>> {
+    return this.send(method, params, options, false) as Promise<Record<string, unknown>>;
+  }
+
+  /**
+   * Sends a request that the gateway routes: resolves with an `Outcome`, which holds the result
+   * and, while no stage changes it, the text it arrived as (the host then gets those bytes).
+   */
+  requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
+    return this.send(method, params, options, true) as Promise<Outcome>;
+  }
+
+  private send(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+    asOutcome: boolean,
+  ): Promise<unknown> {
+    if (this.closedWith !== null) return Promise.reject(this.closedWith);
+    const { signal, onProgress, deadlineMs } = options;
+    if (signal?.cancelled) return Promise.reject(signal.reason!);
+    const id = this.nextId++;
+    // Our id doubles as the progress token: unique on this connection and already in the table.
+    const sent = onProgress === undefined ? params : withProgressToken(params, id);
+    const entry = new Outgoing(this, id, method, onProgress, signal, options.deadlineError, asOutcome);
+    this.outgoing.set(id, entry);
+    signal?.listen(entry);
+    if (deadlineMs !== undefined) {
+      entry.deadlines = this.queueFor(deadlineMs);
+      entry.deadlines.schedule(entry, performance.now() + deadlineMs);
+    }
+    const message: JsonRpcRequest =
+      sent === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: sent };
+    try {
+      const sending = this.options.transport.send(message);
+      // A transport whose sends cannot fail spares every request a promise and a closure.
+      if (sending !== SENT) sending.catch((error: unknown) => this.sendFailed(entry, method, error));
+    } catch (error) {
+      this.sendFailed(entry, method, error);
+    }
+    return entry.promise;
+  }
+
+  notify(method: string, params?: Params): void {
+    if (this.closedWith !== null) return;
+    const message: JsonRpcNotification =
+      params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params };
+    this.sendQuietly(message);
+  }
+
+  /** A request of ours was cancelled or ran out of time: tell the other side, fail it with `reason`. */
+  abandon(entry: Outgoing, reason: Error): void {
+    if (!this.settle(entry.id)) return;
+    // The spec forbids cancelling `initialize`; the connection is given up instead.
+    if (entry.method !== 'initialize')
+      this.notify('notifications/cancelled', { requestId: entry.id, reason: reason.message });
+    entry.reject(reason);
+  }
+
+  /**
+   * An answer too large to read arrived. When its id can be told from the edges of the line,
+   * only that request fails; the caller restarts the connection otherwise.
+   */
+  failById(id: number, error: Error): boolean {
+    const entry = this.outgoing.get(id);
+    if (entry === undefined) return false;
+    this.settle(id);
+    entry.reject(error);
+    return true;
+  }
+
+  /** Fails every request of ours in flight; the connection stays open (answers can still go out). */
+  failOutgoing(error: Error): void {
+    for (const [id, entry] of this.outgoing) {
+      this.settle(id);
+      entry.reject(error);
+    }
+  }
+
+  /** The connection is gone: every request of ours in flight fails with `error`, and any later one. */
+  close(error: Error): void {
+    if (this.closedWith !== null) return;
+    this.closedWith = error;
+    this.failOutgoing(error);
+  }
+
+  private answered(message: JsonRpcResponse, extra?: MessageExtra): void {
+    const id = message.id;
+    const entry = typeof id === 'number' ? this.outgoing.get(id) : undefined;
+    // Unknown ids are late answers to requests we already gave up on: drop them.
+    if (entry === undefined || typeof id !== 'number') return;
+    this.settle(id);
+    if ('error' in message) {
+      entry.reject(this.options.errors.remote(message.error));
+      return;
+    }
+    const { result } = message;
+    if (extra !== undefined && typeof result === 'object' && result !== null)
+      attachRawResponse(result, extra.line, extra.large);
+    entry.resolve(entry.asOutcome ? Outcome.fromPeer(result) : result);
+  }
+
+  private sendFailed(entry: Outgoing, method: string, error: unknown): void {
+    if (!this.settle(entry.id)) return;
+    entry.reject(this.options.errors.failed(`cannot send ${method}: ${describeError(error)}`, error));
+  }
+
+  /** Takes a request of ours out of the table; false when it was not there (already settled). */
+  private settle(id: number): boolean {
+    const entry = this.outgoing.get(id);
+    if (entry === undefined) return false;
+    this.outgoing.delete(id);
+    entry.signal?.unlisten(entry);
+    entry.deadlines?.remove(entry);
+    return true;
+  }
+
+  private queueFor(ms: number): DeadlineQueue {
+    let queue = this.deadlines.get(ms);
+    if (queue === undefined) this.deadlines.set(ms, (queue = new DeadlineQueue()));
+    return queue;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Incoming
+
+  private received(message: JsonRpcRequest): void {
+    const request = new IncomingRequest(this, message);
+    this.incoming.set(request.key, request);
+    this.options.onRequest(request);
+  }
+
+  private notified(message: JsonRpcNotification): void {
+    const { method, params } = message;
+    // Progress and cancellation concern this connection's own requests: they end here. Progress
+    // for a request no longer in flight, and a cancel for one already answered, are dropped, as
+    // the spec says to.
+    if (method === 'notifications/progress') {
+      const token = params?.progressToken;
+      const entry = typeof token === 'number' ? this.outgoing.get(token) : undefined;
+      entry?.onProgress?.(params!);
+      return;
+    }
+    if (method === 'notifications/cancelled') {
+      const requestId = params?.requestId;
+      const request =
+        typeof requestId === 'string' || typeof requestId === 'number'
+          ? this.incoming.get(idKey(requestId))
+          : undefined;
+      if (request === undefined) return;
+      const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
+      request.cancelledByPeer = true;
+      request.cancel(this.options.errors.cancelled(reason));
+      return;
+    }
+    this.options.onNotification(message);
+  }
+
+  /** Sends a response to one of the other side's requests (IncomingRequest calls this, once). */
+  finished(request: IncomingRequest): void {
+    this.incoming.delete(request.key);
+    if (this.incoming.size === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /** Resolves once every request of the other side received so far has been answered. */
+  idle(): Promise<void> {
+    if (this.incoming.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  sendQuietly(message: Parameters<MessageTransport['send']>[0]): void {
+    const sending = this.options.transport.send(message);
+    if (sending !== SENT) sending.catch(() => {});
+  }
+}
+
+/**
+ * A request the other side made: its id, its cancellation (it is its own signal), its progress
+ * token, and the one response it gets. The spec says a cancelled request gets no response, so
+ * once the other side cancels, `respond` and `fail` send nothing.
+ */
+export class IncomingRequest extends Cancellation {
+  readonly key: string | number;
+  readonly id: RequestId;
+  readonly method: string;
+  readonly params: Params | undefined;
+  /** The token the other side asked progress under; undefined when it did not. */
+  readonly progressToken: ProgressToken | undefined;
+  /** The request's `_meta` without its progress token. */
+  readonly meta: Params | undefined;
+  /** The other side cancelled it. */
+  cancelledByPeer = false;
+  /** Answered: later progress is not sent, and a second answer is a bug that is dropped. */
+  answered = false;
+  private progressListener: ProgressListener | undefined;
+
+  constructor(
+    private readonly peer: RpcPeer,
+    message: JsonRpcRequest,
+  ) {
+    super();
+    this.id = message.id;
+    this.key = idKey(message.id);
+    this.method = message.method;
+    this.params = message.params;
+    const meta = message.params?._meta as Params | undefined;
+    if (meta === undefined) {
+      this.progressToken = undefined;
+      this.meta = undefined;
+    } else {
+      const { token, rest } = splitProgressToken(meta);
+      this.progressToken = token;
+      this.meta = rest;
+    }
+  }
+
+  /**
+   * Progress for this request, sent to the other side under its own token; nothing when it asked
+   * for none, or once the request is answered (the spec ties progress to the request's life).
+   */
+  get onProgress(): ProgressListener | undefined {
+    const token = this.progressToken;
+    if (token === undefined) return undefined;
+    return (this.progressListener ??= (params) => {
+      if (this.answered) return;
+      this.peer.notify('notifications/progress', retagProgress(params, token));
+    });
+  }
+
+  /**
+   * Answers with an outcome's result. While the outcome holds the text the result arrived as (no
+   * stage changed it), it goes out as that text, or those bytes for a large one: the one place
+   * the gateway decides to write bytes rather than a value.
+   */
+  respond(outcome: Outcome): void {
+    if (!this.finish()) return;
+    const { result } = outcome;
+    const raw = outcome.raw;
+    this.peer.sendQuietly(
+      raw === undefined
+        ? { jsonrpc: '2.0', id: this.id, result: result as Record<string, unknown> }
+        : new EncodedResult(this.id, raw.text, raw.bytes, () => result as Record<string, unknown>),
+    );
+  }
+
+  /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
+  respondEncoded(text: string, bytes: Buffer | undefined): void {
+    if (!this.finish()) return;
+    this.peer.sendQuietly(
+      new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>),
+    );
+  }
+
+  fail(error: JsonRpcErrorObject): void {
+    if (!this.finish()) return;
+    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error });
+  }
+
+  /** Marks it answered; false when nothing should be sent (answered already, or cancelled). */
+  private finish(): boolean {
+    if (this.answered) return false;
+    this.answered = true;
+    this.peer.finished(this);
+    return !this.cancelledByPeer;
+  }
+}

@@ -1,0 +1,10 @@
+import type { WardenConfig } from '../../config/types.js';
+import type { Feature } from '../../core/feature.js';
+import { createConcurrencyLimitStage } from './stage.js';
+
+/** At most `maxConcurrency` requests at once per upstream, and a bounded queue behind them. */
+export function createLimits(config: WardenConfig): Feature {
+  return {
+    stage: { name: 'concurrencyLimit', run: createConcurrencyLimitStage({ servers: config.servers }) },
+  };
+}

@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import type { WardenConfig } from '../../config/types.js';
+import type { PolicyLoadEvent, PolicyRejectEvent } from '../../core/events.js';
+import type { Feature } from '../../core/feature.js';
+import type { Logger } from '../../core/logger.js';
+import { sha256Hex } from '../../lib/hash.js';
+import { createPolicyEngine, type PolicyEngine } from './engine.js';
+import { watchPolicies } from './policyWatcher.js';
+import { createPolicyStage } from './stage.js';
+import type { PolicySet } from './types.js';
+import { hiddenByPolicy } from './visibility.js';
+
+export interface PolicyDeps {
+  /** The policies loaded at start (an invalid set never gets this far). */
+  readonly policies: PolicySet;
+  readonly logger: Logger;
+  /** Writes a policy record to the audit trail (the gateway adds its session). */
+  readonly record: (event: Omit<PolicyLoadEvent, 'session'> | Omit<PolicyRejectEvent, 'session'>) => void;
+}
+
+/**
+ * Allow, deny or confirm by the rules of the policy files, reloaded while serving. Tools the
+ * policy denies whatever the arguments are left out of the host's list.
+ */
+export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & { engine(): PolicyEngine } {
+  let engine = createPolicyEngine(deps.policies);
+  const current = () => engine;
+  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+  const hidden = hiddenByPolicy(current, config.servers);
+  const recordPolicies = (set: PolicySet): void => {
+    for (const file of set.files)
+      deps.record({
+        type: 'policy_load',
+        file: file.file,
+        sha256: fileSha256(file.file),
+        rules: file.rules.length,
+      });
+  };
+  return {
+    engine: current,
+    stage: {
+      name: 'policy',
+      run: createPolicyStage({ engine: current, trusted: (server) => trusted.get(server) ?? false }),
+    },
+    visible: (server, tool) => !hidden(server, tool),
+    started: () => recordPolicies(deps.policies),
+    watch: ({ relist }) => {
+      if (config.policies.length === 0) return { close() {} };
+      return watchPolicies({
+        files: config.policies,
+        onReload: (next, set) => {
+          engine = next;
+          recordPolicies(set);
+          deps.logger.info(`policies reloaded from ${config.policies.join(', ')}`);
+          relist();
+        },
+        onReject: (message) => {
+          deps.logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`);
+          deps.record({ type: 'policy_reject', file: config.policies.join(', '), error: message });
+        },
+      });
+    },
+  };
+}
+
+/** The content hash of a config or policy file, so the trail shows exactly which version ruled. */
+export function fileSha256(file: string): string {
+  try {
+    return sha256Hex(readFileSync(file, 'utf8'));
+  } catch {
+    return 'unreadable';
+  }
+}
