@@ -1,6 +1,6 @@
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
-import type { WardenConfig } from './config/types.js';
+import type { ServerConfig, WardenConfig } from './config/types.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
@@ -59,6 +59,11 @@ export interface GatewayOptions {
    * an invalid one). Absent: the gateway reads it itself.
    */
   readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
+  /**
+   * A connection to an upstream instead of starting it as configured (undefined: start it). For
+   * embedding the gateway in-process: tests connect in-memory servers this way.
+   */
+  readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
 }
 
 export interface Gateway {
@@ -201,6 +206,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const pool: UpstreamPool = new UpstreamPool({
     config,
     ...(options.early && { early: options.early }),
+    ...(options.connectUpstream && { connect: options.connectUpstream }),
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     // The callbacks run only once upstreams start, which is after `router` below exists.

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  InvalidParamsError,
+  MethodNotFoundError,
+  NotServingError,
+  PeerRpcError,
+  ResourceNotFoundError,
   UnknownToolError,
   UpstreamFailedError,
   UpstreamRpcError,
@@ -7,7 +12,7 @@ import {
   WardenError,
 } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
-import { errorToWire } from '../../src/core/errorsToWire.js';
+import { errorToWire, requestErrorToWire } from '../../src/core/errorsToWire.js';
 
 function recordingLogger() {
   const lines: string[] = [];
@@ -70,5 +75,28 @@ describe('errorToWire', () => {
     expect(lines.join('\n')).toContain('secret internals');
     const notExposed = errorToWire(new WardenError('UPSTREAM_FAILED', 'x', { expose: false }), logger);
     expect(notExposed.kind).toBe('error');
+  });
+});
+
+describe('the errors the router throws', () => {
+  it.each([
+    [new InvalidParamsError('prompts/get needs params.name (a string)'), -32602, undefined],
+    [new MethodNotFoundError('Method not found: x/y'), -32601, undefined],
+    [new ResourceNotFoundError('mem://gone'), -32002, { uri: 'mem://gone' }],
+    [new NotServingError('mcp-warden is shutting down'), -32603, undefined],
+  ])('map %s to its JSON-RPC code, for tool calls and other requests alike', (error, code, data) => {
+    const expected = { code, message: error.message, ...(data && { data }) };
+    expect(errorToWire(error, recordingLogger().logger)).toEqual({ kind: 'error', error: expected });
+    expect(requestErrorToWire(error, recordingLogger().logger)).toEqual(expected);
+  });
+
+  it("passes the host's own error to a question through, code, message and data", () => {
+    expect(
+      requestErrorToWire(new PeerRpcError(-1, 'user closed the dialog', { x: 1 }), recordingLogger().logger),
+    ).toEqual({
+      code: -1,
+      message: 'user closed the dialog',
+      data: { x: 1 },
+    });
   });
 });

@@ -81,6 +81,29 @@ describe('pipeline order', () => {
   });
 });
 
+describe('compose', () => {
+  it('refuses a second next() from one stage for one message, so nothing is sent twice', async () => {
+    let sent = 0;
+    const twice: Stage = async (message, next) => {
+      await next(message);
+      return next(message);
+    };
+    const pipeline = compose([twice], async () => {
+      sent++;
+      return ok;
+    });
+    await expect(pipeline(makeCall())).rejects.toThrow(
+      'a pipeline stage called next() twice for one message',
+    );
+    expect(sent).toBe(1);
+  });
+
+  it('lets each message through once, however many pass', async () => {
+    const pipeline = compose([(message, next) => next(message)], async () => ok);
+    expect(await Promise.all([pipeline(makeCall()), pipeline(makeCall())])).toEqual([ok, ok]);
+  });
+});
+
 describe('timeout interceptor', () => {
   beforeEach(() => {
     vi.useFakeTimers();

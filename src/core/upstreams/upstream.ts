@@ -47,6 +47,11 @@ export interface UpstreamOptions {
   readonly onRequest?: (upstream: Upstream, request: IncomingRequest) => void;
   /** Lifecycle events (started, exited, restarting, failed), for the audit trail. */
   readonly onLifecycle?: (event: UpstreamLifecycleEvent) => void;
+  /**
+   * A connection to use instead of starting the server as configured; undefined: start it. For
+   * embedding the gateway in-process (tests connect upstreams through memory this way).
+   */
+  readonly connect?: (config: ServerConfig) => MessageTransport | undefined;
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
   readonly children: Set<ChildHandle>;
   /**
@@ -399,7 +404,13 @@ export class Upstream {
       endedResolve(error);
     };
 
-    if (config.transport === 'stdio') {
+    const given = this.options.connect?.(config);
+    if (given !== undefined) {
+      // A connection made by the embedder (in-process tests): closing it is the server going away.
+      transport = given;
+      transport.onclose = () =>
+        end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
+    } else if (config.transport === 'stdio') {
       const spawned = this.spawned;
       this.spawned = undefined;
       try {

@@ -17,6 +17,7 @@ export type UpstreamPoolOptions = {
   | 'clientCapabilities'
   | 'onNotification'
   | 'onRequest'
+  | 'connect'
 >;
 
 /** Every configured upstream, started together and stopped together. */

@@ -1,0 +1,207 @@
+/**
+ * The gateway built in-process: the host and the upstreams connected through memory instead of
+ * pipes, so a test can drive the whole router and pipeline with the SDK's own Client and
+ * McpServer, with fake timers or fakes where it needs them, and no process to spawn.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { parseConfigText } from '../../src/config/load.js';
+import type { ServerConfig } from '../../src/config/types.js';
+import type { Logger } from '../../src/core/logger.js';
+import { EncodedResult } from '../../src/core/rpc/encoded.js';
+import {
+  parseMessage,
+  rawResultHead,
+  serializeMessage,
+  type JsonRpcMessage,
+} from '../../src/core/rpc/jsonRpc.js';
+import type {
+  MessageExtra,
+  MessageTransport,
+  OutgoingMessage,
+} from '../../src/core/transports/streamTransport.js';
+import { openAuditLog, type AuditLog } from '../../src/features/audit/auditWriter.js';
+import { createRedactor } from '../../src/features/audit/redact.js';
+import { loadPolicies } from '../../src/features/policy/loadPolicies.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+
+/**
+ * One end of an in-memory connection. Messages cross as text, as they would over a pipe, so the
+ * receiving side sees the line it parsed (the byte-forwarding path runs as it does on stdio).
+ * Delivery waits a microtask, so neither side is re-entered from inside its own send.
+ */
+export class MemoryTransport implements MessageTransport {
+  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  other!: MemoryTransport;
+  private closed = false;
+  /** Every line this end sent, for tests that look at the wire. */
+  readonly sent: string[] = [];
+
+  static pair(): [MemoryTransport, MemoryTransport] {
+    const a = new MemoryTransport();
+    const b = new MemoryTransport();
+    a.other = b;
+    b.other = a;
+    return [a, b];
+  }
+
+  async start(): Promise<void> {}
+
+  send(message: OutgoingMessage): Promise<void> {
+    this.sendLine(
+      message instanceof EncodedResult
+        ? `${rawResultHead(message.id)}${message.text}}`
+        : serializeMessage(message as JsonRpcMessage),
+    );
+    return Promise.resolve();
+  }
+
+  /** Sends one line exactly as given, as a peer writing its own JSON would. */
+  sendLine(line: string): void {
+    if (this.closed) return;
+    this.sent.push(line);
+    queueMicrotask(() => this.other.receive(line));
+  }
+
+  private receive(line: string): void {
+    if (this.closed) return;
+    const parsed = parseMessage(line);
+    if (parsed.ok) this.onmessage?.(parsed.message, { line });
+    else this.onerror?.(new Error(`not a message: ${parsed.reason}`));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.onclose?.();
+    void this.other.close();
+  }
+}
+
+/** The SDK's Transport over one memory end, for the SDK Client and McpServer. */
+export function sdkTransport(end: MemoryTransport): Transport {
+  const transport: Transport = {
+    start: () => end.start(),
+    send: (message) => end.send(message as unknown as JsonRpcMessage),
+    close: () => end.close(),
+  };
+  end.onmessage = (message) => transport.onmessage?.(message as never);
+  end.onclose = () => transport.onclose?.();
+  end.onerror = (error) => transport.onerror?.(error);
+  return transport;
+}
+
+/** A logger that keeps what it was told, so a test can read the gateway's log. */
+export function memoryLogger(lines: string[] = []): Logger & { lines: string[] } {
+  const logger = {
+    lines,
+    error: (m: string) => void lines.push(`error: ${m}`),
+    warn: (m: string) => void lines.push(`warn: ${m}`),
+    info: (m: string) => void lines.push(`info: ${m}`),
+    debug: () => {},
+    child: () => logger,
+  };
+  return logger as unknown as Logger & { lines: string[] };
+}
+
+export interface InProcessGateway {
+  readonly gateway: Gateway;
+  readonly client: Client;
+  /** Every line the gateway wrote to the host. */
+  hostLines(): readonly string[];
+  readonly log: string[];
+  /** The audit file, when the config has `audit:`. */
+  readonly auditFile: string | undefined;
+  /** The audit records written so far. */
+  auditRecords(): Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a gateway from config text (YAML, written relative to a fresh temp dir), connects each
+ * server named in `upstreams` to the McpServer made for it, and the SDK Client as host.
+ * Servers in the config that `upstreams` does not name are started as configured.
+ */
+export async function startInProcess(options: {
+  readonly config: string;
+  /** Per server: an McpServer to connect, or the gateway's end of a connection the test drives. */
+  readonly upstreams: Readonly<Record<string, () => McpServer | MemoryTransport>>;
+  readonly files?: Readonly<Record<string, string>>;
+  readonly client?: ConstructorParameters<typeof Client>[1];
+  readonly beforeConnect?: (client: Client) => void;
+}): Promise<InProcessGateway> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'warden-inproc-'));
+  for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(path.join(dir, name), text);
+  const { config } = parseConfigText(options.config, { file: path.join(dir, 'proxy.config.yaml'), env: {} });
+  const logger = memoryLogger();
+  const redactor = createRedactor(
+    config.audit
+      ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
+      : {},
+  );
+  const policies = await loadPolicies(config.policies);
+  let audit: AuditLog | undefined;
+  if (config.audit !== undefined)
+    audit = await openAuditLog({
+      file: config.audit.file,
+      onFailure: config.audit.onFailure,
+      writes: 'per-tick',
+      redactor,
+    });
+  const [hostEnd, clientEnd] = MemoryTransport.pair();
+  const servers: McpServer[] = [];
+  const gateway = createGateway({
+    config,
+    logger,
+    host: hostEnd,
+    version: 'test',
+    policies,
+    redactor,
+    ...(audit && { audit }),
+    connectUpstream: (server: ServerConfig) => {
+      const make = options.upstreams[server.name];
+      if (make === undefined) return undefined;
+      const mcp = make();
+      if (mcp instanceof MemoryTransport) return mcp;
+      const [gatewayEnd, serverEnd] = MemoryTransport.pair();
+      servers.push(mcp);
+      void mcp.connect(sdkTransport(serverEnd));
+      return gatewayEnd;
+    },
+  });
+  await gateway.start();
+  const client = new Client({ name: 'in-process host', version: '1' }, options.client);
+  options.beforeConnect?.(client);
+  await client.connect(sdkTransport(clientEnd));
+  const auditFile = config.audit?.file;
+  return {
+    gateway,
+    client,
+    hostLines: () => hostEnd.sent,
+    log: logger.lines,
+    auditFile,
+    auditRecords: () => {
+      if (auditFile === undefined) return [];
+      audit?.flush();
+      return readLines(auditFile);
+    },
+    close: async () => {
+      await client.close();
+      await gateway.close();
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+function readLines(file: string): Record<string, unknown>[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
