@@ -12,6 +12,7 @@ import { compose } from './core/pipeline/compose.js';
 import { createForward } from './core/pipeline/forward.js';
 import { orderStages, type StageName } from './core/pipeline/order.js';
 import type { Stage } from './core/pipeline/types.js';
+import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
 import { Router } from './core/routing/router.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
@@ -109,7 +110,13 @@ export function buildFeatures(deps: FeatureDependencies): {
   readonly policy: ReturnType<typeof createPolicy>;
 } {
   const { config, logger } = deps;
-  const policy = createPolicy(config, { policies: deps.policies, logger, record: deps.record });
+  const servers = new Map(config.servers.map((s) => [s.name, s]));
+  const policy = createPolicy(config, {
+    policies: deps.policies,
+    logger,
+    record: deps.record,
+    refusedByConfig: (message) => refusedByConfig(message, servers),
+  });
   const { pins: pinsConfig } = config;
   const features: Feature[] = [
     ...(deps.audit && config.audit ? [createAudit({ audit: config.audit }, { ...deps.audit, logger })] : []),
@@ -197,8 +204,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(audit && { audit: { log: audit, session, client: () => router.host.info } }),
     ...(options.pins && { pins: options.pins }),
   });
-  const visible = foldVisibility(features);
-  const hidden = (server: string, tool: Tool) => !visible(server, tool);
+  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
+  const listed = foldVisibility(features);
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
   const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
   if (host instanceof StreamTransport && beforeWrite.length > 0)
@@ -210,11 +217,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     // The callbacks run only once upstreams start, which is after `router` below exists.
-    clientCapabilities: () => router.host.capabilitiesForUpstreams(),
+    clientCapabilities: (server) => router.host.capabilitiesFor(server.clientRequests),
     onReady: (upstream) => router.upstreamReady(upstream),
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
-      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { hidden });
+      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { listed });
       if (changed.length > 0) router.listsChanged(changed);
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
@@ -225,7 +232,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     pipelineStages(features),
     createForward({
       upstream: (server) => pool.byName.get(server),
-      host: { requestOutcome: (m, p, o) => router.host.ask(m, p, o) },
+      host: { requestOutcome: (method, params, options) => router.host.ask(method, params, options) },
+      answerLocally: (message) => fixedRoots(message, serversByName),
     }),
   );
   const router = new Router({
@@ -249,7 +257,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   const relist = () => {
-    const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
+    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, { listed });
     if (changed.length > 0) router.listsChanged(changed);
   };
   const watchers = features.flatMap((f) =>
@@ -304,6 +312,9 @@ function errorObject(error: unknown): JsonRpcErrorObject {
     };
   return { code: -32603, message: error instanceof Error ? error.message : String(error) };
 }
+
+/** What a reload may change: every list the host sees. */
+const ALL_LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());

@@ -474,6 +474,14 @@ function normalizeServer(
     tools: toolFilter,
     disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
     trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
+    clientRequests: {
+      sampling: entry['sampling'] !== false,
+      elicitation: entry['elicitation'] !== false,
+      // Folders resolve against the config file's folder, as `cwd` does.
+      roots: Array.isArray(entry['roots'])
+        ? strings(entry['roots']).map((folder) => path.resolve(ctx.dir, folder))
+        : entry['roots'] !== false,
+    },
     source: { file: ctx.file, line },
   };
 

@@ -109,8 +109,23 @@ interface ServerCommon {
   readonly disabled: boolean;
   /** Whether this server's tool annotations may be believed. Default false. */
   readonly trusted: boolean;
+  /** What this server may ask of the host: sampling, elicitation, roots. */
+  readonly clientRequests: ClientRequestsConfig;
   /** Where in the config file this server was declared, for messages. */
   readonly source: { readonly file: string; readonly line: number };
+}
+
+/**
+ * The requests a server may make of the host. Each defaults to allowed, as the host decides.
+ * `false` refuses the request (and the gateway does not declare that client capability to the
+ * server, so well-behaved servers never ask). `roots` may instead be a list of folders
+ * (absolute paths): the server is answered with those as `file://` URIs and never sees the
+ * host's roots, nor their changes.
+ */
+export interface ClientRequestsConfig {
+  readonly sampling: boolean;
+  readonly elicitation: boolean;
+  readonly roots: boolean | readonly string[];
 }
 
 export interface StdioServerConfig extends ServerCommon {

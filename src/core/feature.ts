@@ -1,4 +1,4 @@
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ListedItem } from './catalog/catalogs.js';
 import type { StageName } from './pipeline/order.js';
 import type { Stage } from './pipeline/types.js';
 import type { ListKind, Upstream } from './upstreams/upstream.js';
@@ -12,10 +12,11 @@ export interface Feature {
   /** Its stage, placed by name at its position in STAGE_ORDER (core/pipeline/order.ts). */
   readonly stage?: { readonly name: StageName; readonly run: Stage };
   /**
-   * False leaves a tool out of the host's list (it stays resolvable: a call to it is decided by
-   * the stage). The gateway and `mcp-warden tools` use the same fold of these.
+   * False leaves a tool, prompt, resource or template out of the host's lists (it stays
+   * resolvable: a request for it is decided by the stage). The gateway and `mcp-warden tools`
+   * use the same fold of these.
    */
-  readonly visible?: (server: string, tool: Tool) => boolean;
+  readonly visible?: (item: ListedItem) => boolean;
   /** An upstream's lists changed; runs before the catalogs are rebuilt from them. */
   readonly onListsChanged?: (upstream: Upstream, kinds: readonly ListKind[]) => void;
   /** The gateway started serving (after its own start record): e.g. record what is in force. */
@@ -34,8 +35,8 @@ export interface FeatureEvents {
   readonly relist: () => void;
 }
 
-/** Whether every feature lets the host see a tool. */
-export function foldVisibility(features: readonly Feature[]): (server: string, tool: Tool) => boolean {
+/** Whether every feature lets the host see an item. */
+export function foldVisibility(features: readonly Feature[]): (item: ListedItem) => boolean {
   const rules = features.flatMap((f) => (f.visible === undefined ? [] : [f.visible]));
-  return (server, tool) => rules.every((visible) => visible(server, tool));
+  return (item) => rules.every((visible) => visible(item));
 }

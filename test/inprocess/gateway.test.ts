@@ -5,7 +5,7 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseMessage, type JsonRpcRequest } from '../../src/core/rpc/jsonRpc.js';
@@ -173,5 +173,66 @@ describe('the byte-forwarding path', () => {
     const line = gateway.hostLines().find((l) => l.includes('"n":2'))!;
     expect(line).not.toContain(text);
     expect(parseMessage(line).ok).toBe(true);
+  });
+});
+
+describe('a server that asks the host for what the config refuses it', () => {
+  it('is answered with the refusal, and the host is never asked', async () => {
+    const answers: unknown[] = [];
+    let sampled = 0;
+    const asking = (): MemoryTransport => {
+      const [gatewayEnd, serverEnd] = MemoryTransport.pair();
+      serverEnd.onmessage = (message) => {
+        if (!('method' in message)) {
+          answers.push(message);
+          return;
+        }
+        if (!('id' in message)) return;
+        const request = message as JsonRpcRequest;
+        const reply = (result: object) =>
+          void serverEnd.send({ jsonrpc: '2.0', id: request.id, result: result as never });
+        if (request.method === 'initialize') {
+          reply({
+            protocolVersion: '2025-06-18',
+            capabilities: { tools: {} },
+            serverInfo: { name: 's', version: '1' },
+          });
+        } else if (request.method === 'tools/list') {
+          reply({ tools: [{ name: 'go', inputSchema: { type: 'object' } }] });
+        } else if (request.method === 'tools/call') {
+          // Asks although the gateway never said the host can sample.
+          void serverEnd.send({
+            jsonrpc: '2.0',
+            id: 'ask-1',
+            method: 'sampling/createMessage',
+            params: { messages: [], maxTokens: 5 },
+          });
+          reply({ content: [{ type: 'text', text: 'asked' }] });
+        }
+      };
+      return gatewayEnd;
+    };
+    running = await startInProcess({
+      config: 'audit: { file: ./audit.jsonl }\nservers:\n  s: { command: unused, sampling: false }\n',
+      upstreams: { s: asking },
+      client: { capabilities: { sampling: {} } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(CreateMessageRequestSchema, () => {
+          sampled++;
+          return { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' };
+        }),
+    });
+    await running.client.callTool({ name: 's__go', arguments: {} });
+    await expect.poll(() => answers.length).toBe(1);
+    expect(answers[0]).toMatchObject({
+      id: 'ask-1',
+      error: { message: expect.stringContaining('servers.s.sampling: false') },
+    });
+    expect(sampled).toBe(0);
+    expect(running.auditRecords().find((r) => r.method === 'sampling/createMessage')).toMatchObject({
+      direction: 'to_host',
+      outcome: 'denied',
+      decision: { effect: 'deny', rule: null },
+    });
   });
 });

@@ -164,6 +164,7 @@ describe('parseConfigText: valid configs', () => {
           },
           disabled: false,
           trusted: true,
+          clientRequests: { sampling: true, elicitation: true, roots: true },
           source: { file: FILE, line: 16 },
         },
         {
@@ -184,6 +185,7 @@ describe('parseConfigText: valid configs', () => {
           tools: { include: [], exclude: [], timeouts: [] },
           disabled: true,
           trusted: false,
+          clientRequests: { sampling: true, elicitation: true, roots: true },
           source: { file: FILE, line: 33 },
         },
       ],
@@ -230,6 +232,7 @@ describe('parseConfigText: valid configs', () => {
         tools: { include: [], exclude: [], timeouts: [] },
         disabled: false,
         trusted: false,
+        clientRequests: { sampling: true, elicitation: true, roots: true },
         source: { file: FILE, line: 2 },
       },
     ]);

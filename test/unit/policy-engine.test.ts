@@ -645,7 +645,7 @@ describe('explain', () => {
       ruleId: 'never-reached',
       source: { file: '/p/ex.yaml', line: 15 },
       matched: true,
-      why: 'the rule matches every call',
+      why: 'the rule matches every request',
     });
   });
 

@@ -53,7 +53,10 @@ describe('parsePolicyText: valid files', () => {
           idWritten: true,
           match: {
             server: ['fs*'],
+            kind: null,
             tool: ['delete_*', 'rm'],
+            prompt: null,
+            resource: null,
             trusted: false,
             annotations: { readOnlyHint: false, destructiveHint: true },
             arguments: null,
@@ -65,7 +68,16 @@ describe('parsePolicyText: valid files', () => {
         {
           id: 'team.yaml#2',
           idWritten: false,
-          match: { server: null, tool: null, trusted: null, annotations: null, arguments: null },
+          match: {
+            server: null,
+            kind: null,
+            tool: null,
+            prompt: null,
+            resource: null,
+            trusted: null,
+            annotations: null,
+            arguments: null,
+          },
           action: 'allow',
           reason: null,
           source: { file: FILE, line: 12, column: 5 },

@@ -1,4 +1,4 @@
-import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import { toolFilter, type CatalogEntry, type NamedCatalog } from './namedCatalog.js';
 import type { ResourceCatalog } from './resourceCatalog.js';
@@ -14,16 +14,26 @@ type UpstreamView = Pick<
   'name' | 'config' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'capabilities'
 >;
 
+/** One item of a list the host sees, as a visibility rule is asked about it. */
+export type ListedItem =
+  | { readonly list: 'tools'; readonly server: string; readonly item: Tool }
+  | { readonly list: 'prompts'; readonly server: string; readonly item: Prompt }
+  | { readonly list: 'resources'; readonly server: string; readonly item: Resource }
+  | { readonly list: 'resourceTemplates'; readonly server: string; readonly item: ResourceTemplate };
+
 /**
  * Rebuilds the catalogs an upstream change touched, from every upstream in config order (the
- * order that decides collisions); tools `hidden` says to stay resolvable but unlisted. Returns
- * the kinds whose host-visible list changed.
+ * order that decides collisions). What `listed` rejects (or, for tools, `hidden` accepts) stays
+ * resolvable but unlisted. Returns the kinds whose host-visible list changed.
  */
 export function rebuildCatalogs(
   catalogs: Partial<Catalogs>,
   upstreams: readonly UpstreamView[],
   kinds: readonly ListKind[],
-  options: { readonly hidden?: (server: string, tool: Tool) => boolean } = {},
+  options: {
+    readonly hidden?: (server: string, tool: Tool) => boolean;
+    readonly listed?: (item: ListedItem) => boolean;
+  } = {},
 ): ListKind[] {
   const changed: ListKind[] = [];
   if (catalogs.tools && kinds.includes('tools')) {
@@ -33,10 +43,15 @@ export function rebuildCatalogs(
       include: toolFilter(u.config.tools),
       items: u.tools,
     }));
-    // Tools the policy denies whatever the arguments are not listed (issue 5).
-    const { hidden } = options;
-    const listed = hidden === undefined ? undefined : (e: CatalogEntry<Tool>) => !hidden(e.server, e.item);
-    if (catalogs.tools.rebuild(sources, listed)) changed.push('tools');
+    // Tools the policy denies whatever the arguments are not listed.
+    const { hidden, listed } = options;
+    const shown =
+      hidden !== undefined
+        ? (e: CatalogEntry<Tool>) => !hidden(e.server, e.item)
+        : listed !== undefined
+          ? (e: CatalogEntry<Tool>) => listed({ list: 'tools', server: e.server, item: e.item })
+          : undefined;
+    if (catalogs.tools.rebuild(sources, shown)) changed.push('tools');
   }
   if (catalogs.prompts && kinds.includes('prompts')) {
     const sources = upstreams.map((u) => ({
@@ -44,7 +59,12 @@ export function rebuildCatalogs(
       namespace: u.config.namespace,
       items: u.prompts,
     }));
-    if (catalogs.prompts.rebuild(sources)) changed.push('prompts');
+    const { listed } = options;
+    const shown =
+      listed === undefined
+        ? undefined
+        : (e: CatalogEntry<Prompt>) => listed({ list: 'prompts', server: e.server, item: e.item });
+    if (catalogs.prompts.rebuild(sources, shown)) changed.push('prompts');
   }
   if (catalogs.resources && (kinds.includes('resources') || kinds.includes('resourceTemplates'))) {
     const sources = upstreams.map((u) => ({
@@ -53,7 +73,16 @@ export function rebuildCatalogs(
       resources: u.resources,
       templates: u.resourceTemplates,
     }));
-    if (catalogs.resources.rebuild(sources)) changed.push('resources');
+    const { listed } = options;
+    const listing =
+      listed === undefined
+        ? undefined
+        : {
+            resource: (server: string, item: Resource) => listed({ list: 'resources', server, item }),
+            template: (server: string, item: ResourceTemplate) =>
+              listed({ list: 'resourceTemplates', server, item }),
+          };
+    if (catalogs.resources.rebuild(sources, listing)) changed.push('resources');
   }
   return changed;
 }

@@ -9,6 +9,12 @@ export interface ResourceSource {
   readonly templates: readonly ResourceTemplate[];
 }
 
+/** Which resources and templates the host's lists show; absent: all. */
+export interface ResourceListing {
+  readonly resource?: (server: string, resource: Resource) => boolean;
+  readonly template?: (server: string, template: ResourceTemplate) => boolean;
+}
+
 /**
  * An RFC 6570 template as an anchored pattern. Each expression matches any run of characters:
  * precise enough to tell servers apart by scheme and path shape, which is all routing needs.
@@ -33,8 +39,11 @@ export class ResourceCatalog {
 
   constructor(private readonly onWarning: (message: string) => void) {}
 
-  /** Rebuilds from `sources` (config order); true when what the host sees changed. */
-  rebuild(sources: readonly ResourceSource[]): boolean {
+  /**
+   * Rebuilds from `sources` (config order); true when what the host sees changed. What `listed`
+   * rejects stays routable but is left out of the lists: a read of it gets the policy's answer.
+   */
+  rebuild(sources: readonly ResourceSource[], listed?: ResourceListing): boolean {
     const owners = new Map<string, string>();
     const resources: Resource[] = [];
     for (const source of sources) {
@@ -52,8 +61,16 @@ export class ResourceCatalog {
     }
     const templates = sources.flatMap((s) => s.templates.map((t) => ({ template: t, server: s.server })));
     const offering = sources.filter((s) => s.offersResources);
-    const resourcesJson = JSON.stringify({ resources });
-    const templatesJson = JSON.stringify({ resourceTemplates: templates.map((t) => t.template) });
+    const shownResources =
+      listed?.resource === undefined
+        ? resources
+        : resources.filter((r) => listed.resource!(owners.get(r.uri)!, r));
+    const shownTemplates =
+      listed?.template === undefined
+        ? templates
+        : templates.filter((t) => listed.template!(t.server, t.template));
+    const resourcesJson = JSON.stringify({ resources: shownResources });
+    const templatesJson = JSON.stringify({ resourceTemplates: shownTemplates.map((t) => t.template) });
     const changed = resourcesJson !== this.resourcesJson || templatesJson !== this.templatesJson;
     this.owners = owners;
     this.templates = templates.map((t) => ({

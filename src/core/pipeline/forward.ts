@@ -13,6 +13,8 @@ export interface ForwardOptions {
   readonly upstream: (server: string) => Recipient | undefined;
   /** The host, for requests upstreams make of it. */
   readonly host: Recipient;
+  /** An answer the gateway gives itself instead of sending the message on (fixed roots). */
+  readonly answerLocally?: (message: RoutedMessage) => Outcome | undefined;
 }
 
 /**
@@ -22,6 +24,8 @@ export interface ForwardOptions {
  */
 export function createForward(options: ForwardOptions): Next {
   return function forward(message: RoutedMessage): Promise<Outcome> {
+    const local = message.direction === 'host' ? options.answerLocally?.(message) : undefined;
+    if (local !== undefined) return Promise.resolve(local);
     const recipient = message.direction === 'host' ? options.host : options.upstream(message.server);
     if (recipient === undefined)
       return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));

@@ -1,3 +1,4 @@
+import type { ClientRequestsConfig } from '../../config/types.js';
 import type { ClientInfo } from '../events.js';
 import { MethodNotFoundError } from '../errors.js';
 import type { Params } from '../rpc/jsonRpc.js';
@@ -31,8 +32,12 @@ export interface HostSession {
   readonly logLevel: string | undefined;
   /** Whether the host declared this client capability. */
   can(capability: ForwardedCapability): boolean;
-  /** The capabilities upstreams are told the client has: what the host declared, of those forwarded. */
-  capabilitiesForUpstreams(): Params;
+  /**
+   * The capabilities an upstream is told the client has: what the host declared, of those
+   * forwarded, less what the config refuses that server; fixed roots are declared whatever the
+   * host said.
+   */
+  capabilitiesFor(requests: ClientRequestsConfig): Params;
   /**
    * Asks the host (sampling, elicitation, roots). Rejects with MethodNotFoundError, naming the
    * capability, when the host did not declare it; with the host's own error when it answers one.
@@ -87,10 +92,12 @@ export class InitializedHostSession implements HostSession {
     return this.capabilities[capability] !== undefined;
   }
 
-  capabilitiesForUpstreams(): Params {
+  capabilitiesFor(requests: ClientRequestsConfig): Params {
     const declared: Params = {};
     for (const name of FORWARDED_CLIENT_CAPABILITIES) {
-      if (this.capabilities[name] !== undefined) declared[name] = this.capabilities[name];
+      if (requests[name] === false) continue;
+      if (name === 'roots' && Array.isArray(requests.roots)) declared.roots = { listChanged: false };
+      else if (this.capabilities[name] !== undefined) declared[name] = this.capabilities[name];
     }
     return declared;
   }

@@ -23,6 +23,7 @@ import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
+import { followsHostRoots } from './clientRequests.js';
 import { InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
 
 export interface RouterOptions {
@@ -155,7 +156,7 @@ export class Router {
       exposedName: '',
       definition: undefined,
       arguments: params,
-      params,
+      params: request.method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
       meta: request.meta,
       signal: request,
       onProgress: undefined,
@@ -196,7 +197,9 @@ export class Router {
 
   private hostNotification(notification: JsonRpcNotification): void {
     if (notification.method === 'notifications/roots/list_changed') {
-      for (const upstream of this.options.pool.upstreams) upstream.notify(notification.method);
+      // A server whose roots the config fixes (or refuses) is never told about the host's.
+      for (const upstream of this.options.pool.upstreams)
+        if (followsHostRoots(upstream.config)) upstream.notify(notification.method);
     }
   }
 
@@ -396,6 +399,15 @@ export class Router {
       this.log.warn(`${request.method} from ${message.server}: ${wire.message}`);
     request.fail(wire);
   }
+}
+
+/**
+ * An elicitation as the user sees it: its message starts with the name of the server that asks,
+ * `[github] …`, since behind one gateway the host can no longer tell its servers apart.
+ */
+function namedQuestion(server: string, params: Params | undefined): Params | undefined {
+  if (params === undefined || typeof params.message !== 'string') return params;
+  return { ...params, message: `[${server}] ${params.message}` };
 }
 
 /** A request's params without `_meta` (the message carries the sender's meta on its own). */

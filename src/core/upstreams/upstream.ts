@@ -37,7 +37,7 @@ export interface UpstreamOptions {
    * The client capabilities to declare to this upstream: the host's sampling, elicitation and
    * roots, so servers that offer tools only to capable clients do so (issue 3). Read at connect.
    */
-  readonly clientCapabilities?: () => Params;
+  readonly clientCapabilities?: (config: ServerConfig) => Params;
   /** Notifications the router may forward to the host (logging, resource updates, cancellations). */
   readonly onNotification?: (upstream: Upstream, notification: JsonRpcNotification) => void;
   /**
@@ -467,7 +467,7 @@ export class Upstream {
         'initialize',
         {
           protocolVersion: LATEST_PROTOCOL_VERSION,
-          capabilities: this.options.clientCapabilities?.() ?? {},
+          capabilities: this.options.clientCapabilities?.(config) ?? {},
           clientInfo: this.options.clientInfo,
         },
         this.startupDeadline('initialize', what),

@@ -36,7 +36,7 @@ export function createPins(
   return {
     guard,
     stage: { name: 'pins', run: createPinStage({ refusal: guard.refusal.bind(guard) }) },
-    visible: (server, tool) => !guard.isBlocked(server, tool.name),
+    visible: (listed) => listed.list !== 'tools' || !guard.isBlocked(listed.server, listed.item.name),
     // Before the catalog is rebuilt, so a changed tool is never listed, not even for a moment.
     onListsChanged: (upstream, kinds) => {
       if (kinds.includes('tools')) guard.review(upstream);

@@ -1,5 +1,6 @@
 /**
- * Decides allow / deny / confirm for a tool call from a `PolicySet` (issue #5).
+ * Decides allow / deny / confirm for a request (a tool call, a prompt, a resource, a completion,
+ * or a request a server makes of the host) from a `PolicySet`.
  *
  * Rules of all files form one list in the order the files are listed: the first rule whose
  * `match` holds decides. When none does, the default of the first file that states one decides;
@@ -18,10 +19,12 @@ import {
   type PolicyRule,
   type PolicySet,
   type PolicySource,
+  type RequestKind,
 } from './types.js';
 
 /** A tool as the engine sees it, without a call's arguments. */
 export interface PolicyToolInput {
+  readonly kind?: 'tool';
   /** The upstream's name in the config (`servers.<name>`), not its namespace. */
   readonly server: string;
   /** The upstream's own tool name, not the exposed (namespaced) one. */
@@ -32,11 +35,28 @@ export interface PolicyToolInput {
   readonly trusted: boolean;
 }
 
-/** One call: the tool and the arguments exactly as the upstream will receive them. */
-export interface PolicyCallInput extends PolicyToolInput {
+/** Any other kind of request, without its arguments. */
+export interface PolicyOtherInput {
+  readonly kind: Exclude<RequestKind, 'tool'>;
+  readonly server: string;
+  readonly trusted: boolean;
+  /** The upstream's own prompt name, for a prompt or a completion of a prompt's argument. */
+  readonly prompt?: string;
+  /**
+   * The resource URI, normalised (resourceUri.ts), for a resource request or a completion of a
+   * resource's argument. Undefined for "any resource of the server" (a template in a list).
+   */
+  readonly resource?: string;
+}
+
+/** What a request is about, without its arguments: enough to decide what a list shows. */
+export type PolicySubject = PolicyToolInput | PolicyOtherInput;
+
+/** One request: what it is about, and the arguments exactly as the other side will receive them. */
+export type PolicyCallInput = PolicySubject & {
   /** Missing arguments are checked as `{}`. */
   readonly arguments: Readonly<Record<string, unknown>> | undefined;
-}
+};
 
 /** How one rule fared for one call. */
 export interface TraceEntry {
@@ -58,12 +78,13 @@ export interface PolicyEngine {
   /** The decision for one call. Never throws. */
   decide(input: PolicyCallInput): Decision;
   /**
-   * True when every possible call of the tool is denied, so `tools/list` should not show it:
-   * a rule without an `arguments` condition denies it, and no earlier rule that could match it
-   * allows or confirms some of its calls; or no rule can match it and the default is deny.
-   * A rule with an `arguments` condition never hides a tool by itself.
+   * True when every possible request about this tool, prompt or resource is denied, so the
+   * host's list should not show it: a rule without an `arguments` condition denies it, and no
+   * earlier rule that could match it allows or confirms some of its requests; or no rule can
+   * match it and the default is deny. A rule with an `arguments` condition never hides anything
+   * by itself, and neither does a `resource` glob when the subject is a whole template.
    */
-  isHiddenFromList(input: PolicyToolInput): boolean;
+  isHiddenFromList(input: PolicySubject): boolean;
   /** `decide`, with the reasoning for `mcp-warden policy explain`. */
   explain(input: PolicyCallInput): Explanation;
 }
@@ -114,15 +135,17 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     return defaultDecision;
   }
 
-  function isHiddenFromList(input: PolicyToolInput): boolean {
+  function isHiddenFromList(input: PolicySubject): boolean {
     const reader = annotationReader(input);
+    const template = input.kind === 'resource' && input.resource === undefined;
     for (const rule of rules) {
       const outcome = evaluate(rule, input, { reader, args: null, explain: false });
-      if (outcome.kind === 'mismatch') continue; // can never match this tool
-      // A rule with an arguments condition decides some calls of the tool, and lets the others
-      // through to later rules. Calls it denies are denied anyway; calls it allows or confirms
-      // mean the tool is usable, so it must stay listed.
-      if (rule.match.arguments !== null) {
+      if (outcome.kind === 'mismatch') continue; // can never match this subject
+      // A rule with an arguments condition decides some requests, and lets the others through
+      // to later rules. Requests it denies are denied anyway; requests it allows or confirms
+      // mean the subject is usable, so it must stay listed. A resource glob is such a condition
+      // for a template, which stands for many URIs.
+      if (rule.match.arguments !== null || (template && rule.match.resource !== null)) {
         if (rule.action !== 'deny') return false;
         continue;
       }
@@ -144,6 +167,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   >();
   function candidatesFor(input: PolicyToolInput): readonly PolicyRule[] {
     const key = `${input.server}\u0000${input.tool}`;
+    // Tools only: other kinds are rarer, and resource URIs are too many to remember.
     const hit = candidates.get(key);
     if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
       return hit.rules;
@@ -157,6 +181,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   }
 
   function decide(input: PolicyCallInput): Decision {
+    if (input.kind !== undefined && input.kind !== 'tool') return run(input, null);
     const args = input.arguments ?? {};
     for (const rule of candidatesFor(input)) {
       const condition = rule.match.arguments;
@@ -180,9 +205,10 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
 }
 
 /** Annotations are read once per call, and only if some rule asks about them. */
-function annotationReader(input: PolicyToolInput): () => AnnotationReading {
+function annotationReader(input: PolicySubject): () => AnnotationReading {
   let reading: AnnotationReading | undefined;
-  return () => (reading ??= readAnnotations(input.annotations, input.trusted));
+  const annotations = input.kind === undefined || input.kind === 'tool' ? input.annotations : undefined;
+  return () => (reading ??= readAnnotations(annotations, input.trusted));
 }
 
 /**
@@ -193,7 +219,7 @@ function annotationReader(input: PolicyToolInput): () => AnnotationReading {
  */
 function evaluate(
   rule: PolicyRule,
-  input: PolicyToolInput,
+  input: PolicySubject,
   context: {
     readonly reader: () => AnnotationReading;
     readonly args: Readonly<Record<string, unknown>> | null;
@@ -216,7 +242,15 @@ function evaluate(
     }
     held?.push(`server "${input.server}" matches "${glob}"`);
   }
+  const kind: RequestKind = input.kind ?? 'tool';
+  if (match.kind !== null && !match.kind.includes(kind)) {
+    return explain
+      ? { kind: 'mismatch', why: `a ${kind} request; the rule is about ${match.kind.join(', ')}` }
+      : UNEXPLAINED_MISMATCH;
+  }
   if (match.tool !== null) {
+    if (input.kind !== undefined && input.kind !== 'tool')
+      return explain ? { kind: 'mismatch', why: `a ${kind} request, not a tool call` } : UNEXPLAINED_MISMATCH;
     const glob = firstMatchingGlob(match.tool, input.tool);
     if (glob === undefined) {
       return explain
@@ -224,6 +258,40 @@ function evaluate(
         : UNEXPLAINED_MISMATCH;
     }
     held?.push(`tool "${input.tool}" matches "${glob}"`);
+  }
+  if (match.prompt !== null) {
+    const prompt = input.kind === 'prompt' || input.kind === 'completion' ? input.prompt : undefined;
+    const glob = prompt === undefined ? undefined : firstMatchingGlob(match.prompt, prompt);
+    if (glob === undefined) {
+      if (!explain) return UNEXPLAINED_MISMATCH;
+      const why =
+        prompt === undefined
+          ? `a ${kind} request, not about a prompt`
+          : `prompt "${prompt}" does not match ${listGlobs(match.prompt)}`;
+      return { kind: 'mismatch', why };
+    }
+    held?.push(`prompt "${prompt}" matches "${glob}"`);
+  }
+  if (match.resource !== null) {
+    const about = input.kind === 'resource' || input.kind === 'completion';
+    const uri = about ? input.resource : undefined;
+    if (uri === undefined && !(about && input.kind === 'resource' && args === null)) {
+      return explain
+        ? { kind: 'mismatch', why: `a ${kind} request, not about a resource` }
+        : UNEXPLAINED_MISMATCH;
+    }
+    if (uri === undefined) {
+      // A template in a list: whether its URIs match is not known here (isHiddenFromList).
+      held?.push('the resource is a template');
+    } else {
+      const glob = firstMatchingGlob(match.resource, uri);
+      if (glob === undefined) {
+        return explain
+          ? { kind: 'mismatch', why: `resource "${uri}" does not match ${listGlobs(match.resource)}` }
+          : UNEXPLAINED_MISMATCH;
+      }
+      held?.push(`resource "${uri}" matches "${glob}"`);
+    }
   }
   if (match.trusted !== null) {
     const what = input.trusted ? 'trusted' : 'not trusted';
@@ -235,6 +303,10 @@ function evaluate(
     held?.push(`server "${input.server}" is ${what}`);
   }
   if (match.annotations !== null) {
+    if (kind !== 'tool')
+      return explain
+        ? { kind: 'mismatch', why: `a ${kind} request: annotations are a tool's` }
+        : UNEXPLAINED_MISMATCH;
     const reading = reader();
     for (const hint of HINT_NAMES) {
       const wanted = match.annotations[hint];
@@ -262,7 +334,7 @@ function evaluate(
     }
   }
   if (held === null) return UNEXPLAINED_MATCH;
-  return { kind: 'match', why: held.length === 0 ? 'the rule matches every call' : held.join('; ') };
+  return { kind: 'match', why: held.length === 0 ? 'the rule matches every request' : held.join('; ') };
 }
 
 /** The first of `globs` that `value` matches (a loop: no closure per question). */

@@ -6,14 +6,16 @@ import type { Logger } from '../../core/logger.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
 import { watchPolicies } from './policyWatcher.js';
-import { createPolicyStage } from './stage.js';
+import { createPolicyStage, type PolicyStageOptions } from './stage.js';
 import type { PolicySet } from './types.js';
-import { hiddenByPolicy } from './visibility.js';
+import { shownByPolicy } from './visibility.js';
 
 export interface PolicyDeps {
   /** The policies loaded at start (an invalid set never gets this far). */
   readonly policies: PolicySet;
   readonly logger: Logger;
+  /** A refusal the config makes before any rule is asked (see PolicyStageOptions). */
+  readonly refusedByConfig?: PolicyStageOptions['refusedByConfig'];
   /** Writes a policy record to the audit trail (the gateway adds its session). */
   readonly record: (event: Omit<PolicyLoadEvent, 'session'> | Omit<PolicyRejectEvent, 'session'>) => void;
 }
@@ -26,7 +28,7 @@ export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & 
   let engine = createPolicyEngine(deps.policies);
   const current = () => engine;
   const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
-  const hidden = hiddenByPolicy(current, config.servers);
+  const shown = shownByPolicy(current, config.servers);
   const recordPolicies = (set: PolicySet): void => {
     for (const file of set.files)
       deps.record({
@@ -40,9 +42,13 @@ export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & 
     engine: current,
     stage: {
       name: 'policy',
-      run: createPolicyStage({ engine: current, trusted: (server) => trusted.get(server) ?? false }),
+      run: createPolicyStage({
+        engine: current,
+        trusted: (server) => trusted.get(server) ?? false,
+        ...(deps.refusedByConfig && { refusedByConfig: deps.refusedByConfig }),
+      }),
     },
-    visible: (server, tool) => !hidden(server, tool),
+    visible: shown,
     started: () => recordPolicies(deps.policies),
     watch: ({ relist }) => {
       if (config.policies.length === 0) return { close() {} };

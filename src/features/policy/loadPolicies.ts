@@ -30,8 +30,10 @@ import {
 } from '../../config/yamlSource.js';
 import { compileGlob } from '../../lib/glob.js';
 import { createArgumentSchemaCompiler, type ArgumentSchemaCompiler } from './argumentSchema.js';
+import { normalizeResourceGlob } from './resourceUri.js';
 import {
   HINT_NAMES,
+  REQUEST_KINDS,
   type ArgumentCondition,
   type Effect,
   type HintName,
@@ -40,6 +42,7 @@ import {
   type PolicyRule,
   type PolicySet,
   type PolicySource,
+  type RequestKind,
 } from './types.js';
 
 export const POLICY_SCHEMA_URL = documentSchemaUrl('policy');
@@ -202,7 +205,10 @@ function normalizeRule(
   const reason = typeof entry['reason'] === 'string' && entry['reason'] !== '' ? entry['reason'] : null;
   const conditions: PolicyMatch = {
     server: globs(ctx, at('match', 'server'), match?.['server']),
+    kind: kinds(match?.['kind']),
     tool: globs(ctx, at('match', 'tool'), match?.['tool']),
+    prompt: globs(ctx, at('match', 'prompt'), match?.['prompt']),
+    resource: resourceGlobs(ctx, at('match', 'resource'), match?.['resource']),
     trusted: typeof match?.['trusted'] === 'boolean' ? match['trusted'] : null,
     annotations: annotations(match?.['annotations']),
     arguments: argumentCondition(ctx, at('match', 'arguments'), match?.['arguments']),
@@ -234,6 +240,22 @@ function globs(ctx: Context, keyPath: KeyPath, value: unknown): string[] | null 
     }
   });
   return result;
+}
+
+/** One kind or a list of them (the schema reports anything else). */
+function kinds(value: unknown): RequestKind[] | null {
+  if (value === undefined) return null;
+  const list = Array.isArray(value) ? value : [value];
+  return list.filter((k): k is RequestKind => REQUEST_KINDS.includes(k as RequestKind));
+}
+
+/**
+ * Resource globs are compared with normalised URIs, so they are normalised the same way when
+ * loaded: `file:///etc/../etc/*` and `FILE:///etc/*` mean what a request's URI would.
+ */
+function resourceGlobs(ctx: Context, keyPath: KeyPath, value: unknown): string[] | null {
+  const list = globs(ctx, keyPath, value);
+  return list === null ? null : list.map(normalizeResourceGlob);
 }
 
 function annotations(value: unknown): Partial<Record<HintName, boolean>> | null {

@@ -1,42 +1,93 @@
 import { DeniedError } from '../../core/errors.js';
-import type { Stage } from '../../core/pipeline/types.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
-import type { PolicyEngine } from './index.js';
+import type { RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { PolicyCallInput, PolicyEngine } from './engine.js';
+import { normalizeResourceUri } from './resourceUri.js';
 
 export interface PolicyStageOptions {
   /** The engine in force; a getter because policy files are reloaded while serving. */
   readonly engine: () => PolicyEngine;
   /** Whether a server's annotations may be believed (`trusted:` in the config). */
   readonly trusted: (server: string) => boolean;
+  /**
+   * A refusal the config makes before any rule is asked (a server whose `sampling`,
+   * `elicitation` or `roots` is off); undefined when the config allows the request.
+   */
+  readonly refusedByConfig?: (message: RoutedMessage) => string | undefined;
 }
 
 /**
- * Decides every tool call before anything else can cost time or a human's attention (after
- * audit, before confirmation). A denied call never reaches the upstream. Arguments are judged
- * as the upstream will receive them: nothing between here and the upstream changes them.
- * Rules name tools only, so other kinds of request pass as allowed.
+ * Decides every routed request, in both directions, before anything else can cost time or a
+ * human's attention (after audit, before confirmation). A denied request never reaches the other
+ * side. Arguments are judged as the other side will receive them: nothing between here and it
+ * changes them.
  */
 export function createPolicyStage(options: PolicyStageOptions): Stage {
-  return function policy(call, next) {
-    if (call.kind !== 'tools/call') return next(call);
-    const decision = options.engine().decide({
-      server: call.server,
-      tool: call.target,
-      annotations: call.definition?.annotations,
-      trusted: options.trusted(call.server),
-      arguments: call.arguments,
-    });
-    call.record.decision = { effect: decision.effect, rule: decision.ruleId };
+  return function policy(message, next) {
+    const refused = options.refusedByConfig?.(message);
+    if (refused !== undefined) {
+      message.record.decision = { effect: 'deny', rule: null };
+      return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
+    }
+    const decision = options.engine().decide(policyInput(message, options.trusted(message.server)));
+    message.record.decision = { effect: decision.effect, rule: decision.ruleId };
     if (decision.effect === 'deny') {
       return Promise.reject(
         new DeniedError(
-          `${decision.reason} (${describeDecision(decision)}) The call to tool "${call.target}" on server ` +
-            `"${call.server}" was not run.`,
+          `${decision.reason} (${describeDecision(decision)}) ${notDone(message)}`,
           decision.ruleId,
         ),
       );
     }
-    call.decision = decision;
-    return next(call);
+    message.decision = decision;
+    return next(message);
   };
+}
+
+/** What a request is, in the policy's terms. */
+export function policyInput(message: RoutedMessage, trusted: boolean): PolicyCallInput {
+  const { server, target } = message;
+  const args = message.arguments;
+  switch (message.kind) {
+    case 'tools/call':
+      return { server, tool: target, annotations: message.definition?.annotations, trusted, arguments: args };
+    case 'prompts/get':
+      return { kind: 'prompt', server, prompt: target, trusted, arguments: args };
+    case 'resources/read':
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      return { kind: 'resource', server, resource: normalizeResourceUri(target), trusted, arguments: args };
+    case 'completion/complete': {
+      const ref = (message.params?.ref ?? {}) as { type?: unknown };
+      return ref.type === 'ref/resource'
+        ? { kind: 'completion', server, resource: normalizeResourceUri(target), trusted, arguments: args }
+        : { kind: 'completion', server, prompt: target, trusted, arguments: args };
+    }
+    case 'sampling/createMessage':
+      return { kind: 'sampling', server, trusted, arguments: args };
+    case 'elicitation/create':
+      return { kind: 'elicitation', server, trusted, arguments: args };
+    case 'roots/list':
+      return { kind: 'roots', server, trusted, arguments: args };
+  }
+}
+
+/** The end of a refusal: what did not happen. */
+function notDone(message: RoutedMessage): string {
+  const { server, target } = message;
+  switch (message.kind) {
+    case 'tools/call':
+      return `The call to tool "${target}" on server "${server}" was not run.`;
+    case 'prompts/get':
+      return `Prompt "${target}" of server "${server}" was not fetched.`;
+    case 'resources/read':
+      return `Resource "${target}" of server "${server}" was not read.`;
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      return `The ${message.kind} of "${target}" on server "${server}" was not sent.`;
+    case 'completion/complete':
+      return `The completion for "${target}" on server "${server}" was not asked.`;
+    default:
+      return `The ${message.kind} request of server "${server}" did not reach the host.`;
+  }
 }

@@ -42,12 +42,41 @@ export interface ArgumentCondition {
   readonly test: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
 }
 
-/** A rule's `match`; null for a condition that is not written (it holds for every call). */
+/**
+ * The kinds of request a rule can be about. Host to upstream: a tool call, a prompt, a resource
+ * (read, subscribe, unsubscribe), a completion. Upstream to host: sampling, elicitation, roots.
+ */
+export type RequestKind =
+  'tool' | 'prompt' | 'resource' | 'completion' | 'sampling' | 'elicitation' | 'roots';
+
+export const REQUEST_KINDS: readonly RequestKind[] = Object.freeze([
+  'tool',
+  'prompt',
+  'resource',
+  'completion',
+  'sampling',
+  'elicitation',
+  'roots',
+]);
+
+/**
+ * A rule's `match`; null for a condition that is not written (it holds for every request). A
+ * rule that names no kind, tool, prompt or resource matches every kind of request.
+ */
 export interface PolicyMatch {
   /** Globs on the server's config name; any may match. */
   readonly server: readonly string[] | null;
-  /** Globs on the upstream's own tool name; any may match. */
+  /** The kinds of request the rule is about; any may match. */
+  readonly kind: readonly RequestKind[] | null;
+  /** Globs on the upstream's own tool name; any may match. Only tool calls match. */
   readonly tool: readonly string[] | null;
+  /** Globs on the upstream's own prompt name. Prompts, and completions for a prompt, match. */
+  readonly prompt: readonly string[] | null;
+  /**
+   * Globs on the resource URI, normalised (see resourceUri.ts): resource reads and
+   * (un)subscriptions, and completions for a resource, match.
+   */
+  readonly resource: readonly string[] | null;
   readonly trusted: boolean | null;
   /** Hints that must have these values, as read by `readAnnotations`. */
   readonly annotations: Readonly<Partial<Record<HintName, boolean>>> | null;
