@@ -198,8 +198,24 @@ function serverName(name: string, taken: ReadonlySet<string>): string {
   return candidate;
 }
 
-/** Turns a host's server entries into mcp-warden's, saying what was changed or left out and why. */
-export function convertServers(servers: Readonly<Record<string, unknown>>): ConvertedServer[] {
+/** Every string in `value`, recursively, passed through `map`. */
+function mapStrings(value: unknown, map: (s: string) => string): unknown {
+  if (typeof value === 'string') return map(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, map));
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, map)]));
+  return value;
+}
+
+/**
+ * Turns a host's server entries into mcp-warden's, saying what was changed or left out and why.
+ * `${workspaceFolder}` is written out as the folder it meant in the host's file (`workspaceFolder`),
+ * since in the new config it would mean the new config's folder.
+ */
+export function convertServers(
+  servers: Readonly<Record<string, unknown>>,
+  options: { workspaceFolder?: string } = {},
+): ConvertedServer[] {
   const taken = new Set<string>();
   const converted: ConvertedServer[] = [];
   for (const [original, value] of Object.entries(servers)) {
@@ -224,10 +240,19 @@ export function convertServers(servers: Readonly<Record<string, unknown>>): Conv
     const notes: string[] = [];
     if (name !== original)
       notes.push(`renamed from "${original}" (server names may use letters, digits, _ and -)`);
-    const entry: Record<string, unknown> = {};
+    let entry: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
       if (KEPT_KEYS.includes(key)) entry[key] = v;
       else notes.push(`left out "${key}" (a setting of the host, not of the server)`);
+    }
+    const folder = options.workspaceFolder;
+    if (folder !== undefined && JSON.stringify(entry).includes('${workspaceFolder')) {
+      entry = mapStrings(entry, (s) =>
+        s
+          .replaceAll('${workspaceFolderBasename}', path.basename(folder))
+          .replaceAll('${workspaceFolder}', folder),
+      ) as Record<string, unknown>;
+      notes.push(`\${workspaceFolder} written out as ${folder}`);
     }
     if (JSON.stringify(entry).includes('${input:'))
       notes.push(

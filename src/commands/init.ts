@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { ConfigError, formatConfigIssue } from '../config/issues.js';
+import { workspaceFolder } from '../config/hostVariables.js';
 import { loadConfig } from '../config/load.js';
 import { createRedactor, RedactorConfigError } from '../features/audit/redact.js';
 import { loadPolicies } from '../features/policy/loadPolicies.js';
@@ -127,7 +128,9 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
 
   const source = await chooseSource(values.from, io);
   const host = (values.host as HostKind | undefined) ?? source?.host ?? 'generic';
-  const converted = convertServers(source?.servers ?? {});
+  const converted = convertServers(source?.servers ?? {}, {
+    ...(source && { workspaceFolder: workspaceFolder(source.file) }),
+  });
   const servers: Record<string, Record<string, unknown>> = {};
   for (const server of converted) if ('entry' in server) servers[server.name] = server.entry;
 

@@ -144,6 +144,20 @@ describe('converting server entries', () => {
   });
 });
 
+describe('converting entries from an editor', () => {
+  it("writes ${workspaceFolder} out as the folder it meant in the editor's file", () => {
+    const [converted] = convertServers(
+      { fs: { command: 'node', args: ['${workspaceFolder}/server.js', '${workspaceFolderBasename}'] } },
+      { workspaceFolder: '/home/me/project' },
+    );
+    expect(converted).toEqual({
+      name: 'fs',
+      entry: { command: 'node', args: ['/home/me/project/server.js', 'project'] },
+      notes: ['${workspaceFolder} written out as /home/me/project'],
+    });
+  });
+});
+
 describe('mcp-warden init', () => {
   it('writes a valid config from the one host config found, with the policy, and prints the entry', async () => {
     const where = machine();
