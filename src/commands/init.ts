@@ -146,6 +146,8 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
       'No host config was found, so the config holds one example server (memory); add yours under servers:.\n',
     );
   else io.stdout(`Servers taken from ${source.file} (${HOST_NAMES[source.host]}):\n`);
+  if (source !== undefined && Object.keys(servers).length === 0)
+    io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
   for (const server of converted) {
     if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
     else {
@@ -154,7 +156,7 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     }
   }
 
-  const problems = await check(configFile);
+  const problems = await check(configFile, io.env);
   if (problems.length > 0) {
     io.stdout(
       `\n${configFile} is not valid yet; fix these, then run mcp-warden check --config ${configFile}:\n`,
@@ -310,10 +312,10 @@ export function hostInstructions(
 }
 
 /** Every problem `mcp-warden check` would report for the config just written, formatted. */
-async function check(configFile: string): Promise<string[]> {
+async function check(configFile: string, env: InitIo['env']): Promise<string[]> {
   let loaded;
   try {
-    loaded = await loadConfig(configFile, { env: process.env });
+    loaded = await loadConfig(configFile, { env });
   } catch (error) {
     if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
     throw error;

@@ -227,10 +227,20 @@ describe('mcp-warden init', () => {
     expect(readFileSync(config, 'utf8')).not.toMatch(/^#? ?policies:/m);
   });
 
-  it('writes an example server when no host config is found', async () => {
+  it('writes an example server when no host config is found, or none of its servers can be used', async () => {
     const { code, out } = await init(machine(), []);
     expect(code).toBe(0);
     expect(out).toContain('No host config was found');
+    const where = machine();
+    const from = put(path.join(where.home, 'h.json'), {
+      mcpServers: { old: { type: 'sse', url: 'http://x/sse' } },
+    });
+    const onlySse = await init(where, ['--from', from]);
+    expect(onlySse.code).toBe(0);
+    expect(onlySse.out).toContain(
+      'None of them could be used, so the config holds one example server (memory)',
+    );
+    expect(readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8')).toContain('memory:');
   });
 
   it('reports a written config that is not valid yet, with file:line', async () => {
