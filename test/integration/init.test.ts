@@ -3,10 +3,10 @@
  * Claude Desktop config, the starter config it writes checked by `mcp-warden check`, and the host
  * entry it prints launched with the SDK Client to call a tool.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, NODE, runCli } from './harness.js';
+import { CLI, NODE, runCli, runProcess, serverBin } from './harness.js';
 import { echoThrough, homeWithClaudeDesktop, printedEntry, runIn } from './initHelpers.js';
 
 describe('mcp-warden init from a Claude Desktop config', () => {
@@ -36,5 +36,27 @@ describe('mcp-warden init from a Claude Desktop config', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('already exist');
     expect(readFileSync(config, 'utf8')).toBe(written);
+  });
+});
+
+describe('mcp-warden init on a terminal', () => {
+  it('asks which host config to use when several hold servers, and uses the answer', async () => {
+    const { home, project } = homeWithClaudeDesktop();
+    mkdirSync(path.join(project, '.vscode'));
+    writeFileSync(
+      path.join(project, '.vscode', 'mcp.json'),
+      JSON.stringify({ servers: { vscodeonly: { command: NODE, args: [serverBin('everything')] } } }),
+    );
+    // script(1) from util-linux runs init on a pseudo-terminal; the answer "2" is typed ahead.
+    const run = await runProcess(
+      'sh',
+      ['-c', `printf '2\\n' | script -qec "${NODE} ${CLI} init --policy none" /dev/null`],
+      { cwd: project, env: { HOME: home } },
+    );
+    expect(run.stdout).toContain('Several host configs hold MCP servers. Which one should mcp-warden front?');
+    expect(run.stdout).toMatch(/1\) Claude Desktop: .*claude_desktop_config\.json \(memory, everything\)/);
+    expect(run.stdout).toMatch(/2\) VS Code: .*\.vscode\/mcp\.json \(vscodeonly\)/);
+    expect(run.stdout).toContain('(VS Code)');
+    expect(readFileSync(path.join(project, 'proxy.config.yaml'), 'utf8')).toContain('vscodeonly:');
   });
 });
