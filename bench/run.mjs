@@ -742,7 +742,7 @@ function report({ medians, ratios, targets }, meta) {
     ),
   );
   out.push('');
-  out.push('Targets (issue 7), judged on warden-full');
+  out.push('Targets, judged on warden-full');
   out.push(
     table(
       ['target', 'limit', 'warden-full', 'result', 'warden-bare', '(bare)'],

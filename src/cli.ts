@@ -36,6 +36,9 @@ const USAGE = `Usage:
   mcp-warden pins list --config FILE  what the pins file holds (no upstreams started)
   mcp-warden audit verify FILE        check an audit log's hash chain (rotated files included)
   mcp-warden audit summary FILE       calls per tool, denials, errors, p50/p95 duration
+  mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
+                                      write a starter config from your host's MCP servers
+                                      (mcp-warden init --help for more)
   mcp-warden --version | --help
 
 The config file may also be given as MCP_WARDEN_CONFIG.`;
@@ -297,6 +300,22 @@ function print(text: string): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'init') {
+    // init has options of its own, so it reads its arguments itself.
+    const { runInit, terminalChooser } = await import('./commands/init.js');
+    const code = await runInit(argv.slice(1), {
+      home: (await import('node:os')).homedir(),
+      platform: process.platform,
+      env: process.env,
+      cwd: process.cwd(),
+      execPath: process.execPath,
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+      choose: terminalChooser(process.stdin, process.stderr),
+    });
+    await print('');
+    process.exit(code);
+  }
   let parsed;
   try {
     parsed = parseArgs({

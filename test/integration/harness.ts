@@ -125,10 +125,20 @@ export function runCli(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runProcess(NODE, [CLI, ...args], { env });
+}
+
+/** Runs a program to completion with PATH and HOME (unless `env` says otherwise) and `env`. */
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(NODE, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    const child = spawn(command, args, {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.cwd !== undefined && { cwd: options.cwd }),
     });
     let stdout = '';
     let stderr = '';

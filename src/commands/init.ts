@@ -1,0 +1,363 @@
+/**
+ * `mcp-warden init`: writes a starter config from the servers a user already has in a host
+ * (hostConfigs.ts), copies in a shipped policy, checks the result as `mcp-warden check` would,
+ * and prints what to put in the host so that it runs mcp-warden instead. Never overwrites a
+ * file unless told to with `--force`.
+ */
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { ConfigError, formatConfigIssue } from '../config/issues.js';
+import { workspaceFolder } from '../config/hostVariables.js';
+import { loadConfig } from '../config/load.js';
+import { createRedactor, RedactorConfigError } from '../features/audit/redact.js';
+import { loadPolicies } from '../features/policy/loadPolicies.js';
+import { readPinFile } from '../features/pins/pinFile.js';
+import {
+  candidateFiles,
+  convertServers,
+  HOST_NAMES,
+  HostConfigError,
+  hostOfFile,
+  readHostServers,
+  type HostKind,
+  type HostServers,
+  type Machine,
+} from './hostConfigs.js';
+
+/** The installed package's folder: dist/.. when built, src/.. under the tests. */
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const POLICIES = path.join(PACKAGE_ROOT, 'policies');
+const CLI = path.join(PACKAGE_ROOT, 'dist', 'cli.js');
+
+export const INIT_USAGE = `Usage: mcp-warden init [--config FILE] [--from HOST-FILE] [--policy NAME] [--host HOST] [--force]
+
+Writes a starter mcp-warden config holding the servers of your host's MCP config, with audit and
+tool pinning on, and prints what to put in the host to run mcp-warden instead.
+
+  --config FILE     the config to write (default ./proxy.config.yaml)
+  --from FILE       the host config to take servers from (default: the one found; asked on a
+                    terminal when several are found)
+  --policy NAME     shipped policy copied next to the config: default, read-only-workstation,
+                    locked-down-org, or none (default: default)
+  --host HOST       whose entry to print: claude-desktop, claude-code, cursor, vscode, generic
+                    (default: the host whose file was read)
+  --force           overwrite files that exist
+
+Exit codes: 0 written and valid, 1 written but not valid yet (fix what is listed, then run
+mcp-warden check), 2 bad usage, nothing found to choose from without a terminal, or a file
+that exists without --force.`;
+
+/** What `runInit` is given instead of reaching for the process: tests pass their own. */
+export interface InitIo extends Machine {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  /** Asks the user to pick one of `choices` (1-based answer); undefined when there is no terminal. */
+  readonly choose?: (question: string, choices: readonly string[]) => Promise<number | undefined>;
+  /** The Node.js that runs us, written into the host entry. */
+  readonly execPath: string;
+}
+
+/** A usage problem or a refusal: printed, exit 2. */
+class InitUsageError extends Error {}
+
+const HOSTS = Object.keys(HOST_NAMES) as HostKind[];
+
+/** The shipped policies, by name (file name without `.yaml`). */
+export function shippedPolicies(): string[] {
+  return readdirSync(POLICIES)
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.slice(0, -'.yaml'.length))
+    .sort();
+}
+
+/** Runs `mcp-warden init ARGS`; resolves to the exit code. */
+export async function runInit(argv: readonly string[], io: InitIo): Promise<number> {
+  try {
+    return await init(argv, io);
+  } catch (error) {
+    if (error instanceof InitUsageError || error instanceof HostConfigError) {
+      io.stderr(`mcp-warden init: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+async function init(argv: readonly string[], io: InitIo): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        config: { type: 'string', short: 'c' },
+        from: { type: 'string' },
+        policy: { type: 'string' },
+        host: { type: 'string' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    throw new InitUsageError(`${(error as Error).message}\n\n${INIT_USAGE}`);
+  }
+  if (values.help) {
+    io.stdout(`${INIT_USAGE}\n`);
+    return 0;
+  }
+  const policies = shippedPolicies();
+  const policy = values.policy ?? 'default';
+  if (policy !== 'none' && !policies.includes(policy))
+    throw new InitUsageError(
+      `no shipped policy "${policy}"; choose one of ${[...policies, 'none'].join(', ')}`,
+    );
+  if (values.host !== undefined && !HOSTS.includes(values.host as HostKind))
+    throw new InitUsageError(`unknown host "${values.host}"; choose one of ${HOSTS.join(', ')}`);
+
+  const configFile = path.resolve(io.cwd, values.config ?? 'proxy.config.yaml');
+  const policyFile =
+    policy === 'none' ? undefined : path.join(path.dirname(configFile), `${policy}.policy.yaml`);
+  const existing = [configFile, policyFile].filter((f): f is string => f !== undefined && existsSync(f));
+  if (existing.length > 0 && !values.force)
+    throw new InitUsageError(
+      `${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}; nothing was written (add --force to overwrite)`,
+    );
+
+  const source = await chooseSource(values.from, io);
+  const host = (values.host as HostKind | undefined) ?? source?.host ?? 'generic';
+  const converted = convertServers(source?.servers ?? {}, {
+    ...(source && { workspaceFolder: workspaceFolder(source.file) }),
+  });
+  const servers: Record<string, Record<string, unknown>> = {};
+  for (const server of converted) if ('entry' in server) servers[server.name] = server.entry;
+
+  mkdirSync(path.dirname(configFile), { recursive: true });
+  if (policyFile !== undefined) writeFileSync(policyFile, policyText(policy));
+  writeConfig(configFile, renderConfig({ servers, source, policyFile }));
+
+  io.stdout(`Wrote ${configFile}\n`);
+  if (policyFile !== undefined)
+    io.stdout(`Wrote ${policyFile} (a copy of the shipped ${policy} policy; edit it freely)\n`);
+  if (source === undefined)
+    io.stdout(
+      'No host config was found, so the config holds one example server (memory); add yours under servers:.\n',
+    );
+  else io.stdout(`Servers taken from ${source.file} (${HOST_NAMES[source.host]}):\n`);
+  if (source !== undefined && Object.keys(servers).length === 0)
+    io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
+  for (const server of converted) {
+    if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
+    else {
+      io.stdout(`  + ${server.name}\n`);
+      for (const note of server.notes) io.stdout(`      ${note}\n`);
+    }
+  }
+
+  const problems = await check(configFile, io.env);
+  if (problems.length > 0) {
+    io.stdout(
+      `\n${configFile} is not valid yet; fix these, then run mcp-warden check --config ${configFile}:\n`,
+    );
+    for (const problem of problems) io.stdout(`  ${problem}\n`);
+    return 1;
+  }
+  io.stdout(`\nChecked: ${configFile} is valid.\n\n`);
+  io.stdout(hostInstructions(host, launcher(configFile, io), source));
+  return 0;
+}
+
+/** The host file to read: the one given, the one found, or the one the user picks. */
+async function chooseSource(from: string | undefined, io: InitIo): Promise<HostServers | undefined> {
+  if (from !== undefined) {
+    const file = path.resolve(io.cwd, from);
+    const found = readHostServers(file, hostOfFile(file), io.cwd);
+    if (found === undefined) throw new InitUsageError(`--from ${from}: no such file`);
+    if (Object.keys(found.servers).length === 0)
+      throw new InitUsageError(
+        `--from ${from}: holds no MCP servers (no mcpServers, servers or mcp.servers)`,
+      );
+    return found;
+  }
+  const found: HostServers[] = [];
+  for (const candidate of candidateFiles(io)) {
+    let servers;
+    try {
+      servers = readHostServers(candidate.file, candidate.host, io.cwd);
+    } catch (error) {
+      // One unreadable file should not hide the others: say so and go on.
+      if (!(error instanceof HostConfigError)) throw error;
+      io.stderr(`mcp-warden init: skipped ${error.message}\n`);
+      continue;
+    }
+    if (servers !== undefined && Object.keys(servers.servers).length > 0) found.push(servers);
+  }
+  if (found.length <= 1) return found[0];
+  const labels = found.map((f) => `${HOST_NAMES[f.host]}: ${f.file} (${Object.keys(f.servers).join(', ')})`);
+  const picked = await io.choose?.(
+    'Several host configs hold MCP servers. Which one should mcp-warden front?',
+    labels,
+  );
+  if (picked === undefined)
+    throw new InitUsageError(
+      `several host configs hold MCP servers; choose one with --from FILE:\n${labels.map((l) => `  ${l}`).join('\n')}`,
+    );
+  const chosen = found[picked - 1];
+  if (chosen === undefined) throw new InitUsageError(`no choice ${picked}; nothing was written`);
+  return chosen;
+}
+
+/** The shipped policy's text, its schema modeline pointed at the installed schema. */
+function policyText(name: string): string {
+  const text = readFileSync(path.join(POLICIES, `${name}.yaml`), 'utf8');
+  return text.replace(
+    /^# yaml-language-server: \$schema=.*$/m,
+    `# yaml-language-server: $schema=${schemaPath('policy.schema.json')}`,
+  );
+}
+
+function schemaPath(file: string): string {
+  return path.join(PACKAGE_ROOT, 'schema', file);
+}
+
+/** Written readable by the user only: a host's server entries often carry tokens in `env`. */
+function writeConfig(file: string, text: string): void {
+  writeFileSync(file, text, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+/** The starter config's text: commented, with audit and pins on. */
+export function renderConfig(options: {
+  servers: Record<string, Record<string, unknown>>;
+  source: HostServers | undefined;
+  policyFile: string | undefined;
+}): string {
+  const servers =
+    Object.keys(options.servers).length > 0
+      ? options.servers
+      : { memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] } };
+  const from = options.source ? ` from ${options.source.file}` : '';
+  const document = {
+    ...(options.policyFile !== undefined && { policies: [`./${path.basename(options.policyFile)}`] }),
+    audit: { file: './audit.jsonl' },
+    pins: { file: './tool-pins.json' },
+    servers,
+  };
+  return [
+    `# yaml-language-server: $schema=${schemaPath('proxy.config.schema.json')}`,
+    '#',
+    `# Written by mcp-warden init${from}.`,
+    "# Relative paths are taken from this file's folder, which is also where each server runs.",
+    '# Check it with: mcp-warden check --config <this file>',
+    "# Every setting, with its default, is in the README's Configuration section.",
+    '',
+    ...(options.policyFile === undefined
+      ? []
+      : ['# policies: the rules deciding which calls run, are refused, or are asked about first.']),
+    '# audit: one JSON line per call and event; mcp-warden audit summary|verify <file> read it.',
+    '# pins: every tool is held to the definition it had when first seen; a changed tool is blocked',
+    '#   until you review it (mcp-warden pins diff) and accept it (mcp-warden pins accept).',
+    stringify(document, { lineWidth: 0 }).trimEnd(),
+    '',
+  ].join('\n');
+}
+
+/** The command and arguments a host runs to start mcp-warden on `configFile`. */
+export function launcher(
+  configFile: string,
+  io: Pick<InitIo, 'execPath'>,
+): { command: string; args: string[] } {
+  // Run through npx (`npx mcp-warden init`): the package sits in npx's cache, which may be
+  // cleared, so the host asks npx again. Installed: name Node.js and our script by their paths,
+  // since a host started from the desktop often has a shorter PATH than a terminal.
+  if (/[/\\]_npx[/\\]/.test(CLI))
+    return { command: 'npx', args: ['-y', 'mcp-warden', '--config', configFile] };
+  return { command: io.execPath, args: [CLI, '--config', configFile] };
+}
+
+function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** What to put in the host, and what to take out of it. */
+export function hostInstructions(
+  host: HostKind,
+  run: { command: string; args: string[] },
+  source: HostServers | undefined,
+): string {
+  const removeOld =
+    source === undefined
+      ? ''
+      : `Remove the servers listed above from ${source.file}:\nmcp-warden starts them now, and the host would otherwise start them a second time.\n`;
+  if (host === 'claude-code') {
+    const words = ['claude', 'mcp', 'add', '--scope', 'user', 'warden', '--', run.command, ...run.args];
+    return `Add mcp-warden to Claude Code:\n\n  ${words.map(shellQuote).join(' ')}\n\n${removeOld}`;
+  }
+  const entry = { command: run.command, args: run.args };
+  const json =
+    host === 'vscode'
+      ? { servers: { warden: { type: 'stdio', ...entry } } }
+      : { mcpServers: { warden: entry } };
+  const where: Record<Exclude<HostKind, 'claude-code'>, string> = {
+    'claude-desktop': 'claude_desktop_config.json (Settings > Developer > Edit Config)',
+    cursor: "~/.cursor/mcp.json (or the project's .cursor/mcp.json)",
+    vscode: '.vscode/mcp.json (or the MCP: Open User Configuration command)',
+    generic: "your host's list of MCP servers",
+  };
+  const indented = JSON.stringify(json, null, 2).replace(/^/gm, '  ');
+  const restart = host === 'claude-desktop' ? 'Then quit and restart Claude Desktop.\n' : '';
+  return `Put this entry in ${where[host]}, merged with what is there:\n\n${indented}\n\n${removeOld}${restart}`;
+}
+
+/** Every problem `mcp-warden check` would report for the config just written, formatted. */
+async function check(configFile: string, env: InitIo['env']): Promise<string[]> {
+  let loaded;
+  try {
+    loaded = await loadConfig(configFile, { env });
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
+    throw error;
+  }
+  const { config } = loaded;
+  const problems: string[] = [];
+  try {
+    await loadPolicies(config.policies);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.issues.map(formatConfigIssue));
+  }
+  try {
+    if (config.audit !== undefined)
+      createRedactor({ secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns });
+  } catch (error) {
+    if (!(error instanceof RedactorConfigError)) throw error;
+    problems.push(`${config.file}: audit.redact: ${error.message}`);
+  }
+  try {
+    if (config.pins !== undefined) readPinFile(config.pins.file);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.issues.map(formatConfigIssue));
+  }
+  return problems;
+}
+
+/** Asks on the terminal which of `choices` to use; undefined when stdin or stderr is not one. */
+export function terminalChooser(input: NodeJS.ReadStream, output: NodeJS.WriteStream): InitIo['choose'] {
+  return async (question, choices) => {
+    if (!input.isTTY || !output.isTTY) return undefined;
+    output.write(`${question}\n${choices.map((c, i) => `  ${i + 1}) ${c}`).join('\n')}\n`);
+    const rl = createInterface({ input, output });
+    try {
+      const answer = await new Promise<string>((resolve) =>
+        rl.question(`Number [1-${choices.length}]: `, resolve),
+      );
+      const n = Number.parseInt(answer.trim(), 10);
+      return Number.isInteger(n) ? n : 0;
+    } finally {
+      rl.close();
+    }
+  };
+}

@@ -1,0 +1,267 @@
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  candidateFiles,
+  convertServers,
+  hostOfFile,
+  parseJsonWithComments,
+  readHostServers,
+} from '../../src/commands/hostConfigs.js';
+import { runInit, type InitIo } from '../../src/commands/init.js';
+
+function machine() {
+  const home = mkdtempSync(path.join(tmpdir(), 'warden-init-'));
+  const cwd = path.join(home, 'project');
+  mkdirSync(cwd);
+  return { home, cwd };
+}
+
+function put(file: string, data: unknown): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, typeof data === 'string' ? data : JSON.stringify(data));
+  return file;
+}
+
+/** runInit with captured output; `choose` answers the question when given. */
+async function init(
+  where: { home: string; cwd: string },
+  args: string[],
+  choose?: InitIo['choose'],
+): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runInit(args, {
+    ...where,
+    platform: 'linux',
+    env: {},
+    execPath: '/usr/bin/node',
+    stdout: (t) => (out += t),
+    stderr: (t) => (err += t),
+    ...(choose && { choose }),
+  });
+  return { code, out, err };
+}
+
+const SERVER = { command: 'node', args: ['-e', ''] };
+
+describe('finding host configs', () => {
+  it('knows where each host keeps its servers on each platform', () => {
+    const files = (platform: NodeJS.Platform, env: Record<string, string> = {}) =>
+      candidateFiles({ home: '/h', cwd: '/p', platform, env }).map((c) => `${c.host} ${c.file}`);
+    expect(files('darwin')).toContain(
+      'claude-desktop /h/Library/Application Support/Claude/claude_desktop_config.json',
+    );
+    expect(files('linux')).toContain('claude-desktop /h/.config/Claude/claude_desktop_config.json');
+    expect(files('linux', { XDG_CONFIG_HOME: '/x' })).toContain(
+      'claude-desktop /x/Claude/claude_desktop_config.json',
+    );
+    expect(files('win32', { APPDATA: 'C:\\Users\\me\\AppData\\Roaming' })).toContain(
+      'claude-desktop C:\\Users\\me\\AppData\\Roaming\\Claude\\claude_desktop_config.json',
+    );
+    expect(files('linux')).toEqual(
+      expect.arrayContaining([
+        'claude-code /p/.mcp.json',
+        'claude-code /h/.claude.json',
+        'cursor /h/.cursor/mcp.json',
+        'cursor /p/.cursor/mcp.json',
+        'vscode /p/.vscode/mcp.json',
+        'vscode /h/.config/Code/User/settings.json',
+      ]),
+    );
+  });
+
+  it('tells the host of a --from file by its name', () => {
+    expect(hostOfFile('/a/claude_desktop_config.json')).toBe('claude-desktop');
+    expect(hostOfFile('/h/.claude.json')).toBe('claude-code');
+    expect(hostOfFile('/p/.mcp.json')).toBe('claude-code');
+    expect(hostOfFile('/h/.cursor/mcp.json')).toBe('cursor');
+    expect(hostOfFile('/p/.vscode/mcp.json')).toBe('vscode');
+    expect(hostOfFile('/h/.config/Code/User/settings.json')).toBe('vscode');
+    expect(hostOfFile('/a/servers.json')).toBe('generic');
+  });
+
+  it("reads VS Code's settings, comments and trailing commas included, but never inside strings", () => {
+    const text = `{
+      // the editor's own
+      "editor.fontSize": 14, /* a block
+      comment */ "url": "http://x//y/*z*/",
+      "mcp": { "servers": { "a": { "command": "node", "args": ["a,]"], }, }, },
+    }`;
+    expect(parseJsonWithComments(text)).toEqual({
+      'editor.fontSize': 14,
+      url: 'http://x//y/*z*/',
+      mcp: { servers: { a: { command: 'node', args: ['a,]'] } } },
+    });
+    expect(() => parseJsonWithComments('{"a": }')).toThrow(SyntaxError);
+  });
+
+  it("takes Claude Code's user servers and those of the current project from ~/.claude.json", () => {
+    const { home, cwd } = machine();
+    const file = put(path.join(home, '.claude.json'), {
+      numStartups: 3,
+      mcpServers: { user: SERVER },
+      projects: { [cwd]: { mcpServers: { local: SERVER } }, '/elsewhere': { mcpServers: { other: SERVER } } },
+    });
+    expect(Object.keys(readHostServers(file, 'claude-code', cwd)!.servers)).toEqual(['user', 'local']);
+  });
+
+  it('names a file that is not JSON', () => {
+    const { home, cwd } = machine();
+    const file = put(path.join(home, 'bad.json'), '{ not json');
+    expect(() => readHostServers(file, 'generic', cwd)).toThrow(`${file}: not valid JSON`);
+  });
+});
+
+describe('converting server entries', () => {
+  it('keeps what means the same, renames what mcp-warden cannot take, and says why it leaves out the rest', () => {
+    const converted = convertServers({
+      'my.server': { command: 'npx', args: ['x'], env: { A: '1' }, autoApprove: ['t'] },
+      remote: { type: 'http', url: 'https://example.com/mcp', headers: { A: 'b' } },
+      legacy: { type: 'sse', url: 'https://example.com/sse' },
+      warden: { command: 'npx', args: ['-y', 'mcp-warden', '--config', '/c.yaml'] },
+      asked: { command: 'x', env: { TOKEN: '${input:token}' } },
+    });
+    expect(converted).toEqual([
+      {
+        name: 'my_server',
+        entry: { command: 'npx', args: ['x'], env: { A: '1' } },
+        notes: [
+          'renamed from "my.server" (server names may use letters, digits, _ and -)',
+          'left out "autoApprove" (a setting of the host, not of the server)',
+        ],
+      },
+      {
+        name: 'remote',
+        entry: { type: 'http', url: 'https://example.com/mcp', headers: { A: 'b' } },
+        notes: [],
+      },
+      { name: 'legacy', skipped: expect.stringContaining('old SSE transport') },
+      { name: 'warden', skipped: 'it runs mcp-warden itself' },
+      { name: 'asked', entry: expect.any(Object), notes: [expect.stringContaining('${input:')] },
+    ]);
+  });
+});
+
+describe('converting entries from an editor', () => {
+  it("writes ${workspaceFolder} out as the folder it meant in the editor's file", () => {
+    const [converted] = convertServers(
+      { fs: { command: 'node', args: ['${workspaceFolder}/server.js', '${workspaceFolderBasename}'] } },
+      { workspaceFolder: '/home/me/project' },
+    );
+    expect(converted).toEqual({
+      name: 'fs',
+      entry: { command: 'node', args: ['/home/me/project/server.js', 'project'] },
+      notes: ['${workspaceFolder} written out as /home/me/project'],
+    });
+  });
+});
+
+describe('mcp-warden init', () => {
+  it('writes a valid config from the one host config found, with the policy, and prints the entry', async () => {
+    const where = machine();
+    put(path.join(where.home, '.cursor', 'mcp.json'), { mcpServers: { one: SERVER } });
+    const { code, out } = await init(where, ['--policy', 'read-only-workstation']);
+    expect(code).toBe(0);
+    const config = path.join(where.cwd, 'proxy.config.yaml');
+    const text = readFileSync(config, 'utf8');
+    expect(text).toMatch(/^# yaml-language-server: \$schema=\/.*\/schema\/proxy\.config\.schema\.json$/m);
+    expect(text).toContain('./read-only-workstation.policy.yaml');
+    expect(statSync(config).mode & 0o777).toBe(0o600);
+    const policy = readFileSync(path.join(where.cwd, 'read-only-workstation.policy.yaml'), 'utf8');
+    expect(policy).toMatch(/^# yaml-language-server: \$schema=\/.*\/schema\/policy\.schema\.json$/m);
+    expect(out).toContain(`Servers taken from ${path.join(where.home, '.cursor', 'mcp.json')} (Cursor)`);
+    expect(out).toContain('Checked:');
+    expect(out).toContain('"mcpServers": {');
+    expect(out).toContain(`"${config}"`);
+  });
+
+  it('asks which host config to use when several hold servers, and refuses to guess without a terminal', async () => {
+    const where = machine();
+    put(path.join(where.home, '.config', 'Claude', 'claude_desktop_config.json'), {
+      mcpServers: { desk: SERVER },
+    });
+    put(path.join(where.cwd, '.vscode', 'mcp.json'), { servers: { code: SERVER } });
+
+    const refused = await init(where, []);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain('several host configs hold MCP servers; choose one with --from FILE');
+    expect(refused.err).toContain('VS Code: ');
+
+    let asked: readonly string[] = [];
+    const picked = await init(where, [], async (_question, choices) => {
+      asked = choices;
+      return 2;
+    });
+    expect(asked[0]).toContain('Claude Desktop');
+    expect(picked.code).toBe(0);
+    expect(picked.out).toContain('(VS Code)');
+    expect(picked.out).toContain('"type": "stdio"');
+    expect(readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8')).toContain('code:');
+  });
+
+  it('never overwrites without --force', async () => {
+    const where = machine();
+    const config = put(path.join(where.cwd, 'proxy.config.yaml'), 'mine\n');
+    const refused = await init(where, [
+      '--from',
+      put(path.join(where.home, 'x.json'), { mcpServers: { a: SERVER } }),
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(`${config} already exists; nothing was written (add --force to overwrite)`);
+    expect(readFileSync(config, 'utf8')).toBe('mine\n');
+    const forced = await init(where, ['--from', path.join(where.home, 'x.json'), '--force']);
+    expect(forced.code).toBe(0);
+    expect(readFileSync(config, 'utf8')).toContain('servers:');
+  });
+
+  it('prints the claude mcp add command for Claude Code', async () => {
+    const where = machine();
+    put(path.join(where.cwd, '.mcp.json'), { mcpServers: { proj: SERVER } });
+    const { code, out } = await init(where, ['--policy', 'none', '--config', 'sub dir/w.yaml']);
+    expect(code).toBe(0);
+    const config = path.join(where.cwd, 'sub dir', 'w.yaml');
+    expect(out).toContain(`claude mcp add --scope user warden -- /usr/bin/node `);
+    expect(out).toContain(`--config '${config}'`);
+    expect(readFileSync(config, 'utf8')).not.toMatch(/^#? ?policies:/m);
+  });
+
+  it('writes an example server when no host config is found, or none of its servers can be used', async () => {
+    const { code, out } = await init(machine(), []);
+    expect(code).toBe(0);
+    expect(out).toContain('No host config was found');
+    const where = machine();
+    const from = put(path.join(where.home, 'h.json'), {
+      mcpServers: { old: { type: 'sse', url: 'http://x/sse' } },
+    });
+    const onlySse = await init(where, ['--from', from]);
+    expect(onlySse.code).toBe(0);
+    expect(onlySse.out).toContain(
+      'None of them could be used, so the config holds one example server (memory)',
+    );
+    expect(readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8')).toContain('memory:');
+  });
+
+  it('reports a written config that is not valid yet, with file:line', async () => {
+    const where = machine();
+    const from = put(path.join(where.home, 'h.json'), {
+      mcpServers: { a: { command: 'x', env: { T: '${SURELY_UNSET_VARIABLE_42}' } } },
+    });
+    const { code, out } = await init(where, ['--from', from]);
+    expect(code).toBe(1);
+    expect(out).toMatch(
+      /is not valid yet.*\n.*proxy\.config\.yaml:\d+:\d+: servers\.a\.env\.T: .*SURELY_UNSET_VARIABLE_42/,
+    );
+  });
+
+  it('rejects an unknown policy or host and a --from without servers', async () => {
+    const where = machine();
+    expect((await init(where, ['--policy', 'nope'])).err).toContain(
+      'no shipped policy "nope"; choose one of default, locked-down-org, read-only-workstation, none',
+    );
+    expect((await init(where, ['--host', 'emacs'])).code).toBe(2);
+    const empty = put(path.join(where.home, 'e.json'), { other: 1 });
+    expect((await init(where, ['--from', empty])).err).toContain('holds no MCP servers');
+  });
+});
