@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
-import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
+import { bareNumberMessage, DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import type { ConfigIssue } from './issues.js';
 import { readEnvFile } from './envFile.js';
 import { deepFreeze } from '../lib/freeze.js';
@@ -546,11 +546,44 @@ function serverEnv(
   return { ...read.variables, ...env };
 }
 
-/** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */
+/**
+ * What a bare number in each duration key would do, read as milliseconds, for the message that
+ * refuses it (by the key's last segment; a tool glob under `tools.timeouts` ends every call).
+ */
+const BARE_NUMBER_EFFECT: Readonly<Record<string, string>> = {
+  startupTimeout: 'stop waiting for the servers to start after',
+  connectTimeout: 'give up starting each server after',
+  initialDelay: 'restart a crashed server after',
+  maxDelay: 'cap the wait before each restart at',
+  window: 'count crashes only within',
+};
+
+/**
+ * Whether a bare number is milliseconds in this key: only a server's `timeout` under
+ * `mcpServers`, a key other hosts' files define in milliseconds (Claude Code's), so that such a
+ * file works unchanged. Numbers there that look like seconds are refused in hostKeys.ts.
+ */
+function hostDefinesMilliseconds(keyPath: KeyPath): boolean {
+  return keyPath.length === 3 && keyPath[0] === 'mcpServers' && keyPath[2] === 'timeout';
+}
+
+/**
+ * A duration in ms, or undefined when absent; a bad one is reported and also gives undefined.
+ * A bare number (other than 0, which needs no unit) is refused: whether it meant seconds or
+ * milliseconds cannot be told, and the wrong guess ends calls at once or never.
+ */
 function duration(ctx: Context, keyPath: KeyPath, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' && typeof value !== 'number') {
     ctx.issues.add(keyPath, 'value', `expected a duration (${DURATION_FORMS}), got ${describeValue(value)}`);
+    return undefined;
+  }
+  if (typeof value === 'number' && value > 0 && Number.isFinite(value) && !hostDefinesMilliseconds(keyPath)) {
+    const key = keyPath[2] === 'tools' ? 'timeout' : String(keyPath.at(-1));
+    const effect =
+      BARE_NUMBER_EFFECT[key] ??
+      (keyPath[0] === 'confirmation' ? 'deny every confirmation not answered after' : 'end every call after');
+    ctx.issues.add(keyPath, 'value', bareNumberMessage(value, { effect }));
     return undefined;
   }
   try {
