@@ -65,13 +65,21 @@ interface Loaded {
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
-async function load(file: string | undefined): Promise<Loaded> {
-  const loaded = await loadConfigFile(file);
+async function load(file: string | undefined, options: LoadConfigOptions = {}): Promise<Loaded> {
+  const loaded = await loadConfigFile(file, options);
   return { ...loaded, policies: await loadPolicyFiles(loaded.config) };
 }
 
+/** How the commands load the config: serving and `tools` go on without a server whose entry is bad. */
+interface LoadConfigOptions {
+  readonly badServers?: 'refuse' | 'mark-failed';
+}
+
 /** The config and the redactor it sets up, or an exit with every problem found. */
-async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'policies'>> {
+async function loadConfigFile(
+  file: string | undefined,
+  options: LoadConfigOptions = {},
+): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
   const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
@@ -80,7 +88,7 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
   ]);
   let loaded: LoadedConfig;
   try {
-    loaded = await loadConfig(path.resolve(chosen), { env: process.env });
+    loaded = await loadConfig(path.resolve(chosen), { env: process.env, ...options });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
@@ -139,7 +147,7 @@ function warningLines(warnings: readonly ConfigIssue[]): string {
 }
 
 async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor, warnings } = await loadConfigFile(file);
+  const { config, redactor, warnings } = await loadConfigFile(file, { badServers: 'mark-failed' });
   // Like an invalid config, an invalid pins file stops us before any server is started.
   const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
@@ -171,6 +179,11 @@ async function serve(file: string | undefined): Promise<void> {
   });
   // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
   for (const warning of warnings) logger.warn(formatConfigIssue(warning));
+  for (const server of config.servers)
+    if (server.failedAtLoad !== undefined)
+      logger.error(
+        `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
+      );
   const audit =
     config.audit === undefined
       ? undefined
@@ -349,7 +362,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'tools': {
       noMore(rest);
-      const { config, policies, warnings } = await load(values.config);
+      const { config, policies, warnings } = await load(values.config, { badServers: 'mark-failed' });
       // stderr: stdout carries the catalog, as JSON with --json.
       process.stderr.write(warningLines(warnings));
       const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =

@@ -90,6 +90,7 @@ function serverEntry(at: KeyPath, entry: unknown, issues: IssueList): unknown {
         keyPath,
         'value',
         'type "sse" (the older HTTP+SSE transport) is not supported: mcp-warden reaches remote servers over Streamable HTTP; give that endpoint of the server (often ending in /mcp) as "url", with type "http" or no type',
+        { scope: 'server' },
       );
       return false;
     }

@@ -43,6 +43,8 @@ export interface RouterOptions {
   readonly requestTimeoutMs: number;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
+  /** Sent to the host in the initialize answer: what a user should know (servers that failed). */
+  readonly instructions?: string;
 }
 
 /** What the gateway serves, whatever its upstreams turn out to offer: it answers empty lists itself. */
@@ -342,7 +344,12 @@ export class Router {
     return this.options.host.send({
       jsonrpc: '2.0',
       id,
-      result: { protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: this.options.serverInfo },
+      result: {
+        protocolVersion,
+        capabilities: SERVER_CAPABILITIES,
+        serverInfo: this.options.serverInfo,
+        ...(this.options.instructions !== undefined && { instructions: this.options.instructions }),
+      },
     });
   }
 

@@ -784,6 +784,54 @@ describe('parseConfigText: a duration written as a bare number', () => {
   });
 });
 
+describe("parseConfigText with badServers: 'mark-failed'", () => {
+  const load = (text: string, env: Env = {}) =>
+    parseConfigText(text, { file: FILE, env, badServers: 'mark-failed' });
+
+  it('keeps a server whose variable is unset, env file missing or transport SSE, failed with why', () => {
+    const { config, failedServers } = load(
+      [
+        'mcpServers:',
+        '  ok: { command: c }',
+        '  bad: { command: c, args: ["${NOPE}", "${NOPE2}"] }',
+        '  sse: { type: sse, url: "https://example.com/sse" }',
+        '  envs: { command: c, envFile: ./missing.env }',
+        '',
+      ].join('\n'),
+    );
+    expect(config.servers.map((s) => [s.name, s.failedAtLoad])).toEqual([
+      ['ok', undefined],
+      [
+        'bad',
+        `${F}:3:29: mcpServers.bad.args[0]: environment variable "NOPE" is not set (use \${NOPE:-default} to give a default); ${F}:3:40: mcpServers.bad.args[1]: environment variable "NOPE2" is not set (use \${NOPE2:-default} to give a default)`,
+      ],
+      [
+        'sse',
+        expect.stringMatching(/^\/srv\/warden\/proxy\.config\.yaml:4:16: mcpServers\.sse\.type: type "sse"/),
+      ],
+      [
+        'envs',
+        expect.stringMatching(/^\/srv\/warden\/proxy\.config\.yaml:5:32: mcpServers\.envs\.envFile: /),
+      ],
+    ]);
+    expect(failedServers.map((f) => f.name)).toEqual(['bad', 'sse', 'envs']);
+  });
+
+  it('still refuses a mistake in the file, even inside a server entry', () => {
+    expect(() => load('servers:\n  a: { command: c, args: ["${NOPE}"], timeout: 5 }\n')).toThrow(
+      /servers\.a\.timeout: a number without a unit/,
+    );
+    expect(() => load('servers:\n  a: { comand: c }\n')).toThrow(/unknown key "comand"/);
+  });
+
+  it('still refuses problems outside the server entries, and a server name used twice', () => {
+    expect(() => load('gateway:\n  timeout: 5\nservers:\n  a: { command: c }\n')).toThrow(ConfigError);
+    expect(() => load('servers:\n  a: { command: c }\nmcpServers:\n  a: { command: c }\n')).toThrow(
+      /server "a" is already defined/,
+    );
+  });
+});
+
 describe('parseConfigText: maxTimeout and repair', () => {
   it('accepts a timeout equal to maxTimeout, and a server raising the limit above the gateway', () => {
     const text = [
