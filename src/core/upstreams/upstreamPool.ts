@@ -17,6 +17,7 @@ export type UpstreamPoolOptions = {
   | 'clientCapabilities'
   | 'onNotification'
   | 'onRequest'
+  | 'onLifecycle'
 >;
 
 /** Every configured upstream, started together and stopped together. */
