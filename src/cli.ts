@@ -5,6 +5,8 @@
  * serve mode stdout carries JSON-RPC only and everything else goes to stderr.
  */
 import { readFileSync } from 'node:fs';
+import { paletteFor, type Palette } from './lib/colour.js';
+import { plural } from './lib/plural.js';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { WardenConfig } from './config/types.js';
@@ -23,28 +25,81 @@ import type { WinstonLogger } from './core/logger.js';
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
-  mcp-warden check --config FILE      validate the config; exit 1 with file:line messages if invalid
+  mcp-warden check --config FILE      validate the config, its policy files and pins file
   mcp-warden tools --config FILE      start the upstreams, print the merged tool catalog, exit
-                   [--json]           ... as JSON
   mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
-                                      which policy rule decides a call of TOOL (an exposed name), and why
-  mcp-warden pins diff --config FILE [SERVER[/TOOL] ...]
-                                      start the upstreams and show each tool that differs from its pin;
-                                      exit 1 if any does
-  mcp-warden pins accept --config FILE [SERVER[/TOOL] ...]
-                                      pin the current definitions of those tools (all when none given)
-  mcp-warden pins list --config FILE  what the pins file holds (no upstreams started)
-  mcp-warden audit verify FILE        check an audit log's hash chain (rotated files included)
-  mcp-warden audit summary FILE       calls per tool, denials, errors, p50/p95 duration
+                                      which policy rule decides a call of TOOL, and why
+  mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]
+                                      review tool definitions against their pins
+  mcp-warden audit verify|summary FILE
+                                      check an audit log's hash chain, or summarize it
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
-                                      (mcp-warden init --help for more)
+  mcp-warden COMMAND --help           that command's options and exit codes
   mcp-warden --version | --help
 
-The config file may also be given as MCP_WARDEN_CONFIG.`;
+The config file may also be given as MCP_WARDEN_CONFIG.
+Exit codes: 0 ok; 1 the command ran and found problems (see each command); 2 bad usage, an
+invalid config, policy or pins file, or a file that does not exist.
+Colour: on when the output is a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 forces it on.`;
 
-/** Exit codes: 0 ok, 1 a check or command found problems, 2 bad usage or invalid config. */
-const EXIT_USAGE = 2;
+/** Each command's own help: what `mcp-warden COMMAND --help` prints. */
+const COMMAND_HELP: Readonly<Record<string, string>> = {
+  serve: `Usage: mcp-warden [serve] --config FILE
+
+Serves MCP on stdio: what a desktop host runs. stdout carries JSON-RPC only; the log goes to
+stderr (or gateway.log.file). A server whose entry cannot be used (an unset \${VAR}, an
+unreadable envFile, type: sse) is left out and reported failed; the others serve.
+
+Exit codes: 0 the host closed the connection; 1 an internal error; 2 an invalid config, policy
+or pins file (nothing is started).`,
+  check: `Usage: mcp-warden check --config FILE
+
+Validates the config file, its policy files and its pins file without starting any server.
+Every problem is printed as FILE:LINE:COLUMN: KEY: message. Warnings (ignored keys, a stdio
+command not found on PATH) are printed too but do not fail the check.
+
+Exit codes: 0 valid (warnings allowed); 2 invalid, with every problem on stderr.`,
+  tools: `Usage: mcp-warden tools --config FILE [--json]
+
+Starts the upstream servers as serving would, waits for them (up to gateway.startupTimeout),
+prints the merged tool catalog as the host would see it, and stops them. On a terminal,
+progress goes to stderr while the servers start. Each server that is not ready is listed with
+why; tools the policy hides and tools blocked by their pin are counted.
+
+  --json     the catalog as JSON
+
+Exit codes: 0 every enabled server is ready; 1 some server failed or was still starting;
+2 an invalid config, policy or pins file.`,
+  policy: `Usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON] [--json]
+
+Says which policy rule decides a call of TOOL (its exposed name, e.g. fs__write_file) with the
+given arguments, and why.
+
+Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an invalid config.`,
+  pins: `Usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]
+
+  diff       start the upstreams and show each tool whose definition differs from its pin
+             (- lines as pinned, + lines as listed now)
+  accept     pin the current definitions of the named tools (or all of a SERVER's). With no
+             SERVER[/TOOL], it shows every change and asks [y/N] on a terminal; elsewhere it
+             needs --all. Each acceptance is written to the audit log when the config has one.
+  list       what the pins file holds (no upstreams started)
+
+  --all      accept every change without asking (pins accept)
+
+Exit codes: diff: 0 everything matches, 1 something differs or a server was not available;
+accept: 0 pinned (or nothing to pin), 1 declined, a server was not available or a tool could
+not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
+  audit: `Usage: mcp-warden audit verify FILE
+       mcp-warden audit summary FILE
+
+  verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
+  summary    calls per tool, denials, errors, p50/p95 duration
+
+Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0. Both: 2 when there is
+no audit log at FILE (nor rotated files), or bad usage.`,
+};
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
@@ -53,9 +108,25 @@ function version(): string {
   return pkg.version;
 }
 
+/** Exit codes: 0 ok, 1 a check or command found problems, 2 bad usage, an invalid or missing file. */
+const EXIT_USAGE = 2;
+
+/** Colour for what goes to stdout and to stderr, each judged on its own stream. */
+const colour = {
+  out: paletteFor(process.stdout, process.env),
+  err: paletteFor(process.stderr, process.env),
+};
+
+/** Prints `mcp-warden: message` (its first line in red on a terminal) and exits. */
 function fail(message: string, code = EXIT_USAGE): never {
-  process.stderr.write(`mcp-warden: ${message}\n`);
+  const [first = '', ...rest] = message.split('\n');
+  process.stderr.write(`${[colour.err.red(`mcp-warden: ${first}`), ...rest].join('\n')}\n`);
   process.exit(code);
+}
+
+/** The help of `command` (its own when it has one): what usage errors point to. */
+function usageOf(command: string | undefined): string {
+  return (command !== undefined ? COMMAND_HELP[command] : undefined) ?? USAGE;
 }
 
 interface Loaded {
@@ -68,13 +139,21 @@ interface Loaded {
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
-async function load(file: string | undefined): Promise<Loaded> {
-  const loaded = await loadConfigFile(file);
+async function load(file: string | undefined, options: LoadConfigOptions = {}): Promise<Loaded> {
+  const loaded = await loadConfigFile(file, options);
   return { ...loaded, policies: await loadPolicyFiles(loaded.config) };
 }
 
+/** How the commands load the config: serving and `tools` go on without a server whose entry is bad. */
+interface LoadConfigOptions {
+  readonly badServers?: 'refuse' | 'mark-failed';
+}
+
 /** The config and the redactor it sets up, or an exit with every problem found. */
-async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'policies'>> {
+async function loadConfigFile(
+  file: string | undefined,
+  options: LoadConfigOptions = {},
+): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
   const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
@@ -83,7 +162,7 @@ async function loadConfigFile(file: string | undefined): Promise<Omit<Loaded, 'p
   ]);
   let loaded: LoadedConfig;
   try {
-    loaded = await loadConfig(path.resolve(chosen), { env: process.env });
+    loaded = await loadConfig(path.resolve(chosen), { env: process.env, ...options });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
@@ -137,12 +216,12 @@ async function loadPinsFile(config: WardenConfig): Promise<{ pins: PinSet; text:
 }
 
 /** One line per config warning, as the subcommands print them (stdout for `check`, else stderr). */
-function warningLines(warnings: readonly ConfigIssue[]): string {
-  return warnings.map((warning) => `warning: ${formatConfigIssue(warning)}\n`).join('');
+function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colour.err): string {
+  return warnings.map((warning) => `${palette.yellow('warning:')} ${formatConfigIssue(warning)}\n`).join('');
 }
 
 async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor, warnings } = await loadConfigFile(file);
+  const { config, redactor, warnings } = await loadConfigFile(file, { badServers: 'mark-failed' });
   // Like an invalid config, an invalid pins file stops us before any server is started.
   const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
@@ -174,6 +253,11 @@ async function serve(file: string | undefined): Promise<void> {
   });
   // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
   for (const warning of warnings) logger.warn(formatConfigIssue(warning));
+  for (const server of config.servers)
+    if (server.failedAtLoad !== undefined)
+      logger.error(
+        `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
+      );
   const audit =
     config.audit === undefined
       ? undefined
@@ -256,7 +340,9 @@ async function serve(file: string | undefined): Promise<void> {
     );
   });
 
-  logger.info(`mcp-warden ${version()} serving ${config.servers.length} upstream(s) from ${config.file}`);
+  logger.info(
+    `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
+  );
   await gateway.start();
 }
 
@@ -264,25 +350,69 @@ async function closeLogger(logger: WinstonLogger): Promise<void> {
   await Promise.race([logger.close(), new Promise((r) => setTimeout(r, 500).unref())]);
 }
 
+/** What `pins accept` was told to accept: named tools or servers, or every change. */
+type AcceptScope = 'named' | 'all' | 'ask';
+
 /** `mcp-warden pins diff|accept|list`: exit 0 when all matches (or was pinned), 1 when not. */
-async function pinsCommand(sub: 'diff' | 'accept' | 'list', configFile: string | undefined, args: string[]) {
-  const { config, warnings } = await loadConfigFile(configFile);
+async function pinsCommand(
+  sub: 'diff' | 'accept' | 'list',
+  configFile: string | undefined,
+  args: string[],
+  options: { readonly all: boolean },
+) {
+  if (sub !== 'accept' && options.all) fail(`--all applies to pins accept only\n\n${usageOf('pins')}`);
+  if (sub === 'accept' && options.all && args.length > 0)
+    fail(`give either SERVER[/TOOL] arguments or --all, not both\n\n${usageOf('pins')}`);
+  const scope: AcceptScope = args.length > 0 ? 'named' : options.all ? 'all' : 'ask';
+  // Asking needs a person to answer; a script must say --all, so it never accepts by accident.
+  if (sub === 'accept' && scope === 'ask' && process.stdin.isTTY !== true)
+    fail(
+      'pins accept without SERVER[/TOOL] arguments accepts every change: not on a terminal, say so with --all\n\n' +
+        usageOf('pins'),
+    );
+  const { config, redactor, warnings } = await loadConfigFile(configFile);
   process.stderr.write(warningLines(warnings));
   const { pins } = await loadPinsFile(config);
   const settings = config.pins!;
   const commands = await import('./commands/pins.js');
   if (sub === 'list') return print(commands.formatPinList(pins, settings.file));
   const selectors = commands.parseSelectors(args, config);
-  const { createLogger } = await import('./core/logger.js');
+  const [{ createLogger }, { terminalProgress }] = await Promise.all([
+    import('./core/logger.js'),
+    import('./commands/progress.js'),
+  ]);
   const logger = createLogger({ level: 'warn' });
+  const progress = terminalProgress(process.stderr, colour.err);
   let comparison;
   try {
-    comparison = await commands.comparePins({ config, pins, selectors, logger, version: version() });
+    comparison = await commands.comparePins({
+      config,
+      pins,
+      selectors,
+      logger,
+      version: version(),
+      ...(progress && { progress }),
+    });
   } finally {
     await closeLogger(logger);
   }
-  await print(commands.formatDiff(comparison, { configFile: config.file, acceptHint: sub === 'diff' }));
+  await print(
+    commands.formatDiff(comparison, {
+      configFile: config.file,
+      acceptHint: sub === 'diff',
+      palette: colour.out,
+    }),
+  );
   if (sub === 'diff') process.exit(commands.differs(comparison) ? 1 : 0);
+  const pending = commands.acceptable(comparison).length;
+  if (
+    scope === 'ask' &&
+    pending > 0 &&
+    !(await confirm(`accept ${plural(pending, 'change')} shown above?`))
+  ) {
+    await print('nothing accepted\n');
+    process.exit(1);
+  }
   let acceptance;
   try {
     acceptance = commands.acceptPins(comparison, settings);
@@ -290,8 +420,70 @@ async function pinsCommand(sub: 'diff' | 'accept' | 'list', configFile: string |
     if (error instanceof ConfigError) fail(`invalid pins file:\n${error.message}`);
     fail(`cannot write the pins file ${settings.file}: ${(error as Error).message}`, 1);
   }
+  await auditAcceptance(config, redactor, acceptance);
   await print(commands.formatAcceptance(acceptance, settings.file));
   process.exit(comparison.unavailable.length > 0 || acceptance.unpinnable.length > 0 ? 1 : 0);
+}
+
+/** Asks a yes/no question on the terminal (stderr); only y or yes is yes. */
+async function confirm(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${colour.err.bold(question)} [y/N] `);
+    return /^\s*y(es)?\s*$/i.test(answer);
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * One `tool_pinned` record per accepted pin, saying who accepted it, when the config keeps an
+ * audit trail: a pin decides what the host may call, so changing one belongs in the trail. A
+ * trail that cannot be written fails the command (the pins are written by then; it says so).
+ */
+async function auditAcceptance(
+  config: WardenConfig,
+  redactor: Redactor,
+  acceptance: import('./commands/pins.js').Acceptance,
+): Promise<void> {
+  if (config.audit === undefined || acceptance.pinned.length === 0) return;
+  const [{ openAuditLog }, { randomUUID }, { userInfo }] = await Promise.all([
+    import('./features/audit/auditWriter.js'),
+    import('node:crypto'),
+    import('node:os'),
+  ]);
+  const log = await openAuditLog({
+    file: config.audit.file,
+    maxBytes: config.audit.maxBytes,
+    maxFiles: config.audit.maxFiles,
+    onFailure: 'continue',
+    fsync: config.audit.fsync,
+    writes: 'immediate',
+    redactor,
+  });
+  const session = randomUUID();
+  let by: string;
+  try {
+    by = userInfo().username;
+  } catch {
+    by = process.env.USER ?? process.env.USERNAME ?? 'unknown';
+  }
+  for (const { server, tool, pin, previous } of acceptance.pinned)
+    log.append({
+      type: 'tool_pinned',
+      session,
+      server,
+      upstreamTool: tool,
+      sha256: pin.sha256,
+      how: 'accepted',
+      by,
+      ...(previous !== undefined && { previousSha256: previous.sha256 }),
+    });
+  const failure = log.healthy ? undefined : log.lastError;
+  log.close();
+  if (failure !== undefined)
+    fail(`pinned, but the audit log ${config.audit.file} could not record it: ${failure.message}`, 1);
 }
 
 /** Writes to stdout and waits until it is handed to the OS: a report can be long, and we exit next. */
@@ -326,14 +518,20 @@ async function main(argv: string[]): Promise<void> {
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
+        all: { type: 'boolean' },
       },
     });
   } catch (error) {
-    fail(`${(error as Error).message}\n\n${USAGE}`);
+    fail(`${(error as Error).message}\n\n${usageOf(argv.find((arg) => !arg.startsWith('-')))}`);
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
+    // `mcp-warden check --help` (or `mcp-warden help check`): that command's own help.
+    process.stdout.write(`${usageOf(positionals[0])}\n`);
+    return;
+  }
+  if (positionals[0] === 'help') {
+    process.stdout.write(`${usageOf(positionals[1])}\n`);
     return;
   }
   if (values.version) {
@@ -342,8 +540,10 @@ async function main(argv: string[]): Promise<void> {
   }
   const [command = 'serve', ...rest] = positionals;
   const noMore = (args: string[]) => {
-    if (args.length > 0) fail(`unexpected argument "${args[0]}"\n\n${USAGE}`);
+    if (args.length > 0) fail(`unexpected argument "${args[0]}"\n\n${usageOf(command)}`);
   };
+  if (values.all === true && command !== 'pins')
+    fail(`--all applies to pins accept only\n\n${usageOf(command)}`);
 
   switch (command) {
     case 'serve':
@@ -351,33 +551,41 @@ async function main(argv: string[]): Promise<void> {
       return serve(values.config);
     case 'check': {
       noMore(rest);
-      const { config, policies, warnings } = await load(values.config);
+      const { config, policies, warnings: fileWarnings } = await load(values.config);
       if (config.pins !== undefined) await loadPinsFile(config);
+      const { commandsNotFound } = await import('./commands/check.js');
+      const warnings = [...fileWarnings, ...(await commandsNotFound(config))];
       const enabled = config.servers.filter((s) => !s.disabled).length;
       const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
       const policyText =
         policies.files.length === 0
           ? 'no policy files'
-          : `${policies.files.length} policy files, ${rules} rules`;
-      const warningText =
-        warnings.length === 0 ? '' : `; ${warnings.length} warning${warnings.length === 1 ? '' : 's'}`;
+          : `${plural(policies.files.length, 'policy file')}, ${plural(rules, 'rule')}`;
+      const warningText = warnings.length === 0 ? '' : `; ${plural(warnings.length, 'warning')}`;
+      const ok = colour.out.green('ok');
       process.stdout.write(
-        `${warningLines(warnings)}${config.file}: ok (${config.servers.length} servers, ${enabled} enabled; ${policyText}${warningText})\n`,
+        `${warningLines(warnings, colour.out)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
       );
       return;
     }
     case 'tools': {
       noMore(rest);
-      const { config, policies, warnings } = await load(values.config);
+      const { config, policies, warnings } = await load(values.config, { badServers: 'mark-failed' });
       // stderr: stdout carries the catalog, as JSON with --json.
       process.stderr.write(warningLines(warnings));
-      const [{ createLogger }, { createPolicyEngine }, { hiddenByPolicy }, { listCatalog, formatCatalog }] =
-        await Promise.all([
-          import('./core/logger.js'),
-          import('./features/policy/engine.js'),
-          import('./features/policy/visibility.js'),
-          import('./commands/tools.js'),
-        ]);
+      const [
+        { createLogger },
+        { createPolicyEngine },
+        { hiddenByPolicy },
+        { listCatalog, formatCatalog },
+        { terminalProgress },
+      ] = await Promise.all([
+        import('./core/logger.js'),
+        import('./features/policy/engine.js'),
+        import('./features/policy/visibility.js'),
+        import('./commands/tools.js'),
+        import('./commands/progress.js'),
+      ]);
       const logger = createLogger({ level: 'warn' });
       const engine = createPolicyEngine(policies);
       const byPolicy = hiddenByPolicy(() => engine, config.servers);
@@ -392,16 +600,18 @@ async function main(argv: string[]): Promise<void> {
         byPins = blockedByPins(pins, config.pins);
       }
       const blocked: string[] = [];
+      const progress = terminalProgress(process.stderr, colour.err);
       const listing = await listCatalog({
         config,
         logger,
         version: version(),
+        hiddenByPolicy: byPolicy,
         hidden: (server, tool) => {
-          if (byPolicy(server, tool)) return true;
           if (byPins?.(server, tool) !== true) return false;
           blocked.push(`${server}/${tool.name}`);
           return true;
         },
+        ...(progress && { progress }),
       });
       const pinned = [...new Set(blocked)];
       if (pinned.length > 0) {
@@ -409,7 +619,9 @@ async function main(argv: string[]): Promise<void> {
           `mcp-warden: left out because their pin blocks them (review with mcp-warden pins diff): ${pinned.join(', ')}\n`,
         );
       }
-      process.stdout.write(values.json ? `${JSON.stringify(listing, null, 2)}\n` : formatCatalog(listing));
+      process.stdout.write(
+        values.json ? `${JSON.stringify(listing, null, 2)}\n` : formatCatalog(listing, colour.out),
+      );
       await closeLogger(logger);
       process.exit(listing.servers.some((s) => s.state === 'failed' || s.state === 'unavailable') ? 1 : 0);
     }
@@ -417,7 +629,7 @@ async function main(argv: string[]): Promise<void> {
     case 'policy': {
       const [sub, tool, argsJson, ...extra] = rest;
       if (sub !== 'explain' || tool === undefined)
-        fail(`usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]\n\n${USAGE}`);
+        fail(`usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]\n\n${usageOf('policy')}`);
       noMore(extra);
       let args: Record<string, unknown> | undefined;
       if (argsJson !== undefined) {
@@ -457,20 +669,30 @@ async function main(argv: string[]): Promise<void> {
     case 'pins': {
       const [sub, ...selectorArgs] = rest;
       if (sub !== 'diff' && sub !== 'accept' && sub !== 'list')
-        fail(`usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]\n\n${USAGE}`);
+        fail(
+          `usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]\n\n${usageOf('pins')}`,
+        );
       if (sub === 'list') noMore(selectorArgs);
-      return pinsCommand(sub, values.config, selectorArgs).catch((error: unknown) => {
-        // A SERVER[/TOOL] argument that names nothing: usage, like an unknown command.
-        if (error instanceof WardenError && error.code === 'INVALID_PARAMS') fail(error.message);
-        throw error;
-      });
+      return pinsCommand(sub, values.config, selectorArgs, { all: values.all === true }).catch(
+        (error: unknown) => {
+          // A SERVER[/TOOL] argument that names nothing: usage, like an unknown command.
+          if (error instanceof WardenError && error.code === 'INVALID_PARAMS') fail(error.message);
+          throw error;
+        },
+      );
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;
       if ((sub !== 'verify' && sub !== 'summary') || file === undefined)
-        fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${USAGE}`);
+        fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${usageOf('audit')}`);
       noMore(extra);
       const base = path.resolve(file);
+      const { auditFileSet } = await import('./features/audit/files.js');
+      // Reading nothing would report an empty (or broken) log: say that there is none instead.
+      if (auditFileSet(base).files.length === 0)
+        fail(
+          `no audit log at ${base} (nor rotated files ${path.basename(base)}.1, .2, ...); check the path, or audit.file in the config`,
+        );
       if (sub === 'verify') {
         const { formatVerifyResult, verifyAuditFiles } = await import('./features/audit/verify.js');
         const result = verifyAuditFiles(base);

@@ -236,6 +236,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       answerLocally: (message) => fixedRoots(message, serversByName),
     }),
   );
+  // A host shows a server's stderr in a log few users open; the initialize answer's instructions
+  // reach the host (and often the model) at once, so a server left out is not a mystery.
+  const failedAtLoad = config.servers.flatMap((server) =>
+    server.failedAtLoad === undefined
+      ? []
+      : [
+          `mcp-warden: server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`,
+        ],
+  );
   const router = new Router({
     host,
     tools,
@@ -245,6 +254,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     pipeline,
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
+    ...(failedAtLoad.length > 0 && { instructions: failedAtLoad.join('\n') }),
   });
 
   /** The gateway's own questions to the user (confirmations) go to the host as elicitation. */

@@ -1,5 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { didYouMean } from '../lib/didYouMean.js';
+import { paletteFor, type Palette } from '../lib/colour.js';
+import { plural } from '../lib/plural.js';
 import type { PinsConfig, WardenConfig } from '../config/types.js';
 import { WardenError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -14,7 +16,7 @@ import {
   type ToolPin,
 } from '../features/pins/pinFile.js';
 import { shellQuote, toolSelector } from '../features/pins/reviewCommands.js';
-import { collectTools, type CatalogListing } from './tools.js';
+import { collectTools, type CatalogListing, type StartupProgress } from './tools.js';
 
 /** `server` or `server/tool`, as the `pins` subcommands take them. */
 export interface Selector {
@@ -68,6 +70,7 @@ export interface ComparePinsOptions {
   readonly selectors: readonly Selector[];
   readonly logger: Logger;
   readonly version: string;
+  readonly progress?: StartupProgress;
 }
 
 /**
@@ -127,8 +130,14 @@ export function differs(comparison: PinComparison): boolean {
  */
 export function formatDiff(
   comparison: PinComparison,
-  options: { readonly configFile: string; readonly acceptHint: boolean },
+  options: {
+    readonly configFile: string;
+    readonly acceptHint: boolean;
+    /** Colours for a terminal: removed lines red, added ones green. Default: none. */
+    readonly palette?: Palette;
+  },
 ): string {
+  const paint = options.palette ?? paletteFor({}, {});
   const out: string[] = [];
   for (const review of comparison.reviews) {
     const { server, status, pin } = review;
@@ -140,10 +149,13 @@ export function formatDiff(
     }
     out.push(
       status.kind === 'changed'
-        ? `CHANGED ${name} (pinned ${pin!.pinnedAt}, sha256 ${short(pin!.sha256)} → ${short(review.sha256)}): ${status.fields.join(', ')}`
-        : `NEW ${name} (no pin; sha256 ${short(review.sha256)})`,
+        ? `${paint.bold(paint.yellow('CHANGED'))} ${name} (pinned ${pin!.pinnedAt}, sha256 ${short(pin!.sha256)} → ${short(review.sha256)}): ${status.fields.join(', ')}`
+        : `${paint.bold(paint.green('NEW'))} ${name} (no pin; sha256 ${short(review.sha256)})`,
     );
-    out.push(...describeChanges(pin?.definition, review.definition).map((line) => `  ${line}`), '');
+    out.push(
+      ...describeChanges(pin?.definition, review.definition).map((line) => paintDiffLine(`  ${line}`, paint)),
+      '',
+    );
   }
   for (const { server, tool, pin } of comparison.unlisted)
     out.push(`not listed now: ${toolSelector(server, tool)} (pinned ${pin.pinnedAt}; the pin is kept)`);
@@ -152,15 +164,30 @@ export function formatDiff(
       `server ${s.name}: ${s.state}${s.error === undefined ? '' : `: ${s.error}`}; its tools were not compared`,
     );
   const count = (kind: string) => comparison.reviews.filter((r) => r.status.kind === kind).length;
-  const changed = comparison.reviews.filter((r) => r.status.kind !== 'unchanged');
-  out.push(`${count('unchanged')} match their pins, ${count('changed')} changed, ${count('new')} new`);
-  const acceptable = changed.filter((r) => r.status.kind !== 'unpinnable');
-  if (options.acceptHint && acceptable.length > 0)
+  const matching = count('unchanged');
+  out.push(
+    `${matching} ${matching === 1 ? 'matches its pin' : 'match their pins'}, ${count('changed')} changed, ${count('new')} new`,
+  );
+  const pending = acceptable(comparison);
+  if (options.acceptHint && pending.length > 0)
     out.push(
       `after reviewing, accept with: ${['mcp-warden', 'pins', 'accept', '--config', options.configFile].map(shellQuote).join(' ')} ` +
-        acceptable.map((r) => shellQuote(toolSelector(r.server, r.tool))).join(' '),
+        pending.map((r) => shellQuote(toolSelector(r.server, r.tool))).join(' '),
     );
   return `${out.join('\n')}\n`;
+}
+
+/** A line of a definition diff, red when it shows what was pinned, green when what is new. */
+function paintDiffLine(line: string, paint: Palette): string {
+  const text = line.trimStart();
+  if (text.startsWith('- ')) return paint.red(line);
+  if (text.startsWith('+ ')) return paint.green(line);
+  return line;
+}
+
+/** The reviews `pins accept` would pin: changed and new tools (not the unpinnable ones). */
+export function acceptable(comparison: PinComparison): PinComparison['reviews'] {
+  return comparison.reviews.filter((r) => r.status.kind === 'changed' || r.status.kind === 'new');
 }
 
 /** What `pins accept` pinned, and what it could not. */
@@ -178,7 +205,7 @@ export function acceptPins(
   settings: Pick<PinsConfig, 'file'>,
   now = new Date(),
 ): Acceptance {
-  const pending = comparison.reviews.filter((r) => r.status.kind === 'changed' || r.status.kind === 'new');
+  const pending = acceptable(comparison);
   const entries = pending.map((r) => ({ server: r.server, tool: r.tool, pin: newPin(r.definition, now) }));
   const { written } =
     entries.length === 0 ? { written: [] } : addPins(settings.file, entries, { replace: true });
@@ -198,7 +225,9 @@ export function formatAcceptance(acceptance: Acceptance, file: string): string {
   );
   for (const name of acceptance.unpinnable) out.push(`not pinned: ${name} nests too deeply to pin`);
   out.push(
-    acceptance.pinned.length === 0 ? 'nothing to accept' : `${acceptance.pinned.length} pinned in ${file}`,
+    acceptance.pinned.length === 0
+      ? 'nothing to accept'
+      : `${plural(acceptance.pinned.length, 'tool')} pinned in ${file}`,
   );
   return `${out.join('\n')}\n`;
 }
@@ -217,7 +246,7 @@ export function formatPinList(pins: PinSet, file: string): string {
       .map((cell, i) => cell.padEnd(widths[i]!))
       .join('  ')
       .trimEnd();
-  return `${[line(header), ...rows.map(line), `${rows.length} pins in ${file}`].join('\n')}\n`;
+  return `${[line(header), ...rows.map(line), `${plural(rows.length, 'pin')} in ${file}`].join('\n')}\n`;
 }
 
 /** The first 12 hex digits of a hash: enough to tell pins apart by eye. */

@@ -2,6 +2,9 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { rebuildCatalogs } from '../core/catalog/catalogs.js';
 import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
 import type { WardenConfig } from '../config/types.js';
+import { formatDuration } from '../config/duration.js';
+import { plural } from '../lib/plural.js';
+import { paletteFor, type Palette } from '../lib/colour.js';
 import type { Logger } from '../core/logger.js';
 import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { UpstreamState } from '../core/upstreams/upstream.js';
@@ -20,6 +23,17 @@ export interface CatalogListing {
     readonly tools: number;
     readonly error?: string;
   }[];
+  /** Tools the upstreams list that the policy files hide from the host (always denied). */
+  readonly hiddenByPolicy?: number;
+}
+
+/** What `tools` and `pins diff` tell a person at a terminal while the servers start. */
+export interface StartupProgress {
+  /** The servers being started (not the disabled ones, nor those whose entry failed to load). */
+  starting(servers: readonly string[]): void;
+  ready(server: string, tools: number): void;
+  /** A failed attempt (it may be retried) or an entry that cannot be used at all. */
+  failed(server: string, error: string): void;
 }
 
 function summarize(state: UpstreamState): CatalogListing['servers'][number]['state'] {
@@ -42,13 +56,21 @@ export async function collectTools(options: {
   logger: Logger;
   version: string;
   hidden?: (server: string, tool: Tool) => boolean;
+  progress?: StartupProgress;
 }): Promise<CollectedTools> {
-  const { config, logger, hidden } = options;
+  const { config, logger, hidden, progress } = options;
   const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
   const pool = new UpstreamPool({
     config,
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
+    ...(progress && {
+      onReady: (upstream) => progress.ready(upstream.name, upstream.tools.length),
+      onLifecycle: (event) => {
+        if (event.type === 'upstream_failed' || (event.type === 'upstream_exit' && !event.expected))
+          progress.failed(event.server, event.error ?? 'exited');
+      },
+    }),
     onListsChanged: () =>
       void rebuildCatalogs(
         { tools: catalog },
@@ -57,6 +79,13 @@ export async function collectTools(options: {
         hidden === undefined ? {} : { hidden },
       ),
   });
+  if (progress !== undefined) {
+    for (const u of pool.upstreams)
+      if (u.state === 'failed') progress.failed(u.name, u.lastError ?? 'failed');
+    progress.starting(pool.upstreams.filter((u) => u.state === 'idle').map((u) => u.name));
+  }
+  // Why a server that was still starting is left out: it has no error of its own yet.
+  const late = `still starting when gateway.startupTimeout (${formatDuration(config.gateway.startupTimeoutMs)}) passed`;
   try {
     await pool.start();
     return {
@@ -66,7 +95,8 @@ export async function collectTools(options: {
         name: u.name,
         state: summarize(u.state),
         tools: u.tools.length,
-        ...(u.lastError !== undefined && u.state !== 'ready' && { error: u.lastError }),
+        ...(u.state !== 'ready' &&
+          u.state !== 'disabled' && { error: u.lastError ?? (u.state === 'failed' ? 'failed' : late) }),
       })),
     };
   } finally {
@@ -75,8 +105,24 @@ export async function collectTools(options: {
 }
 
 /** `mcp-warden tools`: the merged catalog as rows for people (or JSON). */
-export async function listCatalog(options: Parameters<typeof collectTools>[0]): Promise<CatalogListing> {
-  const { entries, servers } = await collectTools(options);
+export async function listCatalog(
+  options: Parameters<typeof collectTools>[0] & {
+    /** Says whether the policy hides a tool; those are left out, and counted. */
+    readonly hiddenByPolicy?: (server: string, tool: Tool) => boolean;
+  },
+): Promise<CatalogListing> {
+  const { hiddenByPolicy, hidden, ...rest } = options;
+  const byPolicy = new Set<string>();
+  const { entries, servers } = await collectTools({
+    ...rest,
+    hidden: (server, tool) => {
+      if (hiddenByPolicy?.(server, tool) === true) {
+        byPolicy.add(`${server}/${tool.name}`);
+        return true;
+      }
+      return hidden?.(server, tool) === true;
+    },
+  });
   return {
     tools: entries.map((e) => ({
       name: e.exposed,
@@ -85,11 +131,12 @@ export async function listCatalog(options: Parameters<typeof collectTools>[0]): 
       description: (e.item.description ?? '').split('\n')[0]!.trim(),
     })),
     servers,
+    hiddenByPolicy: byPolicy.size,
   };
 }
 
 /** A plain table for people: exposed name, server, first line of the description. */
-export function formatCatalog(listing: CatalogListing): string {
+export function formatCatalog(listing: CatalogListing, palette: Palette = paletteFor({}, {})): string {
   const rows = listing.tools.map((t) => [t.name, t.server, t.description]);
   const header = ['TOOL', 'SERVER', 'DESCRIPTION'];
   const widths = [0, 1].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
@@ -97,10 +144,14 @@ export function formatCatalog(listing: CatalogListing): string {
   const out = [line(header), ...rows.map(line), ''];
   for (const s of listing.servers) {
     const detail = s.error !== undefined ? `: ${s.error}` : '';
-    out.push(`server ${s.name}: ${s.state}, ${s.tools} tools${detail}`);
+    const state =
+      s.state === 'ready' ? s.state : s.state === 'disabled' ? palette.dim(s.state) : palette.red(s.state);
+    out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${detail}`);
   }
+  const hidden = listing.hiddenByPolicy ?? 0;
   out.push(
-    `${listing.tools.length} tools from ${listing.servers.filter((s) => s.state === 'ready').length}/${listing.servers.length} servers`,
+    `${plural(listing.tools.length, 'tool')} from ${listing.servers.filter((s) => s.state === 'ready').length}/${plural(listing.servers.length, 'server')}` +
+      (hidden === 0 ? '' : `; ${hidden} hidden by policy (see mcp-warden policy explain)`),
   );
   return `${out.join('\n')}\n`;
 }

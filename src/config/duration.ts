@@ -1,6 +1,7 @@
 /**
- * Durations in the config file: a number of milliseconds, or a decimal number with a unit.
- * Kept deliberately small (no `1h30m`, no `d`) so every accepted form is listed in one message.
+ * Durations in the config file: a decimal number with a unit. Kept deliberately small (no
+ * `1h30m`, no `d`) so every accepted form is listed in one message. A bare number is refused by
+ * the loader (see `bareNumberMessage`), except in the one key hosts define as milliseconds.
  */
 
 /**
@@ -10,13 +11,32 @@
 export const MAX_DURATION_MS = 2_147_483_647;
 
 /** The accepted forms, as users read them in error messages. */
-export const DURATION_FORMS =
-  'a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"';
+export const DURATION_FORMS = 'a string like "500ms", "30s", "2m", "1h" or "1.5s"';
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 type Unit = keyof typeof UNIT_MS;
 
 const FORM = /^(\d+)(?:\.(\d+))?(ms|s|m|h)$/;
+
+/**
+ * Why a bare number is refused where a duration is expected, and what to write instead. Hosts
+ * disagree on the unit of a bare number (Cline writes seconds, Claude Code milliseconds), and
+ * read as milliseconds a number meant as seconds ends everything almost at once: so the message
+ * says what the number would do (`effect`, e.g. "end every call after", followed by the amount) and gives both spellings.
+ * `hostsWriteSeconds` names the hosts' habit, for the key that hosts' own files carry.
+ */
+export function bareNumberMessage(
+  value: number,
+  options: { readonly effect: string; readonly hostsWriteSeconds?: boolean },
+): string {
+  const { effect, hostsWriteSeconds = false } = options;
+  if (hostsWriteSeconds) {
+    return `a number here is milliseconds, so ${value} would ${effect} ${value} ms; some hosts (such as Cline) write seconds in this key: write "${value}s" for seconds, or "${value}ms" if that is meant`;
+  }
+  const asSeconds =
+    value * 1000 <= MAX_DURATION_MS ? `"${value}s" (that is, ${value * 1000}ms)` : `"${value}s"`;
+  return `a number without a unit is not accepted here: read as milliseconds, ${value} would ${effect} ${value} ms; write ${asSeconds} for seconds, or "${value}ms" if that is meant`;
+}
 
 /**
  * Milliseconds for a duration written as a number (already ms) or a string such as `1.5s`.

@@ -15,6 +15,7 @@
  * the keys listed here are let through.
  */
 import { didYouMean } from '../lib/didYouMean.js';
+import { bareNumberMessage } from './duration.js';
 import type { KeyPath } from './interpolate.js';
 import { TOP_LEVEL_KEYS } from './schema.js';
 import type { IssueList } from './yamlSource.js';
@@ -89,6 +90,7 @@ function serverEntry(at: KeyPath, entry: unknown, issues: IssueList): unknown {
         keyPath,
         'value',
         'type "sse" (the older HTTP+SSE transport) is not supported: mcp-warden reaches remote servers over Streamable HTTP; give that endpoint of the server (often ending in /mcp) as "url", with type "http" or no type',
+        { scope: 'server' },
       );
       return false;
     }
@@ -99,7 +101,7 @@ function serverEntry(at: KeyPath, entry: unknown, issues: IssueList): unknown {
       issues.add(
         keyPath,
         'value',
-        `a number here is milliseconds, so ${value} would end every call after ${value} ms; some hosts (such as Cline) write seconds in this key: write "${value}s" for seconds, or "${value}ms" if that is meant`,
+        bareNumberMessage(value, { effect: 'end every call after', hostsWriteSeconds: true }),
       );
     }
     return true;

@@ -15,7 +15,13 @@ export interface ConfigIssue {
 }
 
 export function formatConfigIssue(issue: ConfigIssue): string {
-  const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : issue.file;
+  // A column of 0 means the line is known but not the column (e.g. a server's entry as a whole).
+  const where =
+    issue.line === 0
+      ? issue.file
+      : issue.column === 0
+        ? `${issue.file}:${issue.line}`
+        : `${issue.file}:${issue.line}:${issue.column}`;
   const key = issue.path === '' ? '' : ` ${issue.path}:`;
   return `${where}:${key} ${issue.message}`;
 }

@@ -10,8 +10,8 @@
  */
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
-import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
-import type { ConfigIssue } from './issues.js';
+import { bareNumberMessage, DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
+import { formatConfigIssue, type ConfigIssue } from './issues.js';
 import { readEnvFile } from './envFile.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
@@ -47,6 +47,15 @@ export { formatKeyPath } from './interpolate.js';
 export interface LoadOptions {
   /** Where `${VAR}` and `${env:VAR}` references are looked up; usually `process.env`. */
   readonly env: Env;
+  /**
+   * What a problem in one server entry that comes from the environment or an unsupported
+   * transport (an unset `${VAR}`, an unreadable `envFile`, `type: sse`) does. `refuse` (the
+   * default, for `check`): it is an error like any other. `mark-failed` (serving, `tools`): that
+   * server is kept with `failedAtLoad` saying why, and listed in `failedServers`, so the others
+   * can serve. Every other problem (a mistake in the file, the gateway's settings, ...) is an
+   * error either way.
+   */
+  readonly badServers?: 'refuse' | 'mark-failed';
 }
 
 export interface ParseOptions extends LoadOptions {
@@ -62,13 +71,18 @@ export interface LoadedConfig {
    * setting next to `mcpServers`, ignored. Callers show them, and go on.
    */
   readonly warnings: readonly ConfigIssue[];
+  /**
+   * With `badServers: 'mark-failed'`, each server whose entry has problems, with them (in file
+   * order); those servers carry `failedAtLoad`. Empty otherwise.
+   */
+  readonly failedServers: readonly { readonly name: string; readonly issues: readonly ConfigIssue[] }[];
 }
 
 /** Reads and parses the config file. Throws `ConfigError` listing every problem found. */
 export async function loadConfig(file: string, options: LoadOptions): Promise<LoadedConfig> {
   const absolute = path.resolve(file);
   const text = await readSourceFile(absolute, 'config file');
-  return parseConfigText(text, { file: absolute, env: options.env });
+  return parseConfigText(text, { ...options, file: absolute });
 }
 
 /**
@@ -99,15 +113,40 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     issues.add(problem.path, problem.at, problem.message);
   }
 
-  const config = normalize(asRecord(expanded.value) ?? {}, {
+  const ctx: Context = {
     file,
     dir: path.dirname(file),
     workspace: workspaceFolder(file),
     issues,
     locator,
-  });
+    declaredIn: new Map(),
+  };
+  const config = normalize(asRecord(expanded.value) ?? {}, ctx);
+  const failed =
+    options.badServers === 'mark-failed' ? takeServerIssues(ctx) : new Map<string, ConfigIssue[]>();
   issues.throwIfAny();
-  return deepFreeze({ config, warnings: issues.warnings() });
+  const servers = config.servers.map((server) => {
+    const found = failed.get(server.name);
+    if (found === undefined) return server;
+    return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };
+  });
+  return deepFreeze({
+    config: { ...config, servers },
+    warnings: issues.warnings(),
+    failedServers: [...failed].map(([name, found]) => ({ name, issues: found })),
+  });
+}
+
+/**
+ * The problems of scope `server` (see IssueScope) in each server entry, by server, taken out of
+ * the file's problems: each fails its own server only. Those in the second entry of a name
+ * declared twice stay the file's: that entry is not served at all.
+ */
+function takeServerIssues(ctx: Context): Map<string, ConfigIssue[]> {
+  return ctx.issues.takeWhere((keyPath) => {
+    const [section, name] = keyPath;
+    return typeof name === 'string' && ctx.declaredIn.get(name) === section ? name : undefined;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,6 +163,8 @@ interface Context {
   readonly workspace: string;
   readonly issues: IssueList;
   readonly locator: Locator;
+  /** Each server name, and the section (`servers` or `mcpServers`) that declared it first. */
+  readonly declaredIn: Map<string, string>;
 }
 
 type Data = Readonly<Record<string, unknown>>;
@@ -378,6 +419,7 @@ function normalizeServers(data: Data, ctx: Context, inherited: Inherited): Serve
         continue;
       }
       declaredAt.set(name, line);
+      ctx.declaredIn.set(name, section);
       const server = normalizeServer(ctx, inherited, section, name, entries[name], line);
       if (server !== undefined) servers.push(server);
     }
@@ -548,17 +590,50 @@ function serverEnv(
   if (typeof envFile !== 'string' || envFile === '') return env; // absent, or the schema has said so
   const read = readEnvFile(envFile, { dir: ctx.dir });
   if ('problem' in read) {
-    ctx.issues.add(keyPath, 'value', read.problem);
+    ctx.issues.add(keyPath, 'value', read.problem, { scope: 'server' });
     return env;
   }
   return { ...read.variables, ...env };
 }
 
-/** A duration in ms, or undefined when absent; a bad one is reported and also gives undefined. */
+/**
+ * What a bare number in each duration key would do, read as milliseconds, for the message that
+ * refuses it (by the key's last segment; a tool glob under `tools.timeouts` ends every call).
+ */
+const BARE_NUMBER_EFFECT: Readonly<Record<string, string>> = {
+  startupTimeout: 'stop waiting for the servers to start after',
+  connectTimeout: 'give up starting each server after',
+  initialDelay: 'restart a crashed server after',
+  maxDelay: 'cap the wait before each restart at',
+  window: 'count crashes only within',
+};
+
+/**
+ * Whether a bare number is milliseconds in this key: only a server's `timeout` under
+ * `mcpServers`, a key other hosts' files define in milliseconds (Claude Code's), so that such a
+ * file works unchanged. Numbers there that look like seconds are refused in hostKeys.ts.
+ */
+function hostDefinesMilliseconds(keyPath: KeyPath): boolean {
+  return keyPath.length === 3 && keyPath[0] === 'mcpServers' && keyPath[2] === 'timeout';
+}
+
+/**
+ * A duration in ms, or undefined when absent; a bad one is reported and also gives undefined.
+ * A bare number (other than 0, which needs no unit) is refused: whether it meant seconds or
+ * milliseconds cannot be told, and the wrong guess ends calls at once or never.
+ */
 function duration(ctx: Context, keyPath: KeyPath, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' && typeof value !== 'number') {
     ctx.issues.add(keyPath, 'value', `expected a duration (${DURATION_FORMS}), got ${describeValue(value)}`);
+    return undefined;
+  }
+  if (typeof value === 'number' && value > 0 && Number.isFinite(value) && !hostDefinesMilliseconds(keyPath)) {
+    const key = keyPath[2] === 'tools' ? 'timeout' : String(keyPath.at(-1));
+    const effect =
+      BARE_NUMBER_EFFECT[key] ??
+      (keyPath[0] === 'confirmation' ? 'deny every confirmation not answered after' : 'end every call after');
+    ctx.issues.add(keyPath, 'value', bareNumberMessage(value, { effect }));
     return undefined;
   }
   try {

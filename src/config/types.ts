@@ -113,6 +113,13 @@ interface ServerCommon {
   readonly clientRequests: ClientRequestsConfig;
   /** Where in the config file this server was declared, for messages. */
   readonly source: { readonly file: string; readonly line: number };
+  /**
+   * Why this server cannot be started, when its entry has problems (an unset `${VAR}`, an
+   * unsupported `type`, an unreadable `envFile`, ...) and the config was loaded with
+   * `badServers: 'mark-failed'`: the gateway serves the others and reports this one failed with
+   * this reason, never starting it. The other settings of such an entry are best effort.
+   */
+  readonly failedAtLoad?: string;
 }
 
 /**

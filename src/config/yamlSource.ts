@@ -212,12 +212,25 @@ function keyText(key: unknown): string | undefined {
 // Issues
 
 /**
+ * Which problems need only stop one server when the config is loaded for serving: those that
+ * come from the environment the host started us in (an unset variable, an env file that is
+ * missing) or from a transport mcp-warden does not speak. `file` (the default): a mistake in the
+ * file, which stops everything, as `check` would.
+ */
+export type IssueScope = 'file' | 'server';
+
+/**
  * Every problem found in one file, located; thrown together as one `ConfigError`. Warnings (things
  * that do not stop the file being used, such as a key that is ignored) are kept apart: they never
  * throw, and the loader hands them back with its result.
  */
 export class IssueList {
   private readonly issues: ConfigIssue[] = [];
+  /**
+   * The key path of each problem that need only stop the server whose entry it is in (see
+   * `IssueScope`), for `takeWhere`.
+   */
+  private readonly serverScoped = new Map<ConfigIssue, KeyPath>();
   private readonly warned: ConfigIssue[] = [];
   private readonly unexpanded = new Set<string>();
 
@@ -228,12 +241,29 @@ export class IssueList {
     private readonly kind = 'config file',
   ) {}
 
-  add(keyPath: KeyPath, at: 'key' | 'value', message: string): void {
+  add(keyPath: KeyPath, at: 'key' | 'value', message: string, options: { scope?: IssueScope } = {}): void {
     const dotted = formatKeyPath(keyPath);
     // A value whose ${VAR} could not be expanded has already been reported; judging the
     // half-expanded text (as a duration, URL, ...) would only add a confusing second message.
     if (this.unexpanded.has(dotted)) return;
-    this.push(dotted, this.locator.position(keyPath, at), message);
+    const issue = this.push(dotted, this.locator.position(keyPath, at), message);
+    if (issue !== undefined && options.scope === 'server') this.serverScoped.set(issue, keyPath);
+  }
+
+  /**
+   * Removes the problems reported with scope `server` at a key path that `belongs` picks, and returns them
+   * in file order grouped by what `belongs` returned (e.g. the server each is in).
+   */
+  takeWhere(belongs: (keyPath: KeyPath) => string | undefined): Map<string, ConfigIssue[]> {
+    const taken = new Map<string, ConfigIssue[]>();
+    for (const issue of inFileOrder(this.issues)) {
+      const keyPath = this.serverScoped.get(issue);
+      const group = keyPath === undefined ? undefined : belongs(keyPath);
+      if (group === undefined) continue;
+      this.issues.splice(this.issues.indexOf(issue), 1);
+      taken.set(group, [...(taken.get(group) ?? []), issue]);
+    }
+    return taken;
   }
 
   warn(keyPath: KeyPath, at: 'key' | 'value', message: string): void {
@@ -247,7 +277,8 @@ export class IssueList {
   }
 
   addUnexpanded(keyPath: KeyPath, message: string): void {
-    this.add(keyPath, 'value', message);
+    // What the environment lacks, not a mistake in the file: it need only stop its own server.
+    this.add(keyPath, 'value', message, { scope: 'server' });
     this.unexpanded.add(formatKeyPath(keyPath));
   }
 
@@ -277,9 +308,13 @@ export class IssueList {
     throw new ConfigError(inFileOrder(this.issues));
   }
 
-  private push(dotted: string, position: Position, message: string): void {
+  /** The issue added, or undefined when the same one was there already. */
+  private push(dotted: string, position: Position, message: string): ConfigIssue | undefined {
     const duplicate = this.issues.some((issue) => issue.path === dotted && issue.message === message);
-    if (!duplicate) this.issues.push({ file: this.file, ...position, path: dotted, message });
+    if (duplicate) return undefined;
+    const issue = { file: this.file, ...position, path: dotted, message };
+    this.issues.push(issue);
+    return issue;
   }
 }
 

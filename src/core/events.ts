@@ -262,6 +262,10 @@ export interface ToolPinnedEvent extends GatewayEventBase {
   /** SHA-256 of the pinned definition. */
   sha256: string;
   how: 'new' | 'accepted';
+  /** For `accepted`: the operating-system user who ran `mcp-warden pins accept`. */
+  by?: string;
+  /** For `accepted`: SHA-256 of the pin it replaced, when there was one. */
+  previousSha256?: string;
 }
 
 /**

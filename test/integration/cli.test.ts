@@ -47,7 +47,7 @@ describe('mcp-warden check', () => {
     const config = writeConfig({ servers: { up: fixture() } });
     const { code, stdout } = await runCli(['check', '--config', config]);
     expect(code).toBe(0);
-    expect(stdout).toBe(`${config}: ok (1 servers, 1 enabled; no policy files)\n`);
+    expect(stdout).toBe(`${config}: ok (1 server, 1 enabled; no policy files)\n`);
   });
 
   it('reports every problem with file:line:column and key, exit 2', async () => {
@@ -82,7 +82,7 @@ describe('mcp-warden check', () => {
       [
         `warning: ${config}:2:3: globalShortcut: ignored: not an mcp-warden setting`,
         `warning: ${config}:9:3: preferences: ignored: not an mcp-warden setting`,
-        `${config}: ok (1 servers, 1 enabled; no policy files; 2 warnings)`,
+        `${config}: ok (1 server, 1 enabled; no policy files; 2 warnings)`,
         '',
       ].join('\n'),
     );
@@ -215,7 +215,7 @@ describe('a VS Code .vscode/mcp.json as the config', () => {
     expect(stdout).toBe(
       [
         `warning: ${config}:2:3: ${inputsWarning}`,
-        `${config}: ok (1 servers, 1 enabled; no policy files; 1 warning)`,
+        `${config}: ok (1 server, 1 enabled; no policy files; 1 warning)`,
         '',
       ].join('\n'),
     );

@@ -21,7 +21,7 @@ describe('mcp-warden init from a Claude Desktop config', () => {
 
     const config = path.join(project, 'proxy.config.yaml');
     const checked = await runCli(['check', '--config', config]);
-    expect(checked.stdout).toContain(`${config}: ok (2 servers, 2 enabled; 1 policy files`);
+    expect(checked.stdout).toContain(`${config}: ok (2 servers, 2 enabled; 1 policy file`);
     expect(checked.code).toBe(0);
 
     const entry = printedEntry(first.stdout);

@@ -145,7 +145,7 @@ describe('pins, onChange: block', () => {
   it('mcp-warden tools shows what a host would get: a tool its pin blocks is left out and named', async () => {
     const { config, describe: redescribe } = setup();
     // tools writes no pins: a tool seen for the first time would be pinned and served.
-    expect((await runCli(['pins', 'accept', '--config', config])).code).toBe(0);
+    expect((await runCli(['pins', 'accept', '--all', '--config', config])).code).toBe(0);
     const first = await runCli(['tools', '--config', config]);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^fx__echo\s/m);
@@ -167,7 +167,7 @@ describe('pins, onChange: block', () => {
 
   it('an acceptance while the gateway runs relists the tool and tells the host', async () => {
     const { config, describe: redescribe } = setup();
-    expect((await runCli(['pins', 'accept', '--config', config])).code).toBe(0); // pins everything
+    expect((await runCli(['pins', 'accept', '--all', '--config', config])).code).toBe(0); // pins everything
     redescribe(PULLED);
     host = await connectHost(config);
     expect(await names(host)).not.toContain('fx__echo');
@@ -207,7 +207,7 @@ describe('pins, onChange: block', () => {
 describe('pins, other settings', () => {
   it('onChange: warn keeps a changed tool listed and callable, with a warning in the log', async () => {
     const { config, describe: redescribe, audit } = setup({ onChange: 'warn' });
-    expect((await runCli(['pins', 'accept', '--config', config])).code).toBe(0);
+    expect((await runCli(['pins', 'accept', '--all', '--config', config])).code).toBe(0);
     redescribe(PULLED);
     host = await connectHost(config);
     expect(await names(host)).toContain('fx__echo');

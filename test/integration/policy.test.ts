@@ -303,7 +303,7 @@ describe('start-up and the CLI', () => {
     const { config } = setup();
     const { code, stdout } = await runCli(['check', '--config', config]);
     expect(code).toBe(0);
-    expect(stdout).toContain('1 policy files, 3 rules');
+    expect(stdout).toContain('1 policy file, 3 rules');
   });
 
   it('policy explain says which rule decides and why, without starting untrusted upstreams', async () => {

@@ -316,7 +316,7 @@ describe('audit log hash chain', () => {
         ok: false,
         line: 4,
         seq: 4,
-        problem: expect.stringMatching(/seq 4 follows seq 2 .*: 1 record\(s\) of this writer are missing/),
+        problem: expect.stringMatching(/seq 4 follows seq 2 .*: 1 record of this writer is missing/),
       });
     });
 
@@ -494,13 +494,13 @@ describe('audit log hash chain', () => {
       await writeCalls(3);
       const intact = verifyAuditFiles(file);
       expect(formatVerifyResult(intact)).toMatch(
-        /^ok: 3 record\(s\) from 1 writer\(s\) in 1 file\(s\); the chain is complete from its first record; last hash [0-9a-f]{64}$/,
+        /^ok: 3 records from 1 writer in 1 file; the chain is complete from its first record; last hash [0-9a-f]{64}$/,
       );
       const content = lines();
       content.splice(1, 1);
       writeLines(content);
       expect(formatVerifyResult(verifyAuditFiles(file))).toBe(
-        `${file}:2: seq 2: seq 2 follows seq 0 of writer ${String((JSON.parse(content[0] ?? '') as { writer: string }).writer)}: 1 record(s) of this writer are missing`,
+        `${file}:2: seq 2: seq 2 follows seq 0 of writer ${String((JSON.parse(content[0] ?? '') as { writer: string }).writer)}: 1 record of this writer is missing`,
       );
       writeLines(lines().slice(1));
       expect(formatVerifyResult(verifyAuditFiles(file))).toMatch(

@@ -78,8 +78,8 @@ describe('audit summary', () => {
 
     const text = formatSummary(summary);
     const lines = text.split('\n');
-    expect(lines[0]).toMatch(/^28 records in \d+ file\(s\) from \S+ to \S+$/);
-    expect(lines[1]).toBe('1 unreadable line(s) skipped (run "mcp-warden audit verify")');
+    expect(lines[0]).toMatch(/^28 records in \d+ files from \S+ to \S+$/);
+    expect(lines[1]).toBe('1 unreadable line skipped (run "mcp-warden audit verify")');
     expect(text).toContain(
       [
         'tool       server  calls  ok  denied  errors  p50 ms  p95 ms',
@@ -97,7 +97,7 @@ describe('audit summary', () => {
 
   it('says so when there are no calls, and shows "-" for a tool with only denials', () => {
     const empty = { ...summarizeRecords([]), files: [file], unreadable: 0 };
-    expect(formatSummary(empty)).toBe('0 records in 1 file(s)\n\nno calls recorded\n');
+    expect(formatSummary(empty)).toBe('0 records in 1 file\n\nno calls recorded\n');
     const denied = { ...summarizeRecords([call('a__b', 'denied', 0)]), files: [file], unreadable: 0 };
     expect(formatSummary(denied)).toContain('a__b   a           1   0       1       0       -       -\n');
   });

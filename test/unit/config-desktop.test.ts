@@ -198,14 +198,14 @@ describe('server entries written for other hosts', () => {
     expect(issuesOf(text)).toEqual(expected);
   });
 
-  it('reads other timeouts as before: units written, 1000 or more as ms, and any number under servers', () => {
+  it('reads other timeouts as before: units written, and 1000 or more as ms', () => {
     const text = [
       'mcpServers:',
       '  a: { command: x, timeout: 60s }',
       '  b: { command: x, timeout: 60ms }',
       '  c: { command: x, timeout: 30000 }',
       'servers:',
-      '  d: { command: x, timeout: 60 }',
+      '  d: { command: x, timeout: 60ms }',
       '',
     ].join('\n');
     const { config, warnings } = load(text);

@@ -33,7 +33,7 @@ describe('parseConfigText: valid configs', () => {
       '    maxLength: 48',
       '  startupTimeout: 15s',
       '  connectTimeout: 1m',
-      '  timeout: 90000',
+      '  timeout: 90000ms',
       '  maxTimeout: 1h',
       '  maxMessageSize: 8MiB',
       '  restart: { initialDelay: 250ms, maxDelay: 1.5m, maxRestarts: 3, window: 2h }',
@@ -392,21 +392,21 @@ describe('parseConfigText: one problem, one exact message', () => {
       'bad duration string',
       'gateway:\n  timeout: 5 minutes\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:12: gateway.timeout: invalid duration "5 minutes": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+        `${F}:2:12: gateway.timeout: invalid duration "5 minutes": expected a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
       ],
     ],
     [
       'negative duration number',
       'gateway:\n  restart: { window: -1 }\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:22: gateway.restart.window: invalid duration -1: expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+        `${F}:2:22: gateway.restart.window: invalid duration -1: expected a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
       ],
     ],
     [
       'duration of the wrong type',
       'servers:\n  a: { command: x, timeout: [1] }\n',
       [
-        `${F}:2:29: servers.a.timeout: expected a duration (a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"), got a list`,
+        `${F}:2:29: servers.a.timeout: expected a duration (a string like "500ms", "30s", "2m", "1h" or "1.5s"), got a list`,
       ],
     ],
     [
@@ -427,9 +427,9 @@ describe('parseConfigText: one problem, one exact message', () => {
       [`${F}:2:12: gateway.timeout: 10m is longer than maxTimeout (5m)`],
     ],
     [
-      'per-tool timeout longer than the server maxTimeout; a number of ms is shown in units',
-      'servers:\n  a:\n    command: x\n    maxTimeout: 1m\n    tools: { timeouts: { "slow_*": 90000 } }\n',
-      [`${F}:5:36: servers.a.tools.timeouts.slow_*: 90s is longer than maxTimeout (1m)`],
+      "a host file's timeout longer than the server maxTimeout; a number of ms is shown in units",
+      'mcpServers:\n  a:\n    command: x\n    maxTimeout: 1m\n    timeout: 90000\n',
+      [`${F}:5:14: mcpServers.a.timeout: 90s is longer than maxTimeout (1m)`],
     ],
     [
       'server timeout within its own maxTimeout but longer than gateway.maxTimeout is fine; a tool one beyond it is not',
@@ -588,7 +588,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'confirmation timeout that is not a duration',
       'confirmation:\n  timeout: half a minute\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:12: confirmation.timeout: invalid duration "half a minute": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+        `${F}:2:12: confirmation.timeout: invalid duration "half a minute": expected a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
       ],
     ],
     [
@@ -721,6 +721,120 @@ describe('parseConfigText: one problem, one exact message', () => {
   });
 });
 
+describe('parseConfigText: a duration written as a bare number', () => {
+  const unit = (n: number, effect: string) =>
+    `a number without a unit is not accepted here: read as milliseconds, ${n} would ${effect} ${n} ms; write "${n}s" (that is, ${n * 1000}ms) for seconds, or "${n}ms" if that is meant`;
+  it.each([
+    [
+      'servers.x.timeout',
+      'servers:\n  x: { command: c, timeout: 60 }\n',
+      `${F}:2:29: servers.x.timeout: ${unit(60, 'end every call after')}`,
+    ],
+    [
+      'servers.x.maxTimeout',
+      'servers:\n  x: { command: c, maxTimeout: 600 }\n',
+      `${F}:2:32: servers.x.maxTimeout: ${unit(600, 'end every call after')}`,
+    ],
+    [
+      'a tools.timeouts entry',
+      'servers:\n  x: { command: c, tools: { timeouts: { "slow_*": 5 } } }\n',
+      `${F}:2:51: servers.x.tools.timeouts.slow_*: ${unit(5, 'end every call after')}`,
+    ],
+    [
+      'gateway.timeout',
+      'gateway:\n  timeout: 90\nservers:\n  x: { command: c }\n',
+      `${F}:2:12: gateway.timeout: ${unit(90, 'end every call after')}`,
+    ],
+    [
+      'gateway.maxTimeout',
+      'gateway:\n  maxTimeout: 1800\nservers:\n  x: { command: c }\n',
+      `${F}:2:15: gateway.maxTimeout: ${unit(1800, 'end every call after')}`,
+    ],
+    [
+      'gateway.startupTimeout',
+      'gateway:\n  startupTimeout: 10\nservers:\n  x: { command: c }\n',
+      `${F}:2:19: gateway.startupTimeout: ${unit(10, 'stop waiting for the servers to start after')}`,
+    ],
+    [
+      'gateway.connectTimeout',
+      'gateway:\n  connectTimeout: 30\nservers:\n  x: { command: c }\n',
+      `${F}:2:19: gateway.connectTimeout: ${unit(30, 'give up starting each server after')}`,
+    ],
+    [
+      'a restart window',
+      'gateway:\n  restart: { window: 60 }\nservers:\n  x: { command: c }\n',
+      `${F}:2:22: gateway.restart.window: ${unit(60, 'count crashes only within')}`,
+    ],
+    [
+      'confirmation.timeout',
+      'confirmation:\n  timeout: 30\nservers:\n  x: { command: c }\n',
+      `${F}:2:12: confirmation.timeout: ${unit(30, 'deny every confirmation not answered after')}`,
+    ],
+    [
+      'a server timeout of 60000 (no guess at which unit was meant)',
+      'servers:\n  x: { command: c, timeout: 60000 }\n',
+      `${F}:2:29: servers.x.timeout: ${unit(60000, 'end every call after')}`,
+    ],
+  ])('%s: an error saying what it would do and what to write', (_what, text, expected) => {
+    expect(issuesOf(text)).toEqual([expected]);
+  });
+
+  it('accepts 0, which needs no unit', () => {
+    expect(
+      parse('gateway:\n  restart: { initialDelay: 0 }\nservers:\n  x: { command: c }\n').gateway.restart
+        .initialDelayMs,
+    ).toBe(0);
+  });
+});
+
+describe("parseConfigText with badServers: 'mark-failed'", () => {
+  const load = (text: string, env: Env = {}) =>
+    parseConfigText(text, { file: FILE, env, badServers: 'mark-failed' });
+
+  it('keeps a server whose variable is unset, env file missing or transport SSE, failed with why', () => {
+    const { config, failedServers } = load(
+      [
+        'mcpServers:',
+        '  ok: { command: c }',
+        '  bad: { command: c, args: ["${NOPE}", "${NOPE2}"] }',
+        '  sse: { type: sse, url: "https://example.com/sse" }',
+        '  envs: { command: c, envFile: ./missing.env }',
+        '',
+      ].join('\n'),
+    );
+    expect(config.servers.map((s) => [s.name, s.failedAtLoad])).toEqual([
+      ['ok', undefined],
+      [
+        'bad',
+        `${F}:3:29: mcpServers.bad.args[0]: environment variable "NOPE" is not set (use \${NOPE:-default} to give a default); ${F}:3:40: mcpServers.bad.args[1]: environment variable "NOPE2" is not set (use \${NOPE2:-default} to give a default)`,
+      ],
+      [
+        'sse',
+        expect.stringMatching(/^\/srv\/warden\/proxy\.config\.yaml:4:16: mcpServers\.sse\.type: type "sse"/),
+      ],
+      [
+        'envs',
+        expect.stringMatching(/^\/srv\/warden\/proxy\.config\.yaml:5:32: mcpServers\.envs\.envFile: /),
+      ],
+    ]);
+    expect(failedServers.map((f) => f.name)).toEqual(['bad', 'sse', 'envs']);
+  });
+
+  it('still refuses a mistake in the file, even inside a server entry', () => {
+    expect(() => load('servers:\n  a: { command: c, args: ["${NOPE}"], timeout: 5 }\n')).toThrow(
+      /servers\.a\.timeout: a number without a unit/,
+    );
+    expect(() => load('servers:\n  a: { comand: c }\n')).toThrow(/unknown key "comand"/);
+  });
+
+  it('still refuses problems outside the server entries, and a server name used twice', () => {
+    expect(() => load('gateway:\n  timeout: 5\nservers:\n  a: { command: c }\n')).toThrow(ConfigError);
+    expect(() => load('servers:\n  a: { command: c }\nmcpServers:\n  a: { command: c }\n')).toThrow(
+      /server "a" is already defined/,
+    );
+  });
+});
+
 describe('parseConfigText: maxTimeout and repair', () => {
   it('accepts a timeout equal to maxTimeout, and a server raising the limit above the gateway', () => {
     const text = [
@@ -754,8 +868,7 @@ describe('parseConfigText: maxTimeout and repair', () => {
   });
 
   it('does not compare timeouts with a maxTimeout that is itself invalid', () => {
-    const forms =
-      'expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"';
+    const forms = 'expected a string like "500ms", "30s", "2m", "1h" or "1.5s"';
     expect(issuesOf('servers:\n  a: { command: x, maxTimeout: soon, timeout: 2h }\n')).toEqual([
       `${F}:2:32: servers.a.maxTimeout: invalid duration "soon": ${forms}`,
     ]);
@@ -950,7 +1063,7 @@ describe('parseConfigText: environment variables', () => {
       `${F}:2:12: gateway.timeout: environment variable "T" is not set (use \${T:-default} to give a default)`,
     ]);
     expect(issuesOf(text, { T: 'soon' })).toEqual([
-      `${F}:2:12: gateway.timeout: invalid duration "soon": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      `${F}:2:12: gateway.timeout: invalid duration "soon": expected a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
     ]);
   });
 
@@ -1006,7 +1119,7 @@ describe('parseConfigText: reporting', () => {
       '  gh: { url: "https://x.example" }',
     ].join('\n');
     expect(issuesOf(text)).toEqual([
-      `${F}:2:12: gateway.timeout: invalid duration "forever": expected a non-negative number of milliseconds or a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
+      `${F}:2:12: gateway.timeout: invalid duration "forever": expected a string like "500ms", "30s", "2m", "1h" or "1.5s"`,
       `${F}:3:17: gateway.log.level: expected one of "error", "warn", "info", "debug", got "loud"`,
       `${F}:6:5: servers.fs.comand: unknown key "comand" (did you mean "command"?)`,
       `${F}:7:11: servers.fs.args: expected a list, got a string`,

@@ -36,6 +36,8 @@ export interface RouterOptions {
   readonly pipeline: Next;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
+  /** Sent to the host in the initialize answer: what a user should know (servers that failed). */
+  readonly instructions?: string;
 }
 
 /** What the gateway serves, whatever its upstreams turn out to offer: it answers empty lists itself. */
@@ -216,7 +218,12 @@ export class Router {
     // the lists wait for them.
     void this.options.pool.start();
     request.respond(
-      Outcome.of({ protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: this.options.serverInfo }),
+      Outcome.of({
+        protocolVersion,
+        capabilities: SERVER_CAPABILITIES,
+        serverInfo: this.options.serverInfo,
+        ...(this.options.instructions !== undefined && { instructions: this.options.instructions }),
+      }),
     );
   }
 

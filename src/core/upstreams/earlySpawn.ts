@@ -16,14 +16,14 @@ export interface EarlyStart {
 }
 
 /**
- * Spawns every enabled stdio server now. A spawn that fails is not reported here: the
+ * Spawns every enabled stdio server now (not one whose entry failed to load). A spawn that fails is not reported here: the
  * upstream's first connection attempt reports it, exactly as if it had spawned then.
  */
 export function spawnEarly(servers: readonly ServerConfig[]): EarlyStart {
   const children = new Set<ChildHandle>();
   const spawned = new Map<string, Promise<ChildHandle>>();
   for (const server of servers) {
-    if (server.disabled || server.transport !== 'stdio') continue;
+    if (server.disabled || server.failedAtLoad !== undefined || server.transport !== 'stdio') continue;
     const child = spawnChild(stdioSpawnOptions(server)).then((handle) => {
       children.add(handle);
       return handle;

@@ -175,6 +175,11 @@ export class Upstream {
     if (this.config.disabled) {
       this._state = 'disabled';
       this.firstAttemptDone();
+    } else if (this.config.failedAtLoad !== undefined) {
+      // Its config entry cannot be used: never started, reported failed with the reason.
+      this._state = 'failed';
+      this._lastError = `its config entry has problems: ${this.config.failedAtLoad}`;
+      this.firstAttemptDone();
     }
   }
 

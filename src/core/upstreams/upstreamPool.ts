@@ -18,6 +18,7 @@ export type UpstreamPoolOptions = {
   | 'onNotification'
   | 'onRequest'
   | 'connect'
+  | 'onLifecycle'
 >;
 
 /** Every configured upstream, started together and stopped together. */

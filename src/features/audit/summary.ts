@@ -1,4 +1,5 @@
 import { auditFileSet, readLinesSync } from './files.js';
+import { plural } from '../../lib/plural.js';
 
 /** One row of the summary: the calls of one exposed tool (or all of them, for the total). */
 export interface ToolSummary {
@@ -160,9 +161,9 @@ export function percentile(sorted: readonly number[], p: number): number | null 
 export function formatSummary(summary: AuditSummary): string {
   const lines: string[] = [];
   const range = summary.from === null ? '' : ` from ${summary.from} to ${summary.to ?? summary.from}`;
-  lines.push(`${summary.records} records in ${summary.files.length} file(s)${range}`);
+  lines.push(`${plural(summary.records, 'record')} in ${plural(summary.files.length, 'file')}${range}`);
   if (summary.unreadable > 0) {
-    lines.push(`${summary.unreadable} unreadable line(s) skipped (run "mcp-warden audit verify")`);
+    lines.push(`${plural(summary.unreadable, 'unreadable line')} skipped (run "mcp-warden audit verify")`);
   }
   lines.push('');
   if (summary.total.calls === 0) {

@@ -2,6 +2,7 @@ import { isHash } from '../../lib/hash.js';
 import { lineHashes, type ChainHead } from './chain.js';
 import { auditFileSet, readLinesSync } from './files.js';
 import { GENESIS_HASH } from '../../core/events.js';
+import { plural } from '../../lib/plural.js';
 
 export type VerifyResult =
   | {
@@ -125,7 +126,7 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
           if (seq !== last.seq + 1) {
             const why =
               seq > last.seq + 1
-                ? `${seq - last.seq - 1} record(s) of this writer are missing`
+                ? `${plural(seq - last.seq - 1, 'record')} of this writer ${seq - last.seq - 1 === 1 ? 'is' : 'are'} missing`
                 : 'records are out of order or repeated';
             return fail(file, number, seq, `seq ${seq} follows seq ${last.seq} of writer ${writer}: ${why}`);
           }
@@ -220,7 +221,7 @@ export function formatVerifyResult(result: VerifyResult): string {
     return `${where}:${seq} ${result.problem}`;
   }
   const parts = [
-    `ok: ${result.records} record(s) from ${result.writers} writer(s) in ${result.files.length} file(s)`,
+    `ok: ${plural(result.records, 'record')} from ${plural(result.writers, 'writer')} in ${plural(result.files.length, 'file')}`,
   ];
   if (result.records > 0) {
     parts.push(
