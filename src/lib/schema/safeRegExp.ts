@@ -13,6 +13,14 @@
  *
  * The shape check judges structure only. It is conservative: it refuses some safe patterns, e.g.
  * `^([a-z0-9]+(-[a-z0-9]+)*)$`, which then go unchecked rather than checked slowly.
+ *
+ * Why not a linear-time engine instead: re2js (the pure JavaScript port of RE2) would make
+ * every pattern safe, but measured on Node 20 it matched typical schema patterns
+ * (`^[a-z0-9-]+$`, a date, a path) 35 to 90 times slower than V8's engine (about 2 µs against
+ * 0.03 µs per test) and took about 180 µs to compile each pattern. These patterns run on every
+ * policy-checked call and every validated result, where V8's engine with these bounds costs
+ * almost nothing; the native `re2` binding would need a compiler at every install. So V8's
+ * engine stays, behind the checks here.
  */
 
 /** Thrown when a pattern is refused, or a string is too long or too costly to test against it. */

@@ -4,6 +4,10 @@
  * seconds of compile time, and a remote `$ref` can only fail (we never give ajv `loadSchema`)
  * or, worse, point at another tool's schema. This walk is iterative and stops at the first
  * limit it passes, so it is itself bounded whatever it is given (even a cyclic object).
+ *
+ * Why not json-schema-traverse (installed with ajv): it recurses, so the thousands-deep schemas
+ * this walk exists to refuse would overflow its stack first, and it visits every node before a
+ * caller could stop it at a limit.
  */
 
 export interface SchemaBoundLimits {
