@@ -9,9 +9,9 @@
  *
  * Why not picomatch: it matches file paths, where `*` stops at `/` and dot files need an option.
  * The names matched here are flat (tool, server and prompt names) or URIs where a rule means `*`
- * to cross `/` (a resource rule on every user's .ssh folder); picomatch would need options to undo its path rules
- * and would still treat some names (with `/` or a leading `.`) differently from how users read
- * the glob. This is about a hundred lines with the semantics written above.
+ * to cross `/` (a resource rule on every user's .ssh folder). picomatch would need options to
+ * undo its path rules, and would still read some names (with `/` or a leading `.`) otherwise
+ * than users read the glob. This is about a hundred lines with the semantics written above.
  */
 
 // Globs come from config, so the set is small in practice; the bound only protects against a
