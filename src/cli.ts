@@ -53,11 +53,16 @@ unreadable envFile, type: sse) is left out and reported failed; the others serve
 
 Exit codes: 0 the host closed the connection; 1 an internal error; 2 an invalid config, policy
 or pins file (nothing is started).`,
-  check: `Usage: mcp-warden check --config FILE
+  check: `Usage: mcp-warden check --config FILE [--live]
 
 Validates the config file, its policy files and its pins file without starting any server.
-Every problem is printed as FILE:LINE:COLUMN: KEY: message. Warnings (ignored keys, a stdio
-command not found on PATH) are printed too but do not fail the check.
+Every problem is printed as FILE:LINE:COLUMN: KEY: message. Policy rules that can never match
+are errors: a server glob that names no configured server, a tool or prompt glob written as the
+name the host sees (fs__read_file) instead of the server's own (read_file). Warnings (ignored
+keys, a stdio command not found on PATH) are printed too but do not fail the check.
+
+  --live     also start the servers (as tools does) and warn about tool, prompt and resource
+             globs that match nothing they offer, and about tools no rule decides
 
 Exit codes: 0 valid (warnings allowed); 2 invalid, with every problem on stderr.`,
   tools: `Usage: mcp-warden tools --config FILE [--json]
@@ -519,6 +524,7 @@ async function main(argv: string[]): Promise<void> {
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
         all: { type: 'boolean' },
+        live: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -553,8 +559,20 @@ async function main(argv: string[]): Promise<void> {
       noMore(rest);
       const { config, policies, warnings: fileWarnings } = await load(values.config);
       if (config.pins !== undefined) await loadPinsFile(config);
-      const { commandsNotFound } = await import('./commands/check.js');
-      const warnings = [...fileWarnings, ...(await commandsNotFound(config))];
+      const [{ commandsNotFound }, { lintPolicies, lintPoliciesLive }] = await Promise.all([
+        import('./commands/check.js'),
+        import('./commands/policyLint.js'),
+      ]);
+      const dead = lintPolicies(config, policies);
+      if (dead.length > 0) fail(`invalid policy:\n${dead.map(formatConfigIssue).join('\n')}`);
+      const live: ConfigIssue[] = [];
+      if (values.live === true) {
+        const { createLogger } = await import('./core/logger.js');
+        const logger = createLogger({ level: 'error' });
+        live.push(...(await lintPoliciesLive(config, policies, { logger, version: version() })));
+        await closeLogger(logger);
+      }
+      const warnings = [...fileWarnings, ...(await commandsNotFound(config)), ...live];
       const enabled = config.servers.filter((s) => !s.disabled).length;
       const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
       const policyText =

@@ -17,7 +17,7 @@ describe('help', () => {
   it('check --help prints the help of check, with the exit codes it really uses', async () => {
     const { code, stdout } = await runCli(['check', '--help']);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^Usage: mcp-warden check --config FILE\n/);
+    expect(stdout).toMatch(/^Usage: mcp-warden check --config FILE \[--live\]\n/);
     expect(stdout).toContain('Exit codes: 0 valid (warnings allowed); 2 invalid');
     expect(stdout).not.toContain('mcp-warden tools --config FILE');
   });

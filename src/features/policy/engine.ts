@@ -87,6 +87,8 @@ export interface PolicyEngine {
   isHiddenFromList(input: PolicySubject): boolean;
   /** `decide`, with the reasoning for `mcp-warden policy explain`. */
   explain(input: PolicyCallInput): Explanation;
+  /** The rules whose conditions other than `arguments` hold for this subject, in order. */
+  candidates(input: PolicySubject): readonly PolicyRule[];
 }
 
 type Outcome =
@@ -196,6 +198,12 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   return {
     decide,
     isHiddenFromList,
+    candidates: (input) => {
+      const reader = annotationReader(input);
+      return rules.filter(
+        (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
+      );
+    },
     explain(input) {
       const trace: TraceEntry[] = [];
       const decision = run(input, trace);
