@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, fixture, runCli, tempDir, writeConfig } from './harness.js';
+import { FAST_GATEWAY, fixture, pinsAndAuditConfig, runCli, tempDir, writeConfig } from './harness.js';
 
 const ESC = '\u001b[';
 
@@ -52,7 +52,7 @@ describe('check', () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(
       new RegExp(
-        `^warning: ${config}:\\d+: typo\\.command: command not found: "warden-npxx-not-here" \\(searched PATH: /usr/bin:/bin\\)`,
+        `^warning: ${config}:\\d+: server "typo": command not found: "warden-npxx-not-here" \\(searched PATH: /usr/bin:/bin\\)`,
         'm',
       ),
     );
@@ -110,22 +110,8 @@ describe('tools', () => {
 });
 
 describe('pins accept', () => {
-  function setup() {
-    const dir = tempDir();
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        pins: { file: './tool-pins.json' },
-        audit: { file: './audit.jsonl' },
-        servers: { fx: fixture() },
-      },
-      dir,
-    );
-    return { config, pinsFile: path.join(dir, 'tool-pins.json'), auditFile: path.join(dir, 'audit.jsonl') };
-  }
-
   it('without SERVER[/TOOL] and not on a terminal, needs --all and pins nothing', async () => {
-    const { config, pinsFile } = setup();
+    const { config, pinsFile } = pinsAndAuditConfig();
     const { code, stderr } = await runCli(['pins', 'accept', '--config', config]);
     expect(code).toBe(2);
     expect(stderr).toContain('not on a terminal, say so with --all');
@@ -133,7 +119,7 @@ describe('pins accept', () => {
   });
 
   it('--all accepts every change, and each acceptance is in the audit log with who accepted it', async () => {
-    const { config, pinsFile, auditFile } = setup();
+    const { config, pinsFile, auditFile } = pinsAndAuditConfig();
     const { code, stdout } = await runCli(['pins', 'accept', '--all', '--config', config]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^\d+ tools pinned in /m);
@@ -153,7 +139,7 @@ describe('pins accept', () => {
   });
 
   it('refuses --all next to SERVER[/TOOL] arguments', async () => {
-    const { config } = setup();
+    const { config } = pinsAndAuditConfig();
     const { code, stderr } = await runCli(['pins', 'accept', '--all', '--config', config, 'fx']);
     expect(code).toBe(2);
     expect(stderr).toContain('either SERVER[/TOOL] arguments or --all');

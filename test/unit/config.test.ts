@@ -711,6 +711,23 @@ describe('parseConfigText: one problem, one exact message', () => {
       'servers:\n  a: { command: !env CMD }\n',
       [`${F}:2:17: invalid YAML: Unresolved tag: !env`],
     ],
+    [
+      'JSON with a missing comma: in JSON words, where JSON.parse stopped',
+      '{\n  "servers": {\n    "a": { "command": "x" }\n    "b": { "command": "y" }\n  }\n}\n',
+      [`${F}:4:5: invalid JSON: Expected ',' or '}' after property value`],
+    ],
+    [
+      'JSON cut short',
+      '{"servers": {"a": {"command": "x"}}',
+      [`${F}:1:36: invalid JSON: Expected ',' or '}' after property value`],
+    ],
+    [
+      'a list item indented deeper than the one above, which YAML would read as its text',
+      'servers:\n  a:\n    command: x\n    args:\n      - --root\n       - /data\n',
+      [
+        `${F}:6:8: this "-" is indented deeper than the list item above it, so YAML reads it as more of that item's text ("--root - /data"); indent it as far as the item above to make it an item of its own, or quote the text if the dash belongs to it`,
+      ],
+    ],
   ];
 
   it.each(cases)('%s', (_what, text, expected) => {
