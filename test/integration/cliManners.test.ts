@@ -109,6 +109,31 @@ describe('tools', () => {
   });
 });
 
+describe('pins diff', () => {
+  it('says how many of the compared tools the policy hides, and why a server was not compared', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'hide.yaml'),
+      'rules:\n  - id: no-add\n    match: { server: fx, tool: add }\n    action: deny\n',
+    );
+    const config = writeConfig(
+      {
+        gateway: { ...FAST_GATEWAY, startupTimeout: '1s' },
+        policies: ['./hide.yaml'],
+        pins: { file: './tool-pins.json' },
+        servers: { fx: fixture(), slow: fixture(['--hang-on-initialize']) },
+      },
+      dir,
+    );
+    const { code, stdout } = await runCli(['pins', 'diff', '--config', config]);
+    expect(code).toBe(1);
+    expect(stdout).toContain('1 of the tools compared is hidden from the host by policy');
+    expect(stdout).toContain(
+      'server slow: unavailable: still starting when gateway.startupTimeout (1s) passed; its tools were not compared',
+    );
+  });
+});
+
 describe('pins accept', () => {
   it('without SERVER[/TOOL] and not on a terminal, needs --all and pins nothing', async () => {
     const { config, pinsFile } = pinsAndAuditConfig();
