@@ -762,7 +762,7 @@ describe('parseConfigText: a duration written as a bare number', () => {
     [
       'gateway.maxTimeout',
       'gateway:\n  maxTimeout: 1800\nservers:\n  x: { command: c }\n',
-      `${F}:2:15: gateway.maxTimeout: ${unit(1800, 'end every call after')}`,
+      `${F}:2:15: gateway.maxTimeout: a number without a unit is not accepted here, since it could mean seconds or milliseconds: write "1800ms" if milliseconds are meant, or "1800s" for seconds`,
     ],
     [
       'gateway.startupTimeout',
@@ -785,9 +785,9 @@ describe('parseConfigText: a duration written as a bare number', () => {
       `${F}:2:12: confirmation.timeout: ${unit(30, 'deny every confirmation not answered after')}`,
     ],
     [
-      'a server timeout of 60000 (no guess at which unit was meant)',
+      'a server timeout of 60000: the milliseconds reading first, in units',
       'servers:\n  x: { command: c, timeout: 60000 }\n',
-      `${F}:2:29: servers.x.timeout: ${unit(60000, 'end every call after')}`,
+      `${F}:2:29: servers.x.timeout: a number without a unit is not accepted here, since it could mean seconds or milliseconds: write "1m" (or "60000ms") if milliseconds are meant, or "60000s" for seconds`,
     ],
   ])('%s: an error saying what it would do and what to write', (_what, text, expected) => {
     expect(issuesOf(text)).toEqual([expected]);
