@@ -406,6 +406,7 @@ async function pinsCommand(
       configFile: config.file,
       acceptHint: sub === 'diff',
       palette: colour.out,
+      hiddenByPolicy: await countHiddenByPolicy(config, comparison.reviews),
     }),
   );
   if (sub === 'diff') process.exit(commands.differs(comparison) ? 1 : 0);
@@ -428,6 +429,24 @@ async function pinsCommand(
   await auditAcceptance(config, redactor, acceptance);
   await print(commands.formatAcceptance(acceptance, settings.file));
   process.exit(comparison.unavailable.length > 0 || acceptance.unpinnable.length > 0 ? 1 : 0);
+}
+
+/**
+ * How many of the compared tools the policy files hide from the host: their pins are compared
+ * all the same (a policy can change), and the count says why the host does not list them.
+ */
+async function countHiddenByPolicy(
+  config: WardenConfig,
+  reviews: readonly { readonly server: string; readonly tool: string; readonly definition: object }[],
+): Promise<number> {
+  const [policies, { createPolicyEngine }, { hiddenByPolicy }] = await Promise.all([
+    loadPolicyFiles(config),
+    import('./features/policy/engine.js'),
+    import('./features/policy/visibility.js'),
+  ]);
+  const engine = createPolicyEngine(policies);
+  const hidden = hiddenByPolicy(() => engine, config.servers);
+  return reviews.filter((r) => hidden(r.server, { ...r.definition, name: r.tool } as Tool)).length;
 }
 
 /** Asks a yes/no question on the terminal (stderr); only y or yes is yes. */

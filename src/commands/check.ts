@@ -23,8 +23,8 @@ export async function commandsNotFound(config: WardenConfig): Promise<ConfigIssu
           file: server.source.file,
           line: server.source.line,
           column: 0,
-          path: `${server.name}.command`,
-          message: `${(error as Error).message} (a host that starts mcp-warden with another PATH may find it; this is the PATH the gateway gets here)`,
+          path: '',
+          message: `server "${server.name}": ${(error as Error).message} A host may start mcp-warden with another PATH than this shell's.`,
         };
       }
     }),

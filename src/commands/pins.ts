@@ -135,6 +135,8 @@ export function formatDiff(
     readonly acceptHint: boolean;
     /** Colours for a terminal: removed lines red, added ones green. Default: none. */
     readonly palette?: Palette;
+    /** How many of the compared tools the policy files hide from the host. */
+    readonly hiddenByPolicy?: number;
   },
 ): string {
   const paint = options.palette ?? paletteFor({}, {});
@@ -168,6 +170,11 @@ export function formatDiff(
   out.push(
     `${matching} ${matching === 1 ? 'matches its pin' : 'match their pins'}, ${count('changed')} changed, ${count('new')} new`,
   );
+  const hidden = options.hiddenByPolicy ?? 0;
+  if (hidden > 0)
+    out.push(
+      `${hidden} of the tools compared ${hidden === 1 ? 'is' : 'are'} hidden from the host by policy (compared all the same: a policy can change)`,
+    );
   const pending = acceptable(comparison);
   if (options.acceptHint && pending.length > 0)
     out.push(

@@ -23,7 +23,8 @@ const FORM = /^(\d+)(?:\.(\d+))?(ms|s|m|h)$/;
  * disagree on the unit of a bare number (Cline writes seconds, Claude Code milliseconds), and
  * read as milliseconds a number meant as seconds ends everything almost at once: so the message
  * says what the number would do (`effect`, e.g. "end every call after", followed by the amount) and gives both spellings.
- * `hostsWriteSeconds` names the hosts' habit, for the key that hosts' own files carry.
+ * A number of 1000 or more reads best as milliseconds, so that reading is offered first, in
+ * units. `hostsWriteSeconds` names the hosts' habit, for the key that hosts' own files carry.
  */
 export function bareNumberMessage(
   value: number,
@@ -32,6 +33,12 @@ export function bareNumberMessage(
   const { effect, hostsWriteSeconds = false } = options;
   if (hostsWriteSeconds) {
     return `a number here is milliseconds, so ${value} would ${effect} ${value} ms; some hosts (such as Cline) write seconds in this key: write "${value}s" for seconds, or "${value}ms" if that is meant`;
+  }
+  // A large number was most likely meant as milliseconds: offer that reading first, in units.
+  if (value >= 1000 && Number.isInteger(value)) {
+    const inUnits = formatDuration(value);
+    const also = inUnits === `${value}ms` ? '' : ` (or "${value}ms")`;
+    return `a number without a unit is not accepted here, since it could mean seconds or milliseconds: write "${inUnits}"${also} if milliseconds are meant, or "${value}s" for seconds`;
   }
   const asSeconds =
     value * 1000 <= MAX_DURATION_MS ? `"${value}s" (that is, ${value * 1000}ms)` : `"${value}s"`;

@@ -61,7 +61,54 @@ export function parseYamlSource(text: string, file: string, kind: string): YamlS
       toJS: () => json.data,
     };
   }
-  return parseWithYaml(text, file, kind);
+  if (!looksLikeJson(text, file)) return parseWithYaml(text, file, kind);
+  // YAML reads more than JSON does (comments, trailing commas: VS Code's mcp.json is JSONC), so
+  // a JSON file is still read with it; only when that fails too is the file reported, and then
+  // in JSON's words, since a JSON file's author knows nothing of YAML's rules.
+  try {
+    return parseWithYaml(text, file, kind);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const problem = jsonSyntaxProblem(text);
+    if (problem === undefined) throw error;
+    // Without a position from JSON.parse, YAML's place for the same fault is the best guess.
+    const first = error.issues[0];
+    const position =
+      problem.offset !== undefined
+        ? lineColumn(text, problem.offset)
+        : { line: first?.line ?? 0, column: first?.column ?? 0 };
+    throw new ConfigError([{ file, ...position, path: '', message: `invalid JSON: ${problem.message}` }]);
+  }
+}
+
+/** A file named `.json`, or whose text starts with `{`: what its author wrote as JSON. */
+function looksLikeJson(text: string, file: string): boolean {
+  return file.toLowerCase().endsWith('.json') || /^\s*\{/.test(text);
+}
+
+/**
+ * What `JSON.parse` says is wrong with `text`, without the position it appends (given as
+ * `offset` instead, when it says one), or undefined when `text` is valid JSON.
+ */
+function jsonSyntaxProblem(text: string): { message: string; offset?: number } | undefined {
+  try {
+    JSON.parse(text);
+    return undefined;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const at = / in JSON at position (\d+)(?: \(line \d+ column \d+\))?$/.exec(message);
+    if (at !== null) return { message: message.slice(0, at.index), offset: Number(at[1]) };
+    if (/^Unexpected end of JSON input/.test(message))
+      return { message: 'the text ends before the JSON does (a missing "}" or "]"?)', offset: text.length };
+    return { message };
+  }
+}
+
+/** The 1-based line and column of `offset` in `text`. */
+function lineColumn(text: string, offset: number): Position {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return { line, column: offset - (before.lastIndexOf('\n') + 1) + 1 };
 }
 
 /** `parseYamlSource` without the JSON fast path (exported for the test that compares the two). */
@@ -77,6 +124,8 @@ export function parseWithYaml(text: string, file: string, kind: string): YamlSou
   // Warnings are fatal too: e.g. an unknown tag such as `!env X` silently becomes the string "X".
   for (const problem of [...doc.errors, ...doc.warnings]) issues.addYamlProblem(problem, locator);
   issues.throwIfAny();
+  checkListItemIndentation(doc, text, issues, locator);
+  issues.throwIfAny();
   const { contents } = doc;
   const top: YamlSource['top'] =
     contents === null
@@ -87,6 +136,34 @@ export function parseWithYaml(text: string, file: string, kind: string): YamlSou
           ? { kind: 'list' }
           : { kind: 'scalar', value: isScalar(contents) ? contents.value : {} };
   return { locator, issues, top, toJS: () => doc.toJS({ maxAliasCount: 100 }) };
+}
+
+/**
+ * Reports a list item indented deeper than the one above it. YAML reads such a line as more
+ * text of the item above (`- two` then `  - three` is the one item "two - three"), so the
+ * mistake would otherwise pass silently, changing a server's arguments or a rule's globs.
+ * Quoted text is left alone: there a line starting with "- " was written on purpose.
+ */
+function checkListItemIndentation(
+  doc: Document,
+  text: string,
+  issues: IssueList,
+  locator: YamlLocator,
+): void {
+  const { visit, Scalar } = yaml();
+  visit(doc, {
+    Scalar(_key, node) {
+      if (node.type !== Scalar.PLAIN || node.range == null) return;
+      const [start, end] = node.range;
+      const found = /\n([ \t]*)-(?=[ \t]|$)/m.exec(text.slice(start, end));
+      if (found === null) return;
+      const offset = start + found.index + 1 + (found[1]?.length ?? 0);
+      issues.addAt(
+        locator.lineCol(offset),
+        `this "-" is indented deeper than the list item above it, so YAML reads it as more of that item's text (${JSON.stringify(String(node.value))}); indent it as far as the item above to make it an item of its own, or quote the text if the dash belongs to it`,
+      );
+    },
+  });
 }
 
 /** The document as plain data. Throws a `ConfigError` for a document that expands too much. */
@@ -301,6 +378,11 @@ export class IssueList {
         ? `the file holds more than one YAML document (a second "---"); a ${this.kind} must hold exactly one`
         : problem.message;
     this.push('', locator.lineCol(offset), `invalid YAML: ${message}`);
+  }
+
+  /** A problem at a place in the text that no key path names (e.g. inside a value). */
+  addAt(position: Position, message: string): void {
+    this.push('', position, message);
   }
 
   throwIfAny(): void {

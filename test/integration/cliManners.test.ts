@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, fixture, runCli, tempDir, writeConfig } from './harness.js';
+import { FAST_GATEWAY, fixture, pinsAndAuditConfig, runCli, tempDir, writeConfig } from './harness.js';
 
 const ESC = '\u001b[';
 
@@ -52,7 +52,7 @@ describe('check', () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(
       new RegExp(
-        `^warning: ${config}:\\d+: typo\\.command: command not found: "warden-npxx-not-here" \\(searched PATH: /usr/bin:/bin\\)`,
+        `^warning: ${config}:\\d+: server "typo": command not found: "warden-npxx-not-here" \\(searched PATH: /usr/bin:/bin\\)`,
         'm',
       ),
     );
@@ -109,23 +109,34 @@ describe('tools', () => {
   });
 });
 
-describe('pins accept', () => {
-  function setup() {
+describe('pins diff', () => {
+  it('says how many of the compared tools the policy hides, and why a server was not compared', async () => {
     const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'hide.yaml'),
+      'rules:\n  - id: no-add\n    match: { server: fx, tool: add }\n    action: deny\n',
+    );
     const config = writeConfig(
       {
-        gateway: FAST_GATEWAY,
+        gateway: { ...FAST_GATEWAY, startupTimeout: '1s' },
+        policies: ['./hide.yaml'],
         pins: { file: './tool-pins.json' },
-        audit: { file: './audit.jsonl' },
-        servers: { fx: fixture() },
+        servers: { fx: fixture(), slow: fixture(['--hang-on-initialize']) },
       },
       dir,
     );
-    return { config, pinsFile: path.join(dir, 'tool-pins.json'), auditFile: path.join(dir, 'audit.jsonl') };
-  }
+    const { code, stdout } = await runCli(['pins', 'diff', '--config', config]);
+    expect(code).toBe(1);
+    expect(stdout).toContain('1 of the tools compared is hidden from the host by policy');
+    expect(stdout).toContain(
+      'server slow: unavailable: still starting when gateway.startupTimeout (1s) passed; its tools were not compared',
+    );
+  });
+});
 
+describe('pins accept', () => {
   it('without SERVER[/TOOL] and not on a terminal, needs --all and pins nothing', async () => {
-    const { config, pinsFile } = setup();
+    const { config, pinsFile } = pinsAndAuditConfig();
     const { code, stderr } = await runCli(['pins', 'accept', '--config', config]);
     expect(code).toBe(2);
     expect(stderr).toContain('not on a terminal, say so with --all');
@@ -133,7 +144,7 @@ describe('pins accept', () => {
   });
 
   it('--all accepts every change, and each acceptance is in the audit log with who accepted it', async () => {
-    const { config, pinsFile, auditFile } = setup();
+    const { config, pinsFile, auditFile } = pinsAndAuditConfig();
     const { code, stdout } = await runCli(['pins', 'accept', '--all', '--config', config]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^\d+ tools pinned in /m);
@@ -153,7 +164,7 @@ describe('pins accept', () => {
   });
 
   it('refuses --all next to SERVER[/TOOL] arguments', async () => {
-    const { config } = setup();
+    const { config } = pinsAndAuditConfig();
     const { code, stderr } = await runCli(['pins', 'accept', '--all', '--config', config, 'fx']);
     expect(code).toBe(2);
     expect(stderr).toContain('either SERVER[/TOOL] arguments or --all');

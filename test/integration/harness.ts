@@ -246,3 +246,21 @@ export function textOf(result: object): string {
   const content = (result as { content?: { text?: string }[] }).content ?? [];
   return content.map((c) => c.text ?? '').join('\n');
 }
+
+/**
+ * A config with a pins file and an audit log (both still absent) in front of the fixture
+ * server `fx`, in a fresh temp dir: what the pins commands are tried on.
+ */
+export function pinsAndAuditConfig(): { config: string; pinsFile: string; auditFile: string } {
+  const dir = tempDir();
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      pins: { file: './tool-pins.json' },
+      audit: { file: './audit.jsonl' },
+      servers: { fx: fixture() },
+    },
+    dir,
+  );
+  return { config, pinsFile: path.join(dir, 'tool-pins.json'), auditFile: path.join(dir, 'audit.jsonl') };
+}

@@ -714,6 +714,23 @@ describe('parseConfigText: one problem, one exact message', () => {
       'servers:\n  a: { command: !env CMD }\n',
       [`${F}:2:17: invalid YAML: Unresolved tag: !env`],
     ],
+    [
+      'JSON with a missing comma: in JSON words, where JSON.parse stopped',
+      '{\n  "servers": {\n    "a": { "command": "x" }\n    "b": { "command": "y" }\n  }\n}\n',
+      [`${F}:4:5: invalid JSON: Expected ',' or '}' after property value`],
+    ],
+    [
+      'JSON cut short',
+      '{"servers": {"a": {"command": "x"}}',
+      [`${F}:1:36: invalid JSON: Expected ',' or '}' after property value`],
+    ],
+    [
+      'a list item indented deeper than the one above, which YAML would read as its text',
+      'servers:\n  a:\n    command: x\n    args:\n      - --root\n       - /data\n',
+      [
+        `${F}:6:8: this "-" is indented deeper than the list item above it, so YAML reads it as more of that item's text ("--root - /data"); indent it as far as the item above to make it an item of its own, or quote the text if the dash belongs to it`,
+      ],
+    ],
   ];
 
   it.each(cases)('%s', (_what, text, expected) => {
@@ -748,7 +765,7 @@ describe('parseConfigText: a duration written as a bare number', () => {
     [
       'gateway.maxTimeout',
       'gateway:\n  maxTimeout: 1800\nservers:\n  x: { command: c }\n',
-      `${F}:2:15: gateway.maxTimeout: ${unit(1800, 'end every call after')}`,
+      `${F}:2:15: gateway.maxTimeout: a number without a unit is not accepted here, since it could mean seconds or milliseconds: write "1800ms" if milliseconds are meant, or "1800s" for seconds`,
     ],
     [
       'gateway.startupTimeout',
@@ -771,9 +788,9 @@ describe('parseConfigText: a duration written as a bare number', () => {
       `${F}:2:12: confirmation.timeout: ${unit(30, 'deny every confirmation not answered after')}`,
     ],
     [
-      'a server timeout of 60000 (no guess at which unit was meant)',
+      'a server timeout of 60000: the milliseconds reading first, in units',
       'servers:\n  x: { command: c, timeout: 60000 }\n',
-      `${F}:2:29: servers.x.timeout: ${unit(60000, 'end every call after')}`,
+      `${F}:2:29: servers.x.timeout: a number without a unit is not accepted here, since it could mean seconds or milliseconds: write "1m" (or "60000ms") if milliseconds are meant, or "60000s" for seconds`,
     ],
   ])('%s: an error saying what it would do and what to write', (_what, text, expected) => {
     expect(issuesOf(text)).toEqual([expected]);
