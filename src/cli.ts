@@ -19,7 +19,7 @@ import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WinstonLogger } from './core/logger.js';
 
-// Every other module is imported where it is needed (issue 7): `--version` loads none of them,
+// Every other module is imported where it is needed (measured): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
 // the gateway's, so that the servers' own start-up overlaps that loading.
 
@@ -234,7 +234,7 @@ async function serve(file: string | undefined): Promise<void> {
   // the exit that reports it, before any of them was spoken to.
   const { spawnEarly } = await import('./core/upstreams/earlySpawn.js');
   const early = spawnEarly(config.servers);
-  // Whatever happens, no child process outlives us (FIELD_NOTES "Availability"); the gateway's
+  // Whatever happens, no child process outlives us; the gateway's
   // pool keeps its children in this same set.
   process.on('exit', () => {
     for (const child of early.children) child.killNow();

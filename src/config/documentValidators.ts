@@ -1,7 +1,7 @@
 /**
  * Validation of our own documents (the config file, policy files) against their schemas in
  * `schema/`. Compiling a schema with ajv, and loading ajv to do it, cost about 110 ms of every
- * start-up (issue 7), so `npm run build` turns each schema into plain code with ajv's standalone
+ * start-up (measured), so `npm run build` turns each schema into plain code with ajv's standalone
  * mode (scripts/generate-validators.mjs writes `dist/config/generated/<kind>.cjs`) and the built
  * gateway only loads that. Run from source (vitest) there is no build output to trust, so the
  * same validator is compiled with ajv on first use; the `generated-validators` test project

@@ -1,7 +1,7 @@
 /**
  * What other hosts' MCP config files hold besides what mcp-warden reads, dealt with before
  * interpolation and the schema check, so that a user can point mcp-warden at the file their host
- * already reads (FIELD_NOTES "Configuration"). A Claude Desktop `claude_desktop_config.json`
+ * already reads. A Claude Desktop `claude_desktop_config.json`
  * keeps the app's own settings (`globalShortcut`, `preferences`, and whatever later versions
  * add) next to `mcpServers`; VS Code's `mcp.json` keeps `inputs` (the values it asks the user
  * for) next to `servers`; Cline, Roo Code, Cursor and VS Code add keys of their own to server

@@ -2,7 +2,7 @@
  * The fast path for config and policy files written as JSON (a Claude Desktop config, the
  * benchmark's files): `JSON.parse` plus a scan that records where each key and value starts,
  * so that loading them needs no YAML parser (loading `yaml` is about 25 ms and 4 MB of every
- * start-up, issue 7). It gives exactly what the YAML path gives for such a file: the same data
+ * start-up, measured). It gives exactly what the YAML path gives for such a file: the same data
  * and the same line and column for every key path (a unit test compares the two). Anything it
  * does not mirror exactly is left to the YAML path: text `JSON.parse` rejects (whose errors the
  * YAML parser locates), a top level that is not an object, duplicate keys (an error in YAML,

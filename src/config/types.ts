@@ -27,7 +27,7 @@ export interface RestartConfig {
 }
 
 /**
- * Result repair (issue 4): what the gateway does to tool results that a strict or a lenient
+ * Result repair: what the gateway does to tool results that a strict or a lenient
  * host would mishandle. Each repair can be turned off; see docs/how-it-behaves.md, "Result repair".
  */
 export interface RepairConfig {
@@ -160,7 +160,7 @@ export interface HttpServerConfig extends ServerCommon {
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
 
-/** One way of asking a human to confirm a call (issue 5), tried in the configured order. */
+/** One way of asking a human to confirm a call, tried in the configured order. */
 export type ConfirmationMethod = 'elicitation' | 'command';
 
 export interface ConfirmationConfig {
@@ -186,7 +186,7 @@ export interface ConfirmationConfig {
   };
 }
 
-/** The audit trail (issue 6). Absent when the config has no `audit:` section. */
+/** The audit trail. Absent when the config has no `audit:` section. */
 export interface AuditConfig {
   /** Absolute path of the JSON-lines file. */
   readonly file: string;

@@ -1,5 +1,5 @@
 /**
- * The audit log's record types (issue #6). One JSON object per line. Field names are short and
+ * The audit log's record types. One JSON object per line. Field names are short and
  * stable: security teams parse these files with their own tools, so a field is never renamed or
  * given a new meaning; new information gets a new optional field.
  *

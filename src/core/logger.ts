@@ -46,7 +46,7 @@ function redactFormat(redact: NonNullable<LoggerOptions['redact']>): winston.Log
  * `stderrLevels`, which is why the list is spelled out here.
  */
 export interface LoggerOptions {
-  /** Applied to every line before it is written: the diagnostic log gets the audit's redaction (issue 6). */
+  /** Applied to every line before it is written: the diagnostic log gets the audit's redaction. */
   readonly redact?: { readonly text: (text: string) => string; readonly value: (value: unknown) => unknown };
 }
 
@@ -80,7 +80,7 @@ export function createLogger(config: LogConfig, options: LoggerOptions = {}): Wi
     ...wrap(root),
     close: () =>
       new Promise<void>((resolve) => {
-        // winston ≥ 3.19 flushes its file transport on 'finish' (FIELD_NOTES "Traps").
+        // winston ≥ 3.19 flushes its file transport on 'finish'.
         root.once('finish', () => resolve());
         root.end();
       }),

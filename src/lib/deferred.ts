@@ -1,7 +1,7 @@
 /**
  * A promise with its resolve and reject, for per-call records on the hot path to extend: the
  * record is the one object a call needs, and getting the two functions costs no executor
- * closure (issue 7: closures made per call were a large share of the gateway's garbage).
+ * closure (closures made per call were a large share of the gateway's garbage, measured).
  * `Promise.withResolvers` would do, from Node 22.
  */
 export class Deferred<T> {

@@ -41,7 +41,7 @@ export function toolFilter(filter: ToolFilter): (name: string) => boolean {
 /**
  * Merges the upstreams' items into one namespaced list. Pure and deterministic: sources come in
  * config order, items in each upstream's own order, and that order decides collisions, so the
- * same inputs always give the same names (FIELD_NOTES "Tool names").
+ * same inputs always give the same names.
  */
 export function buildCatalog<T extends Named>(
   sources: readonly CatalogSource<T>[],
@@ -68,7 +68,7 @@ export function buildCatalog<T extends Named>(
  * The current catalog of one kind (tools or prompts), rebuilt when an upstream's list changes.
  * Keeps the serialized list answer so repeated listings (hosts list often) cost one string copy.
  * That text is all it keeps of what the host sees: no renamed copy of each definition, and no
- * second string to compare rebuilds with (with 10,000 tools each would cost megabytes, issue 7).
+ * second string to compare rebuilds with (with 10,000 tools each would cost megabytes, measured).
  */
 export class NamedCatalog<T extends Named> {
   private built: BuiltCatalog<T> = { entries: [], byName: new Map(), warnings: [] };

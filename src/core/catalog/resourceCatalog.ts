@@ -27,7 +27,7 @@ function templatePattern(template: string): RegExp {
 /**
  * Resources are not namespaced: a URI means the same thing whoever serves it, and hosts show
  * them as they are. So ownership is by URI: exact resources first, then templates, in config
- * order; two servers listing one URI is reported and the first keeps it (issue 3).
+ * order; two servers listing one URI is reported and the first keeps it.
  */
 export class ResourceCatalog {
   private owners = new Map<string, string>();

@@ -2,7 +2,7 @@
  * Cancellation for one call, as a plain object. Every call needs one (the host may cancel it,
  * the timeout may fire), and almost none is ever cancelled: an AbortController and its
  * EventTarget listeners cost several microseconds and much garbage per call, measured as a
- * large share of the gateway's CPU in the benchmark (bench/, issue 7). This costs an object.
+ * large share of the gateway's CPU in the benchmark (measured). This costs an object.
  */
 export interface CancelSignal {
   readonly cancelled: boolean;
@@ -29,7 +29,7 @@ export interface CancelListener {
 export class Cancellation implements CancelSignal {
   private _reason: Error | undefined;
   // A call has one to three listeners (timeout, upstream session, a queue), so the first two
-  // live in fields: an array per call was most of this class's garbage (issue 7). In order of
+  // live in fields: an array per call was most of this class's garbage (measured). In order of
   // registration: `first`, then `second`, then `more`.
   private first: CancelListener | undefined;
   private second: CancelListener | undefined;

@@ -1,6 +1,6 @@
 /**
  * Deadlines on one timer. A timer per call (a Timeout object, its closures, cleared on every
- * answer) was a large share of the gateway's garbage per call (issue 7); here a call's record
+ * answer) was a large share of the gateway's garbage per call (measured); here a call's record
  * is itself the queue's node, and one timer serves every call in the queue.
  *
  * The timer is always armed for the earliest deadline (or before it: removing the head does

@@ -1,7 +1,7 @@
 /**
  * MCP protocol revisions, newest first, as the SDK (1.32) lists them. Kept here as plain data
  * because importing them from the SDK's `types.js` loads its whole zod schema set, the largest
- * single cost of the gateway's start-up (bench/, issue 7). A unit test keeps this list equal to
+ * single cost of the gateway's start-up (measured). A unit test keeps this list equal to
  * the installed SDK's.
  */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [

@@ -7,7 +7,7 @@ export function restartDelay(attempt: number, config: RestartConfig): number {
 
 /**
  * Remembers recent failures so a server that keeps dying is marked failed instead of being
- * restarted forever (issue 2: "a crash loop marks it failed instead of spinning").
+ * restarted forever.
  */
 export class CrashLoopDetector {
   private readonly failures: number[] = [];

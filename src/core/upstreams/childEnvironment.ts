@@ -28,7 +28,7 @@ export const INHERITED_ENV_VARS: readonly string[] =
 /**
  * The environment an upstream child gets: the inherited safe variables plus what the config
  * lists for that server. Never the gateway's whole environment, which may hold secrets meant
- * for other servers (FIELD_NOTES "Configuration").
+ * for other servers.
  */
 export function childEnvironment(
   configured: Readonly<Record<string, string>>,

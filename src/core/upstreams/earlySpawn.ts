@@ -5,7 +5,7 @@ import { stdioSpawnOptions } from './childEnvironment.js';
 /**
  * Stdio upstreams' processes, started as soon as the config is known to be valid rather than
  * when the host's `initialize` arrives: a server's own start-up (Node's alone is ~60 ms) then
- * overlaps the gateway's, instead of following it (issue 7). Only the process is started here;
+ * overlaps the gateway's, instead of following it (measured). Only the process is started here;
  * the upstream's `initialize` still waits for the host's, whose capabilities it declares.
  */
 export interface EarlyStart {

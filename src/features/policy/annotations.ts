@@ -1,7 +1,7 @@
 /**
  * How policy rules read a tool's annotations.
  *
- * The MCP spec (2025-06-18 "Tool annotations"; FIELD_NOTES "Confirmation, policy, audit") says
+ * The MCP spec (2025-06-18, "Tool annotations") says
  * annotations are hints, to be treated as untrusted unless they come from a trusted server. A
  * rule that relaxes checks because a tool says it is read-only must therefore never relax them
  * for a server the user has not marked `trusted: true`: for those, every hint reads as its most

@@ -39,7 +39,7 @@ export function repairResult(
 
 /**
  * False when no step can apply: every step needs structuredContent or an outputSchema, and most
- * results have neither. The hot path asks this first (issue 7), to skip even the outcome object.
+ * results have neither. The hot path asks this first (measured), to skip even the outcome object.
  */
 export function mayNeedRepair(result: CallToolResult, tool: Pick<Tool, 'outputSchema'>): boolean {
   return structuredOf(result) !== undefined || declaresOutputSchema(tool);

@@ -112,7 +112,7 @@ class TimedCall extends Deferred<Outcome> implements CancelListener, DeadlineEnt
 }
 
 /**
- * Bounds the upstream part of a call (ARCHITECTURE: inside confirmation, so a human's wait does
+ * Bounds the upstream part of a call (inside confirmation, so a human's wait does
  * not count; outside the concurrency limit, so time spent queued does). When a limit fires, the
  * call's signal is cancelled with a CallTimeoutError: the upstream session sends
  * `notifications/cancelled` for its own request id and drops any late answer, and the caller
