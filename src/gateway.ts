@@ -254,7 +254,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     pipeline,
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
-    ...(failedAtLoad.length > 0 && { instructions: failedAtLoad.join('\n') }),
+    ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
   });
 
   /** The gateway's own questions to the user (confirmations) go to the host as elicitation. */

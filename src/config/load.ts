@@ -524,6 +524,10 @@ function normalizeServer(
         ? strings(entry['roots']).map((folder) => path.resolve(ctx.dir, folder))
         : entry['roots'] !== false,
     },
+    instructions:
+      typeof entry['instructions'] === 'string' || typeof entry['instructions'] === 'boolean'
+        ? entry['instructions']
+        : true,
     source: { file: ctx.file, line },
   };
 

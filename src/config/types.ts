@@ -111,6 +111,11 @@ interface ServerCommon {
   readonly trusted: boolean;
   /** What this server may ask of the host: sampling, elicitation, roots. */
   readonly clientRequests: ClientRequestsConfig;
+  /**
+   * What the host is told of this server's `instructions` (its initialize answer's guidance for
+   * the model): true passes them on, false leaves them out, a string replaces them.
+   */
+  readonly instructions: boolean | string;
   /** Where in the config file this server was declared, for messages. */
   readonly source: { readonly file: string; readonly line: number };
   /**

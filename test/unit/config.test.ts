@@ -165,6 +165,7 @@ describe('parseConfigText: valid configs', () => {
           disabled: false,
           trusted: true,
           clientRequests: { sampling: true, elicitation: true, roots: true },
+          instructions: true,
           source: { file: FILE, line: 16 },
         },
         {
@@ -186,6 +187,7 @@ describe('parseConfigText: valid configs', () => {
           disabled: true,
           trusted: false,
           clientRequests: { sampling: true, elicitation: true, roots: true },
+          instructions: true,
           source: { file: FILE, line: 33 },
         },
       ],
@@ -233,6 +235,7 @@ describe('parseConfigText: valid configs', () => {
         disabled: false,
         trusted: false,
         clientRequests: { sampling: true, elicitation: true, roots: true },
+        instructions: true,
         source: { file: FILE, line: 2 },
       },
     ]);

@@ -1,10 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
-import { RpcPeer } from '../../src/core/rpc/peer.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
+import { RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
 import {
   SENT,
+  StreamTransport,
   type MessageTransport,
   type OutgoingMessage,
 } from '../../src/core/transports/streamTransport.js';
@@ -114,5 +116,57 @@ describe('RpcPeer, outgoing', () => {
     await pending;
     signal.cancel(new Error('late'));
     expect(sent).toHaveLength(1);
+  });
+});
+
+describe('RpcPeer, incoming', () => {
+  /** A peer on a stream transport, as the host's connection is; `chunks` are the writes made. */
+  async function hostPeer(onRequest: (request: IncomingRequest) => void) {
+    const { PassThrough } = await import('node:stream');
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const chunks: string[] = [];
+    output.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+    const transport = new StreamTransport({
+      input,
+      output,
+      maxLineBytes: 1 << 20,
+      onJunk: () => {},
+      onOversize: () => {},
+    });
+    new RpcPeer({
+      transport,
+      errors: {
+        remote: (e) => new Error(e.message),
+        failed: (detail) => new Error(detail),
+        cancelled: (reason) => new Error(reason),
+      },
+      onRequest,
+      onNotification: () => {},
+    });
+    await transport.start();
+    return { input, chunks };
+  }
+
+  it("writes a request's last progress before its answer, never in the same write", async () => {
+    const { input, chunks } = await hostPeer((request) => {
+      request.onProgress!({ progress: 1, total: 2 });
+      request.onProgress!({ progress: 2, total: 2 });
+      request.respond(Outcome.of({ done: true }));
+    });
+    input.write('{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');
+    await vi.waitFor(() => expect(chunks.join('')).toContain('"done"'));
+    const progressWrite = chunks.findIndex((c) => c.includes('"progress":2'));
+    const answerWrite = chunks.findIndex((c) => c.includes('"done"'));
+    expect(progressWrite).toBeGreaterThanOrEqual(0);
+    expect(answerWrite).toBeGreaterThan(progressWrite);
+    expect(chunks[answerWrite]).not.toContain('notifications/progress');
+  });
+
+  it('keeps unrelated answers of one turn in one write', async () => {
+    const { input, chunks } = await hostPeer((request) => request.respond(Outcome.of({ n: request.id })));
+    input.write('{"jsonrpc":"2.0","id":1,"method":"x"}\n{"jsonrpc":"2.0","id":2,"method":"x"}\n');
+    await vi.waitFor(() => expect(chunks.join('')).toContain('"n":2'));
+    expect(chunks).toHaveLength(1);
   });
 });

@@ -24,6 +24,7 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/ver
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { followsHostRoots } from './clientRequests.js';
+import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import { InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
 
 export interface RouterOptions {
@@ -36,24 +37,31 @@ export interface RouterOptions {
   readonly pipeline: Next;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
-  /** Sent to the host in the initialize answer: what a user should know (servers that failed). */
-  readonly instructions?: string;
+  /**
+   * Lines the host is told in the initialize answer's instructions after the upstreams' own:
+   * what a user should know (servers that failed at load).
+   */
+  readonly notes?: readonly string[];
 }
-
-/** What the gateway serves, whatever its upstreams turn out to offer: it answers empty lists itself. */
-const SERVER_CAPABILITIES = {
-  tools: { listChanged: true },
-  prompts: { listChanged: true },
-  resources: { subscribe: true, listChanged: true },
-  logging: {},
-  completions: {},
-} as const;
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   tools: 'notifications/tools/list_changed',
   prompts: 'notifications/prompts/list_changed',
   resources: 'notifications/resources/list_changed',
 };
+
+/** Upstream notifications passed to the host as they are. */
+const FORWARDED_NOTIFICATIONS: ReadonlySet<string> = new Set([
+  'notifications/resources/updated',
+  // A URL-mode elicitation finished out of band: the host may close what it opened for it.
+  'notifications/elicitation/complete',
+]);
+
+/** Notifications the gateway keeps from the host on purpose, with the reason it logs. */
+const NOT_FORWARDED: ReadonlyMap<string, string> = new Map([
+  ['notifications/initialized', 'it concerns the connection between the gateway and that server'],
+  ['notifications/tasks/status', 'mcp-warden does not route tasks yet'],
+]);
 
 /** Requests upstreams may make of the host, routed through the pipeline. */
 const TO_HOST: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list']);
@@ -136,11 +144,15 @@ export class Router {
       // The host sees which server is talking: its name, then the server's own logger.
       const logger = typeof params?.logger === 'string' ? `${upstream.name}/${params.logger}` : upstream.name;
       this.peer.notify(method, { ...params, logger });
-    } else if (method === 'notifications/resources/updated') {
-      this.peer.notify(method, params);
-    } else {
-      this.log.debug(`did not forward ${method} from ${upstream.name}`);
+      return;
     }
+    if (FORWARDED_NOTIFICATIONS.has(method)) {
+      this.peer.notify(method, params);
+      return;
+    }
+    // Said at info, not debug: a notification the host never gets is a behaviour users ask about.
+    const why = NOT_FORWARDED.get(method) ?? 'mcp-warden does not know this notification';
+    this.log.info(`did not forward ${truncated(method)} from ${upstream.name}: ${why}`);
   }
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
@@ -205,7 +217,7 @@ export class Router {
     }
   }
 
-  private initialize(request: IncomingRequest): void {
+  private async initialize(request: IncomingRequest): Promise<void> {
     const params = request.params;
     const requested = params?.protocolVersion;
     if (typeof requested !== 'string')
@@ -214,15 +226,18 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
-    // Answer at once: upstreams connect in the background (declaring what the host can do) and
-    // the lists wait for them.
-    void this.options.pool.start();
+    // The upstreams connect declaring what the host can do; the answer waits for the start-up
+    // window (as the first list would anyway), so it can say what they offer and pass on their
+    // instructions. A server slower than the window joins later, through list_changed.
+    await this.options.pool.start();
+    const { upstreams } = this.options.pool;
+    const instructions = mergedInstructions(upstreams, this.options.notes ?? [], (cut) => this.log.warn(cut));
     request.respond(
       Outcome.of({
         protocolVersion,
-        capabilities: SERVER_CAPABILITIES,
+        capabilities: gatewayCapabilities(upstreams),
         serverInfo: this.options.serverInfo,
-        ...(this.options.instructions !== undefined && { instructions: this.options.instructions }),
+        ...(instructions !== undefined && { instructions }),
       }),
     );
   }
@@ -422,4 +437,9 @@ function withoutMeta(params: Params | undefined): Params | undefined {
   if (params === undefined || !Object.hasOwn(params, '_meta')) return params;
   const { _meta: _ignored, ...rest } = params;
   return rest;
+}
+
+/** A name from a peer, cut for a log line (a method name can be megabytes long). */
+function truncated(text: string): string {
+  return text.length <= 200 ? text : `${text.slice(0, 200)}… (${text.length} characters)`;
 }

@@ -106,6 +106,12 @@ export class RpcPeer {
   private readonly deadlines = new Map<number, DeadlineQueue>();
   private nextId = 1;
   private closedWith: Error | null = null;
+  /**
+   * Counts turns of the event loop in which this peer sent progress, so an answer can tell that
+   * its request's last progress went out in this same turn (see IncomingRequest.respond).
+   */
+  private progressTurn = 0;
+  private turnEnding = false;
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: PeerOptions) {
@@ -307,6 +313,23 @@ export class RpcPeer {
     }
   }
 
+  /** Notes progress sent now; returns the turn it belongs to. */
+  progressSent(): number {
+    if (!this.turnEnding) {
+      this.turnEnding = true;
+      process.nextTick(() => {
+        this.turnEnding = false;
+        this.progressTurn++;
+      });
+    }
+    return this.progressTurn;
+  }
+
+  /** Whether progress sent in `turn` is still waiting to be written with this turn's messages. */
+  isCurrentTurn(turn: number): boolean {
+    return this.turnEnding && turn === this.progressTurn;
+  }
+
   /** Resolves once every request of the other side received so far has been answered. */
   idle(): Promise<void> {
     if (this.incoming.size === 0) return Promise.resolve();
@@ -338,6 +361,8 @@ export class IncomingRequest extends Cancellation {
   /** Answered: later progress is not sent, and a second answer is a bug that is dropped. */
   answered = false;
   private progressListener: ProgressListener | undefined;
+  /** The turn this request's last progress was sent in; -1 before any. */
+  private progressTurn = -1;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -369,6 +394,7 @@ export class IncomingRequest extends Cancellation {
     return (this.progressListener ??= (params) => {
       if (this.answered) return;
       this.peer.notify('notifications/progress', retagProgress(params, token));
+      this.progressTurn = this.peer.progressSent();
     });
   }
 
@@ -381,11 +407,16 @@ export class IncomingRequest extends Cancellation {
     if (!this.finish()) return;
     const { result } = outcome;
     const raw = outcome.raw;
-    this.peer.sendQuietly(
+    const message =
       raw === undefined
-        ? { jsonrpc: '2.0', id: this.id, result: result as Record<string, unknown> }
-        : new EncodedResult(this.id, raw.text, raw.bytes, () => result as Record<string, unknown>),
-    );
+        ? { jsonrpc: '2.0' as const, id: this.id, result: result as Record<string, unknown> }
+        : new EncodedResult(this.id, raw.text, raw.bytes, () => result as Record<string, unknown>);
+    // Progress sent in this turn leaves in this turn's write. Hosts built on the TypeScript SDK
+    // handle notifications a microtask after responses, so an answer in the same write would
+    // overtake its own last progress: it waits for the next turn, in a write of its own.
+    if (this.progressTurn !== -1 && this.peer.isCurrentTurn(this.progressTurn))
+      setImmediate(() => this.peer.sendQuietly(message));
+    else this.peer.sendQuietly(message);
   }
 
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */

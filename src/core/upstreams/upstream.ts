@@ -149,6 +149,7 @@ export class Upstream {
     resourceTemplates: [],
   };
   private _capabilities: Params = {};
+  private _instructions: string | undefined;
   private _lastError: string | undefined;
   private live: Live | undefined;
   /** The connection being set up, so a stop during a slow start can still kill it. */
@@ -202,6 +203,10 @@ export class Upstream {
   /** What the server declared in its initialize answer (last connection). */
   get capabilities(): Params {
     return this._capabilities;
+  }
+  /** The `instructions` of the server's initialize answer (last connection), if it gave any. */
+  get instructions(): string | undefined {
+    return this._instructions;
   }
   get lastError(): string | undefined {
     return this._lastError;
@@ -488,6 +493,7 @@ export class Upstream {
       const capabilities = init.capabilities;
       this._capabilities =
         typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
+      this._instructions = typeof init.instructions === 'string' ? init.instructions : undefined;
       session.notify('notifications/initialized');
       for (const kind of LIST_KINDS)
         this.lists[kind] = await this.listAll(session, kind, this.startupDeadline(LISTS[kind].method, what));

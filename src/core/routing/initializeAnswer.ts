@@ -1,0 +1,75 @@
+import type { ServerConfig } from '../../config/types.js';
+import type { Params } from '../rpc/jsonRpc.js';
+
+/** What the initialize answer needs to know of one upstream. */
+export interface UpstreamFacts {
+  readonly name: string;
+  readonly config: Pick<ServerConfig, 'namespace' | 'instructions' | 'disabled'>;
+  readonly state: string;
+  readonly capabilities: Params;
+  readonly instructions: string | undefined;
+}
+
+/** One server's section may hold this many characters; longer text is cut, and the cut logged. */
+export const MAX_SERVER_INSTRUCTIONS = 8 * 1024;
+/** The whole merged text may hold this many; sections past it are left out, and logged. */
+export const MAX_INSTRUCTIONS = 32 * 1024;
+
+/**
+ * The gateway's capabilities, derived from what its upstreams declared when the host
+ * initialized: `resources.subscribe` only when some upstream supports subscriptions,
+ * `completions` only when some upstream completes. Tools, prompts and resources are always
+ * declared, with `listChanged`, because upstreams come and go while the gateway serves; so is
+ * `logging`, which the gateway answers itself.
+ */
+export function gatewayCapabilities(upstreams: readonly UpstreamFacts[]): Params {
+  const serving = upstreams.filter((u) => u.state === 'ready');
+  const subscribe = serving.some((u) => (u.capabilities.resources as Params | undefined)?.subscribe === true);
+  const completions = serving.some((u) => u.capabilities.completions !== undefined);
+  return {
+    tools: { listChanged: true },
+    prompts: { listChanged: true },
+    resources: subscribe ? { subscribe: true, listChanged: true } : { listChanged: true },
+    logging: {},
+    ...(completions && { completions: {} }),
+  };
+}
+
+/**
+ * The upstreams' instructions as one text for the host: a section per server, in config order,
+ * headed with its namespace (or its name, without one), as each server's `instructions:` setting
+ * says (pass on, leave out, replace). Bounded per server and in all; `onCut` hears what was cut.
+ * `notes` (servers that could not start, and why) come last.
+ */
+export function mergedInstructions(
+  upstreams: readonly UpstreamFacts[],
+  notes: readonly string[],
+  onCut: (message: string) => void,
+): string | undefined {
+  const sections: string[] = [];
+  let total = 0;
+  for (const upstream of upstreams) {
+    if (upstream.config.disabled) continue;
+    const setting = upstream.config.instructions;
+    const text = typeof setting === 'string' ? setting : setting ? upstream.instructions : undefined;
+    if (text === undefined || text.trim() === '') continue;
+    let body = text.trim();
+    if (body.length > MAX_SERVER_INSTRUCTIONS) {
+      onCut(
+        `the instructions of server "${upstream.name}" are ${body.length} characters; the host gets the first ${MAX_SERVER_INSTRUCTIONS}`,
+      );
+      body = `${body.slice(0, MAX_SERVER_INSTRUCTIONS)}…`;
+    }
+    const section = `## ${upstream.config.namespace ?? upstream.name}\n${body}`;
+    if (total + section.length > MAX_INSTRUCTIONS) {
+      onCut(
+        `the instructions of server "${upstream.name}" are left out: the merged instructions would pass ${MAX_INSTRUCTIONS} characters`,
+      );
+      continue;
+    }
+    total += section.length;
+    sections.push(section);
+  }
+  const all = [...sections, ...notes];
+  return all.length === 0 ? undefined : all.join('\n\n');
+}
