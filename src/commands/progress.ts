@@ -10,6 +10,8 @@ import type { StartupProgress } from './tools.js';
  */
 export function terminalProgress(stream: NodeJS.WriteStream, palette: Palette): StartupProgress | undefined {
   if (stream.isTTY !== true) return undefined;
+  // A server that keeps crashing while it starts fails the same way at each restart: once is enough.
+  const lastFailure = new Map<string, string>();
   return {
     starting(servers) {
       if (servers.length > 0)
@@ -21,6 +23,8 @@ export function terminalProgress(stream: NodeJS.WriteStream, palette: Palette): 
       stream.write(`  ${palette.green(server)} ready (${plural(tools, 'tool')})\n`);
     },
     failed(server, error) {
+      if (lastFailure.get(server) === error) return;
+      lastFailure.set(server, error);
       stream.write(`  ${palette.red(server)} failed: ${error}\n`);
     },
   };

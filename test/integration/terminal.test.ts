@@ -5,7 +5,7 @@
  * are skipped, saying so, only where it is not installed.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, NODE, pinsAndAuditConfig } from './harness.js';
 
@@ -19,6 +19,8 @@ const GREEN_ADDED = new RegExp(`${String.fromCharCode(27)}\\[32m\\s+\\+ `);
 class Terminal {
   private readonly socket = `warden-test-${process.pid}-${Math.random().toString(36).slice(2)}`;
   private started = false;
+  /** Where the server's socket is: tmux leaves the file behind when the server is killed. */
+  private socketPath: string | undefined;
 
   /** Runs `args` (the CLI's) in a fresh 200x50 terminal, with `env` added and nothing inherited about colour. */
   start(args: readonly string[], env: Readonly<Record<string, string>> = {}): void {
@@ -34,6 +36,7 @@ class Terminal {
     ].join(' ');
     this.tmux(['-f', '/dev/null', 'new-session', '-d', '-x', '200', '-y', '50', '-s', 'cli', command]);
     this.started = true;
+    this.socketPath = this.tmux(['display-message', '-p', '#{socket_path}']).trim();
   }
 
   /** The screen as it is now, with the escape codes of its colours. */
@@ -63,7 +66,9 @@ class Terminal {
 
   stop(): void {
     if (this.started) spawnSync('tmux', ['-L', this.socket, 'kill-server'], { stdio: 'ignore' });
+    if (this.socketPath !== undefined) rmSync(this.socketPath, { force: true });
     this.started = false;
+    this.socketPath = undefined;
   }
 
   private tmux(args: readonly string[]): string {
