@@ -232,7 +232,7 @@ describe('validate stage', () => {
       await run(callOf(tool, { s: 2 }), next);
       expect(reached).toHaveLength(2);
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/^the arguments of tool "odd" on server "everything" are not checked: /);
+      expect(warnings[0]).toMatch(/^tool "odd" on server "everything": its arguments are not validated \(/);
       expect(warnings[0]).toMatch(reason);
     },
   );

@@ -43,8 +43,8 @@ export function createValidateStage(options: ValidateStageOptions): Stage {
       if (!warned.has(definition)) {
         warned.add(definition);
         logger.warn(
-          `the arguments of tool "${call.target}" on server "${call.server}" are not checked: ` +
-            `${verdict.reason}. Its calls go to the policy and the upstream unchecked.`,
+          `tool "${call.target}" on server "${call.server}": its arguments are not validated ` +
+            `(${verdict.reason}); its calls reach the policy and the upstream unchecked`,
         );
       }
       return next(call);
