@@ -30,7 +30,7 @@ const NO_ARGUMENTS: Record<string, unknown> = Object.freeze({});
  */
 export function createValidateStage(options: ValidateStageOptions): Stage {
   const { validator, logger } = options;
-  // One warning per compiled schema (so per tool definition as listed), not one per call.
+  // One warning per tool definition (a refreshed list brings a new one), not one per call.
   const warned = new WeakSet<object>();
   return function validate(call, next) {
     const { definition } = call;
