@@ -170,7 +170,7 @@ function fixtureServer(tools) {
 
 /**
  * The lightest pipeline the config allows: every repair off (the repair stage then has nothing
- * to do), the concurrency limit above the bench's 32 in flight so nothing queues, and only
+ * to do), no argument validation (the stage is then left out), the concurrency limit above the bench's 32 in flight so nothing queues, and only
  * errors logged. Timeouts cannot be switched off; their defaults (5 min idle, 30 min hard)
  * never fire here, so only their bookkeeping is measured.
  */
@@ -183,6 +183,7 @@ function bareConfig(tools) {
         structuredFromText: false,
         missingStructured: 'off',
       },
+      validateArguments: false,
       log: { level: 'error' },
     },
     servers: { bench: { ...fixtureServer(tools), maxConcurrency: 64, maxQueue: 1024 } },
@@ -190,7 +191,8 @@ function bareConfig(tools) {
 }
 
 /**
- * Everything on, as a user would have it: every repair on, timeouts and the concurrency limit
+ * Everything on, as a user would have it: every repair on, each call's arguments validated
+ * against the tool's inputSchema, timeouts and the concurrency limit
  * (16 in flight per server, so half of the bench's 32 wait in the gateway's queue) at their
  * defaults, info logging. Features that later issues add are in FULL_EXTRAS.
  */
@@ -776,14 +778,15 @@ function report({ medians, ratios, targets }, meta) {
     '  start-up: spawn → initialize → notifications/initialized → first tools/list answered (3 tools).',
   );
   out.push(
-    '  warden-bare: every gateway.repair key off, maxConcurrency 64 and maxQueue 1024 (nothing queues),',
+    '  warden-bare: every gateway.repair key off, validateArguments off, maxConcurrency 64 and maxQueue 1024',
   );
   out.push(
-    '    log level error; timeouts cannot be switched off and stay at their defaults (never firing here).',
+    '    (nothing queues), log level error; timeouts cannot be switched off and stay at their defaults.',
   );
   out.push(
-    '  warden-full: defaults: every repair on, timeouts, maxConcurrency 16 (so calls queue), info log;',
+    '  warden-full: defaults: every repair on, arguments validated, timeouts, maxConcurrency 16 (so calls',
   );
+  out.push('    queue), info log;');
   for (const e of meta.extras)
     out.push(
       `    ${e.name}: ${e.on ? `on, ${e.active}` : `not in this build (\`mcp-warden check\` said: ${e.rejection})`}`,

@@ -35,6 +35,7 @@ import { createPolicy, fileSha256 } from './features/policy/feature.js';
 import type { PolicySet } from './features/policy/types.js';
 import { createRepair } from './features/repair/feature.js';
 import { createTimeout } from './features/timeout/feature.js';
+import { createValidate } from './features/validate/feature.js';
 
 export interface GatewayOptions {
   readonly config: WardenConfig;
@@ -128,6 +129,7 @@ export function buildFeatures(deps: FeatureDependencies): {
           ),
         ]
       : []),
+    createValidate(config, { logger }),
     policy,
     createConfirmation(config, { askHost: deps.askHost, redact: deps.redact, logger }),
     createTimeout(config),

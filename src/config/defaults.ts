@@ -40,6 +40,12 @@ export const DEFAULTS = deepFreeze({
       /** A declared output schema with no structured content marks the result isError. */
       missingStructured: 'error',
     },
+    /**
+     * Arguments that do not match the tool's own inputSchema are refused before the policy judges
+     * them: a string where a number is expected escapes a `minimum` rule, and a lenient server
+     * would coerce it. A server's `validateArguments` overrides it.
+     */
+    validateArguments: true,
     restart: {
       /** 500 ms before the first restart after a crash. */
       initialDelayMs: 500,

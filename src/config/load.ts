@@ -246,6 +246,10 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
     callTimeoutMs: Math.min(idleMs, maxCallTimeoutMs),
     maxCallTimeoutMs,
     repair: { ...defaults.repair, ...repairOverrides(gateway['repair']) },
+    validateArguments:
+      typeof gateway['validateArguments'] === 'boolean'
+        ? gateway['validateArguments']
+        : defaults.validateArguments,
     restart: {
       initialDelayMs:
         duration(ctx, at('restart', 'initialDelay'), restart['initialDelay']) ??
@@ -511,6 +515,10 @@ function normalizeServer(
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
     repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
+    validateArguments:
+      typeof entry['validateArguments'] === 'boolean'
+        ? entry['validateArguments']
+        : gateway.validateArguments,
     maxConcurrency: integer(entry['maxConcurrency']) ?? defaults.maxConcurrency,
     maxQueue: integer(entry['maxQueue']) ?? defaults.maxQueue,
     tools: toolFilter,

@@ -71,6 +71,11 @@ export interface GatewayConfig {
   readonly maxCallTimeoutMs: number;
   /** Gateway-wide repair settings; each server has its merged copy in `ServerConfig.repair`. */
   readonly repair: RepairConfig;
+  /**
+   * Check each tool call's arguments against the tool's `inputSchema` before the policy sees
+   * them (`gateway.validateArguments`); each server may override it. Default true.
+   */
+  readonly validateArguments: boolean;
   readonly restart: RestartConfig;
   readonly log: LogConfig;
   /**
@@ -101,6 +106,12 @@ interface ServerCommon {
   readonly maxTimeoutMs?: number;
   /** The gateway's repair settings with this server's `repair:` overrides applied. */
   readonly repair: RepairConfig;
+  /**
+   * Whether calls to this server's tools are refused when their arguments do not match the
+   * tool's `inputSchema` (strictly: no coercion, no defaults). The server's `validateArguments`,
+   * else `gateway.validateArguments`.
+   */
+  readonly validateArguments: boolean;
   /** Calls in flight at once to this upstream; further calls queue. Default 16. */
   readonly maxConcurrency: number;
   /** Calls allowed to wait in the queue; beyond that calls are rejected. Default 256. */

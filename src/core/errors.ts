@@ -20,6 +20,7 @@ export type WardenErrorCode =
   | 'QUEUE_FULL'
   | 'DENIED'
   | 'TOOL_CHANGED'
+  | 'INVALID_ARGUMENTS'
   | 'INTERNAL';
 
 export interface WardenErrorOptions {
@@ -208,6 +209,37 @@ export class ToolChangedError extends WardenError {
 
   constructor(server: string, tool: string, message: string) {
     super('TOOL_CHANGED', message);
+    this.server = server;
+    this.tool = tool;
+  }
+}
+
+/**
+ * A tool call's arguments do not match the tool's own `inputSchema` (or could not be checked
+ * against it): the call was not run, and neither the policy nor the upstream saw it. Answered
+ * as an `isError` result naming the tool, the property and what was wrong, so the model can
+ * correct the call.
+ */
+export class InvalidArgumentsError extends WardenError {
+  readonly server: string;
+  readonly tool: string;
+
+  constructor(options: {
+    readonly server: string;
+    readonly tool: string;
+    /** What is wrong, e.g. `/a must be number (got string "1000")`. */
+    readonly problem: string;
+    /** `invalid`: they do not match; `unchecked`: they could not be checked (the problem says why). */
+    readonly kind: 'invalid' | 'unchecked';
+  }) {
+    const { server, tool, problem, kind } = options;
+    super(
+      'INVALID_ARGUMENTS',
+      kind === 'invalid'
+        ? `Invalid arguments for tool "${tool}" on server "${server}": ${problem}. The call was not run.`
+        : `The arguments for tool "${tool}" on server "${server}" could not be checked against its ` +
+            `inputSchema: ${problem}. The call was not run.`,
+    );
     this.server = server;
     this.tool = tool;
   }

@@ -19,6 +19,7 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
   'QUEUE_FULL',
   'DENIED',
   'TOOL_CHANGED',
+  'INVALID_ARGUMENTS',
 ]);
 
 /** Our errors that are JSON-RPC errors whatever the method, with their codes. */
@@ -35,8 +36,8 @@ const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCo
  * - the other side's own JSON-RPC error → passed through unchanged, code and message;
  * - unknown tool, bad params → JSON-RPC -32602; unknown method → -32601; unknown resource →
  *   -32002 with its URI; shutting down → -32603 saying so;
- * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned →
- *   `isError` result naming the problem;
+ * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned,
+ *   arguments that do not match the tool's inputSchema → `isError` result naming the problem;
  * - anything else → -32603 with a generic message; details go to the log only.
  */
 export function errorToWire(error: unknown, logger: Logger): WireOutcome {

@@ -70,6 +70,9 @@ export type ConfirmationMethod = 'elicitation' | 'command' | 'remembered' | 'tim
  * - `cancelled`: the host cancelled the call;
  * - `upstream_failure`: the server was unavailable, or crashed or disconnected during the call;
  * - `denied`: the policy denied it or the human declined (see `decision`);
+ * - `invalid_arguments`: its arguments did not match the tool's `inputSchema` (or could not be
+ *   checked against it, see `error`); refused before the policy was asked (`decision` is `deny`
+ *   with no rule), so it never reached the upstream;
  * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result;
  * - `queue_full`: the server's concurrency queue was full;
  * - `internal_error`: the gateway itself failed (details in the diagnostic log).
@@ -81,6 +84,7 @@ export type CallOutcome =
   | 'cancelled'
   | 'upstream_failure'
   | 'denied'
+  | 'invalid_arguments'
   | 'protocol_error'
   | 'queue_full'
   | 'internal_error';

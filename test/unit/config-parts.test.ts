@@ -275,6 +275,7 @@ describe('schema/proxy.config.schema.json', () => {
     expect(ms(gateway['timeout']?.['default'])).toBe(g.callTimeoutMs);
     expect(ms(gateway['maxTimeout']?.['default'])).toBe(g.maxCallTimeoutMs);
     expect(gateway['repair']?.['default']).toEqual(g.repair);
+    expect(gateway['validateArguments']?.['default']).toBe(g.validateArguments);
     expect(gateway['maxMessageSize']?.['default']).toBe(`${g.maxMessageBytes / 1024 / 1024}MiB`);
     const restart = props(gateway['restart']);
     expect(ms(restart['initialDelay']?.['default'])).toBe(g.restart.initialDelayMs);

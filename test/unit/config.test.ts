@@ -38,6 +38,7 @@ describe('parseConfigText: valid configs', () => {
       '  maxMessageSize: 8MiB',
       '  restart: { initialDelay: 250ms, maxDelay: 1.5m, maxRestarts: 3, window: 2h }',
       '  repair: { textForStructured: false, invalidStructured: strip }',
+      '  validateArguments: false',
       '  log: { level: debug, file: logs/warden.log }',
       'servers:',
       '  fs:',
@@ -50,6 +51,7 @@ describe('parseConfigText: valid configs', () => {
       '    repair: { invalidStructured: off, missingStructured: off }',
       '    maxConcurrency: 4',
       '    trusted: true',
+      '    validateArguments: true',
       '    tools:',
       '      include: ["read_*", "list_*"]',
       '      exclude: ["*_dangerous"]',
@@ -101,6 +103,7 @@ describe('parseConfigText: valid configs', () => {
           structuredFromText: true,
           missingStructured: 'error',
         },
+        validateArguments: false,
         maxMessageBytes: 8 * 1024 * 1024,
         restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
         log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
@@ -150,6 +153,8 @@ describe('parseConfigText: valid configs', () => {
             structuredFromText: true,
             missingStructured: 'off',
           },
+          // Its own setting over the gateway's.
+          validateArguments: true,
           maxConcurrency: 4,
           maxQueue: 256,
           tools: {
@@ -166,7 +171,7 @@ describe('parseConfigText: valid configs', () => {
           trusted: true,
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
-          source: { file: FILE, line: 16 },
+          source: { file: FILE, line: 17 },
         },
         {
           name: 'remote',
@@ -181,6 +186,8 @@ describe('parseConfigText: valid configs', () => {
             structuredFromText: true,
             missingStructured: 'error',
           },
+          // The gateway's setting.
+          validateArguments: false,
           maxConcurrency: 16,
           maxQueue: 0,
           tools: { include: [], exclude: [], timeouts: [] },
@@ -188,7 +195,7 @@ describe('parseConfigText: valid configs', () => {
           trusted: false,
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
-          source: { file: FILE, line: 33 },
+          source: { file: FILE, line: 35 },
         },
       ],
     });
@@ -229,6 +236,7 @@ describe('parseConfigText: valid configs', () => {
         cwd: DIR, // the config file's folder
         namespace: 'echo',
         repair: DEFAULTS.gateway.repair,
+        validateArguments: true,
         maxConcurrency: 16,
         maxQueue: 256,
         tools: { include: [], exclude: [], timeouts: [] },
@@ -346,7 +354,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'unknown key, nothing close: lists the allowed keys',
       'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, log`,
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, log`,
       ],
     ],
     [
@@ -459,6 +467,11 @@ describe('parseConfigText: one problem, one exact message', () => {
       [
         `${F}:5:7: servers.a.repair.textForStructure: unknown key "textForStructure" (did you mean "textForStructured"?)`,
       ],
+    ],
+    [
+      'validateArguments of the wrong type, under a server',
+      'servers:\n  a:\n    command: x\n    validateArguments: "no"\n',
+      [`${F}:4:24: servers.a.validateArguments: expected true or false, got a string`],
     ],
     [
       'repair flag of the wrong type',

@@ -300,9 +300,10 @@ describe('the call pipeline with and without pins', () => {
     };
     expect(stagesOf(base)).not.toContain('pins');
     const { make } = setup();
-    expect(stagesOf(`pins: { file: p.json }\n${base}`, make()).slice(0, 3)).toEqual([
+    expect(stagesOf(`pins: { file: p.json }\n${base}`, make()).slice(0, 4)).toEqual([
       'audit',
       'pins',
+      'validate',
       'policy',
     ]);
   });

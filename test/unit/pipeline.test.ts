@@ -36,10 +36,11 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is audit, pins, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
+  it('is audit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
     expect(STAGE_ORDER).toEqual([
       'audit',
       'pins',
+      'validate',
       'policy',
       'confirmation',
       'timeout',
@@ -64,10 +65,12 @@ describe('pipeline order', () => {
       audit: stage('audit'),
       resultRepair: stage('resultRepair'),
       policy: stage('policy'),
+      validate: stage('validate'),
     });
     await compose(stages, async () => ok)(makeCall());
     expect(seen).toEqual([
       '>audit',
+      '>validate',
       '>policy',
       '>timeout',
       '>resultRepair',
@@ -76,6 +79,7 @@ describe('pipeline order', () => {
       '<resultRepair',
       '<timeout',
       '<policy',
+      '<validate',
       '<audit',
     ]);
   });

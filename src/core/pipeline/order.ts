@@ -3,21 +3,27 @@ import type { Stage } from './types.js';
 /**
  * The stages of the pipeline every routed message passes, outermost first. This is the one place
  * the order is written; `test/unit/pipeline.test.ts` pins it. Each stage sees every kind of
- * message and acts on those it concerns (pins and repair act on tool calls only).
+ * message and acts on those it concerns (pins, validate and repair act on tool calls only).
  *
  * 1. audit: outermost, so it sees every outcome (denials and timeouts included) and the duration.
  * 2. pins: a tool whose definition changed since it was pinned is refused before anything judges
  *    a call by that definition (the policy reads its annotations; confirmation shows it to a human).
- * 3. policy: cheap and deterministic; deny before bothering a human.
- * 4. confirmation: only for calls the policy marked `confirm`; outside the timeout, so a human's
+ * 3. validate: a tool call's arguments are checked against the tool's own inputSchema, strictly.
+ *    Policy judges arguments as the upstream will act on them, so arguments the upstream would
+ *    reject or coerce (`"1000"` where a number is expected, which escapes a `minimum` rule and
+ *    which a lenient server turns into 1000) must never reach policy's judgement or the
+ *    upstream. After pins, so the schema it checks against is one that was approved.
+ * 4. policy: cheap and deterministic; deny before bothering a human.
+ * 5. confirmation: only for calls the policy marked `confirm`; outside the timeout, so a human's
  *    wait does not count against the tool's limit.
- * 5. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
- * 6. resultRepair: everything outside sees repaired results.
- * 7. concurrencyLimit: innermost, so a slot is held only while the upstream works.
+ * 6. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
+ * 7. resultRepair: everything outside sees repaired results.
+ * 8. concurrencyLimit: innermost, so a slot is held only while the upstream works.
  */
 export const STAGE_ORDER = [
   'audit',
   'pins',
+  'validate',
   'policy',
   'confirmation',
   'timeout',

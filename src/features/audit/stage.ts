@@ -27,6 +27,8 @@ function outcomeOf(error: unknown): CallOutcome {
     case 'DENIED':
     case 'TOOL_CHANGED':
       return 'denied';
+    case 'INVALID_ARGUMENTS':
+      return 'invalid_arguments';
     case 'CALL_TIMEOUT':
       return 'timeout';
     case 'CALL_CANCELLED':

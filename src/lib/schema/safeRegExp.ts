@@ -1,15 +1,15 @@
 /**
- * The regular-expression engine handed to ajv (`code.regExp`) for upstream output schemas.
+ * The regular-expression engine handed to ajv (`code.regExp`) for upstream tool schemas.
  *
- * An upstream's `outputSchema` is untrusted, and ajv runs every `pattern` and
+ * An upstream's `inputSchema` or `outputSchema` is untrusted, and ajv runs every `pattern` and
  * `patternProperties` key on the data it validates, synchronously, on the gateway's only thread.
  * A pattern such as `^(a+)+$` backtracks exponentially on a near-miss (FIELD_NOTES "Traps":
  * 92 ms for 25 characters, doubling per character); one such as `^\s*\s*\s*x$` backtracks
  * polynomially (8 s for 4000 spaces, measured). So this engine refuses, when ajv compiles the
  * schema, patterns that are too long or whose shape backtracks exponentially or worse than
  * quadratically, and refuses, when the data is validated, to run on strings longer than a bound
- * or beyond a work budget per validation. Every refusal is thrown; the validator turns it into an
- * "unverifiable" verdict, so repair leaves the result alone instead of guessing.
+ * or beyond a work budget per validation. Every refusal is thrown; its caller decides what an
+ * unanswered question means (repair leaves the result alone, input validation refuses the call).
  *
  * The shape check judges structure only. It is conservative: it refuses some safe patterns, e.g.
  * `^([a-z0-9]+(-[a-z0-9]+)*)$`, which then go unchecked rather than checked slowly.

@@ -1,0 +1,25 @@
+import type { WardenConfig } from '../../config/types.js';
+import type { Feature } from '../../core/feature.js';
+import type { Logger } from '../../core/logger.js';
+import { createInputValidator } from './inputValidator.js';
+import { createValidateStage } from './stage.js';
+
+/**
+ * Input validation: each tool call's arguments are checked against the tool's own `inputSchema`
+ * before the policy judges them, per each server's `validateArguments` (default on). No stage at
+ * all when every server has it off.
+ */
+export function createValidate(config: WardenConfig, deps: { readonly logger: Logger }): Feature {
+  const enabled = new Map(config.servers.map((s) => [s.name, s.validateArguments]));
+  if (![...enabled.values()].some(Boolean)) return {};
+  return {
+    stage: {
+      name: 'validate',
+      run: createValidateStage({
+        enabledFor: (server) => enabled.get(server) ?? config.gateway.validateArguments,
+        validator: createInputValidator(),
+        logger: deps.logger,
+      }),
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Input validation through the built binary, with the SDK Client as host and the real
+ * server-everything as upstream: a call whose arguments do not match the tool's own inputSchema
+ * is refused by the gateway, names the property, never reaches the upstream, and is recorded.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { connectHost, NODE, serverBin, tempDir, textOf, writeConfig, type HostSession } from './harness.js';
+
+type AuditRecord = Record<string, unknown> & { type: string };
+
+function readCalls(file: string): AuditRecord[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditRecord)
+    .filter((r) => r.type === 'call');
+}
+
+let host: HostSession | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+});
+
+async function start(server: Record<string, unknown> = {}) {
+  const dir = tempDir();
+  const config = writeConfig(
+    {
+      audit: { file: './audit.jsonl' },
+      servers: { everything: { command: NODE, args: [serverBin('everything')], ...server } },
+    },
+    dir,
+  );
+  host = await connectHost(config);
+  return { host, audit: path.join(dir, 'audit.jsonl') };
+}
+
+describe('arguments validated against the tool’s inputSchema', () => {
+  it('refuses a string for a number, naming the property; the upstream never runs it; a valid call works', async () => {
+    const { host, audit } = await start();
+    const refused = await host.client.callTool({
+      name: 'everything__get-sum',
+      arguments: { a: '1000', b: 1 },
+    });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toBe(
+      '[mcp-warden] Invalid arguments for tool "get-sum" on server "everything": /a must be number ' +
+        '(got string "1000"). The call was not run.',
+    );
+    expect(refused._meta).toEqual({ 'mcp-warden/error': 'INVALID_ARGUMENTS' });
+
+    const summed = await host.client.callTool({ name: 'everything__get-sum', arguments: { a: 1000, b: 1 } });
+    expect(summed.isError).toBeFalsy();
+    expect(textOf(summed)).toBe('The sum of 1000 and 1 is 1001.');
+
+    const calls = readCalls(audit);
+    expect(calls.map((c) => [c.upstreamTool, c.outcome, c.decision])).toEqual([
+      ['get-sum', 'invalid_arguments', { effect: 'deny', rule: null }],
+      ['get-sum', 'ok', { effect: 'allow', rule: null }],
+    ]);
+    expect(calls[0]!.args).toEqual({ a: '1000', b: 1 });
+    expect(calls[0]!.error).toContain('/a must be number (got string "1000")');
+    // Nothing came back from the upstream for the refused call.
+    expect(calls[0]).not.toHaveProperty('resultBytes');
+  });
+
+  it('with validateArguments: false, the call reaches the upstream as before, which answers for itself', async () => {
+    const { host, audit } = await start({ validateArguments: false });
+    const result = await host.client.callTool({
+      name: 'everything__get-sum',
+      arguments: { a: '1000', b: 1 },
+    });
+    expect(result.isError).toBe(true);
+    // The upstream's own answer, not the gateway's.
+    expect(textOf(result)).not.toContain('[mcp-warden]');
+    expect(result._meta?.['mcp-warden/error']).toBeUndefined();
+    expect(textOf(result)).toMatch(/expected number, received string/i);
+    const calls = readCalls(audit);
+    expect(calls.map((c) => c.outcome)).toEqual(['tool_error']);
+    expect(calls[0]!.resultBytes).toBeGreaterThan(0);
+  });
+});
