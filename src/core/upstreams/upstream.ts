@@ -20,6 +20,7 @@ import {
 } from '../rpc/jsonRpc.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
+import { oversizeMessage, type HttpOversize } from '../transports/httpLimits.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
@@ -421,7 +422,12 @@ export class Upstream {
     } else {
       // Loaded only when an HTTP upstream exists: the SDK's HTTP client is a start-up cost stdio users need not pay.
       const { HttpTransport } = await import('../transports/httpTransport.js');
-      transport = new HttpTransport({ url: config.url, headers: config.headers });
+      transport = new HttpTransport({
+        url: config.url,
+        headers: config.headers,
+        maxMessageBytes: gateway.maxMessageBytes,
+        onOversize: (info) => this.httpOversize(info, session),
+      });
       transport.onclose = () =>
         end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
     }
@@ -575,6 +581,17 @@ export class Upstream {
         ? { jsonrpc: '2.0', id, result: answer.result }
         : { jsonrpc: '2.0', id, error: answer.error },
     );
+  }
+
+  /**
+   * An HTTP response body or SSE event over the size bound, cut off where it passed it. The
+   * request it answered fails; a cut-off event on the standalone stream (no request) is logged,
+   * and the SDK reconnects that stream.
+   */
+  private httpOversize(info: HttpOversize, session: UpstreamSession | undefined): void {
+    const message = oversizeMessage(info, this.options.gateway.maxMessageBytes);
+    this.log.warn(message);
+    if (info.id !== undefined) session?.failById(info.id, new UpstreamFailedError(this.name, message));
   }
 
   /**
