@@ -190,7 +190,23 @@ export function createGateway(options: GatewayOptions): Gateway {
         audit: { log: audit, config: config.audit, session, client: () => router.hostInfo },
       }),
   });
-  const callTool = compose(stages, createForwardCall({ upstreams: pool.byName }));
+  const pipeline = compose(stages, createForwardCall({ upstreams: pool.byName }));
+  // A call refused at the edge is recorded, and nothing else: no other stage may judge or walk it.
+  const refusal = compose(
+    audit !== undefined && config.audit !== undefined
+      ? [
+          createAuditInterceptor({
+            log: audit,
+            config: config.audit,
+            session,
+            client: () => router.hostInfo,
+            logger,
+          }),
+        ]
+      : [],
+    (call) => Promise.reject(call.refused),
+  );
+  const callTool: typeof pipeline = (call) => (call.refused === undefined ? pipeline(call) : refusal(call));
   const watcher =
     config.policies.length === 0
       ? undefined

@@ -70,7 +70,8 @@ export type ConfirmationMethod = 'elicitation' | 'command' | 'remembered' | 'tim
  * - `cancelled`: the host cancelled the call;
  * - `upstream_failure`: the server was unavailable, or crashed or disconnected during the call;
  * - `denied`: the policy denied it or the human declined (see `decision`);
- * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result;
+ * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result, or the
+ *   host's request was refused as malformed (arguments nested too deep);
  * - `queue_full`: the server's concurrency queue was full;
  * - `internal_error`: the gateway itself failed (details in the diagnostic log).
  */

@@ -12,6 +12,7 @@ import type { Decision } from './pipeline/decision.js';
 import { rawResult } from './rpc/rawResult.js';
 import {
   idKey,
+  truncateForEcho,
   isNotification,
   isRequest,
   isResponse,
@@ -64,6 +65,11 @@ const HOST_CAPABILITY_FOR: Readonly<Record<string, (typeof FORWARDED_CLIENT_CAPA
   'roots/list': 'roots',
 };
 
+/** MCP's code (as the SDK's HTTP server transport uses it) for a request before initialize. */
+const SERVER_NOT_INITIALIZED = -32000;
+/** Longest error message sent to the host; longer ones are cut, saying how long they were. */
+const MAX_ERROR_MESSAGE = 2000;
+
 const LIST_CHANGED_METHOD: Readonly<Record<'tools' | 'prompts' | 'resources', string>> = {
   tools: 'notifications/tools/list_changed',
   prompts: 'notifications/prompts/list_changed',
@@ -98,6 +104,7 @@ class ToolCallRequest extends HostRequest implements ToolCall {
   readonly tool: string;
   readonly arguments: Record<string, unknown> | undefined;
   decision?: Decision;
+  refused?: WardenError;
   readonly record: CallRecord = { repairs: [] };
 
   constructor(
@@ -141,6 +148,7 @@ export class Router {
   private _hostInfo: { name: string; version: string } | undefined;
   private logLevel: string | undefined;
   private closing = false;
+  private initialized = false;
 
   constructor(options: RouterOptions) {
     this.options = options;
@@ -152,7 +160,7 @@ export class Router {
       if (isRequest(message)) {
         this.handling++;
         // tools/call, the hot path, takes no detour through the general dispatch.
-        if (message.method === 'tools/call' && !this.closing) {
+        if (message.method === 'tools/call' && !this.closing && this.initialized) {
           this.callTool(message.id, message.params).then(this.handled, this.failedCall);
           return;
         }
@@ -168,6 +176,27 @@ export class Router {
           this.log.debug(`ignored a response from the host to an unknown request ${String(message.id)}`);
       }
     };
+    this.options.host.onrefused = (request, error) => this.refused(request, error);
+  }
+
+  /**
+   * A request the host transport would not deliver (params nested too deep): answered with the
+   * transport's error; a `tools/call` of a known tool goes to the pipeline marked as refused, so
+   * that it is recorded (no stage walks its arguments, which it does not carry).
+   */
+  private refused(request: JsonRpcRequest, error: JsonRpcErrorObject): void {
+    const name = request.params?.name;
+    const entry =
+      request.method === 'tools/call' && typeof name === 'string'
+        ? this.options.tools.resolve(name)
+        : undefined;
+    if (entry === undefined) return void this.replyError(request.id, error);
+    this.handling++;
+    const refusal = new WardenError('INVALID_PARAMS', error.message);
+    this.runCall(request.id, undefined, name as string, entry, undefined, refusal).then(
+      this.handled,
+      this.failedCall,
+    );
   }
 
   /** The host as it introduced itself in `initialize` (for the audit trail's "who"). */
@@ -238,7 +267,10 @@ export class Router {
 
   /** A request an upstream made of the client: forwarded to the host if it can answer. */
   async upstreamRequest(upstream: Upstream, request: JsonRpcRequest): Promise<RequestAnswer> {
-    const capability = HOST_CAPABILITY_FOR[request.method];
+    // Own members only: a method named "constructor" or "__proto__" must not find Object's.
+    const capability = Object.hasOwn(HOST_CAPABILITY_FOR, request.method)
+      ? HOST_CAPABILITY_FOR[request.method]
+      : undefined;
     if (capability === undefined)
       return { error: { code: RpcErrorCode.MethodNotFound, message: `Method not found: ${request.method}` } };
     if (this.hostCapabilities[capability] === undefined)
@@ -272,6 +304,13 @@ export class Router {
         code: RpcErrorCode.InternalError,
         message: 'mcp-warden is shutting down',
       });
+    // Only ping may come before initialize: until then we know neither the protocol version nor
+    // the host's capabilities, which upstreams must be told when they connect.
+    if (!this.initialized && method !== 'initialize' && method !== 'ping')
+      return this.replyError(id, {
+        code: SERVER_NOT_INITIALIZED,
+        message: `Server not initialized: send initialize before ${truncateForEcho(method)}`,
+      });
     switch (method) {
       case 'initialize':
         return this.initialize(id, params);
@@ -300,7 +339,7 @@ export class Router {
       default:
         return this.replyError(id, {
           code: RpcErrorCode.MethodNotFound,
-          message: `Method not found: mcp-warden does not serve ${method}`,
+          message: `Method not found: mcp-warden does not serve ${truncateForEcho(method)}`,
         });
     }
   }
@@ -327,6 +366,7 @@ export class Router {
         code: RpcErrorCode.InvalidParams,
         message: 'initialize needs params.protocolVersion',
       });
+    this.initialized = true;
     const capabilities = params?.capabilities;
     this.hostCapabilities =
       typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
@@ -434,6 +474,7 @@ export class Router {
     name: string,
     entry: { readonly server: string; readonly item: Tool },
     args: unknown,
+    refused?: WardenError,
   ): Promise<void> {
     const request = this.begin(
       new ToolCallRequest(
@@ -446,6 +487,7 @@ export class Router {
       ),
       params,
     );
+    if (refused !== undefined) request.refused = refused;
     return this.options.callTool(request).then(
       (result) => {
         this.finish(request);
@@ -616,6 +658,8 @@ export class Router {
   }
 
   private replyError(id: RequestId, error: JsonRpcErrorObject): Promise<void> {
-    return this.options.host.send({ jsonrpc: '2.0', id, error });
+    // Messages echo what the host or an upstream sent (a method, a name): never megabytes of it.
+    const message = truncateForEcho(error.message, MAX_ERROR_MESSAGE);
+    return this.options.host.send({ jsonrpc: '2.0', id, error: { ...error, message } });
   }
 }

@@ -1,6 +1,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from './decision.js';
 import type { Cancellation } from '../rpc/cancellation.js';
+import type { WardenError } from '../errors.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import type { ProgressListener } from '../upstreams/upstreamSession.js';
 
@@ -35,6 +36,11 @@ export interface ToolCall {
   onProgress: ProgressListener | undefined;
   /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */
   decision?: Decision;
+  /**
+   * Set when the host's request was refused before the pipeline (arguments nested too deep; they
+   * are left out): only the audit stage sees such a call, and it fails with this error.
+   */
+  readonly refused?: WardenError;
   /** What the stages decided and did, for the audit log. Interceptors write; only audit reads. */
   readonly record: CallRecord;
 }

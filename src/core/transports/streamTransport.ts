@@ -1,5 +1,17 @@
 import type { Readable, Writable } from 'node:stream';
-import { parseMessage, serializeMessage, type JsonRpcMessage } from '../rpc/jsonRpc.js';
+import {
+  invalidMessageReply,
+  isRequest,
+  nestingExceeds,
+  parseMessage,
+  RawId,
+  RpcErrorCode,
+  serializeMessage,
+  type JsonRpcErrorObject,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+  type ParseFailure,
+} from '../rpc/jsonRpc.js';
 import { parseLargeMessage, type LargeLine } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
@@ -35,6 +47,12 @@ export interface MessageTransport {
    * case `line` may have its long strings left out (see LargeLine).
    */
   onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
+  /**
+   * A well-formed request the transport will not deliver as is (its params nest deeper than
+   * `maxDepth`): the owner answers it with `error` (and records it); without a handler, the
+   * transport answers it itself.
+   */
+  onrefused?: (request: JsonRpcRequest, error: JsonRpcErrorObject) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
 }
@@ -47,6 +65,29 @@ export interface StreamTransportOptions {
   /** A line that is not a JSON-RPC message: logged by the owner, never fatal. */
   readonly onJunk: (line: string, reason: string) => void;
   readonly onOversize: (info: OversizeLine) => void;
+  /**
+   * The peer is a client waiting on its requests (the host): a line that is not a valid message,
+   * or is over `maxLineBytes`, is answered with a JSON-RPC error under its id when the id can be
+   * read (null otherwise), besides being reported. Off for upstreams, whose junk is only logged.
+   */
+  readonly answerInvalid?: boolean;
+  /**
+   * Requests whose JSON nests objects and arrays deeper than this are refused (see `onrefused`)
+   * before anything walks them recursively. Unset: no bound (upstreams).
+   */
+  readonly maxDepth?: number;
+}
+
+/**
+ * The id of an oversize line, when its head (or tail) shows it as a top-level member before any
+ * nested value: raw JSON text, a number or a string literal, to answer under exactly as sent.
+ */
+const HEAD_ID = /^\s*\{(?:[^{}[\]"]|"(?:[^"\\]|\\.)*")*?"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")/;
+const TAIL_ID = /[,{]\s*"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")\s*\}\s*$/;
+
+export function oversizeLineId(info: OversizeLine): RawId | null {
+  const raw = HEAD_ID.exec(info.head)?.[1] ?? TAIL_ID.exec(info.tail)?.[1];
+  return raw === undefined ? null : new RawId(raw);
 }
 
 /** What every send returns: writes are not awaited one by one (see `flush`). */
@@ -58,6 +99,7 @@ const DONE = Promise.resolve();
  */
 export class StreamTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage, line?: string, large?: LargeLine) => void;
+  onrefused?: (request: JsonRpcRequest, error: JsonRpcErrorObject) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
   /** Every send returns DONE; a failed write is an `output` error, reported as a close. */
@@ -74,19 +116,38 @@ export class StreamTransport implements MessageTransport {
   }
 
   async start(): Promise<void> {
-    const { input, output, onJunk } = this.options;
+    const { input, output, onJunk, answerInvalid = false, maxDepth } = this.options;
+    const junk = (line: string, parsed: ParseFailure) => {
+      onJunk(line, parsed.reason);
+      const reply = answerInvalid ? invalidMessageReply(parsed) : undefined;
+      if (reply !== undefined) void this.sendRaw(reply);
+    };
+    const deliver = (message: JsonRpcMessage, line: string, large?: LargeLine) => {
+      // A short line cannot nest deeply: the scan runs only on lines longer than the bound.
+      if (maxDepth !== undefined && line.length > maxDepth && nestingExceeds(line, maxDepth))
+        this.refuse(message, maxDepth);
+      else this.onmessage?.(message, line, large);
+    };
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
-      onOversize: this.options.onOversize,
+      onOversize: (info) => {
+        this.options.onOversize(info);
+        if (!answerInvalid) return;
+        const error = {
+          code: RpcErrorCode.InvalidRequest,
+          message: `Invalid message: ${info.bytes} bytes, over the limit of ${this.options.maxLineBytes} bytes (gateway.maxMessageSize)`,
+        };
+        void this.send({ jsonrpc: '2.0', id: oversizeLineId(info), error });
+      },
       onLine: (line) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message, line);
-        else onJunk(line, parsed.reason);
+        if (parsed.ok) deliver(parsed.message, line);
+        else junk(line, parsed);
       },
       onLargeLine: (bytes, facts) => {
         const parsed = parseLargeMessage(bytes, facts);
-        if (parsed.ok) this.onmessage?.(parsed.message, parsed.large.text, parsed.large);
-        else if (parsed.text.trim() !== '') onJunk(parsed.text, parsed.reason);
+        if (parsed.ok) deliver(parsed.message, parsed.large.text, parsed.large);
+        else if (parsed.text.trim() !== '') junk(parsed.text, parsed);
       },
     });
     input.on('data', (chunk: Buffer) => decoder.push(chunk));
@@ -102,6 +163,21 @@ export class StreamTransport implements MessageTransport {
       this.onerror?.(error);
       this.endInput();
     });
+  }
+
+  /** A message nested deeper than `maxDepth`: a request is refused, anything else dropped. */
+  private refuse(message: JsonRpcMessage, maxDepth: number): void {
+    const reason = `nested deeper than ${maxDepth} levels`;
+    if (!isRequest(message)) {
+      this.options.onJunk('', `a message ${reason}`);
+      return;
+    }
+    const error = {
+      code: RpcErrorCode.InvalidParams,
+      message: `Invalid params: ${message.method} has params ${reason}`,
+    };
+    if (this.onrefused !== undefined) this.onrefused(message, error);
+    else void this.send({ jsonrpc: '2.0', id: message.id, error });
   }
 
   send(message: JsonRpcMessage): Promise<void> {
