@@ -540,7 +540,10 @@ export class Upstream {
   }
 
   private handleNotification(notification: JsonRpcNotification): void {
-    const kinds = LIST_CHANGED[notification.method];
+    // Own members only: a notification named "constructor" or "__proto__" must not find Object's.
+    const kinds = Object.hasOwn(LIST_CHANGED, notification.method)
+      ? LIST_CHANGED[notification.method]
+      : undefined;
     if (kinds !== undefined) {
       void this.refresh(kinds);
       return;

@@ -30,6 +30,7 @@ class Pending extends Deferred<Record<string, unknown>> implements CancelListene
   constructor(
     private readonly session: UpstreamSession,
     readonly id: number,
+    readonly method: string,
     readonly onProgress: ProgressListener | undefined,
     readonly signal: CancelSignal | undefined,
   ) {
@@ -77,9 +78,22 @@ export class UpstreamSession {
         if ('error' in message) {
           const e = message.error;
           entry.reject(new UpstreamRpcError(options.server, e.code, e.message, e.data));
+        } else if (
+          typeof message.result !== 'object' ||
+          message.result === null ||
+          Array.isArray(message.result)
+        ) {
+          // Every MCP result is an object; anything else would fail later with no one named.
+          const result: unknown = message.result;
+          const what = result === null ? 'a null' : Array.isArray(result) ? 'an array' : `a ${typeof result}`;
+          entry.reject(
+            new UpstreamFailedError(
+              options.server,
+              `answered ${entry.method} with ${what} result, not an object`,
+            ),
+          );
         } else {
-          if (line !== undefined && typeof message.result === 'object' && message.result !== null)
-            attachRawResponse(message.result, line, large);
+          if (line !== undefined) attachRawResponse(message.result, line, large);
           entry.resolve(message.result);
         }
       } else if (isRequest(message)) {
@@ -116,7 +130,7 @@ export class UpstreamSession {
       const meta = params?._meta as Params | undefined;
       sent = withMember(params, '_meta', withMember(meta, 'progressToken', id));
     }
-    const entry = new Pending(this, id, onProgress, signal);
+    const entry = new Pending(this, id, method, onProgress, signal);
     this.pending.set(id, entry);
     signal?.listen(entry);
     const message: JsonRpcRequest =

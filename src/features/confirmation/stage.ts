@@ -102,7 +102,7 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       decision.ruleId,
     );
 
-    async function settle(verdict: 'yes' | 'remember' | 'no' | 'timeout', who: string) {
+    async function settle(verdict: Verdict, who: string) {
       if (verdict === 'yes' || verdict === 'remember') {
         record.confirmed = true;
         if (verdict === 'remember') remembered.add(key);
@@ -117,6 +117,13 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
           decision.ruleId,
         );
       }
+      if (typeof verdict === 'object')
+        throw new DeniedError(
+          `The host answered the confirmation request for tool "${call.tool}" on server "${call.server}" ` +
+            `with ${verdict.malformed}, not an elicitation result (action: accept, decline or cancel), ` +
+            `so it was not run.`,
+          decision.ruleId,
+        );
       throw new DeniedError(
         `Declined by ${who}: tool "${call.tool}" on server "${call.server}" was not run.`,
         decision.ruleId,
@@ -124,11 +131,14 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
     }
   }
 
+  /**
+   * What a confirmation came to; `malformed` when the host's answer was not an elicitation result
+   * at all (which fails closed, saying so).
+   */
+  type Verdict = 'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string };
+
   /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
-  async function askThroughHost(
-    call: ToolCall,
-    why: string,
-  ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
+  async function askThroughHost(call: ToolCall, why: string): Promise<Verdict | 'unavailable'> {
     // The question is withdrawn when the confirmation times out or the host cancels the call.
     const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
     const timer = setTimeout(() => question.cancel(new Error('confirmation timed out')), config.timeoutMs);
@@ -158,6 +168,9 @@ export function createConfirmationInterceptor(options: ConfirmationOptions): Int
       if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
       if (question.cancelled) return 'timeout';
       if (!('result' in reply)) return 'no';
+      const result: unknown = reply.result;
+      if (typeof result !== 'object' || result === null || Array.isArray(result))
+        return { malformed: result === null ? 'a null result' : `a result that is not an object` };
       const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
       if (action !== 'accept') return 'no';
       return content?.remember === true ? 'remember' : 'yes';
