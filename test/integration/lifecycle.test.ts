@@ -95,13 +95,14 @@ describe('shutdown', () => {
 describe('orphans', () => {
   it('a gateway killed with SIGKILL leaves no process of any upstream tree behind', async () => {
     const dir = tempDir();
-    const { config, files } = stubbornTree(dir);
+    const setsidPid = path.join(dir, 'setsid.pid');
+    const { config, files } = stubbornTree(dir, `--spawn-setsid-grandchild "${setsidPid}"`);
     const s = rawSession(config);
     await initialize(s);
     const listed = s.next((m) => m.id === 1);
     s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
     await listed;
-    const pids = [files.stubborn, files.grandchild, path.join(dir, 'plain.pid')].map((f) =>
+    const pids = [files.stubborn, files.grandchild, setsidPid, path.join(dir, 'plain.pid')].map((f) =>
       Number(readFileSync(f, 'utf8')),
     );
     for (const pid of pids) expect(isAlive(pid)).toBe(true);

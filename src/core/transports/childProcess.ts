@@ -90,10 +90,40 @@ const LIFELINE_GRACE_S = 1;
  * it survives its own first signal; the SIGKILL ends it too. Node cannot set PR_SET_PDEATHSIG
  * without native code, and one `sh` costs a millisecond or two where an extra `node` would cost
  * tens. The server itself gets neither fd 3 nor the watcher's ignored signal.
+ *
+ * Before signalling, while the server still runs (the watcher is still its child), the watcher
+ * lists the server's descendants from /proc by parent pid, so that those which left the group
+ * (`setsid`) are signalled too. Where there is no /proc the list is empty. `$$` is the server's
+ * pid (the shell's, kept through `exec`); the watcher reads its own from /proc/self.
  */
-const LIFELINE_SCRIPT =
-  `(trap '' TERM INT HUP; read _ <&3; kill -TERM 0; sleep ${LIFELINE_GRACE_S}; kill -KILL 0) ` +
-  '</dev/null >/dev/null 2>&1 & exec 3<&-; exec "$@"';
+const LIFELINE_WATCHER = [
+  "trap '' TERM INT HUP",
+  'read _ <&3',
+  'read -r self 2>/dev/null </proc/self/stat',
+  'me=${self%% *}',
+  'set -- ${self##*") "}',
+  'all=',
+  // Only while the server is alive and still our parent: a reused pid must not be walked.
+  'if [ "$2" = "$$" ]; then',
+  '  parents=$$',
+  '  while [ -n "$parents" ]; do',
+  '    found=',
+  '    for f in /proc/[0-9]*/stat; do',
+  '      read -r line 2>/dev/null <"$f" || continue',
+  '      set -- ${line##*") "}',
+  '      pid=${f#/proc/}; pid=${pid%/stat}',
+  '      [ "$pid" = "$me" ] && continue',
+  '      for parent in $parents; do [ "$2" = "$parent" ] && found="$found $pid"; done',
+  '    done',
+  '    all="$all$found"; parents=$found',
+  '  done',
+  'fi',
+  'kill -TERM 0 $all',
+  `sleep ${LIFELINE_GRACE_S}`,
+  'kill -KILL $all 0',
+].join('\n');
+
+const LIFELINE_SCRIPT = `(${LIFELINE_WATCHER}\n) </dev/null >/dev/null 2>&1 & exec 3<&-; exec "$@"`;
 
 /** `sh` exports PWD whether or not it was given one; a child must see only the environment we chose. */
 const LIFELINE_SCRIPT_NO_PWD = `unset PWD; ${LIFELINE_SCRIPT}`;
