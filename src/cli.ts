@@ -244,7 +244,7 @@ async function serve(file: string | undefined): Promise<void> {
     { openAuditLog },
     { createGateway },
     { createLogger },
-    { RpcErrorCode, serializeMessage },
+    { HOST_MAX_DEPTH, truncateForEcho },
     { StreamTransport },
   ] = await Promise.all([
     import('./features/audit/auditWriter.js'),
@@ -287,18 +287,15 @@ async function serve(file: string | undefined): Promise<void> {
     input: process.stdin,
     output: process.stdout,
     maxLineBytes: config.gateway.maxMessageBytes,
-    onJunk: (line, reason) => {
-      logger.warn(`host sent a line that is not a JSON-RPC message (${reason})`);
-      process.stdout.write(
-        serializeMessage({
-          jsonrpc: '2.0',
-          id: null,
-          error: { code: RpcErrorCode.ParseError, message: `Parse error: ${reason}` },
-        }) + '\n',
-      );
-    },
+    // The host is waiting on its requests: a malformed one is answered under its id.
+    answerInvalid: true,
+    maxDepth: HOST_MAX_DEPTH,
+    onJunk: (line, reason) =>
+      logger.warn(
+        `host sent a line that is not a JSON-RPC message we serve (${reason})${line === '' ? '' : `: ${truncateForEcho(line)}`}`,
+      ),
     onOversize: (info) =>
-      logger.error(`host sent a message of ${info.bytes} bytes, over gateway.maxMessageSize; ignored`),
+      logger.error(`host sent a message of ${info.bytes} bytes, over gateway.maxMessageSize; refused`),
   });
   const gateway = createGateway({
     config,

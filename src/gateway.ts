@@ -4,7 +4,7 @@ import type { ServerConfig, WardenConfig } from './config/types.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
-import { PeerRpcError } from './core/errors.js';
+import { MalformedAnswerError, PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
 import { foldVisibility, type Feature } from './core/feature.js';
 import type { Logger } from './core/logger.js';
@@ -254,6 +254,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     resources,
     pool,
     pipeline,
+    recordRefusal: (message, error) => {
+      // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
+      const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
+      return compose(recording, () => Promise.reject(error))(message);
+    },
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
     ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
@@ -263,8 +268,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   function askHost(params: Params, signal: CancelSignal): Promise<HostAnswer> | undefined {
     if (!router.host.can('elicitation')) return undefined;
     return router.host.ask('elicitation/create', params, { signal }).then(
-      (outcome) => ({ result: outcome.result }),
-      (error: unknown) => ({ error: errorObject(error) }),
+      (outcome): HostAnswer => ({ result: outcome.result }),
+      (error: unknown): HostAnswer =>
+        error instanceof MalformedAnswerError
+          ? { malformed: `${error.what} result` }
+          : { error: errorObject(error) },
     );
   }
 

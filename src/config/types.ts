@@ -79,9 +79,10 @@ export interface GatewayConfig {
   readonly restart: RestartConfig;
   readonly log: LogConfig;
   /**
-   * Bound on one JSON-RPC message read from an upstream (`gateway.maxMessageSize`). A larger
-   * answer fails that call (or restarts the upstream when the call cannot be told) instead of
-   * breaking the connection. Default 32 MiB.
+   * Bound on one JSON-RPC message read from an upstream or the host (`gateway.maxMessageSize`):
+   * a stdio line, an HTTP response body or one SSE event. A larger answer fails that call (or
+   * restarts a stdio upstream when the call cannot be told) instead of breaking the connection.
+   * Default 32 MiB.
    */
   readonly maxMessageBytes: number;
 }

@@ -112,6 +112,16 @@ export class PeerRpcError extends WardenError {
   }
 }
 
+/** The other side answered with a result that is not an object; `what` says what it was ("a null"). */
+export class MalformedAnswerError extends WardenError {
+  readonly what: string;
+
+  constructor(method: string, what: string) {
+    super('UPSTREAM_ERROR', `the host answered ${method} with ${what} result, not an object`);
+    this.what = what;
+  }
+}
+
 /** An upstream answered with a JSON-RPC error. */
 export class UpstreamRpcError extends PeerRpcError {
   readonly server: string;

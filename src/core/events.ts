@@ -73,7 +73,8 @@ export type ConfirmationMethod = 'elicitation' | 'command' | 'remembered' | 'tim
  * - `invalid_arguments`: its arguments did not match the tool's `inputSchema` (or could not be
  *   checked against it, see `error`); refused before the policy was asked (`decision` is `deny`
  *   with no rule), so it never reached the upstream;
- * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result;
+ * - `protocol_error`: the upstream answered with a JSON-RPC error or a malformed result, or the
+ *   host's request was refused as malformed (arguments nested too deep);
  * - `queue_full`: the server's concurrency queue was full;
  * - `internal_error`: the gateway itself failed (details in the diagnostic log).
  */

@@ -23,31 +23,42 @@ import {
 
 afterEach(() => killRawSessions());
 
+/**
+ * A launcher (`sh -c`) in front of a server that ignores SIGTERM and stdin EOF and has a child of
+ * its own (only a process-group kill reaches all of them), and a plain server beside it.
+ */
+function stubbornTree(dir: string, extraFlags = '') {
+  const files = {
+    stubborn: path.join(dir, 'stubborn.pid'),
+    grandchild: path.join(dir, 'grandchild.pid'),
+  };
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      servers: {
+        stubborn: {
+          command: 'sh',
+          args: [
+            '-c',
+            `"${NODE}" "${FIXTURE}" --ignore-sigterm --pid-file "${files.stubborn}" --spawn-grandchild "${files.grandchild}" ${extraFlags}`,
+          ],
+        },
+        plain: fixture(['--pid-file', path.join(dir, 'plain.pid')]),
+      },
+    },
+    dir,
+  );
+  return { config, files };
+}
+
 describe('shutdown', () => {
   it.each(['stdin closes', 'SIGTERM'])(
     'on %s: exits within 2 s, answers in-flight calls, kills grandchildren',
     async (how) => {
       const dir = tempDir();
-      const grandchildPid = path.join(dir, 'grandchild.pid');
-      const stubbornPid = path.join(dir, 'stubborn.pid');
-      // A launcher (`sh -c`) in front of a server that ignores SIGTERM and has a child of its own:
-      // only a process-group kill reaches all of them.
-      const config = writeConfig(
-        {
-          gateway: FAST_GATEWAY,
-          servers: {
-            stubborn: {
-              command: 'sh',
-              args: [
-                '-c',
-                `"${NODE}" "${FIXTURE}" --ignore-sigterm --pid-file "${stubbornPid}" --spawn-grandchild "${grandchildPid}"`,
-              ],
-            },
-            plain: fixture(),
-          },
-        },
-        dir,
-      );
+      const { config, files } = stubbornTree(dir);
+      const grandchildPid = files.grandchild;
+      const stubbornPid = files.stubborn;
       const s = rawSession(config);
       await initialize(s);
       const listed = s.next((m) => m.id === 1);
@@ -79,6 +90,50 @@ describe('shutdown', () => {
       for (const pid of pids) expect(await waitForExit(pid, 1000)).toBe(true);
     },
   );
+});
+
+describe('orphans', () => {
+  it('a gateway killed with SIGKILL leaves no process of any upstream tree behind', async () => {
+    const dir = tempDir();
+    const setsidPid = path.join(dir, 'setsid.pid');
+    const { config, files } = stubbornTree(dir, `--spawn-setsid-grandchild "${setsidPid}"`);
+    const s = rawSession(config);
+    await initialize(s);
+    const listed = s.next((m) => m.id === 1);
+    s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    await listed;
+    const pids = [files.stubborn, files.grandchild, setsidPid, path.join(dir, 'plain.pid')].map((f) =>
+      Number(readFileSync(f, 'utf8')),
+    );
+    for (const pid of pids) expect(isAlive(pid)).toBe(true);
+
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const survivors: number[] = [];
+    for (const pid of pids) if (!(await waitForExit(pid, 5000))) survivors.push(pid);
+    for (const pid of survivors) process.kill(pid, 'SIGKILL');
+    expect(survivors).toEqual([]);
+  });
+
+  it('a clean shutdown also stops a grandchild that left the process group (setsid)', async () => {
+    const dir = tempDir();
+    const setsidPid = path.join(dir, 'setsid.pid');
+    const { config, files } = stubbornTree(dir, `--spawn-setsid-grandchild "${setsidPid}"`);
+    const s = rawSession(config);
+    await initialize(s);
+    const listed = s.next((m) => m.id === 1);
+    s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    await listed;
+    const pids = [files.stubborn, files.grandchild, setsidPid].map((f) => Number(readFileSync(f, 'utf8')));
+    for (const pid of pids) expect(isAlive(pid)).toBe(true);
+
+    s.child.stdin.end();
+    expect(await s.exited).toBe(0);
+    const survivors: number[] = [];
+    for (const pid of pids) if (!(await waitForExit(pid, 1000))) survivors.push(pid);
+    for (const pid of survivors) process.kill(pid, 'SIGKILL');
+    expect(survivors).toEqual([]);
+  });
 });
 
 describe('stdout', () => {

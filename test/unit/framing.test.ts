@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   RawId,
   idKey,
+  nestingExceeds,
   parseMessage,
+  truncateForEcho,
   serializeMessage,
   serializeRawResult,
 } from '../../src/core/rpc/jsonRpc.js';
@@ -171,15 +173,22 @@ describe('parseMessage', () => {
   });
 
   it.each([
-    ['not json', 'not JSON'],
-    ['[1,2]', 'JSON-RPC batches are not supported'],
-    ['"str"', 'not an object'],
-    ['{"id":1,"method":"x"}', 'missing "jsonrpc": "2.0"'],
-    ['{"jsonrpc":"2.0","id":{},"method":"x"}', 'id must be a string or a number'],
-    ['{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}', 'params must be an object'],
-    ['{"jsonrpc":"2.0","id":1}', 'neither a request, a notification nor a response'],
-  ])('rejects %s: %s', (line, reason) => {
-    expect(parseMessage(line)).toEqual({ ok: false, reason });
+    ['not json', 'not JSON', -32700, null],
+    ['[1,2]', 'JSON-RPC batches are not supported', -32600, null, [null, null]],
+    ['"str"', 'not an object', -32600, null],
+    ['{"id":1,"method":"x"}', 'missing "jsonrpc": "2.0"', -32600, 1],
+    ['{"jsonrpc":"2.0","id":{},"method":"x"}', 'id must be a string or a number', -32600, null],
+    ['{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}', 'params must be an object', -32602, 1],
+    ['{"jsonrpc":"2.0","id":1}', 'neither a request, a notification nor a response', -32600, 1],
+  ])('rejects %s: %s', (line, reason, code, id, batchIds?: unknown[]) => {
+    expect(parseMessage(line)).toEqual({
+      ok: false,
+      reason,
+      code,
+      id,
+      answer: true,
+      ...(batchIds && { batchIds }),
+    });
   });
 
   it('accepts requests, notifications and responses as they are', () => {
@@ -290,5 +299,48 @@ describe('rawResult', () => {
     expect(raw.text).toBe(JSON.stringify(parsed.result));
     expect(raw.bytes!.toString('utf8')).toBe(raw.text);
     expect(rawResult(parsed.result)?.text).toBe(JSON.stringify(parsed.result));
+  });
+});
+
+describe('host input checks', () => {
+  it.each([
+    ['{"a":', 256, false],
+    ['{"a":', 257, true],
+    ['[', 257, true],
+  ])('nestingExceeds: %s × %i exceeds 256: %s', (open, times, exceeds) => {
+    const close = open === '[' ? ']' : '}';
+    const text = `${open.repeat(times)}1${close.repeat(times)}`;
+    expect(nestingExceeds(text, 256)).toBe(exceeds);
+  });
+
+  it('nestingExceeds does not count brackets inside strings, escaped quotes included', () => {
+    const inString = `"${'{'.repeat(300)}"`;
+    expect(nestingExceeds(`{"a":${inString}}`, 256)).toBe(false);
+    const escaped = JSON.stringify({ a: `\\"${'['.repeat(300)}\\\\`, b: `${'x'.repeat(100)}\\"{{{{` });
+    expect(nestingExceeds(escaped, 3)).toBe(false);
+    expect(nestingExceeds(`${escaped.slice(0, -1)},"c":[[[[1]]]]}`, 3)).toBe(true);
+  });
+
+  it('parseMessage keeps an id JSON.parse would change as its text, and ignores a byte order mark', () => {
+    const parsed = parseMessage('\uFEFF{"jsonrpc":"2.0","id":1e400,"method":"ping"}');
+    expect(parsed.ok && (parsed.message as { id: unknown }).id).toEqual(new RawId('1e400'));
+  });
+
+  it('parseMessage refuses a request with an id of null, and answers no notification', () => {
+    expect(parseMessage('{"jsonrpc":"2.0","id":null,"method":"ping"}')).toMatchObject({
+      ok: false,
+      code: -32600,
+      id: null,
+      answer: true,
+    });
+    expect(parseMessage('{"jsonrpc":"1.0","method":"notifications/x"}')).toMatchObject({
+      ok: false,
+      answer: false,
+    });
+  });
+
+  it('truncateForEcho keeps short text and says how long a cut one was', () => {
+    expect(truncateForEcho('short')).toBe('short');
+    expect(truncateForEcho('m'.repeat(1000))).toBe(`${'m'.repeat(200)}… (1000 chars)`);
   });
 });

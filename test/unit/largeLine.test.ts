@@ -192,6 +192,9 @@ describe('parseLargeMessage', () => {
     expect(parseLargeMessage(Buffer.from(line))).toEqual({
       ok: false,
       reason: 'missing "jsonrpc": "2.0"',
+      code: -32600,
+      id: 1,
+      answer: true,
       text: line,
     });
   });

@@ -4,6 +4,7 @@ import type { ResourceCatalog } from '../catalog/resourceCatalog.js';
 import {
   HostCancelledError,
   InvalidParamsError,
+  MalformedAnswerError,
   MethodNotFoundError,
   NotServingError,
   PeerRpcError,
@@ -16,8 +17,13 @@ import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
 import type { MessageTransport } from '../transports/streamTransport.js';
-import type { JsonRpcNotification, Params } from '../rpc/jsonRpc.js';
-import { RpcErrorCode } from '../rpc/jsonRpc.js';
+import {
+  RpcErrorCode,
+  truncateForEcho,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type Params,
+} from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
@@ -35,6 +41,11 @@ export interface RouterOptions {
   readonly pool: UpstreamPool;
   /** The one pipeline every routed message passes, composed with its terminal. */
   readonly pipeline: Next;
+  /**
+   * Records a tool call refused before the pipeline (its arguments nest too deep to be judged),
+   * passing it only to the stages that record, then failing it with `error`.
+   */
+  readonly recordRefusal?: (message: RoutedMessage, error: Error) => Promise<Outcome>;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /**
@@ -49,6 +60,9 @@ const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   prompts: 'notifications/prompts/list_changed',
   resources: 'notifications/resources/list_changed',
 };
+
+/** MCP's code (as the SDK's HTTP server transport uses it) for a request before initialize. */
+const SERVER_NOT_INITIALIZED = -32000;
 
 /** Upstream notifications passed to the host as they are. */
 const FORWARDED_NOTIFICATIONS: ReadonlySet<string> = new Set([
@@ -82,6 +96,8 @@ export class Router {
   private readonly session: InitializedHostSession;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;
+  /** Until the host's initialize, only ping is served (see `dispatch`). */
+  private initialized = false;
   /** The encoded text of each large list last served, by method. */
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
 
@@ -95,6 +111,7 @@ export class Router {
         failed: (detail, cause) =>
           new WardenError('INTERNAL', `cannot reach the host: ${detail}`, { cause, expose: false }),
         cancelled: (reason) => new HostCancelledError(reason),
+        malformed: (method, what) => new MalformedAnswerError(method, what),
       },
       onRequest: (request) => this.dispatch(request),
       onNotification: (notification) => this.hostNotification(notification),
@@ -191,13 +208,24 @@ export class Router {
   // The host's requests
 
   private dispatch(request: IncomingRequest): void {
-    const handler = this.closing ? undefined : this.methods.get(request.method);
+    const { method } = request;
+    if (request.refused !== undefined) return this.refused(request, request.refused);
+    // Only ping may come before initialize: until then neither the protocol version nor the
+    // host's capabilities are known, and upstreams must be told those when they connect.
+    if (!this.initialized && method !== 'initialize' && method !== 'ping') {
+      request.fail({
+        code: SERVER_NOT_INITIALIZED,
+        message: `Server not initialized: send initialize before ${truncateForEcho(method)}`,
+      });
+      return;
+    }
+    const handler = this.closing ? undefined : this.methods.get(method);
     if (handler === undefined) {
       this.answerError(
         request,
         this.closing
           ? new NotServingError('mcp-warden is shutting down')
-          : new MethodNotFoundError(`Method not found: mcp-warden does not serve ${request.method}`),
+          : new MethodNotFoundError(`Method not found: mcp-warden does not serve ${truncateForEcho(method)}`),
       );
       return;
     }
@@ -207,6 +235,39 @@ export class Router {
     } catch (error) {
       this.answerError(request, error);
     }
+  }
+
+  /**
+   * A request the host transport would not deliver whole (params nested too deep): answered
+   * with the transport's error. A call of a known tool is recorded first, passing only the stages
+   * that record; none of them sees its arguments, which it does not carry.
+   */
+  private refused(request: IncomingRequest, error: JsonRpcErrorObject): void {
+    const name = request.params?.name;
+    const entry =
+      request.method === 'tools/call' && typeof name === 'string'
+        ? this.options.tools.resolve(name)
+        : undefined;
+    const { recordRefusal } = this.options;
+    if (entry === undefined || recordRefusal === undefined || !this.initialized) return request.fail(error);
+    const message: RoutedMessage = {
+      kind: 'tools/call',
+      direction: 'upstream',
+      server: entry.server,
+      target: entry.item.name,
+      exposedName: name as string,
+      definition: entry.item,
+      arguments: undefined,
+      params: undefined,
+      meta: undefined,
+      signal: request,
+      onProgress: undefined,
+      record: { repairs: [] },
+    };
+    recordRefusal(message, new InvalidParamsError(error.message)).then(
+      (outcome) => request.respond(outcome),
+      () => request.fail(error),
+    );
   }
 
   private hostNotification(notification: JsonRpcNotification): void {
@@ -226,6 +287,7 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
+    this.initialized = true;
     // The upstreams connect declaring what the host can do; the answer waits for the start-up
     // window (as the first list would anyway), so it can say what they offer and pass on their
     // instructions. A server slower than the window joins later, through list_changed.

@@ -77,46 +77,191 @@ export function isResponse(m: JsonRpcMessage): m is JsonRpcResponse {
   return !('method' in m) && ('result' in m || 'error' in m);
 }
 
-export type ParseOutcome = { ok: true; message: JsonRpcMessage } | { ok: false; reason: string };
+/**
+ * Why a line is not a message we serve, and how to answer it: with `code` under `id` (null when
+ * the id cannot be read), or, for a batch, one error per element whose id could be read.
+ * `answer` is false for what must get no reply (a notification, whose sender waits for nothing).
+ */
+export interface ParseFailure {
+  readonly ok: false;
+  readonly reason: string;
+  readonly code: number;
+  readonly id: RequestId | null;
+  readonly answer: boolean;
+  /** Set for a batch: the ids of its requests (null where unreadable); empty for an empty batch. */
+  readonly batchIds?: readonly (RequestId | null)[];
+}
+
+export type ParseOutcome = { ok: true; message: JsonRpcMessage } | ParseFailure;
+
+const BOM = 0xfeff;
+
+function failure(
+  reason: string,
+  code: number,
+  id: RequestId | null,
+  answer = true,
+  batchIds?: readonly (RequestId | null)[],
+): ParseFailure {
+  return batchIds === undefined
+    ? { ok: false, reason, code, id, answer }
+    : { ok: false, reason, code, id, answer, batchIds };
+}
 
 /**
- * Parses one line. Never throws: a line that is not a JSON-RPC 2.0 message is reported as a
- * reason, so the caller can log and skip it (upstreams that print junk must not break anything).
+ * The id of a parsed message as it goes back to its sender: a string, or a number exactly as
+ * written (a number `JSON.parse` would change, such as 2^53+1 or 1e400, is kept as its text);
+ * null when it has none a response could carry (absent, null, a boolean, an object).
+ */
+function readableId(m: Record<string, unknown>, text: string | undefined): RequestId | null {
+  const id = m.id;
+  if (typeof id === 'string' || id instanceof RawId) return id;
+  if (typeof id !== 'number') return null;
+  if (Number.isSafeInteger(id)) return id;
+  const span = text === undefined ? null : topLevelMemberSpan(text, 'id');
+  return span === null ? (Number.isFinite(id) ? id : null) : new RawId(text!.slice(span[0], span[1]));
+}
+
+/** Whether an element of a batch is a request (it expects an answer), and its id. */
+function batchElementIds(elements: unknown[]): (RequestId | null)[] {
+  const ids: (RequestId | null)[] = [];
+  for (const element of elements) {
+    if (typeof element !== 'object' || element === null || Array.isArray(element)) {
+      ids.push(null);
+      continue;
+    }
+    const m = element as Record<string, unknown>;
+    // A notification in a batch gets no answer; anything else (a request, junk) does.
+    if (typeof m.method === 'string' && !('id' in m)) continue;
+    // Element ids are read from the parsed value: a batch is refused, not served.
+    ids.push(readableId(m, undefined));
+  }
+  return ids;
+}
+
+/**
+ * Parses one line. Never throws: a line that is not a JSON-RPC 2.0 message is reported with a
+ * reason, the error code JSON-RPC gives it (-32700 only when the text is not JSON, -32600 when
+ * it is JSON but not a valid request) and the id to answer under, when it can be read. The host
+ * gets that answer; a line from an upstream is logged and skipped (servers that print junk must
+ * not break anything). A leading byte order mark is ignored.
  */
 export function parseMessage(line: string): ParseOutcome {
+  const text = line.charCodeAt(0) === BOM ? line.slice(1) : line;
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = JSON.parse(text);
   } catch {
-    return { ok: false, reason: 'not JSON' };
+    return failure('not JSON', RpcErrorCode.ParseError, null);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (typeof value !== 'object' || value === null)
+    return failure('not an object', RpcErrorCode.InvalidRequest, null);
+  if (Array.isArray(value)) {
     // JSON-RPC batches were removed from MCP in 2025-06-18; we do not accept them.
-    return {
-      ok: false,
-      reason: Array.isArray(value) ? 'JSON-RPC batches are not supported' : 'not an object',
-    };
+    const reason = 'JSON-RPC batches are not supported';
+    return failure(reason, RpcErrorCode.InvalidRequest, null, true, batchElementIds(value));
   }
   const m = value as Record<string, unknown>;
-  if (m.jsonrpc !== '2.0') return { ok: false, reason: 'missing "jsonrpc": "2.0"' };
+  const hasId = 'id' in m && m.id !== undefined;
   const id = m.id;
-  if (typeof id === 'number' && !Number.isSafeInteger(id) && Number.isInteger(id)) {
-    const span = topLevelMemberSpan(line, 'id');
-    if (span !== null) m.id = new RawId(line.slice(span[0], span[1]));
-  } else if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number') {
-    return { ok: false, reason: 'id must be a string or a number' };
+  if (typeof id === 'number' && !Number.isSafeInteger(id)) {
+    const span = topLevelMemberSpan(text, 'id');
+    if (span !== null) m.id = new RawId(text.slice(span[0], span[1]));
+  }
+  const isNotification = typeof m.method === 'string' && !hasId;
+  const invalid = (reason: string, code: number = RpcErrorCode.InvalidRequest) =>
+    failure(reason, code, readableId(m, text), !isNotification);
+  if (m.jsonrpc !== '2.0') return invalid('missing "jsonrpc": "2.0"');
+  if (hasId && typeof m.id !== 'string' && typeof m.id !== 'number' && !(m.id instanceof RawId)) {
+    // JSON-RPC allows a null id only in an answer to a request whose id could not be read.
+    if (m.id !== null || 'method' in m) return invalid('id must be a string or a number');
   }
   if ('method' in m) {
-    if (typeof m.method !== 'string') return { ok: false, reason: 'method must be a string' };
-    if (
-      m.params !== undefined &&
-      (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))
-    )
-      return { ok: false, reason: 'params must be an object' };
+    if (typeof m.method !== 'string') return invalid('method must be a string');
+    if (m.params !== undefined) {
+      if (Array.isArray(m.params)) return invalid('params must be an object', RpcErrorCode.InvalidParams);
+      if (typeof m.params !== 'object' || m.params === null) return invalid('params must be an object');
+    }
   } else if (!('result' in m) && !('error' in m)) {
-    return { ok: false, reason: 'neither a request, a notification nor a response' };
+    return invalid('neither a request, a notification nor a response');
   }
   return { ok: true, message: m as unknown as JsonRpcMessage };
+}
+
+/**
+ * The error answer(s) to a line that failed to parse, as one line of text; undefined when none
+ * is due (a notification, or a batch of notifications only).
+ */
+export function invalidMessageReply(parsed: ParseFailure): string | undefined {
+  if (!parsed.answer) return undefined;
+  const error = { code: parsed.code, message: `Invalid message: ${parsed.reason}` };
+  if (parsed.code === RpcErrorCode.ParseError) error.message = `Parse error: ${parsed.reason}`;
+  const { batchIds } = parsed;
+  if (batchIds === undefined) return serializeMessage({ jsonrpc: '2.0', id: parsed.id, error });
+  // An empty batch gets one error; otherwise one per element that expects an answer.
+  if (batchIds.length === 0) return serializeMessage({ jsonrpc: '2.0', id: null, error });
+  return `[${batchIds.map((id) => serializeMessage({ jsonrpc: '2.0', id, error })).join(',')}]`;
+}
+
+/**
+ * How deeply the host's messages may nest objects and arrays. Far beyond what any tool's
+ * arguments need, and far below what would exhaust the stack of the code that walks them
+ * (serializing, redacting, validating): `JSON.stringify` alone fails at a few thousand levels.
+ */
+export const HOST_MAX_DEPTH = 256;
+
+/**
+ * Whether the JSON text nests objects and arrays deeper than `limit`; stops at the first level
+ * past it. Short strings are stepped through in the loop; a long one is skipped with `indexOf`,
+ * so a large string value costs little. Only meant for text `JSON.parse` accepted.
+ */
+export function nestingExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const start = ++i;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === QUOTE) break;
+        if (d === BACKSLASH) i++;
+        else if (i - start > SHORT_STRING) {
+          i = closingQuote(text, i);
+          if (i === -1) return false;
+          break;
+        }
+        i++;
+      }
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** Past this many characters into a string, the scan jumps to its end with `indexOf`. */
+const SHORT_STRING = 32;
+
+/** The index of the quote that closes the string `from` is inside: one not escaped by a backslash. */
+function closingQuote(text: string, from: number): number {
+  let end = text.indexOf('"', from);
+  while (end !== -1) {
+    let slashes = 0;
+    while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return end;
+    end = text.indexOf('"', end + 1);
+  }
+  return -1;
+}
+
+/** A string from a peer, shortened for echoing back in an error or a log line. */
+export function truncateForEcho(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
 }
 
 const RAW_ID_PLACEHOLDER = '\u0000warden:raw-id\u0000';

@@ -9,6 +9,7 @@ import {
   isNotification,
   isRequest,
   isResponse,
+  truncateForEcho,
   type JsonRpcErrorObject,
   type JsonRpcNotification,
   type JsonRpcRequest,
@@ -54,6 +55,11 @@ export interface PeerErrors {
   failed(detail: string, cause?: unknown): Error;
   /** The other side cancelled one of its own requests. */
   cancelled(reason: string): Error;
+  /**
+   * The other side answered `method` with a result that is not an object (`what`: "a null",
+   * "an array", ...); every MCP result is one. Default: `failed`, saying so.
+   */
+  malformed?(method: string, what: string): Error;
 }
 
 export interface PeerOptions {
@@ -98,6 +104,9 @@ class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntr
 
 const NO_OPTIONS: OutgoingOptions = {};
 
+/** Longest error message sent to the other side; longer ones are cut, saying how long they were. */
+const MAX_ERROR_MESSAGE = 2000;
+
 export class RpcPeer {
   private readonly options: PeerOptions;
   private readonly outgoing = new Map<number, Outgoing>();
@@ -118,7 +127,7 @@ export class RpcPeer {
     this.options = options;
     options.transport.onmessage = (message, extra) => {
       if (isResponse(message)) this.answered(message, extra);
-      else if (isRequest(message)) this.received(message);
+      else if (isRequest(message)) this.received(message, extra?.refused);
       else if (isNotification(message)) this.notified(message);
     };
   }
@@ -241,9 +250,18 @@ export class RpcPeer {
       entry.reject(this.options.errors.remote(message.error));
       return;
     }
-    const { result } = message;
-    if (extra !== undefined && typeof result === 'object' && result !== null)
-      attachRawResponse(result, extra.line, extra.large);
+    const { result } = message as { result: unknown };
+    if (typeof result !== 'object' || result === null || Array.isArray(result)) {
+      // Every MCP result is an object; anything else would fail later with no one named.
+      const what = result === null ? 'a null' : Array.isArray(result) ? 'an array' : `a ${typeof result}`;
+      const { errors } = this.options;
+      entry.reject(
+        errors.malformed?.(entry.method, what) ??
+          errors.failed(`answered ${entry.method} with ${what} result, not an object`),
+      );
+      return;
+    }
+    if (extra !== undefined) attachRawResponse(result, extra.line, extra.large);
     entry.resolve(entry.asOutcome ? Outcome.fromPeer(result) : result);
   }
 
@@ -271,8 +289,8 @@ export class RpcPeer {
   // -------------------------------------------------------------------------------------------
   // Incoming
 
-  private received(message: JsonRpcRequest): void {
-    const request = new IncomingRequest(this, message);
+  private received(message: JsonRpcRequest, refused: JsonRpcErrorObject | undefined): void {
+    const request = new IncomingRequest(this, message, refused);
     this.incoming.set(request.key, request);
     this.options.onRequest(request);
   }
@@ -360,6 +378,11 @@ export class IncomingRequest extends Cancellation {
   cancelledByPeer = false;
   /** Answered: later progress is not sent, and a second answer is a bug that is dropped. */
   answered = false;
+  /**
+   * Set when the transport would not deliver the request whole (its params nest too deep): it
+   * comes without them, and is to be answered with this error.
+   */
+  readonly refused: JsonRpcErrorObject | undefined;
   private progressListener: ProgressListener | undefined;
   /** The turn this request's last progress was sent in; -1 before any. */
   private progressTurn = -1;
@@ -367,8 +390,10 @@ export class IncomingRequest extends Cancellation {
   constructor(
     private readonly peer: RpcPeer,
     message: JsonRpcRequest,
+    refused?: JsonRpcErrorObject,
   ) {
     super();
+    this.refused = refused;
     this.id = message.id;
     this.key = idKey(message.id);
     this.method = message.method;
@@ -429,7 +454,9 @@ export class IncomingRequest extends Cancellation {
 
   fail(error: JsonRpcErrorObject): void {
     if (!this.finish()) return;
-    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error });
+    // Messages echo what a peer sent (a method, a name): never megabytes of it.
+    const message = truncateForEcho(error.message, MAX_ERROR_MESSAGE);
+    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error: { ...error, message } });
   }
 
   /** Marks it answered; false when nothing should be sent (answered already, or cancelled). */

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import path from 'node:path';
+import { findDescendants, killDescendants } from './descendants.js';
 
 export interface SpawnChildOptions {
   readonly command: string;
@@ -29,7 +31,8 @@ export interface ChildHandle {
   /**
    * Stops the child and everything it started: closes its stdin, sends SIGTERM to its process
    * group, and after `graceMs` SIGKILL to the group. The group kill is what reaches the real
-   * server behind launchers such as `npx` or `sh -c` (FIELD_NOTES "Traps").
+   * server behind launchers such as `npx` or `sh -c`. On Linux, descendants that left the group
+   * (`setsid`) but are still traceable through their parents are SIGKILLed too.
    */
   stop(options: { graceMs: number }): Promise<void>;
   /** Last-resort synchronous kill of the whole group, for process exit handlers. */
@@ -72,20 +75,89 @@ export async function resolveCommand(command: string, env: Readonly<Record<strin
   );
 }
 
+/**
+ * How long the lifeline watcher waits between SIGTERM and SIGKILL to the group once the gateway
+ * is gone: short, because a host that killed us expects everything we started to go with us.
+ */
+const LIFELINE_GRACE_S = 1;
+
+/**
+ * The lifeline: a child is started as `sh -c LIFELINE_SCRIPT`, which forks a watcher and then
+ * execs the real command (same pid, so nothing else changes). The watcher blocks reading fd 3,
+ * a pipe whose other end only the gateway holds. The kernel closes that end when the gateway
+ * dies, however it dies (SIGKILL included), so the read returns and the watcher signals the
+ * whole process group: SIGTERM, then SIGKILL after a short grace. The watcher ignores SIGTERM so
+ * it survives its own first signal; the SIGKILL ends it too. Node cannot set PR_SET_PDEATHSIG
+ * without native code, and one `sh` costs a millisecond or two where an extra `node` would cost
+ * tens. The server itself gets neither fd 3 nor the watcher's ignored signal.
+ *
+ * Before signalling, while the server still runs (the watcher is still its child), the watcher
+ * lists the server's descendants from /proc by parent pid, so that those which left the group
+ * (`setsid`) are signalled too. Where there is no /proc the list is empty. `$$` is the server's
+ * pid (the shell's, kept through `exec`); the watcher reads its own from /proc/self.
+ */
+const LIFELINE_WATCHER = [
+  "trap '' TERM INT HUP",
+  'read _ <&3',
+  'read -r self 2>/dev/null </proc/self/stat',
+  'me=${self%% *}',
+  'set -- ${self##*") "}',
+  'all=',
+  // Only while the server is alive and still our parent: a reused pid must not be walked.
+  'if [ "$2" = "$$" ]; then',
+  '  parents=$$',
+  '  while [ -n "$parents" ]; do',
+  '    found=',
+  '    for f in /proc/[0-9]*/stat; do',
+  '      read -r line 2>/dev/null <"$f" || continue',
+  '      set -- ${line##*") "}',
+  '      pid=${f#/proc/}; pid=${pid%/stat}',
+  '      [ "$pid" = "$me" ] && continue',
+  '      for parent in $parents; do [ "$2" = "$parent" ] && found="$found $pid"; done',
+  '    done',
+  '    all="$all$found"; parents=$found',
+  '  done',
+  'fi',
+  'kill -TERM 0 $all',
+  `sleep ${LIFELINE_GRACE_S}`,
+  'kill -KILL $all 0',
+].join('\n');
+
+const LIFELINE_SCRIPT = `(${LIFELINE_WATCHER}\n) </dev/null >/dev/null 2>&1 & exec 3<&-; exec "$@"`;
+
+/** `sh` exports PWD whether or not it was given one; a child must see only the environment we chose. */
+const LIFELINE_SCRIPT_NO_PWD = `unset PWD; ${LIFELINE_SCRIPT}`;
+
+function lifelineArgs(
+  file: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+): string[] {
+  const script = env.PWD === undefined ? LIFELINE_SCRIPT_NO_PWD : LIFELINE_SCRIPT;
+  // After the script, `sh -c` takes $0 (a name for `ps`), then the command and its arguments.
+  return ['-c', script, 'mcp-warden-lifeline', file, ...args];
+}
+
 export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandle> {
   const cwdStat = await stat(options.cwd).catch(() => null);
   if (cwdStat === null || !cwdStat.isDirectory())
     throw new SpawnError(`working directory does not exist: ${options.cwd}`);
   const file = await resolveCommand(options.command, options.env, options.cwd);
 
-  const child = spawn(file, [...options.args], {
-    cwd: options.cwd,
-    env: { ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-    // Its own process group, so the whole tree can be signalled at once.
-    detached: process.platform !== 'win32',
-    windowsHide: true,
-  });
+  const lifeline = process.platform !== 'win32';
+  const child = spawn(
+    lifeline ? '/bin/sh' : file,
+    lifeline ? lifelineArgs(file, options.args, options.env) : [...options.args],
+    {
+      cwd: options.cwd,
+      env: { ...options.env },
+      // fd 3 is the lifeline: its other end lives only in this process (see LIFELINE_SCRIPT).
+      stdio: lifeline ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+      // Its own process group, so the whole tree can be signalled at once.
+      detached: lifeline,
+      windowsHide: true,
+    },
+  ) as ChildProcessWithoutNullStreams;
   const exited = new Promise<ChildExit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
@@ -97,9 +169,16 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
   child.stdin.on('error', () => {});
   const pid = child.pid!;
 
+  // Our end of the lifeline must not keep the gateway alive, and is closed once the server has
+  // exited: the watcher then clears out whatever the server left behind in its group.
+  const lifelineEnd = child.stdio[3] as Socket | null | undefined;
+  lifelineEnd?.on('error', () => {});
+  lifelineEnd?.unref();
+
   let exitedNow = false;
   void exited.then(() => {
     exitedNow = true;
+    lifelineEnd?.destroy();
   });
 
   const signalGroup = (signal: NodeJS.Signals): void => {
@@ -117,6 +196,9 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
     exited,
     killNow: () => signalGroup('SIGKILL'),
     async stop({ graceMs }) {
+      // Taken first, while the tree is intact: processes that left the group (setsid) are found
+      // by parentage alone, and parentage is lost once their parent exits.
+      const descendants = exitedNow ? [] : await findDescendants(pid);
       child.stdin.end();
       signalGroup('SIGTERM');
       if (!exitedNow) {
@@ -126,6 +208,7 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
       }
       // Even when the leader left politely, descendants it started may linger in the group.
       signalGroup('SIGKILL');
+      await killDescendants(descendants);
       await exited;
     },
   };

@@ -2,10 +2,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonRpcMessage } from '../rpc/jsonRpc.js';
 import type { MessageTransport } from './streamTransport.js';
+import { limitedFetch, type HttpOversize } from './httpLimits.js';
 
 export interface HttpTransportOptions {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** `gateway.maxMessageSize`: the bound on a response body and on one SSE event. */
+  readonly maxMessageBytes: number;
+  /** A body or event passed the bound and was cut off (see limitedFetch). */
+  readonly onOversize: (info: HttpOversize) => void;
 }
 
 /**
@@ -21,6 +26,7 @@ export class HttpTransport implements MessageTransport {
   constructor(options: HttpTransportOptions) {
     this.inner = new StreamableHTTPClientTransport(new URL(options.url), {
       requestInit: { headers: { ...options.headers } },
+      fetch: limitedFetch({ maxMessageBytes: options.maxMessageBytes, onOversize: options.onOversize }),
     });
     this.inner.onmessage = (message) => this.onmessage?.(message as unknown as JsonRpcMessage);
     this.inner.onclose = () => this.onclose?.();

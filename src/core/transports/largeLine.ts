@@ -17,7 +17,7 @@
 
 import { isAscii, isUtf8 } from 'node:buffer';
 import { ControlBytes } from '../../lib/json/controlBytes.js';
-import { parseMessage, type JsonRpcMessage } from '../rpc/jsonRpc.js';
+import { parseMessage, type JsonRpcMessage, type ParseFailure } from '../rpc/jsonRpc.js';
 
 /** Strings at least this long (in bytes, between the quotes) are left in the bytes. */
 export const LONG_STRING_BYTES = 1024;
@@ -69,7 +69,7 @@ export interface LargeLineOptions {
 }
 
 export type LargeParseOutcome =
-  { ok: true; message: JsonRpcMessage; large: LargeLine } | { ok: false; reason: string; text: string };
+  { ok: true; message: JsonRpcMessage; large: LargeLine } | (ParseFailure & { text: string });
 
 /**
  * Parses a large line as `parseMessage` parses any line, with the same outcome (the same value
@@ -87,9 +87,7 @@ export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {})
   }
   const whole = new WholeLine(bytes);
   const parsed = parseMessage(whole.text);
-  return parsed.ok
-    ? { ok: true, message: parsed.message, large: whole }
-    : { ok: false, reason: parsed.reason, text: whole.text };
+  return parsed.ok ? { ok: true, message: parsed.message, large: whole } : { ...parsed, text: whole.text };
 }
 
 /** The line decoded as a whole: what every line was before (and the fallback). */

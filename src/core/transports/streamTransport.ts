@@ -1,6 +1,18 @@
 import type { Readable, Writable } from 'node:stream';
 import { EncodedResult } from '../rpc/encoded.js';
-import { parseMessage, rawResultHead, serializeMessage, type JsonRpcMessage } from '../rpc/jsonRpc.js';
+import {
+  invalidMessageReply,
+  isRequest,
+  nestingExceeds,
+  parseMessage,
+  RawId,
+  rawResultHead,
+  RpcErrorCode,
+  serializeMessage,
+  type JsonRpcErrorObject,
+  type JsonRpcMessage,
+  type ParseFailure,
+} from '../rpc/jsonRpc.js';
 import { parseLargeMessage, type LargeLine } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
@@ -33,6 +45,11 @@ export interface MessageTransport {
 export interface MessageExtra {
   readonly line: string;
   readonly large?: LargeLine;
+  /**
+   * Set on a request the transport would not deliver whole (its params nest deeper than
+   * `maxDepth`): it comes without its params, and is to be answered with this error.
+   */
+  readonly refused?: JsonRpcErrorObject;
 }
 
 export type OutgoingMessage = JsonRpcMessage | EncodedResult;
@@ -48,6 +65,29 @@ export interface StreamTransportOptions {
   /** A line that is not a JSON-RPC message: logged by the owner, never fatal. */
   readonly onJunk: (line: string, reason: string) => void;
   readonly onOversize: (info: OversizeLine) => void;
+  /**
+   * The peer is a client waiting on its requests (the host): a line that is not a valid message,
+   * or is over `maxLineBytes`, is answered with a JSON-RPC error under its id when the id can be
+   * read (null otherwise), besides being reported. Off for upstreams, whose junk is only logged.
+   */
+  readonly answerInvalid?: boolean;
+  /**
+   * Requests whose JSON nests objects and arrays deeper than this are refused (see
+   * `MessageExtra.refused`) before anything walks them recursively. Unset: no bound (upstreams).
+   */
+  readonly maxDepth?: number;
+}
+
+/**
+ * The id of an oversize line, when its head (or tail) shows it as a top-level member before any
+ * nested value: raw JSON text, a number or a string literal, to answer under exactly as sent.
+ */
+const HEAD_ID = /^\s*\{(?:[^{}[\]"]|"(?:[^"\\]|\\.)*")*?"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")/;
+const TAIL_ID = /[,{]\s*"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")\s*\}\s*$/;
+
+export function oversizeLineId(info: OversizeLine): RawId | null {
+  const raw = HEAD_ID.exec(info.head)?.[1] ?? TAIL_ID.exec(info.tail)?.[1];
+  return raw === undefined ? null : new RawId(raw);
 }
 
 /**
@@ -70,19 +110,39 @@ export class StreamTransport implements MessageTransport {
   }
 
   async start(): Promise<void> {
-    const { input, output, onJunk } = this.options;
+    const { input, output, onJunk, answerInvalid = false, maxDepth } = this.options;
+    const junk = (line: string, parsed: ParseFailure) => {
+      onJunk(line, parsed.reason);
+      const reply = answerInvalid ? invalidMessageReply(parsed) : undefined;
+      if (reply !== undefined && !this.outputClosed && !output.destroyed) void this.queueText(reply);
+    };
+    const deliver = (message: JsonRpcMessage, extra: MessageExtra) => {
+      // A short line cannot nest deeply: the scan runs only on lines longer than the bound.
+      const { line } = extra;
+      if (maxDepth !== undefined && line.length > maxDepth && nestingExceeds(line, maxDepth))
+        this.refuse(message, line, maxDepth);
+      else this.onmessage?.(message, extra);
+    };
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
-      onOversize: this.options.onOversize,
+      onOversize: (info) => {
+        this.options.onOversize(info);
+        if (!answerInvalid) return;
+        const error = {
+          code: RpcErrorCode.InvalidRequest,
+          message: `Invalid message: ${info.bytes} bytes, over the limit of ${this.options.maxLineBytes} bytes (gateway.maxMessageSize)`,
+        };
+        void this.send({ jsonrpc: '2.0', id: oversizeLineId(info), error });
+      },
       onLine: (line) => {
         const parsed = parseMessage(line);
-        if (parsed.ok) this.onmessage?.(parsed.message, { line });
-        else onJunk(line, parsed.reason);
+        if (parsed.ok) deliver(parsed.message, { line });
+        else junk(line, parsed);
       },
       onLargeLine: (bytes, facts) => {
         const parsed = parseLargeMessage(bytes, facts);
-        if (parsed.ok) this.onmessage?.(parsed.message, { line: parsed.large.text, large: parsed.large });
-        else if (parsed.text.trim() !== '') onJunk(parsed.text, parsed.reason);
+        if (parsed.ok) deliver(parsed.message, { line: parsed.large.text, large: parsed.large });
+        else if (parsed.text.trim() !== '') junk(parsed.text, parsed);
       },
     });
     input.on('data', (chunk: Buffer) => decoder.push(chunk));
@@ -98,6 +158,28 @@ export class StreamTransport implements MessageTransport {
       this.onerror?.(error);
       this.endInput();
     });
+  }
+
+  /**
+   * A message nested deeper than `maxDepth`: a request is delivered without its params (nothing
+   * may walk them), with the error to answer it with in `extra.refused`; anything else is dropped.
+   */
+  private refuse(message: JsonRpcMessage, line: string, maxDepth: number): void {
+    const reason = `nested deeper than ${maxDepth} levels`;
+    if (!isRequest(message)) {
+      this.options.onJunk('', `a message ${reason}`);
+      return;
+    }
+    const refused: JsonRpcErrorObject = {
+      code: RpcErrorCode.InvalidParams,
+      message: `Invalid params: ${message.method} has params ${reason}`,
+    };
+    // The tool's name is kept, so a refused call can still be recorded against its tool.
+    const name = message.params?.name;
+    const bare = { jsonrpc: '2.0' as const, id: message.id, method: message.method };
+    const delivered = typeof name === 'string' ? { ...bare, params: { name } } : bare;
+    if (this.onmessage !== undefined) this.onmessage(delivered, { line, refused });
+    else void this.send({ jsonrpc: '2.0', id: message.id, error: refused });
   }
 
   /**

@@ -16,6 +16,7 @@ import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
+import { oversizeMessage, type HttpOversize } from '../transports/httpLimits.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
@@ -451,7 +452,12 @@ export class Upstream {
     } else {
       // Loaded only when an HTTP upstream exists: the SDK's HTTP client is a start-up cost stdio users need not pay.
       const { HttpTransport } = await import('../transports/httpTransport.js');
-      transport = new HttpTransport({ url: config.url, headers: config.headers });
+      transport = new HttpTransport({
+        url: config.url,
+        headers: config.headers,
+        maxMessageBytes: gateway.maxMessageBytes,
+        onOversize: (info) => this.httpOversize(info, session),
+      });
       transport.onclose = () =>
         end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
     }
@@ -576,7 +582,10 @@ export class Upstream {
   }
 
   private handleNotification(notification: JsonRpcNotification): void {
-    const kinds = LIST_CHANGED[notification.method];
+    // Own members only: a notification named "constructor" or "__proto__" must not find Object's.
+    const kinds = Object.hasOwn(LIST_CHANGED, notification.method)
+      ? LIST_CHANGED[notification.method]
+      : undefined;
     if (kinds !== undefined) {
       void this.refresh(kinds);
       return;
@@ -604,6 +613,17 @@ export class Upstream {
       code: RpcErrorCode.MethodNotFound,
       message: `mcp-warden does not forward ${request.method}`,
     });
+  }
+
+  /**
+   * An HTTP response body or SSE event over the size bound, cut off where it passed it. The
+   * request it answered fails; a cut-off event on the standalone stream (no request) is logged,
+   * and the SDK reconnects that stream.
+   */
+  private httpOversize(info: HttpOversize, session: RpcPeer | undefined): void {
+    const message = oversizeMessage(info, this.options.gateway.maxMessageBytes);
+    this.log.warn(message);
+    if (info.id !== undefined) session?.failById(info.id, new UpstreamFailedError(this.name, message));
   }
 
   /**

@@ -35,6 +35,8 @@ function outcomeOf(error: unknown): CallOutcome {
       return 'cancelled';
     case 'QUEUE_FULL':
       return 'queue_full';
+    case 'INVALID_PARAMS':
+      return 'protocol_error';
     case 'UPSTREAM_FAILED':
     case 'UPSTREAM_UNAVAILABLE':
       return 'upstream_failure';

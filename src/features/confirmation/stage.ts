@@ -11,7 +11,10 @@ import { runConfirmationCommand } from './command.js';
 
 /** The host's answer to a question: its result, or its error. */
 export type HostAnswer =
-  { readonly result: Record<string, unknown> } | { readonly error: JsonRpcErrorObject };
+  | { readonly result: Record<string, unknown> }
+  | { readonly error: JsonRpcErrorObject }
+  /** What the host sent instead of a result object, e.g. "a null result". */
+  | { readonly malformed: string };
 
 export interface ConfirmationOptions {
   readonly config: ConfirmationConfig;
@@ -138,7 +141,7 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       decision.ruleId,
     );
 
-    async function settle(verdict: 'yes' | 'remember' | 'no' | 'timeout', who: string) {
+    async function settle(verdict: Verdict, who: string) {
       if (verdict === 'yes' || verdict === 'remember') {
         record.confirmed = true;
         if (verdict === 'remember') remembered.add(key);
@@ -152,15 +155,24 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
           decision.ruleId,
         );
       }
+      if (typeof verdict === 'object')
+        throw new DeniedError(
+          `The host answered the confirmation request for ${subject(call)} with ${verdict.malformed}, ` +
+            `not an elicitation result (action: accept, decline or cancel), so it was not run.`,
+          decision.ruleId,
+        );
       throw new DeniedError(`Declined by ${who}: ${subject(call)} was not run.`, decision.ruleId);
     }
   }
 
+  /**
+   * What a confirmation came to; `malformed` when the host's answer was not an elicitation result
+   * at all (which fails closed, saying so).
+   */
+  type Verdict = 'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string };
+
   /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
-  async function askThroughHost(
-    call: RoutedMessage,
-    why: string,
-  ): Promise<'yes' | 'remember' | 'no' | 'timeout' | 'unavailable'> {
+  async function askThroughHost(call: RoutedMessage, why: string): Promise<Verdict | 'unavailable'> {
     // The question is withdrawn when the confirmation times out or the host cancels the call.
     const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
     const timer = setTimeout(() => question.cancel(new Error('confirmation timed out')), config.timeoutMs);
@@ -189,7 +201,11 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
       if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
       if (question.cancelled) return 'timeout';
+      if ('malformed' in reply) return { malformed: String(reply.malformed) };
       if (!('result' in reply)) return 'no';
+      const result: unknown = reply.result;
+      if (typeof result !== 'object' || result === null || Array.isArray(result))
+        return { malformed: result === null ? 'a null result' : `a result that is not an object` };
       const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
       if (action !== 'accept') return 'no';
       return content?.remember === true ? 'remember' : 'yes';
