@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AuditWriteError, type AuditLog } from './auditWriter.js';
-import type { CallEvent, CallOutcome, ClientInfo } from '../../core/events.js';
+import type { AuditLog } from './auditWriter.js';
+import type { CallEvent, CallOutcome, CallStartEvent, ClientInfo } from '../../core/events.js';
 import type { AuditConfig } from '../../config/types.js';
 import { UpstreamRpcError, WardenError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
@@ -52,17 +52,17 @@ function resultBytes(result: CallToolResult): number {
  * Outermost stage (ARCHITECTURE "The flow"): sees every outcome, denials and timeouts included,
  * and the whole duration. Records are appended synchronously (one write per record), so a
  * record exists before the host gets the answer and nothing sits in a buffer at exit
- * (FIELD_NOTES: loggers' buffers lose lines). With `onFailure: block`, an audit file that cannot
- * be written refuses calls before they run: no unrecorded call ever reaches an upstream.
+ * (loggers' buffers lose lines). With `onFailure: block`, a `call_start` record is written before
+ * the call goes on, and a call whose `call_start` cannot be written is refused: no unrecorded call
+ * ever reaches an upstream, even when the disk fills during the call before.
  */
 export function createAuditInterceptor(options: AuditInterceptorOptions): Interceptor {
   const { log, config, logger } = options;
+  let calls = 0;
   return async function audit(call, next) {
-    if (!log.healthy && config.onFailure === 'block') {
-      throw (
-        log.lastError ?? new AuditWriteError(log.file, 'block', new Error('the audit log is not healthy'))
-      );
-    }
+    // Numbered only when a call_start is written: the number pairs it with its call record.
+    const number = config.onFailure === 'block' ? ++calls : undefined;
+    if (number !== undefined) await log.writeAhead(startEvent(call, number));
     const started = performance.now();
     let outcome: CallOutcome = 'ok';
     let result: CallToolResult | undefined;
@@ -76,9 +76,21 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
       outcome = outcomeOf(error);
       throw error;
     } finally {
-      write(call, outcome, performance.now() - started, result, failure);
+      write(call, outcome, performance.now() - started, result, failure, number);
     }
   };
+
+  function startEvent(call: ToolCall, number: number): CallStartEvent {
+    return {
+      type: 'call_start',
+      session: options.session,
+      call: number,
+      tool: call.exposedName,
+      server: call.server,
+      upstreamTool: call.tool,
+      args: call.arguments,
+    };
+  }
 
   function write(
     call: ToolCall,
@@ -86,6 +98,7 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
     ms: number,
     result?: CallToolResult,
     failure?: unknown,
+    number?: number,
   ): void {
     const client = options.client();
     // Always the same members, in the documented order (an absent one is undefined, which JSON
@@ -106,6 +119,7 @@ export function createAuditInterceptor(options: AuditInterceptorOptions): Interc
       resultBytes: result === undefined ? undefined : resultBytes(result),
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
       structured: config.logResults ? result?.structuredContent : undefined,
+      call: number,
     };
     try {
       log.append(event);
