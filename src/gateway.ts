@@ -196,10 +196,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       ? undefined
       : watchPolicies({
           files: config.policies,
-          onReload: (next, set) => {
+          onReload: (next, set, version) => {
             engine = next;
             recordPolicies(set);
-            logger.info(`policies reloaded from ${config.policies.join(', ')}`);
+            logger.info(`policies reloaded from ${config.policies.join(', ')}; in force: ${version}`);
             const changed = rebuildCatalogs({ tools }, pool.upstreams, ['tools'], { hidden });
             if (changed.length > 0) router.listsChanged(changed);
           },
@@ -246,7 +246,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         type: 'policy_load',
         session,
         file: file.file,
-        sha256: fileSha256(file.file),
+        sha256: file.sha256,
         rules: file.rules.length,
       });
   }
