@@ -243,14 +243,14 @@ const BUILTIN_PATTERNS: readonly SecretPattern[] = [
   {
     // `mysql -pSECRET` (and its siblings): the password glued to `-p` on the same command line.
     kind: 'cli_password',
-    hint: '-p',
+    hint: '--?[A-Za-z]',
     regex:
       /(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)(?![\w-])[^\n|;&]{0,300}?[ \t]-p(?<secret>[^\s'"]+)/dg,
   },
   {
     // `curl -u user:password` / `--user user:password` (and wget's `--password` is a flag below).
     kind: 'cli_password',
-    hint: '-u',
+    hint: '--?[A-Za-z]',
     regex:
       /(?<![\w-])curl(?![\w-])[^\n|;&]{0,300}?(?:[ \t]-u|[ \t]--user)(?:[ \t]+|=)['"]?[^\s:'"@]{1,100}:(?<secret>[^\s'"]+)/dg,
   },
@@ -380,7 +380,9 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   const hinted = ready.filter((pattern) => pattern.hint !== undefined);
   const unhinted = ready.filter((pattern) => pattern.hint === undefined);
   const anyHint =
-    hinted.length === 0 ? undefined : new RegExp(hinted.map((pattern) => pattern.hint).join('|'), 'u');
+    hinted.length === 0
+      ? undefined
+      : new RegExp([...new Set(hinted.map((pattern) => pattern.hint))].join('|'), 'u');
 
   function redactText(text: string): string {
     let result = text;
