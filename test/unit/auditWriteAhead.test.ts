@@ -19,7 +19,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuditWriteError, openAuditLog, type AuditStatus } from '../../src/features/audit/auditWriter.js';
 import { createAuditInterceptor } from '../../src/features/audit/stage.js';
-import { summarizeAudit } from '../../src/features/audit/summary.js';
+import { formatSummary, summarizeAudit } from '../../src/features/audit/summary.js';
 import { verifyAuditFiles } from '../../src/features/audit/verify.js';
 import type { CallEvent, GatewayStartEvent } from '../../src/core/events.js';
 import type { AuditConfig } from '../../src/config/types.js';
@@ -224,6 +224,22 @@ describe('the audit stage in block mode', () => {
       expect(records().map((r) => r.type)).toEqual(['audit_gap', 'call_start', 'call']);
     },
   );
+
+  it('summary reports a call that started and never ended (the gateway stopped during it)', async () => {
+    const log = await openAuditLog({ file, onFailure: 'block', writes: 'per-tick' });
+    const stage = createAuditInterceptor({ log, config, session: 'S', client: () => undefined, logger });
+    await stage(toolCall('finished'), async () => ({ content: [] }) as never);
+    // The second call is forwarded and never answers: its call_start is all the log will hold.
+    void stage(toolCall('running'), () => new Promise<never>(() => {}));
+    await new Promise((resolve) => setImmediate(resolve));
+    log.close();
+    const summary = summarizeAudit(file);
+    expect(summary).toMatchObject({ unfinished: 1, total: { calls: 1 } });
+    expect(summary.events).not.toHaveProperty('call_start');
+    expect(formatSummary(summary)).toContain(
+      '1 call(s) started and never recorded as ended (the gateway stopped during them)',
+    );
+  });
 
   it('continue mode writes no call_start and numbers nothing', async () => {
     const log = await openAuditLog({ file, onFailure: 'continue', writes: 'per-tick' });
