@@ -127,6 +127,31 @@ export interface CallEvent extends GatewayEventBase {
   error?: string;
   /** The result's `structuredContent` after redaction; only when `audit` is configured to log it. */
   structured?: unknown;
+  /**
+   * The call's number in its session, when a `call_start` record with the same `session` and
+   * `call` was written before the call ran (`audit.onFailure: block`).
+   */
+  call?: number;
+}
+
+/**
+ * Written before a call is forwarded, with `audit.onFailure: block` only: the call does not run
+ * unless this record is in the file (and on disk, with `audit.fsync`). The `call` record with the
+ * same `session` and `call` follows when it ends; a `call_start` without one is a call that was
+ * running when the gateway stopped (killed, crashed, or out of disk).
+ */
+export interface CallStartEvent extends GatewayEventBase {
+  type: 'call_start';
+  /** The call's number in its session (1, 2, ...), repeated in its `call` (or `request`) record. */
+  call: number;
+  /** For a request other than a tool call, its method; `tool` and `upstreamTool` then name its target. */
+  method?: string;
+  /** As in `CallEvent`. */
+  tool: string;
+  server: string;
+  upstreamTool: string;
+  /** The call's arguments after redaction; absent when the host sent none. */
+  args?: unknown;
 }
 
 /**
@@ -155,6 +180,8 @@ export interface RequestEvent extends GatewayEventBase {
   resultBytes?: number;
   /** The error message (redacted) for outcomes other than `ok`, when there is one. */
   error?: string;
+  /** With `audit.onFailure: block`: the number of its `call_start` record. */
+  call?: number;
 }
 
 /** The gateway started serving. */
@@ -305,6 +332,12 @@ export interface AuditGapEvent {
   since: string;
   /** The last error seen, e.g. `ENOSPC: no space left on device, write`. */
   error: string;
+  /**
+   * True when the record right before this one is a line cut short (a write torn by a kill, a
+   * crash or a full disk): this record is the writer's recovery, chained to the last whole record
+   * before the cut line, and `audit verify` reports the pair as a crash gap, not as tampering.
+   */
+  torn?: boolean;
 }
 
 export type LifecycleEvent =
@@ -322,7 +355,7 @@ export type LifecycleEvent =
   | ToolChangedEvent;
 
 /** What callers append. */
-export type AuditEvent = CallEvent | RequestEvent | LifecycleEvent;
+export type AuditEvent = CallEvent | RequestEvent | CallStartEvent | LifecycleEvent;
 
 export type AuditEventType = AuditEvent['type'] | AuditGapEvent['type'];
 

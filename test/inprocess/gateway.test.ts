@@ -229,7 +229,9 @@ describe('a server that asks the host for what the config refuses it', () => {
       error: { message: expect.stringContaining('servers.s.sampling: false') },
     });
     expect(sampled).toBe(0);
-    expect(running.auditRecords().find((r) => r.method === 'sampling/createMessage')).toMatchObject({
+    expect(
+      running.auditRecords().find((r) => r.type === 'request' && r.method === 'sampling/createMessage'),
+    ).toMatchObject({
       direction: 'to_host',
       outcome: 'denied',
       decision: { effect: 'deny', rule: null },

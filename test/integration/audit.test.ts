@@ -211,17 +211,18 @@ describe('tamper evidence', () => {
   });
 
   it.each([
-    ['an edited record', (lines: string[]) => lines.map((l, i) => (i === 4 ? l.replace('"n1"', '"n9"') : l))],
-    ['a deleted record', (lines: string[]) => lines.filter((_, i) => i !== 4)],
-    ['swapped records', (lines: string[]) => [...lines.slice(0, 4), lines[5]!, lines[4]!, ...lines.slice(6)]],
+    ['an edited record', (lines: string[]) => lines.map((l, i) => (i === 6 ? l.replace('"n1"', '"n9"') : l))],
+    ['a deleted record', (lines: string[]) => lines.filter((_, i) => i !== 6)],
+    ['swapped records', (lines: string[]) => [...lines.slice(0, 6), lines[7]!, lines[6]!, ...lines.slice(8)]],
   ])('verify rejects %s, naming the first bad record', async (_what, tamper) => {
     const file = await makeLog();
     const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-    expect(lines[4]).toContain('"n1"'); // start, config_load, upstream_start, n0, n1, ...
+    // start, config_load, upstream_start, then per call (onFailure: block) its call_start and call
+    expect(lines[6]).toMatch(/"type":"call",.*"n1"/);
     writeFileSync(file, tamper(lines).join('\n') + '\n');
     const { code, stdout } = await runCli(['audit', 'verify', file]);
     expect(code).toBe(1);
-    expect(stdout).toContain(`${file}:5`);
+    expect(stdout).toContain(`${file}:7`);
   });
 
   it('rotation keeps the chain across files', async () => {

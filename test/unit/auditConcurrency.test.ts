@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,19 +47,29 @@ afterAll(() => {
 interface ChildOptions {
   file: string;
   records: number;
-  startAt: number;
+  /** Created by the parent once every child of the group has opened its log: the start signal. */
+  go: string;
   maxBytes?: number;
   maxFiles?: number;
   exitRightAway?: boolean;
 }
 
-/** A child process that appends `records` call records, all children starting at `startAt`. */
-function runChild(id: number, options: ChildOptions): Promise<number | null> {
+/**
+ * A child process that opens the log, says so on stdout, waits for `go` to exist, then appends
+ * `records` call records. `ready` resolves once it has opened the log.
+ */
+function runChild(
+  id: number,
+  options: ChildOptions,
+): { ready: Promise<void>; exited: Promise<number | null> } {
   const script = `
     const { openAuditLog } = await import(${JSON.stringify(writerModule)});
     const o = ${JSON.stringify(options)};
+    const { existsSync } = await import('node:fs');
     const log = await openAuditLog({ file: o.file, onFailure: 'block', maxBytes: o.maxBytes, maxFiles: o.maxFiles ?? 10000 });
-    while (Date.now() < o.startAt) {}
+    process.stdout.write('ready\\n');
+    // Spin, not sleep: every child is running when the signal comes, however loaded the machine.
+    while (!existsSync(o.go)) {}
     // Large, varied lines: the bigger a write, the likelier a torn or interleaved line would be.
     const padding = 'x'.repeat(1000 + ${id} * 700);
     for (let i = 0; i < o.records; i++) {
@@ -68,13 +79,34 @@ function runChild(id: number, options: ChildOptions): Promise<number | null> {
     if (o.exitRightAway) process.exit(0);
     log.close();
   `;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('ready')) resolve();
     });
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`child ${id} exited (${String(code)}) before it was ready`)));
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => resolve(code));
   });
+  return { ready, exited };
+}
+
+/**
+ * Runs children that start appending together: the start signal is given once all of them have
+ * opened the log (a fixed start time is missed by a child that starts late on a busy machine,
+ * and then the writers do not overlap at all). Resolves with their exit codes.
+ */
+async function runGroup(ids: number[], options: Omit<ChildOptions, 'go'>): Promise<(number | null)[]> {
+  const go = path.join(work, `go-${randomUUID()}`);
+  const children = ids.map((id) => runChild(id, { ...options, go }));
+  await Promise.all(children.map((child) => child.ready));
+  writeFileSync(go, '');
+  return Promise.all(children.map((child) => child.exited));
 }
 
 function allLines(files: string[]): string[] {
@@ -84,8 +116,7 @@ function allLines(files: string[]): string[] {
 describe('several processes appending to one audit file', () => {
   it('never interleave partial lines, and every chain verifies', async () => {
     const file = path.join(work, 'shared', 'audit.jsonl');
-    const startAt = Date.now() + 700;
-    const codes = await Promise.all([0, 1, 2].map((id) => runChild(id, { file, records: 400, startAt })));
+    const codes = await runGroup([0, 1, 2], { file, records: 400 });
     expect(codes).toEqual([0, 0, 0]);
     const lines = allLines([file]);
     expect(lines).toHaveLength(1200);
@@ -99,10 +130,7 @@ describe('several processes appending to one audit file', () => {
 
   it('rotate without losing or shuffling records', async () => {
     const file = path.join(work, 'rotating', 'audit.jsonl');
-    const startAt = Date.now() + 700;
-    const codes = await Promise.all(
-      [0, 1, 2].map((id) => runChild(id, { file, records: 300, startAt, maxBytes: 64 * 1024 })),
-    );
+    const codes = await runGroup([0, 1, 2], { file, records: 300, maxBytes: 64 * 1024 });
     expect(codes).toEqual([0, 0, 0]);
     const result = verifyAuditFiles(file);
     expect(result).toMatchObject({ ok: true, records: 900, writers: 3, fromGenesis: true });
@@ -113,10 +141,7 @@ describe('several processes appending to one audit file', () => {
 
   it('drop old files without breaking what remains', async () => {
     const file = path.join(work, 'dropping', 'audit.jsonl');
-    const startAt = Date.now() + 700;
-    const codes = await Promise.all(
-      [0, 1, 2].map((id) => runChild(id, { file, records: 300, startAt, maxBytes: 64 * 1024, maxFiles: 4 })),
-    );
+    const codes = await runGroup([0, 1, 2], { file, records: 300, maxBytes: 64 * 1024, maxFiles: 4 });
     expect(codes).toEqual([0, 0, 0]);
     expect(readdirSync(path.dirname(file)).sort()).toEqual([
       'audit.jsonl',
@@ -130,7 +155,7 @@ describe('several processes appending to one audit file', () => {
 
   it('loses nothing when the process exits right after appending', async () => {
     const file = path.join(work, 'exit', 'audit.jsonl');
-    const code = await runChild(0, { file, records: 1000, startAt: 0, exitRightAway: true });
+    const [code] = await runGroup([0], { file, records: 1000, exitRightAway: true });
     expect(code).toBe(0);
     expect(verifyAuditFiles(file)).toMatchObject({ ok: true, records: 1000 });
   });

@@ -260,6 +260,7 @@ describe('key matching', () => {
       'jwt',
       'bearer',
       'oauth',
+      'key',
     ]) {
       expect(isSecretKey(key), key).toBe(true);
     }
@@ -272,7 +273,6 @@ describe('key matching', () => {
       'secretary',
       'passport',
       'path',
-      'key',
       'name',
     ]) {
       expect(isSecretKey(key), key).toBe(false);

@@ -140,18 +140,18 @@ describe('audit writer when the file cannot be written', () => {
     expect(() => log.append(start)).not.toThrow();
   });
 
-  it('starts on a new line after a torn write, leaving the torn line for verify to report', async () => {
+  it('starts on a new line after a torn write, with a recovery record that verify accepts as a crash gap', async () => {
     writeFileSync(file, '{"seq":0,"ts":"cut');
     const log = await openAuditLog({ file, onFailure: 'block' });
     log.append(start);
     log.close();
     const content = readFileSync(file, 'utf8').split('\n');
     expect(content[0]).toBe('{"seq":0,"ts":"cut');
-    expect(JSON.parse(content[1] ?? '')).toMatchObject({ type: 'gateway_start', seq: 0 });
+    expect(JSON.parse(content[1] ?? '')).toMatchObject({ type: 'audit_gap', seq: 0, torn: true, lost: 1 });
+    expect(JSON.parse(content[2] ?? '')).toMatchObject({ type: 'gateway_start', seq: 1 });
     expect(verifyAuditFiles(file)).toMatchObject({
-      ok: false,
-      line: 1,
-      problem: expect.stringMatching(/not valid JSON/),
+      ok: true,
+      warnings: [expect.stringMatching(/:1: crash gap/)],
     });
   });
 

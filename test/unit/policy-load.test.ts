@@ -83,6 +83,8 @@ describe('parsePolicyText: valid files', () => {
           source: { file: FILE, line: 12, column: 5 },
         },
       ],
+      // The version parsed, for the log and the audit trail.
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     expect(Object.isFrozen(policy.rules[0]?.match.tool)).toBe(true);
   });

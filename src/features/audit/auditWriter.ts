@@ -72,6 +72,18 @@ const STALE_LOCK_MS = 10_000;
 /** How far back from the end of a file to look for the last record when starting a chain. */
 const MAX_TAIL_SCAN = 64 * 1024 * 1024;
 
+/**
+ * While writing fails, the log tries again on its own after these delays (the last repeats), so
+ * it recovers within about two seconds of the disk becoming writable even when nothing is
+ * appended meanwhile: `block` mode refuses calls while unhealthy, so without a timer nothing
+ * would ever try again until some lifecycle event happened to be written.
+ */
+const RETRY_DELAYS_MS = [250, 500, 1000, 2000] as const;
+
+/** What a gateway killed mid-write left at the end of the file, found when a writer starts. */
+const TORN_ERROR =
+  'a record was cut short: the previous writer stopped (killed, crashed or out of disk) while writing it';
+
 export interface AuditLogOptions {
   /** The audit file. Its folder is created if missing; the file is created with mode 0600. */
   readonly file: string;
@@ -127,13 +139,21 @@ export interface AuditLog {
    * at the flush, where it marks the log unhealthy and counts the records lost.
    */
   append(event: AuditEvent): void;
+  /**
+   * Appends a record that must be in the file before the caller goes on (a write-ahead record:
+   * a call is forwarded only once its `call_start` is written). Resolves once the record was
+   * written (and, with `fsync`, synced); rejects with `AuditWriteError` when it was not, in
+   * either `onFailure` mode. With `per-tick`, the records appended during one turn still share
+   * one write(2): the promise settles when that turn's write is done.
+   */
+  writeAhead(event: AuditEvent): Promise<void>;
   /** Writes every queued record now (`per-tick`); never throws. */
   flush(): void;
   /** False from a failed write until the next successful one. */
   readonly healthy: boolean;
   /** The most recent failure (kept after recovery, for the record). */
   readonly lastError: AuditWriteError | undefined;
-  /** Records dropped since the last successful write. */
+  /** Records dropped since the last successful write (counted in the next `audit_gap` record). */
   readonly lost: number;
   /** This log's `writer` id. */
   readonly writer: string;
@@ -228,8 +248,17 @@ class FileAuditLog implements AuditLog {
   readonly #fields: RecordFields;
   readonly #writerJson: string;
   /** Records appended and not yet written: their time and the JSON of their fields (members). */
-  #queue: { ts: string; members: string }[] = [];
+  #queue: QueuedRecord[] = [];
   #flushScheduled = false;
+  /**
+   * The file ends with a line cut short (a torn write, ours or a killed predecessor's): the next
+   * record written is an `audit_gap` with `torn: true`, the recovery `audit verify` looks for.
+   */
+  #tornBefore = false;
+  /** `ts` of the cut record (or of the file's last change) when a predecessor's write was torn. */
+  #tornSince: string | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retries = 0;
 
   constructor(options: AuditLogOptions & { file: string; maxFiles: number }) {
     this.#options = options;
@@ -262,23 +291,37 @@ class FileAuditLog implements AuditLog {
   }
 
   append(event: AuditEvent): void {
+    const error = this.#enqueue(event, undefined);
+    if (error !== undefined && this.#options.onFailure === 'block') throw error;
+  }
+
+  writeAhead(event: AuditEvent): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const error = this.#enqueue(event, { resolve, reject });
+      if (error !== undefined) reject(error);
+    });
+  }
+
+  /**
+   * Queues a record (written now with `immediate`, at the end of the turn with `per-tick`);
+   * returns the failure of an immediate write or of a closed log. `waiter` is settled when the
+   * record is written or known not to be, except when the failure is returned.
+   */
+  #enqueue(event: AuditEvent, waiter: Waiter | undefined): AuditWriteError | undefined {
     const ts = this.#now();
-    if (this.#closed) {
-      const error = this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
-      if (this.#options.onFailure === 'block') throw error;
-      return;
-    }
+    if (this.#closed) return this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
     // Serialised now, so the record is what the caller had at this moment, whenever it is written.
-    this.#queue.push({ ts, members: this.#fields.members(event) });
+    this.#queue.push({ ts, members: this.#fields.members(event), waiter });
     if (this.#options.writes === 'per-tick') {
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
         process.nextTick(this.#scheduledFlush);
       }
-      return;
+      return undefined;
     }
     const error = this.#writeQueue();
-    if (error !== undefined && this.#options.onFailure === 'block') throw error;
+    // The caller gets the error itself; the waiter (already rejected) is not told twice.
+    return error;
   }
 
   flush(): void {
@@ -294,6 +337,8 @@ class FileAuditLog implements AuditLog {
     if (this.#closed) return;
     this.flush();
     this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     if (this.#fd !== undefined) {
       try {
         fdatasyncSync(this.#fd);
@@ -316,32 +361,67 @@ class FileAuditLog implements AuditLog {
 
   #nowMs = NaN;
   #nowIso = '';
+  /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
+  #mtime: string | undefined;
 
   /**
-   * Writes every queued record (after an `audit_gap` record when earlier ones were lost) and
-   * returns the failure, if any, after recording it: records not written count as lost.
+   * Writes every queued record (after an `audit_gap` record when earlier ones were lost, or when
+   * the file ends with a torn line) and returns the failure, if any, after recording it: records
+   * not written count as lost. With an empty queue, only the gap record is written (the retry
+   * timer's probe).
    */
   #writeQueue(): AuditWriteError | undefined {
     const queue = this.#queue;
     this.#queue = [];
-    const firstTs = queue[0]!.ts;
-    let written = 0;
+    const firstTs = queue[0]?.ts ?? this.#now();
     let recoveredFrom = 0;
+    /** Waiters of the records written so far, settled once the whole write is known. */
+    const done: Waiter[] = [];
+    let written = 0;
     try {
       this.#ensureFile();
-      let head = (this.#head ??= this.#findChainStart());
+      if (this.#head === undefined) {
+        const start = this.#findChainStart();
+        this.#head = start.head;
+        if (start.torn) {
+          this.#tornBefore = true;
+          this.#tornSince = start.tornTs ?? this.#mtime;
+        }
+      }
+      let head = this.#head;
       const limit = this.#options.maxBytes;
+      let lines: BatchLine[] = [];
       let text = '';
       let bytes = 0;
-      let records = 0;
       const write = () => {
-        this.#writeLines(text, bytes, head);
-        written += records;
+        try {
+          this.#writeLines(text, bytes);
+        } catch (error) {
+          // Lines wholly in the file before a short write count as written: the chain moves on
+          // to the last of them, so the gap record that follows links to what is really there.
+          if (error instanceof ShortWrite)
+            for (const line of lines) if (line.end <= error.textBytes) commit(line);
+          throw error;
+        }
+        for (const line of lines) commit(line);
+        lines = [];
         text = '';
         bytes = 0;
-        records = 0;
       };
-      const add = (ts: string, members: string, record: boolean) => {
+      const commit = (line: BatchLine) => {
+        this.#head = line.head;
+        if (line.gap === undefined) {
+          written++;
+          if (line.waiter !== undefined) done.push(line.waiter);
+          return;
+        }
+        recoveredFrom += line.gap;
+        this.#lost -= line.gap;
+        this.#lostSince = undefined;
+        this.#tornBefore = false;
+        this.#tornSince = undefined;
+      };
+      const add = (ts: string, members: string, line: Omit<BatchLine, 'end' | 'head'>) => {
         const sealed = this.#seal(head, ts, members);
         const lineBytes = Buffer.byteLength(sealed.line, 'utf8');
         // Lines that fit go into the current file; rotation happens before the one that does not.
@@ -349,39 +429,63 @@ class FileAuditLog implements AuditLog {
         text += sealed.line;
         bytes += lineBytes;
         head = sealed.head;
-        if (record) records++;
+        lines.push({ ...line, end: bytes, head });
       };
-      if (this.#lost > 0) {
+      if (this.#lost > 0 || this.#tornBefore) {
+        // A predecessor's cut record counts as lost too: it is in the file, but unreadable.
+        const cut = this.#tornBefore && this.#lost === 0 ? 1 : 0;
         const gap: AuditGapEvent = {
           type: 'audit_gap',
-          lost: this.#lost,
-          since: this.#lostSince ?? firstTs,
-          error: this.#lastError?.detail ?? 'unknown',
+          lost: this.#lost + cut,
+          since: this.#lostSince ?? this.#tornSince ?? firstTs,
+          error: this.#lastError?.detail ?? TORN_ERROR,
+          ...(this.#tornBefore && { torn: true }),
         };
-        add(firstTs, recordJson({ ...gap }).slice(1, -1), false);
+        add(firstTs, recordJson({ ...gap }).slice(1, -1), { gap: this.#lost });
         write();
-        recoveredFrom = this.#lost;
-        this.#lost = 0;
-        this.#lostSince = undefined;
       }
-      for (const { ts, members } of queue) add(ts, members, true);
-      write();
+      for (const { ts, members, waiter } of queue) add(ts, members, { waiter });
+      if (text !== '') write();
     } catch (error) {
-      return this.#fail(error, firstTs, queue.length - written);
+      const failure = this.#fail(error, firstTs, queue.length - written);
+      this.#settle(queue, done, failure);
+      return failure;
     }
     if (this.#options.fsync === true && this.#fd !== undefined) {
       try {
         fdatasyncSync(this.#fd);
       } catch (error) {
         // The records are in the file, but not known to be on disk: a failure, not a loss.
-        return this.#fail(error, firstTs, 0);
+        const failure = this.#fail(error, firstTs, 0);
+        this.#settle(queue, [], failure);
+        return failure;
       }
     }
+    this.#settle(queue, done, undefined);
     if (!this.#healthy) {
       this.#healthy = true;
+      this.#retries = 0;
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = undefined;
       this.#notify({ kind: 'recovered', lost: recoveredFrom });
     }
     return undefined;
+  }
+
+  /**
+   * Resolves the waiters of the records written (`done`), rejects the others with `failure`.
+   * A record whose write was not followed by a requested fsync is not durable: rejected too.
+   */
+  #settle(
+    queue: readonly QueuedRecord[],
+    done: readonly Waiter[],
+    failure: AuditWriteError | undefined,
+  ): void {
+    for (const { waiter } of queue) {
+      if (waiter === undefined) continue;
+      if (failure === undefined || (done.includes(waiter) && this.#options.fsync !== true)) waiter.resolve();
+      else waiter.reject(failure);
+    }
   }
 
   /**
@@ -400,27 +504,33 @@ class FileAuditLog implements AuditLog {
 
   /**
    * Appends whole lines with one write(2), rotating first when they would take the file past
-   * `maxBytes`, and moves this writer's chain to `head`; throws on any failure, with the chain
-   * unchanged.
+   * `maxBytes`; throws on any failure (`ShortWrite` when only part of `text` went in).
    */
-  #writeLines(text: string, bytes: number, head: ChainHead): void {
+  #writeLines(text: string, bytes: number): void {
     // Rotate first: a fresh file needs no newline in front of the lines.
     this.#maybeRotate(bytes);
-    const data = this.#needsNewline ? `\n${text}` : text;
-    const length = this.#needsNewline ? bytes + 1 : bytes;
+    const newline = this.#needsNewline ? 1 : 0;
+    const data = newline === 1 ? `\n${text}` : text;
+    const length = bytes + newline;
     const fd = this.#fd;
     if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
     // One write(2) of whole lines: the atomicity argument at the top of this file. Given the
     // string, Node encodes it straight into the write, without a Buffer of our own.
     const written = writeSync(fd, data, null, 'utf8');
     if (written !== length) {
-      // Part of a line is in the file: the next line must start on a new one.
-      if (written > 0) this.#needsNewline = true;
-      throw codedError('SHORT_WRITE', `wrote ${written} of ${length} bytes (disk full?)`);
+      this.#size += written;
+      if (written >= newline) this.#needsNewline = false;
+      const textBytes = Math.max(0, written - newline);
+      // Part of a line is in the file: the next line must start on a new one, and the first
+      // record after it is the recovery record that tells verify this was a crash, not an edit.
+      if (textBytes > 0 && !isLineEnd(text, textBytes)) {
+        this.#needsNewline = true;
+        this.#tornBefore = true;
+      }
+      throw new ShortWrite(written, length, textBytes);
     }
     this.#needsNewline = false;
     this.#size += length;
-    this.#head = head;
   }
 
   /** Opens `file` if needed, and reopens it when it was moved or removed since. */
@@ -449,6 +559,7 @@ class FileAuditLog implements AuditLog {
       this.#ino = opened.ino;
       this.#dev = opened.dev;
       this.#size = opened.size;
+      this.#mtime = opened.mtime.toISOString();
       this.#regular = opened.isFile();
       // A torn last line (another writer's short write on a full disk, before we started) would
       // swallow our first record. Checked once only: a reader can see another writer's line
@@ -475,15 +586,21 @@ class FileAuditLog implements AuditLog {
    * record a chain starts from to come earlier). A file is rotated only when it is not empty,
    * so an empty one is the newest and `file.1` precedes it.
    */
-  #findChainStart(): ChainHead {
+  #findChainStart(): { head: ChainHead; torn: boolean; tornTs?: string } {
     const fd = this.#fd;
     const current = fd !== undefined && this.#readable ? lastRecordInFd(fd) : lastRecordIn(this.file);
-    if (current.head !== undefined) return current.head;
+    // A cut line is at the end only if this writer will append right after it (#needsNewline):
+    // read by name, a file may have been rotated meanwhile.
+    const torn = current.torn !== undefined && this.#needsNewline;
+    const tornInfo = torn
+      ? { torn, ...(current.torn?.ts !== undefined && { tornTs: current.torn.ts }) }
+      : { torn };
+    if (current.head !== undefined) return { head: current.head, ...tornInfo };
     if (current.empty) {
       const rotated = lastRecordIn(`${this.file}.1`);
-      if (rotated.head !== undefined) return rotated.head;
+      if (rotated.head !== undefined) return { head: rotated.head, torn: false };
     }
-    return { seq: -1, hash: GENESIS_HASH };
+    return { head: { seq: -1, hash: GENESIS_HASH }, ...tornInfo };
   }
 
   #maybeRotate(nextBytes: number): void {
@@ -554,8 +671,25 @@ class FileAuditLog implements AuditLog {
       this.#healthy = false;
       this.#notify({ kind: 'failed', error: wrapped });
     }
+    this.#scheduleRetry();
     return wrapped;
   }
+
+  /** Tries writing again after a bounded delay while unhealthy; never keeps the process alive. */
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retryTimer !== undefined) return;
+    const delay = RETRY_DELAYS_MS[Math.min(this.#retries, RETRY_DELAYS_MS.length - 1)]!;
+    this.#retries++;
+    this.#retryTimer = setTimeout(this.#retry, delay);
+    this.#retryTimer.unref();
+  }
+
+  readonly #retry = (): void => {
+    this.#retryTimer = undefined;
+    if (this.#closed || this.#healthy) return;
+    // Whatever is queued goes too; with nothing queued, the gap record is the probe.
+    this.#writeQueue();
+  };
 
   #notify(status: AuditStatus): void {
     try {
@@ -564,6 +698,44 @@ class FileAuditLog implements AuditLog {
       // A failing listener must not turn a handled audit failure into an unhandled one.
     }
   }
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(error: AuditWriteError): void;
+}
+
+interface QueuedRecord {
+  readonly ts: string;
+  readonly members: string;
+  /** Set for `writeAhead`: told whether the record made it into the file. */
+  readonly waiter: Waiter | undefined;
+}
+
+/** A line of one write(2): where it ends in the written text, and the chain after it. */
+interface BatchLine {
+  readonly end: number;
+  readonly head: ChainHead;
+  /** For the `audit_gap` record: the records it accounts for (0 for a predecessor's torn one). */
+  readonly gap?: number;
+  readonly waiter?: Waiter | undefined;
+}
+
+/** A write(2) that wrote only part of its data (a full disk, or a signal mid-write). */
+class ShortWrite extends Error {
+  readonly code = 'SHORT_WRITE';
+  /** Bytes of the records' text that went in (a leading newline not counted). */
+  readonly textBytes: number;
+
+  constructor(written: number, length: number, textBytes: number) {
+    super(`SHORT_WRITE: wrote ${written} of ${length} bytes (disk full?)`);
+    this.textBytes = textBytes;
+  }
+}
+
+/** Whether the first `bytes` UTF-8 bytes of `text` end at the end of a line. */
+function isLineEnd(text: string, bytes: number): boolean {
+  return Buffer.from(text, 'utf8')[bytes - 1] === 0x0a;
 }
 
 function takeLock(lock: string): number | undefined {
@@ -639,12 +811,9 @@ function syncDirectory(dir: string): void {
 }
 
 /**
- * The last complete line of `file` that looks like a record, read backwards in chunks.
- * `empty`: the file is missing or has no bytes. Lines that do not parse (a torn write) are
- * skipped; only `seq` and `hash` are needed to continue the chain, so the record's own hash is
- * not checked here (verify does that).
+ * The last record of `file` (see `lastRecordInFd`). `empty`: the file is missing or has no bytes.
  */
-function lastRecordIn(file: string): { head?: ChainHead; empty: boolean } {
+function lastRecordIn(file: string): TailScan {
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -658,6 +827,13 @@ function lastRecordIn(file: string): { head?: ChainHead; empty: boolean } {
   }
 }
 
+interface TailScan {
+  readonly head?: ChainHead;
+  readonly empty: boolean;
+  /** The file ends with a line cut short; `ts` is the cut record's time when it got that far. */
+  readonly torn?: { readonly ts?: string };
+}
+
 function endsWithNewline(fd: number, size: number): boolean {
   const byte = Buffer.alloc(1);
   try {
@@ -668,8 +844,14 @@ function endsWithNewline(fd: number, size: number): boolean {
   return byte[0] === 0x0a;
 }
 
-/** `lastRecordIn` on an open descriptor (read with positioned reads; the offset is untouched). */
-function lastRecordInFd(fd: number): { head?: ChainHead; empty: boolean } {
+/**
+ * The last record of an open file, read backwards in chunks with positioned reads (the offset
+ * is untouched). Only `seq` and `hash` are needed to continue the chain, so the record's own
+ * hash is not checked here (verify does that). Complete lines that do not parse are skipped. A
+ * last line without a newline is a torn write (reported in `torn`) unless it parses as a whole
+ * record: a write cut right before its newline lost nothing.
+ */
+function lastRecordInFd(fd: number): TailScan {
   const stat = fstatSync(fd);
   if (!stat.isFile()) return { empty: true };
   const size = stat.size;
@@ -679,12 +861,20 @@ function lastRecordInFd(fd: number): { head?: ChainHead; empty: boolean } {
   // Bytes from `pos` up to the earliest newline seen so far (or everything read, before one).
   let carry = Buffer.alloc(0);
   let seenNewline = false;
+  let torn: { ts?: string } | undefined;
   const tryLine = (line: Buffer): ChainHead | undefined => {
     try {
       return chainHeadOf(JSON.parse(line.toString('utf8')));
     } catch {
       return undefined;
     }
+  };
+  /** The piece after the last newline: a whole record, nothing, or a torn one. */
+  const tail = (piece: Buffer): ChainHead | undefined => {
+    if (piece.length === 0) return undefined;
+    const head = tryLine(piece);
+    if (head === undefined) torn = { ...tornTime(piece) };
+    return head;
   };
   while (pos > 0 && size - pos < MAX_TAIL_SCAN) {
     const n = Math.min(chunkSize, pos);
@@ -698,19 +888,22 @@ function lastRecordInFd(fd: number): { head?: ChainHead; empty: boolean } {
       i !== -1;
       i = i > 0 ? buffer.lastIndexOf(0x0a, i - 1) : -1
     ) {
-      if (seenNewline) {
-        const head = tryLine(buffer.subarray(i + 1, end));
-        if (head !== undefined) return { head, empty: false };
-      }
-      // The first newline from the end: what follows it is a torn line, not a record.
+      const head = seenNewline ? tryLine(buffer.subarray(i + 1, end)) : tail(buffer.subarray(i + 1, end));
+      if (head !== undefined) return { head, empty: false, ...(torn && { torn }) };
       seenNewline = true;
       end = i;
     }
     carry = buffer.subarray(0, end);
   }
-  if (pos === 0 && seenNewline) {
-    const head = tryLine(carry);
-    if (head !== undefined) return { head, empty: false };
+  if (pos === 0) {
+    const head = seenNewline ? tryLine(carry) : tail(carry);
+    if (head !== undefined) return { head, empty: false, ...(torn && { torn }) };
   }
-  return { empty: false };
+  return { empty: false, ...(torn && { torn }) };
+}
+
+/** The `ts` of a cut record line, when the cut came after it (it is the line's second member). */
+function tornTime(piece: Buffer): { ts?: string } {
+  const match = /^\{"seq":\d+,"ts":"([0-9T:.Z-]{10,40})"/.exec(piece.subarray(0, 80).toString('latin1'));
+  return match?.[1] === undefined ? {} : { ts: match[1] };
 }

@@ -30,6 +30,7 @@ export const REDACTED = '[REDACTED]';
  * `api_key`), or when the key written without separators ends with the entry written without
  * separators (`APIKEY`, `xauthtoken`). Words are split at `_`, `-`, spaces, dots and camelCase
  * boundaries, case-insensitively. So `max_tokens` and `tokenizer` do not match `token`.
+ * Common non-English words for a password are included (`passwort`, `contraseña`, `пароль`, ...).
  */
 export const DEFAULT_SECRET_KEYS: readonly string[] = [
   'token',
@@ -37,6 +38,7 @@ export const DEFAULT_SECRET_KEYS: readonly string[] = [
   'passwords',
   'passwd',
   'passphrase',
+  'passcode',
   'secret',
   'secrets',
   'authorization',
@@ -54,7 +56,84 @@ export const DEFAULT_SECRET_KEYS: readonly string[] = [
   'session',
   'bearer',
   'jwt',
+  'pin_code',
+  'pincode',
+  // Password in other languages: German, Dutch, Spanish, French, Italian, Portuguese, Polish,
+  // Swedish/Norwegian/Danish, Finnish, Turkish, Russian/Ukrainian, Chinese, Japanese, Korean.
+  'passwort',
+  'kennwort',
+  'wachtwoord',
+  'contraseña',
+  'contrasena',
+  'clave_secreta',
+  'mot_de_passe',
+  'parola_d_ordine',
+  'senha',
+  'hasło',
+  'haslo',
+  'lösenord',
+  'losenord',
+  'passord',
+  'adgangskode',
+  'salasana',
+  'şifre',
+  'sifre',
+  'пароль',
+  '密码',
+  '密碼',
+  'パスワード',
+  '비밀번호',
 ];
+
+/**
+ * Short key names that are secrets only as a whole word at the end of a key: `pin`, `userPin`
+ * and `X-Api-Key` match, `pinned`, `keyboard`, `monkey`, `key_id` and `passThrough` do not
+ * (the compact-suffix rule above would take `monkey` for `key` and `bypass` for `pass`).
+ */
+export const DEFAULT_SECRET_LAST_WORDS: readonly string[] = [
+  'pwd',
+  'pass',
+  'pin',
+  'otp',
+  'key',
+  'sig',
+  'signature',
+];
+
+/**
+ * Words that make a key ending in `key` name a kind of key that is not a secret: `public_key`,
+ * `sort_key`, `primary_key`, `idempotency_key`, ... (their values are names, ids or public data).
+ */
+const PUBLIC_KEY_KINDS: ReadonlySet<string> = new Set([
+  'public',
+  'pub',
+  'sort',
+  'primary',
+  'partition',
+  'foreign',
+  'range',
+  'hash',
+  'cache',
+  'idempotency',
+  'dedup',
+  'dedupe',
+  'deduplication',
+  'lookup',
+  'composite',
+  'row',
+  'object',
+  'map',
+  'unique',
+  'index',
+  'group',
+  'routing',
+  'message',
+  'translation',
+  'i18n',
+  'hot',
+  'shortcut',
+  'music',
+]);
 
 /** A built-in credential pattern. `secret*` named groups, when present, mark the part to replace. */
 interface SecretPattern {
@@ -67,9 +146,15 @@ interface SecretPattern {
    * in a single scan, so they are not scanned once per pattern.
    */
   readonly hint?: string;
-  /** Further check on the matched secret, for patterns a regular expression alone would overmatch. */
-  readonly accept?: (secret: string) => boolean;
+  /**
+   * Further check on the matched secret (and the match's named groups), for patterns a regular
+   * expression alone would overmatch.
+   */
+  readonly accept?: (secret: string, groups: Groups) => boolean;
 }
+
+/** The named groups of a match. */
+type Groups = Readonly<Record<string, string | undefined>>;
 
 /**
  * A pattern ready to run. `probe` is its non-global twin, for a quick "any match at all?"
@@ -138,6 +223,36 @@ const BUILTIN_PATTERNS: readonly SecretPattern[] = [
     kind: 'url_password',
     hint: ':\\/\\/',
     regex: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/[^\s/:@]*:(?<secret>[^\s/@]+)@/dg,
+  },
+  {
+    // A token as the whole user part, `https://<key>@host` (Sentry DSNs, tokens in git remotes).
+    // Long and without a colon: `ssh://git@host` is a user name, not a secret.
+    kind: 'url_token',
+    hint: ':\\/\\/',
+    regex: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}:\/\/(?<secret>[A-Za-z0-9_~.%+-]{16,})@/dg,
+  },
+  {
+    // Incoming webhooks, whose URL path is the credential: Slack and Discord.
+    kind: 'webhook',
+    // Hints are literal and start with a character the others start with too: each new first
+    // character makes the one scan every string gets slower (a URL has `://` anyway).
+    hint: ':\\/\\/|hooks\\.slack',
+    regex:
+      /(?:hooks\.slack\.com\/(?:services|workflows|triggers)\/(?<secret>[A-Za-z0-9_/-]{8,})|discord(?:app)?\.com\/api\/webhooks\/(?<secretDiscord>[0-9]+\/[A-Za-z0-9_-]{20,}))/dg,
+  },
+  {
+    // `mysql -pSECRET` (and its siblings): the password glued to `-p` on the same command line.
+    kind: 'cli_password',
+    hint: '--?[A-Za-z]',
+    regex:
+      /(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)(?![\w-])[^\n|;&]{0,300}?[ \t]-p(?<secret>[^\s'"]+)/dg,
+  },
+  {
+    // `curl -u user:password` / `--user user:password` (and wget's `--password` is a flag below).
+    kind: 'cli_password',
+    hint: '--?[A-Za-z]',
+    regex:
+      /(?<![\w-])curl(?![\w-])[^\n|;&]{0,300}?(?:[ \t]-u|[ \t]--user)(?:[ \t]+|=)['"]?[^\s:'"@]{1,100}:(?<secret>[^\s'"]+)/dg,
   },
 ];
 
@@ -222,9 +337,23 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
     keyEntries.push({ words, compact: words.join('') });
   }
 
+  const lastWords = new Set(useDefaults ? DEFAULT_SECRET_LAST_WORDS : []);
   const patterns: SecretPattern[] = useDefaults ? [...BUILTIN_PATTERNS] : [];
-  const assignment = assignmentPattern(keyEntries);
+  // Patterns that find a name next to a value, and let the key rule judge the name.
+  const isSecretName = (groups: Groups): boolean => groups.name !== undefined && isSecretKey(groups.name);
+  const assignment = assignmentPattern(keyEntries, lastWords, (_secret, groups) => {
+    if (!isSecretName(groups)) return false;
+    // A short name that is secret only as a last word (`key`, `pin`, `pass`) also shows up in
+    // prose ("the key: read the manual") and code (`const key = map.get(id)`): it needs `=`
+    // without spaces (`?key=…`, `PIN=…`), or after a colon a value that does not read as a word.
+    const name = groups.name ?? '';
+    if (matchesEntry(keyWords(name))) return true;
+    if (groups.sep === '=') return groups.pre === '' && groups.post === '';
+    const value = groups.secretBare ?? groups.secretDq ?? groups.secretSq ?? '';
+    return value.length >= 12 || /[^\p{L}]/u.test(value);
+  });
   if (assignment !== undefined) patterns.push(assignment);
+  if (useDefaults) patterns.push(...namedPatterns(isSecretName));
   for (const source of options.secretPatterns ?? []) patterns.push(compileCustomPattern(source));
   const ready = patterns.map(compiled);
 
@@ -233,14 +362,17 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
     const cached = keyCache.get(key);
     if (cached !== undefined) return cached;
     const words = keyWords(key);
-    const compact = words.join('');
-    const secret = keyEntries.some(
-      (entry) => containsRun(words, entry.words) || compact.endsWith(entry.compact),
-    );
+    const secret = endsWithSecretWord(words, lastWords) || matchesEntry(words);
     // Keys repeat across calls (the same tools, the same argument names); bound the memory.
     if (keyCache.size >= MAX_KEY_CACHE) keyCache.clear();
     keyCache.set(key, secret);
     return secret;
+  }
+
+  /** The key rule without the last-word names: a run of an entry's words, or its compact suffix. */
+  function matchesEntry(words: readonly string[]): boolean {
+    const compact = words.join('');
+    return keyEntries.some((entry) => containsRun(words, entry.words) || compact.endsWith(entry.compact));
   }
 
   // Patterns with a hint first (the built-in ones and the key=value one), in their order; a
@@ -248,7 +380,9 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   const hinted = ready.filter((pattern) => pattern.hint !== undefined);
   const unhinted = ready.filter((pattern) => pattern.hint === undefined);
   const anyHint =
-    hinted.length === 0 ? undefined : new RegExp(hinted.map((pattern) => pattern.hint).join('|'), 'u');
+    hinted.length === 0
+      ? undefined
+      : new RegExp([...new Set(hinted.map((pattern) => pattern.hint))].join('|'), 'u');
 
   function redactText(text: string): string {
     let result = text;
@@ -278,7 +412,11 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
         let out: unknown[] | undefined;
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
-          const redacted = walk(item, depth + 1, ancestors, byKey);
+          // An argument vector: `["--password", "x"]` (the `--password=x` form is a pattern).
+          const redacted =
+            byKey && i > 0 && isSecretFlag(value[i - 1])
+              ? secretValue(item)
+              : walk(item, depth + 1, ancestors, byKey);
           if (out === undefined) {
             if (redacted === item) continue;
             out = value.slice(0, i);
@@ -292,11 +430,20 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
       let out: Record<string, unknown> | undefined =
         proto === Object.prototype || proto === null ? undefined : {};
       const keys = Object.keys(value);
+      // A name/value pair (`{name: "GITHUB_TOKEN", value: "..."}`, `{key: "X-Api-Key", value}`):
+      // the name says whether the value is a secret, and the name itself is not one.
+      const pair = byKey ? pairOf(value as Record<string, unknown>) : undefined;
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i]!;
         const item = (value as Record<string, unknown>)[key];
         const redacted =
-          byKey && isSecretKey(key) ? secretValue(item) : walk(item, depth + 1, ancestors, byKey);
+          pair !== undefined && (key === pair.nameKey || key === pair.valueKey)
+            ? key === pair.valueKey && pair.secret
+              ? secretValue(item)
+              : walk(item, depth + 1, ancestors, byKey)
+            : byKey && isSecretKey(key)
+              ? secretValue(item)
+              : walk(item, depth + 1, ancestors, byKey);
         if (out === undefined) {
           if (redacted === item) continue;
           out = {};
@@ -310,6 +457,29 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
     } finally {
       ancestors.pop();
     }
+  }
+
+  /** `--password`, `-password`, `--api-key`: a flag whose next argument is a secret. */
+  function isSecretFlag(item: unknown): boolean {
+    return typeof item === 'string' && item.length < 64 && item.startsWith('-') && isSecretKey(item);
+  }
+
+  /** The name and value members of a name/value pair object, and whether the name is secret. */
+  function pairOf(
+    object: Record<string, unknown>,
+  ): { nameKey: string; valueKey: string; secret: boolean } | undefined {
+    const valueKey = Object.hasOwn(object, 'value')
+      ? 'value'
+      : Object.hasOwn(object, 'Value')
+        ? 'Value'
+        : undefined;
+    if (valueKey === undefined) return undefined;
+    for (const nameKey of PAIR_NAME_KEYS) {
+      const name = object[nameKey];
+      if (typeof name === 'string' && Object.hasOwn(object, nameKey))
+        return { nameKey, valueKey, secret: isSecretKey(name) };
+    }
+    return undefined;
   }
 
   return {
@@ -357,7 +527,7 @@ function applyPattern(text: string, pattern: CompiledPattern): string {
     const secret = text.slice(start, end);
     // Already redacted (by an earlier pattern or an earlier pass): keep redaction idempotent.
     if (secret.startsWith('[REDACTED')) continue;
-    if (pattern.accept !== undefined && !pattern.accept(secret)) continue;
+    if (pattern.accept !== undefined && !pattern.accept(secret, match.groups ?? {})) continue;
     out += text.slice(last, start) + (pattern.kind === '' ? REDACTED : `[REDACTED:${pattern.kind}]`);
     last = end;
     replaced = true;
@@ -367,26 +537,77 @@ function applyPattern(text: string, pattern: CompiledPattern): string {
 
 /**
  * `key=value`, `key: value`, `"key":"value"` (also inside JSON escaped in a string) where `key`
- * ends with a secret key entry: `GITHUB_TOKEN=…`, `password: …`, `{"apiKey":"…"}`,
- * `Authorization: Basic …` (the scheme word is kept). The key's own prefix is bounded (40
- * characters) and must start a word, so a scan stays linear.
+ * holds a secret key name: `GITHUB_TOKEN=…`, `password: …`, `{"apiKey":"…"}`, `?key=…`,
+ * `X-Amz-Signature=…`, `Authorization: Basic …` (the scheme word is kept). The regular expression
+ * finds candidates (a key containing an entry's name); `accept` judges the whole key by the key
+ * rule, so `monkey=` is not taken for `key=`. The key's own prefix is bounded (40 characters)
+ * and must start a word, so a scan stays linear.
  */
-function assignmentPattern(entries: readonly KeyEntry[]): SecretPattern | undefined {
-  if (entries.length === 0) return undefined;
+function assignmentPattern(
+  entries: readonly KeyEntry[],
+  lastWords: ReadonlySet<string>,
+  accept: NonNullable<SecretPattern['accept']>,
+): SecretPattern | undefined {
+  if (entries.length === 0 && lastWords.size === 0) return undefined;
   // Longest first, so `secret_key` is tried before `secret`.
-  const names = [...entries]
-    .sort((a, b) => b.compact.length - a.compact.length)
-    .map((entry) => entry.words.map(escapeRegExp).join('[_\\-. ]?'));
-  const key = `(?<![\\p{L}\\p{N}_-])[\\p{L}\\p{N}_-]{0,40}?(?:${names.join('|')})(?![\\p{L}\\p{N}])`;
+  const names = [...entries.map((entry) => entry.words), ...[...lastWords].map((word) => [word])]
+    .sort((a, b) => b.join('').length - a.join('').length)
+    .map((words) => words.map(escapeRegExp).join('[_\\-. ]?'));
+  const key = `(?<![\\p{L}\\p{N}_-])(?<name>[\\p{L}\\p{N}_-]{0,40}?(?:${names.join('|')}))(?![\\p{L}\\p{N}])`;
+  // The separator first, and the key looked for behind it: the scan then stops only at `:` and
+  // `=`, instead of trying every key name at every position of the text.
   // Spaces and tabs only around the separator: `password:` at the end of a line is a prompt,
   // and the next line's first word is not its value.
-  const separator = `(?:\\\\?["'])?[ \\t]*[:=][ \\t]*`;
+  const separator = `(?<sep>[:=])(?<=${key}(?:\\\\?["'])?(?<pre>[ \\t]*)[:=])(?<post>[ \\t]*)`;
   const scheme = `(?:(?:Bearer|Basic|Token|Digest)\\s+)?`;
   const value =
     `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
-    `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]]+))`;
-  return { kind: '', hint: '[:=]', regex: new RegExp(key + separator + value, 'dgiu') };
+    `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]<]+))`;
+  return { kind: '', hint: '[:=]', regex: new RegExp(separator + value, 'dgiu'), accept };
 }
+
+/**
+ * Patterns where a name stands next to its value in other syntaxes: command-line flags
+ * (`--password X`, `--api-key "X"`), XML elements (`<password>X</password>`), and property
+ * lists (`<key>API_TOKEN</key><string>X</string>`). The key rule judges the name.
+ */
+function namedPatterns(isSecretName: (groups: Groups) => boolean): SecretPattern[] {
+  const value = `(?:"(?<secretDq>[^"\\n]{1,1000})"|'(?<secretSq>[^'\\n]{1,1000})'|(?<secret>[^\\s"'-][^\\s"']*))`;
+  return [
+    {
+      kind: '',
+      hint: '--?[A-Za-z]',
+      regex: new RegExp(`(?<![\\w-])--?(?<name>[A-Za-z][A-Za-z0-9_-]{0,40})[ \\t]+${value}`, 'dg'),
+      accept: (_secret, groups) => isSecretName(groups),
+    },
+    {
+      kind: '',
+      hint: '<\\/',
+      regex:
+        /<key>(?<name>[^<>]{1,80})<\/key>\s{0,40}<(?:string|data|integer)>(?<secret>[^<]{1,4000})<\/(?:string|data|integer)>/dg,
+      accept: (_secret, groups) => isSecretName(groups),
+    },
+    {
+      kind: '',
+      hint: '<\\/',
+      regex:
+        /<(?<name>[\p{L}_][\p{L}\p{N}_.:-]{0,40})(?:[ \t][^<>]{0,200})?>(?<secret>[^<]{1,4000})<\/\k<name>[ \t]*>/dgu,
+      // In a property list `<key>` holds a name (see above), not a secret.
+      accept: (_secret, groups) => groups.name !== 'key' && isSecretName(groups),
+    },
+  ];
+}
+
+/** Whether a key's last word is one of the short secret names (and not `public_key` and the like). */
+function endsWithSecretWord(words: readonly string[], lastWords: ReadonlySet<string>): boolean {
+  const last = words[words.length - 1];
+  if (last === undefined || !lastWords.has(last)) return false;
+  const before = words[words.length - 2];
+  return !(last === 'key' && before !== undefined && PUBLIC_KEY_KINDS.has(before));
+}
+
+/** Members that name the value of a name/value pair object, in the order they are looked for. */
+const PAIR_NAME_KEYS = ['name', 'Name', 'key', 'Key', 'header', 'variable', 'field', 'param'] as const;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AuditWriteError, type AuditLog } from './auditWriter.js';
-import type { CallEvent, CallOutcome, ClientInfo, RequestEvent } from '../../core/events.js';
+import type { AuditLog } from './auditWriter.js';
+import type { CallEvent, CallOutcome, CallStartEvent, ClientInfo, RequestEvent } from '../../core/events.js';
 import type { AuditConfig } from '../../config/types.js';
 import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
@@ -57,17 +57,17 @@ function resultBytes(outcome: Outcome): number {
  * timeouts included, and the whole duration. A tool call is a `call` record; any other kind a
  * `request` record. Records are appended synchronously (one write per record), so a
  * record exists before the host gets the answer and nothing sits in a buffer at exit
- * (FIELD_NOTES: loggers' buffers lose lines). With `onFailure: block`, an audit file that cannot
- * be written refuses calls before they run: no unrecorded call ever reaches an upstream.
+ * (loggers' buffers lose lines). With `onFailure: block`, a `call_start` record is written before
+ * the call goes on, and a call whose `call_start` cannot be written is refused: no unrecorded call
+ * ever reaches an upstream, even when the disk fills during the call before.
  */
 export function createAuditStage(options: AuditStageOptions): Stage {
   const { log, config, logger } = options;
+  let calls = 0;
   return async function audit(call, next) {
-    if (!log.healthy && config.onFailure === 'block') {
-      throw (
-        log.lastError ?? new AuditWriteError(log.file, 'block', new Error('the audit log is not healthy'))
-      );
-    }
+    // Numbered only when a call_start is written: the number pairs it with its record.
+    const number = config.onFailure === 'block' ? ++calls : undefined;
+    if (number !== undefined) await log.writeAhead(startEvent(call, number));
     const started = performance.now();
     let outcome: CallOutcome = 'ok';
     let result: Outcome | undefined;
@@ -81,9 +81,22 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       outcome = outcomeOf(error);
       throw error;
     } finally {
-      write(call, outcome, performance.now() - started, result, failure);
+      write(call, outcome, performance.now() - started, result, failure, number);
     }
   };
+
+  function startEvent(call: RoutedMessage, number: number): CallStartEvent {
+    return {
+      type: 'call_start',
+      session: options.session,
+      call: number,
+      ...(call.kind !== 'tools/call' && { method: call.kind }),
+      tool: call.exposedName,
+      server: call.server,
+      upstreamTool: call.target,
+      args: call.arguments,
+    };
+  }
 
   function write(
     call: RoutedMessage,
@@ -91,9 +104,10 @@ export function createAuditStage(options: AuditStageOptions): Stage {
     ms: number,
     result?: Outcome,
     failure?: unknown,
+    number?: number,
   ): void {
     const client = options.client();
-    if (call.kind !== 'tools/call') return writeRequest(call, client, outcome, ms, result, failure);
+    if (call.kind !== 'tools/call') return writeRequest(call, client, outcome, ms, result, failure, number);
     // Always the same members, in the documented order (an absent one is undefined, which JSON
     // leaves out): one object shape for every call, built without intermediate objects.
     const event: CallEvent = {
@@ -114,6 +128,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       structured: config.logResults
         ? (result?.result as CallToolResult | undefined)?.structuredContent
         : undefined,
+      call: number,
     };
     try {
       log.append(event);
@@ -130,6 +145,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
     ms: number,
     result?: Outcome,
     failure?: unknown,
+    number?: number,
   ): void {
     const event: RequestEvent = {
       type: 'request',
@@ -145,6 +161,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       ms: Math.round(ms * 1000) / 1000,
       resultBytes: result === undefined ? undefined : resultBytes(result),
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
+      call: number,
     };
     try {
       log.append(event);

@@ -33,8 +33,13 @@ export interface AuditSummary {
   readonly total: ToolSummary;
   /** Count per non-`ok`, non-`denied` outcome (`timeout`, `tool_error`, ...), over all tools. */
   readonly errorOutcomes: Readonly<Record<string, number>>;
-  /** Count per record type other than `call` (`gateway_start`, `upstream_restart`, ...). */
+  /** Count per record type other than `call` and `call_start` (`gateway_start`, `upstream_restart`, ...). */
   readonly events: Readonly<Record<string, number>>;
+  /**
+   * Calls whose `call_start` (written ahead with `audit.onFailure: block`) has no `call` record:
+   * they were running when the gateway stopped (killed, crashed, or out of disk).
+   */
+  readonly unfinished: number;
 }
 
 /** Reads an audit log (the base file and its rotated files, or a list oldest first) and summarises it. */
@@ -83,6 +88,8 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
   // Maps, not object literals: `type` and `outcome` come from the file and may be `__proto__`.
   const errorOutcomes = new Map<string, number>();
   const events = new Map<string, number>();
+  /** `session` + `call` of each call_start not yet matched by its call record. */
+  const started = new Set<string>();
   let count = 0;
   let from: string | null = null;
   let to: string | null = null;
@@ -95,10 +102,15 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
       from ??= record.ts;
       to = record.ts;
     }
+    if (record.type === 'call_start') {
+      started.add(callKey(record));
+      continue;
+    }
     if (record.type !== 'call') {
       events.set(record.type, (events.get(record.type) ?? 0) + 1);
       continue;
     }
+    if (record.call !== undefined) started.delete(callKey(record));
     const tool = typeof record.tool === 'string' ? record.tool : '(unnamed)';
     const server = typeof record.server === 'string' ? record.server : '';
     let row = byTool.get(tool);
@@ -133,7 +145,13 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
     total: finish(total),
     errorOutcomes: Object.fromEntries(errorOutcomes),
     events: Object.fromEntries(events),
+    unfinished: started.size,
   };
+}
+
+/** What pairs a `call_start` with its `call` record. */
+function callKey(record: Record<string, unknown>): string {
+  return JSON.stringify([record.session, record.call]);
 }
 
 function finish(row: Accumulator): ToolSummary {
@@ -204,6 +222,11 @@ export function formatSummary(summary: AuditSummary): string {
   const events = Object.entries(summary.events).sort(([a], [b]) => (a < b ? -1 : 1));
   if (events.length > 0) {
     lines.push(`other records: ${events.map(([name, n]) => `${name} ${n}`).join(', ')}`);
+  }
+  if (summary.unfinished > 0) {
+    lines.push(
+      `${summary.unfinished} call(s) started and never recorded as ended (the gateway stopped during them)`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

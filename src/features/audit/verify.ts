@@ -31,6 +31,11 @@ export type VerifyResult =
       readonly unanchored: number;
       /** Hash of the last record: note it elsewhere to detect later truncation of the log. */
       readonly lastHash: string | null;
+      /**
+       * Crash gaps, as `file:line: what`: a record cut short by a killed or crashed gateway (or
+       * a full disk), followed by the writer's recovery record, or left at the very end.
+       */
+      readonly warnings: string[];
     }
   | {
       readonly ok: false;
@@ -62,10 +67,20 @@ export type VerifyResult =
  * failed: a gateway idle while its earlier records rotated away is normal, and a tamper alarm
  * that fires on normal logs teaches people to ignore it.
  *
+ * A record cut short (a write torn by a kill, a crash or a full disk) is told from tampering by
+ * what follows it (docs/audit.md, "Crash or tampering"). A cut line is one that does not parse
+ * and is a beginning of a record line (`{"seq":`...). It is a crash gap, reported in `warnings`,
+ * when the next record is the writer's recovery: an `audit_gap` record with `torn: true` whose
+ * `prev` and `seq` follow the last whole record before the cut line, with the `seq` the cut
+ * record had begun to write when that much of it is there. A cut line at the very end of the
+ * log, with nothing after it, is a warning too: the gateway stopped mid-write and has not
+ * written since, and nothing after it exists to hide. Anything else that does not parse, and a
+ * cut line followed by anything but its recovery, is tampering.
+ *
  * What a hash chain without a secret cannot catch: records cut from the end (compare
  * `lastHash` with one noted elsewhere), and a log rewritten whole with recomputed hashes.
- * A log that a gateway is writing to may end in a line still being copied in; verify reports
- * it as torn, so verify a log nobody is appending to.
+ * A log that a gateway is writing to may end in a line still being copied in, which is reported
+ * as a cut last line.
  */
 export function verifyAuditFiles(files: string[] | string): VerifyResult {
   let list: string[];
@@ -89,10 +104,22 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
   let unanchored = 0;
   let firstSeq: number | null = null;
   let lastHash: string | null = null;
+  /** The last record read, any writer: a cut line's recovery must follow it. */
+  let lastRecord: ChainHead | undefined;
+  /** A cut line waiting for the next record to say whether it was a crash. */
+  let cut: { file: string; line: number; seq: number | null; after: ChainHead | undefined } | undefined;
+  const warnings: string[] = [];
+  const cutProblem =
+    "not valid JSON: a garbled or cut record, and the next record is not the writer's recovery " +
+    '(an audit_gap record with torn: true chained to the record before the cut line): ' +
+    'not a crash, the log was changed';
 
   for (const file of list) {
     try {
       for (const { text, number, terminated } of readLinesSync(file)) {
+        // An empty line holds nothing to check (a writer may leave one; see auditWriter.ts), and
+        // removing a record's text leaves a gap in its chain that is reported below.
+        if (text === '') continue;
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);
@@ -100,16 +127,44 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
           parsed = undefined;
         }
         const seqOf = seqField(parsed);
-        if (!terminated) {
-          return fail(file, number, seqOf, 'the last line has no newline: a torn or cut record');
+        if (parsed === undefined) {
+          if (cut !== undefined) return fail(cut.file, cut.line, null, cutProblem);
+          if (!isCutRecord(text)) {
+            return fail(
+              file,
+              number,
+              null,
+              'not valid JSON, and not the beginning of a record: a garbled line',
+            );
+          }
+          cut = { file, line: number, seq: cutSeq(text), after: lastRecord };
+          continue;
         }
-        // An empty line holds nothing to check (a writer may leave one; see auditWriter.ts), and
-        // removing a record's text leaves a gap in its chain that is reported below.
-        if (text === '') continue;
-        if (parsed === undefined) return fail(file, number, null, 'not valid JSON: a garbled or cut record');
+        if (!terminated) {
+          // A whole record whose newline was not written: nothing is lost, but say so.
+          warnings.push(
+            `${file}:${number}: the last record has no newline (the write was cut right before it)`,
+          );
+        }
         const shape = checkShape(parsed);
         if (typeof shape === 'string') return fail(file, number, seqOf, shape);
         const { seq, prev, hash, writer } = shape;
+        if (cut !== undefined) {
+          const after = cut.after ?? { seq: -1, hash: GENESIS_HASH };
+          const record = parsed as Record<string, unknown>;
+          const recovers =
+            record.type === 'audit_gap' &&
+            record.torn === true &&
+            prev === after.hash &&
+            seq === after.seq + 1 &&
+            (cut.seq === null || cut.seq === seq);
+          if (!recovers) return fail(cut.file, cut.line, null, cutProblem);
+          warnings.push(
+            `${cut.file}:${cut.line}: crash gap: a record cut short (the gateway was killed or crashed, ` +
+              `or the disk filled, while writing it); the writer recovered at ${file}:${number}`,
+          );
+          cut = undefined;
+        }
         const hashes = lineHashes(text);
         if (hashes === undefined || hashes.claimed !== hash) {
           return fail(file, number, seq, 'the record does not end with its "hash" member: it was rewritten');
@@ -167,11 +222,18 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
         writers.set(writer, { seq, hash });
         known.set(hash, seq);
         lastHash = hash;
+        lastRecord = { seq, hash };
         records++;
       }
     } catch (error) {
       return fail(file, 0, null, `cannot read: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+  if (cut !== undefined) {
+    warnings.push(
+      `${cut.file}:${cut.line}: the last record was cut short and nothing was written after it ` +
+        '(the gateway was killed or crashed, or the disk filled, while writing it, and it has not written since)',
+    );
   }
   return {
     ok: true,
@@ -182,7 +244,22 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
     firstSeq,
     unanchored,
     lastHash,
+    warnings,
   };
+}
+
+/** Every record line starts so: `seq` is the writer's first member. */
+const RECORD_START = '{"seq":';
+
+/** Whether an unparsable line is the beginning of a record line (what a torn write leaves). */
+function isCutRecord(text: string): boolean {
+  return text.length >= RECORD_START.length ? text.startsWith(RECORD_START) : RECORD_START.startsWith(text);
+}
+
+/** The `seq` a cut record line had begun to write, when its digits are all there. */
+function cutSeq(text: string): number | null {
+  const match = /^\{"seq":(\d{1,15}),/.exec(text);
+  return match?.[1] === undefined ? null : Number(match[1]);
 }
 
 function fail(file: string, line: number, seq: number | null, problem: string): VerifyResult {
@@ -211,8 +288,9 @@ function checkShape(parsed: unknown): { seq: number; prev: string; hash: string;
 }
 
 /**
- * One line for `mcp-warden audit verify` (the caller picks the exit code from `result.ok`):
- * `file:line: seq N: problem`, or what was checked and where the chain starts and ends.
+ * The text of `mcp-warden audit verify` (the caller picks the exit code from `result.ok`):
+ * `file:line: seq N: problem`, or a `warning: file:line: ...` line per crash gap and then one
+ * line saying what was checked and where the chain starts and ends.
  */
 export function formatVerifyResult(result: VerifyResult): string {
   if (!result.ok) {
@@ -234,5 +312,7 @@ export function formatVerifyResult(result: VerifyResult): string {
     );
   }
   if (result.lastHash !== null) parts.push(`last hash ${result.lastHash}`);
-  return parts.join('; ');
+  if (result.warnings.length > 0)
+    parts.push(`${plural(result.warnings.length, 'crash gap')}, see the warnings above`);
+  return [...result.warnings.map((warning) => `warning: ${warning}`), parts.join('; ')].join('\n');
 }

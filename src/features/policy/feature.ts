@@ -54,10 +54,10 @@ export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & 
       if (config.policies.length === 0) return { close() {} };
       return watchPolicies({
         files: config.policies,
-        onReload: (next, set) => {
+        onReload: (next, set, version) => {
           engine = next;
           recordPolicies(set);
-          deps.logger.info(`policies reloaded from ${config.policies.join(', ')}`);
+          deps.logger.info(`policies reloaded from ${config.policies.join(', ')}; in force: ${version}`);
           relist();
         },
         onReject: (message) => {

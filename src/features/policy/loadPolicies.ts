@@ -29,6 +29,7 @@ import {
   type YamlSource,
 } from '../../config/yamlSource.js';
 import { compileGlob } from '../../lib/glob.js';
+import { sha256Hex } from '../../lib/hash.js';
 import { createArgumentSchemaCompiler, type ArgumentSchemaCompiler } from './argumentSchema.js';
 import { normalizeResourceGlob } from './resourceUri.js';
 import {
@@ -144,7 +145,7 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
 
   const policy = normalize(data, { file: absolute, source, compiler: lazyCompiler() });
   issues.throwIfAny();
-  return deepFreeze(policy);
+  return deepFreeze({ ...policy, sha256: sha256Hex(text) });
 }
 
 interface Context {
@@ -163,7 +164,7 @@ function lazyCompiler(): () => ArgumentSchemaCompiler {
  * Builds the file's rules from data that may still have schema problems: those were reported,
  * so wrongly typed values are skipped here (the result is then discarded).
  */
-function normalize(data: Readonly<Record<string, unknown>>, ctx: Context): PolicyFile {
+function normalize(data: Readonly<Record<string, unknown>>, ctx: Context): Omit<PolicyFile, 'sha256'> {
   const defaultEffect = asEffect(data['default']);
   const rules: PolicyRule[] = [];
   const idAt = new Map<string, number>();

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { describeError } from '../../lib/describeError.js';
 import { watchFiles } from '../../lib/watchFiles.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
@@ -6,12 +7,18 @@ import type { PolicySet } from './types.js';
 
 export interface PolicyWatcherOptions {
   readonly files: readonly string[];
-  /** A new, valid set of policies is in force. */
-  readonly onReload: (engine: PolicyEngine, set: PolicySet) => void;
+  /** A new, valid set of policies is in force; `version` says which (see `policyVersion`). */
+  readonly onReload: (engine: PolicyEngine, set: PolicySet, version: string) => void;
   /** A changed file is invalid: the previous policies stay in force. */
   readonly onReject: (message: string) => void;
-  /** Quiet period after a change before reloading: editors write files in several steps. Default 100 ms. */
+  /**
+   * How long the files must stay unchanged before they are read: editors and scripts write a
+   * file in several steps, and a file caught half-written may be valid YAML that says less than
+   * the whole (`default: allow` without the rules after it). Default 200 ms.
+   */
   readonly debounceMs?: number;
+  /** How often the folders are looked at, to follow a folder deleted and created again. Default 500 ms. */
+  readonly pollMs?: number;
 }
 
 export interface PolicyWatcher {
@@ -19,9 +26,18 @@ export interface PolicyWatcher {
 }
 
 /**
- * Reloads the policy files when they change on disk (issue 5), watching them as `watchFiles`
- * does (their folders, so files replaced by renaming are seen). Never falls back to allow-all:
- * a bad version is reported and ignored.
+ * Which policy files are in force, for the log: each file's name and the first 12 hex digits of
+ * the SHA-256 of the text that was parsed (`policy_load` audit records carry the whole hash).
+ */
+export function policyVersion(set: PolicySet): string {
+  return set.files.map((file) => `${path.basename(file.file)} sha256:${file.sha256.slice(0, 12)}`).join(', ');
+}
+
+/**
+ * Reloads the policy files when they change on disk (see `watchFiles`: their folders are
+ * watched, followed when deleted and created again or replaced, and a change is read only once
+ * the files have been stable for `debounceMs`). Never falls back to allow-all: a version that
+ * cannot be read or parsed is reported and ignored, and the previous one stays in force.
  */
 export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
   let generation = 0;
@@ -30,7 +46,7 @@ export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
     try {
       const set = await loadPolicies(options.files);
       // A newer change started loading meanwhile: let it decide.
-      if (mine === generation) options.onReload(createPolicyEngine(set), set);
+      if (mine === generation) options.onReload(createPolicyEngine(set), set, policyVersion(set));
     } catch (error) {
       if (mine === generation) options.onReject(describeError(error));
     }
@@ -40,6 +56,7 @@ export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
     what: 'policy changes',
     onChange: () => void reload(),
     onError: options.onReject,
-    ...(options.debounceMs !== undefined && { debounceMs: options.debounceMs }),
+    debounceMs: options.debounceMs ?? 200,
+    ...(options.pollMs !== undefined && { pollMs: options.pollMs }),
   });
 }

@@ -103,6 +103,8 @@ export interface PolicyFile {
   /** The file's `default`, with where it is written; null when the file states none. */
   readonly default: { readonly effect: Effect; readonly source: PolicySource } | null;
   readonly rules: readonly PolicyRule[];
+  /** SHA-256 (hex) of the exact text parsed: which version of the file is in force. */
+  readonly sha256: string;
 }
 
 /** Every policy file in force, in the order listed in the config (the first match wins). */

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+// What the audit trail costs per call, measured in-process (CPU time, so a busy neighbour on a
+// shared machine skews it less than wall-clock latency through processes):
+//
+//   redact      redacting a call record's fields (RecordFields.members: redaction and JSON),
+//               for arguments with no secret in them (strings of paths, prose, code, numbers)
+//   write-ahead the per-tick audit writer, one call per turn of the event loop, as in the
+//               gateway: the `call` record alone (onFailure: continue), and a `call_start`
+//               written ahead and awaited before it (onFailure: block)
+//
+//   node bench/auditCost.mjs [--dist DIR] [--calls N]
+//
+// --dist: another build (e.g. of the commit before a change) to compare with; default ./dist.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const { values } = parseArgs({ options: { dist: { type: 'string' }, calls: { type: 'string' } } });
+const dist = path.resolve(values.dist ?? path.join(ROOT, 'dist'));
+const calls = Number(values.calls ?? 20000);
+const load = (file) => import(pathToFileURL(path.join(dist, file)).href);
+
+const { createRedactor } = await load('features/audit/redact.js');
+const { RecordFields } = await load('features/audit/recordFields.js');
+const { openAuditLog } = await load('features/audit/auditWriter.js');
+
+const argsSets = [
+  { path: '/home/ada/projects/app/src/index.ts', head: 40 },
+  { query: 'SELECT id, name FROM users WHERE created_at > $1 ORDER BY id LIMIT 20', params: ['2025-01-01'] },
+  { text: 'Summarise the following meeting notes: the team agreed to ship on Friday after review.' },
+  { owner: 'modelcontextprotocol', repo: 'servers', issue_number: 1234, labels: ['bug', 'p1'] },
+  { x: 1, y: 2, zoom: 3.5, visible: true },
+];
+
+function callEvent(i) {
+  return {
+    type: 'call',
+    session: 'bench-session',
+    client: { name: 'bench', version: '1.0.0' },
+    tool: 'up__echo',
+    server: 'up',
+    upstreamTool: 'echo',
+    args: argsSets[i % argsSets.length],
+    decision: { effect: 'allow', rule: null },
+    outcome: 'ok',
+    ms: 1.234,
+    repairs: [],
+    resultBytes: 120,
+  };
+}
+
+function cpuMicros(fn, n) {
+  for (let i = 0; i < Math.min(n, 2000); i++) fn(i); // warm-up
+  const start = process.cpuUsage();
+  for (let i = 0; i < n; i++) fn(i);
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / n;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const fields = new RecordFields(createRedactor());
+const redactRuns = [];
+for (let round = 0; round < 7; round++)
+  redactRuns.push(cpuMicros((i) => fields.members(callEvent(i)), calls));
+const redactor = createRedactor();
+const textRuns = [];
+const prose = 'The build on 2025-06-18 passed; see /var/log/build.log and commit 3f2c1a9e for details.';
+for (let round = 0; round < 7; round++) textRuns.push(cpuMicros(() => redactor.redactText(prose), calls));
+
+async function writerRun(mode) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-audit-'));
+  const log = await openAuditLog({
+    file: path.join(dir, 'audit.jsonl'),
+    onFailure: mode === 'ahead' ? 'block' : 'continue',
+    writes: 'per-tick',
+  });
+  const n = Math.floor(calls / 4);
+  const start = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const event = callEvent(i);
+    if (mode === 'ahead') {
+      await log.writeAhead({
+        type: 'call_start',
+        session: event.session,
+        call: i + 1,
+        tool: event.tool,
+        server: event.server,
+        upstreamTool: event.upstreamTool,
+        args: event.args,
+      });
+    }
+    log.append(mode === 'ahead' ? { ...event, call: i + 1 } : event);
+    // The next call arrives in a later turn, as calls from a host do.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const wall = ((performance.now() - t0) * 1000) / n;
+  const used = process.cpuUsage(start);
+  log.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { cpu: (used.user + used.system) / n, wall };
+}
+
+const plain = [];
+const ahead = [];
+// A build from before write-ahead records has no writeAhead: only the plain run is measured.
+const canWriteAhead =
+  typeof (
+    await openAuditLog({ file: path.join(tmpdir(), 'warden-bench-probe', 'a.jsonl'), onFailure: 'continue' })
+  ).writeAhead === 'function';
+rmSync(path.join(tmpdir(), 'warden-bench-probe'), { recursive: true, force: true });
+for (let round = 0; round < 5; round++) {
+  plain.push(await writerRun('plain'));
+  if (canWriteAhead) ahead.push(await writerRun('ahead'));
+}
+const fmt = (x) => x.toFixed(2).padStart(7);
+console.log(`dist ${dist}, ${calls} calls per run, medians`);
+console.log(`redact+JSON of a call record, no secrets   cpu µs/record ${fmt(median(redactRuns))}`);
+console.log(`redactText of one line of prose            cpu µs/string ${fmt(median(textRuns))}`);
+console.log(
+  `audit writer, call record only              cpu µs/call ${fmt(median(plain.map((r) => r.cpu)))}  wall µs/call ${fmt(median(plain.map((r) => r.wall)))}`,
+);
+if (canWriteAhead) {
+  console.log(
+    `audit writer, call_start ahead + call       cpu µs/call ${fmt(median(ahead.map((r) => r.cpu)))}  wall µs/call ${fmt(median(ahead.map((r) => r.wall)))}`,
+  );
+}

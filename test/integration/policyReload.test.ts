@@ -1,0 +1,148 @@
+/**
+ * Policy reload under the file operations that broke it, through the built binary: the policy
+ * folder deleted and created again, or renamed away and replaced, and a file written in two
+ * steps whose first half is itself a valid policy.
+ */
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readRecord } from '../fixtures/fixtureProcess.js';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+
+let host: HostSession | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+});
+
+const ALLOW_ALL = 'default: allow\n';
+const NO_ECHO = `default: allow
+rules:
+  - id: no-echo
+    match: { tool: echo }
+    action: deny
+    reason: Echo is off for now.
+`;
+
+const version = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+function setup(policy: string) {
+  const dir = tempDir();
+  const policies = path.join(dir, 'policies');
+  mkdirSync(policies);
+  const policyFile = path.join(policies, 'main.yaml');
+  writeFileSync(policyFile, policy);
+  const record = path.join(dir, 'record.jsonl');
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      policies: ['policies/main.yaml'],
+      audit: { file: './audit.jsonl' },
+      servers: { up: fixture(['--record', record]) },
+    },
+    dir,
+  );
+  const echoes = () =>
+    readRecord(record).filter((m) => m.method === 'tools/call' && m.params?.name === 'echo').length;
+  const policyLoads = () =>
+    readFileSync(path.join(dir, 'audit.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { type: string; sha256?: string })
+      .filter((r) => r.type === 'policy_load')
+      .map((r) => r.sha256?.slice(0, 12));
+  return { dir, policies, policyFile, config, echoes, policyLoads };
+}
+
+describe('the policy folder replaced', () => {
+  it('deleted and created again with a stricter policy: the next call is denied', async () => {
+    const { policies, policyFile, config, echoes } = setup(ALLOW_ALL);
+    host = await connectHost(config);
+    expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'before' } }))).toBe(
+      'before',
+    );
+
+    rmSync(policies, { recursive: true });
+    // The files are gone: reported, and the policies in force stay.
+    await host.waitForStderr('a policy change was rejected; the previous policies stay in force');
+    mkdirSync(policies);
+    writeFileSync(policyFile, NO_ECHO);
+    await host.waitForStderr(`in force: main.yaml sha256:${version(NO_ECHO)}`);
+
+    const denied = await host.client.callTool({ name: 'up__echo', arguments: { text: 'after' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('Echo is off for now.');
+    expect(echoes()).toBe(1);
+  });
+
+  it('renamed away and replaced by another folder: the new policy is loaded', async () => {
+    const { dir, policies, config, echoes } = setup(ALLOW_ALL);
+    host = await connectHost(config);
+    const staged = path.join(dir, 'policies.new');
+    mkdirSync(staged);
+    writeFileSync(path.join(staged, 'main.yaml'), NO_ECHO);
+    renameSync(policies, path.join(dir, 'policies.old'));
+    renameSync(staged, policies);
+    await host.waitForStderr(`in force: main.yaml sha256:${version(NO_ECHO)}`);
+    const denied = await host.client.callTool({ name: 'up__echo', arguments: { text: 'after' } });
+    expect(denied.isError).toBe(true);
+    expect(echoes()).toBe(0);
+
+    // And the new folder is watched in turn.
+    writeFileSync(path.join(policies, 'main.yaml'), ALLOW_ALL);
+    await host.waitForStderr(`in force: main.yaml sha256:${version(ALLOW_ALL)}`);
+    expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'again' } }))).toBe(
+      'again',
+    );
+  });
+});
+
+describe('a policy file written in two steps', () => {
+  it('the first half, although a valid policy, is never in force', async () => {
+    const full = `default: deny
+rules:
+  - id: echo-only
+    match: { tool: echo }
+    action: allow
+`;
+    const half = 'default: deny\n'; // valid on its own, and it would deny echo
+    const { policyFile, config, policyLoads } = setup(ALLOW_ALL);
+    host = await connectHost(config);
+
+    const fd = openSync(policyFile, 'w');
+    writeSync(fd, half);
+    // A pause longer than a plain debounce of 100 ms would wait, shorter than the stability
+    // window: the scenario itself (a script writing a file in two steps), not a wait for a result.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    writeSync(fd, full.slice(half.length));
+    closeSync(fd);
+    expect(readFileSync(policyFile, 'utf8')).toBe(full);
+
+    await host.waitForStderr(`in force: main.yaml sha256:${version(full)}`);
+    expect(host.stderr()).not.toContain(version(half));
+    // A round trip first: the policy_load record is written at the end of the turn that logged.
+    expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'whole' } }))).toBe(
+      'whole',
+    );
+    expect(policyLoads()).not.toContain(version(half));
+    expect(policyLoads()).toContain(version(full));
+  });
+});
