@@ -203,14 +203,20 @@ function fullConfig(tools) {
 // Text of the one call the bench policy denies, sent once per round to prove it is enforced.
 const DENY_PROBE_TEXT = 'bench: deny me';
 
-// A policy with a few rules of issue 5's kinds (globs on server and tool, argument schemas).
-// Every echo call is evaluated against all of them: the first three do not match it, the
-// fourth matches only the probe's text, the last allows.
+// A policy with a few rules of the usual kinds (globs on server and tool, a kind, argument
+// schemas). Every echo call is evaluated against all of them: the first three do not match it,
+// the fourth matches only the probe's text, the last allows. Every rule can match something in
+// the bench's config, so `mcp-warden check` passes it.
 const BENCH_POLICY = {
   default: 'allow',
   rules: [
     { id: 'no-deletes', match: { tool: 'delete_*' }, action: 'deny', reason: 'Deleting is not allowed.' },
-    { id: 'other-servers', match: { server: 'prod-*' }, action: 'deny', reason: 'Not from here.' },
+    {
+      id: 'no-sampling',
+      match: { server: 'bench', kind: 'sampling' },
+      action: 'deny',
+      reason: 'No sampling.',
+    },
     {
       id: 'no-etc',
       match: { tool: 'write_*', arguments: { properties: { path: { pattern: '^/etc/' } } } },

@@ -3,14 +3,14 @@
  * parsed from and serialized to text.
  *
  * These are deliberately looser than the SDK's zod-derived types: the hot path does not
- * schema-parse every message (ARCHITECTURE "Parse once, validate where it pays"); methods whose
+ * schema-parse every message; methods whose
  * payload we must trust are validated where they are handled.
  */
 import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
 
 /**
  * A numeric id whose text `JSON.parse` would change (an integer beyond 2^53). Kept as text so it
- * goes back to the peer exactly as sent (FIELD_NOTES "Traps").
+ * goes back to the peer exactly as sent.
  */
 export class RawId {
   constructor(readonly raw: string) {}

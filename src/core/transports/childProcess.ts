@@ -51,7 +51,7 @@ async function isExecutable(file: string): Promise<boolean> {
 /**
  * Finds the command the way the child's own PATH would. Done ahead of `spawn` because the
  * ENOENT it raises says neither which command nor which PATH, and desktop hosts often launch
- * us with a PATH that lacks the user's tools (FIELD_NOTES "Configuration").
+ * us with a PATH that lacks the user's tools.
  */
 export async function resolveCommand(command: string, env: Readonly<Record<string, string>>, cwd: string) {
   if (command.includes('/') || command.includes('\\')) {

@@ -14,7 +14,7 @@ export interface HttpTransportOptions {
 }
 
 /**
- * A Streamable HTTP upstream, through the SDK's own client transport (ARCHITECTURE: for HTTP we
+ * A Streamable HTTP upstream, through the SDK's own client transport (for HTTP we
  * use the SDK's transports as they are), adapted to our MessageTransport.
  */
 export class HttpTransport implements MessageTransport {

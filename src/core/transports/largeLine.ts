@@ -1,6 +1,6 @@
 /**
  * A large message line (LARGE_LINE_BYTES or more), parsed without decoding and parsing the long
- * strings in it (issue 7: a 1 MiB result).
+ * strings in it (a 1 MiB result, measured).
  *
  * Why: a large result is almost always one long string (a file's text, a base64 image) that the
  * gateway forwards from the upstream's own bytes and never reads. Decoding it to text and having

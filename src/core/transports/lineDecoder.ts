@@ -2,7 +2,7 @@
  * Splits a byte stream into newline-delimited lines with a bound on line size.
  *
  * Why not the SDK's ReadBuffer: it closes the whole transport when one message exceeds
- * its 10 MiB limit (FIELD_NOTES "Traps"). Here an oversize line is skipped and reported with
+ * its 10 MiB limit. Here an oversize line is skipped and reported with
  * a little of its head and tail, so the owner can tell which request it answered and fail
  * only that one, keeping the connection.
  */
@@ -23,7 +23,7 @@ export interface OversizeLine {
 
 /**
  * Lines of at least this many bytes go to `onLargeLine` as bytes: what is forwarded unchanged is
- * written from them, and their long strings need not be decoded at all (issue 7: a 1 MiB result).
+ * written from them, and their long strings need not be decoded at all (a 1 MiB result, measured).
  */
 export const LARGE_LINE_BYTES = 64 * 1024;
 
@@ -49,7 +49,7 @@ export class LineDecoder {
   private pendingBytes = 0;
   /**
    * Of a line that has grown large, how many parts were checked for control bytes, and whether
-   * none was found: checked as the parts arrive, so that it is known when the line ends (issue 7).
+   * none was found: checked as the parts arrive, so that it is known when the line ends (measured).
    */
   private controlChecked = 0;
   private controlFree = true;
@@ -70,7 +70,7 @@ export class LineDecoder {
       }
       if (this.pendingBytes === 0 && this.oversize === null && nl - start <= this.options.maxLineBytes) {
         // The whole line is in this chunk (the usual case): decoded from the chunk itself, with
-        // no slice or array per line (issue 7).
+        // no slice or array per line (measured).
         this.emit(chunk, start, nl);
       } else {
         this.accumulate(chunk.subarray(start, nl));

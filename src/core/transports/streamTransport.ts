@@ -92,7 +92,7 @@ export function oversizeLineId(info: OversizeLine): RawId | null {
 
 /**
  * Newline-delimited JSON-RPC over a pair of streams: the host's stdin/stdout, or a child's
- * stdout/stdin. One `JSON.parse` per line and no schema parse (ARCHITECTURE "Connections").
+ * stdout/stdin. One `JSON.parse` per line and no schema parse.
  */
 export class StreamTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;

@@ -36,7 +36,7 @@ export interface UpstreamOptions {
   readonly onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => void;
   /**
    * The client capabilities to declare to this upstream: the host's sampling, elicitation and
-   * roots, so servers that offer tools only to capable clients do so (issue 3). Read at connect.
+   * roots, so servers that offer tools only to capable clients do so. Read at connect.
    */
   readonly clientCapabilities?: (config: ServerConfig) => Params;
   /** Notifications the router may forward to the host (logging, resource updates, cancellations). */

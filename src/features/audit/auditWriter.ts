@@ -24,8 +24,8 @@ import type { Redactor } from './redact.js';
 /*
  * The audit trail is written here with plain synchronous file appends, not through winston.
  *
- * Why not the logger: winston buffers in streams and loses what is buffered on `process.exit`
- * (FIELD_NOTES "Traps"), and "flush before exit" must then be proven on every exit path
+ * Why not the logger: winston buffers in streams and loses what is buffered on `process.exit`,
+ * and "flush before exit" must then be proven on every exit path
  * (stdin closed, SIGTERM, a crash). A record written with `writeSync` is in the kernel once
  * written: it survives any exit of the process (not a power cut; `fsync: true` covers that).
  * It also lets a failed write be seen at once, which `block` mode needs to refuse calls.
@@ -37,7 +37,7 @@ import type { Redactor } from './redact.js';
  * and no exit path can lose it: every exit (stdin closed, a signal, a crash) goes through a
  * later turn or through `close()`, which flushes. The gateway flushes before each write to
  * the host, so a call's record is in the file before its answer leaves. Under load this is
- * the difference between one syscall per call and one per burst of calls (issue 7's bench).
+ * the difference between one syscall per call and one per burst of calls (measured).
  *
  * Two gateways, one file. Each write is one `write(2)` of whole lines to a file opened with
  * O_APPEND. POSIX makes the seek-to-end and the write one atomic step, and Linux (ext4, xfs,

@@ -1,7 +1,7 @@
 import { analysePattern } from '../../lib/schema/safeRegExp.js';
 
 /**
- * Redaction of secrets before anything reaches the audit log or the diagnostic log (issue #6).
+ * Redaction of secrets before anything reaches the audit log or the diagnostic log.
  *
  * Two independent rules, both applied by `redactValue`:
  * 1. **Keys.** A value under a key that looks secret (see `isSecretKey`) is replaced whole with

@@ -3,7 +3,7 @@
  * schemas (outputSchemaValidator.ts) and policy argument conditions (argumentSchema.ts). Loading
  * ajv, a dialect's build and ajv-formats takes about 50 ms, which a gateway whose tools declare
  * no output schema and whose policies have no argument conditions should not pay at start-up
- * (issue 7); so each is loaded when the first instance of its dialect is made. With `require`,
+ * (measured); so each is loaded when the first instance of its dialect is made. With `require`,
  * because callers compile synchronously and these packages are CommonJS.
  */
 import { createRequire } from 'node:module';

@@ -3,8 +3,8 @@
  *
  * An upstream's `inputSchema` or `outputSchema` is untrusted, and ajv runs every `pattern` and
  * `patternProperties` key on the data it validates, synchronously, on the gateway's only thread.
- * A pattern such as `^(a+)+$` backtracks exponentially on a near-miss (FIELD_NOTES "Traps":
- * 92 ms for 25 characters, doubling per character); one such as `^\s*\s*\s*x$` backtracks
+ * A pattern such as `^(a+)+$` backtracks exponentially on a near-miss (measured: 92 ms for 25
+ * characters, doubling per character); one such as `^\s*\s*\s*x$` backtracks
  * polynomially (8 s for 4000 spaces, measured). So this engine refuses, when ajv compiles the
  * schema, patterns that are too long or whose shape backtracks exponentially or worse than
  * quadratically, and refuses, when the data is validated, to run on strings longer than a bound
