@@ -57,6 +57,7 @@ describe('parsePolicyText: valid files', () => {
             trusted: false,
             annotations: { readOnlyHint: false, destructiveHint: true },
             arguments: null,
+            paths: null,
           },
           action: 'deny',
           reason: 'Deleting is not allowed here.',
@@ -65,7 +66,7 @@ describe('parsePolicyText: valid files', () => {
         {
           id: 'team.yaml#2',
           idWritten: false,
-          match: { server: null, tool: null, trusted: null, annotations: null, arguments: null },
+          match: { server: null, tool: null, trusted: null, annotations: null, arguments: null, paths: null },
           action: 'allow',
           reason: null,
           source: { file: FILE, line: 12, column: 5 },

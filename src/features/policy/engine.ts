@@ -13,6 +13,7 @@ import { matchesGlob } from '../../lib/glob.js';
 import { readAnnotations, type AnnotationReading, type HintOrigin } from './annotations.js';
 import {
   HINT_NAMES,
+  type ArgumentVerdict,
   type Decision,
   type Effect,
   type PolicyRule,
@@ -122,7 +123,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
       // A rule with an arguments condition decides some calls of the tool, and lets the others
       // through to later rules. Calls it denies are denied anyway; calls it allows or confirms
       // mean the tool is usable, so it must stay listed.
-      if (rule.match.arguments !== null) {
+      if (rule.match.arguments !== null || rule.match.paths !== null) {
         if (rule.action !== 'deny') return false;
         continue;
       }
@@ -159,9 +160,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   function decide(input: PolicyCallInput): Decision {
     const args = input.arguments ?? {};
     for (const rule of candidatesFor(input)) {
-      const condition = rule.match.arguments;
-      if (condition === null) return decisions.get(rule)!;
-      const verdict = condition.test(args);
+      const verdict = testCallConditions(rule, args);
       if (verdict.kind === 'match') return decisions.get(rule)!;
       if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
     }
@@ -178,6 +177,18 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     },
   };
 }
+
+/** The conditions that depend on a call's arguments, in the order `evaluate` checks them. */
+function testCallConditions(rule: PolicyRule, args: Readonly<Record<string, unknown>>): ArgumentVerdict {
+  const { arguments: schema, paths } = rule.match;
+  if (schema !== null) {
+    const verdict = schema.test(args);
+    if (verdict.kind !== 'match') return verdict;
+  }
+  return paths === null ? MATCHED : paths.test(args);
+}
+
+const MATCHED: ArgumentVerdict = Object.freeze({ kind: 'match' });
 
 /** Annotations are read once per call, and only if some rule asks about them. */
 function annotationReader(input: PolicyToolInput): () => AnnotationReading {
@@ -259,6 +270,18 @@ function evaluate(
         return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
       if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
       held?.push('the arguments match');
+    }
+  }
+  // After `arguments`: it may touch the filesystem, so it runs only when all else holds.
+  if (match.paths !== null) {
+    if (args === null) {
+      held?.push('paths not checked');
+    } else {
+      const verdict = match.paths.test(args);
+      if (verdict.kind === 'mismatch')
+        return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
+      if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
+      held?.push(verdict.why ?? 'a path argument matches');
     }
   }
   if (held === null) return UNEXPLAINED_MATCH;
