@@ -369,5 +369,15 @@ describe('policies/README.md', () => {
       reason: 'Deleting under /etc is not allowed here.',
     });
     expect(engine.decide(del({ path: '/tmp/x' }))).toMatchObject({ effect: 'confirm', ruleId: null });
+    // The spellings a pattern on the raw text would let through.
+    for (const trick of [
+      '//etc/passwd',
+      '/./etc/passwd',
+      '/tmp/../etc/passwd',
+      '/etc',
+      'file:///etc/passwd',
+    ]) {
+      expect(engine.decide(del({ path: trick })).ruleId).toBe('no-etc-deletes');
+    }
   });
 });
