@@ -5,6 +5,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ETC_SPELLINGS } from './pathTricks.js';
 import { describe, expect, it } from 'vitest';
 import { createPolicyEngine } from '../../src/features/policy/engine.js';
 import { combinePolicyFiles, parsePolicyText } from '../../src/features/policy/loadPolicies.js';
@@ -188,13 +189,7 @@ describe('paths in a policy file', () => {
       trusted: false,
       arguments: args,
     });
-    for (const trick of [
-      '//etc/passwd',
-      '/./etc/passwd',
-      '/tmp/../etc/passwd',
-      '/etc',
-      'file:///etc/passwd',
-    ]) {
+    for (const trick of ETC_SPELLINGS) {
       expect(engine.decide(call({ path: trick })).ruleId).toBe('no-etc');
       expect(engine.explain(call({ path: trick })).decision.effect).toBe('deny');
     }

@@ -7,6 +7,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { mkdir, mkdtemp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { ETC_SPELLINGS } from './pathTricks.js';
 import { describe, expect, it } from 'vitest';
 import {
   createPolicyEngine,
@@ -370,13 +371,7 @@ describe('policies/README.md', () => {
     });
     expect(engine.decide(del({ path: '/tmp/x' }))).toMatchObject({ effect: 'confirm', ruleId: null });
     // The spellings a pattern on the raw text would let through.
-    for (const trick of [
-      '//etc/passwd',
-      '/./etc/passwd',
-      '/tmp/../etc/passwd',
-      '/etc',
-      'file:///etc/passwd',
-    ]) {
+    for (const trick of ETC_SPELLINGS) {
       expect(engine.decide(del({ path: trick })).ruleId).toBe('no-etc-deletes');
     }
   });
