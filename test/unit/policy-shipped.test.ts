@@ -4,8 +4,10 @@
  * (@modelcontextprotocol/server-filesystem marks read tools with readOnlyHint alone).
  */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import { ETC_SPELLINGS } from './pathTricks.js';
 import { describe, expect, it } from 'vitest';
 import {
   createPolicyEngine,
@@ -288,6 +290,73 @@ describe('policies/locked-down-org.yaml', () => {
   });
 });
 
+describe('policies/locked-down-org.yaml: credential folders, however a path names them', () => {
+  /** A home with credentials, a symlink to them and an ordinary file; HOME points at it. */
+  async function withHome(): Promise<{ home: string; engine: PolicyEngine }> {
+    const home = await mkdtemp(path.join(os.tmpdir(), 'warden-home-'));
+    await mkdir(path.join(home, '.ssh'));
+    await writeFile(path.join(home, '.ssh', 'id_rsa'), 'key');
+    await mkdir(path.join(home, '.aws'));
+    await writeFile(path.join(home, 'notes.md'), 'notes');
+    await symlink(path.join(home, '.ssh'), path.join(home, 'keys'));
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      return { home, engine: await engineFor('locked-down-org.yaml') };
+    } finally {
+      process.env.HOME = saved;
+    }
+  }
+
+  // The older pattern rule still comes first and catches the plain spellings; the path rules
+  // catch what it cannot: lists of paths, symlinks, and folders above the credentials.
+  const refused: [tool: string, args: (home: string) => Record<string, unknown>, rule: string][] = [
+    ['read_text_file', () => ({ path: '~/.ssh/id_rsa' }), 'no-credential-files'],
+    ['read_file', (h) => ({ path: `${h}//.ssh/./id_rsa` }), 'no-credential-files'],
+    [
+      'read_multiple_files',
+      (h) => ({ paths: [`${h}/notes.md`, '~/.aws/credentials'] }),
+      'no-credential-paths',
+    ],
+    ['read_text_file', (h) => ({ path: `${h}/keys/id_rsa` }), 'no-credential-paths'],
+    ['read_media_file', (h) => ({ path: `file://${h}/.ssh/id_rsa` }), 'no-credential-files'],
+    ['list_directory', () => ({ path: '~/.ssh' }), 'no-credential-files'],
+    ['list_directory_with_sizes', () => ({ path: '~/keys' }), 'no-credential-paths'],
+    ['get_file_info', () => ({ path: '~/.gnupg' }), 'no-credential-files'],
+    ['directory_tree', () => ({ path: '~' }), 'no-credential-trees'],
+    ['directory_tree', (h) => ({ path: `${h}/.aws/../` }), 'no-credential-files'],
+    ['search_files', (h) => ({ path: h, pattern: '**/id_*' }), 'no-credential-trees'],
+    ['search_files', () => ({ path: '/', pattern: 'credentials' }), 'no-credential-trees'],
+    ['write_file', () => ({ path: '~/.config/gcloud/creds.json', content: '{}' }), 'no-credential-paths'],
+    ['edit_file', () => ({ path: '~/.kube/config', edits: [] }), 'no-credential-files'],
+    ['create_directory', () => ({ path: '~/.ssh/new' }), 'no-credential-files'],
+    [
+      'move_file',
+      () => ({ source: '/srv/shared/a', destination: '~/.ssh/authorized_keys' }),
+      'no-credential-paths',
+    ],
+    ['move_file', (h) => ({ source: h, destination: '/srv/shared/home' }), 'no-credential-trees'],
+  ];
+  it.each(refused)('refuses %s %s', async (tool, args, rule) => {
+    const { home, engine } = await withHome();
+    const decision = engine.decide(input(['fs', tool, false, FS_READ, args(home)]));
+    expect([decision.effect, decision.ruleId]).toEqual(['deny', rule]);
+    expect(engine.explain(input(['fs', tool, false, FS_READ, args(home)])).decision).toEqual(decision);
+  });
+
+  it('still reads and lists what is not a credential folder, and hides no read tool', async () => {
+    const { home, engine } = await withHome();
+    for (const [tool, args] of [
+      ['read_text_file', { path: `${home}/notes.md` }],
+      ['list_directory', { path: home }],
+      ['directory_tree', { path: `${home}/notes` }],
+    ] as const) {
+      const call = input(['fs', tool, false, FS_READ, args]);
+      expect([engine.decide(call).effect, engine.isHiddenFromList(call)]).toEqual(['allow', false]);
+    }
+  });
+});
+
 describe('policies/README.md', () => {
   it('shows a format example that loads and decides as its comments say', async () => {
     const readme = await readFile(path.join(POLICIES, 'README.md'), 'utf8');
@@ -301,5 +370,9 @@ describe('policies/README.md', () => {
       reason: 'Deleting under /etc is not allowed here.',
     });
     expect(engine.decide(del({ path: '/tmp/x' }))).toMatchObject({ effect: 'confirm', ruleId: null });
+    // The spellings a pattern on the raw text would let through.
+    for (const trick of ETC_SPELLINGS) {
+      expect(engine.decide(del({ path: trick })).ruleId).toBe('no-etc-deletes');
+    }
   });
 });

@@ -14,6 +14,7 @@ import { matchesGlob } from '../../lib/glob.js';
 import { readAnnotations, type AnnotationReading, type HintOrigin } from './annotations.js';
 import {
   HINT_NAMES,
+  type ArgumentVerdict,
   type Decision,
   type Effect,
   type PolicyRule,
@@ -143,11 +144,15 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     for (const rule of rules) {
       const outcome = evaluate(rule, input, { reader, args: null, explain: false });
       if (outcome.kind === 'mismatch') continue; // can never match this subject
-      // A rule with an arguments condition decides some requests, and lets the others through
-      // to later rules. Requests it denies are denied anyway; requests it allows or confirms
-      // mean the subject is usable, so it must stay listed. A resource glob is such a condition
-      // for a template, which stands for many URIs.
-      if (rule.match.arguments !== null || (template && rule.match.resource !== null)) {
+      // A rule with an arguments or paths condition decides some requests, and lets the others
+      // through to later rules. Requests it denies are denied anyway; requests it allows or
+      // confirms mean the subject is usable, so it must stay listed. A resource glob is such a
+      // condition for a template, which stands for many URIs.
+      if (
+        rule.match.arguments !== null ||
+        rule.match.paths !== null ||
+        (template && rule.match.resource !== null)
+      ) {
         if (rule.action !== 'deny') return false;
         continue;
       }
@@ -186,9 +191,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     if (input.kind !== undefined && input.kind !== 'tool') return run(input, null);
     const args = input.arguments ?? {};
     for (const rule of candidatesFor(input)) {
-      const condition = rule.match.arguments;
-      if (condition === null) return decisions.get(rule)!;
-      const verdict = condition.test(args);
+      const verdict = testCallConditions(rule, args);
       if (verdict.kind === 'match') return decisions.get(rule)!;
       if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
     }
@@ -211,6 +214,18 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     },
   };
 }
+
+/** The conditions that depend on a call's arguments, in the order `evaluate` checks them. */
+function testCallConditions(rule: PolicyRule, args: Readonly<Record<string, unknown>>): ArgumentVerdict {
+  const { arguments: schema, paths } = rule.match;
+  if (schema !== null) {
+    const verdict = schema.test(args);
+    if (verdict.kind !== 'match') return verdict;
+  }
+  return paths === null ? MATCHED : paths.test(args);
+}
+
+const MATCHED: ArgumentVerdict = Object.freeze({ kind: 'match' });
 
 /** Annotations are read once per call, and only if some rule asks about them. */
 function annotationReader(input: PolicySubject): () => AnnotationReading {
@@ -339,6 +354,18 @@ function evaluate(
         return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
       if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
       held?.push('the arguments match');
+    }
+  }
+  // After `arguments`: it may touch the filesystem, so it runs only when all else holds.
+  if (match.paths !== null) {
+    if (args === null) {
+      held?.push('paths not checked');
+    } else {
+      const verdict = match.paths.test(args);
+      if (verdict.kind === 'mismatch')
+        return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
+      if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
+      held?.push(verdict.why ?? 'a path argument matches');
     }
   }
   if (held === null) return UNEXPLAINED_MATCH;

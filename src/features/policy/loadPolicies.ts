@@ -32,12 +32,15 @@ import { compileGlob } from '../../lib/glob.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { createArgumentSchemaCompiler, type ArgumentSchemaCompiler } from './argumentSchema.js';
 import { normalizeResourceGlob } from './resourceUri.js';
+import { compilePathCondition, folderProblem } from './paths.js';
 import {
   HINT_NAMES,
   REQUEST_KINDS,
   type ArgumentCondition,
   type Effect,
   type HintName,
+  type PathCondition,
+  type PathConditionSpec,
   type PolicyFile,
   type PolicyMatch,
   type PolicyRule,
@@ -213,6 +216,7 @@ function normalizeRule(
     trusted: typeof match?.['trusted'] === 'boolean' ? match['trusted'] : null,
     annotations: annotations(match?.['annotations']),
     arguments: argumentCondition(ctx, at('match', 'arguments'), match?.['arguments']),
+    paths: pathCondition(ctx, at('match', 'paths'), match?.['paths']),
   };
   if (match === undefined || action === undefined) return undefined; // reported by the schema
   return {
@@ -279,6 +283,41 @@ function argumentCondition(ctx: Context, keyPath: KeyPath, value: unknown): Argu
     ctx.source.issues.add([...keyPath, ...problem.path], problem.at, problem.message);
   }
   return null;
+}
+
+/**
+ * A `paths` condition. Each folder is checked on its own, so every bad one is reported with its
+ * place; the schema has already reported wrong types.
+ */
+function pathCondition(ctx: Context, keyPath: KeyPath, value: unknown): PathCondition | null {
+  const record = asRecord(value);
+  if (record === undefined || !Array.isArray(record['under'])) return null;
+  const under = (record['under'] as unknown[]).filter((f): f is string => typeof f === 'string' && f !== '');
+  let ok = true;
+  under.forEach((folder, index) => {
+    const problem = folderProblem(folder);
+    if (problem !== null) {
+      ctx.source.issues.add([...keyPath, 'under', index], 'value', problem);
+      ok = false;
+    }
+  });
+  const names = record['pathArguments'];
+  const spec: PathConditionSpec = {
+    under,
+    includingAncestors: record['includingAncestors'] === true,
+    pathArguments: Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : null,
+  };
+  if (!ok || under.length === 0) return null;
+  try {
+    return compilePathCondition(spec);
+  } catch (error) {
+    ctx.source.issues.add(
+      [...keyPath, 'under'],
+      'value',
+      error instanceof Error ? error.message : String(error),
+    );
+    return null;
+  }
 }
 
 function sourceOf(ctx: Context, keyPath: KeyPath): PolicySource {

@@ -30,7 +30,8 @@ export interface PolicySource {
  * denies the call rather than guess.
  */
 export type ArgumentVerdict =
-  | { readonly kind: 'match' }
+  /** `why`: what matched, for `policy explain`, when the condition says. */
+  | { readonly kind: 'match'; readonly why?: string }
   | { readonly kind: 'mismatch'; readonly why: string }
   | { readonly kind: 'unverifiable'; readonly why: string };
 
@@ -39,6 +40,23 @@ export interface ArgumentCondition {
   /** The JSON Schema as written in the file. */
   readonly schema: Readonly<Record<string, unknown>>;
   /** Never throws. */
+  readonly test: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
+}
+
+/** A rule's `paths` as written, after the loader checked its shape. */
+export interface PathConditionSpec {
+  /** Folders as written: absolute, `~`, `~/…` or `file://` URIs. */
+  readonly under: readonly string[];
+  /** Also match a path that contains one of the folders: listing a parent walks into them. */
+  readonly includingAncestors: boolean;
+  /** Property names holding paths, matched at any depth; null: the heuristic picks them. */
+  readonly pathArguments: readonly string[] | null;
+}
+
+/** A rule's `paths` condition, compiled once when the file is loaded (paths.ts). */
+export interface PathCondition {
+  readonly spec: PathConditionSpec;
+  /** Never throws; `unverifiable` when a path cannot be judged, which denies. */
   readonly test: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
 }
 
@@ -81,6 +99,8 @@ export interface PolicyMatch {
   /** Hints that must have these values, as read by `readAnnotations`. */
   readonly annotations: Readonly<Partial<Record<HintName, boolean>>> | null;
   readonly arguments: ArgumentCondition | null;
+  /** Checked after `arguments`; see paths.ts. */
+  readonly paths: PathCondition | null;
 }
 
 export interface PolicyRule {
