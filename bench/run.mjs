@@ -204,8 +204,8 @@ function fullConfig(tools) {
 const DENY_PROBE_TEXT = 'bench: deny me';
 
 // A policy with a few rules of the usual kinds (globs on server and tool, a kind, argument
-// schemas). Every echo call is evaluated against all of them: the first three do not match it,
-// the fourth matches only the probe's text, the last allows. Every rule can match something in
+// schemas, a paths condition). Every echo call is evaluated against all of them: the first four
+// do not match it, the fifth matches only the probe's text, the last allows. Every rule can match something in
 // the bench's config, so `mcp-warden check` passes it.
 const BENCH_POLICY = {
   default: 'allow',

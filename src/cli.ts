@@ -3,6 +3,9 @@
  * The `mcp-warden` binary: argument parsing, config loading, signals and exit codes. The only
  * module that calls `process.exit`. Human-facing output of subcommands goes to stdout; in
  * serve mode stdout carries JSON-RPC only and everything else goes to stderr.
+ *
+ * Longer than most modules because it is every subcommand's argument handling, help text and exit
+ * codes; the work of each command lives in src/commands/.
  */
 import { readFileSync } from 'node:fs';
 import { paletteFor, type Palette } from './lib/colour.js';

@@ -3,6 +3,10 @@
  * (hostConfigs.ts), copies in a shipped policy, checks the result as `mcp-warden check` would,
  * and prints what to put in the host so that it runs mcp-warden instead. Never overwrites a
  * file unless told to with `--force`.
+ *
+ * Longer than most modules because it is one user-facing flow (find, choose, convert, write,
+ * check, print) whose steps share the conversion's state; the host-file readers live apart in
+ * hostConfigs.ts.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

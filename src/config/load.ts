@@ -7,6 +7,9 @@
  * clashes, ...) and the servers' env files read (envFile.ts). Every stage after
  * parsing keeps going past problems so the user sees all of them at once, each located in the
  * file. Warnings (keys ignored) never stop loading; they come back with the result.
+ *
+ * Longer than most modules because every key's normalisation and the checks a schema cannot
+ * express are written beside each other, so one read shows what a config means.
  */
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';

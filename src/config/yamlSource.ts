@@ -4,6 +4,9 @@
  * as located `ConfigIssue`s. Moved here from load.ts unchanged so policies get the same errors.
  * A file written as JSON takes a faster path that gives the same results (jsonSource.ts); the
  * `yaml` package is loaded only when a file needs it.
+ *
+ * Longer than most modules because positions, key paths and issue collection for YAML documents
+ * are one job that the config and policy loaders share.
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';

@@ -7,6 +7,9 @@
  * `ChainFields` (sequence number, time, writer id, hash chain) and the result is an
  * `AuditRecord`. Lines start with `seq` and `ts` and end with `hash` (the hash covers the line's
  * own text before it); readers should still take fields by name, not by position.
+ *
+ * Longer than most modules because it is the documented schema of every audit record, field by
+ * field: one place a security team reads to parse the trail.
  */
 
 /** Added by the writer to every record; never set by callers (their values would be replaced). */

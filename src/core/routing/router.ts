@@ -1,3 +1,8 @@
+/*
+ * Longer than most modules because it holds the method table with each method's handler, both
+ * directions of routing and the one error boundary; the host session, the initialize answer and
+ * the client-request rules live beside it.
+ */
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import type { ResourceCatalog } from '../catalog/resourceCatalog.js';

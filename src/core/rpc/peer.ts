@@ -1,3 +1,8 @@
+/*
+ * Longer than most modules on purpose: it is the one place that keeps a connection's request
+ * tables, both directions, so ids, cancellation, progress and the one response per request cannot
+ * drift apart.
+ */
 import { describeError } from '../../lib/describeError.js';
 import { Deferred } from '../../lib/deferred.js';
 import { SENT, type MessageExtra, type MessageTransport } from '../transports/streamTransport.js';

@@ -1,3 +1,8 @@
+/*
+ * Longer than most modules: it supervises one upstream (connect, handshake, listing, restart with
+ * backoff, oversize recovery). Its request plumbing is the peer's (rpc/peer.ts); splitting
+ * supervision from connecting is the next step.
+ */
 import { createInterface } from 'node:readline';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';

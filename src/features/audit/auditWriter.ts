@@ -1,3 +1,8 @@
+/*
+ * Longer than most modules because the writer's guarantees (one write per turn, the hash chain
+ * across processes and rotation, torn-write recovery, write-ahead, block or continue) hold only
+ * together.
+ */
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,

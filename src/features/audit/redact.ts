@@ -20,6 +20,9 @@ import { analysePattern } from '../../lib/schema/safeRegExp.js';
  * A reference back to an enclosing object becomes `"[Circular]"`, nesting beyond `maxDepth`
  * becomes `"[Truncated]"`, and a value whose getters or `toJSON` throw becomes
  * `"[Unserializable]"`. Applying a redactor twice gives the same result as once.
+ *
+ * Longer than most modules because the key rules, the known-format patterns and the pair and text
+ * forms are one redaction that must run as a single pass per value.
  */
 
 export const REDACTED = '[REDACTED]';

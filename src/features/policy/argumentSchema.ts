@@ -12,6 +12,9 @@
  *
  * outputSchemaValidator.ts's `check` does not fit: it compiles lazily, reports problems as
  * "unverifiable" with output-schema wording, and ignores unknown keywords.
+ *
+ * Longer than most modules because the compile, its bounds and the verdicts it gives are one
+ * contract that policies, `policy explain` and the generated validators must agree on.
  */
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { didYouMean } from '../../lib/didYouMean.js';

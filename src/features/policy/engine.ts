@@ -7,6 +7,9 @@
  * with none stated (or no policy files at all), the call is allowed. Deterministic and pure:
  * the same set and input always give the same decision, so `tools/list` filtering, `tools/call`
  * and `mcp-warden policy explain` all agree.
+ *
+ * Longer than most modules because deciding, explaining and hiding from lists must apply the same
+ * conditions in the same order; they share one `evaluate`.
  */
 import path from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';

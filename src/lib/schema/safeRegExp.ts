@@ -21,6 +21,9 @@
  * policy-checked call and every validated result, where V8's engine with these bounds costs
  * almost nothing; the native `re2` binding would need a compiler at every install. So V8's
  * engine stays, behind the checks here.
+ *
+ * Longer than most modules because the shape analysis is one recursive judgement over a pattern's
+ * syntax; split, its parts would each need the whole grammar.
  */
 
 /** Thrown when a pattern is refused, or a string is too long or too costly to test against it. */
