@@ -126,6 +126,8 @@ const LIST_CHANGED: Readonly<Record<string, readonly ListKind[]>> = {
 
 /** How long a stopping child gets between SIGTERM and SIGKILL; shutdown must finish within 2 s. */
 const STOP_GRACE_MS = 800;
+/** How long a closed stdout waits for the process's own exit to explain it. */
+const STDOUT_CLOSE_GRACE_MS = 250;
 /** Lines of a child's stderr kept to explain a failed start. */
 const STDERR_TAIL_LINES = 5;
 
@@ -156,6 +158,9 @@ export class Upstream {
   };
   private _capabilities: Params = {};
   private _instructions: string | undefined;
+  /** Lists a list_changed marked stale and no refresh has fetched since (see refreshSoon). */
+  private readonly staleLists = new Set<ListKind>();
+  private refreshing = false;
   private _lastError: string | undefined;
   private live: Live | undefined;
   /** The connection being set up, so a stop during a slow start can still kill it. */
@@ -449,6 +454,15 @@ export class Upstream {
           this.log.warn(`ignored a line on stdout (${reason}): ${truncate(line, 200)}`),
         onOversize: (info) => this.oversize(info, session, end),
       });
+      // A server that closes its stdout but keeps running can answer nothing more: that is a
+      // disconnect, so calls in flight fail now and it is restarted, instead of every call waiting
+      // out its timeout. A moment's grace first: when the process is exiting, its exit (with its
+      // code and stderr) is the better explanation.
+      transport.onclose = () =>
+        setTimeout(
+          () => end(new UpstreamFailedError(this.name, `closed its stdout ${phase} (${what})`)),
+          STDOUT_CLOSE_GRACE_MS,
+        ).unref();
       void running.exited.then(({ code, signal }) => {
         const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
         const tail = stderrTail.length > 0 ? `; last stderr: ${stderrTail.join(' | ')}` : '';
@@ -592,10 +606,33 @@ export class Upstream {
       ? LIST_CHANGED[notification.method]
       : undefined;
     if (kinds !== undefined) {
-      void this.refresh(kinds);
+      this.refreshSoon(kinds);
       return;
     }
     this.options.onNotification?.(this, notification);
+  }
+
+  /**
+   * A list changed. A storm of list_changed notifications must not become a storm of full
+   * re-lists (each thousands of tools) and of notifications to the host: while one refresh runs,
+   * later notifications only mark their lists stale, and one more refresh runs after it for all
+   * of them. So at most one refresh runs and one waits, however many notifications arrive.
+   */
+  private refreshSoon(kinds: readonly ListKind[]): void {
+    for (const kind of kinds) this.staleLists.add(kind);
+    if (this.refreshing) return;
+    this.refreshing = true;
+    void (async () => {
+      try {
+        while (this.staleLists.size > 0) {
+          const stale = LIST_KINDS.filter((kind) => this.staleLists.has(kind));
+          this.staleLists.clear();
+          await this.refresh(stale);
+        }
+      } finally {
+        this.refreshing = false;
+      }
+    })();
   }
 
   private async refresh(kinds: readonly ListKind[]): Promise<void> {

@@ -1,0 +1,74 @@
+/**
+ * An upstream that stops talking is seen at once, and one that talks too much is not obeyed
+ * notification by notification: through the built binary, with the SDK Client as host.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+
+let host: HostSession | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+});
+
+describe('upstream liveness', () => {
+  it('a server that closes its stdout but keeps running is a disconnect: calls fail at once, it restarts', async () => {
+    // A long timeout: if the closed stdout went unseen, the next call would wait it out.
+    const config = writeConfig({
+      gateway: { ...FAST_GATEWAY, timeout: '2m' },
+      servers: { up: fixture(['--tools', 'basic,odd']) },
+    });
+    host = await connectHost(config);
+    expect(textOf(await host.client.callTool({ name: 'up__close_stdout', arguments: {} }))).toBe(
+      'closing stdout',
+    );
+    await host.waitForStderr(/up.*closed its stdout while running/, 10_000);
+    // Restarted: the same tool set answers again.
+    await expect
+      .poll(
+        async () => textOf(await host!.client.callTool({ name: 'up__echo', arguments: { text: 'back' } })),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe('back');
+  });
+
+  it('a storm of list_changed is coalesced: a few re-lists and host notifications, not one each', async () => {
+    const dir = tempDir();
+    const record = path.join(dir, 'record.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { up: fixture(['--tools', 'basic,odd', '--record', record]) } },
+      dir,
+    );
+    let told = 0;
+    host = await connectHost(config, {
+      beforeConnect: (client) =>
+        client.setNotificationHandler(ToolListChangedNotificationSchema, () => void told++),
+    });
+    await host.client.listTools();
+    const lists = () =>
+      readFileSync(record, 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('"method":"tools/list"')).length;
+    const before = lists();
+    await host.client.callTool({ name: 'up__list_changed_storm', arguments: { count: 300 } });
+    // Settled: a call made after the storm is answered after every notification was read.
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'after' } });
+    await expect.poll(() => lists() - before).toBeGreaterThan(0);
+    expect(lists() - before).toBeLessThanOrEqual(3);
+    // The list did not change, so the host is not told it did.
+    expect(told).toBe(0);
+  });
+});
