@@ -143,6 +143,8 @@ export class CallTimeoutError extends WardenError {
   constructor(options: {
     /** The request's method; a tool call's message names the tool. */
     readonly method: string;
+    /** `host`: a request the server made of the host, which the host left unanswered. */
+    readonly direction?: 'upstream' | 'host';
     readonly server: string;
     /** The tool (or prompt, or URI) the request addressed. */
     readonly target: string;
@@ -153,15 +155,17 @@ export class CallTimeoutError extends WardenError {
     const limit = formatMs(limitMs);
     super(
       'CALL_TIMEOUT',
-      method !== 'tools/call'
-        ? kind === 'idle'
-          ? `${method} to server "${server}" got no answer within ${limit}`
-          : `${method} to server "${server}" ran for ${limit}, its maximum (maxTimeout), despite progress`
-        : kind === 'idle'
-          ? `Tool "${target}" on server "${server}" timed out: no answer or progress for ${limit} ` +
-            `(its timeout); the call was cancelled upstream.`
-          : `Tool "${target}" on server "${server}" timed out: it ran for ${limit}, its maximum ` +
-            `(maxTimeout), despite progress; the call was cancelled upstream.`,
+      options.direction === 'host'
+        ? `${method} from server "${server}" got no answer from the host within ${limit}`
+        : method !== 'tools/call'
+          ? kind === 'idle'
+            ? `${method} to server "${server}" got no answer within ${limit}`
+            : `${method} to server "${server}" ran for ${limit}, its maximum (maxTimeout), despite progress`
+          : kind === 'idle'
+            ? `Tool "${target}" on server "${server}" timed out: no answer or progress for ${limit} ` +
+              `(its timeout); the call was cancelled upstream.`
+            : `Tool "${target}" on server "${server}" timed out: it ran for ${limit}, its maximum ` +
+              `(maxTimeout), despite progress; the call was cancelled upstream.`,
     );
     this.kind = kind;
     this.limitMs = limitMs;
@@ -182,6 +186,17 @@ export class QueueFullError extends WardenError {
       'QUEUE_FULL',
       `Server "${server}" is busy: ${maxConcurrency} calls are running and ${maxQueue} are waiting ` +
         `(maxConcurrency/maxQueue); try again later.`,
+    );
+  }
+}
+
+/** A server has as many requests open with the host as it may; a further one is refused. */
+export class HostRequestsFullError extends WardenError {
+  constructor(server: string, method: string, max: number) {
+    super(
+      'QUEUE_FULL',
+      `Server "${server}" already has ${max} requests open with the host (sampling, elicitation, roots); ` +
+        `this ${method} was refused. Wait for answers before asking more.`,
     );
   }
 }

@@ -1,7 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CallTimeoutError, HostCancelledError, QueueFullError } from '../../src/core/errors.js';
-import { createConcurrencyLimitStage } from '../../src/features/limits/stage.js';
-import { createTimeoutStage } from '../../src/features/timeout/stage.js';
+import { createConcurrencyLimitStage, MAX_OPEN_HOST_REQUESTS } from '../../src/features/limits/stage.js';
+import {
+  createTimeoutStage,
+  HOST_REQUEST_TIMEOUT_MS,
+  timeoutLimitsFromConfig,
+} from '../../src/features/timeout/stage.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { compose } from '../../src/core/pipeline/compose.js';
 import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
@@ -277,5 +281,52 @@ describe('concurrency limit', () => {
     await expect(limit(makeCall(), failing)).rejects.toThrow('upstream said no');
     await expect(limit(makeCall(), throwing)).rejects.toThrow('stage threw');
     expect(await limit(makeCall(), async () => ok)).toBe(ok);
+  });
+});
+
+describe('requests a server makes of the host', () => {
+  const hostRequest = (overrides: Partial<RoutedMessage> = {}): RoutedMessage =>
+    makeCall({ kind: 'elicitation/create', direction: 'host', target: '', exposedName: '', ...overrides });
+
+  it('are refused beyond the open bound per server, and the bound frees as they are answered', async () => {
+    const upstream = controllableUpstream();
+    const limit = createConcurrencyLimitStage({ servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 0 }] });
+    const open = Array.from({ length: MAX_OPEN_HOST_REQUESTS }, () => limit(hostRequest(), upstream.next));
+    await expect(limit(hostRequest(), upstream.next)).rejects.toThrow(
+      `Server "up" already has ${MAX_OPEN_HOST_REQUESTS} requests open with the host`,
+    );
+    // Another server has its own bound.
+    void limit(hostRequest({ server: 'other' }), upstream.next);
+    expect(upstream.calls).toHaveLength(MAX_OPEN_HOST_REQUESTS + 1);
+    upstream.calls[0]!.resolve(ok);
+    await open[0];
+    void limit(hostRequest(), upstream.next);
+    expect(upstream.calls).toHaveLength(MAX_OPEN_HOST_REQUESTS + 2);
+  });
+
+  it('time out when the host never answers, cancelling the question', async () => {
+    vi.useFakeTimers();
+    try {
+      const upstream = controllableUpstream();
+      const stage = createTimeoutStage({ limitsFor: () => ({ idleMs: 1000, maxMs: 1000 }) });
+      const settled = stage(hostRequest(), upstream.next).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(1000);
+      const error = (await settled) as CallTimeoutError;
+      expect(error.message).toBe('elicitation/create from server "up" got no answer from the host within 1s');
+      expect(upstream.calls[0]!.call.signal.reason).toBe(error);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('are given the host-request limit by the config reader, whatever the server', () => {
+    const limitsFor = timeoutLimitsFromConfig({
+      servers: [],
+      gateway: { callTimeoutMs: 5, maxCallTimeoutMs: 10 },
+    } as never);
+    expect(limitsFor({ kind: 'roots/list', server: 'up', target: '', direction: 'host' })).toEqual({
+      idleMs: HOST_REQUEST_TIMEOUT_MS,
+      maxMs: HOST_REQUEST_TIMEOUT_MS,
+    });
   });
 });

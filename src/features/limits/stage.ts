@@ -1,5 +1,5 @@
 import type { ServerConfig } from '../../config/types.js';
-import { QueueFullError } from '../../core/errors.js';
+import { HostRequestsFullError, QueueFullError } from '../../core/errors.js';
 import type { CancelListener } from '../../core/rpc/cancellation.js';
 import { Deferred } from '../../lib/deferred.js';
 import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
@@ -87,12 +87,33 @@ class Gate {
  * At most `maxConcurrency` requests in flight per upstream, of every kind; up to `maxQueue` more
  * wait, and beyond that requests are refused at once rather than queueing without bound.
  * Innermost stage, so a slot is held only while the upstream works, and the timeout outside it
- * counts queued time. Requests upstreams make of the host are not the upstream's work: they pass.
+ * counts queued time. Requests an upstream makes of the host have their own bound: at most
+ * `MAX_OPEN_HOST_REQUESTS` open per server, refused beyond it.
  */
 export function createConcurrencyLimitStage(options: ConcurrencyLimitOptions): Stage {
   const gates = new Map(options.servers.map((s) => [s.name, new Gate(s)]));
+  /** Per server, its requests to the host now waiting for an answer. */
+  const asking = new Map<string, number>();
+  const release = (server: string) => (): void => void asking.set(server, (asking.get(server) ?? 1) - 1);
   return function concurrencyLimit(call, next) {
-    const gate = call.direction === 'upstream' ? gates.get(call.server) : undefined;
+    if (call.direction === 'host') {
+      const open = asking.get(call.server) ?? 0;
+      if (open >= MAX_OPEN_HOST_REQUESTS)
+        return Promise.reject(new HostRequestsFullError(call.server, call.kind, MAX_OPEN_HOST_REQUESTS));
+      asking.set(call.server, open + 1);
+      const answered = release(call.server);
+      const running = next(call);
+      running.then(answered, answered);
+      return running;
+    }
+    const gate = gates.get(call.server);
     return gate === undefined ? next(call) : gate.run(call, next);
   };
 }
+
+/**
+ * Requests one server may have open with the host at once (sampling, elicitation, roots). A
+ * host shows a user one question at a time; a server with more open than this is flooding it,
+ * and each open request holds memory until it is answered or times out.
+ */
+export const MAX_OPEN_HOST_REQUESTS = 16;

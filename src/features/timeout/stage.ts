@@ -15,8 +15,21 @@ export interface TimeoutLimits {
 }
 
 export interface TimeoutStageOptions {
-  readonly limitsFor: (message: Pick<RoutedMessage, 'kind' | 'server' | 'target'>) => TimeoutLimits;
+  readonly limitsFor: (
+    message: Pick<RoutedMessage, 'kind' | 'server' | 'target' | 'direction'>,
+  ) => TimeoutLimits;
 }
+
+/**
+ * A request a server makes of the host (sampling, elicitation, roots) that the host leaves
+ * unanswered this long is failed, and the host is sent `notifications/cancelled`: without a
+ * bound, a server could leave thousands of questions open and their memory held for ever.
+ */
+export const HOST_REQUEST_TIMEOUT_MS = 10 * 60_000;
+const HOST_REQUEST_LIMITS: TimeoutLimits = Object.freeze({
+  idleMs: HOST_REQUEST_TIMEOUT_MS,
+  maxMs: HOST_REQUEST_TIMEOUT_MS,
+});
 
 /**
  * Resolves a request's limits from the config: for a tool call, the first matching
@@ -37,7 +50,9 @@ export function timeoutLimitsFromConfig(config: WardenConfig): TimeoutStageOptio
       maxMs: s?.maxTimeoutMs ?? config.gateway.maxCallTimeoutMs,
     };
   };
-  return ({ kind, server, target: tool }) => {
+  return ({ kind, server, target: tool, direction }) => {
+    // The host's user may take a while to answer, but a question must not wait for ever.
+    if (direction === 'host') return HOST_REQUEST_LIMITS;
     if (kind !== 'tools/call') {
       let limits = serverLimits.get(server);
       if (limits === undefined) serverLimits.set(server, (limits = limitsOf(server, undefined)));
@@ -90,6 +105,7 @@ class TimedCall extends Deferred<Outcome> implements CancelListener, DeadlineEnt
     call.signal.cancel(
       new CallTimeoutError({
         method: call.kind,
+        direction: call.direction,
         server: call.server,
         target: call.target,
         kind: max ? 'max' : 'idle',
@@ -129,8 +145,6 @@ export function createTimeoutStage(options: TimeoutStageOptions): Stage {
     return queue;
   };
   return function timeout(call, next) {
-    // A request an upstream makes of the host is bounded by that upstream's own timeout.
-    if (call.direction === 'host') return next(call);
     const limits = options.limitsFor(call);
     const { signal } = call;
     if (signal.cancelled) return Promise.reject(signal.reason!);
