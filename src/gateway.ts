@@ -212,6 +212,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
   if (host instanceof StreamTransport && beforeWrite.length > 0)
     host.beforeWrite = beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
+  if (host instanceof StreamTransport) {
+    host.onBackpressure = (congested) => {
+      logger.warn(
+        congested
+          ? 'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does'
+          : 'the host reads again; reading from upstreams resumes',
+      );
+      for (const upstream of pool.upstreams) upstream.setReading(!congested);
+    };
+  }
   const pool: UpstreamPool = new UpstreamPool({
     config,
     ...(options.early && { early: options.early }),

@@ -242,15 +242,36 @@ export class StreamTransport implements MessageTransport {
     const { output } = this.options;
     if (this.outputClosed || output.destroyed) return;
     if (parts === undefined) {
-      output.write(text);
+      if (!output.write(text)) this.congested();
       return;
     }
     if (text !== '') parts.push(text);
     // One writev for all of it; the large body is written from its own bytes, not copied.
     output.cork();
-    for (const part of parts) output.write(part);
+    let flowing = true;
+    for (const part of parts) flowing = output.write(part) && flowing;
     output.uncork();
+    if (!flowing) this.congested();
   };
+
+  /**
+   * Told when the peer stops reading what is written (`true`: the stream's buffer is past its
+   * mark) and when it reads again (`false`). The gateway sets it on the host's transport, to stop
+   * reading from upstreams while the host does not read, so the answers it cannot take do not
+   * pile up in memory. A member of this class, not of the interface: only a stream has a buffer.
+   */
+  onBackpressure?: (congested: boolean) => void;
+  private waitingForDrain = false;
+
+  private congested(): void {
+    if (this.waitingForDrain || this.onBackpressure === undefined) return;
+    this.waitingForDrain = true;
+    this.onBackpressure(true);
+    this.options.output.once('drain', () => {
+      this.waitingForDrain = false;
+      this.onBackpressure?.(false);
+    });
+  }
 
   /** Resolves once everything written so far has been handed to the OS. */
   flush(): Promise<void> {

@@ -260,6 +260,18 @@ export class Upstream {
     return this.subscriptions.observe(method, params, answer);
   }
 
+  /**
+   * Stops (or starts again) reading what this server writes, while the host cannot take more:
+   * its answers then wait in the pipe, and the server itself blocks writing, instead of piling up
+   * in the gateway's memory. Only a server the gateway started has a pipe to leave them in.
+   */
+  setReading(reading: boolean): void {
+    const stdout = this.live?.child?.process.stdout;
+    if (stdout === undefined) return;
+    if (reading) stdout.resume();
+    else stdout.pause();
+  }
+
   notify(method: string, params?: Params): void {
     if (this._state === 'ready') this.live?.session.notify(method, params);
   }
