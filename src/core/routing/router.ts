@@ -101,6 +101,8 @@ export class Router {
   private readonly session: InitializedHostSession;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;
+  /** Requests waiting for a name to be listed (see `untilFound`). */
+  private readonly waiting = new Set<() => void>();
   /** Until the host's initialize, only ping is served (see `dispatch`). */
   private initialized = false;
   /** The encoded text of each large list last served, by method. */
@@ -154,6 +156,8 @@ export class Router {
 
   /** Tells the host a list changed, once it has seen that list (before that it has nothing to refresh). */
   listsChanged(kinds: readonly ListKind[]): void {
+    // Requests waiting for a name a server has just listed go now.
+    for (const check of [...this.waiting]) check();
     if (this.closing) return;
     const lists = new Set(kinds.map((k): HostList => (k === 'resourceTemplates' ? 'resources' : k)));
     for (const list of lists) if (this.session.hasSeen(list)) this.peer.notify(LIST_CHANGED_METHOD[list]);
@@ -345,11 +349,34 @@ export class Router {
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
     const entry = this.options.tools.resolve(name);
     if (entry !== undefined) return this.runCall(request, name, entry, args as Params | undefined);
-    // Not listed (yet): give the upstreams their startup window, then look again.
-    return this.options.pool.start().then(() => {
-      const later = this.options.tools.resolve(name);
+    // Not listed (yet): wait until it is, or the upstreams' startup window has passed.
+    return this.untilFound(() => this.options.tools.resolve(name)).then((later) => {
       if (later === undefined) throw new UnknownToolError(name);
       return this.runCall(request, name, later, args as Params | undefined);
+    });
+  }
+
+  /**
+   * What `find` finds, as soon as it finds it: at once, or when a list change brings it (a server
+   * that became ready), or undefined once the startup window has passed without it. So a request
+   * for a server that is ready goes at once, whatever slower servers are doing. Each waiter lives
+   * at most until the startup window closes.
+   */
+  private untilFound<T>(find: () => T | undefined): Promise<T | undefined> {
+    const found = find();
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const now = find();
+        if (now === undefined) return;
+        this.waiting.delete(check);
+        resolve(now);
+      };
+      this.waiting.add(check);
+      void this.options.pool.start().then(() => {
+        this.waiting.delete(check);
+        resolve(find());
+      });
     });
   }
 
@@ -426,12 +453,9 @@ export class Router {
     );
   }
 
-  /** Looks a name up, giving upstreams their startup window first if it is not there yet. */
-  private async resolveNamed<T extends { name: string }>(catalog: NamedCatalog<T>, name: string) {
-    const entry = catalog.resolve(name);
-    if (entry !== undefined) return entry;
-    await this.options.pool.start();
-    return catalog.resolve(name);
+  /** Looks a name up, waiting (within the startup window) for a server that will list it. */
+  private resolveNamed<T extends { name: string }>(catalog: NamedCatalog<T>, name: string) {
+    return this.untilFound(() => catalog.resolve(name));
   }
 
   private upstreamMessage(
