@@ -71,4 +71,26 @@ describe('upstream liveness', () => {
     // The list did not change, so the host is not told it did.
     expect(told).toBe(0);
   });
+
+  it('a server that stops reading its input gets no more than the bound: later calls fail, saying so', async () => {
+    const config = writeConfig({
+      gateway: { ...FAST_GATEWAY, timeout: '3s', maxMessageSize: '1MiB' },
+      servers: { up: fixture(['--tools', 'basic,odd']) },
+    });
+    host = await connectHost(config);
+    expect(textOf(await host.client.callTool({ name: 'up__stop_reading', arguments: {} }))).toBe(
+      'not reading',
+    );
+    const text = 'y'.repeat(300 * 1024);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => host!.client.callTool({ name: 'up__echo', arguments: { text } })),
+    );
+    const refused = results.filter((r) => textOf(r).includes('it is not reading its input'));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(textOf(refused[0]!)).toMatch(
+      /Upstream server "up" failed: cannot send tools\/call: it is not reading its input: \d+ bytes/,
+    );
+    // Every call ended: the ones sent before the bound time out, none hangs.
+    expect(results.every((r) => r.isError === true)).toBe(true);
+  });
 });

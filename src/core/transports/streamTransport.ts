@@ -72,6 +72,12 @@ export interface StreamTransportOptions {
    */
   readonly answerInvalid?: boolean;
   /**
+   * Bytes written and not yet read by the peer beyond which `send` rejects (the caller fails that
+   * message's request), so a peer that stops reading cannot make the gateway hold without bound
+   * what it sends. Unset: no bound (the host's connection pauses upstreams instead).
+   */
+  readonly maxUnreadBytes?: number;
+  /**
    * Requests whose JSON nests objects and arrays deeper than this are refused (see
    * `MessageExtra.refused`) before anything walks them recursively. Unset: no bound (upstreams).
    */
@@ -188,6 +194,18 @@ export class StreamTransport implements MessageTransport {
    */
   send(message: OutgoingMessage): Promise<void> {
     if (this.outputClosed || this.options.output.destroyed) return SENT;
+    const { maxUnreadBytes } = this.options;
+    if (maxUnreadBytes !== undefined) {
+      // The peer is not reading what it was sent: refuse more rather than hold it all in memory.
+      const unread = this.options.output.writableLength + this.pending.length;
+      if (unread > maxUnreadBytes)
+        return Promise.reject(
+          new Error(
+            `it is not reading its input: ${unread} bytes sent to it are unread, over the bound of ` +
+              `${maxUnreadBytes} bytes (gateway.maxMessageSize)`,
+          ),
+        );
+    }
     if (!(message instanceof EncodedResult)) return this.queueText(serializeMessage(message));
     // Untouched by the gateway: the result goes out as its own text (no re-serialising), and a
     // large one from its own bytes (not encoded again).

@@ -462,6 +462,7 @@ export class Upstream {
         input: child.process.stdout,
         output: child.process.stdin,
         maxLineBytes: gateway.maxMessageBytes,
+        maxUnreadBytes: gateway.maxMessageBytes,
         onJunk: (line, reason) =>
           this.log.warn(`ignored a line on stdout (${reason}): ${truncate(line, 200)}`),
         onOversize: (info) => this.oversize(info, session, end),
