@@ -375,7 +375,9 @@ async function pinsCommand(
       'pins accept without SERVER[/TOOL] arguments accepts every change: not on a terminal, say so with --all\n\n' +
         usageOf('pins'),
     );
-  const { config, redactor, warnings } = await loadConfigFile(configFile);
+  // A bad server entry leaves that server out (its tools are neither compared nor accepted), as
+  // serving does; the listing says which server failed and why.
+  const { config, redactor, warnings } = await loadConfigFile(configFile, { badServers: 'mark-failed' });
   process.stderr.write(warningLines(warnings));
   const { pins } = await loadPinsFile(config);
   const settings = config.pins!;

@@ -79,6 +79,31 @@ describe('a bad server entry fails that server, not the gateway', () => {
     expect(code).toBe(1);
   });
 
+  it('pins diff and accept work on the good servers and say which server was not compared', async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        pins: { file: './pins.json' },
+        mcpServers: { good: fixture(), remote: { type: 'sse', url: 'https://example.com/sse' } },
+      },
+      dir,
+    );
+    const diff = await runCli(['pins', 'diff', '--config', config]);
+    expect(diff.stdout).toMatch(/^NEW good\/echo /m);
+    expect(diff.stdout).toMatch(
+      /^server remote: failed: its config entry has problems: .*"sse".*its tools were not compared/m,
+    );
+    expect(diff.code).toBe(1);
+    // The good server's tools are pinned; the exit code still says a server was not available.
+    const accept = await runCli(['pins', 'accept', '--all', '--config', config]);
+    expect(accept.stdout).toMatch(/^\d+ tools pinned in /m);
+    expect(accept.code).toBe(1);
+    const again = await runCli(['pins', 'diff', '--config', config]);
+    expect(again.stdout).toMatch(/\d+ match their pins, 0 changed, 0 new/);
+    expect(again.code).toBe(1);
+  });
+
   it('mcp-warden check still reports each as an error', async () => {
     const { code, stderr } = await runCli(['check', '--config', configWithBadEntries()]);
     expect(code).toBe(2);
