@@ -208,6 +208,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
   const listed = foldVisibility(features);
+  /** The stages that record, for calls refused before the pipeline (see the router). */
+  const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
   const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
   if (host instanceof StreamTransport && beforeWrite.length > 0)
@@ -264,11 +266,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     resources,
     pool,
     pipeline,
-    recordRefusal: (message, error) => {
-      // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
-      const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
-      return compose(recording, () => Promise.reject(error))(message);
-    },
+    // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
+    recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
     ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),

@@ -15,18 +15,11 @@ import {
   runCli,
   tempDir,
   writeConfig,
+  readAudit,
+  type AuditRecord,
 } from './harness.js';
 
 afterEach(() => killRawSessions());
-
-type AuditRecord = Record<string, unknown> & { type: string; seq: number };
-
-function readAudit(file: string): AuditRecord[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as AuditRecord);
-}
 
 function setup(audit: object = {}, extra: object = {}) {
   const dir = tempDir();

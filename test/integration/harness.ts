@@ -264,3 +264,14 @@ export function pinsAndAuditConfig(): { config: string; pinsFile: string; auditF
   );
   return { config, pinsFile: path.join(dir, 'tool-pins.json'), auditFile: path.join(dir, 'audit.jsonl') };
 }
+
+/** One record of an audit file, as the tests read it. */
+export type AuditRecord = Record<string, unknown> & { type: string; seq: number };
+
+/** The records of an audit file, in order. */
+export function readAudit(file: string): AuditRecord[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as AuditRecord);
+}

@@ -3,7 +3,7 @@
  * server-everything as upstream: resources, prompts and the requests a server makes of the host
  * are decided by policy and the config, and recorded, as tool calls are.
  */
-import { copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -22,16 +22,8 @@ import {
   textOf,
   writeConfig,
   type HostSession,
+  readAudit,
 } from './harness.js';
-
-type AuditRecord = Record<string, unknown> & { type: string };
-
-function readAudit(file: string): AuditRecord[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as AuditRecord);
-}
 
 let host: HostSession | undefined;
 afterEach(async () => {

@@ -2,17 +2,12 @@ import { pathToFileURL } from 'node:url';
 import type { ServerConfig } from '../../config/types.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import { Outcome } from '../rpc/outcome.js';
+import { CAPABILITY_FOR } from './hostSession.js';
 
 /**
  * What the config says about the requests a server makes of the host (`sampling`, `elicitation`
  * and `roots` on a server): refusals, and fixed roots answered without asking the host.
  */
-
-const KEY: Readonly<Partial<Record<RoutedMessage['kind'], 'sampling' | 'elicitation' | 'roots'>>> = {
-  'sampling/createMessage': 'sampling',
-  'elicitation/create': 'elicitation',
-  'roots/list': 'roots',
-};
 
 /** Why the config refuses this request; undefined when it does not. */
 export function refusedByConfig(
@@ -20,7 +15,7 @@ export function refusedByConfig(
   servers: ReadonlyMap<string, Pick<ServerConfig, 'clientRequests'>>,
 ): string | undefined {
   if (message.direction !== 'host') return undefined;
-  const key = KEY[message.kind];
+  const key = CAPABILITY_FOR.get(message.kind);
   const requests = servers.get(message.server)?.clientRequests;
   if (key === undefined || requests === undefined || requests[key] !== false) return undefined;
   return `Server "${message.server}" may not make ${key} requests (servers.${message.server}.${key}: false in the config).`;

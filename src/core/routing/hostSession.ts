@@ -9,8 +9,12 @@ import type { OutgoingOptions, RpcPeer } from '../rpc/peer.js';
 export const FORWARDED_CLIENT_CAPABILITIES = ['sampling', 'elicitation', 'roots'] as const;
 export type ForwardedCapability = (typeof FORWARDED_CLIENT_CAPABILITIES)[number];
 
-/** The requests the gateway may make of the host, and the capability each needs. */
-const CAPABILITY_FOR: ReadonlyMap<string, ForwardedCapability> = new Map([
+/**
+ * The requests a server may make of the host, and the client capability (and the server's
+ * config key of the same name) each needs. The one list of them: routing, the host session and
+ * the config's refusals all read it.
+ */
+export const CAPABILITY_FOR: ReadonlyMap<string, ForwardedCapability> = new Map([
   ['sampling/createMessage', 'sampling'],
   ['elicitation/create', 'elicitation'],
   ['roots/list', 'roots'],

@@ -36,7 +36,7 @@ import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
-import { InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
+import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -81,9 +81,6 @@ const NOT_FORWARDED: ReadonlyMap<string, string> = new Map([
   ['notifications/initialized', 'it concerns the connection between the gateway and that server'],
   ['notifications/tasks/status', 'mcp-warden does not route tasks yet'],
 ]);
-
-/** Requests upstreams may make of the host, routed through the pipeline. */
-const TO_HOST: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list']);
 
 /** One method's handler: answers `request` (or throws a typed error, which the boundary answers). */
 type Handler = (request: IncomingRequest) => Promise<void> | void;
@@ -183,7 +180,7 @@ export class Router {
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
   upstreamRequest(upstream: Upstream, request: IncomingRequest): void {
-    if (!TO_HOST.has(request.method)) {
+    if (!CAPABILITY_FOR.has(request.method)) {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
     }
