@@ -4,6 +4,7 @@ import type { ServerConfig, WardenConfig } from './config/types.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
+import { loggedDefinitions } from './core/catalog/servedDefinitions.js';
 import { MalformedAnswerError, PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
 import { foldVisibility, type Feature } from './core/feature.js';
@@ -208,6 +209,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
   const listed = foldVisibility(features);
+  const definitions = loggedDefinitions(logger, record);
+  const served = definitions.tools.bind(definitions);
   /** The stages that record, for calls refused before the pipeline (see the router). */
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
@@ -235,7 +238,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     onReady: (upstream) => router.upstreamReady(upstream),
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
-      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { listed });
+      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, {
+        listed,
+        served,
+      });
       if (changed.length > 0) router.listsChanged(changed);
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
@@ -286,7 +292,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   const relist = () => {
-    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, { listed });
+    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, {
+      listed,
+      served,
+    });
     if (changed.length > 0) router.listsChanged(changed);
   };
   const watchers = features.flatMap((f) =>
