@@ -1,6 +1,7 @@
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { ServerConfig, WardenConfig } from './config/types.js';
+import { UI_EXTENSION } from './core/catalog/appUi.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
@@ -15,6 +16,7 @@ import { orderStages, type StageName } from './core/pipeline/order.js';
 import type { Stage } from './core/pipeline/types.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
 import { Router } from './core/routing/router.js';
+import { withAppVisibility } from './core/routing/toolResolution.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
 import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
@@ -208,7 +210,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(options.pins && { pins: options.pins }),
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
-  const listed = foldVisibility(features);
+  // App-only tools are listed only to a host that runs Apps (see toolResolution.ts).
+  const listed = withAppVisibility(foldVisibility(features), () =>
+    router.host.declaresExtension(UI_EXTENSION),
+  );
   const definitions = loggedDefinitions(logger, record);
   const served = definitions.tools.bind(definitions);
   /** The stages that record, for calls refused before the pipeline (see the router). */

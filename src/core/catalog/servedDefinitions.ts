@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolRepairedEvent } from '../events.js';
 import type { Logger } from '../logger.js';
+import { withExposedUi } from './appUi.js';
 import { checkDefinitions, type LeftOutTool, type RepairedTool } from './definitionCheck.js';
 
 /** Where the outcome of a definition check is told (each distinct one once per run). */
@@ -11,7 +12,8 @@ export interface DefinitionReports {
 
 /**
  * The tool definitions the host is served for each upstream: checked one by one as a strict
- * host would (see definitionCheck.ts), repaired or left out. Worked out once per list an upstream
+ * host would (see definitionCheck.ts), repaired or left out, and with their MCP Apps resource
+ * URIs in the gateway's namespaced form (see appUi.ts). Worked out once per list an upstream
  * sends (lists are rebuilt far more often than they change), and each repair or omission is
  * reported once per run, not at every re-listing.
  */
@@ -30,7 +32,7 @@ export class ServedDefinitions {
         this.reports.repaired?.(server, repaired);
     for (const left of checked.leftOut)
       if (this.first(['leftOut', server, left.tool, left.reason])) this.reports.leftOut?.(server, left);
-    const served = checked.tools;
+    const served = checked.tools.map((tool) => withExposedUi(server, tool));
     this.cache.set(tools, served);
     return served;
   }
