@@ -128,7 +128,15 @@ describe('two App servers behind one gateway', () => {
 
 describe('one App server', () => {
   it('an un-namespaced get-time (as the App calls it) works, as it does direct', async () => {
-    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { vanilla: app('basic-vanillajs') } });
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl' },
+        servers: { vanilla: app('basic-vanillajs') },
+      },
+      dir,
+    );
     const host = await connectHost(config, { capabilities: APPS_HOST });
     try {
       const through = await host.client.callTool({ name: 'get-time', arguments: {} });
@@ -139,6 +147,13 @@ describe('one App server', () => {
         Object.keys(straight.structuredContent ?? {}),
       );
       expect((through.structuredContent as { time: string }).time).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // Resolved before the pipeline: the audit trail names the tool that was called.
+      const record = readAudit(path.join(dir, 'audit.jsonl')).find((r) => r.type === 'call');
+      expect(record).toMatchObject({
+        tool: 'vanilla__get-time',
+        server: 'vanilla',
+        upstreamTool: 'get-time',
+      });
     } finally {
       await host.close();
     }
@@ -154,7 +169,10 @@ describe('app-only visibility', () => {
   });
 
   it('a host without the Apps extension is not given app-only tools, and a call of one is refused', async () => {
-    host = await connectHost(writeConfig({ gateway: FAST_GATEWAY, servers }));
+    const dir = tempDir();
+    host = await connectHost(
+      writeConfig({ gateway: FAST_GATEWAY, audit: { file: './audit.jsonl' }, servers }, dir),
+    );
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('fx__app_show');
     expect(names).toContain('fx__app_model_only');
@@ -162,6 +180,14 @@ describe('app-only visibility', () => {
     const error = await rejection(host.client.callTool({ name: 'fx__app_refresh', arguments: {} }));
     expect(error.code).toBe(-32602);
     expect(error.message).toContain('lets only its App call this tool');
+    // Refused before the pipeline, and still in the audit trail, under the tool it names.
+    const refusal = readAudit(path.join(dir, 'audit.jsonl')).find((r) => r.type === 'call');
+    expect(refusal).toMatchObject({
+      tool: 'fx__app_refresh',
+      server: 'fx',
+      upstreamTool: 'app_refresh',
+      outcome: 'protocol_error',
+    });
   });
 
   it('a host with the extension lists them (it hides them from its model); App calls are held to the rules', async () => {
