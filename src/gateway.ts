@@ -1,9 +1,11 @@
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { ServerConfig, WardenConfig } from './config/types.js';
+import { UI_EXTENSION } from './core/catalog/appUi.js';
 import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
+import { loggedDefinitions } from './core/catalog/servedDefinitions.js';
 import { MalformedAnswerError, PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
 import { foldVisibility, type Feature } from './core/feature.js';
@@ -14,6 +16,7 @@ import { orderStages, type StageName } from './core/pipeline/order.js';
 import type { Stage } from './core/pipeline/types.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
 import { Router } from './core/routing/router.js';
+import { withAppVisibility } from './core/routing/toolResolution.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
 import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
@@ -207,7 +210,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(options.pins && { pins: options.pins }),
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
-  const listed = foldVisibility(features);
+  // App-only tools are listed only to a host that runs Apps (see toolResolution.ts).
+  const listed = withAppVisibility(foldVisibility(features), () =>
+    router.host.declaresExtension(UI_EXTENSION),
+  );
+  const definitions = loggedDefinitions(logger, record);
+  const served = definitions.tools.bind(definitions);
   /** The stages that record, for calls refused before the pipeline (see the router). */
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
@@ -235,7 +243,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     onReady: (upstream) => router.upstreamReady(upstream),
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
-      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { listed });
+      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, {
+        listed,
+        served,
+      });
       if (changed.length > 0) router.listsChanged(changed);
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
@@ -286,7 +297,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   const relist = () => {
-    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, { listed });
+    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, {
+      listed,
+      served,
+    });
     if (changed.length > 0) router.listsChanged(changed);
   };
   const watchers = features.flatMap((f) =>

@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { rebuildCatalogs } from '../core/catalog/catalogs.js';
 import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
+import { ServedDefinitions } from '../core/catalog/servedDefinitions.js';
 import type { WardenConfig } from '../config/types.js';
 import { formatDuration } from '../config/duration.js';
 import { plural } from '../lib/plural.js';
@@ -25,6 +26,18 @@ export interface CatalogListing {
   }[];
   /** Tools the upstreams list that the policy files hide from the host (always denied). */
   readonly hiddenByPolicy?: number;
+  /** Definitions a strict host would reject, repaired (served repaired) or left out. */
+  readonly definitions?: DefinitionFindings;
+}
+
+/** What the definition check found, per server and tool (the upstream's own tool names). */
+export interface DefinitionFindings {
+  readonly repaired: readonly {
+    readonly server: string;
+    readonly tool: string;
+    readonly repairs: readonly string[];
+  }[];
+  readonly leftOut: readonly { readonly server: string; readonly tool: string; readonly reason: string }[];
 }
 
 /** What `tools` and `pins diff` tell a person at a terminal while the servers start. */
@@ -45,6 +58,7 @@ export interface CollectedTools {
   /** As the host would see them: policy-hidden tools left out when `hidden` is given. */
   readonly entries: readonly CatalogEntry<Tool>[];
   readonly servers: CatalogListing['servers'];
+  readonly definitions: DefinitionFindings;
 }
 
 /**
@@ -57,9 +71,22 @@ export async function collectTools(options: {
   version: string;
   hidden?: (server: string, tool: Tool) => boolean;
   progress?: StartupProgress;
+  /**
+   * `upstream` (default): each server's definitions as it sends them (what pins hold).
+   * `served`: as the host is served them, checked and repaired (see servedDefinitions.ts).
+   */
+  definitions?: 'upstream' | 'served';
 }): Promise<CollectedTools> {
   const { config, logger, hidden, progress } = options;
   const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
+  const definitions = {
+    repaired: [] as DefinitionFindings['repaired'][number][],
+    leftOut: [] as DefinitionFindings['leftOut'][number][],
+  };
+  const served = new ServedDefinitions({
+    repaired: (server, r) => definitions.repaired.push({ server, ...r }),
+    leftOut: (server, l) => definitions.leftOut.push({ server, ...l }),
+  });
   const pool = new UpstreamPool({
     config,
     logger,
@@ -72,12 +99,12 @@ export async function collectTools(options: {
       },
     }),
     onListsChanged: () =>
-      void rebuildCatalogs(
-        { tools: catalog },
-        pool.upstreams,
-        ['tools'],
-        hidden === undefined ? {} : { hidden },
-      ),
+      void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools'], {
+        ...(hidden !== undefined && { hidden }),
+        ...(options.definitions === 'served' && {
+          served: (server: string, tools: readonly Tool[]) => served.tools(server, tools),
+        }),
+      }),
   });
   if (progress !== undefined) {
     for (const u of pool.upstreams)
@@ -98,6 +125,7 @@ export async function collectTools(options: {
         ...(u.state !== 'ready' &&
           u.state !== 'disabled' && { error: u.lastError ?? (u.state === 'failed' ? 'failed' : late) }),
       })),
+      definitions,
     };
   } finally {
     await pool.stop();
@@ -113,8 +141,9 @@ export async function listCatalog(
 ): Promise<CatalogListing> {
   const { hiddenByPolicy, hidden, ...rest } = options;
   const byPolicy = new Set<string>();
-  const { entries, servers } = await collectTools({
+  const { entries, servers, definitions } = await collectTools({
     ...rest,
+    definitions: 'served',
     hidden: (server, tool) => {
       if (hiddenByPolicy?.(server, tool) === true) {
         byPolicy.add(`${server}/${tool.name}`);
@@ -132,6 +161,7 @@ export async function listCatalog(
     })),
     servers,
     hiddenByPolicy: byPolicy.size,
+    definitions,
   };
 }
 
@@ -148,6 +178,10 @@ export function formatCatalog(listing: CatalogListing, palette: Palette = palett
       s.state === 'ready' ? s.state : s.state === 'disabled' ? palette.dim(s.state) : palette.red(s.state);
     out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${detail}`);
   }
+  for (const r of listing.definitions?.repaired ?? [])
+    out.push(`repaired: server ${r.server}, tool ${r.tool}: ${r.repairs.join('; ')}`);
+  for (const l of listing.definitions?.leftOut ?? [])
+    out.push(palette.red(`left out: server ${l.server}, tool ${l.tool}: ${l.reason}`));
   const hidden = listing.hiddenByPolicy ?? 0;
   out.push(
     `${plural(listing.tools.length, 'tool')} from ${listing.servers.filter((s) => s.state === 'ready').length}/${plural(listing.servers.length, 'server')}` +

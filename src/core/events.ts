@@ -323,6 +323,20 @@ export interface ToolChangedEvent extends GatewayEventBase {
 }
 
 /**
+ * A tool's definition would have been rejected by a strict host and the gateway repaired it
+ * without changing its meaning (the host is served the repaired definition). Written once per
+ * gateway run for each repaired definition seen.
+ */
+export interface ToolRepairedEvent extends GatewayEventBase {
+  type: 'tool_repaired';
+  server: string;
+  /** The upstream's own tool name. */
+  upstreamTool: string;
+  /** What was repaired, one entry per change, e.g. `outputSchema.properties.v: true became {}`. */
+  repairs: string[];
+}
+
+/**
  * Written by the audit writer itself, first thing after writing works again: records that
  * could not be written in between (disk full, permissions) are counted here, so the loss is
  * visible in the chain instead of silent.
@@ -355,7 +369,8 @@ export type LifecycleEvent =
   | PolicyLoadEvent
   | PolicyRejectEvent
   | ToolPinnedEvent
-  | ToolChangedEvent;
+  | ToolChangedEvent
+  | ToolRepairedEvent;
 
 /** What callers append. */
 export type AuditEvent = CallEvent | RequestEvent | CallStartEvent | LifecycleEvent;

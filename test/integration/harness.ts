@@ -17,7 +17,9 @@ export const CLI = path.join(ROOT, 'dist/cli.js');
 export const FIXTURE = path.join(ROOT, 'test/fixtures/fixture-server.mjs');
 export const NODE = process.execPath;
 
-export function serverBin(pkg: 'everything' | 'memory' | 'filesystem'): string {
+export function serverBin(
+  pkg: 'everything' | 'memory' | 'filesystem' | 'basic-vanillajs' | 'basic-react',
+): string {
   return path.join(ROOT, `node_modules/@modelcontextprotocol/server-${pkg}/dist/index.js`);
 }
 

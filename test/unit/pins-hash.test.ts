@@ -138,3 +138,18 @@ describe('reviewTool and pinAction', () => {
           expect(pinAction(status, { onChange, onNew })).toBe(expected[name]![`${onChange}/${onNew}`]);
         });
 });
+
+describe('_meta.ui is pinned, the rest of _meta is not', () => {
+  const withUi = (ui: object, extra: object = {}) =>
+    ({ name: 'show', inputSchema: { type: 'object' }, _meta: { ui, ...extra } }) as Tool;
+
+  it('a changed App resource or visibility is a change of _meta; other _meta keys are not', () => {
+    const before = withUi({ resourceUri: 'ui://a/app.html' });
+    expect(changedFields(before, withUi({ resourceUri: 'ui://a/other.html' }))).toEqual(['_meta']);
+    expect(changedFields(before, withUi({ resourceUri: 'ui://a/app.html', visibility: ['app'] }))).toEqual([
+      '_meta',
+    ]);
+    expect(changedFields(before, withUi({ resourceUri: 'ui://a/app.html' }, { build: 7 }))).toEqual([]);
+    expect(definitionHash(before)).not.toBe(definitionHash(withUi({ resourceUri: 'ui://a/other.html' })));
+  });
+});

@@ -33,6 +33,8 @@ export function rebuildCatalogs(
   options: {
     readonly hidden?: (server: string, tool: Tool) => boolean;
     readonly listed?: (item: ListedItem) => boolean;
+    /** The definitions served for one upstream's tools (checked, repaired; see servedDefinitions.ts). */
+    readonly served?: (server: string, tools: readonly Tool[]) => readonly Tool[];
   } = {},
 ): ListKind[] {
   const changed: ListKind[] = [];
@@ -41,7 +43,7 @@ export function rebuildCatalogs(
       server: u.name,
       namespace: u.config.namespace,
       include: toolFilter(u.config.tools),
-      items: u.tools,
+      items: options.served === undefined ? u.tools : options.served(u.name, u.tools),
     }));
     // Tools the policy denies whatever the arguments are not listed.
     const { hidden, listed } = options;

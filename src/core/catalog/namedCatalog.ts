@@ -75,6 +75,7 @@ export class NamedCatalog<T extends Named> {
   /** The list answer (`{"tools":[...]}`); undefined until the first rebuild. */
   private listJson: string | undefined;
   private readonly reported = new Set<string>();
+  private upstreamNames: { built: BuiltCatalog<T>; index: Map<string, CatalogEntry<T>[]> } | undefined;
 
   /** `listKey`: the key of the list in the answer (`tools`, `prompts`). */
   constructor(
@@ -111,6 +112,24 @@ export class NamedCatalog<T extends Named> {
 
   resolve(exposed: string): CatalogEntry<T> | undefined {
     return this.built.byName.get(exposed);
+  }
+
+  /**
+   * The entries whose upstream's own name is `name`, in config order: how a name without its
+   * namespace is looked up (an MCP App calls its server's tools by their own names). Indexed on
+   * first use after each rebuild, since most sessions never need it.
+   */
+  byUpstreamName(name: string): readonly CatalogEntry<T>[] {
+    if (this.upstreamNames?.built !== this.built) {
+      const index = new Map<string, CatalogEntry<T>[]>();
+      for (const entry of this.built.entries) {
+        const same = index.get(entry.item.name);
+        if (same === undefined) index.set(entry.item.name, [entry]);
+        else same.push(entry);
+      }
+      this.upstreamNames = { built: this.built, index };
+    }
+    return this.upstreamNames.index.get(name) ?? [];
   }
 
   /** The list result (`{"tools":[...]}`) as JSON text. */

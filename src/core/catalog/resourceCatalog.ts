@@ -1,4 +1,5 @@
 import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+import { exposedUiUri, isUiUri, originalUiUri } from './appUi.js';
 
 /** What the resource catalog needs to know of one upstream. */
 export interface ResourceSource {
@@ -27,12 +28,15 @@ function templatePattern(template: string): RegExp {
 /**
  * Resources are not namespaced: a URI means the same thing whoever serves it, and hosts show
  * them as they are. So ownership is by URI: exact resources first, then templates, in config
- * order; two servers listing one URI is reported and the first keeps it.
+ * order; two servers listing one URI is reported and the first keeps it. The exception is MCP
+ * Apps' `ui://` URIs, which servers choose without any care for uniqueness (see appUi.ts): each
+ * is served under its server's name.
  */
 export class ResourceCatalog {
   private owners = new Map<string, string>();
   private templates: { pattern: RegExp; server: string }[] = [];
   private onlyServer: string | undefined;
+  private servers: ReadonlySet<string> = new Set();
   private resourcesJson = '{"resources":[]}';
   private templatesJson = '{"resourceTemplates":[]}';
   private readonly reported = new Set<string>();
@@ -47,7 +51,10 @@ export class ResourceCatalog {
     const owners = new Map<string, string>();
     const resources: Resource[] = [];
     for (const source of sources) {
-      for (const resource of source.resources) {
+      for (const listedResource of source.resources) {
+        const resource = isUiUri(listedResource.uri)
+          ? { ...listedResource, uri: exposedUiUri(source.server, listedResource.uri) }
+          : listedResource;
         const first = owners.get(resource.uri);
         if (first !== undefined) {
           const warning = `resource ${JSON.stringify(resource.uri)} is listed by servers "${first}" and "${source.server}"; "${first}" (listed first in the config) serves it`;
@@ -78,6 +85,7 @@ export class ResourceCatalog {
       server: t.server,
     }));
     this.onlyServer = offering.length === 1 ? offering[0]!.server : undefined;
+    this.servers = new Set(sources.map((s) => s.server));
     this.resourcesJson = resourcesJson;
     this.templatesJson = templatesJson;
     return changed;
@@ -90,6 +98,17 @@ export class ResourceCatalog {
    */
   ownerOf(uri: string): string | undefined {
     return this.owners.get(uri) ?? this.templates.find((t) => t.pattern.test(uri))?.server ?? this.onlyServer;
+  }
+
+  /**
+   * Where a request for `uri` goes: the server, and the URI that server knows (its own `ui://`
+   * URI for a namespaced one, else `uri` itself). Undefined when nothing claims it.
+   */
+  route(uri: string): { readonly server: string; readonly uri: string } | undefined {
+    const app = originalUiUri(uri, (name) => this.servers.has(name));
+    if (app !== undefined) return app;
+    const server = this.ownerOf(uri);
+    return server === undefined ? undefined : { server, uri };
   }
 
   listResultJson(): string {

@@ -36,6 +36,8 @@ export interface HostSession {
   readonly logLevel: string | undefined;
   /** Whether the host declared this client capability. */
   can(capability: ForwardedCapability): boolean;
+  /** Whether the host declared this extension (`capabilities.extensions[id]`), e.g. MCP Apps. */
+  declaresExtension(id: string): boolean;
   /**
    * The capabilities an upstream is told the client has: what the host declared, of those
    * forwarded, less what the config refuses that server; fixed roots are declared whatever the
@@ -94,6 +96,11 @@ export class InitializedHostSession implements HostSession {
 
   can(capability: ForwardedCapability): boolean {
     return this.capabilities[capability] !== undefined;
+  }
+
+  declaresExtension(id: string): boolean {
+    const extensions = this.capabilities.extensions;
+    return typeof extensions === 'object' && extensions !== null && (extensions as Params)[id] !== undefined;
   }
 
   capabilitiesFor(requests: ClientRequestsConfig): Params {

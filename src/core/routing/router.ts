@@ -4,6 +4,7 @@
  * the client-request rules live beside it.
  */
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { exposedUiUri, isUiUri, UI_EXTENSION } from '../catalog/appUi.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import type { ResourceCatalog } from '../catalog/resourceCatalog.js';
 import {
@@ -36,6 +37,14 @@ import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
+import {
+  ambiguousName,
+  appOrigin,
+  appRefusal,
+  lookUpTool,
+  type AppOrigin,
+  type ToolLookup,
+} from './toolResolution.js';
 import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
 
 export interface RouterOptions {
@@ -170,7 +179,7 @@ export class Router {
       return;
     }
     if (FORWARDED_NOTIFICATIONS.has(method)) {
-      this.peer.notify(method, params);
+      this.peer.notify(method, withExposedUri(upstream.name, params));
       return;
     }
     // Said at info, not debug: a notification the host never gets is a behaviour users ask about.
@@ -344,13 +353,37 @@ export class Router {
     if (typeof name !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
-    const entry = this.options.tools.resolve(name);
-    if (entry !== undefined) return this.runCall(request, name, entry, args as Params | undefined);
+    // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
+    const app = appOrigin(request.meta, (server) => this.options.pool.byName.has(server));
+    const find = () => lookUpTool(this.options.tools, name, app);
+    const found = find();
+    if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
     // Not listed (yet): wait until it is, or the upstreams' startup window has passed.
-    return this.untilFound(() => this.options.tools.resolve(name)).then((later) => {
+    return this.untilFound(find).then((later) => {
       if (later === undefined) throw new UnknownToolError(name);
-      return this.runCall(request, name, later, args as Params | undefined);
+      return this.callFound(request, name, later, args as Params | undefined, app);
     });
+  }
+
+  /** A call whose tool was looked up: resolved before the pipeline, so every stage sees that tool. */
+  private callFound(
+    request: IncomingRequest,
+    name: string,
+    found: ToolLookup,
+    args: Params | undefined,
+    app: AppOrigin | undefined,
+  ): void {
+    if ('ambiguous' in found) throw ambiguousName(name, found.ambiguous);
+    const { entry } = found;
+    const refusal = appRefusal(entry, app, this.session.declaresExtension(UI_EXTENSION));
+    if (refusal === undefined) return this.runCall(request, entry.exposed, entry, args);
+    const { recordRefusal } = this.options;
+    if (recordRefusal === undefined) throw refusal;
+    const message = this.toolMessage(request, entry.exposed, entry, args);
+    recordRefusal(message, refusal).then(
+      (outcome) => request.respond(outcome),
+      (error: unknown) => this.answerError(request, error, message),
+    );
   }
 
   /**
@@ -383,7 +416,16 @@ export class Router {
     entry: { readonly server: string; readonly item: Tool },
     args: Params | undefined,
   ): void {
-    this.route(request, {
+    this.route(request, this.toolMessage(request, name, entry, args));
+  }
+
+  private toolMessage(
+    request: IncomingRequest,
+    name: string,
+    entry: { readonly server: string; readonly item: Tool },
+    args: Params | undefined,
+  ): RoutedMessage {
+    return {
       kind: 'tools/call',
       direction: 'upstream',
       server: entry.server,
@@ -396,7 +438,7 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
-    });
+    };
   }
 
   private async getPrompt(request: IncomingRequest): Promise<void> {
@@ -419,12 +461,17 @@ export class Router {
     if (typeof uri !== 'string')
       throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
     await this.options.pool.start();
-    const server = this.options.resources.ownerOf(uri);
-    if (server === undefined) throw new ResourceNotFoundError(uri);
-    const sent = withoutMeta(params);
+    const target = this.options.resources.route(uri);
+    if (target === undefined) throw new ResourceNotFoundError(uri);
+    const { server } = target;
+    // An App's namespaced URI goes to its server as the server's own (see appUi.ts).
+    const renamed = target.uri !== uri;
+    const sent =
+      renamed && params?.uri === uri ? { ...withoutMeta(params), uri: target.uri } : withoutMeta(params);
     this.route(
       request,
-      this.upstreamMessage(request, kind, server, uri, uri, { params: sent, arguments: sent }),
+      this.upstreamMessage(request, kind, server, target.uri, uri, { params: sent, arguments: sent }),
+      renamed ? (outcome) => withContentsUri(outcome, target.uri, uri) : undefined,
     );
   }
 
@@ -483,9 +530,13 @@ export class Router {
   // The pipeline and the one error boundary
 
   /** Sends a routed message through the pipeline and answers its request with what comes back. */
-  private route(request: IncomingRequest, message: RoutedMessage): void {
+  private route(
+    request: IncomingRequest,
+    message: RoutedMessage,
+    present?: (outcome: Outcome) => Outcome,
+  ): void {
     this.options.pipeline(message).then(
-      (outcome) => request.respond(outcome),
+      (outcome) => request.respond(present === undefined ? outcome : present(outcome)),
       (error: unknown) => this.answerError(request, error, message),
     );
   }
@@ -525,6 +576,24 @@ function withoutMeta(params: Params | undefined): Params | undefined {
   if (params === undefined || !Object.hasOwn(params, '_meta')) return params;
   const { _meta: _ignored, ...rest } = params;
   return rest;
+}
+
+/** A resources/read result whose contents name `from` (an App's own URI), naming `to` instead. */
+function withContentsUri(outcome: Outcome, from: string, to: string): Outcome {
+  const contents = outcome.result.contents;
+  if (!Array.isArray(contents)) return outcome;
+  return outcome.changed({
+    ...outcome.result,
+    contents: contents.map((c: unknown) =>
+      typeof c === 'object' && c !== null && (c as Params).uri === from ? { ...(c as Params), uri: to } : c,
+    ),
+  });
+}
+
+/** A notification about an App's `ui://` resource, naming it as the host knows it. */
+function withExposedUri(server: string, params: Params | undefined): Params | undefined {
+  const uri = params?.uri;
+  return typeof uri === 'string' && isUiUri(uri) ? { ...params, uri: exposedUiUri(server, uri) } : params;
 }
 
 /** A name from a peer, cut for a log line (a method name can be megabytes long). */

@@ -39,6 +39,11 @@ function fieldLines(field: PinnedField, old: unknown, now: unknown): string[] {
       return schemaChanges(old, now);
     case 'annotations':
       return valueChanges(asObject(old) ?? {}, asObject(now) ?? {});
+    case '_meta':
+      // Only `_meta.ui` is pinned: its values (App resource, visibility, ...) one by one.
+      return valueChanges(asObject(asObject(old)?.ui) ?? {}, asObject(asObject(now)?.ui) ?? {}).map(
+        (line) => `ui.${line}`,
+      );
   }
 }
 

@@ -8,10 +8,12 @@ import { sha256Hex } from '../../lib/hash.js';
  * descriptions are read by it too; the title and annotations are shown to the user and decide
  * policy for trusted servers.
  *
- * `_meta` is left out on purpose: it is for clients and implementations, never shown to the
- * model, and servers put things there that change from run to run (build ids, timestamps, UI
- * hints). Pinning it would flag changes nobody needs to review and teach users to accept
- * changes without reading them.
+ * Of `_meta`, only `_meta.ui` is pinned: it names the MCP App (`resourceUri`) whose HTML the
+ * host runs for this tool, and who may call the tool (`visibility`), so a server that points a
+ * tool at another App or opens it to other callers has changed what the user approved. The rest
+ * of `_meta` is for clients and implementations, never shown to the model, and servers put
+ * things there that change from run to run (build ids, timestamps); pinning it would flag
+ * changes nobody needs to review and teach users to accept changes without reading them.
  */
 export const PINNED_FIELDS = [
   'name',
@@ -20,6 +22,7 @@ export const PINNED_FIELDS = [
   'inputSchema',
   'outputSchema',
   'annotations',
+  '_meta',
 ] as const;
 
 export type PinnedField = (typeof PINNED_FIELDS)[number];
@@ -32,6 +35,10 @@ export function pinnedDefinition(tool: Tool | PinnedDefinition): PinnedDefinitio
   const source = tool as Record<string, unknown>;
   const picked: Record<string, unknown> = {};
   for (const field of PINNED_FIELDS) if (source[field] !== undefined) picked[field] = source[field];
+  const meta = source._meta;
+  const ui = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>).ui : undefined;
+  if (ui === undefined) delete picked._meta;
+  else picked._meta = { ui };
   return picked;
 }
 
@@ -62,7 +69,9 @@ export function tooDeepToPin(definition: PinnedDefinition): boolean {
 
 /** The pinned fields whose values differ between two definitions, in PINNED_FIELDS order. */
 export function changedFields(before: PinnedDefinition, after: PinnedDefinition): PinnedField[] {
-  return PINNED_FIELDS.filter((field) => fieldJson(before[field]) !== fieldJson(after[field]));
+  // Through pinnedDefinition, so that of `_meta` only `_meta.ui` counts.
+  const [old, now] = [pinnedDefinition(before), pinnedDefinition(after)];
+  return PINNED_FIELDS.filter((field) => fieldJson(old[field]) !== fieldJson(now[field]));
 }
 
 function fieldJson(value: unknown): string | undefined {

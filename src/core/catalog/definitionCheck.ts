@@ -1,0 +1,123 @@
+import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * Tool definitions as a strict host checks them. The TypeScript SDK's client parses a whole
+ * `tools/list` answer with its zod schema and throws on any tool it rejects, so one server's odd
+ * (but valid JSON Schema) definition would empty the merged list of every server. Each tool is
+ * checked here on its own, with the same schema the SDK's client uses for every protocol
+ * revision it speaks; a rejected definition is repaired when the repair keeps its meaning, and
+ * otherwise that one tool is left out.
+ *
+ * Repairs are driven by what the check rejects, so a definition the check accepts is served
+ * exactly as the server sent it:
+ *  - a boolean subschema the check refuses: `true` (anything) becomes `{}`, `false` (nothing)
+ *    becomes `{"not": {}}`;
+ *  - an `inputSchema` or `outputSchema` without `type` gets `"type": "object"` (arguments and
+ *    structured content are objects by definition, so this adds no constraint).
+ * Anything else (a schema whose type is not "object", a malformed field) cannot be repaired
+ * without guessing, and the tool is left out with the checker's reason.
+ */
+
+/** One tool's repaired definition and what was changed. */
+export interface RepairedTool {
+  readonly tool: string;
+  readonly repairs: readonly string[];
+}
+
+/** A tool left out because its definition cannot be repaired, and why. */
+export interface LeftOutTool {
+  readonly tool: string;
+  readonly reason: string;
+}
+
+export interface CheckedDefinitions {
+  /** The tools to serve, repaired where needed, in the server's order. */
+  readonly tools: readonly Tool[];
+  readonly repaired: readonly RepairedTool[];
+  readonly leftOut: readonly LeftOutTool[];
+}
+
+/** Enough rounds for every repairable issue of one definition; each round fixes at least one. */
+const MAX_ROUNDS = 64;
+
+/** Checks one tool definition; undefined when the SDK's schema accepts it as it is. */
+export function checkTool(tool: Tool): { tool: Tool; repairs: string[] } | { reason: string } | undefined {
+  let issues = problems(tool);
+  if (issues.length === 0) return undefined;
+  const current = structuredClone(tool) as unknown as Record<string, unknown>;
+  const repairs: string[] = [];
+  for (let round = 0; round < MAX_ROUNDS && issues.length > 0; round++) {
+    const fixed = issues.flatMap((issue) => repair(current, issue));
+    if (fixed.length === 0) break;
+    repairs.push(...fixed);
+    issues = problems(current);
+  }
+  if (issues.length > 0) return { reason: issues.map(describeIssue).join('; ') };
+  return { tool: current as unknown as Tool, repairs };
+}
+
+/** Checks one server's tools, each on its own. */
+export function checkDefinitions(tools: readonly Tool[]): CheckedDefinitions {
+  const served: Tool[] = [];
+  const repaired: RepairedTool[] = [];
+  const leftOut: LeftOutTool[] = [];
+  for (const tool of tools) {
+    const checked = checkTool(tool);
+    if (checked === undefined) served.push(tool);
+    else if ('reason' in checked) leftOut.push({ tool: String(tool.name), reason: checked.reason });
+    else {
+      served.push(checked.tool);
+      repaired.push({ tool: tool.name, repairs: checked.repairs });
+    }
+  }
+  return { tools: served, repaired, leftOut };
+}
+
+interface Issue {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+  readonly code: string;
+}
+
+function problems(tool: unknown): Issue[] {
+  const parsed = ToolSchema.safeParse(tool);
+  return parsed.success ? [] : (parsed.error.issues as unknown as Issue[]);
+}
+
+const SCHEMA_FIELDS: ReadonlySet<PropertyKey> = new Set(['inputSchema', 'outputSchema']);
+
+/** Repairs what `issue` points at, when that keeps the definition's meaning; the repairs made. */
+function repair(tool: Record<string, unknown>, issue: Issue): string[] {
+  const { path } = issue;
+  if (path.length === 0 || !SCHEMA_FIELDS.has(path[0]!)) return [];
+  const parent = at(tool, path.slice(0, -1));
+  const key = path[path.length - 1]!;
+  if (typeof parent !== 'object' || parent === null) return [];
+  const holder = parent as Record<PropertyKey, unknown>;
+  const value = holder[key];
+  const where = path.map(String).join('.');
+  if (typeof value === 'boolean') {
+    holder[key] = value ? {} : { not: {} };
+    return [`${where}: ${value} became ${value ? '{}' : '{"not":{}}'}`];
+  }
+  // The schema's `type` is missing: objects are what both schemas describe.
+  if (key === 'type' && path.length === 2 && value === undefined) {
+    holder.type = 'object';
+    return [`${where}: missing, set to "object"`];
+  }
+  return [];
+}
+
+function at(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function describeIssue(issue: Issue): string {
+  const where = issue.path.length === 0 ? 'the definition' : issue.path.map(String).join('.');
+  return `${where}: ${issue.message}`;
+}

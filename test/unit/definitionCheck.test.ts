@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { checkDefinitions, checkTool } from '../../src/core/catalog/definitionCheck.js';
+import { exposedUiUri, originalUiUri, withExposedUi } from '../../src/core/catalog/appUi.js';
+
+const tool = (fields: object) => ({ name: 't', inputSchema: { type: 'object' }, ...fields }) as Tool;
+
+describe('checkTool', () => {
+  it('leaves a definition the SDK accepts alone, boolean keywords the SDK does not check included', () => {
+    expect(checkTool(tool({ inputSchema: { type: 'object', additionalProperties: false } }))).toBeUndefined();
+    expect(
+      checkTool(tool({ inputSchema: { type: 'object', properties: { a: { items: false } } } })),
+    ).toBeUndefined();
+  });
+
+  it('repairs boolean subschemas the SDK rejects, and only those', () => {
+    const checked = checkTool(
+      tool({
+        inputSchema: { type: 'object', properties: { a: true }, additionalProperties: false },
+        outputSchema: { type: 'object', properties: { b: false } },
+      }),
+    );
+    expect(checked).toEqual({
+      tool: tool({
+        inputSchema: { type: 'object', properties: { a: {} }, additionalProperties: false },
+        outputSchema: { type: 'object', properties: { b: { not: {} } } },
+      }),
+      repairs: [
+        'inputSchema.properties.a: true became {}',
+        'outputSchema.properties.b: false became {"not":{}}',
+      ],
+    });
+  });
+
+  it('gives a schema without type "object", and refuses one of another type', () => {
+    expect(checkTool(tool({ inputSchema: {} }))).toEqual({
+      tool: tool({ inputSchema: { type: 'object' } }),
+      repairs: ['inputSchema.type: missing, set to "object"'],
+    });
+    expect(checkTool(tool({ outputSchema: { type: 'array' } }))).toEqual({
+      reason: expect.stringContaining('outputSchema.type') as string,
+    });
+  });
+
+  it('one bad tool never takes its neighbours with it', () => {
+    const checked = checkDefinitions([
+      tool({ name: 'a' }),
+      tool({ name: 'b', inputSchema: 5 }),
+      tool({ name: 'c' }),
+    ]);
+    expect(checked.tools.map((t) => t.name)).toEqual(['a', 'c']);
+    expect(checked.leftOut.map((l) => l.tool)).toEqual(['b']);
+  });
+});
+
+describe('App resource URIs', () => {
+  it('namespace by server and read back, whatever the server is called', () => {
+    for (const server of ['vanilla', 'my server/1', 'ü']) {
+      const exposed = exposedUiUri(server, 'ui://get-time/mcp-app.html');
+      expect(originalUiUri(exposed, (s) => s === server)).toEqual({
+        server,
+        uri: 'ui://get-time/mcp-app.html',
+      });
+    }
+    expect(originalUiUri('ui://nobody/x.html', () => false)).toBeUndefined();
+    expect(originalUiUri('file:///x', () => true)).toBeUndefined();
+  });
+
+  it('rewrites both meta keys of a tool and nothing else', () => {
+    const t = tool({
+      _meta: {
+        ui: { resourceUri: 'ui://a/b.html', visibility: ['app'] },
+        'ui/resourceUri': 'ui://a/b.html',
+        x: 1,
+      },
+    });
+    expect(withExposedUi('s', t)._meta).toEqual({
+      ui: { resourceUri: 'ui://s/a/b.html', visibility: ['app'] },
+      'ui/resourceUri': 'ui://s/a/b.html',
+      x: 1,
+    });
+    const plain = tool({});
+    expect(withExposedUi('s', plain)).toBe(plain);
+  });
+});
