@@ -21,6 +21,7 @@ import type { PolicySet } from './features/policy/index.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WinstonLogger } from './core/logger.js';
+import type { ManagedSettings } from './config/managed.js';
 
 // Every other module is imported where it is needed (measured): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
@@ -38,6 +39,8 @@ const USAGE = `Usage:
                                       check an audit log's hash chain, or summarize it
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
+  mcp-warden managed show [--managed FILE]
+                                      the organisation's managed settings in force, and where from
   mcp-warden COMMAND --help           that command's options and exit codes
   mcp-warden --version | --help
 
@@ -56,7 +59,7 @@ unreadable envFile, type: sse) is left out and reported failed; the others serve
 
 Exit codes: 0 the host closed the connection; 1 an internal error; 2 an invalid config, policy
 or pins file (nothing is started).`,
-  check: `Usage: mcp-warden check --config FILE [--live]
+  check: `Usage: mcp-warden check --config FILE [--live] [--managed FILE]
 
 Validates the config file, its policy files and its pins file without starting any server.
 Every problem is printed as FILE:LINE:COLUMN: KEY: message. Policy rules that can never match
@@ -66,6 +69,9 @@ keys, a stdio command not found on PATH) are printed too but do not fail the che
 
   --live     also start the servers (as tools does) and warn about tool, prompt and resource
              globs that match nothing they offer, and about tools no rule decides
+  --managed FILE
+             check against this managed settings file instead of the machine's (to try one
+             before rolling it out); the layers in force are printed either way
 
 Exit codes: 0 valid (warnings allowed); 2 invalid, with every problem on stderr.`,
   tools: `Usage: mcp-warden tools --config FILE [--json]
@@ -99,6 +105,16 @@ Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an 
 Exit codes: diff: 0 everything matches, 1 something differs or a server was not available;
 accept: 0 pinned (or nothing to pin), 1 declined, a server was not available or a tool could
 not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
+  managed: `Usage: mcp-warden managed show [--managed FILE]
+
+Prints the organisation's managed settings in force on this machine: the file they come from
+(/etc/mcp-warden/managed.yaml on Linux, /Library/Application Support/mcp-warden/ on macOS,
+%ProgramData%\\mcp-warden\\ on Windows, or the folder MCP_WARDEN_MANAGED_DIR names), their
+policy files, the server allow and deny lists, the audit minimums and the locked settings.
+
+  --managed FILE   show this file instead (validated the same way)
+
+Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad usage.`,
   audit: `Usage: mcp-warden audit verify FILE
        mcp-warden audit summary FILE
 
@@ -142,8 +158,14 @@ interface Loaded {
   readonly policies: PolicySet;
   /** The one redactor for the audit trail, the diagnostic log and confirmation questions. */
   readonly redactor: Redactor;
-  /** What the config file holds that was ignored; shown by every command, never fatal. */
+  /**
+   * What the config file holds that was ignored, and each user setting the managed settings
+   * refused (those are in `refusals` too); shown by every command, never fatal.
+   */
   readonly warnings: readonly ConfigIssue[];
+  readonly refusals: readonly ConfigIssue[];
+  /** The organisation's managed settings in force, when the machine has them. */
+  readonly managed?: ManagedSettings;
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
@@ -155,6 +177,28 @@ async function load(file: string | undefined, options: LoadConfigOptions = {}): 
 /** How the commands load the config: serving and `tools` go on without a server whose entry is bad. */
 interface LoadConfigOptions {
   readonly badServers?: 'refuse' | 'mark-failed';
+  /** A managed settings file to use instead of the machine's (`check --managed FILE`). */
+  readonly managedFile?: string;
+}
+
+/**
+ * The machine's managed settings (or the file given), or an exit: a managed file that is there
+ * but cannot be used stops everything, because an organisation's settings must never be
+ * skipped silently.
+ */
+async function loadManaged(managedFile: string | undefined): Promise<ManagedSettings | undefined> {
+  const { loadManagedSettings, managedDirectory } = await import('./config/managed.js');
+  try {
+    return await loadManagedSettings(
+      managedFile !== undefined
+        ? { file: path.resolve(managedFile) }
+        : { dir: managedDirectory(process.env) },
+    );
+  } catch (error) {
+    if (error instanceof ConfigError)
+      fail(`invalid managed settings (nothing is started until they are fixed):\n${error.message}`);
+    throw error;
+  }
 }
 
 /** The config and the redactor it sets up, or an exit with every problem found. */
@@ -164,18 +208,32 @@ async function loadConfigFile(
 ): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
-  const [{ loadConfig }, { createRedactor, RedactorConfigError }] = await Promise.all([
+  const [{ loadConfig }, { createRedactor, RedactorConfigError }, managed] = await Promise.all([
     import('./config/load.js'),
     import('./features/audit/redact.js'),
+    loadManaged(options.managedFile),
   ]);
   let loaded: LoadedConfig;
   try {
-    loaded = await loadConfig(path.resolve(chosen), { env: process.env, ...options });
+    loaded = await loadConfig(path.resolve(chosen), {
+      env: process.env,
+      ...(options.badServers && { badServers: options.badServers }),
+      ...(managed && { managed }),
+    });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
   }
-  const { config, warnings } = loaded;
+  let { config } = loaded;
+  if (managed !== undefined) {
+    const { applyServerRules } = await import('./core/upstreams/managedServers.js');
+    config = Object.freeze({
+      ...config,
+      servers: await applyServerRules(config.servers, managed, process.env),
+    });
+  }
+  const refusals = loaded.refusals;
+  const warnings = [...refusals, ...loaded.warnings];
   if (config.audit !== undefined) {
     // The audit trail must never land in the protocol stream.
     if (['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'].includes(config.audit.file))
@@ -191,7 +249,7 @@ async function loadConfigFile(
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
-    return { config, redactor, warnings };
+    return { config, redactor, warnings, refusals, ...(managed && { managed }) };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
@@ -203,7 +261,7 @@ async function loadConfigFile(
 async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {
   const { loadPolicies } = await import('./features/policy/loadPolicies.js');
   try {
-    return await loadPolicies(config.policies);
+    return await loadPolicies(config.policies, config.managed && { managed: config.managed.policies });
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid policy:\n${error.message}`);
     throw error;
@@ -229,7 +287,9 @@ function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colou
 }
 
 async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor, warnings } = await loadConfigFile(file, { badServers: 'mark-failed' });
+  const { config, redactor, warnings, refusals, managed } = await loadConfigFile(file, {
+    badServers: 'mark-failed',
+  });
   // Like an invalid config, an invalid pins file stops us before any server is started.
   const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
@@ -260,9 +320,15 @@ async function serve(file: string | undefined): Promise<void> {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
   });
   // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
-  for (const warning of warnings) logger.warn(formatConfigIssue(warning));
+  for (const warning of warnings)
+    if (refusals.includes(warning)) logger.error(formatConfigIssue(warning));
+    else logger.warn(formatConfigIssue(warning));
   for (const server of config.servers)
-    if (server.failedAtLoad !== undefined)
+    if (server.blockedByManaged !== undefined)
+      logger.error(
+        `server "${server.name}" is not started, it is blocked by managed settings: ${server.blockedByManaged}`,
+      );
+    else if (server.failedAtLoad !== undefined)
       logger.error(
         `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
       );
@@ -312,10 +378,14 @@ async function serve(file: string | undefined): Promise<void> {
     ...(pins && { pins }),
   });
 
+  const managedWatcher =
+    managed === undefined ? undefined : (await import('./commands/managed.js')).watchManaged(managed, logger);
+
   let exiting = false;
   const shutdown = async (why: string, code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
+    managedWatcher?.close();
     logger.info(`shutting down: ${why}`);
     // Hard stop well inside the 2 s a host gives us, whatever an upstream does.
     setTimeout(() => {
@@ -546,6 +616,7 @@ async function main(argv: string[]): Promise<void> {
         version: { type: 'boolean', short: 'v' },
         all: { type: 'boolean' },
         live: { type: 'boolean' },
+        managed: { type: 'string' },
       },
     });
   } catch (error) {
@@ -571,6 +642,8 @@ async function main(argv: string[]): Promise<void> {
   };
   if (values.all === true && command !== 'pins')
     fail(`--all applies to pins accept only\n\n${usageOf(command)}`);
+  if (values.managed !== undefined && command !== 'check' && command !== 'managed')
+    fail(`--managed applies to check and managed show only\n\n${usageOf(command)}`);
 
   switch (command) {
     case 'serve':
@@ -578,7 +651,14 @@ async function main(argv: string[]): Promise<void> {
       return serve(values.config);
     case 'check': {
       noMore(rest);
-      const { config, policies, warnings: fileWarnings } = await load(values.config);
+      const {
+        config,
+        policies,
+        warnings: fileWarnings,
+        managed,
+      } = await load(values.config, {
+        ...(values.managed !== undefined && { managedFile: values.managed }),
+      });
       if (config.pins !== undefined) await loadPinsFile(config);
       const [{ commandsNotFound }, { lintPolicies, lintPoliciesLive }] = await Promise.all([
         import('./commands/check.js'),
@@ -593,7 +673,13 @@ async function main(argv: string[]): Promise<void> {
         live.push(...(await lintPoliciesLive(config, policies, { logger, version: version() })));
         await closeLogger(logger);
       }
-      const warnings = [...fileWarnings, ...(await commandsNotFound(config)), ...live];
+      const { blockedServerIssues, layersLine } = await import('./commands/managed.js');
+      const warnings = [
+        ...fileWarnings,
+        ...blockedServerIssues(config),
+        ...(await commandsNotFound(config)),
+        ...live,
+      ];
       const enabled = config.servers.filter((s) => !s.disabled).length;
       const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
       const policyText =
@@ -603,7 +689,7 @@ async function main(argv: string[]): Promise<void> {
       const warningText = warnings.length === 0 ? '' : `; ${plural(warnings.length, 'warning')}`;
       const ok = colour.out.green('ok');
       process.stdout.write(
-        `${warningLines(warnings, colour.out)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
+        `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
       );
       return;
     }
@@ -719,6 +805,27 @@ async function main(argv: string[]): Promise<void> {
           throw error;
         },
       );
+    }
+    case 'managed': {
+      const [sub, ...extra] = rest;
+      if (sub !== 'show') fail(`usage: mcp-warden managed show [--managed FILE]\n\n${usageOf('managed')}`);
+      noMore(extra);
+      const managed = await loadManaged(values.managed);
+      const [{ formatManaged }, { managedDirectory, MANAGED_DIR_VARIABLE }] = await Promise.all([
+        import('./commands/managed.js'),
+        import('./config/managed.js'),
+      ]);
+      const variable = process.env[MANAGED_DIR_VARIABLE];
+      process.stdout.write(
+        formatManaged(managed, {
+          dir:
+            values.managed !== undefined
+              ? path.dirname(path.resolve(values.managed))
+              : managedDirectory(process.env),
+          fromVariable: values.managed === undefined && variable !== undefined && variable !== '',
+        }),
+      );
+      return;
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;

@@ -264,11 +264,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // A host shows a server's stderr in a log few users open; the initialize answer's instructions
   // reach the host (and often the model) at once, so a server left out is not a mystery.
   const failedAtLoad = config.servers.flatMap((server) =>
-    server.failedAtLoad === undefined
-      ? []
-      : [
-          `mcp-warden: server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`,
-        ],
+    server.blockedByManaged !== undefined
+      ? [`mcp-warden: server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`]
+      : server.failedAtLoad === undefined
+        ? []
+        : [
+            `mcp-warden: server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`,
+          ],
   );
   const router = new Router({
     host,
@@ -320,6 +322,14 @@ export function createGateway(options: GatewayOptions): Gateway {
           sha256: fileSha256(config.file),
           servers: config.servers.map((s) => s.name),
         });
+        for (const server of config.servers)
+          if (server.blockedByManaged !== undefined && config.managed !== undefined)
+            record({
+              type: 'server_blocked',
+              server: server.name,
+              reason: server.blockedByManaged,
+              managed: config.managed.file,
+            });
         for (const feature of features) feature.started?.();
       }
       await host.start();

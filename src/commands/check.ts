@@ -12,7 +12,12 @@ import { stdioSpawnOptions } from '../core/upstreams/childEnvironment.js';
 export async function commandsNotFound(config: WardenConfig): Promise<ConfigIssue[]> {
   const found = await Promise.all(
     config.servers.map(async (server): Promise<ConfigIssue | undefined> => {
-      if (server.disabled || server.transport !== 'stdio' || server.failedAtLoad !== undefined)
+      if (
+        server.disabled ||
+        server.transport !== 'stdio' ||
+        server.failedAtLoad !== undefined ||
+        server.blockedByManaged !== undefined
+      )
         return undefined;
       const options = stdioSpawnOptions(server);
       try {

@@ -98,7 +98,7 @@ export function formatExplanation(report: ExplainReport): string {
     `annotations: ${hints} (${report.trusted ? 'trusted server' : 'untrusted server: cautious defaults'}${
       report.definitionFrom === 'name' ? '; tool definition not fetched' : ''
     })`,
-    `decision: ${decision.effect.toUpperCase()} by ${decision.ruleId === null ? 'the default' : `rule "${decision.ruleId}"`}${where}`,
+    `decision: ${decision.effect.toUpperCase()} by ${decision.ruleId === null ? 'the default' : `rule "${decision.ruleId}"`}${where}${decision.layer === undefined ? '' : `, ${decision.layer} layer`}`,
     `reason: ${decision.reason}`,
     `shown in tools/list: ${report.hiddenFromList ? 'no (denied whatever the arguments)' : 'yes'}`,
     'rules tried:',

@@ -14,12 +14,13 @@
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { bareNumberMessage, DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
-import { formatConfigIssue, type ConfigIssue } from './issues.js';
+import { ConfigError, formatConfigIssue, type ConfigIssue } from './issues.js';
 import { readEnvFile } from './envFile.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
-import { interpolate, type Env, type KeyPath } from './interpolate.js';
+import { formatKeyPath, interpolate, type Env, type KeyPath } from './interpolate.js';
+import { applyManagedToData, relocateManagedIssues, type ManagedSettings } from './managed.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import {
   parseYamlSource,
@@ -59,6 +60,12 @@ export interface LoadOptions {
    * error either way.
    */
   readonly badServers?: 'refuse' | 'mark-failed';
+  /**
+   * The organisation's managed settings (managed.ts), when the machine has them: their policies
+   * go first, their audit minimums and locks replace weaker user values, each such refusal
+   * reported in `refusals`.
+   */
+  readonly managed?: ManagedSettings;
 }
 
 export interface ParseOptions extends LoadOptions {
@@ -79,6 +86,11 @@ export interface LoadedConfig {
    * order); those servers carry `failedAtLoad`. Empty otherwise.
    */
   readonly failedServers: readonly { readonly name: string; readonly issues: readonly ConfigIssue[] }[];
+  /**
+   * Each user setting the managed settings overrode because it would weaken them, located in
+   * the user's file. Serving logs them as errors and `check` prints them: never silent.
+   */
+  readonly refusals: readonly ConfigIssue[];
 }
 
 /** Reads and parses the config file. Throws `ConfigError` listing every problem found. */
@@ -112,7 +124,12 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     inputs: declaredInputs(data['inputs']),
   });
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
-  for (const problem of checkDocumentShape(expanded.value)) {
+  const managed = options.managed;
+  const applied =
+    managed === undefined ? undefined : applyManagedToData(asRecord(expanded.value) ?? {}, managed);
+  if (applied !== undefined && applied.errors.length > 0) throw new ConfigError(applied.errors);
+  const document = applied?.data ?? expanded.value;
+  for (const problem of checkDocumentShape(document)) {
     issues.add(problem.path, problem.at, problem.message);
   }
 
@@ -124,17 +141,38 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     locator,
     declaredIn: new Map(),
   };
-  const config = normalize(asRecord(expanded.value) ?? {}, ctx);
+  const config = normalize(asRecord(document) ?? {}, ctx);
   const failed =
     options.badServers === 'mark-failed' ? takeServerIssues(ctx) : new Map<string, ConfigIssue[]>();
-  issues.throwIfAny();
+  try {
+    issues.throwIfAny();
+  } catch (error) {
+    // A problem in a value the managed file put there is the managed file's, at its line.
+    if (error instanceof ConfigError && managed !== undefined && applied !== undefined)
+      throw relocateManagedIssues(error, managed, applied.managedPaths);
+    throw error;
+  }
+  const refusals = (applied?.refusals ?? []).map((refusal): ConfigIssue => ({
+    file,
+    ...locator.position(refusal.path, 'value'),
+    path: formatKeyPath(refusal.path),
+    message: refusal.message,
+  }));
   const servers = config.servers.map((server) => {
     const found = failed.get(server.name);
     if (found === undefined) return server;
     return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };
   });
   return deepFreeze({
-    config: { ...config, servers },
+    config: {
+      ...config,
+      servers,
+      ...(managed && {
+        policies: [...managed.policies, ...config.policies],
+        managed: { file: managed.file, policies: managed.policies },
+      }),
+    },
+    refusals,
     warnings: issues.warnings(),
     failedServers: [...failed].map(([name, found]) => ({ name, issues: found })),
   });

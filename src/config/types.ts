@@ -137,6 +137,11 @@ interface ServerCommon {
    * this reason, never starting it. The other settings of such an entry are best effort.
    */
   readonly failedAtLoad?: string;
+  /**
+   * Why the managed settings do not let this server start (the rule and where it is written):
+   * never started, listed as blocked, audited as `server_blocked`.
+   */
+  readonly blockedByManaged?: string;
 }
 
 /**
@@ -251,4 +256,9 @@ export interface WardenConfig {
   readonly pins?: PinsConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
+  /**
+   * The organisation's managed settings this config was loaded with, when the machine has them
+   * (see config/managed.ts). Their policy files come first in `policies`.
+   */
+  readonly managed?: { readonly file: string; readonly policies: readonly string[] };
 }

@@ -50,6 +50,11 @@ export interface Decision {
   rule: string | null;
   /** The rule's explanation, when it has one. */
   reason?: string;
+  /**
+   * Which layer's policy decided, when the organisation's managed settings are in force:
+   * `managed` (their policy files) or `user`.
+   */
+  layer?: 'managed' | 'user';
   /** For `confirm`: how the answer was obtained. */
   how?: ConfirmationMethod;
   /** For `confirm`: true if the call was approved, false if declined or unanswered. */
@@ -357,7 +362,21 @@ export interface AuditGapEvent {
   torn?: boolean;
 }
 
+/**
+ * A configured server the organisation's managed settings do not let start (not allowed, or
+ * denied); written at start for each such server.
+ */
+export interface ServerBlockedEvent extends GatewayEventBase {
+  type: 'server_blocked';
+  server: string;
+  /** The rule (or the missing allow-list entry) and where the managed file says it. */
+  reason: string;
+  /** The managed settings file. */
+  managed: string;
+}
+
 export type LifecycleEvent =
+  | ServerBlockedEvent
   | GatewayStartEvent
   | GatewayStopEvent
   | UpstreamStartEvent

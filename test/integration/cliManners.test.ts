@@ -17,13 +17,13 @@ describe('help', () => {
   it('check --help prints the help of check, with the exit codes it really uses', async () => {
     const { code, stdout } = await runCli(['check', '--help']);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^Usage: mcp-warden check --config FILE \[--live\]\n/);
+    expect(stdout).toMatch(/^Usage: mcp-warden check --config FILE \[--live\] \[--managed FILE\]\n/);
     expect(stdout).toContain('Exit codes: 0 valid (warnings allowed); 2 invalid');
     expect(stdout).not.toContain('mcp-warden tools --config FILE');
   });
 
   it('every command has its own help; help COMMAND says the same', async () => {
-    for (const command of ['tools', 'pins', 'audit', 'policy', 'serve']) {
+    for (const command of ['tools', 'pins', 'audit', 'policy', 'serve', 'managed']) {
       const { stdout } = await runCli([command, '--help']);
       expect(stdout).toMatch(new RegExp(`^Usage: mcp-warden (\\[)?${command}`));
       expect((await runCli(['help', command])).stdout).toBe(stdout);

@@ -27,6 +27,13 @@ export function tempDir(prefix = 'warden-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
 }
 
+/**
+ * Every gateway a test starts looks for managed settings in an empty folder, so a machine that
+ * has real ones (/etc/mcp-warden) cannot change what the tests see. A test of managed settings
+ * passes its own MCP_WARDEN_MANAGED_DIR in `env`, which wins.
+ */
+const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-') };
+
 /** Writes a config file (YAML text or an object, written as JSON) into a fresh temp dir. */
 export function writeConfig(config: string | object, dir = tempDir()): string {
   const file = path.join(dir, typeof config === 'string' ? 'proxy.config.yaml' : 'proxy.config.json');
@@ -72,7 +79,7 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
   const transport = new StdioClientTransport({
     command: NODE,
     args: [CLI, '--config', configFile],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...NO_MANAGED, ...options.env },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -117,7 +124,7 @@ export function spawnGateway(
   env: Record<string, string> = {},
 ): ChildProcessWithoutNullStreams {
   return spawn(NODE, [CLI, '--config', configFile], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...NO_MANAGED, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
 }
@@ -138,7 +145,7 @@ export function runProcess(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...NO_MANAGED, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(options.cwd !== undefined && { cwd: options.cwd }),
     });

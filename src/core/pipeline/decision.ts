@@ -17,6 +17,11 @@ export interface Decision {
   readonly reason: string;
   /** The deciding rule, or the `default` key that decided; null when no file states a default. */
   readonly source: { readonly file: string; readonly line: number } | null;
+  /**
+   * Which layer's policy decided, when the organisation's managed settings are in force:
+   * `managed` for their policy files, `user` for the user's (and for no rule at all).
+   */
+  readonly layer?: 'managed' | 'user';
 }
 
 /** Where a decision came from, for the model and the user: `policy rule "no-deletes", org.yaml`. */

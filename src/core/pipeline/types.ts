@@ -83,6 +83,8 @@ export interface CallRecord {
     rule: string | null;
     confirmed?: boolean;
     how?: ConfirmedBy | 'unavailable' | 'timeout';
+    /** Which layer's policy decided, when managed settings are in force. */
+    layer?: Decision['layer'];
   };
 }
 

@@ -23,7 +23,13 @@ export function spawnEarly(servers: readonly ServerConfig[]): EarlyStart {
   const children = new Set<ChildHandle>();
   const spawned = new Map<string, Promise<ChildHandle>>();
   for (const server of servers) {
-    if (server.disabled || server.failedAtLoad !== undefined || server.transport !== 'stdio') continue;
+    if (
+      server.disabled ||
+      server.failedAtLoad !== undefined ||
+      server.blockedByManaged !== undefined ||
+      server.transport !== 'stdio'
+    )
+      continue;
     const child = spawnChild(stdioSpawnOptions(server)).then((handle) => {
       children.add(handle);
       return handle;

@@ -187,6 +187,11 @@ export class Upstream {
     if (this.config.disabled) {
       this._state = 'disabled';
       this.firstAttemptDone();
+    } else if (this.config.blockedByManaged !== undefined) {
+      // The organisation's managed settings do not let it run: never started, reported as such.
+      this._state = 'failed';
+      this._lastError = `blocked by managed settings: ${this.config.blockedByManaged}`;
+      this.firstAttemptDone();
     } else if (this.config.failedAtLoad !== undefined) {
       // Its config entry cannot be used: never started, reported failed with the reason.
       this._state = 'failed';

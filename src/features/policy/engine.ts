@@ -111,14 +111,24 @@ interface DefaultRule {
 export function createPolicyEngine(set: PolicySet): PolicyEngine {
   const rules: readonly PolicyRule[] = set.files.flatMap((file) => file.rules);
   // Decisions are values shared by every call they decide: made once, frozen.
-  const decisions = new Map(rules.map((rule) => [rule, Object.freeze(ruleDecision(rule))]));
+  const managed = set.managedFiles === undefined ? undefined : new Set(set.managedFiles);
+  const layerOf = (file: string | undefined) =>
+    managed === undefined
+      ? {}
+      : { layer: file !== undefined && managed.has(file) ? ('managed' as const) : ('user' as const) };
+  const decisions = new Map(
+    rules.map((rule) => [rule, Object.freeze({ ...ruleDecision(rule), ...layerOf(rule.source.file) })]),
+  );
   let fallback: DefaultRule | null = null;
   for (const file of set.files) {
     if (file.default === null) continue;
     fallback = { effect: file.default.effect, file: file.file, source: file.default.source };
     break;
   }
-  const defaultDecision = Object.freeze(makeDefaultDecision(set.files.length, fallback));
+  const defaultDecision = Object.freeze({
+    ...makeDefaultDecision(set.files.length, fallback),
+    ...layerOf(fallback?.file),
+  });
 
   function run(input: PolicyCallInput, trace: TraceEntry[] | null): Decision {
     const args = input.arguments ?? {};
@@ -136,7 +146,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
       trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: true, why });
       return outcome.kind === 'match'
         ? (decisions.get(rule) ?? ruleDecision(rule))
-        : uncheckedDecision(rule, outcome.why);
+        : { ...uncheckedDecision(rule, outcome.why), ...layerOf(rule.source.file) };
     }
     return defaultDecision;
   }
@@ -413,7 +423,7 @@ function ruleDecision(rule: PolicyRule): Decision {
 
 /**
  * An arguments condition could not be evaluated (see argumentSchema.ts): whether the rule
- * matches is unknown, and so is the decision. Fail closed (issue #5), naming the rule.
+ * matches is unknown, and so is the decision. Fail closed, naming the rule.
  */
 function uncheckedDecision(rule: PolicyRule, why: string): Decision {
   return {

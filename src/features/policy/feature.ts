@@ -54,6 +54,7 @@ export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & 
       if (config.policies.length === 0) return { close() {} };
       return watchPolicies({
         files: config.policies,
+        ...(config.managed && { managed: config.managed.policies }),
         onReload: (next, set, version) => {
           engine = next;
           recordPolicies(set);

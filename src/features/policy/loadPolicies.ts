@@ -64,7 +64,10 @@ const KIND = 'policy file';
  * resolve against the current directory: resolve them against the config file's folder first.
  * Throws one `ConfigError` with every problem of every file, including files that cannot be read.
  */
-export async function loadPolicies(files: readonly string[]): Promise<PolicySet> {
+export async function loadPolicies(
+  files: readonly string[],
+  options: { readonly managed?: readonly string[] } = {},
+): Promise<PolicySet> {
   const issues: ConfigIssue[] = [];
   const parsed: PolicyFile[] = [];
   const seen = new Set<string>();
@@ -89,7 +92,10 @@ export async function loadPolicies(files: readonly string[]): Promise<PolicySet>
       issues.push(...error.issues);
     }
   }
-  if (issues.length === 0) return combinePolicyFiles(parsed);
+  if (issues.length === 0) {
+    const set = combinePolicyFiles(parsed);
+    return options.managed === undefined ? set : Object.freeze({ ...set, managedFiles: options.managed });
+  }
   // Problems across files, e.g. an id used in two of them, are only worth reporting once each
   // file is valid on its own; until then they could be echoes of the other errors.
   throw new ConfigError(issues);

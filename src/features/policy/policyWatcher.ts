@@ -7,6 +7,8 @@ import type { PolicySet } from './types.js';
 
 export interface PolicyWatcherOptions {
   readonly files: readonly string[];
+  /** Which of `files` are the managed settings' (see PolicySet.managedFiles). */
+  readonly managed?: readonly string[];
   /** A new, valid set of policies is in force; `version` says which (see `policyVersion`). */
   readonly onReload: (engine: PolicyEngine, set: PolicySet, version: string) => void;
   /** A changed file is invalid: the previous policies stay in force. */
@@ -44,7 +46,7 @@ export function watchPolicies(options: PolicyWatcherOptions): PolicyWatcher {
   const reload = async () => {
     const mine = ++generation;
     try {
-      const set = await loadPolicies(options.files);
+      const set = await loadPolicies(options.files, { managed: options.managed });
       // A newer change started loading meanwhile: let it decide.
       if (mine === generation) options.onReload(createPolicyEngine(set), set, policyVersion(set));
     } catch (error) {

@@ -30,7 +30,10 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
     const decision = options.engine().decide(policyInput(message, options.trusted(message.server)));
-    message.record.decision = { effect: decision.effect, rule: decision.ruleId };
+    message.record.decision =
+      decision.layer === undefined
+        ? { effect: decision.effect, rule: decision.ruleId }
+        : { effect: decision.effect, rule: decision.ruleId, layer: decision.layer };
     if (decision.effect === 'deny') {
       return Promise.reject(
         new DeniedError(

@@ -130,4 +130,9 @@ export interface PolicyFile {
 /** Every policy file in force, in the order listed in the config (the first match wins). */
 export interface PolicySet {
   readonly files: readonly PolicyFile[];
+  /**
+   * The files that come from the organisation's managed settings (absolute paths; they are
+   * first in `files`), when the machine has them: decisions then say which layer decided.
+   */
+  readonly managedFiles?: readonly string[];
 }

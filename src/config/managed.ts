@@ -1,0 +1,493 @@
+/**
+ * The managed layer: settings an organisation deploys to a machine (through MDM or a package)
+ * that the user's own config cannot weaken. They live in a system folder ordinary users cannot
+ * write, in `managed.yaml`:
+ *
+ * - `policies`: policy files loaded before the user's, so their rules decide first;
+ * - `servers.allow` / `servers.deny`: which upstream servers may be started at all;
+ * - `audit`: the least audit trail there must be (on, where, `onFailure`, `fsync`);
+ * - `lock`: gateway settings fixed to the managed value, in the user config's own shape.
+ *
+ * This module reads and validates the file (file:line errors, like any config) and applies the
+ * `audit` minimums and `lock` to the user's config data before that is normalized. Matching
+ * servers against the allow and deny lists needs the file system and the spawner's PATH rules,
+ * so it lives in core (`core/upstreams/managedServers.ts`).
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError, type ConfigIssue } from './issues.js';
+import { formatKeyPath, type KeyPath } from './interpolate.js';
+import { deepFreeze } from '../lib/freeze.js';
+import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
+
+/** The file the managed folder holds. */
+export const MANAGED_FILE_NAME = 'managed.yaml';
+
+/** The environment variable that moves the managed folder (for administrators and tests). */
+export const MANAGED_DIR_VARIABLE = 'MCP_WARDEN_MANAGED_DIR';
+
+/** Where the managed folder is on each operating system, unless the variable above says otherwise. */
+export function managedDirectory(
+  env: Readonly<Record<string, string | undefined>>,
+  platform = process.platform,
+): string {
+  const set = env[MANAGED_DIR_VARIABLE];
+  if (set !== undefined && set !== '') return path.resolve(set);
+  if (platform === 'darwin') return '/Library/Application Support/mcp-warden';
+  if (platform === 'win32')
+    return path.join(env.ProgramData ?? env.PROGRAMDATA ?? 'C:\\ProgramData', 'mcp-warden');
+  return '/etc/mcp-warden';
+}
+
+/**
+ * One entry of `servers.allow` or `servers.deny`. Exactly one way of matching is set:
+ * - `command` (with `args` when given): the executable, compared after both are resolved the
+ *   way the gateway starts servers (so a lookalike of the same name elsewhere does not match);
+ * - `npm` / `pypi`: the package a launcher (`npx`, `npm exec`, `pnpm dlx`, `yarn dlx`, `bunx`;
+ *   `uvx`, `uv tool run`, `pipx run`) runs, optionally with a version (`name@1.2.3`, `name==1.2`);
+ * - `url`: an HTTP server's URL, by origin and path prefix;
+ * - `sha256`: the hash of the resolved executable file.
+ */
+export interface ServerRule {
+  /** Where it is written: `servers.allow[2]`. */
+  readonly key: string;
+  readonly line: number;
+  readonly command?: string;
+  readonly args?: readonly string[];
+  readonly npm?: string;
+  readonly pypi?: string;
+  readonly url?: string;
+  readonly sha256?: string;
+}
+
+/** A setting fixed by `lock`: its key path in the user config's shape and the managed value. */
+export interface LockedSetting {
+  readonly path: readonly string[];
+  readonly value: unknown;
+  readonly line: number;
+}
+
+export interface ManagedAudit {
+  /** The user config must have an audit trail; without one, `file` is used (required then). */
+  readonly required: boolean;
+  /** Absolute path the trail is written to, whatever the user config says. */
+  readonly file?: string;
+  /** `block`: the user cannot relax it to `continue`. */
+  readonly onFailure?: 'block' | 'continue';
+  /** `true`: the user cannot turn it off. */
+  readonly fsync?: boolean;
+  /** The line of each key, for messages. */
+  readonly lines: Readonly<Record<string, number>>;
+}
+
+/** The managed settings in force, as read from `managed.yaml`. Frozen. */
+export interface ManagedSettings {
+  /** Absolute path of `managed.yaml`. */
+  readonly file: string;
+  /** Absolute paths, loaded before the user's policy files. */
+  readonly policies: readonly string[];
+  /** Absent: every server not denied may start. Present (even empty): only those it matches. */
+  readonly allow?: readonly ServerRule[];
+  readonly deny: readonly ServerRule[];
+  readonly audit?: ManagedAudit;
+  readonly lock: readonly LockedSetting[];
+}
+
+/** Sections of the user config a lock may fix. The others have their own managed key, or none. */
+const LOCKABLE_SECTIONS = ['gateway', 'confirmation', 'pins'] as const;
+const RULE_KEYS = ['command', 'args', 'npm', 'pypi', 'url', 'sha256'] as const;
+const TOP_KEYS = ['policies', 'servers', 'audit', 'lock'] as const;
+
+/**
+ * Reads the managed settings from `dir` (or the file `file` when given, as `check --managed`
+ * does). No `managed.yaml` in the folder: undefined, nothing is managed. A file that exists but
+ * cannot be read or is invalid throws `ConfigError`: the gateway then refuses to start, since an
+ * organisation's settings must never be skipped silently.
+ */
+export async function loadManagedSettings(options: {
+  readonly dir?: string;
+  readonly file?: string;
+}): Promise<ManagedSettings | undefined> {
+  const file = path.resolve(options.file ?? path.join(options.dir ?? '', MANAGED_FILE_NAME));
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ConfigError([
+      { file, line: 0, column: 0, path: '', message: `cannot read managed settings: ${osReason(error)}` },
+    ]);
+  }
+  return parseManagedText(text, file);
+}
+
+/** Parses `managed.yaml` text; throws `ConfigError` listing every problem. */
+export function parseManagedText(text: string, file: string): ManagedSettings {
+  const source = parseYamlSource(text, file, 'managed settings file');
+  requireTopLevelMapping(source, {
+    empty: 'the managed settings file is empty; delete it, or give it policies, servers, audit or lock',
+    expectedKeys: `with keys among ${TOP_KEYS.join(', ')}`,
+  });
+  source.issues.throwIfAny();
+  const data = asRecord(toPlainData(source)) ?? {};
+  const { issues, locator } = source;
+  const lineOf = (keyPath: KeyPath): number => locator.position(keyPath, 'key').line;
+  const dir = path.dirname(file);
+
+  for (const key of Object.keys(data))
+    if (!(TOP_KEYS as readonly string[]).includes(key))
+      issues.add([key], 'key', `unknown key "${key}"; the managed settings file has ${TOP_KEYS.join(', ')}`);
+
+  const policies: string[] = [];
+  if (data.policies !== undefined) {
+    if (!Array.isArray(data.policies))
+      issues.add(['policies'], 'value', 'must be a list of policy file paths');
+    else
+      data.policies.forEach((entry, index) => {
+        if (typeof entry !== 'string' || entry === '')
+          issues.add(
+            ['policies', index],
+            'value',
+            "must be a policy file path (relative to this file's folder, or absolute)",
+          );
+        else policies.push(path.resolve(dir, entry));
+      });
+  }
+
+  let allow: ServerRule[] | undefined;
+  const deny: ServerRule[] = [];
+  const servers = data.servers;
+  if (servers !== undefined) {
+    const section = asRecord(servers);
+    if (section === undefined)
+      issues.add(['servers'], 'value', 'must be a mapping with allow and/or deny lists');
+    else {
+      for (const key of Object.keys(section))
+        if (key !== 'allow' && key !== 'deny')
+          issues.add(['servers', key], 'key', `unknown key "${key}"; servers has allow and deny`);
+      if (section.allow !== undefined) allow = readRules(section.allow, 'allow');
+      if (section.deny !== undefined) deny.push(...readRules(section.deny, 'deny'));
+    }
+  }
+
+  function readRules(value: unknown, list: 'allow' | 'deny'): ServerRule[] {
+    if (!Array.isArray(value)) {
+      issues.add(
+        ['servers', list],
+        'value',
+        'must be a list of rules such as {npm: "@scope/package"}, {command: /usr/bin/tool}, {url: "https://host/path"} or {sha256: "..."}',
+      );
+      return [];
+    }
+    const rules: ServerRule[] = [];
+    value.forEach((entry, index) => {
+      const at: KeyPath = ['servers', list, index];
+      const rule = asRecord(entry);
+      if (rule === undefined) {
+        issues.add(at, 'value', 'must be a mapping with one of command, npm, pypi, url, sha256');
+        return;
+      }
+      for (const key of Object.keys(rule))
+        if (!(RULE_KEYS as readonly string[]).includes(key))
+          issues.add(
+            [...at, key],
+            'key',
+            `unknown key "${key}"; a server rule has one of command (with args), npm, pypi, url, sha256`,
+          );
+      const kinds = (['command', 'npm', 'pypi', 'url', 'sha256'] as const).filter(
+        (k) => rule[k] !== undefined,
+      );
+      if (kinds.length !== 1) {
+        issues.add(
+          at,
+          'value',
+          kinds.length === 0
+            ? 'needs one of command, npm, pypi, url, sha256'
+            : `has ${kinds.join(' and ')}: give exactly one way of matching per rule`,
+        );
+        return;
+      }
+      const kind = kinds[0]!;
+      const text = rule[kind];
+      if (typeof text !== 'string' || text.trim() === '') {
+        issues.add([...at, kind], 'value', 'must be a non-empty string');
+        return;
+      }
+      if (kind === 'url') {
+        let url: URL | undefined;
+        try {
+          url = new URL(text);
+        } catch {
+          /* reported below */
+        }
+        if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+          issues.add([...at, kind], 'value', `"${text}" is not an http(s) URL`);
+      }
+      if (kind === 'sha256' && !/^[0-9a-f]{64}$/i.test(text))
+        issues.add([...at, kind], 'value', 'must be 64 hexadecimal digits (sha256sum of the executable)');
+      if (kind === 'command' && !path.isAbsolute(text) && /[\\/]/.test(text))
+        issues.add(
+          [...at, kind],
+          'value',
+          'must be an absolute path or a bare command name looked up on PATH',
+        );
+      let args: string[] | undefined;
+      if (rule.args !== undefined) {
+        if (kind !== 'command') issues.add([...at, 'args'], 'key', 'args goes with command only');
+        else if (!Array.isArray(rule.args) || rule.args.some((a) => typeof a !== 'string'))
+          issues.add([...at, 'args'], 'value', 'must be a list of strings');
+        else args = rule.args as string[];
+      }
+      rules.push({
+        key: `servers.${list}[${index}]`,
+        line: lineOf(at),
+        [kind]: kind === 'sha256' ? text.toLowerCase() : text,
+        ...(args && { args }),
+      });
+    });
+    return rules;
+  }
+
+  let audit: ManagedAudit | undefined;
+  if (data.audit !== undefined) {
+    const section = asRecord(data.audit);
+    if (section === undefined)
+      issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync)');
+    else {
+      const lines: Record<string, number> = {};
+      for (const key of Object.keys(section)) {
+        lines[key] = lineOf(['audit', key]);
+        if (!['required', 'file', 'onFailure', 'fsync'].includes(key))
+          issues.add(
+            ['audit', key],
+            'key',
+            `unknown key "${key}"; managed audit has required, file, onFailure, fsync`,
+          );
+      }
+      const { required = false, file: auditFile, onFailure, fsync } = section;
+      if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
+      if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
+        issues.add(
+          ['audit', 'file'],
+          'value',
+          "must be an absolute path (the user's folders differ from machine to machine)",
+        );
+      if (onFailure !== undefined && onFailure !== 'block' && onFailure !== 'continue')
+        issues.add(['audit', 'onFailure'], 'value', 'must be block or continue');
+      if (fsync !== undefined && typeof fsync !== 'boolean')
+        issues.add(['audit', 'fsync'], 'value', 'must be true or false');
+      audit = {
+        required: required === true,
+        ...(typeof auditFile === 'string' && { file: auditFile }),
+        ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
+        ...(typeof fsync === 'boolean' && { fsync }),
+        lines,
+      };
+    }
+  }
+
+  const lock: LockedSetting[] = [];
+  if (data.lock !== undefined) {
+    const section = asRecord(data.lock);
+    if (section === undefined)
+      issues.add(
+        ['lock'],
+        'value',
+        'must be a mapping in the shape of the config file, e.g. lock: {confirmation: {timeout: 30s}}',
+      );
+    else
+      for (const [key, value] of Object.entries(section)) {
+        if (!(LOCKABLE_SECTIONS as readonly string[]).includes(key)) {
+          issues.add(
+            ['lock', key],
+            'key',
+            `"${key}" cannot be locked; lock holds ${LOCKABLE_SECTIONS.join(', ')} (servers, policies and audit have their own managed keys)`,
+          );
+          continue;
+        }
+        collectLeaves(value, [key], lock, (keyPath) => lineOf(['lock', ...keyPath]));
+      }
+  }
+
+  issues.throwIfAny();
+  return deepFreeze({ file, policies, ...(allow && { allow }), deny, ...(audit && { audit }), lock });
+}
+
+/** Every leaf (a scalar or a list) under `value`, with its key path: each is one locked setting. */
+function collectLeaves(
+  value: unknown,
+  at: string[],
+  into: LockedSetting[],
+  lineOf: (keyPath: KeyPath) => number,
+): void {
+  const record = asRecord(value);
+  if (record === undefined || Object.keys(record).length === 0) {
+    into.push({ path: at, value, line: lineOf(at) });
+    return;
+  }
+  for (const [key, child] of Object.entries(record)) collectLeaves(child, [...at, key], into, lineOf);
+}
+
+/**
+ * What applying the managed layer to the user's config data did: each user setting refused
+ * because it would weaken a managed one (the managed value is used instead), located in the
+ * user's file where it can be.
+ */
+export interface ManagedApplication {
+  /** The user's config data with the managed values in place. */
+  readonly data: Record<string, unknown>;
+  /** Key paths (dotted) whose value now comes from the managed file, with the managed line. */
+  readonly managedPaths: ReadonlyMap<string, number>;
+  /** One per user setting that was overridden: said loudly, never silently. */
+  readonly refusals: readonly { readonly path: KeyPath; readonly message: string }[];
+  /** A managed minimum that cannot be met at all (an audit required, and no file to write it to). */
+  readonly errors: readonly ConfigIssue[];
+}
+
+/**
+ * Puts the managed `audit` minimums and `lock` values into the user's (expanded) config data.
+ * A user value that differs from a locked one, or is weaker than an audit minimum, is refused:
+ * reported in `refusals` with the managed file and key, and replaced by the managed value.
+ */
+export function applyManagedToData(
+  data: Readonly<Record<string, unknown>>,
+  managed: ManagedSettings,
+): ManagedApplication {
+  const out = structuredClone(data) as Record<string, unknown>;
+  const managedPaths = new Map<string, number>();
+  const refusals: { path: KeyPath; message: string }[] = [];
+  const errors: ConfigIssue[] = [];
+  const where = (key: string, line: number) => `${managed.file}:${line} ${key}`;
+
+  const audit = managed.audit;
+  if (audit !== undefined) {
+    let section = asRecord(out.audit);
+    if (section === undefined && (audit.required || audit.file !== undefined)) {
+      if (audit.file === undefined)
+        errors.push({
+          file: managed.file,
+          line: audit.lines.required ?? 0,
+          column: 0,
+          path: 'audit.required',
+          message:
+            'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
+        });
+      else {
+        if (audit.required)
+          refusals.push({
+            path: [],
+            message: `the config has no audit: section, but ${where('audit.required', audit.lines.required ?? 0)} requires one: auditing to ${audit.file}`,
+          });
+        section = {};
+        out.audit = section;
+      }
+    }
+    if (section !== undefined) {
+      const set = (key: string, value: unknown, weaker: (user: unknown) => boolean, describe: string) => {
+        const user = section![key];
+        if (user !== undefined && weaker(user))
+          refusals.push({
+            path: ['audit', key],
+            message: `refused: ${describe}; ${where(`audit.${key}`, audit.lines[key] ?? 0)} requires ${JSON.stringify(value)}, which is used instead`,
+          });
+        if (user === undefined || weaker(user)) {
+          section![key] = value;
+          managedPaths.set(`audit.${key}`, audit.lines[key] ?? 0);
+        }
+      };
+      if (audit.file !== undefined)
+        set(
+          'file',
+          audit.file,
+          (user) => typeof user !== 'string' || path.resolve(path.dirname(managed.file), user) !== audit.file,
+          'the audit trail goes to the managed file',
+        );
+      if (audit.onFailure === 'block')
+        set(
+          'onFailure',
+          'block',
+          (user) => user !== 'block',
+          'onFailure: continue would serve calls that cannot be audited',
+        );
+      if (audit.fsync === true)
+        set('fsync', true, (user) => user !== true, 'fsync: false would let records be lost on power loss');
+    }
+  }
+
+  for (const locked of managed.lock) {
+    const dotted = formatKeyPath(locked.path);
+    const user = valueAtPath(out, locked.path);
+    if (user !== undefined && !sameValue(user, locked.value))
+      refusals.push({
+        path: locked.path,
+        message: `refused: ${where(`lock.${dotted}`, locked.line)} locks this setting to ${JSON.stringify(locked.value)}, which is used instead of ${JSON.stringify(user)}`,
+      });
+    setAtPath(out, locked.path, structuredClone(locked.value));
+    managedPaths.set(dotted, locked.line);
+  }
+  return { data: out, managedPaths, refusals, errors };
+}
+
+/** Re-points the problems found in managed values at the managed file, where they were written. */
+export function relocateManagedIssues(
+  error: ConfigError,
+  managed: ManagedSettings,
+  managedPaths: ReadonlyMap<string, number>,
+): ConfigError {
+  const issues = error.issues.map((issue) => {
+    const line = managedPaths.get(issue.path);
+    if (line === undefined) return issue;
+    const key = issue.path.startsWith('audit.') ? issue.path : `lock.${issue.path}`;
+    return { ...issue, file: managed.file, line, column: 0, path: key };
+  });
+  return new ConfigError(issues);
+}
+
+function valueAtPath(data: Record<string, unknown>, keyPath: readonly string[]): unknown {
+  let node: unknown = data;
+  for (const key of keyPath) {
+    const record = asRecord(node);
+    if (record === undefined) return undefined;
+    node = record[key];
+  }
+  return node;
+}
+
+function setAtPath(data: Record<string, unknown>, keyPath: readonly string[], value: unknown): void {
+  let node = data;
+  for (const key of keyPath.slice(0, -1)) {
+    let next = asRecord(node[key]);
+    if (next === undefined) {
+      next = {};
+      node[key] = next;
+    }
+    node = next;
+  }
+  node[keyPath[keyPath.length - 1]!] = value;
+}
+
+/** Equal as configuration: the same JSON (durations and sizes must be written the same way). */
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** A short description of a rule for messages: `servers.deny[0] (npm: evil-mcp) at FILE:LINE`. */
+export function describeRule(rule: ServerRule, managed: Pick<ManagedSettings, 'file'>): string {
+  const what =
+    rule.command !== undefined
+      ? `command: ${[rule.command, ...(rule.args ?? [])].join(' ')}`
+      : rule.npm !== undefined
+        ? `npm: ${rule.npm}`
+        : rule.pypi !== undefined
+          ? `pypi: ${rule.pypi}`
+          : rule.url !== undefined
+            ? `url: ${rule.url}`
+            : `sha256: ${rule.sha256 ?? ''}`;
+  return `${rule.key} (${what}) at ${managed.file}:${rule.line}`;
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}

@@ -1,0 +1,279 @@
+/**
+ * Enterprise-managed settings through the built binary: the managed folder is a temp folder,
+ * given as MCP_WARDEN_MANAGED_DIR (the documented way to move it), holding managed.yaml.
+ */
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  connectHost,
+  fixture,
+  readAudit,
+  runCli,
+  tempDir,
+  textOf,
+  writeConfig,
+  FAST_GATEWAY,
+  NODE,
+  FIXTURE,
+  type HostSession,
+} from './harness.js';
+
+const sessions: HostSession[] = [];
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((s) => s.close()));
+});
+
+/** A managed folder with managed.yaml (and any policy files it names). */
+function managedDir(yaml: string, files: Record<string, string> = {}): string {
+  const dir = tempDir('warden-managed-');
+  writeFileSync(path.join(dir, 'managed.yaml'), yaml);
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+  return dir;
+}
+
+/** A script named `node` elsewhere that runs the real node: same basename, different program. */
+function lookalikeNode(): string {
+  const dir = tempDir('warden-lookalike-');
+  const file = path.join(dir, 'node');
+  writeFileSync(file, `#!/bin/sh\nexec ${NODE} "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+describe('managed server allow and deny lists', () => {
+  it('blocks a disallowed npx package, a denied URL and a lookalike command; the allowed server serves', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const dir = managedDir(`
+servers:
+  allow:
+    - command: node
+    - npm: "@modelcontextprotocol/server-memory"
+  deny:
+    - url: https://tools.example.com/mcp
+`);
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: audit },
+      servers: {
+        fx: fixture(),
+        notallowed: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+        remote: { url: 'https://tools.example.com/mcp/team' },
+        lookalike: { command: lookalikeNode(), args: [FIXTURE] },
+      },
+    });
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    const tools = await host.client.listTools();
+    expect(tools.tools.map((t) => t.name).every((name) => name.startsWith('fx__'))).toBe(true);
+    expect(tools.tools.length).toBeGreaterThan(0);
+    // The host is told why, not left with missing tools.
+    const instructions = host.client.getInstructions() ?? '';
+    expect(instructions).toContain('server "notallowed" is blocked by managed settings');
+    expect(instructions).toContain('server "lookalike" is blocked by managed settings');
+    expect(instructions).toMatch(
+      /server "remote" is blocked by managed settings: denied by servers\.deny\[0\] \(url: https:\/\/tools\.example\.com\/mcp\)/,
+    );
+    const called = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'hi' } });
+    expect(textOf(called)).toContain('hi');
+    await host.close();
+
+    const blocked = readAudit(audit).filter((r) => r.type === 'server_blocked');
+    expect(blocked.map((r) => r.server).sort()).toEqual(['lookalike', 'notallowed', 'remote']);
+    expect(blocked.every((r) => r.managed === path.join(dir, 'managed.yaml'))).toBe(true);
+
+    const listing = await runCli(['tools', '--config', config], env);
+    expect(listing.code).toBe(1);
+    expect(listing.stdout).toMatch(/notallowed[\s\S]*blocked by managed settings: not on the allow list/);
+    expect(listing.stdout).toMatch(/lookalike[\s\S]*blocked by managed settings/);
+    expect(listing.stdout).toContain('fx__echo');
+
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain('server "remote" is blocked by managed settings');
+    expect(checked.stdout).toContain(`layers: managed ${path.join(dir, 'managed.yaml')}`);
+  });
+
+  it('a denied npm package is blocked whatever version or launcher flags are written', async () => {
+    const dir = managedDir(`
+servers:
+  deny:
+    - npm: "@modelcontextprotocol/server-filesystem"
+`);
+    const config = writeConfig({
+      servers: {
+        a: { command: 'npx', args: ['--yes', '@modelcontextprotocol/server-filesystem@2026.8.31', '/tmp'] },
+        b: {
+          command: 'npx',
+          args: ['-p', '@modelcontextprotocol/server-filesystem', 'mcp-server-filesystem', '/tmp'],
+        },
+        fx: fixture(),
+      },
+    });
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.stdout).toContain(
+      'server "a" is blocked by managed settings and will not be started: denied by servers.deny[0]',
+    );
+    expect(checked.stdout).toContain(
+      'server "b" is blocked by managed settings and will not be started: denied by servers.deny[0]',
+    );
+    expect(checked.stdout).not.toContain('server "fx" is blocked');
+  });
+});
+
+describe('managed audit minimums and locks', () => {
+  it('a user config without an audit trail is refused: the managed trail is written anyway', async () => {
+    const audit = path.join(tempDir(), 'org-audit.jsonl');
+    const dir = managedDir(`
+audit:
+  required: true
+  file: ${audit}
+  onFailure: block
+`);
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { fx: fixture() } });
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.stdout).toContain('the config has no audit: section');
+    expect(checked.stdout).toContain(
+      `${path.join(dir, 'managed.yaml')}:3 audit.required requires one: auditing to ${audit}`,
+    );
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
+    await host.close();
+    const types = readAudit(audit).map((r) => r.type);
+    // Written ahead of the call: the block mode the managed file asks for.
+    expect(types).toContain('call_start');
+    expect(types).toContain('call');
+  });
+
+  it('relaxing onFailure is refused, with the managed value kept', async () => {
+    const mine = path.join(tempDir(), 'mine.jsonl');
+    const dir = managedDir(`
+audit:
+  onFailure: block
+`);
+    const config = writeConfig(
+      `gateway:\n  startupTimeout: 5s\naudit:\n  file: ${mine}\n  onFailure: continue\nservers:\n  fx:\n    command: ${NODE}\n    args: [${JSON.stringify(FIXTURE)}]\n`,
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.stdout).toMatch(
+      new RegExp(
+        `proxy\\.config\\.yaml:5:14: audit\\.onFailure: refused: .*managed\\.yaml:3 audit\\.onFailure requires "block"`,
+      ),
+    );
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    await host.waitForStderr('audit.onFailure: refused');
+    await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
+    await host.close();
+    // call_start records exist only in block mode: the user's "continue" did not win.
+    expect(readAudit(mine).map((r) => r.type)).toContain('call_start');
+  });
+
+  it('a locked setting keeps the managed value and says so', async () => {
+    const dir = managedDir(`
+lock:
+  confirmation:
+    timeout: 20s
+`);
+    const config = writeConfig('confirmation:\n  timeout: 90s\nservers:\n  fx:\n    command: node\n');
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      `confirmation.timeout: refused: ${path.join(dir, 'managed.yaml')}:4 lock.confirmation.timeout locks this setting to "20s", which is used instead of "90s"`,
+    );
+  });
+
+  it('an invalid locked value is reported at the managed file and stops the gateway', async () => {
+    const dir = managedDir('lock:\n  confirmation:\n    timeout: 20\n');
+    const config = writeConfig('servers:\n  fx:\n    command: node\n');
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.code).toBe(2);
+    expect(checked.stderr).toContain(`${path.join(dir, 'managed.yaml')}:3`);
+    expect(checked.stderr).toContain('lock.confirmation.timeout');
+  });
+});
+
+describe('a broken managed file', () => {
+  it('refuses to start, naming the file and line, and starts no server', async () => {
+    const marker = path.join(tempDir(), 'started');
+    const dir = managedDir('servers:\n  allow:\n    - npm: ok\n  deny: nope\n');
+    const config = writeConfig({ servers: { fx: fixture(['--pid-file', marker]) } });
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const served = await runCli(['--config', config], env);
+    expect(served.code).toBe(2);
+    expect(served.stderr).toContain('invalid managed settings');
+    expect(served.stderr).toContain(`${path.join(dir, 'managed.yaml')}:4`);
+    expect(served.stderr).toContain('servers.deny');
+    expect(existsSync(marker)).toBe(false);
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(2);
+    const shown = await runCli(['managed', 'show'], env);
+    expect(shown.code).toBe(2);
+  });
+
+  it('check --managed tries a file before it is rolled out', async () => {
+    const candidate = path.join(tempDir(), 'candidate.yaml');
+    writeFileSync(candidate, 'servers:\n  deny:\n    - command: node\n');
+    const config = writeConfig({ servers: { fx: fixture() } });
+    const checked = await runCli(['check', '--config', config, '--managed', candidate]);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      'server "fx" is blocked by managed settings and will not be started: denied by servers.deny[0] (command: node)',
+    );
+    const shown = await runCli(['managed', 'show', '--managed', candidate]);
+    expect(shown.stdout).toContain(`managed settings from ${candidate}`);
+    expect(shown.stdout).toContain('servers.deny[0] (command: node)');
+  });
+});
+
+describe('managed policies', () => {
+  it('a managed rule wins over a user rule that would allow, and the audit says which layer decided', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const dir = managedDir('policies: [org.yaml]\n', {
+      'org.yaml':
+        'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n    reason: The organisation does not allow echo.\n',
+    });
+    const userDir = tempDir();
+    writeFileSync(
+      path.join(userDir, 'mine.yaml'),
+      'rules:\n  - id: my-echo\n    match: { tool: echo }\n    action: allow\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, audit: { file: audit }, policies: ['mine.yaml'], servers: { fx: fixture() } },
+      userDir,
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('The organisation does not allow echo.');
+    await host.close();
+    const call = readAudit(audit).find((r) => r.type === 'call');
+    expect(call?.decision).toMatchObject({ effect: 'deny', rule: 'org-no-echo', layer: 'managed' });
+
+    const explained = await runCli(['policy', 'explain', '--config', config, 'fx__echo'], env);
+    expect(explained.stdout).toContain('decision: DENY by rule "org-no-echo"');
+    expect(explained.stdout).toContain('managed layer');
+  });
+
+  it('a broken edit of the managed file while serving is reported, and the last good version stays in force', async () => {
+    const dir = managedDir('policies: [org.yaml]\n', {
+      'org.yaml': 'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n',
+    });
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { fx: fixture() } });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml\n');
+    await host.waitForStderr('the version read at start stays in force');
+    const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('org-no-echo');
+  });
+});
