@@ -56,9 +56,10 @@ function mergedTasks(serving: readonly UpstreamFacts[]): Params | undefined {
     const byKind = task.requests;
     if (typeof byKind !== 'object' || byKind === null) continue;
     for (const [kind, methods] of Object.entries(byKind as Params)) {
-      if (typeof methods !== 'object' || methods === null) continue;
+      // Own, ordinary names only: a server's "__proto__" must not reach Object's.
+      if (typeof methods !== 'object' || methods === null || kind === '__proto__') continue;
       const into = (requests[kind] ??= {});
-      for (const method of Object.keys(methods as Params)) into[method] = {};
+      for (const method of Object.keys(methods as Params)) if (method !== '__proto__') into[method] = {};
     }
   }
   if (Object.keys(requests).length > 0) merged.requests = requests;
