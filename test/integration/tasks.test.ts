@@ -7,8 +7,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import {
   CallToolResultSchema,
+  CreateMessageRequestSchema,
   McpError,
   TaskStatusNotificationSchema,
   type CallToolResult,
@@ -181,6 +183,83 @@ describe('a host without tasks and a tool that requires one', () => {
       direct.callTool({ name: 'simulate-research-query', arguments: { topic: 'tides' } }),
     ).rejects.toThrow(/requires task-based execution/);
     await direct.close();
+  });
+});
+
+/** A host that runs sampling as a task when asked (as the SDK lets a client do with a task store). */
+function samplingTaskHost(client: Client): void {
+  client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+    const answer = {
+      role: 'assistant' as const,
+      content: { type: 'text' as const, text: 'sampled!' },
+      model: 'm',
+    };
+    if (request.params.task === undefined || extra.taskStore === undefined) return answer;
+    const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: 50 });
+    setTimeout(() => void extra.taskStore?.storeTaskResult(task.taskId, 'completed', answer), 100);
+    return { task };
+  });
+}
+
+const SAMPLING_TASK_HOST = {
+  sampling: {},
+  tasks: { cancel: {}, requests: { sampling: { createMessage: {} } } },
+};
+
+describe('a server that has the host run sampling as a task (trigger-sampling-request-async)', () => {
+  it('is offered the tool and completes it through the gateway as it does direct', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
+    });
+    const host = await connectHost(config, {
+      capabilities: SAMPLING_TASK_HOST,
+      taskStore: new InMemoryTaskStore(),
+      beforeConnect: samplingTaskHost,
+    });
+    // The host's own options: a task store so it can run requests as tasks.
+    const direct = new Client(
+      { name: 'direct', version: '1' },
+      { capabilities: SAMPLING_TASK_HOST, taskStore: new InMemoryTaskStore() },
+    );
+    samplingTaskHost(direct);
+    await direct.connect(
+      new StdioClientTransport({ command: NODE, args: [serverBin('everything')], stderr: 'ignore' }),
+    );
+    try {
+      const listed = (await host.client.listTools()).tools.map((t) => t.name);
+      expect(listed).toContain('everything__trigger-sampling-request-async');
+      const via = textOf(
+        await host.client.callTool({
+          name: 'everything__trigger-sampling-request-async',
+          arguments: { prompt: 'hi' },
+        }),
+      );
+      const straight = textOf(
+        await direct.callTool({ name: 'trigger-sampling-request-async', arguments: { prompt: 'hi' } }),
+      );
+      const withoutIds = (text: string) => text.replace(/("taskId": "|Task created: )[^"\n]+/g, '$1ID');
+      expect(via).toContain('[COMPLETED] Async sampling completed!');
+      expect(withoutIds(via)).toBe(withoutIds(straight));
+    } finally {
+      await host.close();
+      await direct.close();
+    }
+  });
+
+  it('is not offered to a host whose tasks do not cover sampling', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
+    });
+    const host = await connectHost(config, { capabilities: { sampling: {}, tasks: { list: {} } } });
+    try {
+      const listed = (await host.client.listTools()).tools.map((t) => t.name);
+      expect(listed).toContain('everything__trigger-sampling-request');
+      expect(listed).not.toContain('everything__trigger-sampling-request-async');
+    } finally {
+      await host.close();
+    }
   });
 });
 

@@ -38,7 +38,13 @@ import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { TaskRouting } from '../tasks/taskRouting.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
-import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
+import {
+  CAPABILITY_FOR,
+  InitializedHostSession,
+  TASK_FOLLOW_UPS,
+  type HostList,
+  type HostSession,
+} from './hostSession.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -199,6 +205,14 @@ export class Router {
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
   upstreamRequest(upstream: Upstream, request: IncomingRequest): void {
+    if (TASK_FOLLOW_UPS.has(request.method)) {
+      try {
+        this.tasks.fromUpstream(upstream.name, request);
+      } catch (error) {
+        this.answerError(request, error);
+      }
+      return;
+    }
     if (!CAPABILITY_FOR.has(request.method)) {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;

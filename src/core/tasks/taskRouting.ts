@@ -152,13 +152,41 @@ export class TaskRouting {
     });
   }
 
-  /** The host's answer to `server`'s request, its related-task meta translated back. */
+  /**
+   * The host's answer to `server`'s request, its related-task meta translated back. When the
+   * host ran the request as a task, the server is given a handle to it, sealed to that server,
+   * so no other server can follow (or cancel) the task.
+   */
   answerForUpstream(server: string, outcome: Outcome): Outcome {
+    const task = outcome.result.task as Params | undefined;
+    if (typeof task === 'object' && task !== null && typeof task.taskId === 'string') {
+      const handle = this.hostTaskHandle(server, task.taskId);
+      return outcome.changed({ ...outcome.result, task: { ...task, taskId: handle } });
+    }
     const meta = outcome.result._meta as Params | undefined;
     if (meta === undefined || !Object.hasOwn(meta, RELATED_TASK)) return outcome;
     const retagged = this.metaForUpstream(server, meta);
     const { _meta: _old, ...rest } = outcome.result;
     return outcome.changed(retagged === undefined ? rest : { ...rest, _meta: retagged });
+  }
+
+  /**
+   * A server follows up a task it had the host create (`tasks/get`, `tasks/result`,
+   * `tasks/cancel`): routed to the host with the host's own id, when the handle is one this
+   * server was given; a -32602 otherwise.
+   */
+  fromUpstream(server: string, request: IncomingRequest): void {
+    const handle = request.params?.taskId;
+    const ref =
+      typeof handle === 'string' ? this.handles.openHandle(handle, upstreamOwner(server)) : undefined;
+    if (ref === undefined || ref.server !== HOST)
+      throw new InvalidParamsError(
+        `${request.method}: params.taskId is not a task of the host that mcp-warden gave server "${server}"`,
+      );
+    const message = this.taskMessage(request, request.method as MessageKind, 'host', server, {
+      taskId: ref.taskId,
+    });
+    this.options.route(request, message, (outcome) => this.hostTaskForUpstream(server, ref.taskId, outcome));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -170,7 +198,7 @@ export class TaskRouting {
     const tool = this.tools.get(key(ref.server, ref.taskId));
     const params = { taskId: ref.taskId };
     const message: RoutedMessage = {
-      ...this.upstreamMessage(request, kind, ref.server, params),
+      ...this.taskMessage(request, kind, 'upstream', ref.server, params),
       target: tool ?? '',
       exposedName: handle as string,
       definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
@@ -240,7 +268,7 @@ export class TaskRouting {
     const params = cursor === undefined ? {} : { cursor };
     try {
       const outcome = await this.options.pipeline(
-        this.upstreamMessage(request, 'tasks/list', server, params),
+        this.taskMessage(request, 'tasks/list', 'upstream', server, params),
       );
       const { tasks, nextCursor } = outcome.result;
       return {
@@ -255,21 +283,32 @@ export class TaskRouting {
     }
   }
 
-  private upstreamMessage(request: IncomingRequest, kind: MessageKind, server: string, params: Params) {
+  /**
+   * A task request as a routed message. Towards an upstream it carries the host's meta (its
+   * related-task handle translated) and progress; towards the host, neither of the server's.
+   */
+  private taskMessage(
+    request: IncomingRequest,
+    kind: MessageKind,
+    direction: 'upstream' | 'host',
+    server: string,
+    params: Params,
+  ): RoutedMessage {
+    const toUpstream = direction === 'upstream';
     return {
       kind,
-      direction: 'upstream',
+      direction,
       server,
       target: '',
       exposedName: '',
       definition: undefined,
       arguments: params,
       params,
-      meta: this.metaForUpstream(server, request.meta),
+      meta: toUpstream ? this.metaForUpstream(server, request.meta) : undefined,
       signal: request,
-      onProgress: request.onProgress,
+      onProgress: toUpstream ? request.onProgress : undefined,
       record: { repairs: [] },
-    } satisfies RoutedMessage;
+    };
   }
 
   /** The handle a host must present, opened; a -32602 naming the method otherwise. */
@@ -283,6 +322,25 @@ export class TaskRouting {
           'it is not a task handle this mcp-warden session gave (altered, or from before a restart)',
       );
     return ref;
+  }
+
+  /** A host's task as `server` sees it: a handle only that server can open. */
+  private hostTaskHandle(server: string, taskId: string): string {
+    return this.handles.handle({ server: HOST, taskId, owner: upstreamOwner(server) });
+  }
+
+  /** The host's answer about its task `taskId`, with that id turned into `server`'s handle. */
+  private hostTaskForUpstream(server: string, taskId: string, outcome: Outcome): Outcome {
+    const result = outcome.result;
+    const meta = result._meta as Params | undefined;
+    const related = meta === undefined ? undefined : (meta[RELATED_TASK] as Params | undefined);
+    if (result.taskId !== taskId && related?.taskId !== taskId) return outcome;
+    const handle = this.hostTaskHandle(server, taskId);
+    const changed: Params = { ...result };
+    if (result.taskId === taskId) changed.taskId = handle;
+    if (related?.taskId === taskId)
+      changed._meta = { ...meta, [RELATED_TASK]: { ...related, taskId: handle } };
+    return outcome.changed(changed);
   }
 
   private handle(server: string, taskId: string): string {
@@ -324,6 +382,17 @@ interface Position {
   readonly index: number;
   readonly cursor: string | undefined;
   readonly skip: number;
+}
+
+/**
+ * The peer name sealed into handles of the host's own tasks (those a server had the host run):
+ * no configured server has an empty name.
+ */
+const HOST = '';
+
+/** Handles given to a server are sealed to it: another server presenting one is refused. */
+function upstreamOwner(server: string): string {
+  return `server:${server}`;
 }
 
 function key(server: string, taskId: string): string {
