@@ -46,7 +46,10 @@ export async function driveTask(peer: TaskPeer, message: RoutedMessage, params: 
       if (now === undefined) break;
       if (now.status !== status || now.statusMessage !== said) {
         step += 1;
-        message.onProgress?.({ progress: step, message: now.statusMessage ?? now.status });
+        // A new status with the old message (a task that just completed) is said by its status.
+        const text =
+          now.statusMessage === undefined || now.statusMessage === said ? now.status : now.statusMessage;
+        message.onProgress?.({ progress: step, message: text });
       }
       ({ status, pollInterval } = now);
       said = now.statusMessage;
