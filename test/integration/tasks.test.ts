@@ -11,6 +11,7 @@ import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks'
 import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
+  ElicitRequestSchema,
   McpError,
   TaskStatusNotificationSchema,
   type CallToolResult,
@@ -141,6 +142,39 @@ describe('server-everything tasks, through the gateway and direct', () => {
     expect((await rpcError(host.client.experimental.tasks.listTasks('not-a-cursor'))).code).toBe(-32602);
     // The genuine handle still works.
     expect((await tasks.getTask(task.taskId)).status).toBe('completed');
+  });
+});
+
+describe('a task that asks the host a question (input_required)', () => {
+  it("passes the server's elicitation to the host, tied to the task's handle", async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
+    });
+    const asked: { message: string; related: unknown }[] = [];
+    const host = await connectHost(config, {
+      capabilities: { ...TASK_HOST, elicitation: {} },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push({
+            message: request.params.message,
+            related: request.params._meta?.['io.modelcontextprotocol/related-task'],
+          });
+          return { action: 'accept', content: { interpretation: 'historical' } };
+        }),
+    });
+    try {
+      const { task, result } = await runAsTask(host.client, 'everything__simulate-research-query', {
+        topic: 'tides',
+        ambiguous: true,
+      });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.message).toContain('[everything] The research query "tides"');
+      expect(asked[0]!.related).toEqual({ taskId: task.taskId });
+      expect(textOf(result)).toContain('# Research Report: tides (historical)');
+    } finally {
+      await host.close();
+    }
   });
 });
 
