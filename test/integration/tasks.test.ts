@@ -423,6 +423,29 @@ describe('two task servers whose task ids collide', () => {
   });
 });
 
+describe('a task the gateway runs, past the call timeout', () => {
+  it('ends with the timeout, and the task is cancelled upstream', async () => {
+    const dir = tempDir();
+    const record = path.join(dir, 'slow.jsonl');
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        servers: { slow: { ...taskServer(['--task-ms', '60000', '--record', record]), timeout: '500ms' } },
+      },
+      dir,
+    );
+    const plain = await connectHost(config);
+    try {
+      const result = await plain.client.callTool({ name: 'slow__required-work', arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/500 ?ms/);
+      await waitFor(() => methodsIn(record).includes('tasks/cancel'));
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
 function methodsIn(file: string): string[] {
   try {
     return readFileSync(file, 'utf8')
