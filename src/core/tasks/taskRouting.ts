@@ -57,6 +57,10 @@ export class TaskRouting {
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
+  /** The last tool list without `execution`, and the list it was made from. */
+  private stripped: { from: string; to: string } | undefined;
+  /** Servers whose status notifications a host without tasks was not sent (logged once each). */
+  private readonly notTold = new Set<string>();
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
@@ -122,14 +126,17 @@ export class TaskRouting {
     this.stripped = { from: json, to };
     return to;
   }
-  private stripped: { from: string; to: string } | undefined;
 
   /** A `notifications/tasks/status` for the host, or undefined (with the reason logged) when it has none. */
   status(server: string, params: Params | undefined): Params | undefined {
     if (!this.hostTasks) {
-      this.options.logger.info(
-        `did not forward notifications/tasks/status from ${server}: the host did not declare tasks (mcp-warden runs its tasks)`,
-      );
+      // Once per server: a task says its status many times, and the reason is always the same.
+      if (!this.notTold.has(server)) {
+        this.notTold.add(server);
+        this.options.logger.info(
+          `did not forward notifications/tasks/status from ${server}: the host did not declare tasks, so mcp-warden runs its tasks (said once per server)`,
+        );
+      }
       return undefined;
     }
     if (typeof params?.taskId !== 'string') return undefined;
