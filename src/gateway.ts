@@ -284,6 +284,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     serverInfo: { name: 'mcp-warden', version: options.version },
     ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
+    taskOwner: session,
   });
 
   /** The gateway's own questions to the user (confirmations) go to the host as elicitation. */

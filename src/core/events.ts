@@ -186,6 +186,8 @@ export interface RequestEvent extends GatewayEventBase {
   ms: number;
   /** UTF-8 bytes of the result's JSON as sent on; absent when there was no result. */
   resultBytes?: number;
+  /** Repairs applied to a task's final result (`tasks/result`); absent when none were. */
+  repairs?: string[];
   /** The error message (redacted) for outcomes other than `ok`, when there is one. */
   error?: string;
   /** With `audit.onFailure: block`: the number of its `call_start` record. */

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = path.join(ROOT, 'dist/cli.js');
@@ -72,6 +73,8 @@ export interface ConnectOptions {
       ? C
       : never
     : never;
+  /** Lets the host run requests the gateway sends it as tasks (the SDK's task store). */
+  readonly taskStore?: TaskStore;
 }
 
 /** Launches `mcp-warden --config file` with the SDK Client as host and completes the handshake. */
@@ -90,7 +93,7 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
   });
   const client = new Client(
     { name: 'warden-test-host', version: '1.0.0' },
-    { capabilities: options.capabilities ?? {} },
+    { capabilities: options.capabilities ?? {}, ...(options.taskStore && { taskStore: options.taskStore }) },
   );
   options.beforeConnect?.(client);
   await client.connect(transport);

@@ -1,6 +1,7 @@
 import type { OutgoingOptions } from '../rpc/peer.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
+import { driveTask } from '../tasks/drive.js';
 import type { Next, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
@@ -29,6 +30,8 @@ export function createForward(options: ForwardOptions): Next {
     const recipient = message.direction === 'host' ? options.host : options.upstream(message.server);
     if (recipient === undefined)
       return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));
+    // A task the host cannot run: the gateway runs it and answers with its final result.
+    if (message.task?.drivenBy === 'gateway') return driveTask(recipient, message, paramsOf(message)!);
     // The message carries the request options itself (its signal and progress listener).
     return recipient.requestOutcome(message.kind, paramsOf(message), message);
   };
@@ -39,6 +42,7 @@ export function paramsOf(message: RoutedMessage): Params | undefined {
   if (message.kind === 'tools/call') {
     const params: Params = { name: message.target };
     if (message.arguments !== undefined) params.arguments = message.arguments;
+    if (message.task !== undefined) params.task = message.task.params;
     if (message.meta !== undefined) params._meta = message.meta;
     return params;
   }

@@ -20,7 +20,12 @@ export type MessageKind =
   | 'completion/complete'
   | 'sampling/createMessage'
   | 'elicitation/create'
-  | 'roots/list';
+  | 'roots/list'
+  // A task the host created (tasks/list: one upstream's page of them).
+  | 'tasks/get'
+  | 'tasks/result'
+  | 'tasks/cancel'
+  | 'tasks/list';
 
 /** Who a routed message goes to: an upstream (the host asked), or the host (an upstream asked). */
 export type Direction = 'upstream' | 'host';
@@ -63,10 +68,24 @@ export interface RoutedMessage {
   readonly signal: Cancellation;
   /** Receives the other side's progress; set when the sender asked for progress. Stages may wrap it. */
   onProgress: ProgressListener | undefined;
+  /**
+   * A tool call to run as a task: the host asked for one (its `task` params go on, and the answer
+   * is the task, not its result), or the gateway runs one itself for a host that cannot (the
+   * answer is the task's final result). Absent for an ordinary call.
+   */
+  readonly task?: TaskAugmentation;
   /** The policy's decision, set by the policy stage for the stages inside it (confirmation). */
   decision?: Decision;
   /** What the stages decided and did, for the audit trail. Stages write; audit reads. */
   readonly record: CallRecord;
+}
+
+/** See `RoutedMessage.task`. */
+export interface TaskAugmentation {
+  /** The `task` params sent with the call (the host's, or the gateway's own). */
+  readonly params: Params;
+  /** Who polls the task and fetches its result: the host, or the gateway on a host's behalf. */
+  readonly drivenBy: 'host' | 'gateway';
 }
 
 /** How a `confirm` decision was settled. */

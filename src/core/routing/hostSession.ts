@@ -20,6 +20,30 @@ export const CAPABILITY_FOR: ReadonlyMap<string, ForwardedCapability> = new Map(
   ['roots/list', 'roots'],
 ]);
 
+/** The task methods a server may send the host, about a task it had the host create. */
+export const TASK_FOLLOW_UPS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
+
+/**
+ * The host's `tasks` client capability as a server is told it: the kinds of request the host
+ * runs as tasks, for those this server may make (in `forwarded`), and `cancel`. Never `list`: a
+ * host's list holds every server's tasks, and no server may see another's. Undefined when
+ * nothing is left.
+ */
+function hostTasksFor(tasks: unknown, forwarded: Params): Params | undefined {
+  if (typeof tasks !== 'object' || tasks === null) return undefined;
+  const { cancel, requests } = tasks as Params;
+  const kinds: Params = {};
+  if (typeof requests === 'object' && requests !== null)
+    for (const kind of ['sampling', 'elicitation'] as const) {
+      const methods = (requests as Params)[kind];
+      if (methods !== undefined && forwarded[kind] !== undefined) kinds[kind] = methods;
+    }
+  const out: Params = {};
+  if (Object.keys(kinds).length > 0) out.requests = kinds;
+  if (cancel !== undefined && out.requests !== undefined) out.cancel = cancel;
+  return out.requests === undefined ? undefined : out;
+}
+
 /** The lists a host may have seen (and so may be told have changed). */
 export type HostList = 'tools' | 'prompts' | 'resources';
 
@@ -110,10 +134,20 @@ export class InitializedHostSession implements HostSession {
       if (name === 'roots' && Array.isArray(requests.roots)) declared.roots = { listChanged: false };
       else if (this.capabilities[name] !== undefined) declared[name] = this.capabilities[name];
     }
+    const tasks = hostTasksFor(this.capabilities.tasks, declared);
+    if (tasks !== undefined) declared.tasks = tasks;
     return declared;
   }
 
   ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
+    // A server following up a task it had the host create (the router checked it is its own).
+    if (TASK_FOLLOW_UPS.has(method)) {
+      if (this.capabilities.tasks === undefined)
+        return Promise.reject(
+          new MethodNotFoundError('the host connected to mcp-warden did not declare the tasks capability'),
+        );
+      return this.peer.requestOutcome(method, params, options);
+    }
     const capability = CAPABILITY_FOR.get(method);
     if (capability === undefined)
       return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));

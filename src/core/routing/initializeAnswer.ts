@@ -26,13 +26,44 @@ export function gatewayCapabilities(upstreams: readonly UpstreamFacts[]): Params
   const serving = upstreams.filter((u) => u.state === 'ready');
   const subscribe = serving.some((u) => (u.capabilities.resources as Params | undefined)?.subscribe === true);
   const completions = serving.some((u) => u.capabilities.completions !== undefined);
+  const tasks = mergedTasks(serving);
   return {
     tools: { listChanged: true },
     prompts: { listChanged: true },
     resources: subscribe ? { subscribe: true, listChanged: true } : { listChanged: true },
     logging: {},
     ...(completions && { completions: {} }),
+    ...(tasks !== undefined && { tasks }),
   };
+}
+
+/**
+ * The `tasks` capability when some upstream declares one: `list` and `cancel` when some upstream
+ * offers them (the gateway merges lists and routes cancels by handle), and each kind of request
+ * some upstream runs as a task. Undefined when none declares tasks.
+ */
+function mergedTasks(serving: readonly UpstreamFacts[]): Params | undefined {
+  const declared = serving.flatMap((u) => {
+    const tasks = u.capabilities.tasks;
+    return typeof tasks === 'object' && tasks !== null ? [tasks as Params] : [];
+  });
+  if (declared.length === 0) return undefined;
+  const merged: Params = {};
+  if (declared.some((t) => t.list !== undefined)) merged.list = {};
+  if (declared.some((t) => t.cancel !== undefined)) merged.cancel = {};
+  const requests: Record<string, Params> = {};
+  for (const task of declared) {
+    const byKind = task.requests;
+    if (typeof byKind !== 'object' || byKind === null) continue;
+    for (const [kind, methods] of Object.entries(byKind as Params)) {
+      // Own, ordinary names only: a server's "__proto__" must not reach Object's.
+      if (typeof methods !== 'object' || methods === null || kind === '__proto__') continue;
+      const into = (requests[kind] ??= {});
+      for (const method of Object.keys(methods as Params)) if (method !== '__proto__') into[method] = {};
+    }
+  }
+  if (Object.keys(requests).length > 0) merged.requests = requests;
+  return merged;
 }
 
 /**

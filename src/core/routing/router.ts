@@ -3,6 +3,7 @@
  * directions of routing and the one error boundary; the host session, the initialize answer and
  * the client-request rules live beside it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { exposedUiUri, isUiUri, UI_EXTENSION } from '../catalog/appUi.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
@@ -35,6 +36,7 @@ import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
+import { TaskRouting } from '../tasks/taskRouting.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import {
@@ -45,7 +47,13 @@ import {
   type AppOrigin,
   type ToolLookup,
 } from './toolResolution.js';
-import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
+import {
+  CAPABILITY_FOR,
+  InitializedHostSession,
+  TASK_FOLLOW_UPS,
+  type HostList,
+  type HostSession,
+} from './hostSession.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -67,6 +75,8 @@ export interface RouterOptions {
    * what a user should know (servers that failed at load).
    */
   readonly notes?: readonly string[];
+  /** Whose tasks the host's are (the gateway's session id): task handles are sealed to it. */
+  readonly taskOwner?: string;
 }
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
@@ -88,7 +98,6 @@ const FORWARDED_NOTIFICATIONS: ReadonlySet<string> = new Set([
 /** Notifications the gateway keeps from the host on purpose, with the reason it logs. */
 const NOT_FORWARDED: ReadonlyMap<string, string> = new Map([
   ['notifications/initialized', 'it concerns the connection between the gateway and that server'],
-  ['notifications/tasks/status', 'mcp-warden does not route tasks yet'],
 ]);
 
 /** One method's handler: answers `request` (or throws a typed error, which the boundary answers). */
@@ -113,6 +122,8 @@ export class Router {
   private initialized = false;
   /** The encoded text of each large list last served, by method. */
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
+  /** Tasks: handles, the tasks/* methods, re-tagging (core/tasks). */
+  private readonly tasks: TaskRouting;
 
   constructor(options: RouterOptions) {
     this.options = options;
@@ -131,10 +142,18 @@ export class Router {
     });
     this.session = new InitializedHostSession(this.peer);
     const { tools, prompts, resources } = options;
+    const owner = options.taskOwner ?? randomUUID();
+    this.tasks = new TaskRouting({
+      owner: () => owner,
+      upstreams: () => options.pool.upstreams,
+      route: (request, message, after) => this.route(request, message, after),
+      pipeline: options.pipeline,
+      logger: options.logger,
+    });
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => this.initialize(r)],
       ['ping', (r) => r.respond(Outcome.of({}))],
-      ['tools/list', (r) => this.list(r, 'tools', () => tools.listResultJson())],
+      ['tools/list', (r) => this.list(r, 'tools', () => this.tasks.toolsList(tools.listResultJson()))],
       ['prompts/list', (r) => this.list(r, 'prompts', () => prompts.listResultJson())],
       ['resources/list', (r) => this.list(r, 'resources', () => resources.listResultJson())],
       ['resources/templates/list', (r) => this.list(r, 'resources', () => resources.templatesResultJson())],
@@ -145,6 +164,7 @@ export class Router {
       ['resources/unsubscribe', (r) => this.byUri(r, 'resources/unsubscribe', r.params?.uri)],
       ['completion/complete', (r) => this.complete(r)],
       ['logging/setLevel', (r) => this.setLogLevel(r)],
+      ...this.tasks.methods(),
     ]);
   }
 
@@ -178,6 +198,11 @@ export class Router {
       this.peer.notify(method, { ...params, logger });
       return;
     }
+    if (method === 'notifications/tasks/status') {
+      const status = this.tasks.status(upstream.name, params);
+      if (status !== undefined) this.peer.notify(method, status);
+      return;
+    }
     if (FORWARDED_NOTIFICATIONS.has(method)) {
       this.peer.notify(method, withExposedUri(upstream.name, params));
       return;
@@ -189,6 +214,14 @@ export class Router {
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
   upstreamRequest(upstream: Upstream, request: IncomingRequest): void {
+    if (TASK_FOLLOW_UPS.has(request.method)) {
+      try {
+        this.tasks.fromUpstream(upstream.name, request);
+      } catch (error) {
+        this.answerError(request, error);
+      }
+      return;
+    }
     if (!CAPABILITY_FOR.has(request.method)) {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
@@ -203,12 +236,12 @@ export class Router {
       definition: undefined,
       arguments: params,
       params: request.method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
-      meta: request.meta,
+      meta: this.tasks.metaForHost(upstream.name, request.meta),
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
     };
-    this.route(request, message);
+    this.route(request, message, (outcome) => this.tasks.answerForUpstream(upstream.name, outcome));
   }
 
   /** Stops taking new requests and waits until every request in flight has been answered. */
@@ -302,6 +335,7 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
+    this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
     // The upstreams connect declaring what the host can do; the answer waits for the start-up
     // window (as the first list would anyway), so it can say what they offer and pass on their
@@ -416,7 +450,10 @@ export class Router {
     entry: { readonly server: string; readonly item: Tool },
     args: Params | undefined,
   ): void {
-    this.route(request, this.toolMessage(request, name, entry, args));
+    const message = this.toolMessage(request, name, entry, args);
+    if (message.task?.drivenBy !== 'host') return this.route(request, message);
+    // The call's answer is the task, under a handle; the timeout stopped when it came back.
+    this.route(request, message, (outcome) => this.tasks.created(message, outcome));
   }
 
   private toolMessage(
@@ -425,6 +462,7 @@ export class Router {
     entry: { readonly server: string; readonly item: Tool },
     args: Params | undefined,
   ): RoutedMessage {
+    const task = this.tasks.augmentation(request.params, entry.item);
     return {
       kind: 'tools/call',
       direction: 'upstream',
@@ -434,10 +472,11 @@ export class Router {
       definition: entry.item,
       arguments: args,
       params: undefined,
-      meta: request.meta,
+      meta: this.tasks.metaForUpstream(entry.server, request.meta),
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      ...(task !== undefined && { task }),
     };
   }
 
@@ -519,7 +558,7 @@ export class Router {
       definition: undefined,
       arguments: what.arguments,
       params: what.params,
-      meta: request.meta,
+      meta: this.tasks.metaForUpstream(server, request.meta),
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
@@ -533,10 +572,11 @@ export class Router {
   private route(
     request: IncomingRequest,
     message: RoutedMessage,
-    present?: (outcome: Outcome) => Outcome,
+    after?: (outcome: Outcome) => Outcome,
   ): void {
-    this.options.pipeline(message).then(
-      (outcome) => request.respond(present === undefined ? outcome : present(outcome)),
+    const answer = this.options.pipeline(message);
+    (after === undefined ? answer : answer.then(after)).then(
+      (outcome) => request.respond(outcome),
       (error: unknown) => this.answerError(request, error, message),
     );
   }

@@ -160,6 +160,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       outcome,
       ms: Math.round(ms * 1000) / 1000,
       resultBytes: result === undefined ? undefined : resultBytes(result),
+      repairs: call.record.repairs.length > 0 ? call.record.repairs : undefined,
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
       call: number,
     };

@@ -58,6 +58,12 @@ function action(call: RoutedMessage): string {
       return 'ask you a question (elicitation)';
     case 'roots/list':
       return 'list your roots';
+    case 'tasks/get':
+    case 'tasks/result':
+    case 'tasks/cancel':
+    case 'tasks/list':
+      // Never asked in practice: the policy allows these follow-ups of a call it already judged.
+      return `use a task with ${call.kind}`;
   }
 }
 

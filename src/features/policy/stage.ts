@@ -24,12 +24,18 @@ export interface PolicyStageOptions {
  */
 export function createPolicyStage(options: PolicyStageOptions): Stage {
   return function policy(message, next) {
+    if (isTaskFollowUp(message)) {
+      // The call that created the task was judged; asking about it afterwards is that call's own.
+      message.record.decision = { effect: 'allow', rule: null };
+      return next(message);
+    }
     const refused = options.refusedByConfig?.(message);
     if (refused !== undefined) {
       message.record.decision = { effect: 'deny', rule: null };
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
-    const decision = options.engine().decide(policyInput(message, options.trusted(message.server)));
+    const judged = message as JudgedMessage;
+    const decision = options.engine().decide(policyInput(judged, options.trusted(message.server)));
     message.record.decision =
       decision.layer === undefined
         ? { effect: decision.effect, rule: decision.ruleId }
@@ -47,8 +53,17 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
   };
 }
 
-/** What a request is, in the policy's terms. */
-export function policyInput(message: RoutedMessage, trusted: boolean): PolicyCallInput {
+type TaskFollowUp = Extract<RoutedMessage['kind'], `tasks/${string}`>;
+
+/** Every kind the rules judge. */
+type JudgedMessage = RoutedMessage & { kind: Exclude<RoutedMessage['kind'], TaskFollowUp> };
+
+function isTaskFollowUp(message: RoutedMessage): boolean {
+  return message.kind.startsWith('tasks/');
+}
+
+/** What a request is, in the policy's terms (task follow-ups are not judged: see the stage). */
+export function policyInput(message: JudgedMessage, trusted: boolean): PolicyCallInput {
   const { server, target } = message;
   const args = message.arguments;
   switch (message.kind) {

@@ -15,14 +15,18 @@ export interface ResultRepairOptions {
 
 /**
  * The innermost stage that sees results: everything outside it, audit included, sees the
- * repaired result. It repairs tool results only. A result needing no repair comes back as the
+ * repaired result. It repairs tool results only, a task's included (fetched by `tasks/result`). A result needing no repair comes back as the
  * same outcome, so the host still gets the upstream's own bytes; a repaired one is a changed
  * outcome, which never carries them.
  */
 export function createResultRepairStage(options: ResultRepairOptions): Stage {
   return function resultRepair(call, next) {
     const { definition } = call;
-    if (call.kind !== 'tools/call' || definition === undefined) return next(call);
+    // A call the host runs as a task is answered with the task, not the tool's result: the
+    // result is repaired when `tasks/result` fetches it (which carries the tool's definition).
+    const toolResult =
+      (call.kind === 'tools/call' && call.task?.drivenBy !== 'host') || call.kind === 'tasks/result';
+    if (!toolResult || definition === undefined) return next(call);
     return next(call).then((outcome) => {
       const result = outcome.result as CallToolResult;
       if (!mayNeedRepair(result, definition)) return outcome;

@@ -1,0 +1,50 @@
+import type { Params } from '../rpc/jsonRpc.js';
+
+/** The `_meta` key that ties a message to a task (results, notifications, requests). */
+export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+/** Statuses after which a task changes no more. */
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
+/** The parts of a task the gateway reads. */
+export interface TaskState {
+  readonly taskId: string;
+  readonly status: string;
+  readonly statusMessage: string | undefined;
+  readonly pollInterval: number | undefined;
+}
+
+/**
+ * The task in a result: a CreateTaskResult's `task`, or a task itself (`tasks/get`,
+ * `tasks/cancel`). Undefined when the result holds none (a server that ran the call at once).
+ */
+export function taskOf(result: Params): TaskState | undefined {
+  const inner = result.task;
+  const task =
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner) ? (inner as Params) : result;
+  const { taskId, status, statusMessage, pollInterval } = task;
+  if (typeof taskId !== 'string' || typeof status !== 'string') return undefined;
+  return {
+    taskId,
+    status,
+    statusMessage: typeof statusMessage === 'string' ? statusMessage : undefined,
+    pollInterval:
+      typeof pollInterval === 'number' && Number.isFinite(pollInterval) ? pollInterval : undefined,
+  };
+}
+
+/**
+ * `meta` with its related-task id replaced by `map(id)`; the same object when it has none. When
+ * `map` answers undefined (an id that cannot be translated), the related-task member is left out.
+ */
+export function retagRelatedTask(
+  meta: Params | undefined,
+  map: (taskId: string) => string | undefined,
+): Params | undefined {
+  if (meta === undefined || !Object.hasOwn(meta, RELATED_TASK)) return meta;
+  const related = meta[RELATED_TASK] as Params | undefined;
+  const { [RELATED_TASK]: _old, ...rest } = meta;
+  const id = typeof related?.taskId === 'string' ? map(related.taskId) : undefined;
+  if (id === undefined) return Object.keys(rest).length === 0 ? undefined : rest;
+  return { ...rest, [RELATED_TASK]: { ...related, taskId: id } };
+}

@@ -1,0 +1,411 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { InvalidParamsError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { MessageKind, Next, RoutedMessage, TaskAugmentation } from '../pipeline/types.js';
+import type { Params } from '../rpc/jsonRpc.js';
+import { Outcome } from '../rpc/outcome.js';
+import type { IncomingRequest } from '../rpc/peer.js';
+import { TaskHandles, type TaskRef } from './handles.js';
+import { RELATED_TASK, retagRelatedTask } from './taskMessages.js';
+
+/** What task routing needs to know of one upstream. */
+export interface TaskUpstream {
+  readonly name: string;
+  readonly state: string;
+  readonly capabilities: Params;
+  readonly tools: readonly Tool[];
+}
+
+export interface TaskRoutingOptions {
+  /** Seals handles and list cursors; a fresh random key per process when absent. */
+  readonly handles?: TaskHandles;
+  /**
+   * Who the host is: every handle is sealed to it and refused to anyone else. Today the host
+   * session (one per gateway process); a gateway serving several principals gives each its own.
+   */
+  readonly owner: () => string;
+  readonly upstreams: () => readonly TaskUpstream[];
+  /** Sends a message through the pipeline and answers `request` with `after(outcome)`. */
+  readonly route: (
+    request: IncomingRequest,
+    message: RoutedMessage,
+    after: (outcome: Outcome) => Outcome,
+  ) => void;
+  /** The pipeline itself, for `tasks/list`, which asks several upstreams for one answer. */
+  readonly pipeline: Next;
+  readonly logger: Logger;
+}
+
+/** A host's `tasks/list` page holds at most this many tasks. */
+export const MAX_TASKS_PAGE = 100;
+/** One host `tasks/list` asks upstreams at most this many times (empty pages are skipped). */
+export const MAX_LIST_FETCHES = 16;
+/** Tools of tasks remembered (for repairing their results); the oldest are forgotten first. */
+export const MAX_REMEMBERED_TASKS = 10_000;
+
+const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel'] as const;
+
+/**
+ * Tasks across the gateway. The host sees each upstream task under a handle (handles.ts) that
+ * says which server holds it; everything that names a task on its way to the host (a created
+ * task, `tasks/get`, `tasks/list`, status notifications, related-task `_meta`) is re-tagged to
+ * the handle, and everything that names a handle on its way upstream back to the upstream's id.
+ * Every request passes the one pipeline as its own kind of message.
+ */
+export class TaskRouting {
+  private readonly handles: TaskHandles;
+  private hostTasks = false;
+  /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
+  private readonly tools = new Map<string, string>();
+  /** The last tool list without `execution`, and the list it was made from. */
+  private stripped: { from: string; to: string } | undefined;
+  /** Servers whose status notifications a host without tasks was not sent (logged once each). */
+  private readonly notTold = new Set<string>();
+
+  constructor(private readonly options: TaskRoutingOptions) {
+    this.handles = options.handles ?? new TaskHandles();
+  }
+
+  /** The methods this serves to the host, with their handlers. */
+  methods(): [string, (request: IncomingRequest) => Promise<void> | void][] {
+    const byHandle = TASK_METHODS.map((method): [string, (request: IncomingRequest) => void] => [
+      method,
+      (r) => this.byHandle(r, method),
+    ]);
+    return [...byHandle, ['tasks/list', (r) => this.list(r)]];
+  }
+
+  /**
+   * The host initialized. A host that declares the `tasks` capability is taken to run tasks
+   * itself; any other is served as a host without tasks (see `augmentation`, `toolsList`).
+   */
+  hostInitialized(capabilities: Params | undefined): void {
+    this.hostTasks = capabilities?.tasks !== undefined && capabilities.tasks !== null;
+  }
+
+  /**
+   * How a tools/call runs as a task: as the host asked (its `task` params), or driven by the
+   * gateway for a host without tasks calling a tool that requires one; undefined otherwise.
+   */
+  augmentation(params: Params | undefined, definition: Tool): TaskAugmentation | undefined {
+    const task = params?.task;
+    if (task !== undefined) {
+      if (typeof task !== 'object' || task === null || Array.isArray(task))
+        throw new InvalidParamsError(`tools/call ${String(params?.name)}: params.task must be an object`);
+      return { params: task as Params, drivenBy: 'host' };
+    }
+    if (!this.hostTasks && definition.execution?.taskSupport === 'required')
+      return { params: {}, drivenBy: 'gateway' };
+    return undefined;
+  }
+
+  /** The answer to a call the host runs as a task: the task, under its handle. */
+  created(message: RoutedMessage, outcome: Outcome): Outcome {
+    const task = outcome.result.task as Params | undefined;
+    // A server may answer at once, without a task: that result goes as it is.
+    if (typeof task !== 'object' || task === null || typeof task.taskId !== 'string') return outcome;
+    this.remember(message.server, task.taskId, message.target);
+    return outcome.changed({
+      ...this.resultForHost(message.server, outcome.result),
+      task: { ...task, taskId: this.handle(message.server, task.taskId) },
+    });
+  }
+
+  /**
+   * The tool list as this host should see it: a host without tasks never sees `execution`
+   * (the gateway runs required tasks for it, so to that host every tool is an ordinary one).
+   */
+  toolsList(json: string): string {
+    if (this.hostTasks || !json.includes('"execution"')) return json;
+    if (this.stripped?.from === json) return this.stripped.to;
+    const list = JSON.parse(json) as { tools: Params[] };
+    const to = JSON.stringify({
+      ...list,
+      tools: list.tools.map(({ execution: _execution, ...tool }) => tool),
+    });
+    this.stripped = { from: json, to };
+    return to;
+  }
+
+  /** A `notifications/tasks/status` for the host, or undefined (with the reason logged) when it has none. */
+  status(server: string, params: Params | undefined): Params | undefined {
+    if (!this.hostTasks) {
+      // Once per server: a task says its status many times, and the reason is always the same.
+      if (!this.notTold.has(server)) {
+        this.notTold.add(server);
+        this.options.logger.info(
+          `did not forward notifications/tasks/status from ${server}: the host did not declare tasks, so mcp-warden runs its tasks (said once per server)`,
+        );
+      }
+      return undefined;
+    }
+    if (typeof params?.taskId !== 'string') return undefined;
+    return { ...this.resultForHost(server, params), taskId: this.handle(server, params.taskId) };
+  }
+
+  /** An upstream's `_meta` on its way to the host: its related-task id becomes the handle. */
+  metaForHost(server: string, meta: Params | undefined): Params | undefined {
+    return retagRelatedTask(meta, (id) => this.handle(server, id));
+  }
+
+  /**
+   * The host's `_meta` on its way to `server`: a related-task handle becomes that server's own id.
+   * A handle of another server, or none of ours, is left out: no server learns of another's tasks.
+   */
+  metaForUpstream(server: string, meta: Params | undefined): Params | undefined {
+    return retagRelatedTask(meta, (handle) => {
+      const ref = this.handles.openHandle(handle, this.options.owner());
+      return ref?.server === server ? ref.taskId : undefined;
+    });
+  }
+
+  /**
+   * The host's answer to `server`'s request, its related-task meta translated back. When the
+   * host ran the request as a task, the server is given a handle to it, sealed to that server,
+   * so no other server can follow (or cancel) the task.
+   */
+  answerForUpstream(server: string, outcome: Outcome): Outcome {
+    const task = outcome.result.task as Params | undefined;
+    if (typeof task === 'object' && task !== null && typeof task.taskId === 'string') {
+      const handle = this.hostTaskHandle(server, task.taskId);
+      return outcome.changed({ ...outcome.result, task: { ...task, taskId: handle } });
+    }
+    const meta = outcome.result._meta as Params | undefined;
+    if (meta === undefined || !Object.hasOwn(meta, RELATED_TASK)) return outcome;
+    const retagged = this.metaForUpstream(server, meta);
+    const { _meta: _old, ...rest } = outcome.result;
+    return outcome.changed(retagged === undefined ? rest : { ...rest, _meta: retagged });
+  }
+
+  /**
+   * A server follows up a task it had the host create (`tasks/get`, `tasks/result`,
+   * `tasks/cancel`): routed to the host with the host's own id, when the handle is one this
+   * server was given; a -32602 otherwise.
+   */
+  fromUpstream(server: string, request: IncomingRequest): void {
+    const handle = request.params?.taskId;
+    const ref =
+      typeof handle === 'string' ? this.handles.openHandle(handle, upstreamOwner(server)) : undefined;
+    if (ref === undefined || ref.server !== HOST)
+      throw new InvalidParamsError(
+        `${request.method}: params.taskId is not a task of the host that mcp-warden gave server "${server}"`,
+      );
+    const message = this.taskMessage(request, request.method as MessageKind, 'host', server, {
+      taskId: ref.taskId,
+    });
+    this.options.route(request, message, (outcome) => this.hostTaskForUpstream(server, ref.taskId, outcome));
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private byHandle(request: IncomingRequest, kind: (typeof TASK_METHODS)[number]): void {
+    const handle = request.params?.taskId;
+    const ref = this.open(handle, kind);
+    const upstream = this.options.upstreams().find((u) => u.name === ref.server);
+    const tool = this.tools.get(key(ref.server, ref.taskId));
+    const params = { taskId: ref.taskId };
+    const message: RoutedMessage = {
+      ...this.taskMessage(request, kind, 'upstream', ref.server, params),
+      target: tool ?? '',
+      exposedName: handle as string,
+      definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
+    };
+    this.options.route(request, message, (outcome) => this.taskResultForHost(ref, outcome));
+  }
+
+  private async list(request: IncomingRequest): Promise<void> {
+    const owner = this.options.owner();
+    const serving = this.options
+      .upstreams()
+      .filter((u) => u.state === 'ready' && (u.capabilities.tasks as Params | undefined)?.list !== undefined);
+    const given = request.params?.cursor;
+    let index = 0;
+    let cursor: string | undefined;
+    let skip = 0;
+    if (given !== undefined) {
+      const position = this.handles.openCursor(given, owner);
+      if (position === undefined)
+        throw new InvalidParamsError(
+          'tasks/list: params.cursor is not a cursor this mcp-warden session gave (altered, or from before a restart)',
+        );
+      index = serving.findIndex((u) => u.name === position.server);
+      if (index < 0)
+        throw new InvalidParamsError(
+          `tasks/list: server "${position.server}" of this cursor no longer serves tasks; list again from the start`,
+        );
+      ({ cursor, skip } = position);
+    }
+    const at = (p: Position) =>
+      this.handles.cursor({ server: serving[p.index]!.name, cursor: p.cursor, skip: p.skip, owner });
+    // A host page holds (part of) one upstream page: so a cursor is one position in one server's list.
+    for (let fetches = 0; index < serving.length && fetches < MAX_LIST_FETCHES; fetches++) {
+      const server = serving[index]!.name;
+      const page = await this.page(request, server, cursor);
+      const taken = page.tasks.slice(skip, skip + MAX_TASKS_PAGE);
+      let after: Position | undefined;
+      if (skip + taken.length < page.tasks.length) after = { index, cursor, skip: skip + taken.length };
+      else if (page.next !== undefined) after = { index, cursor: page.next, skip: 0 };
+      else if (index + 1 < serving.length) after = { index: index + 1, cursor: undefined, skip: 0 };
+      if (taken.length > 0 || after === undefined)
+        return this.answerList(request, server, taken, after === undefined ? undefined : at(after));
+      ({ index, cursor, skip } = after);
+    }
+    // Only empty pages so far: the host continues from here.
+    return this.answerList(request, '', [], index < serving.length ? at({ index, cursor, skip }) : undefined);
+  }
+
+  private answerList(
+    request: IncomingRequest,
+    server: string,
+    tasks: readonly Params[],
+    next: string | undefined,
+  ) {
+    const mapped = tasks.flatMap((task) =>
+      typeof task.taskId === 'string' ? [{ ...task, taskId: this.handle(server, task.taskId) }] : [],
+    );
+    request.respond(Outcome.of({ tasks: mapped, ...(next !== undefined && { nextCursor: next }) }));
+  }
+
+  /** One upstream's page of tasks; a server that fails is logged and passed over. */
+  private async page(
+    request: IncomingRequest,
+    server: string,
+    cursor: string | undefined,
+  ): Promise<{ tasks: Params[]; next: string | undefined }> {
+    const params = cursor === undefined ? {} : { cursor };
+    try {
+      const outcome = await this.options.pipeline(
+        this.taskMessage(request, 'tasks/list', 'upstream', server, params),
+      );
+      const { tasks, nextCursor } = outcome.result;
+      return {
+        tasks: Array.isArray(tasks) ? (tasks as unknown[]).filter(isObject) : [],
+        next: typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : undefined,
+      };
+    } catch (error) {
+      this.options.logger.warn(
+        `tasks/list: left out the tasks of ${server}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      return { tasks: [], next: undefined };
+    }
+  }
+
+  /**
+   * A task request as a routed message. Towards an upstream it carries the host's meta (its
+   * related-task handle translated) and progress; towards the host, neither of the server's.
+   */
+  private taskMessage(
+    request: IncomingRequest,
+    kind: MessageKind,
+    direction: 'upstream' | 'host',
+    server: string,
+    params: Params,
+  ): RoutedMessage {
+    const toUpstream = direction === 'upstream';
+    return {
+      kind,
+      direction,
+      server,
+      target: '',
+      exposedName: '',
+      definition: undefined,
+      arguments: params,
+      params,
+      meta: toUpstream ? this.metaForUpstream(server, request.meta) : undefined,
+      signal: request,
+      onProgress: toUpstream ? request.onProgress : undefined,
+      record: { repairs: [] },
+    };
+  }
+
+  /** The handle a host must present, opened; a -32602 naming the method otherwise. */
+  private open(handle: unknown, method: string): TaskRef {
+    if (typeof handle !== 'string')
+      throw new InvalidParamsError(`${method} needs params.taskId (a task handle from mcp-warden)`);
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    if (ref === undefined)
+      throw new InvalidParamsError(
+        `${method}: unknown task ${JSON.stringify(handle.length > 80 ? `${handle.slice(0, 80)}…` : handle)}; ` +
+          'it is not a task handle this mcp-warden session gave (altered, or from before a restart)',
+      );
+    return ref;
+  }
+
+  /** A host's task as `server` sees it: a handle only that server can open. */
+  private hostTaskHandle(server: string, taskId: string): string {
+    return this.handles.handle({ server: HOST, taskId, owner: upstreamOwner(server) });
+  }
+
+  /** The host's answer about its task `taskId`, with that id turned into `server`'s handle. */
+  private hostTaskForUpstream(server: string, taskId: string, outcome: Outcome): Outcome {
+    const result = outcome.result;
+    const meta = result._meta as Params | undefined;
+    const related = meta === undefined ? undefined : (meta[RELATED_TASK] as Params | undefined);
+    if (result.taskId !== taskId && related?.taskId !== taskId) return outcome;
+    const handle = this.hostTaskHandle(server, taskId);
+    const changed: Params = { ...result };
+    if (result.taskId === taskId) changed.taskId = handle;
+    if (related?.taskId === taskId)
+      changed._meta = { ...meta, [RELATED_TASK]: { ...related, taskId: handle } };
+    return outcome.changed(changed);
+  }
+
+  private handle(server: string, taskId: string): string {
+    return this.handles.handle({ server, taskId, owner: this.options.owner() });
+  }
+
+  /** A task result (`tasks/get`, `tasks/cancel`, `tasks/result`) with its ids turned into the handle. */
+  private taskResultForHost(ref: TaskRef, outcome: Outcome): Outcome {
+    const result = outcome.result;
+    const hasId = typeof result.taskId === 'string';
+    const meta = result._meta as Params | undefined;
+    if (!hasId && (meta === undefined || !Object.hasOwn(meta, RELATED_TASK))) return outcome;
+    const retagged = this.resultForHost(ref.server, result);
+    return outcome.changed(
+      hasId ? { ...retagged, taskId: this.handle(ref.server, result.taskId as string) } : retagged,
+    );
+  }
+
+  /** `result` with its related-task `_meta` re-tagged for the host. */
+  private resultForHost(server: string, result: Params): Params {
+    const meta = result._meta as Params | undefined;
+    if (meta === undefined) return result;
+    const retagged = this.metaForHost(server, meta);
+    const { _meta: _old, ...rest } = result;
+    return retagged === undefined ? rest : { ...rest, _meta: retagged };
+  }
+
+  private remember(server: string, taskId: string, tool: string): void {
+    if (this.tools.size >= MAX_REMEMBERED_TASKS) {
+      const oldest = this.tools.keys().next().value;
+      if (oldest !== undefined) this.tools.delete(oldest);
+    }
+    this.tools.set(key(server, taskId), tool);
+  }
+}
+
+/** Where a list goes on: which serving upstream, its own cursor, how far into that page. */
+interface Position {
+  readonly index: number;
+  readonly cursor: string | undefined;
+  readonly skip: number;
+}
+
+/**
+ * The peer name sealed into handles of the host's own tasks (those a server had the host run):
+ * no configured server has an empty name.
+ */
+const HOST = '';
+
+/** Handles given to a server are sealed to it: another server presenting one is refused. */
+function upstreamOwner(server: string): string {
+  return `server:${server}`;
+}
+
+function key(server: string, taskId: string): string {
+  return `${server}\u0000${taskId}`;
+}
+
+function isObject(value: unknown): value is Params {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

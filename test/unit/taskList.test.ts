@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { Logger } from '../../src/core/logger.js';
+import type { RoutedMessage } from '../../src/core/pipeline/types.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
+import type { IncomingRequest } from '../../src/core/rpc/peer.js';
+import { MAX_TASKS_PAGE, TaskRouting, type TaskUpstream } from '../../src/core/tasks/taskRouting.js';
+
+const logger = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as unknown as Logger;
+
+function task(id: string) {
+  return { taskId: id, status: 'completed', ttl: null, createdAt: '', lastUpdatedAt: '' };
+}
+
+/** Upstreams as pages of task ids, by their own cursor ('' for the first page). */
+function routing(pages: Record<string, Record<string, { ids: string[]; next?: string }>>) {
+  const upstreams: TaskUpstream[] = Object.keys(pages).map((name) => ({
+    name,
+    state: 'ready',
+    capabilities: { tasks: { list: {} } },
+    tools: [],
+  }));
+  const asked: string[] = [];
+  const tasks = new TaskRouting({
+    owner: () => 'session',
+    upstreams: () => upstreams,
+    route: () => {},
+    logger,
+    pipeline: (message: RoutedMessage) => {
+      const cursor = (message.params?.cursor as string | undefined) ?? '';
+      asked.push(`${message.server}:${cursor}`);
+      const page = pages[message.server]![cursor]!;
+      return Promise.resolve(
+        Outcome.of({ tasks: page.ids.map(task), ...(page.next !== undefined && { nextCursor: page.next }) }),
+      );
+    },
+  });
+  const list = async (cursor?: string) => {
+    let answer: Record<string, unknown> | undefined;
+    const request = {
+      method: 'tasks/list',
+      params: cursor === undefined ? undefined : { cursor },
+      meta: undefined,
+      onProgress: undefined,
+      respond: (outcome: Outcome) => (answer = outcome.result),
+    } as unknown as IncomingRequest;
+    const handler = new Map(tasks.methods()).get('tasks/list')!;
+    await handler(request);
+    return answer as { tasks: { taskId: string }[]; nextCursor?: string };
+  };
+  return { list, asked };
+}
+
+async function listAll(
+  list: (cursor?: string) => Promise<{ tasks: { taskId: string }[]; nextCursor?: string }>,
+) {
+  const pages: number[] = [];
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await list(cursor);
+    pages.push(page.tasks.length);
+    ids.push(...page.tasks.map((t) => t.taskId));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined && pages.length < 50);
+  return { pages, ids };
+}
+
+describe('tasks/list across upstreams', () => {
+  it('cuts a large upstream page into bounded host pages, and goes on to the next server', async () => {
+    const many = Array.from({ length: 250 }, (_, i) => `t${i}`);
+    const { list } = routing({ a: { '': { ids: many } }, b: { '': { ids: ['t0'] } } });
+    const { pages, ids } = await listAll(list);
+    expect(pages).toEqual([MAX_TASKS_PAGE, MAX_TASKS_PAGE, 250 - 2 * MAX_TASKS_PAGE, 1]);
+    // 251 tasks, all different handles, though b's "t0" is a's "t0" too.
+    expect(new Set(ids).size).toBe(251);
+  });
+
+  it('skips empty pages and servers without tasks, following upstream cursors', async () => {
+    const { list, asked } = routing({
+      a: { '': { ids: [], next: 'p2' }, p2: { ids: ['x'] } },
+      b: { '': { ids: [] } },
+      c: { '': { ids: ['y', 'z'] } },
+    });
+    const { pages } = await listAll(list);
+    expect(pages).toEqual([1, 2]);
+    expect(asked).toEqual(['a:', 'a:p2', 'b:', 'c:']);
+  });
+
+  it('refuses a cursor it did not give', async () => {
+    const { list } = routing({ a: { '': { ids: ['x'] } } });
+    await expect(list('made-up')).rejects.toThrow(/not a cursor this mcp-warden session gave/);
+  });
+});
