@@ -21,6 +21,7 @@ import type { PolicySet } from './features/policy/index.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WinstonLogger } from './core/logger.js';
+import type { TelemetryRuntime } from './features/telemetry/runtime.js';
 
 // Every other module is imported where it is needed (measured): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
@@ -228,6 +229,26 @@ function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colou
   return warnings.map((warning) => `${palette.yellow('warning:')} ${formatConfigIssue(warning)}\n`).join('');
 }
 
+/**
+ * The OpenTelemetry SDK, started when the config has `telemetry:` with a signal on. Its modules
+ * are imported only then: without it, serving loads none of them. An OTEL_* setting it cannot
+ * honour stops start-up like an invalid config.
+ */
+async function startTelemetryIfConfigured(
+  config: WardenConfig,
+  logger: WinstonLogger,
+): Promise<TelemetryRuntime | undefined> {
+  const wanted = config.telemetry;
+  if (wanted === undefined || (!wanted.traces && !wanted.metrics)) return undefined;
+  const { startTelemetry, TelemetrySetupError } = await import('./features/telemetry/sdk.js');
+  try {
+    return await startTelemetry({ config: wanted, env: process.env, logger, version: version() });
+  } catch (error) {
+    if (error instanceof TelemetrySetupError) fail(`invalid telemetry setting: ${error.message}`);
+    throw error;
+  }
+}
+
 async function serve(file: string | undefined): Promise<void> {
   const { config, redactor, warnings } = await loadConfigFile(file, { badServers: 'mark-failed' });
   // Like an invalid config, an invalid pins file stops us before any server is started.
@@ -266,6 +287,8 @@ async function serve(file: string | undefined): Promise<void> {
       logger.error(
         `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
       );
+  const telemetry = await startTelemetryIfConfigured(config, logger);
+  const auditWrite = telemetry?.instruments?.auditWrite;
   const audit =
     config.audit === undefined
       ? undefined
@@ -283,6 +306,7 @@ async function serve(file: string | undefined): Promise<void> {
               logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
             else logger.error(`AUDIT: ${status.error.message}`);
           },
+          ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
         });
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
@@ -310,6 +334,7 @@ async function serve(file: string | undefined): Promise<void> {
     early,
     ...(audit && { audit }),
     ...(pins && { pins }),
+    ...(telemetry && { telemetry }),
   });
 
   let exiting = false;
@@ -327,6 +352,9 @@ async function serve(file: string | undefined): Promise<void> {
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
+    // What the exporters still hold goes out now, within the hard stop above.
+    if (telemetry !== undefined)
+      await Promise.race([telemetry.shutdown(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await closeLogger(logger);
     process.exit(code);
   };

@@ -129,6 +129,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
         ? (result?.result as CallToolResult | undefined)?.structuredContent
         : undefined,
       call: number,
+      trace: call.record.traceId,
     };
     try {
       log.append(event);
@@ -162,6 +163,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       resultBytes: result === undefined ? undefined : resultBytes(result),
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
       call: number,
+      trace: call.record.traceId,
     };
     try {
       log.append(event);
