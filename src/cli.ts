@@ -37,6 +37,8 @@ const USAGE = `Usage:
                                       review tool definitions against their pins
   mcp-warden audit verify|summary FILE
                                       check an audit log's hash chain, or summarize it
+  mcp-warden audit report FILE --html OUT.html
+                                      a self-contained page of charts and tables of the log
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
   mcp-warden COMMAND --help           that command's options and exit codes
@@ -102,12 +104,17 @@ accept: 0 pinned (or nothing to pin), 1 declined, a server was not available or 
 not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
   audit: `Usage: mcp-warden audit verify FILE
        mcp-warden audit summary FILE
+       mcp-warden audit report FILE --html OUT.html
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
   summary    calls per tool, denials, errors, p50/p95 duration
+  report     write OUT.html, one self-contained page (no network needed to open it): calls
+             over time, decisions by effect and rule, top tools and servers, denials and
+             errors each with its record, principals, and whether the hash chain is intact
 
-Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0. Both: 2 when there is
-no audit log at FILE (nor rotated files), or bad usage.`,
+Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0; report: 0 written (a
+broken chain is shown on the page and said on stderr). All: 2 when there is no audit log at
+FILE (nor rotated files), or bad usage.`,
 };
 
 function version(): string {
@@ -574,6 +581,7 @@ async function main(argv: string[]): Promise<void> {
         version: { type: 'boolean', short: 'v' },
         all: { type: 'boolean' },
         live: { type: 'boolean' },
+        html: { type: 'string' },
       },
     });
   } catch (error) {
@@ -750,8 +758,12 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;
-      if ((sub !== 'verify' && sub !== 'summary') || file === undefined)
-        fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${usageOf('audit')}`);
+      if ((sub !== 'verify' && sub !== 'summary' && sub !== 'report') || file === undefined)
+        fail(
+          `usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE | mcp-warden audit report FILE --html OUT.html\n\n${usageOf('audit')}`,
+        );
+      if (sub === 'report' && (values.html === undefined || values.html === ''))
+        fail(`audit report needs --html OUT.html (the page to write)\n\n${usageOf('audit')}`);
       noMore(extra);
       const base = path.resolve(file);
       const { auditFileSet } = await import('./features/audit/files.js');
@@ -766,6 +778,7 @@ async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${formatVerifyResult(result)}\n`);
         process.exit(result.ok ? 0 : 1);
       }
+      if (sub === 'report') return auditReport(base, path.resolve(values.html!));
       const { formatSummary, summarizeAudit } = await import('./features/audit/summary.js');
       process.stdout.write(formatSummary(summarizeAudit(base)));
       return;
@@ -773,6 +786,28 @@ async function main(argv: string[]): Promise<void> {
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);
   }
+}
+
+/** Writes the HTML report of the audit log at `base` to `out`, and says what it found. */
+async function auditReport(base: string, out: string): Promise<void> {
+  const [{ buildAuditReport }, { renderAuditReportHtml }, { writeFileSync }] = await Promise.all([
+    import('./features/audit/report.js'),
+    import('./features/audit/reportHtml.js'),
+    import('node:fs'),
+  ]);
+  const report = buildAuditReport(base);
+  try {
+    writeFileSync(out, renderAuditReportHtml(report));
+  } catch (error) {
+    fail(`could not write ${out}: ${(error as Error).message}`);
+  }
+  process.stdout.write(
+    `wrote ${out}: ${plural(report.records, 'record')}, ${plural(report.denials.total, 'denial')}, ${plural(report.errors.total, 'error')}\n`,
+  );
+  if (!report.verify.ok)
+    process.stderr.write(
+      `mcp-warden: the hash chain is broken (shown on the page): ${report.verify.problem}\n`,
+    );
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
