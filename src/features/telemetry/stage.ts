@@ -88,7 +88,7 @@ export function createTelemetryStages(options: TelemetryStageOptions): {
     if (span !== undefined) {
       const { traceId } = span.spanContext();
       if (api.isValidTraceId(traceId)) message.record.traceId = traceId;
-      if (runtime.content && message.arguments !== undefined)
+      if (runtime.content && message.kind === 'tools/call' && message.arguments !== undefined)
         span.setAttribute('gen_ai.tool.call.arguments', json(options.redact(message.arguments)));
     }
     const started = performance.now();
