@@ -373,13 +373,15 @@ function normalizeTelemetry(data: Data, ctx: Context): TelemetryConfig | undefin
   const defaults = DEFAULTS.telemetry;
   const flag = (key: 'traces' | 'metrics' | 'content'): boolean =>
     typeof section[key] === 'boolean' ? section[key] : defaults[key];
+  const interval = duration(ctx, ['telemetry', 'metricsInterval'], section['metricsInterval']);
+  // The SDK's reader refuses a zero interval; a tiny one would export on every turn.
+  if (interval !== undefined && interval < 100)
+    ctx.issues.add(['telemetry', 'metricsInterval'], 'value', 'must be at least 100ms');
   return {
     traces: flag('traces'),
     metrics: flag('metrics'),
     content: flag('content'),
-    metricsIntervalMs:
-      duration(ctx, ['telemetry', 'metricsInterval'], section['metricsInterval']) ??
-      defaults.metricsIntervalMs,
+    metricsIntervalMs: interval ?? defaults.metricsIntervalMs,
   };
 }
 
