@@ -195,6 +195,18 @@ describe('traces', () => {
     expect(traces[0]!.body.length).toBeGreaterThan(0);
   });
 
+  it('an unreachable collector: calls are served, and the log says why nothing arrives', async () => {
+    // A port that was just free: nothing listens there.
+    const gone = await startOtlpReceiver();
+    const endpoint = gone.endpoint;
+    await gone.close();
+    const { config } = setup({ traces: true });
+    host = await connectHost(config, { env: otelEnv(endpoint) });
+    const result = await host.client.callTool({ name: 'up__echo_meta', arguments: {} });
+    expect(textOf(result)).toContain('traceparent');
+    await host.waitForStderr(/OpenTelemetry: .*(ECONNREFUSED|export)/i);
+  });
+
   it('gRPC is refused at start with what to use instead', async () => {
     const { config } = setup({ traces: true });
     const run = await runCli(['--config', config], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });

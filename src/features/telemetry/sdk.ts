@@ -47,15 +47,11 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
   const traces = config.traces && !disabled;
   const metrics = config.metrics && !disabled;
-  // The SDK's own complaints (an unreachable collector, a bad sampler name) go to our log.
+  // The SDK's own complaints (an unreachable collector, a bad sampler name) go to our log, each
+  // message at most once a minute: a collector that is down fails every export until it is back.
+  const warn = onceAMinute((message) => logger.warn(`OpenTelemetry: ${message}`));
   api.diag.setLogger(
-    {
-      error: (message) => logger.warn(`OpenTelemetry: ${message}`),
-      warn: (message) => logger.warn(`OpenTelemetry: ${message}`),
-      info: () => {},
-      debug: () => {},
-      verbose: () => {},
-    },
+    { error: warn, warn, info: () => {}, debug: () => {}, verbose: () => {} },
     api.DiagLogLevel.WARN,
   );
   const resource = defaultResource()
@@ -96,6 +92,22 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     async shutdown() {
       await Promise.allSettled([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
     },
+  };
+}
+
+/** How many distinct messages `onceAMinute` remembers; beyond that it starts afresh. */
+const REMEMBERED_MESSAGES = 100;
+
+/** Passes a message on unless the same text was passed on less than a minute ago. */
+function onceAMinute(say: (message: string) => void): (message: string) => void {
+  const said = new Map<string, number>();
+  return (message) => {
+    const now = Date.now();
+    const last = said.get(message);
+    if (last !== undefined && now - last < 60_000) return;
+    if (said.size >= REMEMBERED_MESSAGES) said.clear();
+    said.set(message, now);
+    say(message);
   };
 }
 
