@@ -206,7 +206,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { audit, redactor } = options;
   /** One id per gateway process: every audit record of this session carries it. */
   const session = randomUUID();
-  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
   const startedAt = Date.now();
   /**
    * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,
@@ -240,6 +239,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
     }),
   });
+  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
   const listed = foldVisibility(features);
   const lifecycle = features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
   /** The stages that record, for calls refused before the pipeline (see the router). */

@@ -375,12 +375,6 @@ class FileAuditLog implements AuditLog {
   /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
   #mtime: string | undefined;
 
-  /**
-   * Writes every queued record (after an `audit_gap` record when earlier ones were lost, or when
-   * the file ends with a torn line) and returns the failure, if any, after recording it: records
-   * not written count as lost. With an empty queue, only the gap record is written (the retry
-   * timer's probe).
-   */
   /** Writes what is queued, timed for `onWrite` when the caller asked to be told. */
   #writeQueue(): AuditWriteError | undefined {
     const told = this.#options.onWrite;
@@ -392,6 +386,12 @@ class FileAuditLog implements AuditLog {
     return error;
   }
 
+  /**
+   * Writes every queued record (after an `audit_gap` record when earlier ones were lost, or when
+   * the file ends with a torn line) and returns the failure, if any, after recording it: records
+   * not written count as lost. With an empty queue, only the gap record is written (the retry
+   * timer's probe).
+   */
   #writeQueueNow(): AuditWriteError | undefined {
     const queue = this.#queue;
     this.#queue = [];
