@@ -9,12 +9,18 @@
 //   warden-full   the built gateway with everything on that this build supports
 //   json-floor    (with --floor) bench/floor.mjs in between: the least any proxy that parses
 //                 and re-serialises each message does, to show what no such gateway can beat
+//   warden-traces (with --telemetry) warden-full plus `telemetry: { traces: true }`, exporting
+//                 OTLP/HTTP (protobuf) to a sink in this process that accepts and discards
+//   warden-base   (with --baseline-cli FILE) warden-full's config served by another build, e.g.
+//                 one from before telemetry existed: with telemetry off, warden-full/warden-base
+//                 shows what having the feature costs when it is not used
 //
 // Ratios are computed within each round and then their median is taken: absolute times move
 // from run to run on a shared machine, ratios from one run are what can be compared.
 //
 //   node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick]
 //                      [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor]
+//                      [--telemetry] [--baseline-cli FILE]
 //
 // Exit codes: 0 everything ran (and, in a full run, every target was met); 1 something failed
 // (an answer missing or wrong, a process died, a timeout); 2 bad usage; 3 a full run completed
@@ -46,7 +52,7 @@ const NODE = process.execPath;
 
 function usage(message) {
   process.stderr.write(
-    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor]\n`,
+    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor] [--telemetry] [--baseline-cli FILE]\n`,
   );
   process.exit(2);
 }
@@ -64,6 +70,8 @@ try {
       'cpu-prof': { type: 'string' },
       cli: { type: 'string' },
       floor: { type: 'boolean', default: false },
+      telemetry: { type: 'boolean', default: false },
+      'baseline-cli': { type: 'string' },
     },
   }).values;
 } catch (error) {
@@ -79,6 +87,8 @@ function positiveInt(name, raw, fallback) {
 
 const QUICK = flags.quick;
 const FLOOR = flags.floor;
+const TELEMETRY = flags.telemetry;
+const BASELINE_CLI = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
 // Full-run counts are sized so that each configuration's share of a timed phase lasts around a
 // second (one scheduling hiccup is then a small part of it) while the whole run stays within
 // a few minutes on two cores.
@@ -313,7 +323,7 @@ async function prepareGatewayConfigs(toolCounts) {
       };
     }),
   );
-  const files = { 'warden-bare': {}, 'warden-full': {} };
+  const files = { 'warden-bare': {}, 'warden-full': {}, 'warden-traces': {} };
   const written = [];
   for (const tools of toolCounts) {
     const dir = path.join(work, `tools-${tools}`);
@@ -322,8 +332,13 @@ async function prepareGatewayConfigs(toolCounts) {
     const full = fullConfig(tools);
     FULL_EXTRAS.forEach((extra, i) => extras[i].on && extra.apply(full, dir));
     files['warden-full'][tools] = writeConfig(dir, 'full', full);
+    if (TELEMETRY)
+      files['warden-traces'][tools] = writeConfig(dir, 'traces', { ...full, telemetry: { traces: true } });
     // The files for other tool counts differ only in the fixture's arguments: checking one set is enough.
-    if (written.length === 0) written.push(files['warden-bare'][tools], files['warden-full'][tools]);
+    if (written.length === 0) {
+      written.push(files['warden-bare'][tools], files['warden-full'][tools]);
+      if (TELEMETRY) written.push(files['warden-traces'][tools]);
+    }
   }
   await Promise.all(
     written.map(async (file) => {
@@ -337,8 +352,8 @@ async function prepareGatewayConfigs(toolCounts) {
 // ---------------------------------------------------------------------------------------------
 // Configurations
 
-function configurations(gatewayFiles) {
-  const gateway = (name) => ({
+function configurations(gatewayFiles, otlpEndpoint) {
+  const gateway = (name, options = {}) => ({
     name,
     toolPrefix: 'bench__',
     launch: (tools) => ({
@@ -348,11 +363,11 @@ function configurations(gatewayFiles) {
         ...(CPU_PROF_DIR !== undefined
           ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF_DIR, name)}`]
           : []),
-        CLI,
+        options.cli ?? CLI,
         '--config',
-        gatewayFiles[name][tools],
+        gatewayFiles[options.files ?? name][tools],
       ],
-      env: childEnv(),
+      env: childEnv(options.env),
     }),
   });
   return [
@@ -372,6 +387,16 @@ function configurations(gatewayFiles) {
     },
     gateway('warden-bare'),
     gateway('warden-full'),
+    ...(TELEMETRY
+      ? [
+          gateway('warden-traces', {
+            env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' },
+          }),
+        ]
+      : []),
+    ...(BASELINE_CLI !== undefined
+      ? [gateway('warden-base', { cli: BASELINE_CLI, files: 'warden-full' })]
+      : []),
     ...(FLOOR
       ? [
           {
@@ -692,10 +717,20 @@ const RATIO_PAIRS = [
         ['warden-full', 'json-floor'],
       ]
     : []),
+  ...(TELEMETRY ? [['warden-traces', 'warden-full']] : []),
+  ...(BASELINE_CLI !== undefined ? [['warden-full', 'warden-base']] : []),
 ];
 
 function summarize(rounds) {
-  const names = ['direct', 'pipe', 'warden-bare', 'warden-full', ...(FLOOR ? ['json-floor'] : [])];
+  const names = [
+    'direct',
+    'pipe',
+    'warden-bare',
+    'warden-full',
+    ...(FLOOR ? ['json-floor'] : []),
+    ...(TELEMETRY ? ['warden-traces'] : []),
+    ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),
+  ];
   const medians = {};
   for (const name of names) {
     medians[name] = {};
@@ -797,6 +832,14 @@ function report({ medians, ratios, targets }, meta) {
     out.push(
       `    ${e.name}: ${e.on ? `on, ${e.active}` : `not in this build (\`mcp-warden check\` said: ${e.rejection})`}`,
     );
+  if (TELEMETRY)
+    out.push(
+      '  warden-traces: warden-full plus telemetry.traces, OTLP/HTTP protobuf to a local sink that discards' +
+        (meta.otlpSink
+          ? ` (${meta.otlpSink.exports} exports, ${(meta.otlpSink.bytes / 2 ** 20).toFixed(1)} MiB)`
+          : ''),
+    );
+  if (BASELINE_CLI !== undefined) out.push(`  warden-base: warden-full's config served by ${BASELINE_CLI}`);
   if (CPU_PROF_DIR !== undefined)
     out.push(
       `  warden-* ran under --cpu-prof (profiles in ${CPU_PROF_DIR}/warden-*): their figures include the profiler's cost.`,
@@ -810,6 +853,25 @@ function report({ medians, ratios, targets }, meta) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The OTLP sink for warden-traces: takes every export, counts it, and answers as a collector does.
+
+async function startOtlpSink() {
+  const { createServer } = await import('node:http');
+  const sink = { exports: 0, bytes: 0, endpoint: '', server: undefined };
+  sink.server = createServer((request, response) => {
+    request.on('data', (chunk) => (sink.bytes += chunk.length));
+    request.on('end', () => {
+      sink.exports++;
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      response.end();
+    });
+  });
+  await new Promise((resolve) => sink.server.listen(0, '127.0.0.1', resolve));
+  sink.endpoint = `http://127.0.0.1:${sink.server.address().port}`;
+  return sink;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Main
 
 async function main() {
@@ -818,8 +880,10 @@ async function main() {
   if (CPU_PROF_DIR !== undefined)
     for (const name of ['warden-bare', 'warden-full'])
       mkdirSync(path.join(CPU_PROF_DIR, name), { recursive: true });
+  if (BASELINE_CLI !== undefined && !existsSync(BASELINE_CLI)) throw new Error(`${BASELINE_CLI} is missing`);
   const { files, extras } = await prepareGatewayConfigs([0, S.listSmall, S.listLarge]);
-  const configs = configurations(files);
+  const sink = TELEMETRY ? await startOtlpSink() : undefined;
+  const configs = configurations(files, sink?.endpoint);
   const meta = {
     date: new Date().toISOString(),
     node: process.version,
@@ -851,6 +915,11 @@ async function main() {
   for (const name of Object.keys(summary.medians))
     summary.medians[name].clientCpuUsPerCall = median(rounds.map((r) => r[name].clientCpuUsPerCall));
   meta.loadAfter = loadavg().map((x) => x.toFixed(2));
+  if (sink !== undefined) {
+    meta.otlpSink = { exports: sink.exports, bytes: sink.bytes };
+    if (sink.exports === 0) throw new Error('warden-traces exported nothing: tracing was not on');
+    sink.server.close();
+  }
   process.stdout.write(`${report(summary, meta)}\n`);
 
   mkdirSync(path.dirname(OUT), { recursive: true });

@@ -22,6 +22,7 @@ import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WinstonLogger } from './core/logger.js';
 import type { ManagedSettings } from './config/managed.js';
+import type { TelemetryRuntime } from './features/telemetry/runtime.js';
 
 // Every other module is imported where it is needed (measured): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
@@ -37,6 +38,8 @@ const USAGE = `Usage:
                                       review tool definitions against their pins
   mcp-warden audit verify|summary FILE
                                       check an audit log's hash chain, or summarize it
+  mcp-warden audit report FILE --html OUT.html
+                                      a self-contained page of charts and tables of the log
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
   mcp-warden managed show [--managed FILE]
@@ -117,12 +120,17 @@ policy files, the server allow and deny lists, the audit minimums and the locked
 Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad usage.`,
   audit: `Usage: mcp-warden audit verify FILE
        mcp-warden audit summary FILE
+       mcp-warden audit report FILE --html OUT.html
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
   summary    calls per tool, denials, errors, p50/p95 duration
+  report     write OUT.html, one self-contained page (no network needed to open it): calls
+             over time, decisions by effect and rule, top tools and servers, denials and
+             errors each with its record, principals, and whether the hash chain is intact
 
-Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0. Both: 2 when there is
-no audit log at FILE (nor rotated files), or bad usage.`,
+Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0; report: 0 written (a
+broken chain is shown on the page and said on stderr). All: 2 when there is no audit log at
+FILE (nor rotated files), or bad usage.`,
 };
 
 function version(): string {
@@ -286,6 +294,26 @@ function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colou
   return warnings.map((warning) => `${palette.yellow('warning:')} ${formatConfigIssue(warning)}\n`).join('');
 }
 
+/**
+ * The OpenTelemetry SDK, started when the config has `telemetry:` with a signal on. Its modules
+ * are imported only then: without it, serving loads none of them. An OTEL_* setting it cannot
+ * honour stops start-up like an invalid config.
+ */
+async function startTelemetryIfConfigured(
+  config: WardenConfig,
+  logger: WinstonLogger,
+): Promise<TelemetryRuntime | undefined> {
+  const wanted = config.telemetry;
+  if (wanted === undefined || (!wanted.traces && !wanted.metrics)) return undefined;
+  const { startTelemetry, TelemetrySetupError } = await import('./features/telemetry/sdk.js');
+  try {
+    return await startTelemetry({ config: wanted, env: process.env, logger, version: version() });
+  } catch (error) {
+    if (error instanceof TelemetrySetupError) fail(`invalid telemetry setting: ${error.message}`);
+    throw error;
+  }
+}
+
 async function serve(file: string | undefined): Promise<void> {
   const { config, redactor, warnings, refusals, managed } = await loadConfigFile(file, {
     badServers: 'mark-failed',
@@ -332,6 +360,8 @@ async function serve(file: string | undefined): Promise<void> {
       logger.error(
         `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
       );
+  const telemetry = await startTelemetryIfConfigured(config, logger);
+  const auditWrite = telemetry?.instruments?.auditWrite;
   const audit =
     config.audit === undefined
       ? undefined
@@ -349,6 +379,7 @@ async function serve(file: string | undefined): Promise<void> {
               logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
             else logger.error(`AUDIT: ${status.error.message}`);
           },
+          ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
         });
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
@@ -376,6 +407,7 @@ async function serve(file: string | undefined): Promise<void> {
     early,
     ...(audit && { audit }),
     ...(pins && { pins }),
+    ...(telemetry && { telemetry }),
   });
 
   const managedWatcher =
@@ -397,6 +429,9 @@ async function serve(file: string | undefined): Promise<void> {
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
+    // What the exporters still hold goes out now, within the hard stop above.
+    if (telemetry !== undefined)
+      await Promise.race([telemetry.shutdown(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await closeLogger(logger);
     process.exit(code);
   };
@@ -617,6 +652,7 @@ async function main(argv: string[]): Promise<void> {
         all: { type: 'boolean' },
         live: { type: 'boolean' },
         managed: { type: 'string' },
+        html: { type: 'string' },
       },
     });
   } catch (error) {
@@ -829,8 +865,12 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;
-      if ((sub !== 'verify' && sub !== 'summary') || file === undefined)
-        fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${usageOf('audit')}`);
+      if ((sub !== 'verify' && sub !== 'summary' && sub !== 'report') || file === undefined)
+        fail(
+          `usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE | mcp-warden audit report FILE --html OUT.html\n\n${usageOf('audit')}`,
+        );
+      if (sub === 'report' && (values.html === undefined || values.html === ''))
+        fail(`audit report needs --html OUT.html (the page to write)\n\n${usageOf('audit')}`);
       noMore(extra);
       const base = path.resolve(file);
       const { auditFileSet } = await import('./features/audit/files.js');
@@ -845,6 +885,7 @@ async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${formatVerifyResult(result)}\n`);
         process.exit(result.ok ? 0 : 1);
       }
+      if (sub === 'report') return auditReport(base, path.resolve(values.html!));
       const { formatSummary, summarizeAudit } = await import('./features/audit/summary.js');
       process.stdout.write(formatSummary(summarizeAudit(base)));
       return;
@@ -852,6 +893,28 @@ async function main(argv: string[]): Promise<void> {
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);
   }
+}
+
+/** Writes the HTML report of the audit log at `base` to `out`, and says what it found. */
+async function auditReport(base: string, out: string): Promise<void> {
+  const [{ buildAuditReport }, { renderAuditReportHtml }, { writeFileSync }] = await Promise.all([
+    import('./features/audit/report.js'),
+    import('./features/audit/reportHtml.js'),
+    import('node:fs'),
+  ]);
+  const report = buildAuditReport(base);
+  try {
+    writeFileSync(out, renderAuditReportHtml(report));
+  } catch (error) {
+    fail(`could not write ${out}: ${(error as Error).message}`);
+  }
+  process.stdout.write(
+    `wrote ${out}: ${plural(report.records, 'record')}, ${plural(report.denials.total, 'denial')}, ${plural(report.errors.total, 'error')}\n`,
+  );
+  if (!report.verify.ok)
+    process.stderr.write(
+      `mcp-warden: the hash chain is broken (shown on the page): ${report.verify.problem}\n`,
+    );
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -37,6 +37,9 @@ import { createPinStage } from './features/pins/stage.js';
 import { createPolicy, fileSha256 } from './features/policy/feature.js';
 import type { PolicySet } from './features/policy/types.js';
 import { createRepair } from './features/repair/feature.js';
+import { createTelemetry } from './features/telemetry/feature.js';
+import type { TelemetryRuntime } from './features/telemetry/runtime.js';
+import type { TelemetryStageOptions } from './features/telemetry/stage.js';
 import { createTimeout } from './features/timeout/feature.js';
 import { createValidate } from './features/validate/feature.js';
 
@@ -69,6 +72,8 @@ export interface GatewayOptions {
    * embedding the gateway in-process: tests connect in-memory servers this way.
    */
   readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+  /** The started OpenTelemetry SDK, when the config has `telemetry:` (see features/telemetry/sdk.ts). */
+  readonly telemetry?: TelemetryRuntime;
 }
 
 export interface Gateway {
@@ -96,6 +101,8 @@ export interface FeatureDependencies {
   readonly audit?: Omit<AuditStageOptions, 'config' | 'logger'>;
   /** The pins file as read at start, when the config has `pins:`. */
   readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
+  /** Present when the config has `telemetry:`. */
+  readonly telemetry?: Omit<TelemetryStageOptions, 'redact'>;
 }
 
 type LifecycleEventWithoutSession = LifecycleEvent extends infer E
@@ -123,6 +130,7 @@ export function buildFeatures(deps: FeatureDependencies): {
   });
   const { pins: pinsConfig } = config;
   const features: Feature[] = [
+    ...(deps.telemetry ? createTelemetry({ ...deps.telemetry, redact: deps.redact }) : []),
     ...(deps.audit && config.audit ? [createAudit({ audit: config.audit }, { ...deps.audit, logger })] : []),
     ...(pinsConfig
       ? [
@@ -146,7 +154,21 @@ export function buildFeatures(deps: FeatureDependencies): {
 export function pipelineStages(features: readonly Feature[]): Stage[] {
   const stages: Partial<Record<StageName, Stage>> = {};
   for (const feature of features) if (feature.stage) stages[feature.stage.name] = feature.stage.run;
+  const observe = stageObserver(features);
+  if (observe !== undefined)
+    for (const [name, run] of Object.entries(stages) as [StageName, Stage][])
+      stages[name] = (message, next) => {
+        observe(name, message);
+        return run(message, next);
+      };
   return orderStages(stages);
+}
+
+/** Every feature's stage observer as one; undefined (and no stage wrapped) when none has one. */
+function stageObserver(features: readonly Feature[]): Feature['observeStage'] {
+  const observers = features.flatMap((f) => (f.observeStage ? [f.observeStage] : []));
+  if (observers.length <= 1) return observers[0];
+  return (stage, message) => observers.forEach((observe) => observe(stage, message));
 }
 
 /**
@@ -208,6 +230,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     record,
     ...(audit && { audit: { log: audit, session, client: () => router.host.info } }),
     ...(options.pins && { pins: options.pins }),
+    ...(options.telemetry && {
+      telemetry: {
+        runtime: options.telemetry,
+        protocolVersion: () => router.host.protocolVersion,
+        hostTransport: 'pipe' as const,
+        upstreamTransport: (server: string) => {
+          const transport = serversByName.get(server)?.transport;
+          return transport === undefined ? undefined : transport === 'stdio' ? 'pipe' : 'tcp';
+        },
+      },
+    }),
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
   // App-only tools are listed only to a host that runs Apps (see toolResolution.ts).
@@ -216,6 +249,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   );
   const definitions = loggedDefinitions(logger, record);
   const served = definitions.tools.bind(definitions);
+  const lifecycle = features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
   /** The stages that record, for calls refused before the pipeline (see the router). */
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
@@ -251,15 +285,27 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
     onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
-    ...(audit && { onLifecycle: (event: UpstreamLifecycleEvent) => record(event) }),
+    ...((audit || lifecycle.length > 0) && {
+      onLifecycle: (event: UpstreamLifecycleEvent) => {
+        record(event);
+        for (const told of lifecycle) told(event);
+      },
+    }),
+  });
+  const observe = stageObserver(features);
+  const forward = createForward({
+    upstream: (server) => pool.byName.get(server),
+    host: { requestOutcome: (method, params, options) => router.host.ask(method, params, options) },
+    answerLocally: (message) => fixedRoots(message, serversByName),
   });
   const pipeline = compose(
     pipelineStages(features),
-    createForward({
-      upstream: (server) => pool.byName.get(server),
-      host: { requestOutcome: (method, params, options) => router.host.ask(method, params, options) },
-      answerLocally: (message) => fixedRoots(message, serversByName),
-    }),
+    observe === undefined
+      ? forward
+      : (message) => {
+          observe('forward', message);
+          return forward(message);
+        },
   );
   // A host shows a server's stderr in a log few users open; the initialize answer's instructions
   // reach the host (and often the model) at once, so a server left out is not a mystery.

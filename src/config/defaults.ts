@@ -4,7 +4,7 @@
  * a unit test keeps the two in agreement.
  */
 import { deepFreeze } from '../lib/freeze.js';
-import type { AuditConfig, ConfirmationConfig, GatewayConfig, PinsConfig } from './types.js';
+import type { AuditConfig, ConfirmationConfig, GatewayConfig, PinsConfig, TelemetryConfig } from './types.js';
 
 export const DEFAULTS = deepFreeze({
   /** The whole `gateway:` section when the file omits it (no log file: logs go to stderr only). */
@@ -100,6 +100,16 @@ export const DEFAULTS = deepFreeze({
     /** Trust on first use: a new server's tools work at once, and are held to what was first seen. */
     onNew: 'pin',
   } satisfies Omit<PinsConfig, 'file'>,
+
+  /** The `telemetry:` section's keys when it is present: each signal is asked for by name. */
+  telemetry: {
+    traces: false,
+    metrics: false,
+    /** Arguments and results stay out of spans: a tracing backend is rarely cleared for secrets. */
+    content: false,
+    /** The OpenTelemetry default: a minute between exports. */
+    metricsIntervalMs: 60_000,
+  } satisfies TelemetryConfig,
 
   /** Per-server settings when the server's entry omits them. */
   server: {

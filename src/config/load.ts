@@ -38,6 +38,7 @@ import type {
   HttpServerConfig,
   LogConfig,
   PinsConfig,
+  TelemetryConfig,
   RepairConfig,
   ServerConfig,
   StdioServerConfig,
@@ -218,6 +219,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
   const inherited = normalizeGateway(data, ctx);
   const audit = normalizeAudit(data, ctx, inherited.gateway);
   const pins = normalizePins(data, ctx);
+  const telemetry = normalizeTelemetry(data, ctx);
   return {
     file: ctx.file,
     gateway: inherited.gateway,
@@ -225,6 +227,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
     confirmation: normalizeConfirmation(data, ctx),
     ...(audit === undefined ? {} : { audit }),
     ...(pins === undefined ? {} : { pins }),
+    ...(telemetry === undefined ? {} : { telemetry }),
     servers: normalizeServers(data, ctx, inherited),
   };
 }
@@ -398,6 +401,25 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
       keys: redact['keys'] === undefined ? [...defaults.redact.keys] : strings(redact['keys']),
       patterns: redact['patterns'] === undefined ? [...defaults.redact.patterns] : strings(patterns),
     },
+  };
+}
+
+/** The `telemetry:` section, or undefined when the file has none (no telemetry, no SDK loaded). */
+function normalizeTelemetry(data: Data, ctx: Context): TelemetryConfig | undefined {
+  const section = asRecord(data['telemetry']);
+  if (section === undefined) return undefined; // absent, or not a mapping (the schema has said so)
+  const defaults = DEFAULTS.telemetry;
+  const flag = (key: 'traces' | 'metrics' | 'content'): boolean =>
+    typeof section[key] === 'boolean' ? section[key] : defaults[key];
+  const interval = duration(ctx, ['telemetry', 'metricsInterval'], section['metricsInterval']);
+  // The SDK's reader refuses a zero interval; a tiny one would export on every turn.
+  if (interval !== undefined && interval < 100)
+    ctx.issues.add(['telemetry', 'metricsInterval'], 'value', 'must be at least 100ms');
+  return {
+    traces: flag('traces'),
+    metrics: flag('metrics'),
+    content: flag('content'),
+    metricsIntervalMs: interval ?? defaults.metricsIntervalMs,
   };
 }
 

@@ -245,6 +245,22 @@ export interface PinsConfig {
   readonly onNew: 'pin' | 'block';
 }
 
+/**
+ * OpenTelemetry export (see README, "Telemetry"). Absent when the config has no `telemetry:`
+ * section: nothing is exported and the SDK is never loaded. Where data goes is read from the
+ * standard `OTEL_*` environment variables, not from here.
+ */
+export interface TelemetryConfig {
+  /** A SERVER and a CLIENT span per routed request, trace context carried in `_meta`. Default false. */
+  readonly traces: boolean;
+  /** Durations, decisions, repairs, restarts, queue depth, audit-write latency. Default false. */
+  readonly metrics: boolean;
+  /** Tool arguments and results (redacted) on spans. Default false: they may hold secrets. */
+  readonly content: boolean;
+  /** How often metrics are exported (`metricsInterval`). Default 60 s. */
+  readonly metricsIntervalMs: number;
+}
+
 export interface WardenConfig {
   /** Absolute path of the file this came from. */
   readonly file: string;
@@ -254,6 +270,7 @@ export interface WardenConfig {
   readonly confirmation: ConfirmationConfig;
   readonly audit?: AuditConfig;
   readonly pins?: PinsConfig;
+  readonly telemetry?: TelemetryConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
   /**

@@ -140,6 +140,11 @@ export interface CallEvent extends GatewayEventBase {
    * `call` was written before the call ran (`audit.onFailure: block`).
    */
   call?: number;
+  /**
+   * The OpenTelemetry trace the call belongs to (32 hex digits), when `telemetry.traces` is on:
+   * the host's trace when its `_meta` carried one, else one the gateway started.
+   */
+  trace?: string;
 }
 
 /**
@@ -192,6 +197,8 @@ export interface RequestEvent extends GatewayEventBase {
   error?: string;
   /** With `audit.onFailure: block`: the number of its `call_start` record. */
   call?: number;
+  /** As for `call`: the OpenTelemetry trace id, when `telemetry.traces` is on. */
+  trace?: string;
 }
 
 /** The gateway started serving. */

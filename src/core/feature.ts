@@ -1,7 +1,7 @@
 import type { ListedItem } from './catalog/catalogs.js';
 import type { StageName } from './pipeline/order.js';
-import type { Stage } from './pipeline/types.js';
-import type { ListKind, Upstream } from './upstreams/upstream.js';
+import type { RoutedMessage, Stage } from './pipeline/types.js';
+import type { ListKind, Upstream, UpstreamLifecycleEvent } from './upstreams/upstream.js';
 
 /**
  * What a feature contributes to the gateway. Each feature folder exports one factory,
@@ -28,6 +28,14 @@ export interface Feature {
    * (and tells the host) after a change that may show or hide tools. Returns how to stop.
    */
   readonly watch?: (events: FeatureEvents) => { close(): void };
+  /**
+   * Told as a routed message enters each stage of the pipeline (and `forward`, the terminal):
+   * how an observer sees when a decision was made or a wait ended without being a stage at each
+   * of those places. The stages are wrapped only when some feature has this.
+   */
+  readonly observeStage?: (stage: StageName | 'forward', message: RoutedMessage) => void;
+  /** An upstream started, exited, restarted or failed (the records the audit trail keeps). */
+  readonly onUpstreamLifecycle?: (event: UpstreamLifecycleEvent) => void;
 }
 
 export interface FeatureEvents {

@@ -40,8 +40,9 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is audit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit', () => {
+  it('is telemetry, audit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
+      'telemetry',
       'audit',
       'pins',
       'validate',
@@ -50,6 +51,7 @@ describe('pipeline order', () => {
       'timeout',
       'resultRepair',
       'concurrencyLimit',
+      'telemetryUpstream',
     ]);
   });
 

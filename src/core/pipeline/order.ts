@@ -5,7 +5,9 @@ import type { Stage } from './types.js';
  * the order is written; `test/unit/pipeline.test.ts` pins it. Each stage sees every kind of
  * message and acts on those it concerns (pins, validate and repair act on tool calls only).
  *
- * 1. audit: outermost, so it sees every outcome (denials and timeouts included) and the duration.
+ * 0. telemetry: outermost, so the host-side span covers everything the gateway does with the
+ *    request, and its trace id is on the message before the audit stage writes its records.
+ * 1. audit: sees every outcome (denials and timeouts included) and the duration.
  * 2. pins: a tool whose definition changed since it was pinned is refused before anything judges
  *    a call by that definition (the policy reads its annotations; confirmation shows it to a human).
  * 3. validate: a tool call's arguments are checked against the tool's own inputSchema, strictly.
@@ -18,9 +20,12 @@ import type { Stage } from './types.js';
  *    wait does not count against the tool's limit.
  * 6. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
  * 7. resultRepair: everything outside sees repaired results.
- * 8. concurrencyLimit: innermost, so a slot is held only while the upstream works.
+ * 8. concurrencyLimit: so a slot is held only while the upstream works.
+ * 9. telemetryUpstream: innermost, so the span of the request sent on covers the other side's
+ *    work alone (not the wait for a slot), and the trace context it injects is the one sent.
  */
 export const STAGE_ORDER = [
+  'telemetry',
   'audit',
   'pins',
   'validate',
@@ -29,6 +34,7 @@ export const STAGE_ORDER = [
   'timeout',
   'resultRepair',
   'concurrencyLimit',
+  'telemetryUpstream',
 ] as const;
 
 export type StageName = (typeof STAGE_ORDER)[number];

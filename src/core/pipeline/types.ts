@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Cancellation } from '../rpc/cancellation.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params, RequestId } from '../rpc/jsonRpc.js';
 import type { ProgressListener } from '../rpc/progress.js';
 import type { Decision } from './decision.js';
 import type { Outcome } from '../rpc/outcome.js';
@@ -61,6 +61,8 @@ export interface RoutedMessage {
   readonly params: Params | undefined;
   /** The sender's `_meta`, minus its progress token (progress is re-tagged). */
   readonly meta: Params | undefined;
+  /** The sender's JSON-RPC id for this request, when the router knows it (for traces). */
+  readonly requestId?: RequestId;
   /**
    * Cancelled when the sender cancels, or by a stage that ends it early (the timeout), with its
    * reason: the peer then tells the other side and drops a late answer.
@@ -94,6 +96,8 @@ export type ConfirmedBy = 'elicitation' | 'command' | 'remembered';
 export interface CallRecord {
   /** Result repairs applied (repair). */
   repairs: string[];
+  /** The trace this request belongs to, 32 hex digits, when tracing is on (telemetry). */
+  traceId?: string;
   /** Why the pins stage refused the call (features/pins/pinDecision.ts `PinStatus`); absent when it did not. */
   pin?: 'changed' | 'new' | 'unpinnable';
   /** The policy's decision (policy), with how a confirmation went (confirmation). */

@@ -125,6 +125,12 @@ export interface AuditLogOptions {
   readonly writer?: string;
   /** Told when writing fails, works again, or rotation fails; for the caller's loud warning. */
   readonly onStatus?: (status: AuditStatus) => void;
+  /** Told after each write of queued records, with how long it took (for telemetry's metric). */
+  readonly onWrite?: (write: {
+    readonly ms: number;
+    readonly records: number;
+    readonly failed: boolean;
+  }) => void;
 }
 
 export type AuditStatus =
@@ -369,13 +375,24 @@ class FileAuditLog implements AuditLog {
   /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
   #mtime: string | undefined;
 
+  /** Writes what is queued, timed for `onWrite` when the caller asked to be told. */
+  #writeQueue(): AuditWriteError | undefined {
+    const told = this.#options.onWrite;
+    if (told === undefined) return this.#writeQueueNow();
+    const records = this.#queue.length;
+    const started = performance.now();
+    const error = this.#writeQueueNow();
+    told({ ms: performance.now() - started, records, failed: error !== undefined });
+    return error;
+  }
+
   /**
    * Writes every queued record (after an `audit_gap` record when earlier ones were lost, or when
    * the file ends with a torn line) and returns the failure, if any, after recording it: records
    * not written count as lost. With an empty queue, only the gap record is written (the retry
    * timer's probe).
    */
-  #writeQueue(): AuditWriteError | undefined {
+  #writeQueueNow(): AuditWriteError | undefined {
     const queue = this.#queue;
     this.#queue = [];
     const firstTs = queue[0]?.ts ?? this.#now();

@@ -129,6 +129,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
         ? (result?.result as CallToolResult | undefined)?.structuredContent
         : undefined,
       call: number,
+      trace: call.record.traceId,
     };
     try {
       log.append(event);
@@ -163,6 +164,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       repairs: call.record.repairs.length > 0 ? call.record.repairs : undefined,
       error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
       call: number,
+      trace: call.record.traceId,
     };
     try {
       log.append(event);

@@ -44,9 +44,23 @@ export interface AuditSummary {
 
 /** Reads an audit log (the base file and its rotated files, or a list oldest first) and summarises it. */
 export function summarizeAudit(files: string[] | string): AuditSummary {
+  const { files: list, records, unreadable } = readAuditRecords(files);
+  return { ...summarizeRecords(records), files: list, unreadable };
+}
+
+/**
+ * Every record of an audit log parsed, oldest first (the base file and its rotated files, or a
+ * list oldest first), and how many lines were not records. The chain is not checked here:
+ * `verifyAuditFiles` does that.
+ */
+export function readAuditRecords(files: string[] | string): {
+  readonly files: string[];
+  readonly records: Record<string, unknown>[];
+  readonly unreadable: number;
+} {
   const list = typeof files === 'string' ? auditFileSet(files).files : files;
   let unreadable = 0;
-  const records: unknown[] = [];
+  const records: Record<string, unknown>[] = [];
   for (const file of list) {
     for (const { text } of readLinesSync(file)) {
       let parsed: unknown;
@@ -57,10 +71,10 @@ export function summarizeAudit(files: string[] | string): AuditSummary {
         continue;
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) unreadable++;
-      else records.push(parsed);
+      else records.push(parsed as Record<string, unknown>);
     }
   }
-  return { ...summarizeRecords(records), files: list, unreadable };
+  return { files: list, records, unreadable };
 }
 
 interface Accumulator {

@@ -1,0 +1,275 @@
+/**
+ * Traces and metrics through the built binary: the SDK Client as host, a fixture upstream that
+ * echoes the `_meta` it receives, and a local OTLP/HTTP receiver standing in for a collector.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  attributesOf,
+  startOtlpReceiver,
+  type OtlpReceiver,
+  type OtlpSpan,
+} from '../fixtures/otlpReceiver.js';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  runCli,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+
+const POLICY = `
+default: allow
+rules:
+  - id: no-add
+    match: { tool: add }
+    action: deny
+  - id: ask-echo
+    match: { tool: echo }
+    action: confirm
+`;
+
+/** OTLP's span kinds. */
+const SERVER = 2;
+const CLIENT = 3;
+
+const HOST_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const HOST_SPAN = '00f067aa0ba902b7';
+
+let host: HostSession | undefined;
+let receiver: OtlpReceiver | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+  await receiver?.close();
+  receiver = undefined;
+});
+
+function setup(telemetry: object) {
+  const dir = tempDir();
+  writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      policies: ['policy.yaml'],
+      audit: { file: './audit.jsonl' },
+      telemetry,
+      servers: { up: fixture(['--tools', 'basic,meta']) },
+    },
+    dir,
+  );
+  const audit = () =>
+    readFileSync(path.join(dir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { config, audit };
+}
+
+function otelEnv(endpoint: string, protocol = 'http/json'): Record<string, string> {
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+    OTEL_SERVICE_NAME: 'warden-under-test',
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  };
+}
+
+const byName = (spans: OtlpSpan[], name: string) => spans.filter((s) => s.name === name);
+
+describe('traces', () => {
+  it('a tool call is a SERVER span continuing the host trace, and a CLIENT span the upstream continues', async () => {
+    receiver = await startOtlpReceiver();
+    const { config, audit } = setup({ traces: true });
+    host = await connectHost(config, {
+      env: otelEnv(receiver.endpoint),
+      capabilities: { elicitation: {} },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: {} }) as never),
+    });
+    const result = await host.client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'up__echo_meta',
+          arguments: {},
+          _meta: { traceparent: `00-${HOST_TRACE}-${HOST_SPAN}-01`, baggage: 'tenant=blue' },
+        },
+      },
+      CallToolResultSchema,
+    );
+    const upstreamMeta = JSON.parse(textOf(result)) as Record<string, string>;
+    await host.client.callTool({ name: 'up__fail', arguments: {} });
+    await host.client.callTool({ name: 'up__add', arguments: { a: 1, b: 2 } });
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } });
+    await receiver.until(
+      () => byName(receiver!.spans(), 'tools/call up__echo').length > 0,
+      'the span of the confirmed echo call',
+    );
+    const spans = receiver.spans();
+
+    const [server] = byName(spans, 'tools/call up__echo_meta');
+    const [client] = byName(spans, 'tools/call echo_meta');
+    expect(server?.kind).toBe(SERVER);
+    expect(client?.kind).toBe(CLIENT);
+    // One trace, the host's: host span → our SERVER span → our CLIENT span → the upstream.
+    expect(server!.traceId).toBe(HOST_TRACE);
+    expect(server!.parentSpanId).toBe(HOST_SPAN);
+    expect(client!.traceId).toBe(HOST_TRACE);
+    expect(client!.parentSpanId).toBe(server!.spanId);
+    expect(upstreamMeta.traceparent).toBe(`00-${HOST_TRACE}-${client!.spanId}-01`);
+    expect(upstreamMeta.baggage).toBe('tenant=blue');
+    expect(attributesOf(server!.attributes)).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'up__echo_meta',
+      'gen_ai.operation.name': 'execute_tool',
+      'network.transport': 'pipe',
+      'jsonrpc.request.id': expect.any(String),
+      'mcp.protocol.version': expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+    });
+    expect(attributesOf(client!.attributes)).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'echo_meta',
+      'network.transport': 'pipe',
+    });
+    // Arguments and results stay off spans unless asked for.
+    expect(attributesOf(server!.attributes)).not.toHaveProperty('gen_ai.tool.call.arguments');
+
+    const [failed] = byName(spans, 'tools/call up__fail');
+    expect(attributesOf(failed!.attributes)['error.type']).toBe('tool_error');
+    expect(failed!.status?.code).toBe(2);
+
+    // A denial is a decision event, and the call never gets a CLIENT span.
+    const [denied] = byName(spans, 'tools/call up__add');
+    const decision = denied!.events?.find((e) => e.name === 'mcp_warden.policy.decision');
+    expect(attributesOf(decision?.attributes)).toEqual({
+      'mcp_warden.decision.effect': 'deny',
+      'mcp_warden.decision.rule': 'no-add',
+    });
+    expect(byName(spans, 'tools/call add')).toEqual([]);
+
+    // A confirmation is a child span of the call's, ended when the human answered.
+    const [asked] = byName(spans, 'tools/call up__echo');
+    const [confirmation] = byName(spans, 'mcp_warden.confirmation');
+    expect(confirmation!.parentSpanId).toBe(asked!.spanId);
+    expect(attributesOf(confirmation!.attributes)).toMatchObject({
+      'mcp_warden.confirmation.confirmed': true,
+      'mcp_warden.confirmation.how': 'elicitation',
+    });
+
+    const resource = attributesOf(receiver.resourceAttributes());
+    expect(resource['service.name']).toBe('warden-under-test');
+
+    // The audit trail names the trace of each call.
+    const calls = audit().filter((r) => r.type === 'call');
+    expect(calls.find((c) => c.tool === 'up__echo_meta')?.trace).toBe(HOST_TRACE);
+    expect(calls.find((c) => c.tool === 'up__fail')?.trace).toBe(failed!.traceId);
+  });
+
+  it('arguments and results go on spans when telemetry.content is on, redacted', async () => {
+    receiver = await startOtlpReceiver();
+    const { config } = setup({ traces: true, content: true });
+    host = await connectHost(config, { env: otelEnv(receiver.endpoint) });
+    await host.client.callTool({ name: 'up__echo_meta', arguments: { password: 'hunter2' } });
+    await receiver.until(() => byName(receiver!.spans(), 'tools/call up__echo_meta').length > 0, 'the span');
+    const attributes = attributesOf(byName(receiver.spans(), 'tools/call up__echo_meta')[0]!.attributes);
+    expect(attributes['gen_ai.tool.call.arguments']).toContain('password');
+    expect(attributes['gen_ai.tool.call.arguments']).not.toContain('hunter2');
+    expect(attributes['gen_ai.tool.call.result']).toContain('traceparent');
+  });
+
+  it('http/protobuf sends protobuf to the same endpoint', async () => {
+    receiver = await startOtlpReceiver();
+    const { config } = setup({ traces: true, metrics: true });
+    host = await connectHost(config, { env: otelEnv(receiver.endpoint, 'http/protobuf') });
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } }).catch(() => undefined);
+    await receiver.until(() => receiver!.received.some((r) => r.path === '/v1/traces'), 'a trace export');
+    const traces = receiver.received.filter((r) => r.path === '/v1/traces');
+    expect(traces[0]!.contentType).toBe('application/x-protobuf');
+    expect(traces[0]!.body.length).toBeGreaterThan(0);
+  });
+
+  it('an unreachable collector: calls are served, and the log says why nothing arrives', async () => {
+    // A port that was just free: nothing listens there.
+    const gone = await startOtlpReceiver();
+    const endpoint = gone.endpoint;
+    await gone.close();
+    const { config } = setup({ traces: true });
+    host = await connectHost(config, { env: otelEnv(endpoint) });
+    const result = await host.client.callTool({ name: 'up__echo_meta', arguments: {} });
+    expect(textOf(result)).toContain('traceparent');
+    await host.waitForStderr(/OpenTelemetry: .*(ECONNREFUSED|export)/i);
+  });
+
+  it('gRPC is refused at start with what to use instead', async () => {
+    const { config } = setup({ traces: true });
+    const run = await runCli(['--config', config], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported');
+    expect(run.stderr).toContain('http/protobuf');
+  });
+});
+
+describe('with telemetry off', () => {
+  const RECORDER = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/recordImports.mjs');
+
+  /** The modules a gateway resolved while serving one call. */
+  async function importsWhileServing(telemetry: object | undefined): Promise<string> {
+    const dir = tempDir();
+    const imports = path.join(dir, 'imports.txt');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, ...(telemetry && { telemetry }), servers: { up: fixture() } },
+      dir,
+    );
+    host = await connectHost(config, {
+      env: {
+        NODE_OPTIONS: `--import ${RECORDER}`,
+        WARDEN_IMPORTS_FILE: imports,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
+    });
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
+    await host.close();
+    host = undefined;
+    return readFileSync(imports, 'utf8');
+  }
+
+  it('loads no OpenTelemetry module at all (and with it on, it does)', async () => {
+    const off = await importsWhileServing(undefined);
+    expect(off).toContain('/dist/gateway.js');
+    expect(off).not.toContain('@opentelemetry');
+    // A section with every signal off loads nothing either.
+    expect(await importsWhileServing({ traces: false, metrics: false })).not.toContain('@opentelemetry');
+    const on = await importsWhileServing({ traces: true });
+    expect(on).toContain('@opentelemetry/sdk-trace-base');
+    expect(on).toContain('@opentelemetry/exporter-trace-otlp-proto');
+    // Only the chosen encoding's exporter is loaded.
+    expect(on).not.toContain('@opentelemetry/exporter-trace-otlp-http');
+  });
+});
+
+describe('metrics', () => {
+  it('exports the MCP duration histograms and the gateway counters under their names', async () => {
+    receiver = await startOtlpReceiver();
+    const { config } = setup({ metrics: true, metricsInterval: '100ms' });
+    host = await connectHost(config, { env: otelEnv(receiver.endpoint) });
+    await host.client.callTool({ name: 'up__echo_meta', arguments: {} });
+    await host.client.callTool({ name: 'up__add', arguments: { a: 1, b: 2 } });
+    const wanted = [
+      'mcp.server.operation.duration',
+      'mcp.client.operation.duration',
+      'mcp_warden.policy.decisions',
+      'mcp_warden.queue.depth',
+      'mcp_warden.audit.write.duration',
+    ];
+    await receiver.until(() => wanted.every((name) => receiver!.metricNames().has(name)), wanted.join(', '));
+    // Metrics alone start no trace: the upstream gets the host's _meta as it was.
+    expect(receiver.received.some((r) => r.path === '/v1/traces')).toBe(false);
+  });
+});
