@@ -36,6 +36,8 @@ const USAGE = `Usage:
                                       review tool definitions against their pins
   mcp-warden audit verify|summary FILE
                                       check an audit log's hash chain, or summarize it
+  mcp-warden audit keygen [--out PREFIX]
+                                      make the key pair for signed audit checkpoints
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
   mcp-warden COMMAND --help           that command's options and exit codes
@@ -99,14 +101,23 @@ Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an 
 Exit codes: diff: 0 everything matches, 1 something differs or a server was not available;
 accept: 0 pinned (or nothing to pin), 1 declined, a server was not available or a tool could
 not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
-  audit: `Usage: mcp-warden audit verify FILE
+  audit: `Usage: mcp-warden audit verify FILE [--key PUB [--anchor CHECKPOINT]]
        mcp-warden audit summary FILE
+       mcp-warden audit keygen [--out PREFIX]
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
-  summary    calls per tool, denials, errors, p50/p95 duration
+  summary    calls per tool, denials, errors, p50/p95 duration, records waiting for a sink
+  keygen     write PREFIX.key (private, for audit.checkpoints.key) and PREFIX.pub;
+             PREFIX defaults to ./audit-checkpoint
 
-Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0. Both: 2 when there is
-no audit log at FILE (nor rotated files), or bad usage.`,
+  --key PUB            also check the signed checkpoints with this public key: every record up
+                       to the last checkpoint is as written, and none follows it unsigned
+  --anchor CHECKPOINT  a checkpoint kept elsewhere (its JSON line, inline or in a file, e.g.
+                       from the SIEM): the trail must still contain it
+
+Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0; keygen: 0 written, 1 a
+key file exists. All: 2 when there is no audit log at FILE (nor rotated files), an unusable
+key or anchor, or bad usage.`,
 };
 
 function version(): string {
@@ -244,13 +255,13 @@ async function serve(file: string | undefined): Promise<void> {
   });
   const policies = await loadPolicyFiles(config);
   const [
-    { openAuditLog },
+    { openAuditTrail },
     { createGateway },
     { createLogger },
     { HOST_MAX_DEPTH, truncateForEcho },
     { StreamTransport },
   ] = await Promise.all([
-    import('./features/audit/auditWriter.js'),
+    import('./features/audit/openTrail.js'),
     import('./gateway.js'),
     import('./core/logger.js'),
     import('./core/rpc/jsonRpc.js'),
@@ -266,24 +277,18 @@ async function serve(file: string | undefined): Promise<void> {
       logger.error(
         `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
       );
-  const audit =
-    config.audit === undefined
-      ? undefined
-      : await openAuditLog({
-          file: config.audit.file,
-          maxBytes: config.audit.maxBytes,
-          maxFiles: config.audit.maxFiles,
-          onFailure: config.audit.onFailure,
-          fsync: config.audit.fsync,
-          // One write per turn of the event loop, flushed before each write to the host.
-          writes: 'per-tick',
-          redactor,
-          onStatus: (status) => {
-            if (status.kind === 'recovered')
-              logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
-            else logger.error(`AUDIT: ${status.error.message}`);
-          },
-        });
+  /** One id per gateway process: every audit record of this session carries it. */
+  const session = (await import('node:crypto')).randomUUID();
+  let trail;
+  try {
+    trail =
+      config.audit === undefined
+        ? undefined
+        : await openAuditTrail(config.audit, { redactor, logger, session, version: version() });
+  } catch (error) {
+    fail(`invalid config:\n${config.file}: audit: ${(error as Error).message}`);
+  }
+  const audit = trail?.log;
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
   const host = new StreamTransport({
@@ -310,6 +315,7 @@ async function serve(file: string | undefined): Promise<void> {
     early,
     ...(audit && { audit }),
     ...(pins && { pins }),
+    session,
   });
 
   let exiting = false;
@@ -324,6 +330,8 @@ async function serve(file: string | undefined): Promise<void> {
     }, 1900).unref();
     try {
       await gateway.close(why);
+      // The last records (the stop, the final checkpoint) go to the sinks if they can in time.
+      await trail?.drain(1000);
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
@@ -546,6 +554,9 @@ async function main(argv: string[]): Promise<void> {
         version: { type: 'boolean', short: 'v' },
         all: { type: 'boolean' },
         live: { type: 'boolean' },
+        key: { type: 'string' },
+        anchor: { type: 'string' },
+        out: { type: 'string' },
       },
     });
   } catch (error) {
@@ -722,6 +733,21 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;
+      const { auditKeygen, auditPending, auditVerify } = await import('./commands/audit.js');
+      const finish = (result: Awaited<ReturnType<typeof auditVerify>>): never => {
+        if ('usage' in result) fail(`${result.usage}\n\n${usageOf('audit')}`);
+        if ('error' in result) fail(result.error, result.code);
+        process.stdout.write(result.stdout);
+        process.exit(result.code);
+      };
+      if (sub !== 'keygen' && values.out !== undefined)
+        fail(`--out applies to audit keygen only\n\n${usageOf('audit')}`);
+      if (sub !== 'verify' && (values.key !== undefined || values.anchor !== undefined))
+        fail(`--key and --anchor apply to audit verify only\n\n${usageOf('audit')}`);
+      if (sub === 'keygen') {
+        noMore(rest.slice(1));
+        finish(await auditKeygen(values.out));
+      }
       if ((sub !== 'verify' && sub !== 'summary') || file === undefined)
         fail(`usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE\n\n${usageOf('audit')}`);
       noMore(extra);
@@ -733,13 +759,15 @@ async function main(argv: string[]): Promise<void> {
           `no audit log at ${base} (nor rotated files ${path.basename(base)}.1, .2, ...); check the path, or audit.file in the config`,
         );
       if (sub === 'verify') {
-        const { formatVerifyResult, verifyAuditFiles } = await import('./features/audit/verify.js');
-        const result = verifyAuditFiles(base);
-        process.stdout.write(`${formatVerifyResult(result)}\n`);
-        process.exit(result.ok ? 0 : 1);
+        finish(
+          await auditVerify(base, {
+            ...(values.key !== undefined && { key: values.key }),
+            ...(values.anchor !== undefined && { anchor: values.anchor }),
+          }),
+        );
       }
       const { formatSummary, summarizeAudit } = await import('./features/audit/summary.js');
-      process.stdout.write(formatSummary(summarizeAudit(base)));
+      process.stdout.write(formatSummary(summarizeAudit(base)) + (await auditPending(base)));
       return;
     }
     default:
