@@ -286,6 +286,7 @@ async function serve(file: string | undefined): Promise<void> {
         ? undefined
         : await openAuditTrail(config.audit, { redactor, logger, session, version: version() });
   } catch (error) {
+    // An unusable checkpoint key, or a sink's spool folder that cannot be made.
     fail(`invalid config:\n${config.file}: audit: ${(error as Error).message}`);
   }
   const audit = trail?.log;
@@ -487,6 +488,18 @@ async function auditAcceptance(
     import('node:crypto'),
     import('node:os'),
   ]);
+  const session = randomUUID();
+  // Signed like the gateway's records, so a verify with the key does not find them unsigned.
+  const signing = config.audit.checkpoints;
+  let checkpoints;
+  try {
+    checkpoints = signing && {
+      signer: (await import('./features/audit/checkpoint.js')).loadCheckpointSigner(signing.key),
+      intervalMs: signing.intervalMs,
+    };
+  } catch (error) {
+    fail(`invalid config:\n${config.file}: audit.checkpoints.key: ${(error as Error).message}`);
+  }
   const log = await openAuditLog({
     file: config.audit.file,
     maxBytes: config.audit.maxBytes,
@@ -495,8 +508,9 @@ async function auditAcceptance(
     fsync: config.audit.fsync,
     writes: 'immediate',
     redactor,
+    session,
+    ...(checkpoints && { checkpoints }),
   });
-  const session = randomUUID();
   let by: string;
   try {
     by = userInfo().username;

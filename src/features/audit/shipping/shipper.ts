@@ -80,27 +80,25 @@ export async function openShipper(
         },
         writer: log.writer,
         file: log.file,
-        close() {
-          log.close();
-          if (closed) return;
-          closed = true;
-          for (const sink of sinks) {
-            const { records } = sink.spool.pending;
-            if (records > 0)
-              logger.warn(
-                `audit sink ${sink.config.name}: ${plural(records, 'record')} not yet sent wait in ${sink.spool.dir}; they are sent when the gateway next starts`,
-              );
-          }
-        },
+        close: () => log.close(),
       };
     },
     pending: () => sinks.map((sink) => ({ sink: sink.config.name, records: sink.spool.pending.records })),
     async drain(ms) {
+      if (closed) return;
+      closed = true;
       await Promise.race([
         Promise.all(sinks.map((sink) => sink.idle())),
         new Promise((resolve) => setTimeout(resolve, ms).unref()),
       ]);
-      for (const sink of sinks) sink.close();
+      for (const sink of sinks) {
+        const { records } = sink.spool.pending;
+        if (records > 0)
+          logger.warn(
+            `audit sink ${sink.config.name}: ${plural(records, 'record')} not yet sent wait in ${sink.spool.dir}; they are sent when the gateway next starts`,
+          );
+        sink.close();
+      }
     },
   };
 }
