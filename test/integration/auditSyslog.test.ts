@@ -154,3 +154,33 @@ describe.skipIf(rsyslogMissing)('audit shipped to rsyslog over TCP', () => {
 describe.skipIf(!rsyslogMissing)('audit shipped to rsyslog', () => {
   it('is skipped: rsyslogd is not installed (.ci/run installs the Debian package rsyslog)', () => {});
 });
+
+describe('a required sink whose spool is full', () => {
+  it('with onFailure block, calls are refused saying why; the file still has every record', async () => {
+    const port = await freePort(); // nothing listens there
+    const dir = tempDir();
+    const { s, file } = await gatewayWithSinks(
+      [{ type: 'syslog', host: '127.0.0.1', port, required: true, spoolMaxSize: '1KiB' }],
+      dir,
+    );
+    let refused: string | undefined;
+    for (let n = 1; n <= 20 && refused === undefined; n++) {
+      const answer = s.next((m) => m.id === n);
+      s.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: n,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: `call ${n}` } },
+        }),
+      );
+      const result = (await answer).result as { isError?: boolean; content: { text: string }[] };
+      if (result.isError === true) refused = result.content[0]!.text;
+    }
+    expect(refused).toMatch(/Calls are refused: .*sink syslog.*the spool for audit sink syslog is full/);
+    await until('the full spool in the log', () =>
+      /AUDIT: the spool for audit sink syslog is full/.test(s.stderr()),
+    );
+    expect(readAudit(file).some((r) => r.type === 'call_start')).toBe(true);
+  }, 60_000);
+});
