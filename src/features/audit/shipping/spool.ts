@@ -6,8 +6,6 @@ import {
   openSync,
   readFileSync,
   readSync,
-  renameSync,
-  writeFileSync,
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -22,6 +20,12 @@ import path from 'node:path';
  * whole). Once everything is sent, both go back to zero, so the queue does not grow while the
  * sink keeps up. One gateway per spool folder: two would send each other's records twice.
  */
+
+/**
+ * Once everything is sent, the queue is emptied only when it has grown past this: emptying it
+ * costs a truncate, and a sink that keeps up empties it after every record.
+ */
+const COMPACT_BYTES = 1024 * 1024;
 
 /** Bytes read from the queue for one batch at most. */
 const BATCH_BYTES = 256 * 1024;
@@ -39,6 +43,8 @@ export class Spool {
   readonly #queueFile: string;
   readonly #sentFile: string;
   #fd: number;
+  /** `sent`, kept open: the offset is rewritten in place, one small write per batch. */
+  #sentFd: number;
   #size: number;
   #sent: number;
   /** Records in the queue after `#sent`. */
@@ -55,6 +61,9 @@ export class Spool {
     this.#size = fstatSync(this.#fd).size;
     this.#sent = Math.min(readOffset(this.#sentFile), this.#size);
     this.#pending = countLines(this.#fd, this.#sent, this.#size);
+    this.#sentFd = openSync(this.#sentFile, 'a+', 0o600);
+    closeSync(this.#sentFd);
+    this.#sentFd = openSync(this.#sentFile, 'r+');
   }
 
   /** Records waiting, and their bytes. */
@@ -102,8 +111,8 @@ export class Spool {
   /** The sink took the records up to `end` (from `peek`). */
   ack(batch: SpoolBatch): void {
     this.#pending -= batch.lines.length;
-    if (batch.end >= this.#size) {
-      // All sent: start both files again, so the queue holds only what is waiting.
+    if (batch.end >= this.#size && this.#size > COMPACT_BYTES) {
+      // All sent: start both files again, so the queue does not grow without end.
       ftruncateSync(this.#fd, 0);
       this.#size = 0;
       this.#sent = 0;
@@ -111,14 +120,16 @@ export class Spool {
     } else {
       this.#sent = batch.end;
     }
-    writeOffset(this.#sentFile, this.#sent);
+    writeOffset(this.#sentFd, this.#sent);
   }
 
   close(): void {
-    try {
-      closeSync(this.#fd);
-    } catch {
-      // Closed already.
+    for (const fd of [this.#fd, this.#sentFd]) {
+      try {
+        closeSync(fd);
+      } catch {
+        // Closed already.
+      }
     }
   }
 }
@@ -149,10 +160,12 @@ function readOffset(file: string): number {
   }
 }
 
-function writeOffset(file: string, offset: number): void {
-  const temp = `${file}.tmp`;
-  writeFileSync(temp, `${offset}\n`, { mode: 0o600 });
-  renameSync(temp, file);
+/**
+ * The offset as 16 digits and a newline, written over the old one in place: always the same
+ * length, so one small write replaces it whole (a crash leaves the old value or the new one).
+ */
+function writeOffset(fd: number, offset: number): void {
+  writeSync(fd, `${String(offset).padStart(16, '0')}\n`, 0, 'utf8');
 }
 
 function countLines(fd: number, from: number, to: number): number {
