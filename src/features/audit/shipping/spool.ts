@@ -16,9 +16,10 @@ import path from 'node:path';
  * what a killed gateway had not yet sent is sent by the next one (it starts by replaying).
  *
  * Two files in the sink's folder: `queue`, the record lines appended, and `sent`, the byte
- * offset in `queue` up to which the sink has taken them (replaced by rename, so it is always
- * whole). Once everything is sent, both go back to zero, so the queue does not grow while the
- * sink keeps up. One gateway per spool folder: two would send each other's records twice.
+ * offset in `queue` up to which the sink has taken them (fixed width, rewritten in place, so a
+ * crash leaves the old value or the new one). Once everything is sent and the queue is past
+ * 1 MiB, both go back to zero, so the queue does not grow while the sink keeps up. One gateway
+ * per spool folder: two would send each other's records twice.
  */
 
 /**
