@@ -40,6 +40,8 @@ const USAGE = `Usage:
                                       check an audit log's hash chain, or summarize it
   mcp-warden audit report FILE --html OUT.html
                                       a self-contained page of charts and tables of the log
+  mcp-warden audit keygen [--out PREFIX]
+                                      make the key pair for signed audit checkpoints
   mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
                                       write a starter config from your host's MCP servers
   mcp-warden managed show [--managed FILE]
@@ -118,19 +120,28 @@ policy files, the server allow and deny lists, the audit minimums and the locked
   --managed FILE   show this file instead (validated the same way)
 
 Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad usage.`,
-  audit: `Usage: mcp-warden audit verify FILE
+  audit: `Usage: mcp-warden audit verify FILE [--key PUB [--anchor CHECKPOINT]]
        mcp-warden audit summary FILE
        mcp-warden audit report FILE --html OUT.html
+       mcp-warden audit keygen [--out PREFIX]
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
-  summary    calls per tool, denials, errors, p50/p95 duration
+  summary    calls per tool, denials, errors, p50/p95 duration, records waiting for a sink
   report     write OUT.html, one self-contained page (no network needed to open it): calls
              over time, decisions by effect and rule, top tools and servers, denials and
              errors each with its record, principals, and whether the hash chain is intact
+  keygen     write PREFIX.key (private, for audit.checkpoints.key) and PREFIX.pub;
+             PREFIX defaults to ./audit-checkpoint
+
+  --key PUB            also check the signed checkpoints with this public key: every record up
+                       to the last checkpoint is as written, and none follows it unsigned
+  --anchor CHECKPOINT  a checkpoint kept elsewhere (its JSON line, inline or in a file, e.g.
+                       from the SIEM): the trail must still contain it
 
 Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0; report: 0 written (a
-broken chain is shown on the page and said on stderr). All: 2 when there is no audit log at
-FILE (nor rotated files), or bad usage.`,
+broken chain is shown on the page and said on stderr); keygen: 0 written, 1 a key file exists.
+All: 2 when there is no audit log at FILE (nor rotated files), an unusable key or anchor, or
+bad usage.`,
 };
 
 function version(): string {
@@ -332,13 +343,13 @@ async function serve(file: string | undefined): Promise<void> {
   });
   const policies = await loadPolicyFiles(config);
   const [
-    { openAuditLog },
+    { openAuditTrail },
     { createGateway },
     { createLogger },
     { HOST_MAX_DEPTH, truncateForEcho },
     { StreamTransport },
   ] = await Promise.all([
-    import('./features/audit/auditWriter.js'),
+    import('./features/audit/openTrail.js'),
     import('./gateway.js'),
     import('./core/logger.js'),
     import('./core/rpc/jsonRpc.js'),
@@ -362,25 +373,25 @@ async function serve(file: string | undefined): Promise<void> {
       );
   const telemetry = await startTelemetryIfConfigured(config, logger);
   const auditWrite = telemetry?.instruments?.auditWrite;
-  const audit =
-    config.audit === undefined
-      ? undefined
-      : await openAuditLog({
-          file: config.audit.file,
-          maxBytes: config.audit.maxBytes,
-          maxFiles: config.audit.maxFiles,
-          onFailure: config.audit.onFailure,
-          fsync: config.audit.fsync,
-          // One write per turn of the event loop, flushed before each write to the host.
-          writes: 'per-tick',
-          redactor,
-          onStatus: (status) => {
-            if (status.kind === 'recovered')
-              logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
-            else logger.error(`AUDIT: ${status.error.message}`);
-          },
-          ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
-        });
+  /** One id per gateway process: every audit record of this session carries it. */
+  const session = (await import('node:crypto')).randomUUID();
+  let trail;
+  try {
+    trail =
+      config.audit === undefined
+        ? undefined
+        : await openAuditTrail(config.audit, {
+            redactor,
+            logger,
+            session,
+            version: version(),
+            ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
+          });
+  } catch (error) {
+    // An unusable checkpoint key, or a sink's spool folder that cannot be made.
+    fail(`invalid config:\n${config.file}: audit: ${(error as Error).message}`);
+  }
+  const audit = trail?.log;
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
   const host = new StreamTransport({
@@ -408,6 +419,7 @@ async function serve(file: string | undefined): Promise<void> {
     ...(audit && { audit }),
     ...(pins && { pins }),
     ...(telemetry && { telemetry }),
+    session,
   });
 
   const managedWatcher =
@@ -426,6 +438,8 @@ async function serve(file: string | undefined): Promise<void> {
     }, 1900).unref();
     try {
       await gateway.close(why);
+      // The last records (the stop, the final checkpoint) go to the sinks if they can in time.
+      await trail?.drain(1000);
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
@@ -584,6 +598,18 @@ async function auditAcceptance(
     import('node:crypto'),
     import('node:os'),
   ]);
+  const session = randomUUID();
+  // Signed like the gateway's records, so a verify with the key does not find them unsigned.
+  const signing = config.audit.checkpoints;
+  let checkpoints;
+  try {
+    checkpoints = signing && {
+      signer: (await import('./features/audit/checkpoint.js')).loadCheckpointSigner(signing.key),
+      intervalMs: signing.intervalMs,
+    };
+  } catch (error) {
+    fail(`invalid config:\n${config.file}: audit.checkpoints.key: ${(error as Error).message}`);
+  }
   const log = await openAuditLog({
     file: config.audit.file,
     maxBytes: config.audit.maxBytes,
@@ -592,8 +618,9 @@ async function auditAcceptance(
     fsync: config.audit.fsync,
     writes: 'immediate',
     redactor,
+    session,
+    ...(checkpoints && { checkpoints }),
   });
-  const session = randomUUID();
   let by: string;
   try {
     by = userInfo().username;
@@ -653,6 +680,9 @@ async function main(argv: string[]): Promise<void> {
         live: { type: 'boolean' },
         managed: { type: 'string' },
         html: { type: 'string' },
+        key: { type: 'string' },
+        anchor: { type: 'string' },
+        out: { type: 'string' },
       },
     });
   } catch (error) {
@@ -865,9 +895,24 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'audit': {
       const [sub, file, ...extra] = rest;
+      const { auditKeygen, auditPending, auditVerify } = await import('./commands/audit.js');
+      const finish = (result: Awaited<ReturnType<typeof auditVerify>>): never => {
+        if ('usage' in result) fail(`${result.usage}\n\n${usageOf('audit')}`);
+        if ('error' in result) fail(result.error, result.code);
+        process.stdout.write(result.stdout);
+        process.exit(result.code);
+      };
+      if (sub !== 'keygen' && values.out !== undefined)
+        fail(`--out applies to audit keygen only\n\n${usageOf('audit')}`);
+      if (sub !== 'verify' && (values.key !== undefined || values.anchor !== undefined))
+        fail(`--key and --anchor apply to audit verify only\n\n${usageOf('audit')}`);
+      if (sub === 'keygen') {
+        noMore(rest.slice(1));
+        finish(await auditKeygen(values.out));
+      }
       if ((sub !== 'verify' && sub !== 'summary' && sub !== 'report') || file === undefined)
         fail(
-          `usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE | mcp-warden audit report FILE --html OUT.html\n\n${usageOf('audit')}`,
+          `usage: mcp-warden audit verify FILE | mcp-warden audit summary FILE | mcp-warden audit report FILE --html OUT.html | mcp-warden audit keygen\n\n${usageOf('audit')}`,
         );
       if (sub === 'report' && (values.html === undefined || values.html === ''))
         fail(`audit report needs --html OUT.html (the page to write)\n\n${usageOf('audit')}`);
@@ -880,14 +925,16 @@ async function main(argv: string[]): Promise<void> {
           `no audit log at ${base} (nor rotated files ${path.basename(base)}.1, .2, ...); check the path, or audit.file in the config`,
         );
       if (sub === 'verify') {
-        const { formatVerifyResult, verifyAuditFiles } = await import('./features/audit/verify.js');
-        const result = verifyAuditFiles(base);
-        process.stdout.write(`${formatVerifyResult(result)}\n`);
-        process.exit(result.ok ? 0 : 1);
+        finish(
+          await auditVerify(base, {
+            ...(values.key !== undefined && { key: values.key }),
+            ...(values.anchor !== undefined && { anchor: values.anchor }),
+          }),
+        );
       }
       if (sub === 'report') return auditReport(base, path.resolve(values.html!));
       const { formatSummary, summarizeAudit } = await import('./features/audit/summary.js');
-      process.stdout.write(formatSummary(summarizeAudit(base)));
+      process.stdout.write(formatSummary(summarizeAudit(base)) + (await auditPending(base)));
       return;
     }
     default:

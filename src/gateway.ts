@@ -55,6 +55,8 @@ export interface GatewayOptions {
   readonly redactor: Redactor;
   /** The audit trail, opened by the caller when the config has `audit:`. */
   readonly audit?: AuditLog;
+  /** This process's session id (its audit writer's records carry it too); default a fresh one. */
+  readonly session?: string;
   /**
    * On close, how long calls in flight may take to finish on their own before their upstreams
    * are stopped (which fails them). Shutdown must end within 2 s. Default 500 ms.
@@ -208,7 +210,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const resources = new ResourceCatalog(warn);
   const { audit, redactor } = options;
   /** One id per gateway process: every audit record of this session carries it. */
-  const session = randomUUID();
+  const session = options.session ?? randomUUID();
   const startedAt = Date.now();
   /**
    * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,

@@ -93,6 +93,17 @@ export const DEFAULTS = deepFreeze({
     redact: { keys: [], patterns: [] },
   } satisfies Omit<AuditConfig, 'file'>,
 
+  /** `audit.checkpoints` and `audit.sinks[]` keys with defaults. */
+  auditShipping: {
+    /** Five minutes: what can be cut from a trail unnoticed without an anchor, at most, while it runs. */
+    checkpointIntervalMs: 5 * 60_000,
+    /** 64 MiB of records waiting for a sink: hours of heavy use, small next to the trail itself. */
+    spoolMaxBytes: 64 * 1024 * 1024,
+    /** log audit (13), the facility RFC 5424 names for audit records. */
+    facility: 13,
+    appName: 'mcp-warden',
+  },
+
   /** The `pins:` section's keys when it is present; `file` is required there and has no default. */
   pins: {
     /** A definition that changed after it was approved is an attack until a person says otherwise. */

@@ -31,7 +31,9 @@ import {
   type Locator,
 } from './yamlSource.js';
 import type {
+  AuditCheckpointsConfig,
   AuditConfig,
+  AuditSinkConfig,
   ConfirmationConfig,
   ConfirmationMethod,
   GatewayConfig,
@@ -401,6 +403,8 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
       keys: redact['keys'] === undefined ? [...defaults.redact.keys] : strings(redact['keys']),
       patterns: redact['patterns'] === undefined ? [...defaults.redact.patterns] : strings(patterns),
     },
+    ...auditCheckpoints(section, ctx),
+    ...auditSinks(section, ctx),
   };
 }
 
@@ -421,6 +425,92 @@ function normalizeTelemetry(data: Data, ctx: Context): TelemetryConfig | undefin
     content: flag('content'),
     metricsIntervalMs: interval ?? defaults.metricsIntervalMs,
   };
+}
+
+/** `audit.checkpoints`, when set. */
+function auditCheckpoints(section: Data, ctx: Context): { checkpoints?: AuditCheckpointsConfig } {
+  const checkpoints = asRecord(section['checkpoints']);
+  const key = nonEmptyString(checkpoints?.['key']);
+  if (checkpoints === undefined || key === undefined) return {};
+  const intervalMs = duration(ctx, ['audit', 'checkpoints', 'interval'], checkpoints['interval']);
+  if (intervalMs === 0) ctx.issues.add(['audit', 'checkpoints', 'interval'], 'value', 'must be more than 0');
+  return {
+    checkpoints: {
+      key: path.resolve(ctx.dir, key),
+      intervalMs: intervalMs || DEFAULTS.auditShipping.checkpointIntervalMs,
+    },
+  };
+}
+
+/**
+ * `audit.sinks`: the schema checked each key's own shape; here, what it cannot say: the keys each
+ * type needs, keys that belong to the other type, and names that must be unique (each names a
+ * spool folder).
+ */
+function auditSinks(section: Data, ctx: Context): { sinks?: AuditSinkConfig[] } {
+  const list = Array.isArray(section['sinks']) ? (section['sinks'] as unknown[]) : [];
+  const defaults = DEFAULTS.auditShipping;
+  const names = new Set<string>();
+  const sinks: AuditSinkConfig[] = [];
+  const SYSLOG_ONLY = ['host', 'port', 'tls', 'ca', 'facility', 'appName'];
+  const OTLP_ONLY = ['endpoint', 'headers'];
+  list.forEach((item, index) => {
+    const sink = asRecord(item);
+    const type = sink?.['type'];
+    if (sink === undefined || (type !== 'syslog' && type !== 'otlp')) return; // the schema has said so
+    const at = (key: string): KeyPath => ['audit', 'sinks', index, key];
+    for (const key of type === 'syslog' ? OTLP_ONLY : SYSLOG_ONLY) {
+      if (sink[key] !== undefined)
+        ctx.issues.add(at(key), 'key', `applies to ${type === 'syslog' ? 'otlp' : 'syslog'} sinks only`);
+    }
+    let name = nonEmptyString(sink['name']);
+    if (name === undefined) {
+      name = type;
+      for (let n = 2; names.has(name); n++) name = `${type}-${n}`;
+    } else if (names.has(name)) {
+      ctx.issues.add(at('name'), 'value', `a second sink named "${name}"; each sink needs a name of its own`);
+    }
+    names.add(name);
+    const format = sink['format'] === 'ocsf' ? 'ocsf' : 'warden';
+    const common = {
+      name,
+      required: sink['required'] === true,
+      format,
+      spoolMaxBytes: byteSize(ctx, at('spoolMaxSize'), sink['spoolMaxSize']) ?? defaults.spoolMaxBytes,
+    } as const;
+    if (type === 'syslog') {
+      const host = nonEmptyString(sink['host']);
+      const port = integer(sink['port']);
+      if (host === undefined) ctx.issues.add(['audit', 'sinks', index], 'value', 'a syslog sink needs host');
+      if (port === undefined) ctx.issues.add(['audit', 'sinks', index], 'value', 'a syslog sink needs port');
+      const ca = nonEmptyString(sink['ca']);
+      if (ca !== undefined && sink['tls'] !== true)
+        ctx.issues.add(at('ca'), 'key', 'applies with tls: true only');
+      sinks.push({
+        ...common,
+        type,
+        host: host ?? '',
+        port: port ?? 0,
+        tls: sink['tls'] === true,
+        ...(ca !== undefined && { ca: path.resolve(ctx.dir, ca) }),
+        facility: integer(sink['facility']) ?? defaults.facility,
+        appName: nonEmptyString(sink['appName']) ?? defaults.appName,
+      });
+      return;
+    }
+    const endpoint = nonEmptyString(sink['endpoint']);
+    if (endpoint === undefined) {
+      ctx.issues.add(
+        ['audit', 'sinks', index],
+        'value',
+        'an otlp sink needs endpoint (such as http://localhost:4318/v1/logs)',
+      );
+    } else if (!/^https?:\/\/[^/]/.test(endpoint) || !URL.canParse(endpoint)) {
+      ctx.issues.add(at('endpoint'), 'value', 'not an http:// or https:// URL');
+    }
+    sinks.push({ ...common, type, endpoint: endpoint ?? '', headers: stringMap(sink['headers']) });
+  });
+  return sinks.length === 0 ? {} : { sinks };
 }
 
 /** The `pins:` section, or undefined when the file has none (tool definitions are not pinned). */

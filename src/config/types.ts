@@ -224,7 +224,55 @@ export interface AuditConfig {
   readonly logResults: boolean;
   /** Extra key names and value patterns (regular expressions) to redact, on top of the built-in ones. */
   readonly redact: { readonly keys: readonly string[]; readonly patterns: readonly string[] };
+  /** Signed checkpoints (`checkpoints:`); absent: none are written. */
+  readonly checkpoints?: AuditCheckpointsConfig;
+  /** Network sinks that get every record as well as the file (`sinks:`); absent: none. */
+  readonly sinks?: readonly AuditSinkConfig[];
 }
+
+/** `audit.checkpoints`: sign the chain head at an interval and at shutdown. */
+export interface AuditCheckpointsConfig {
+  /** Absolute path of the Ed25519 private key (PEM) from `mcp-warden audit keygen`. */
+  readonly key: string;
+  /** Between checkpoints while records keep coming. Default 5 minutes. */
+  readonly intervalMs: number;
+}
+
+/** What every audit sink has. */
+interface AuditSinkCommon {
+  /** Names the sink in messages and its spool folder (`<audit file>.spool/<name>`). */
+  readonly name: string;
+  /** Under `onFailure: block`, calls are refused while this sink cannot take records. Default false. */
+  readonly required: boolean;
+  /** `warden`: the record line as in the file (default); `ocsf`: an OCSF API Activity (6003) event. */
+  readonly format: 'warden' | 'ocsf';
+  /** Bytes of records that may wait on disk for the sink. Default 64 MiB. */
+  readonly spoolMaxBytes: number;
+}
+
+/** RFC 5424 syslog over TCP (or TLS), octet-counted frames. */
+export interface SyslogSinkConfig extends AuditSinkCommon {
+  readonly type: 'syslog';
+  readonly host: string;
+  readonly port: number;
+  readonly tls: boolean;
+  /** Absolute path of a PEM file of CAs to trust (TLS); absent: the system's. */
+  readonly ca?: string;
+  /** 0-23; default 13 (log audit). */
+  readonly facility: number;
+  /** Default `mcp-warden`. */
+  readonly appName: string;
+}
+
+/** OTLP logs over HTTP (JSON). */
+export interface OtlpSinkConfig extends AuditSinkCommon {
+  readonly type: 'otlp';
+  /** The full URL logs are posted to (`http://collector:4318/v1/logs`). */
+  readonly endpoint: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export type AuditSinkConfig = SyslogSinkConfig | OtlpSinkConfig;
 
 /**
  * Pinning of tool definitions (see docs/how-it-behaves.md, "Pinning tool definitions"). Absent when the config has

@@ -22,6 +22,8 @@ export interface ChainFields {
   seq: number;
   /** When the record was written, ISO 8601 UTC (`2025-01-31T12:00:00.000Z`). */
   ts: string;
+  /** The machine's hostname (or the name the writer was given), so a gathered trail says where. */
+  host: string;
   /** Random id of the process's log writer (one per `openAuditLog`); chains are per writer. */
   writer: string;
   /**
@@ -369,6 +371,30 @@ export interface AuditGapEvent {
    * before the cut line, and `audit verify` reports the pair as a crash gap, not as tampering.
    */
   torn?: boolean;
+  /** The writer's session, when it was given one (the gateway's). */
+  session?: string;
+}
+
+/**
+ * A signed checkpoint, written by the writer itself at an interval and when it closes, when a
+ * checkpoint key is configured. It signs the head of the writer's chain (`prev`, the hash of
+ * the record before it, and `seq`), so whoever holds the public key can tell that every record
+ * the chain reaches back to is as the gateway wrote it, and a copy kept elsewhere (a SIEM) can
+ * later prove that the trail still reaches this far.
+ */
+export interface CheckpointEvent {
+  type: 'checkpoint';
+  /** Records in the chain before this one (its `seq`: chains count from 0). */
+  records: number;
+  /** Which key signed: the first 16 hex digits of the SHA-256 of its public key (SPKI DER). */
+  key: string;
+  /**
+   * Ed25519 signature, base64, of the text `checkpointMessage` builds from this record's
+   * `writer`, `seq`, `ts`, `prev` and `records` (see checkpoint.ts).
+   */
+  sig: string;
+  /** The writer's session, when it was given one (the gateway's). */
+  session?: string;
 }
 
 /**
@@ -403,10 +429,10 @@ export type LifecycleEvent =
 /** What callers append. */
 export type AuditEvent = CallEvent | RequestEvent | CallStartEvent | LifecycleEvent;
 
-export type AuditEventType = AuditEvent['type'] | AuditGapEvent['type'];
+export type AuditEventType = AuditEvent['type'] | AuditGapEvent['type'] | CheckpointEvent['type'];
 
 /** A line of the audit log, as written and as read back. */
-export type AuditRecord = (AuditEvent | AuditGapEvent) & ChainFields;
+export type AuditRecord = (AuditEvent | AuditGapEvent | CheckpointEvent) & ChainFields;
 
 /** `prev` of the first record of a chain: there is no previous record. */
 export const GENESIS_HASH = '0'.repeat(64);

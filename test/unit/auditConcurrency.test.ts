@@ -26,7 +26,9 @@ beforeAll(() => {
     'src/lib/canonicalJson.ts',
     'src/lib/hash.ts',
     'src/lib/schema/safeRegExp.ts',
-    ...readdirSync(path.join(root, 'src/features/audit')).map((name) => `src/features/audit/${name}`),
+    ...readdirSync(path.join(root, 'src/features/audit'))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `src/features/audit/${name}`),
   ];
   for (const source of sources) {
     const { outputText } = ts.transpileModule(readFileSync(path.join(root, source), 'utf8'), {

@@ -4,6 +4,7 @@
  * together.
  */
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   closeSync,
   constants,
@@ -25,6 +26,7 @@ import { chainHeadOf, recordJson, sealOpenRecord, type ChainHead } from './chain
 import { RecordFields } from './recordFields.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
 import type { Redactor } from './redact.js';
+import { checkpointMessage, type CheckpointSigner } from './checkpoint.js';
 
 /*
  * The audit trail is written here with plain synchronous file appends, not through winston.
@@ -131,6 +133,26 @@ export interface AuditLogOptions {
     readonly records: number;
     readonly failed: boolean;
   }) => void;
+  /**
+   * The machine, written as `host` in every record so a trail gathered from many machines says
+   * where each call was made. Default: the OS hostname.
+   */
+  readonly host?: string;
+  /**
+   * The session the writer's own records (`audit_gap`, `checkpoint`) belong to; the caller's
+   * records carry their own `session`. Absent: those records have none.
+   */
+  readonly session?: string;
+  /**
+   * Signed checkpoints: with a signer, the writer appends a `checkpoint` record every
+   * `intervalMs` (when records were written since the last one) and when it closes.
+   */
+  readonly checkpoints?: { readonly signer: CheckpointSigner; readonly intervalMs: number };
+  /**
+   * Given the text of the whole record lines of each successful write, right after it (the audit
+   * shippers copy them to the network sinks). Must not throw; called synchronously.
+   */
+  readonly onWritten?: (lines: string) => void;
 }
 
 export type AuditStatus =
@@ -160,6 +182,11 @@ export interface AuditLog {
   writeAhead(event: AuditEvent): Promise<void>;
   /** Writes every queued record now (`per-tick`); never throws. */
   flush(): void;
+  /**
+   * Appends a signed checkpoint now, when checkpoints are configured and records were written
+   * since the last one; written like any record (at the end of the turn with `per-tick`).
+   */
+  checkpoint(): void;
   /** False from a failed write until the next successful one. */
   readonly healthy: boolean;
   /** The most recent failure (kept after recovery, for the record). */
@@ -258,6 +285,8 @@ class FileAuditLog implements AuditLog {
   #closed = false;
   readonly #fields: RecordFields;
   readonly #writerJson: string;
+  /** `"host":...,"writer":...` : the writer's own members, written into every record. */
+  readonly #writerMembers: string;
   /** Records appended and not yet written: their time and the JSON of their fields (members). */
   #queue: QueuedRecord[] = [];
   #flushScheduled = false;
@@ -270,6 +299,13 @@ class FileAuditLog implements AuditLog {
   #tornSince: string | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retries = 0;
+  #checkpointTimer: NodeJS.Timeout | undefined;
+  /** Records this writer wrote since its last checkpoint (a checkpoint of nothing new is skipped). */
+  #sinceCheckpoint = 0;
+  /** A checkpoint is queued and not yet written. */
+  #checkpointQueued = false;
+  /** `"session":...` for the writer's own records, or empty. */
+  readonly #sessionMember: string;
 
   constructor(options: AuditLogOptions & { file: string; maxFiles: number }) {
     this.#options = options;
@@ -277,7 +313,33 @@ class FileAuditLog implements AuditLog {
     this.writer = options.writer ?? randomBytes(6).toString('hex');
     // A writer id given by the caller may hold any character: written as JSON, like any value.
     this.#writerJson = JSON.stringify(this.writer);
+    this.#writerMembers = `"host":${JSON.stringify(options.host ?? hostname())},"writer":${this.#writerJson}`;
     this.#fields = new RecordFields(options.redactor);
+    this.#sessionMember =
+      options.session === undefined ? '' : `,"session":${JSON.stringify(options.session)}`;
+    const checkpoints = options.checkpoints;
+    if (checkpoints !== undefined) {
+      this.#checkpointTimer = setInterval(() => this.checkpoint(), checkpoints.intervalMs);
+      this.#checkpointTimer.unref();
+    }
+  }
+
+  checkpoint(): void {
+    if (this.#options.checkpoints === undefined || this.#closed || this.#checkpointQueued) return;
+    if (this.#sinceCheckpoint === 0 && !this.#queue.some((record) => record.checkpoint !== true)) return;
+    this.#checkpointQueued = true;
+    this.#queue.push({ ts: this.#now(), members: '', waiter: undefined, checkpoint: true });
+    this.#scheduleWrite();
+  }
+
+  /** The members of a checkpoint record sealed after `head` at `ts`. */
+  #checkpointMembers(head: ChainHead, ts: string): string {
+    const signer = this.#options.checkpoints!.signer;
+    const seq = head.seq + 1;
+    const sig = signer.sign(
+      checkpointMessage({ writer: this.writer, seq, ts, prev: head.hash, records: seq }),
+    );
+    return `"type":"checkpoint","records":${seq},"key":"${signer.keyId}","sig":"${sig}"${this.#sessionMember}`;
   }
 
   get healthy(): boolean {
@@ -323,6 +385,11 @@ class FileAuditLog implements AuditLog {
     if (this.#closed) return this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
     // Serialised now, so the record is what the caller had at this moment, whenever it is written.
     this.#queue.push({ ts, members: this.#fields.members(event), waiter });
+    return this.#scheduleWrite();
+  }
+
+  /** Writes the queue now (`immediate`) or at the end of this turn (`per-tick`). */
+  #scheduleWrite(): AuditWriteError | undefined {
     if (this.#options.writes === 'per-tick') {
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
@@ -346,6 +413,8 @@ class FileAuditLog implements AuditLog {
 
   close(): void {
     if (this.#closed) return;
+    clearInterval(this.#checkpointTimer);
+    this.checkpoint();
     this.flush();
     this.#closed = true;
     clearTimeout(this.#retryTimer);
@@ -357,6 +426,15 @@ class FileAuditLog implements AuditLog {
         // Best effort: the records are already in the kernel's hands.
       }
       this.#closeFd();
+    }
+  }
+
+  /** Hands written lines to `onWritten`, which must not turn a written record into a failure. */
+  #shipped(text: string): void {
+    try {
+      this.#options.onWritten?.(text);
+    } catch {
+      // The record is in the file; the shipper reports its own trouble.
     }
   }
 
@@ -426,12 +504,19 @@ class FileAuditLog implements AuditLog {
           throw error;
         }
         for (const line of lines) commit(line);
+        this.#shipped(text);
         lines = [];
         text = '';
         bytes = 0;
       };
       const commit = (line: BatchLine) => {
         this.#head = line.head;
+        if (line.checkpoint === true) {
+          this.#sinceCheckpoint = 0;
+          this.#checkpointQueued = false;
+          return;
+        }
+        this.#sinceCheckpoint++;
         if (line.gap === undefined) {
           written++;
           if (line.waiter !== undefined) done.push(line.waiter);
@@ -463,13 +548,19 @@ class FileAuditLog implements AuditLog {
           error: this.#lastError?.detail ?? TORN_ERROR,
           ...(this.#tornBefore && { torn: true }),
         };
-        add(firstTs, recordJson({ ...gap }).slice(1, -1), { gap: this.#lost });
+        add(firstTs, recordJson({ ...gap }).slice(1, -1) + this.#sessionMember, { gap: this.#lost });
         write();
       }
-      for (const { ts, members, waiter } of queue) add(ts, members, { waiter });
+      for (const { ts, members, waiter, checkpoint } of queue) {
+        if (checkpoint === true) add(ts, this.#checkpointMembers(head, ts), { checkpoint });
+        else add(ts, members, { waiter });
+      }
       if (text !== '') write();
     } catch (error) {
-      const failure = this.#fail(error, firstTs, queue.length - written);
+      // A checkpoint not written is not a lost record: the next one covers the same records.
+      this.#checkpointQueued = false;
+      const records = queue.filter((record) => record.checkpoint !== true).length;
+      const failure = this.#fail(error, firstTs, records - written);
       this.#settle(queue, done, failure);
       return failure;
     }
@@ -519,7 +610,7 @@ class FileAuditLog implements AuditLog {
     // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
     const fields = members === '' ? '' : `${members},`;
     const { line, hash } = sealOpenRecord(
-      `{"seq":${seq},"ts":"${ts}",${fields}"writer":${this.#writerJson},"prev":"${head.hash}"`,
+      `{"seq":${seq},"ts":"${ts}",${fields}${this.#writerMembers},"prev":"${head.hash}"`,
     );
     return { line, head: { seq, hash } };
   }
@@ -732,6 +823,8 @@ interface QueuedRecord {
   readonly members: string;
   /** Set for `writeAhead`: told whether the record made it into the file. */
   readonly waiter: Waiter | undefined;
+  /** A checkpoint: its members are made when it is sealed, from the chain head at that point. */
+  readonly checkpoint?: true;
 }
 
 /** A line of one write(2): where it ends in the written text, and the chain after it. */
@@ -741,6 +834,7 @@ interface BatchLine {
   /** For the `audit_gap` record: the records it accounts for (0 for a predecessor's torn one). */
   readonly gap?: number;
   readonly waiter?: Waiter | undefined;
+  readonly checkpoint?: true;
 }
 
 /** A write(2) that wrote only part of its data (a full disk, or a signal mid-write). */

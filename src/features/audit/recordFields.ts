@@ -18,7 +18,7 @@ import type { Redactor } from './redact.js';
  */
 
 /** Fields the writer sets itself (ChainFields), and one JSON would read as a prototype. */
-const RESERVED_FIELDS = new Set(['seq', 'ts', 'writer', 'prev', 'hash', '__proto__']);
+const RESERVED_FIELDS = new Set(['seq', 'ts', 'host', 'writer', 'prev', 'hash', '__proto__']);
 
 /** String fields that name things and repeat across records: their text is remembered. */
 const REPEATED_FIELDS = new Set(['type', 'session', 'tool', 'server', 'upstreamTool', 'outcome']);

@@ -3,6 +3,7 @@ import { lineHashes, type ChainHead } from './chain.js';
 import { auditFileSet, readLinesSync } from './files.js';
 import { GENESIS_HASH } from '../../core/events.js';
 import { plural } from '../../lib/plural.js';
+import type { CheckpointCheck, CheckpointReport } from './verifyCheckpoints.js';
 
 export type VerifyResult =
   | {
@@ -36,6 +37,8 @@ export type VerifyResult =
        * a full disk), followed by the writer's recovery record, or left at the very end.
        */
       readonly warnings: string[];
+      /** What the signed checkpoints prove, when a key was given. */
+      readonly checkpoints?: CheckpointReport;
     }
   | {
       readonly ok: false;
@@ -82,7 +85,7 @@ export type VerifyResult =
  * A log that a gateway is writing to may end in a line still being copied in, which is reported
  * as a cut last line.
  */
-export function verifyAuditFiles(files: string[] | string): VerifyResult {
+export function verifyAuditFiles(files: string[] | string, checkpoints?: CheckpointCheck): VerifyResult {
   let list: string[];
   if (typeof files === 'string') {
     const set = auditFileSet(files);
@@ -219,6 +222,8 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
             );
           }
         }
+        const signed = checkpoints?.record(parsed as Record<string, unknown>);
+        if (signed !== undefined) return fail(file, number, seq, signed);
         writers.set(writer, { seq, hash });
         known.set(hash, seq);
         lastHash = hash;
@@ -235,8 +240,16 @@ export function verifyAuditFiles(files: string[] | string): VerifyResult {
         '(the gateway was killed or crashed, or the disk filled, while writing it, and it has not written since)',
     );
   }
+  let report: CheckpointReport | undefined;
+  if (checkpoints !== undefined) {
+    const end = checkpoints.finish();
+    const lastFile = list[list.length - 1] ?? '';
+    if (typeof end === 'string') return fail(lastFile, 0, null, end);
+    report = end;
+  }
   return {
     ok: true,
+    ...(report && { checkpoints: report }),
     records,
     writers: writers.size,
     files: list,
@@ -314,5 +327,6 @@ export function formatVerifyResult(result: VerifyResult): string {
   if (result.lastHash !== null) parts.push(`last hash ${result.lastHash}`);
   if (result.warnings.length > 0)
     parts.push(`${plural(result.warnings.length, 'crash gap')}, see the warnings above`);
+  if (result.checkpoints !== undefined) parts.push(result.checkpoints.summary);
   return [...result.warnings.map((warning) => `warning: ${warning}`), parts.join('; ')].join('\n');
 }

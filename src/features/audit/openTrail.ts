@@ -1,0 +1,60 @@
+import type { AuditConfig } from '../../config/types.js';
+import type { Logger } from '../../core/logger.js';
+import { openAuditLog, type AuditLog } from './auditWriter.js';
+import type { Redactor } from './redact.js';
+
+/**
+ * Opens the gateway's audit trail as `audit:` describes it: the file, signed checkpoints when a
+ * key is configured, and the network sinks (each loaded only when configured). A key that
+ * cannot be used stops the gateway with the reason: a trail that was meant to be signed and is
+ * not would look the same as one that is until someone checks.
+ */
+export async function openAuditTrail(
+  config: AuditConfig,
+  options: {
+    readonly redactor: Redactor;
+    readonly logger: Logger;
+    readonly session: string;
+    /** mcp-warden's version, named in what the sinks send. */
+    readonly version: string;
+    /** Told after each write, with how long it took (telemetry's audit-write metric). */
+    readonly onWrite?: (write: { readonly ms: number }) => void;
+  },
+): Promise<{ log: AuditLog; drain: (ms: number) => Promise<void> }> {
+  const { logger } = options;
+  let checkpoints;
+  if (config.checkpoints !== undefined) {
+    const { loadCheckpointSigner } = await import('./checkpoint.js');
+    checkpoints = {
+      signer: loadCheckpointSigner(config.checkpoints.key),
+      intervalMs: config.checkpoints.intervalMs,
+    };
+  }
+  const shipper =
+    config.sinks === undefined
+      ? undefined
+      : await (
+          await import('./shipping/shipper.js')
+        ).openShipper(config, logger, { version: options.version });
+  const log = await openAuditLog({
+    file: config.file,
+    maxBytes: config.maxBytes,
+    maxFiles: config.maxFiles,
+    onFailure: config.onFailure,
+    fsync: config.fsync,
+    // One write per turn of the event loop, flushed before each write to the host.
+    writes: 'per-tick',
+    redactor: options.redactor,
+    session: options.session,
+    ...(checkpoints && { checkpoints }),
+    ...(options.onWrite && { onWrite: options.onWrite }),
+    ...(shipper && { onWritten: (lines: string) => shipper.accept(lines) }),
+    onStatus: (status) => {
+      if (status.kind === 'recovered')
+        logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);
+      else logger.error(`AUDIT: ${status.error.message}`);
+    },
+  });
+  if (shipper === undefined) return { log, drain: () => Promise.resolve() };
+  return { log: shipper.wrap(log), drain: (ms) => shipper.drain(ms) };
+}

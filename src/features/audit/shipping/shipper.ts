@@ -1,0 +1,245 @@
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { AuditConfig, AuditSinkConfig } from '../../../config/types.js';
+import type { Logger } from '../../../core/logger.js';
+import { AuditWriteError, type AuditLog } from '../auditWriter.js';
+import { parseRecord } from './format.js';
+import { plural } from '../../../lib/plural.js';
+import { Spool } from './spool.js';
+
+/** After a failed send, the next try waits these long (the last repeats). */
+const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000] as const;
+
+/** The spool folder of a sink: beside the audit file, so `audit summary FILE` finds it. */
+export function spoolDirOf(auditFile: string, sink: string): string {
+  return path.join(`${auditFile}.spool`, sink);
+}
+
+export interface Shipper {
+  /** Record lines the writer just wrote: spooled for every sink, then sent. */
+  accept(lines: string): void;
+  /** `log` with the sinks' state folded in: `block` refuses calls while a required sink cannot take records. */
+  wrap(log: AuditLog): AuditLog;
+  /** Records waiting per sink. */
+  pending(): { readonly sink: string; readonly records: number }[];
+  /** Sends what waits for up to `ms`, then stops; what is left waits in the spool for the next start. */
+  drain(ms: number): Promise<void>;
+}
+
+/**
+ * The network sinks of `audit.sinks`: each with its spool and its connection, sending in the
+ * background in spool order, retrying with backoff while the sink is unreachable.
+ */
+export async function openShipper(
+  config: AuditConfig,
+  logger: Logger,
+  product: { readonly version: string },
+): Promise<Shipper> {
+  const host = hostname();
+  const sinks = await Promise.all(
+    (config.sinks ?? []).map((sink) => openSink(sink, config, logger, { ...product, host })),
+  );
+  let closed = false;
+  return {
+    accept(lines) {
+      const count = countLines(lines);
+      for (const sink of sinks) sink.accept(lines, count);
+    },
+    wrap(log) {
+      const refusal = (): AuditWriteError | undefined => {
+        if (config.onFailure !== 'block') return undefined;
+        const stuck = sinks.find((sink) => sink.config.required && sink.problem !== undefined);
+        if (stuck === undefined) return undefined;
+        return new AuditWriteError(
+          `sink ${stuck.config.name} (spool ${stuck.spool.dir})`,
+          'block',
+          stuck.problem,
+        );
+      };
+      return {
+        append(event) {
+          log.append(event);
+          const error = refusal();
+          if (error !== undefined) throw error;
+        },
+        async writeAhead(event) {
+          await log.writeAhead(event);
+          const error = refusal();
+          if (error !== undefined) throw error;
+        },
+        flush: () => log.flush(),
+        checkpoint: () => log.checkpoint(),
+        get healthy() {
+          return log.healthy && refusal() === undefined;
+        },
+        get lastError() {
+          return refusal() ?? log.lastError;
+        },
+        get lost() {
+          return log.lost;
+        },
+        writer: log.writer,
+        file: log.file,
+        close: () => log.close(),
+      };
+    },
+    pending: () => sinks.map((sink) => ({ sink: sink.config.name, records: sink.spool.pending.records })),
+    async drain(ms) {
+      if (closed) return;
+      closed = true;
+      await Promise.race([
+        Promise.all(sinks.map((sink) => sink.idle())),
+        new Promise((resolve) => setTimeout(resolve, ms).unref()),
+      ]);
+      for (const sink of sinks) {
+        const { records } = sink.spool.pending;
+        if (records > 0)
+          logger.warn(
+            `audit sink ${sink.config.name}: ${plural(records, 'record')} not yet sent wait in ${sink.spool.dir}; they are sent when the gateway next starts`,
+          );
+        sink.close();
+      }
+    },
+  };
+}
+
+function countLines(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+  return count;
+}
+
+interface OpenSink {
+  readonly config: AuditSinkConfig;
+  readonly spool: Spool;
+  /** Why the sink cannot take records now (spool full or unwritable), or undefined. */
+  readonly problem: Error | undefined;
+  accept(lines: string, count: number): void;
+  /** Resolves when nothing waits (or the sink is closed). */
+  idle(): Promise<void>;
+  close(): void;
+}
+
+async function openSink(
+  config: AuditSinkConfig,
+  audit: AuditConfig,
+  logger: Logger,
+  product: { readonly version: string; readonly host: string },
+): Promise<OpenSink> {
+  const spool = new Spool(spoolDirOf(audit.file, config.name), config.spoolMaxBytes);
+  const transport =
+    config.type === 'syslog'
+      ? (await import('./syslog.js')).createSyslogTransport(config, product)
+      : await (await import('./otlp.js')).createOtlpTransport(config, product);
+  const label = `audit sink ${config.name}`;
+  let problem: Error | undefined;
+  let dropped = 0;
+  let sending = false;
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let idleWaiters: (() => void)[] = [];
+  const waiting = spool.pending.records;
+  if (waiting > 0)
+    logger.info(
+      `${label}: ${plural(waiting, 'record')} from an earlier run wait in ${spool.dir}; sending them first`,
+    );
+
+  const settleIdle = () => {
+    if (spool.pending.records > 0 && !closed) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  };
+
+  async function pump(): Promise<void> {
+    if (sending || closed || retryTimer !== undefined) return;
+    sending = true;
+    try {
+      for (;;) {
+        if (closed) return;
+        const batch = spool.peek();
+        if (batch.lines.length === 0) break;
+        await transport.send(batch.lines.map(parseRecord));
+        spool.ack(batch);
+        if (failures > 0) {
+          logger.warn(
+            `${label}: reachable again; sending the ${plural(spool.pending.records + batch.lines.length, 'record')} that waited`,
+          );
+          failures = 0;
+        }
+      }
+    } catch (error) {
+      failures++;
+      const { records } = spool.pending;
+      // Said once per outage, then again every tenth try, so the log says how much is pending.
+      if (failures === 1 || failures % 10 === 0)
+        logger.warn(
+          `${label}: cannot send (${(error as Error).message}); ${plural(records, 'record')} wait in ${spool.dir} and are sent in order when it is back`,
+        );
+      const delay = RETRY_DELAYS_MS[Math.min(failures - 1, RETRY_DELAYS_MS.length - 1)]!;
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined;
+        void pump();
+      }, delay);
+      retryTimer.unref();
+    } finally {
+      sending = false;
+    }
+    settleIdle();
+  }
+
+  // Whatever an earlier run left is sent first.
+  void pump();
+  return {
+    config,
+    spool,
+    get problem() {
+      return problem;
+    },
+    accept(lines, count) {
+      try {
+        if (spool.append(lines, count)) {
+          if (problem !== undefined) {
+            logger.warn(
+              `${label}: the spool takes records again; ${plural(dropped, 'record')} were not kept for this sink meanwhile`,
+            );
+            problem = undefined;
+            dropped = 0;
+          }
+        } else {
+          dropped += count;
+          if (problem === undefined) {
+            problem = Object.assign(
+              new Error(
+                `the spool for ${label} is full (${spool.pending.bytes} bytes wait, spoolMaxSize is ${config.spoolMaxBytes}); new records are not kept for this sink until it drains`,
+              ),
+              { code: 'SPOOL_FULL' },
+            );
+            logger.error(
+              `AUDIT: ${problem.message}${config.required ? '' : ' (they are in the audit file)'}`,
+            );
+          }
+        }
+      } catch (error) {
+        dropped += count;
+        if (problem === undefined) {
+          problem = error as Error;
+          logger.error(`AUDIT: ${label}: cannot write its spool ${spool.dir}: ${(error as Error).message}`);
+        }
+      }
+      void pump();
+    },
+    idle() {
+      if (spool.pending.records === 0 || closed) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
+    },
+    close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      transport.close();
+      spool.close();
+      settleIdle();
+    },
+  };
+}
