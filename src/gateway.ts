@@ -233,6 +233,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The callbacks run only once upstreams start, which is after `router` below exists.
     clientCapabilities: (server) => router.host.capabilitiesFor(server.clientRequests),
     onReady: (upstream) => router.upstreamReady(upstream),
+    prefersModern: () => router.modern.era === 'modern',
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
       const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, { listed });

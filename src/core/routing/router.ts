@@ -37,6 +37,7 @@ import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
+import { ModernHost } from '../era/modernHost.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -96,6 +97,8 @@ export class Router {
   private readonly log: Logger;
   readonly peer: RpcPeer;
   private readonly session: InitializedHostSession;
+  /** The host's era, and the host of the stateless revision (era/modernHost.ts). */
+  readonly modern: ModernHost;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;
   /** Requests waiting for a name to be listed (see `untilFound`). */
@@ -121,6 +124,14 @@ export class Router {
       onNotification: (notification) => this.hostNotification(notification),
     });
     this.session = new InitializedHostSession(this.peer);
+    this.modern = new ModernHost({
+      peer: this.peer,
+      upstreams: () => options.pool.upstreams,
+      started: () => options.pool.start(),
+      serverInfo: options.serverInfo,
+      notes: options.notes ?? [],
+      warn: (message) => this.log.warn(message),
+    });
     const { tools, prompts, resources } = options;
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => this.initialize(r)],
@@ -136,12 +147,13 @@ export class Router {
       ['resources/unsubscribe', (r) => this.byUri(r, 'resources/unsubscribe', r.params?.uri)],
       ['completion/complete', (r) => this.complete(r)],
       ['logging/setLevel', (r) => this.setLogLevel(r)],
+      ...this.modern.methods(),
     ]);
   }
 
   /** What the host told us, and how to ask it something. */
   get host(): HostSession {
-    return this.session;
+    return this.modern.era === 'modern' ? this.modern : this.session;
   }
 
   /** An upstream (re)connected: give it the host's log level. */
@@ -157,6 +169,7 @@ export class Router {
     for (const check of [...this.waiting]) check();
     if (this.closing) return;
     const lists = new Set(kinds.map((k): HostList => (k === 'resourceTemplates' ? 'resources' : k)));
+    if (this.modern.listsChanged(lists)) return;
     for (const list of lists) if (this.session.hasSeen(list)) this.peer.notify(LIST_CHANGED_METHOD[list]);
   }
 
@@ -164,17 +177,22 @@ export class Router {
   upstreamNotification(upstream: Upstream, notification: JsonRpcNotification): void {
     const { method, params } = notification;
     if (method === 'notifications/message') {
+      if (!this.modern.wantsLog(params?.level)) return;
       // The host sees which server is talking: its name, then the server's own logger.
       const logger = typeof params?.logger === 'string' ? `${upstream.name}/${params.logger}` : upstream.name;
       this.peer.notify(method, { ...params, logger });
       return;
     }
-    if (FORWARDED_NOTIFICATIONS.has(method)) {
+    if (FORWARDED_NOTIFICATIONS.has(method) && this.modern.era !== 'modern') {
       this.peer.notify(method, params);
       return;
     }
     // Said at info, not debug: a notification the host never gets is a behaviour users ask about.
-    const why = NOT_FORWARDED.get(method) ?? 'mcp-warden does not know this notification';
+    const why =
+      NOT_FORWARDED.get(method) ??
+      (FORWARDED_NOTIFICATIONS.has(method)
+        ? 'the host speaks 2026-07-28, which has no such notification outside a subscription'
+        : 'mcp-warden does not know this notification');
     this.log.info(`did not forward ${truncated(method)} from ${upstream.name}: ${why}`);
   }
 
@@ -198,6 +216,8 @@ export class Router {
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: upstream.era,
     };
     this.route(request, message);
   }
@@ -207,6 +227,7 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    this.modern.closeSubscriptions();
     await this.peer.idle();
   }
 
@@ -216,9 +237,15 @@ export class Router {
   private dispatch(request: IncomingRequest): void {
     const { method } = request;
     if (request.refused !== undefined) return this.refused(request, request.refused);
+    let modern: boolean;
+    try {
+      modern = this.modern.admit(request);
+    } catch (error) {
+      return this.answerError(request, error);
+    }
     // Only ping may come before initialize: until then neither the protocol version nor the
     // host's capabilities are known, and upstreams must be told those when they connect.
-    if (!this.initialized && method !== 'initialize' && method !== 'ping') {
+    if (!modern && !this.initialized && method !== 'initialize' && method !== 'ping') {
       request.fail({
         code: SERVER_NOT_INITIALIZED,
         message: `Server not initialized: send initialize before ${truncateForEcho(method)}`,
@@ -269,6 +296,8 @@ export class Router {
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
     };
     recordRefusal(message, new InvalidParamsError(error.message)).then(
       (outcome) => request.respond(outcome),
@@ -396,6 +425,8 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
     });
   }
 
@@ -476,6 +507,8 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(server)?.era,
     };
   }
 

@@ -109,6 +109,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       onProgress: call.onProgress,
       decision: call.decision,
       record: call.record,
+      hostEra: call.hostEra,
+      upstreamEra: call.upstreamEra,
     };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 

@@ -1,0 +1,210 @@
+/**
+ * The gateway between protocol eras, through the built binary: a host of the stateless revision
+ * (2026-07-28, test/fixtures/modernHost.ts) or of the handshake revisions (the SDK Client), in
+ * front of a legacy upstream (test/fixtures/fixture-server.mjs) or a modern-only one
+ * (test/fixtures/modern-server.mjs). Every modern message the gateway sends is checked against
+ * the official 2026-07-28 schemas (modernWire.ts).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startModernHost, MODERN, type ModernHost } from '../fixtures/modernHost.js';
+import {
+  CLI,
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  NODE,
+  ROOT,
+  runCli,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+import { modernAcknowledgment, modernError, modernResult } from './modernWire.js';
+
+const MODERN_SERVER = path.join(ROOT, 'test/fixtures/modern-server.mjs');
+
+function modernServer(args: string[] = []): Record<string, unknown> {
+  return { command: NODE, args: [MODERN_SERVER, ...args] };
+}
+
+let modern: ModernHost | undefined;
+let legacy: HostSession | undefined;
+afterEach(async () => {
+  await modern?.close();
+  await legacy?.close();
+  modern = undefined;
+  legacy = undefined;
+});
+
+function modernHost(servers: Record<string, unknown>, extra: Record<string, unknown> = {}): ModernHost {
+  const config = writeConfig({ gateway: FAST_GATEWAY, servers, ...extra });
+  modern = startModernHost(CLI, config);
+  return modern;
+}
+
+describe('a modern host, a legacy upstream', () => {
+  it('discovers, lists and calls statelessly, every answer valid 2026-07-28', async () => {
+    const host = modernHost({ up: fixture() });
+    const discovered = modernResult('server/discover', await host.request('server/discover'));
+    expect(discovered.supportedVersions).toEqual([MODERN]);
+    expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
+
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
+    // A legacy server gives no caching hint, which counts as "stale at once".
+    expect(listed).toMatchObject({ ttlMs: 0, cacheScope: 'public' });
+
+    const called = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'hi' } }),
+    );
+    expect(called.content).toEqual([{ type: 'text', text: 'hi' }]);
+    // A failure the model can act on is a result too, shaped the same way.
+    const unknown = await host.request('tools/call', { name: 'up__nope', arguments: {} });
+    modernError(unknown, -32602);
+    // The gateway never sends a modern host a request.
+    expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+  });
+
+  it('refuses an unsupported version with -32022 naming the versions it serves', async () => {
+    const host = modernHost({ up: fixture() });
+    const error = modernError(
+      await host.request('tools/list', {}, { protocolVersion: '2099-01-01' }),
+      -32022,
+    );
+    expect(error.data).toEqual({
+      supported: expect.arrayContaining([MODERN, '2025-11-25']) as unknown,
+      requested: '2099-01-01',
+    });
+  });
+
+  it('answers a malformed envelope with -32602, and stays up', async () => {
+    const host = modernHost({ up: fixture() });
+    const bad = await host.request(
+      'tools/list',
+      {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN,
+          'io.modelcontextprotocol/clientCapabilities': 7,
+        },
+      },
+      { bare: true },
+    );
+    expect(modernError(bad, -32602).message).toContain('clientCapabilities');
+    modernResult('tools/list', await host.request('tools/list'));
+    // Once modern, a request without an envelope is malformed too.
+    modernError(await host.request('tools/list', {}, { bare: true }), -32602);
+  });
+
+  it('refuses initialize once the connection is modern, and methods the revision removed', async () => {
+    const host = modernHost({ up: fixture() });
+    modernResult('server/discover', await host.request('server/discover'));
+    const init = await host.request(
+      'initialize',
+      { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      { bare: true },
+    );
+    expect(modernError(init, -32022).data).toEqual({ supported: [MODERN], requested: '2025-11-25' });
+    modernError(await host.request('ping'), -32601);
+    modernError(await host.request('logging/setLevel', { level: 'debug' }), -32601);
+  });
+
+  it('delivers list changes on subscriptions/listen, tagged with the stream, and closes it at shutdown', async () => {
+    const host = modernHost({ up: fixture(['--list-changed-after', '300']) });
+    modernResult('tools/list', await host.request('tools/list'));
+    const id = host.send('subscriptions/listen', {
+      notifications: { toolsListChanged: true, resourceSubscriptions: ['x:/y'] },
+    });
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { toolsListChanged: true },
+    });
+    const changed = await host.waitForNotification((n) => n.method === 'notifications/tools/list_changed');
+    expect(changed.params).toEqual({ _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('up__late_tool');
+    await host.close();
+    const closing = host.received.find((m) => m.id === id);
+    expect(closing).toMatchObject({
+      result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': id } },
+    });
+  });
+});
+
+describe('a legacy host, a modern-only upstream', () => {
+  it('is initialized once refused, probed, and spoken to with the envelope on every request', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--log', log]) } }, dir);
+    legacy = await connectHost(config);
+    const names = (await legacy.client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('m__echo');
+    const result = await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'hi' } });
+    expect(textOf(result)).toBe('echo: hi');
+    const seen = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, unknown> | null });
+    // initialize was refused, so the gateway probed; every later request carried the envelope.
+    expect(seen[0]?.method).toBe('initialize');
+    expect(seen[1]?.method).toBe('server/discover');
+    for (const request of seen.slice(1))
+      expect(request.meta?.['io.modelcontextprotocol/protocolVersion']).toBe(MODERN);
+  });
+
+  it('mcp-warden tools shows each server’s era and version', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(), up: fixture() } });
+    const { stdout } = await runCli(['tools', '--config', config]);
+    expect(stdout).toMatch(
+      /^server m: ready, \d+ tools, modern-fixture 2\.0\.0, MCP 2026-07-28 \(modern\)$/m,
+    );
+    expect(stdout).toMatch(/^server up: ready, \d+ tools, fixture 1\.0\.0, MCP 2025-11-25 \(legacy\)$/m);
+    const json = JSON.parse((await runCli(['tools', '--json', '--config', config])).stdout) as {
+      servers: { name: string; era?: string; protocolVersion?: string }[];
+    };
+    expect(json.servers).toContainEqual(
+      expect.objectContaining({ name: 'm', era: 'modern', protocolVersion: MODERN }),
+    );
+  });
+});
+
+describe('a modern host, a modern upstream', () => {
+  it('probes with server/discover first and passes caching hints through, the least of them', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) });
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect(listed).toMatchObject({ ttlMs: 60000, cacheScope: 'private' });
+    const first = JSON.parse(readFileSync(log, 'utf8').split('\n')[0]!) as { method: string };
+    expect(first.method).toBe('server/discover');
+    const called = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__numbers', arguments: {} }),
+    );
+    // The revision lets structured content be any JSON value: a modern host gets the array.
+    expect(called.structuredContent).toEqual([1, 2, 3]);
+  });
+
+  it('passes log messages only for requests that asked for them, at their level', async () => {
+    const host = modernHost({ m: modernServer() });
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__log', arguments: {} }, { logLevel: 'error' }),
+    );
+    modernResult('tools/call', await host.request('tools/call', { name: 'm__log', arguments: {} }));
+    expect(host.notifications.filter((n) => n.method === 'notifications/message')).toEqual([]);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__log', arguments: {} }, { logLevel: 'debug' }),
+    );
+    const message = await host.waitForNotification((n) => n.method === 'notifications/message');
+    expect(message.params).toMatchObject({ level: 'info', logger: 'm/tool', data: 'logged at info' });
+  });
+});
