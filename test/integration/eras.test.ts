@@ -5,10 +5,15 @@
  * (test/fixtures/modern-server.mjs). Every modern message the gateway sends is checked against
  * the official 2026-07-28 schemas (modernWire.ts).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startModernHost, MODERN, type ModernHost } from '../fixtures/modernHost.js';
+import { startModernHost, MODERN, withRetries, type ModernHost } from '../fixtures/modernHost.js';
 import {
   CLI,
   connectHost,
@@ -206,5 +211,175 @@ describe('a modern host, a modern upstream', () => {
     );
     const message = await host.waitForNotification((n) => n.method === 'notifications/message');
     expect(message.params).toMatchObject({ level: 'info', logger: 'm/tool', data: 'logged at info' });
+  });
+});
+
+/** What a host answers each kind of question with, in either era. */
+const ANSWERS: Record<string, Record<string, unknown>> = {
+  'elicitation/create': { action: 'accept', content: { name: 'Ada' } },
+  'sampling/createMessage': { role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'm' },
+  'roots/list': { roots: [{ uri: 'file:///work', name: 'work' }] },
+};
+const QUESTIONS: Record<string, Record<string, unknown>> = {
+  'elicitation/create': {
+    mode: 'form',
+    message: 'Your name?',
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+  },
+  'sampling/createMessage': {
+    messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
+    maxTokens: 5,
+  },
+  'roots/list': {},
+};
+
+describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () => {
+  it.each(Object.keys(ANSWERS))(
+    '%s becomes an InputRequiredResult; the retry delivers the answer',
+    async (method) => {
+      const host = modernHost({ up: fixture() });
+      const params = { name: 'up__ask_client', arguments: { method, params: QUESTIONS[method] } };
+      const first = modernResult('tools/call', await host.request('tools/call', params));
+      expect(first.resultType).toBe('input_required');
+      const [[key, asked]] = Object.entries(
+        first.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>,
+      ) as [[string, { method: string; params: Record<string, unknown> }]];
+      expect(asked.method).toBe(method);
+      if (method === 'elicitation/create') expect(asked.params.message).toBe('[up] Your name?');
+      const final = modernResult(
+        'tools/call',
+        await host.request('tools/call', {
+          ...params,
+          inputResponses: { [key]: ANSWERS[method] },
+          requestState: first.requestState,
+        }),
+      );
+      expect(JSON.parse(textOf(final))).toEqual({ result: ANSWERS[method] });
+      expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+    },
+  );
+
+  it('refuses a forged, a replayed and a misdirected requestState', async () => {
+    const host = modernHost({ up: fixture() });
+    const params = { name: 'up__ask_client', arguments: { method: 'roots/list', params: {} } };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    const state = first.requestState as string;
+    const key = Object.keys(first.inputRequests as object)[0]!;
+    const answer = { inputResponses: { [key]: ANSWERS['roots/list'] } };
+    const forged = `${state.slice(0, -4)}${state.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    expect(
+      modernError(await host.request('tools/call', { ...params, ...answer, requestState: forged }), -32602)
+        .message,
+    ).toMatch(/requestState refused: it failed verification/);
+    // Valid state, other arguments: not the call it was issued for.
+    const other = { name: 'up__ask_client', arguments: { method: 'roots/list', params: { x: 1 } } };
+    expect(
+      modernError(await host.request('tools/call', { ...other, ...answer, requestState: state }), -32602)
+        .message,
+    ).toMatch(/issued for another request/);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { ...params, ...answer, requestState: state }),
+    );
+    expect(
+      modernError(await host.request('tools/call', { ...params, ...answer, requestState: state }), -32602)
+        .message,
+    ).toMatch(/already used/);
+  });
+});
+
+describe('bridging a modern upstream’s InputRequiredResult to a legacy host', () => {
+  it('asks the host with real requests and retries upstream with the answers', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
+    const asked: string[] = [];
+    legacy = await connectHost(config, {
+      capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
+      beforeConnect: (client) => {
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push(request.params.message);
+          return ANSWERS['elicitation/create'] as never;
+        });
+        client.setRequestHandler(CreateMessageRequestSchema, () => {
+          asked.push('sampling');
+          return ANSWERS['sampling/createMessage'] as never;
+        });
+        client.setRequestHandler(ListRootsRequestSchema, () => {
+          asked.push('roots');
+          return ANSWERS['roots/list'] as never;
+        });
+      },
+    });
+    for (const [tool, method] of [
+      ['ask_name', 'elicitation/create'],
+      ['sample', 'sampling/createMessage'],
+      ['list_roots', 'roots/list'],
+    ] as const) {
+      const result = await legacy.client.callTool({ name: `m__${tool}`, arguments: {} });
+      const text = textOf(result);
+      expect(text.startsWith(`${tool} got `)).toBe(true);
+      expect(JSON.parse(text.slice(`${tool} got `.length))).toEqual(ANSWERS[method]);
+    }
+    expect(asked).toEqual(['[m] Your name?', 'sampling', 'roots']);
+  });
+});
+
+describe('a modern host and a modern upstream asking for input', () => {
+  it('passes the upstream’s InputRequiredResult and the retry through unchanged', async () => {
+    const host = modernHost({ m: modernServer() });
+    const params = { name: 'm__ask_name', arguments: {} };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    expect(first).toMatchObject({ resultType: 'input_required', requestState: 'asked:ask_name' });
+    const final = modernResult(
+      'tools/call',
+      await host.request('tools/call', {
+        ...params,
+        inputResponses: { input: ANSWERS['elicitation/create'] },
+        requestState: 'asked:ask_name',
+      }),
+    );
+    expect(textOf(final)).toBe(`ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`);
+  });
+});
+
+describe('confirmation for a modern host', () => {
+  function confirmHost(): ModernHost {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } },
+      dir,
+    );
+    modern = startModernHost(CLI, config);
+    return modern;
+  }
+
+  it('asks through MRTR; an approval runs the call, once', async () => {
+    const host = confirmHost();
+    const params = { name: 'up__echo', arguments: { text: 'approved' } };
+    const answers = await withRetries(host, 'tools/call', params, (requests) => {
+      const [key, request] = Object.entries(requests)[0]!;
+      expect(request.method).toBe('elicitation/create');
+      expect(String(request.params.message)).toContain('Echo needs a human.');
+      return { [key]: { action: 'accept', content: {} } };
+    });
+    expect(answers).toHaveLength(2);
+    modernResult('tools/call', answers[0]!);
+    expect(textOf(modernResult('tools/call', answers[1]!))).toBe('approved');
+  });
+
+  it('a declined approval does not run it; a host without elicitation is refused', async () => {
+    const host = confirmHost();
+    const params = { name: 'up__echo', arguments: { text: 'x' } };
+    const answers = await withRetries(host, 'tools/call', params, (requests) => ({
+      [Object.keys(requests)[0]!]: { action: 'decline' },
+    }));
+    const final = modernResult('tools/call', answers.at(-1)!);
+    expect(final.isError).toBe(true);
+    expect(textOf(final)).toContain('Declined by the user');
+    const none = await host.request('tools/call', params, { capabilities: {} });
+    expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
   });
 });

@@ -126,6 +126,20 @@ export function withEnvelope(params: Params | undefined, meta: Params): Params {
   return { ...params, _meta: merged };
 }
 
+/**
+ * The fields a retry of a multi round-trip request adds to its params (`inputResponses`,
+ * `requestState`), to pass on with a tool call; undefined when it has none.
+ */
+export function retryParams(params: Params | undefined): Params | undefined {
+  if (params === undefined) return undefined;
+  const { inputResponses, requestState } = params;
+  if (inputResponses === undefined && requestState === undefined) return undefined;
+  const retry: Params = {};
+  if (inputResponses !== undefined) retry.inputResponses = inputResponses;
+  if (requestState !== undefined) retry.requestState = requestState;
+  return retry;
+}
+
 /** `_meta` without the envelope's keys: what a legacy peer should see of a modern sender's meta. */
 export function withoutEnvelope(meta: Params | undefined): Params | undefined {
   if (meta === undefined) return undefined;

@@ -5,7 +5,13 @@ import type { Next, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
-  requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome>;
+  /** `origin`: for the host, the upstream that asks (a modern host is asked within its call). */
+  requestOutcome(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+    origin?: { readonly server: string },
+  ): Promise<Outcome>;
 }
 
 export interface ForwardOptions {
@@ -15,6 +21,15 @@ export interface ForwardOptions {
   readonly host: Recipient;
   /** An answer the gateway gives itself instead of sending the message on (fixed roots). */
   readonly answerLocally?: (message: RoutedMessage) => Outcome | undefined;
+  /**
+   * A modern upstream asked for input (an InputRequiredResult) and the host is legacy: gets the
+   * answers from the host and retries (`retry` resends the message with the given extra params).
+   */
+  readonly fulfilInput?: (
+    message: RoutedMessage,
+    outcome: Outcome,
+    retry: (extra: Params) => Promise<Outcome>,
+  ) => Promise<Outcome>;
 }
 
 /**
@@ -30,7 +45,15 @@ export function createForward(options: ForwardOptions): Next {
     if (recipient === undefined)
       return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));
     // The message carries the request options itself (its signal and progress listener).
-    return recipient.requestOutcome(message.kind, paramsOf(message), message);
+    const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
+    const { fulfilInput } = options;
+    if (fulfilInput === undefined || message.upstreamEra !== 'modern' || message.hostEra === 'modern')
+      return sent;
+    return sent.then((outcome) =>
+      fulfilInput(message, outcome, (extra) =>
+        recipient.requestOutcome(message.kind, { ...paramsOf(message), ...extra }, message),
+      ),
+    );
   };
 }
 
@@ -40,6 +63,12 @@ export function paramsOf(message: RoutedMessage): Params | undefined {
     const params: Params = { name: message.target };
     if (message.arguments !== undefined) params.arguments = message.arguments;
     if (message.meta !== undefined) params._meta = message.meta;
+    // A modern host's retry of a multi round-trip call: its answers go on to the upstream.
+    const retry = message.params;
+    if (retry !== undefined) {
+      if (retry.inputResponses !== undefined) params.inputResponses = retry.inputResponses;
+      if (retry.requestState !== undefined) params.requestState = retry.requestState;
+    }
     return params;
   }
   const { params, meta } = message;

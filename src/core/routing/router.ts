@@ -38,6 +38,9 @@ import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
 import { ModernHost } from '../era/modernHost.js';
+import { ModernInputBridge } from '../era/inputBridge.js';
+import { retryParams } from '../era/envelope.js';
+import type { Cancellation } from '../rpc/cancellation.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -66,6 +69,11 @@ const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   prompts: 'notifications/prompts/list_changed',
   resources: 'notifications/resources/list_changed',
 };
+
+/** How long a modern host's call waits for the retry that answers its questions. */
+const MRTR_WAIT_MS = 10 * 60_000;
+/** Questions waiting for a modern host's answers at once, over all its calls. */
+const MAX_PENDING_QUESTIONS = 64;
 
 /** MCP's code (as the SDK's HTTP server transport uses it) for a request before initialize. */
 const SERVER_NOT_INITIALIZED = -32000;
@@ -99,6 +107,8 @@ export class Router {
   private readonly session: InitializedHostSession;
   /** The host's era, and the host of the stateless revision (era/modernHost.ts). */
   readonly modern: ModernHost;
+  /** Questions for a modern host, through Multi Round-Trip Requests (era/inputBridge.ts). */
+  private readonly bridge: ModernInputBridge;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;
   /** Requests waiting for a name to be listed (see `untilFound`). */
@@ -124,7 +134,13 @@ export class Router {
       onNotification: (notification) => this.hostNotification(notification),
     });
     this.session = new InitializedHostSession(this.peer);
+    this.bridge = new ModernInputBridge({
+      waitMs: MRTR_WAIT_MS,
+      maxPending: MAX_PENDING_QUESTIONS,
+      warn: (message) => this.log.warn(message),
+    });
     this.modern = new ModernHost({
+      bridge: this.bridge,
       peer: this.peer,
       upstreams: () => options.pool.upstreams,
       started: () => options.pool.start(),
@@ -202,24 +218,55 @@ export class Router {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
     }
-    const params = withoutMeta(request.params);
-    const message: RoutedMessage = {
-      kind: request.method as MessageKind,
+    const message = this.hostMessage(
+      upstream,
+      request.method,
+      withoutMeta(request.params),
+      request.meta,
+      request,
+    );
+    this.route(request, message);
+  }
+
+  /**
+   * A question a modern upstream put in an InputRequiredResult, for a host that takes requests:
+   * routed through the pipeline to the host like the request a legacy server would have sent.
+   */
+  askHostFor(
+    server: string,
+    method: string,
+    params: Params | undefined,
+    signal: Cancellation,
+  ): Promise<Outcome> {
+    const upstream = this.options.pool.byName.get(server);
+    if (upstream === undefined || !CAPABILITY_FOR.has(method))
+      return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
+    return this.options.pipeline(this.hostMessage(upstream, method, params, undefined, signal));
+  }
+
+  private hostMessage(
+    upstream: Upstream,
+    method: string,
+    params: Params | undefined,
+    meta: Params | undefined,
+    signal: Cancellation,
+  ): RoutedMessage {
+    return {
+      kind: method as MessageKind,
       direction: 'host',
       server: upstream.name,
       target: '',
       exposedName: '',
       definition: undefined,
       arguments: params,
-      params: request.method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
-      meta: request.meta,
-      signal: request,
+      params: method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
+      meta,
+      signal,
       onProgress: undefined,
       record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: upstream.era,
     };
-    this.route(request, message);
   }
 
   /** Stops taking new requests and waits until every request in flight has been answered. */
@@ -420,7 +467,7 @@ export class Router {
       exposedName: name,
       definition: entry.item,
       arguments: args,
-      params: undefined,
+      params: request.shape === undefined ? undefined : retryParams(request.params),
       meta: request.meta,
       signal: request,
       onProgress: request.onProgress,
@@ -517,6 +564,15 @@ export class Router {
 
   /** Sends a routed message through the pipeline and answers its request with what comes back. */
   private route(request: IncomingRequest, message: RoutedMessage): void {
+    // A modern host's call may be asked questions: the bridge answers it (and its retries).
+    if (request.shape !== undefined && this.bridge.applies(request))
+      return this.bridge.route(
+        request,
+        message,
+        this.options.pipeline,
+        (outcome) => request.respond(outcome),
+        (error) => this.answerError(request, error, message),
+      );
     this.options.pipeline(message).then(
       (outcome) => request.respond(outcome),
       (error: unknown) => this.answerError(request, error, message),

@@ -22,7 +22,11 @@ export interface ConfirmationOptions {
    * Asks the host through `elicitation/create`; undefined when the host did not declare the
    * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
    */
-  readonly askHost: (params: Params, signal: CancelSignal) => Promise<HostAnswer> | undefined;
+  readonly askHost: (
+    params: Params,
+    signal: CancelSignal,
+    call: RoutedMessage,
+  ) => Promise<HostAnswer> | undefined;
   /** Arguments as shown to the user: secrets redacted. */
   readonly redact: (value: unknown) => unknown;
   readonly logger: Logger;
@@ -197,6 +201,7 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
           },
         },
         question,
+        call,
       );
       if (answer === undefined) return 'unavailable';
       const reply = await answer;
