@@ -20,6 +20,7 @@ import {
   FAST_GATEWAY,
   fixture,
   NODE,
+  readAudit,
   ROOT,
   runCli,
   tempDir,
@@ -381,5 +382,51 @@ describe('confirmation for a modern host', () => {
     expect(textOf(final)).toContain('Declined by the user');
     const none = await host.request('tools/call', params, { capabilities: {} });
     expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
+  });
+});
+
+describe('policy, audit and repair across eras', () => {
+  function audited(servers: Record<string, unknown>): { config: string; auditFile: string } {
+    const dir = tempDir();
+    const config = writeConfig({ gateway: FAST_GATEWAY, audit: { file: './audit.jsonl' }, servers }, dir);
+    return { config, auditFile: path.join(dir, 'audit.jsonl') };
+  }
+
+  it('audit records name both eras when either side is modern, and neither when both are legacy', async () => {
+    const both = audited({ up: fixture(), m: modernServer() });
+    modern = startModernHost(CLI, both.config);
+    modernResult(
+      'tools/call',
+      await modern.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }),
+    );
+    modernResult(
+      'tools/call',
+      await modern.request('tools/call', { name: 'm__echo', arguments: { text: 'b' } }),
+    );
+    await modern.close();
+    const calls = readAudit(both.auditFile).filter((r) => r.type === 'call');
+    expect(calls.map((c) => [c.tool, c.hostEra, c.upstreamEra])).toEqual([
+      ['up__echo', 'modern', 'legacy'],
+      ['m__echo', 'modern', 'modern'],
+    ]);
+
+    const old = audited({ up: fixture(), m: modernServer() });
+    legacy = await connectHost(old.config);
+    await legacy.client.callTool({ name: 'up__echo', arguments: { text: 'a' } });
+    await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'b' } });
+    await legacy.close();
+    const legacyCalls = readAudit(old.auditFile).filter((r) => r.type === 'call');
+    expect(legacyCalls.map((c) => [c.tool, c.hostEra, c.upstreamEra])).toEqual([
+      ['up__echo', undefined, undefined],
+      ['m__echo', 'legacy', 'modern'],
+    ]);
+  });
+
+  it('a 2025 host gets structuredContent only as an object: an array from a modern server is repaired', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
+    legacy = await connectHost(config);
+    const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
+    expect(result.structuredContent).toBeUndefined();
+    expect(textOf(result)).toBe('[1,2,3]');
   });
 });
