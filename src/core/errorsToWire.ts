@@ -40,6 +40,7 @@ const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCo
 /**
  * The one place errors become wire messages:
  * - the other side's own JSON-RPC error → passed through unchanged, code and message;
+ * - a protocol rule the request broke (eras mixed, a bad envelope) → its revision's code and data;
  * - unknown tool, bad params → JSON-RPC -32602; unknown method → -32601; unknown resource →
  *   -32002 with its URI; shutting down → -32603 saying so;
  * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned,

@@ -18,6 +18,8 @@ export interface ModernAnswerOptions {
    * may have connected since the request came); undefined for a method whose results are not.
    */
   readonly cache: (() => CacheHint) | undefined;
+  /** `resultTypeAndServer(serverInfo)`, made once by the caller for every request. */
+  readonly fieldsText?: string;
   /** Runs once when the request is done (answered, failed or cancelled). */
   readonly onSettled?: () => void;
 }
@@ -73,12 +75,13 @@ export class ModernAnswer implements AnswerShape {
     const { bytes } = raw;
     if (bytes !== undefined) {
       if (bytes[0] !== 0x7b) return undefined;
-      const head = Buffer.from(`{${prefix}${emptyObjectBytes(bytes) ? '' : ','}`, 'utf8');
-      const joined = Buffer.concat([head, bytes.subarray(1)]);
+      const start = `{${prefix}${emptyObjectBytes(bytes) ? '' : ','}`;
+      const joined = Buffer.concat([Buffer.from(start, 'utf8'), bytes.subarray(1)]);
+      // The text only when asked for, and from the original's (never decoding the new bytes).
       return {
         bytes: joined,
         get text() {
-          return joined.toString('utf8');
+          return `${start}${raw.text.slice(1)}`;
         },
       };
     }
@@ -99,13 +102,17 @@ export class ModernAnswer implements AnswerShape {
   }
 
   private prefix(): string {
-    const { serverInfo } = this.options;
+    const fields = this.options.fieldsText ?? resultTypeAndServer(this.options.serverInfo);
     const cache = this.options.cache?.();
-    const fields = `"resultType":"complete","_meta":${JSON.stringify({ [META.serverInfo]: serverInfo })}`;
     return cache === undefined
       ? fields
       : `${fields},"ttlMs":${cache.ttlMs},"cacheScope":${JSON.stringify(cache.cacheScope)}`;
   }
+}
+
+/** The members every complete modern result starts with, as JSON text without braces. */
+export function resultTypeAndServer(serverInfo: { readonly name: string; readonly version: string }): string {
+  return `"resultType":"complete","_meta":${JSON.stringify({ [META.serverInfo]: serverInfo })}`;
 }
 
 /** Whether the bytes of an object's text are `{}` (with any white space). */

@@ -140,15 +140,22 @@ export function retryParams(params: Params | undefined): Params | undefined {
   return retry;
 }
 
+/** The envelope's keys, which a legacy peer never sees. */
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
+  META.protocolVersion,
+  META.clientCapabilities,
+  META.clientInfo,
+  META.logLevel,
+]);
+
 /** `_meta` without the envelope's keys: what a legacy peer should see of a modern sender's meta. */
 export function withoutEnvelope(meta: Params | undefined): Params | undefined {
-  if (meta === undefined) return undefined;
+  if (meta === undefined || !Object.hasOwn(meta, META.protocolVersion)) return meta;
+  // A new object rather than `delete`: deleting keys leaves an object V8 handles slowly.
   let rest: Params | undefined;
-  for (const key of [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel]) {
-    if (!Object.hasOwn(meta, key)) continue;
-    rest ??= { ...meta };
-    delete rest[key];
+  for (const key in meta) {
+    if (!Object.hasOwn(meta, key) || ENVELOPE_KEYS.has(key)) continue;
+    (rest ??= {})[key] = meta[key];
   }
-  if (rest === undefined) return meta;
-  return Object.keys(rest).length === 0 ? undefined : rest;
+  return rest;
 }

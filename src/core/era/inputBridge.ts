@@ -120,6 +120,8 @@ class BridgedCall implements DeadlineEntry {
     this.pending = [];
     this.sent = [];
     if (this.attached !== undefined) this.deliver();
+    // No retry can come for it (none was invited, or its invitation expired): nothing to keep.
+    else if (this.token === undefined) this.bridge.forget(this);
   }
 
   expired(): void {
@@ -165,9 +167,21 @@ export class ModernInputBridge implements InputBridge {
 
   constructor(private readonly options: ModernInputBridgeOptions) {}
 
-  /** Whether a modern host's request is routed through the bridge (it may be asked in). */
+  /**
+   * Whether a modern host's request is routed through the bridge: one that may be answered with
+   * an InputRequiredResult, from a host that declared something it can be asked (a host that
+   * declared none of sampling, elicitation and roots can be asked nothing, so its call goes the
+   * direct way).
+   */
   applies(request: IncomingRequest): boolean {
-    return MRTR_METHODS.has(request.method) && envelopeOf(request) !== undefined;
+    if (!MRTR_METHODS.has(request.method)) return false;
+    const capabilities = envelopeOf(request)?.capabilities;
+    if (capabilities === undefined) return false;
+    // A retry that carries our state continues its call (or is refused), whatever it declares.
+    const state = request.params?.requestState;
+    if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) return true;
+    for (const capability of CAPABILITY_FOR.values()) if (capabilities[capability] !== undefined) return true;
+    return false;
   }
 
   /**

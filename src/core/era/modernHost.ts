@@ -13,7 +13,7 @@ import {
   type HostSession,
 } from '../routing/hostSession.js';
 import { gatewayCapabilities, mergedInstructions, type UpstreamFacts } from '../routing/initializeAnswer.js';
-import { envelopeOf, ModernAnswer, type CacheHint } from './answerShape.js';
+import { envelopeOf, ModernAnswer, resultTypeAndServer, type CacheHint } from './answerShape.js';
 import {
   ALL_VERSIONS,
   hasEnvelope,
@@ -103,8 +103,12 @@ export class ModernHost implements HostSession {
   /** How many requests in flight asked for each log level (LOG_LEVELS order). */
   private readonly levelCounts = LOG_LEVELS.map(() => 0);
   private lastClientInfo: ClientInfo | undefined;
+  /** What every complete result starts with, as text: the same for every request. */
+  private readonly fieldsText: string;
 
-  constructor(private readonly options: ModernHostOptions) {}
+  constructor(private readonly options: ModernHostOptions) {
+    this.fieldsText = resultTypeAndServer(options.serverInfo);
+  }
 
   get era(): HostEra {
     return this._era;
@@ -167,6 +171,7 @@ export class ModernHost implements HostSession {
     request.shape = new ModernAnswer({
       envelope,
       serverInfo: this.options.serverInfo,
+      fieldsText: this.fieldsText,
       cache: CACHEABLE.has(method) ? () => this.cacheHint(method) : undefined,
       ...(level >= 0 && { onSettled: () => this.levelCounts[level]!-- }),
     });
