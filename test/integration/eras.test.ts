@@ -13,13 +13,16 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startModernHost, MODERN, withRetries, type ModernHost } from '../fixtures/modernHost.js';
+import { envelope, startModernHost, MODERN, withRetries, type ModernHost } from '../fixtures/modernHost.js';
 import {
   CLI,
   connectHost,
   FAST_GATEWAY,
   fixture,
+  initialize,
+  killRawSessions,
   NODE,
+  rawSession,
   readAudit,
   ROOT,
   runCli,
@@ -428,5 +431,28 @@ describe('policy, audit and repair across eras', () => {
     const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
     expect(result.structuredContent).toBeUndefined();
     expect(textOf(result)).toBe('[1,2,3]');
+  });
+});
+
+describe('a legacy connection', () => {
+  afterEach(() => killRawSessions());
+
+  it('refuses an enveloped request with -32600, and server/discover as before; it keeps serving', async () => {
+    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    await initialize(s);
+    const mixed = s.next((m) => m.id === 1);
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } }));
+    expect(((await mixed) as { error: { code: number; message: string } }).error).toMatchObject({
+      code: -32600,
+      message: expect.stringContaining('this connection was initialized') as unknown,
+    });
+    const probe = s.next((m) => m.id === 2);
+    s.send('{"jsonrpc":"2.0","id":2,"method":"server/discover"}');
+    expect(((await probe) as { error: { code: number } }).error.code).toBe(-32601);
+    const listed = s.next((m) => m.id === 3);
+    s.send('{"jsonrpc":"2.0","id":3,"method":"tools/list"}');
+    const result = ((await listed) as { result: Record<string, unknown> }).result;
+    expect(result.resultType).toBeUndefined();
+    expect((result.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
   });
 });
