@@ -76,7 +76,7 @@ export class ModernAnswer implements AnswerShape {
     if (bytes !== undefined) {
       if (bytes[0] !== 0x7b) return undefined;
       const start = `{${prefix}${emptyObjectBytes(bytes) ? '' : ','}`;
-      const joined = Buffer.concat([Buffer.from(start, 'utf8'), bytes.subarray(1)]);
+      const joined = joinedBytes(bytes, start);
       // The text only when asked for, and from the original's (never decoding the new bytes).
       return {
         bytes: joined,
@@ -113,6 +113,20 @@ export class ModernAnswer implements AnswerShape {
 /** The members every complete modern result starts with, as JSON text without braces. */
 export function resultTypeAndServer(serverInfo: { readonly name: string; readonly version: string }): string {
   return `"resultType":"complete","_meta":${JSON.stringify({ [META.serverInfo]: serverInfo })}`;
+}
+
+/**
+ * The bytes of a large result with `start` in place of its opening brace. A merged list is the
+ * same Buffer from request to request until it changes, so its reshaped copy is kept beside it
+ * (weakly: it goes when the list's bytes go), instead of copying megabytes per request.
+ */
+const JOINED = new WeakMap<Buffer, { readonly start: string; readonly bytes: Buffer }>();
+function joinedBytes(bytes: Buffer, start: string): Buffer {
+  const known = JOINED.get(bytes);
+  if (known?.start === start) return known.bytes;
+  const joined = Buffer.concat([Buffer.from(start, 'utf8'), bytes.subarray(1)]);
+  JOINED.set(bytes, { start, bytes: joined });
+  return joined;
 }
 
 /** Whether the bytes of an object's text are `{}` (with any white space). */
