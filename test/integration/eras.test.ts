@@ -456,3 +456,33 @@ describe('a legacy connection', () => {
     expect((result.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
   });
 });
+
+describe('a modern host’s capabilities, per request', () => {
+  it('reach a modern upstream as the request declared them, not the connection’s', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) });
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__echo', arguments: { text: 'a' } }, { capabilities: {} }),
+    );
+    modernResult(
+      'tools/call',
+      await host.request(
+        'tools/call',
+        { name: 'm__echo', arguments: { text: 'b' } },
+        { capabilities: { elicitation: {} } },
+      ),
+    );
+    const calls = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, unknown> })
+      .filter((r) => r.method === 'tools/call');
+    expect(calls.map((c) => c.meta['io.modelcontextprotocol/clientCapabilities'])).toEqual([
+      {},
+      { elicitation: {} },
+    ]);
+    expect(calls[0]?.meta['io.modelcontextprotocol/clientInfo']).toMatchObject({ name: 'mcp-warden' });
+  });
+});

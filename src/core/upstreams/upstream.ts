@@ -27,7 +27,7 @@ import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import type { CacheHint } from '../era/answerShape.js';
-import { envelopeMeta, withEnvelope, withoutEnvelope } from '../era/envelope.js';
+import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
 
 export type UpstreamState =
@@ -269,10 +269,13 @@ export class Upstream {
     const meta = this.modernMeta;
     if (this._era === 'modern' && meta !== undefined) {
       const level = this.modernLogLevel;
-      return withEnvelope(
-        params,
-        level === undefined ? meta : { ...meta, 'io.modelcontextprotocol/logLevel': level },
-      );
+      let sent = level === undefined ? meta : { ...meta, [META.logLevel]: level };
+      // A modern host's own request declares what it can be asked; the server is told that
+      // (less what the config refuses it), not what the connection could do.
+      const declared = (params?._meta as Params | undefined)?.[META.clientCapabilities];
+      if (typeof declared === 'object' && declared !== null)
+        sent = { ...sent, [META.clientCapabilities]: allowedCapabilities(declared as Params, this.config) };
+      return withEnvelope(params, sent);
     }
     const own = params?._meta as Params | undefined;
     if (own === undefined || method === 'initialize') return params;
@@ -863,6 +866,15 @@ export class Upstream {
       return;
     end(new UpstreamFailedError(this.name, `${message}; restarting it`));
   }
+}
+
+/** A host's declared capabilities less the requests the config refuses this server. */
+function allowedCapabilities(declared: Params, config: ServerConfig): Params {
+  const requests = config.clientRequests;
+  const allowed: Params = { ...declared };
+  for (const name of ['sampling', 'elicitation', 'roots'] as const)
+    if (requests[name] === false) delete allowed[name];
+  return allowed;
 }
 
 function truncate(text: string, max: number): string {
