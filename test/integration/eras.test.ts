@@ -486,3 +486,28 @@ describe('a modern host’s capabilities, per request', () => {
     expect(calls[0]?.meta['io.modelcontextprotocol/clientInfo']).toMatchObject({ name: 'mcp-warden' });
   });
 });
+
+describe('resource updates for a modern host', () => {
+  it('come on the subscriptions/listen stream that asked for the URI, tagged with it', async () => {
+    const host = modernHost({ up: fixture(['--resources']) });
+    const uri = 'fixture://fixture/a';
+    const id = host.send('subscriptions/listen', {
+      notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
+    });
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { resourceSubscriptions: [uri] },
+    });
+    const told = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__update_resource', arguments: { uri } }),
+    );
+    expect(textOf(told)).toBe('notified');
+    const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
+    expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+  });
+});

@@ -1,4 +1,5 @@
 import type { ClientRequestsConfig } from '../../config/types.js';
+import { describeError } from '../../lib/describeError.js';
 import type { ClientInfo } from '../events.js';
 import { InvalidParamsError, MethodNotFoundError, NotServingError, ProtocolError } from '../errors.js';
 import { RpcErrorCode, truncateForEcho, type Params } from '../rpc/jsonRpc.js';
@@ -51,6 +52,11 @@ export interface ModernHostOptions {
   readonly warn: (message: string) => void;
   /** Server-to-client requests carried across the eras (set once the bridge exists). */
   bridge?: InputBridge;
+  /**
+   * Subscribes (or unsubscribes) the owner of `uri` to its updates for a listening stream
+   * (`signal`: the stream's request); resolves false when no server can be subscribed to it.
+   */
+  readonly subscribeResource?: (uri: string, subscribe: boolean, signal: IncomingRequest) => Promise<boolean>;
 }
 
 /** Methods only the stateless revision has: a request for one without an envelope is malformed. */
@@ -90,7 +96,12 @@ export const MAX_SUBSCRIPTIONS = 32;
 interface Subscription {
   readonly request: IncomingRequest;
   readonly lists: ReadonlySet<HostList>;
+  /** The resource URIs whose updates this stream gets. */
+  readonly uris: ReadonlySet<string>;
 }
+
+/** At most this many resource URIs on one stream. */
+export const MAX_STREAM_RESOURCES = 100;
 
 /**
  * The stateless host: the era gate, the methods only it has (`server/discover`,
@@ -207,6 +218,19 @@ export class ModernHost implements HostSession {
     return true;
   }
 
+  /** A resource changed: the streams that asked for it are told; false for a legacy host. */
+  resourceUpdated(params: Params | undefined): boolean {
+    if (this._era !== 'modern') return false;
+    const uri = params?.uri;
+    for (const subscription of this.subscriptions)
+      if (typeof uri === 'string' && subscription.uris.has(uri))
+        this.options.peer.notify('notifications/resources/updated', {
+          ...params,
+          _meta: { [META.subscriptionId]: subscription.request.id },
+        });
+    return true;
+  }
+
   /** Ends every open subscription gracefully (shutdown): each gets its completion result. */
   closeSubscriptions(): void {
     for (const subscription of [...this.subscriptions]) {
@@ -233,7 +257,7 @@ export class ModernHost implements HostSession {
     );
   }
 
-  private listen(request: IncomingRequest): void {
+  private async listen(request: IncomingRequest): Promise<void> {
     const filter = request.params?.notifications;
     if (typeof filter !== 'object' || filter === null || Array.isArray(filter))
       throw new InvalidParamsError('subscriptions/listen needs params.notifications (an object)');
@@ -249,11 +273,33 @@ export class ModernHost implements HostSession {
       honoured[field] = true;
       lists.add(list);
     }
-    // Resource update subscriptions are not offered (yet): the acknowledgment leaves them out,
-    // which is how the revision says a server declines a notification type.
-    const subscription: Subscription = { request, lists };
+    // Resource updates: each URI's server is subscribed for the stream. URIs no server can be
+    // subscribed to are left out of the acknowledgment, which is how a server declines them.
+    const uris = new Set<string>();
+    const wantedUris = wanted.resourceSubscriptions;
+    const subscribe = this.options.subscribeResource;
+    if (Array.isArray(wantedUris) && subscribe !== undefined) {
+      if (wantedUris.length > MAX_STREAM_RESOURCES)
+        throw new InvalidParamsError(
+          `subscriptions/listen: at most ${MAX_STREAM_RESOURCES} resourceSubscriptions per stream (got ${wantedUris.length})`,
+        );
+      await this.options.started();
+      for (const uri of new Set(wantedUris.filter((u): u is string => typeof u === 'string')))
+        if (
+          await subscribe(uri, true, request).catch((error: unknown) => {
+            this.options.warn(`subscriptions/listen: could not subscribe to ${uri}: ${describeError(error)}`);
+            return false;
+          })
+        )
+          uris.add(uri);
+      if (uris.size > 0) honoured.resourceSubscriptions = [...uris];
+    }
+    const subscription: Subscription = { request, lists, uris };
     this.subscriptions.add(subscription);
-    request.onCancel(() => this.subscriptions.delete(subscription));
+    request.onCancel(() => {
+      this.subscriptions.delete(subscription);
+      for (const uri of uris) void subscribe?.(uri, false, request).catch(() => false);
+    });
     this.options.peer.notify('notifications/subscriptions/acknowledged', {
       _meta: { [META.subscriptionId]: request.id },
       notifications: honoured,

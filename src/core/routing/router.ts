@@ -40,7 +40,7 @@ import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
 import { retryParams } from '../era/envelope.js';
-import type { Cancellation } from '../rpc/cancellation.js';
+import { Cancellation } from '../rpc/cancellation.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -147,6 +147,7 @@ export class Router {
       serverInfo: options.serverInfo,
       notes: options.notes ?? [],
       warn: (message) => this.log.warn(message),
+      subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
     });
     const { tools, prompts, resources } = options;
     this.methods = new Map<string, Handler>([
@@ -199,6 +200,7 @@ export class Router {
       this.peer.notify(method, { ...params, logger });
       return;
     }
+    if (method === 'notifications/resources/updated' && this.modern.resourceUpdated(params)) return;
     if (FORWARDED_NOTIFICATIONS.has(method) && this.modern.era !== 'modern') {
       this.peer.notify(method, params);
       return;
@@ -267,6 +269,30 @@ export class Router {
       hostEra: this.modern.hostEra,
       upstreamEra: upstream.era,
     };
+  }
+
+  /**
+   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (a
+   * legacy one that offers subscriptions) is subscribed, through the pipeline like a legacy
+   * host's resources/subscribe; false when no server can be.
+   */
+  private async streamSubscription(
+    uri: string,
+    subscribe: boolean,
+    stream: IncomingRequest,
+  ): Promise<boolean> {
+    const server = this.options.resources.ownerOf(uri);
+    const upstream = server === undefined ? undefined : this.options.pool.byName.get(server);
+    const offers = (upstream?.capabilities.resources as Params | undefined)?.subscribe === true;
+    if (upstream === undefined || upstream.era !== 'legacy' || !offers) return false;
+    const kind = subscribe ? 'resources/subscribe' : 'resources/unsubscribe';
+    const message = this.upstreamMessage(stream, kind, upstream.name, uri, uri, {
+      params: { uri },
+      arguments: { uri },
+    });
+    // Unsubscribing follows the stream's cancellation, so it gets a signal of its own.
+    await this.options.pipeline(subscribe ? message : { ...message, signal: new Cancellation() });
+    return true;
   }
 
   /** Stops taking new requests and waits until every request in flight has been answered. */
