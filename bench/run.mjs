@@ -7,6 +7,9 @@
 //   pipe          bench/pipe.mjs in between: the floor of one extra Node process hop
 //   warden-bare   the built gateway with its pipeline as light as the config allows
 //   warden-full   the built gateway with everything on that this build supports
+//   warden-modern (with --modern) the warden-bare gateway spoken to as a host of MCP
+//                 2026-07-28 would: no initialize, the per-request envelope on every request,
+//                 resultType and serverInfo added to every answer (compare it with warden-bare)
 //   json-floor    (with --floor) bench/floor.mjs in between: the least any proxy that parses
 //                 and re-serialises each message does, to show what no such gateway can beat
 //   warden-traces (with --telemetry) warden-full plus `telemetry: { traces: true }`, exporting
@@ -19,7 +22,7 @@
 // from run to run on a shared machine, ratios from one run are what can be compared.
 //
 //   node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick]
-//                      [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor]
+//                      [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor] [--modern]
 //                      [--telemetry] [--baseline-cli FILE]
 //
 // Exit codes: 0 everything ran (and, in a full run, every target was met); 1 something failed
@@ -52,7 +55,7 @@ const NODE = process.execPath;
 
 function usage(message) {
   process.stderr.write(
-    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor] [--telemetry] [--baseline-cli FILE]\n`,
+    `bench: ${message}\nusage: node bench/run.mjs [--rounds N] [--calls N] [--throughput-calls N] [--quick] [--out FILE] [--cpu-prof DIR] [--cli FILE] [--floor] [--modern] [--telemetry] [--baseline-cli FILE]\n`,
   );
   process.exit(2);
 }
@@ -72,6 +75,7 @@ try {
       floor: { type: 'boolean', default: false },
       telemetry: { type: 'boolean', default: false },
       'baseline-cli': { type: 'string' },
+      modern: { type: 'boolean', default: false },
     },
   }).values;
 } catch (error) {
@@ -89,6 +93,7 @@ const QUICK = flags.quick;
 const FLOOR = flags.floor;
 const TELEMETRY = flags.telemetry;
 const BASELINE_CLI = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
+const MODERN = flags.modern;
 // Full-run counts are sized so that each configuration's share of a timed phase lasts around a
 // second (one scheduling hiccup is then a small part of it) while the whole run stays within
 // a few minutes on two cores.
@@ -355,6 +360,7 @@ async function prepareGatewayConfigs(toolCounts) {
 function configurations(gatewayFiles, otlpEndpoint) {
   const gateway = (name, options = {}) => ({
     name,
+    modern: options.modern === true,
     toolPrefix: 'bench__',
     launch: (tools) => ({
       command: NODE,
@@ -397,6 +403,7 @@ function configurations(gatewayFiles, otlpEndpoint) {
     ...(BASELINE_CLI !== undefined
       ? [gateway('warden-base', { cli: BASELINE_CLI, files: 'warden-full' })]
       : []),
+    ...(MODERN ? [gateway('warden-modern', { files: 'warden-bare', modern: true })] : []),
     ...(FLOOR
       ? [
           {
@@ -464,6 +471,14 @@ function checkBlob(result, label) {
   if (result?.content?.[0]?.text?.length !== S.blobKiB * 1024) throw new Error(`${label}: wrong blob answer`);
 }
 
+/** The per-request envelope of MCP 2026-07-28, as a host of that revision sends it. */
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'mcp-warden-bench', version: '1' },
+};
+const MODERN_LIST_PARAMS = JSON.stringify({ _meta: MODERN_META });
+
 /** Spawns, initializes and lists once; returns the instance and its start-up time in ms. */
 async function startInstance(cfg, tools) {
   const spec = cfg.launch(tools);
@@ -471,17 +486,31 @@ async function startInstance(cfg, tools) {
   const t0 = performance.now();
   const child = new RpcChild({ label, ...spec });
   live.add(child);
-  await deadline(child.request('initialize', INITIALIZE_PARAMS), S.phaseTimeoutMs, `${label} initialize`);
-  child.notify('notifications/initialized');
-  const list = await deadline(child.request('tools/list'), S.phaseTimeoutMs, `${label} first tools/list`);
+  // A modern host has no handshake: its first request is already a real one.
+  if (!cfg.modern) {
+    await deadline(child.request('initialize', INITIALIZE_PARAMS), S.phaseTimeoutMs, `${label} initialize`);
+    child.notify('notifications/initialized');
+  }
+  const listParams = cfg.modern ? MODERN_LIST_PARAMS : undefined;
+  const list = await deadline(
+    child.request('tools/list', listParams),
+    S.phaseTimeoutMs,
+    `${label} first tools/list`,
+  );
   const startupMs = performance.now() - t0;
   if (list?.tools?.length !== tools + 3)
     throw new Error(`${label}: tools/list returned ${list?.tools?.length} tools, expected ${tools + 3}`);
-  const call = (tool, args) => JSON.stringify({ name: `${cfg.toolPrefix}${tool}`, arguments: args });
+  const call = (tool, args) =>
+    JSON.stringify({
+      name: `${cfg.toolPrefix}${tool}`,
+      arguments: args,
+      ...(cfg.modern && { _meta: MODERN_META }),
+    });
   return {
     cfg,
     child,
     label,
+    listParams,
     startupMs,
     echo: call('echo', { text: ECHO_TEXT }),
     structured: call('structured', { text: ECHO_TEXT }),
@@ -642,7 +671,7 @@ async function runRound(configs, round, extras) {
       for (const inst of rotate(insts, rep)) {
         const t = performance.now();
         const list = await deadline(
-          inst.child.request('tools/list'),
+          inst.child.request('tools/list', inst.listParams),
           S.phaseTimeoutMs,
           `${inst.label} tools/list`,
         );
@@ -710,6 +739,7 @@ const RATIO_PAIRS = [
   ['warden-bare', 'pipe'],
   ['warden-full', 'direct'],
   ['warden-full', 'pipe'],
+  ...(MODERN ? [['warden-modern', 'warden-bare']] : []),
   ...(FLOOR
     ? [
         ['json-floor', 'direct'],
@@ -727,6 +757,7 @@ function summarize(rounds) {
     'pipe',
     'warden-bare',
     'warden-full',
+    ...(MODERN ? ['warden-modern'] : []),
     ...(FLOOR ? ['json-floor'] : []),
     ...(TELEMETRY ? ['warden-traces'] : []),
     ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),

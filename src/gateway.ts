@@ -13,7 +13,8 @@ import type { Logger } from './core/logger.js';
 import { compose } from './core/pipeline/compose.js';
 import { createForward } from './core/pipeline/forward.js';
 import { orderStages, type StageName } from './core/pipeline/order.js';
-import type { Stage } from './core/pipeline/types.js';
+import type { RoutedMessage, Stage } from './core/pipeline/types.js';
+import { fulfilInput } from './core/era/fulfilInput.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
 import { Router } from './core/routing/router.js';
 import { withAppVisibility } from './core/routing/toolResolution.js';
@@ -227,7 +228,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     config,
     logger,
     policies: options.policies,
-    askHost: (params, signal) => askHost(params, signal),
+    askHost: (params, signal, call) => askHost(params, signal, call),
     redact: (value) => redactor.redactValue(value),
     record,
     ...(audit && { audit: { log: audit, session, client: () => router.host.info } }),
@@ -277,6 +278,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The callbacks run only once upstreams start, which is after `router` below exists.
     clientCapabilities: (server) => router.host.capabilitiesFor(server.clientRequests),
     onReady: (upstream) => router.upstreamReady(upstream),
+    prefersModern: () => router.modern.era === 'modern',
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
       const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, {
@@ -297,7 +299,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   const observe = stageObserver(features);
   const forward = createForward({
     upstream: (server) => pool.byName.get(server),
-    host: { requestOutcome: (method, params, options) => router.host.ask(method, params, options) },
+    host: {
+      requestOutcome: (method, params, options, origin) => router.host.ask(method, params, options, origin),
+    },
+    fulfilInput: (message, outcome, retry) =>
+      fulfilInput({
+        message,
+        outcome,
+        retry,
+        ask: (method, params) => router.askHostFor(message.server, method, params, message.signal),
+      }),
     answerLocally: (message) => fixedRoots(message, serversByName),
   });
   const pipeline = compose(
@@ -335,10 +346,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     taskOwner: session,
   });
 
-  /** The gateway's own questions to the user (confirmations) go to the host as elicitation. */
-  function askHost(params: Params, signal: CancelSignal): Promise<HostAnswer> | undefined {
-    if (!router.host.can('elicitation')) return undefined;
-    return router.host.ask('elicitation/create', params, { signal }).then(
+  /**
+   * The gateway's own questions to the user (confirmations) go to the host as elicitation: a
+   * request of its own to a legacy host, an InputRequiredResult of the call to a modern one.
+   */
+  function askHost(
+    params: Params,
+    signal: CancelSignal,
+    call: RoutedMessage,
+  ): Promise<HostAnswer> | undefined {
+    const origin = { hostRequest: call.signal };
+    if (!router.host.can('elicitation', origin)) return undefined;
+    return router.host.ask('elicitation/create', params, { signal }, origin).then(
       (outcome): HostAnswer => ({ result: outcome.result }),
       (error: unknown): HostAnswer =>
         error instanceof MalformedAnswerError

@@ -23,6 +23,11 @@ export interface CatalogListing {
     readonly state: 'ready' | 'failed' | 'disabled' | 'unavailable';
     readonly tools: number;
     readonly error?: string;
+    /** The protocol era the server speaks (known once it connected), and its version. */
+    readonly era?: 'legacy' | 'modern';
+    readonly protocolVersion?: string;
+    /** The server's own name for itself and its version, as it reported them. */
+    readonly serverInfo?: { readonly name: string; readonly version: string };
   }[];
   /** Tools the upstreams list that the policy files hide from the host (always denied). */
   readonly hiddenByPolicy?: number;
@@ -122,6 +127,9 @@ export async function collectTools(options: {
         name: u.name,
         state: summarize(u.state),
         tools: u.tools.length,
+        ...(u.era !== undefined && { era: u.era }),
+        ...(u.protocolVersion !== undefined && { protocolVersion: u.protocolVersion }),
+        ...(u.serverInfo !== undefined && { serverInfo: u.serverInfo }),
         ...(u.state !== 'ready' &&
           u.state !== 'disabled' && { error: u.lastError ?? (u.state === 'failed' ? 'failed' : late) }),
       })),
@@ -165,6 +173,14 @@ export async function listCatalog(
   };
 }
 
+/** What a ready server speaks, for its line: `, fixture 1.0.0, MCP 2025-11-25 (legacy)`. */
+function speaks(server: CatalogListing['servers'][number]): string {
+  if (server.state !== 'ready' || server.era === undefined) return '';
+  const info =
+    server.serverInfo === undefined ? '' : `, ${server.serverInfo.name} ${server.serverInfo.version}`;
+  return `${info}, MCP ${server.protocolVersion ?? '?'} (${server.era})`;
+}
+
 /** A plain table for people: exposed name, server, first line of the description. */
 export function formatCatalog(listing: CatalogListing, palette: Palette = paletteFor({}, {})): string {
   const rows = listing.tools.map((t) => [t.name, t.server, t.description]);
@@ -173,7 +189,7 @@ export function formatCatalog(listing: CatalogListing, palette: Palette = palett
   const line = (r: string[]) => `${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]}`.trimEnd();
   const out = [line(header), ...rows.map(line), ''];
   for (const s of listing.servers) {
-    const detail = s.error !== undefined ? `: ${s.error}` : '';
+    const detail = s.error !== undefined ? `: ${s.error}` : speaks(s);
     const state =
       s.state === 'ready' ? s.state : s.state === 'disabled' ? palette.dim(s.state) : palette.red(s.state);
     out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${detail}`);

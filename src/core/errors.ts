@@ -21,6 +21,7 @@ export type WardenErrorCode =
   | 'DENIED'
   | 'TOOL_CHANGED'
   | 'INVALID_ARGUMENTS'
+  | 'PROTOCOL'
   | 'INTERNAL';
 
 export interface WardenErrorOptions {
@@ -107,6 +108,22 @@ export class PeerRpcError extends WardenError {
 
   constructor(rpcCode: number, message: string, data?: unknown) {
     super('UPSTREAM_ERROR', message);
+    this.rpcCode = rpcCode;
+    this.data = data;
+  }
+}
+
+/**
+ * A request that breaks a rule of the protocol revision it speaks (a malformed or unsupported
+ * per-request envelope, eras mixed on one connection), answered with the JSON-RPC code and data
+ * that revision defines for it.
+ */
+export class ProtocolError extends WardenError {
+  readonly rpcCode: number;
+  readonly data: unknown;
+
+  constructor(rpcCode: number, message: string, data?: unknown) {
+    super('PROTOCOL', message);
     this.rpcCode = rpcCode;
     this.data = data;
   }

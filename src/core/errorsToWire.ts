@@ -1,5 +1,11 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { PeerRpcError, ResourceNotFoundError, WardenError, type WardenErrorCode } from './errors.js';
+import {
+  PeerRpcError,
+  ProtocolError,
+  ResourceNotFoundError,
+  WardenError,
+  type WardenErrorCode,
+} from './errors.js';
 import type { Logger } from './logger.js';
 import { RpcErrorCode, type JsonRpcErrorObject } from './rpc/jsonRpc.js';
 
@@ -34,6 +40,7 @@ const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCo
 /**
  * The one place errors become wire messages:
  * - the other side's own JSON-RPC error → passed through unchanged, code and message;
+ * - a protocol rule the request broke (eras mixed, a bad envelope) → its revision's code and data;
  * - unknown tool, bad params → JSON-RPC -32602; unknown method → -32601; unknown resource →
  *   -32002 with its URI; shutting down → -32603 saying so;
  * - upstream unavailable or failed, timeout, denial, a tool changed since it was pinned,
@@ -41,7 +48,7 @@ const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCo
  * - anything else → -32603 with a generic message; details go to the log only.
  */
 export function errorToWire(error: unknown, logger: Logger): WireOutcome {
-  if (error instanceof PeerRpcError) {
+  if (error instanceof PeerRpcError || error instanceof ProtocolError) {
     const e: JsonRpcErrorObject = { code: error.rpcCode, message: error.message };
     if (error.data !== undefined) e.data = error.data;
     return { kind: 'error', error: e };

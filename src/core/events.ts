@@ -111,6 +111,12 @@ export interface CallEvent extends GatewayEventBase {
   type: 'call';
   /** The host, when its `initialize` named itself. */
   client?: ClientInfo;
+  /**
+   * The protocol eras of the host and of the upstream, when either speaks the stateless revision
+   * (2026-07-28); both absent when both speak a handshake revision, as every record did before.
+   */
+  hostEra?: 'legacy' | 'modern';
+  upstreamEra?: 'legacy' | 'modern';
   /** The exposed name the host called (`fs__read_text_file`). */
   tool: string;
   /** The upstream server's name in the config. */
@@ -178,6 +184,12 @@ export interface RequestEvent extends GatewayEventBase {
   type: 'request';
   /** The host, when its `initialize` named itself. */
   client?: ClientInfo;
+  /**
+   * The protocol eras of the host and of the upstream, when either speaks the stateless revision
+   * (2026-07-28); both absent when both speak a handshake revision, as every record did before.
+   */
+  hostEra?: 'legacy' | 'modern';
+  upstreamEra?: 'legacy' | 'modern';
   /** The request's method, e.g. `resources/read`, `elicitation/create`. */
   method: string;
   direction: 'to_upstream' | 'to_host';

@@ -6,7 +6,13 @@ import type { Next, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
-  requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome>;
+  /** `origin`: for the host, the upstream that asks (a modern host is asked within its call). */
+  requestOutcome(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+    origin?: { readonly server: string },
+  ): Promise<Outcome>;
 }
 
 export interface ForwardOptions {
@@ -16,6 +22,15 @@ export interface ForwardOptions {
   readonly host: Recipient;
   /** An answer the gateway gives itself instead of sending the message on (fixed roots). */
   readonly answerLocally?: (message: RoutedMessage) => Outcome | undefined;
+  /**
+   * A modern upstream asked for input (an InputRequiredResult) and the host is legacy: gets the
+   * answers from the host and retries (`retry` resends the message with the given extra params).
+   */
+  readonly fulfilInput?: (
+    message: RoutedMessage,
+    outcome: Outcome,
+    retry: (extra: Params) => Promise<Outcome>,
+  ) => Promise<Outcome>;
 }
 
 /**
@@ -33,7 +48,15 @@ export function createForward(options: ForwardOptions): Next {
     // A task the host cannot run: the gateway runs it and answers with its final result.
     if (message.task?.drivenBy === 'gateway') return driveTask(recipient, message, paramsOf(message)!);
     // The message carries the request options itself (its signal and progress listener).
-    return recipient.requestOutcome(message.kind, paramsOf(message), message);
+    const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
+    const { fulfilInput } = options;
+    if (fulfilInput === undefined || message.upstreamEra !== 'modern' || message.hostEra === 'modern')
+      return sent;
+    return sent.then((outcome) =>
+      fulfilInput(message, outcome, (extra) =>
+        recipient.requestOutcome(message.kind, { ...paramsOf(message), ...extra }, message),
+      ),
+    );
   };
 }
 
@@ -44,6 +67,12 @@ export function paramsOf(message: RoutedMessage): Params | undefined {
     if (message.arguments !== undefined) params.arguments = message.arguments;
     if (message.task !== undefined) params.task = message.task.params;
     if (message.meta !== undefined) params._meta = message.meta;
+    // A modern host's retry of a multi round-trip call: its answers go on to the upstream.
+    const retry = message.params;
+    if (retry !== undefined) {
+      if (retry.inputResponses !== undefined) params.inputResponses = retry.inputResponses;
+      if (retry.requestState !== undefined) params.requestState = retry.requestState;
+    }
     return params;
   }
   const { params, meta } = message;

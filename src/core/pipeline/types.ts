@@ -80,6 +80,13 @@ export interface RoutedMessage {
   decision?: Decision;
   /** What the stages decided and did, for the audit trail. Stages write; audit reads. */
   readonly record: CallRecord;
+  /**
+   * The protocol era of the host that sent (or is asked) this, and of the upstream addressed
+   * (or asking); absent means legacy, the handshake revisions. Stages decide the same way for
+   * either era; the few that shape results for an era read these.
+   */
+  readonly hostEra?: ProtocolEra | undefined;
+  readonly upstreamEra?: ProtocolEra | undefined;
 }
 
 /** See `RoutedMessage.task`. */
@@ -89,6 +96,9 @@ export interface TaskAugmentation {
   /** Who polls the task and fetches its result: the host, or the gateway on a host's behalf. */
   readonly drivenBy: 'host' | 'gateway';
 }
+
+/** Handshake revisions (up to 2025-11-25), or the stateless one (2026-07-28). */
+export type ProtocolEra = 'legacy' | 'modern';
 
 /** How a `confirm` decision was settled. */
 export type ConfirmedBy = 'elicitation' | 'command' | 'remembered';

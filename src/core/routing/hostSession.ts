@@ -44,6 +44,14 @@ function hostTasksFor(tasks: unknown, forwarded: Params): Params | undefined {
   return out.requests === undefined ? undefined : out;
 }
 
+/** Where a question for the host comes from (a host of the stateless revision is asked within a call). */
+export interface AskOrigin {
+  /** The host request being served (the gateway's own questions: confirmation). */
+  readonly hostRequest?: object;
+  /** The upstream that asked (its request to the client). */
+  readonly server?: string;
+}
+
 /** The lists a host may have seen (and so may be told have changed). */
 export type HostList = 'tools' | 'prompts' | 'resources';
 
@@ -58,8 +66,11 @@ export interface HostSession {
   readonly protocolVersion: string | undefined;
   /** The log level the host asked for; undefined until it does. */
   readonly logLevel: string | undefined;
-  /** Whether the host declared this client capability. */
-  can(capability: ForwardedCapability): boolean;
+  /**
+   * Whether the host declared this client capability; `origin` is the host request being served
+   * (a host of the stateless revision declares capabilities per request).
+   */
+  can(capability: ForwardedCapability, origin?: AskOrigin): boolean;
   /** Whether the host declared this extension (`capabilities.extensions[id]`), e.g. MCP Apps. */
   declaresExtension(id: string): boolean;
   /**
@@ -71,8 +82,14 @@ export interface HostSession {
   /**
    * Asks the host (sampling, elicitation, roots). Rejects with MethodNotFoundError, naming the
    * capability, when the host did not declare it; with the host's own error when it answers one.
+   * `origin` is the host request being served, when the question belongs to one.
    */
-  ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome>;
+  ask(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+    origin?: AskOrigin,
+  ): Promise<Outcome>;
   /** The host has fetched this list, so a change to it is worth announcing. */
   sawList(list: HostList): void;
   hasSeen(list: HostList): boolean;

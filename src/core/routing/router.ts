@@ -54,6 +54,10 @@ import {
   type HostList,
   type HostSession,
 } from './hostSession.js';
+import { ModernHost } from '../era/modernHost.js';
+import { ModernInputBridge } from '../era/inputBridge.js';
+import { retryParams } from '../era/envelope.js';
+import { Cancellation } from '../rpc/cancellation.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -85,6 +89,11 @@ const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   resources: 'notifications/resources/list_changed',
 };
 
+/** How long a modern host's call waits for the retry that answers its questions. */
+const MRTR_WAIT_MS = 10 * 60_000;
+/** Questions waiting for a modern host's answers at once, over all its calls. */
+const MAX_PENDING_QUESTIONS = 64;
+
 /** MCP's code (as the SDK's HTTP server transport uses it) for a request before initialize. */
 const SERVER_NOT_INITIALIZED = -32000;
 
@@ -114,6 +123,10 @@ export class Router {
   private readonly log: Logger;
   readonly peer: RpcPeer;
   private readonly session: InitializedHostSession;
+  /** The host's era, and the host of the stateless revision (era/modernHost.ts). */
+  readonly modern: ModernHost;
+  /** Questions for a modern host, through Multi Round-Trip Requests (era/inputBridge.ts). */
+  private readonly bridge: ModernInputBridge;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;
   /** Requests waiting for a name to be listed (see `untilFound`). */
@@ -141,6 +154,21 @@ export class Router {
       onNotification: (notification) => this.hostNotification(notification),
     });
     this.session = new InitializedHostSession(this.peer);
+    this.bridge = new ModernInputBridge({
+      waitMs: MRTR_WAIT_MS,
+      maxPending: MAX_PENDING_QUESTIONS,
+      warn: (message) => this.log.warn(message),
+    });
+    this.modern = new ModernHost({
+      bridge: this.bridge,
+      peer: this.peer,
+      upstreams: () => options.pool.upstreams,
+      started: () => options.pool.start(),
+      serverInfo: options.serverInfo,
+      notes: options.notes ?? [],
+      warn: (message) => this.log.warn(message),
+      subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
+    });
     const { tools, prompts, resources } = options;
     const owner = options.taskOwner ?? randomUUID();
     this.tasks = new TaskRouting({
@@ -165,12 +193,13 @@ export class Router {
       ['completion/complete', (r) => this.complete(r)],
       ['logging/setLevel', (r) => this.setLogLevel(r)],
       ...this.tasks.methods(),
+      ...this.modern.methods(),
     ]);
   }
 
   /** What the host told us, and how to ask it something. */
   get host(): HostSession {
-    return this.session;
+    return this.modern.era === 'modern' ? this.modern : this.session;
   }
 
   /** An upstream (re)connected: give it the host's log level. */
@@ -186,6 +215,7 @@ export class Router {
     for (const check of [...this.waiting]) check();
     if (this.closing) return;
     const lists = new Set(kinds.map((k): HostList => (k === 'resourceTemplates' ? 'resources' : k)));
+    if (this.modern.listsChanged(lists)) return;
     for (const list of lists) if (this.session.hasSeen(list)) this.peer.notify(LIST_CHANGED_METHOD[list]);
   }
 
@@ -193,6 +223,7 @@ export class Router {
   upstreamNotification(upstream: Upstream, notification: JsonRpcNotification): void {
     const { method, params } = notification;
     if (method === 'notifications/message') {
+      if (!this.modern.wantsLog(params?.level)) return;
       // The host sees which server is talking: its name, then the server's own logger.
       const logger = typeof params?.logger === 'string' ? `${upstream.name}/${params.logger}` : upstream.name;
       this.peer.notify(method, { ...params, logger });
@@ -203,12 +234,21 @@ export class Router {
       if (status !== undefined) this.peer.notify(method, status);
       return;
     }
-    if (FORWARDED_NOTIFICATIONS.has(method)) {
+    if (
+      method === 'notifications/resources/updated' &&
+      this.modern.resourceUpdated(withExposedUri(upstream.name, params))
+    )
+      return;
+    if (FORWARDED_NOTIFICATIONS.has(method) && this.modern.era !== 'modern') {
       this.peer.notify(method, withExposedUri(upstream.name, params));
       return;
     }
     // Said at info, not debug: a notification the host never gets is a behaviour users ask about.
-    const why = NOT_FORWARDED.get(method) ?? 'mcp-warden does not know this notification';
+    const why =
+      NOT_FORWARDED.get(method) ??
+      (FORWARDED_NOTIFICATIONS.has(method)
+        ? 'the host speaks 2026-07-28, which has no such notification outside a subscription'
+        : 'mcp-warden does not know this notification');
     this.log.info(`did not forward ${truncated(method)} from ${upstream.name}: ${why}`);
   }
 
@@ -226,23 +266,82 @@ export class Router {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
     }
-    const params = withoutMeta(request.params);
-    const message: RoutedMessage = {
-      kind: request.method as MessageKind,
+    const message = this.hostMessage(
+      upstream,
+      request.method,
+      withoutMeta(request.params),
+      this.tasks.metaForHost(upstream.name, request.meta),
+      request,
+      request.id,
+    );
+    this.route(request, message, (outcome) => this.tasks.answerForUpstream(upstream.name, outcome));
+  }
+
+  /**
+   * A question a modern upstream put in an InputRequiredResult, for a host that takes requests:
+   * routed through the pipeline to the host like the request a legacy server would have sent.
+   */
+  askHostFor(
+    server: string,
+    method: string,
+    params: Params | undefined,
+    signal: Cancellation,
+  ): Promise<Outcome> {
+    const upstream = this.options.pool.byName.get(server);
+    if (upstream === undefined || !CAPABILITY_FOR.has(method))
+      return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
+    return this.options.pipeline(this.hostMessage(upstream, method, params, undefined, signal));
+  }
+
+  private hostMessage(
+    upstream: Upstream,
+    method: string,
+    params: Params | undefined,
+    meta: Params | undefined,
+    signal: Cancellation,
+    requestId?: RoutedMessage['requestId'],
+  ): RoutedMessage {
+    return {
+      kind: method as MessageKind,
       direction: 'host',
       server: upstream.name,
       target: '',
       exposedName: '',
       definition: undefined,
       arguments: params,
-      params: request.method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
-      meta: this.tasks.metaForHost(upstream.name, request.meta),
-      requestId: request.id,
-      signal: request,
+      params: method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
+      meta,
+      ...(requestId !== undefined && { requestId }),
+      signal,
       onProgress: undefined,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: upstream.era,
     };
-    this.route(request, message, (outcome) => this.tasks.answerForUpstream(upstream.name, outcome));
+  }
+
+  /**
+   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (a
+   * legacy one that offers subscriptions) is subscribed, through the pipeline like a legacy
+   * host's resources/subscribe; false when no server can be.
+   */
+  private async streamSubscription(
+    uri: string,
+    subscribe: boolean,
+    stream: IncomingRequest,
+  ): Promise<boolean> {
+    const server = this.options.resources.ownerOf(uri);
+    const upstream = server === undefined ? undefined : this.options.pool.byName.get(server);
+    const offers = (upstream?.capabilities.resources as Params | undefined)?.subscribe === true;
+    if (upstream === undefined || upstream.era !== 'legacy' || !offers) return false;
+    const kind = subscribe ? 'resources/subscribe' : 'resources/unsubscribe';
+    const message = this.upstreamMessage(stream, kind, upstream.name, uri, uri, {
+      params: { uri },
+      arguments: { uri },
+    });
+    // Unsubscribing follows the stream's cancellation, so it gets a signal of its own.
+    await this.options.pipeline(subscribe ? message : { ...message, signal: new Cancellation() });
+    return true;
   }
 
   /** Stops taking new requests and waits until every request in flight has been answered. */
@@ -250,6 +349,7 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    this.modern.closeSubscriptions();
     await this.peer.idle();
   }
 
@@ -259,9 +359,15 @@ export class Router {
   private dispatch(request: IncomingRequest): void {
     const { method } = request;
     if (request.refused !== undefined) return this.refused(request, request.refused);
+    let modern: boolean;
+    try {
+      modern = this.modern.admit(request);
+    } catch (error) {
+      return this.answerError(request, error);
+    }
     // Only ping may come before initialize: until then neither the protocol version nor the
     // host's capabilities are known, and upstreams must be told those when they connect.
-    if (!this.initialized && method !== 'initialize' && method !== 'ping') {
+    if (!modern && !this.initialized && method !== 'initialize' && method !== 'ping') {
       request.fail({
         code: SERVER_NOT_INITIALIZED,
         message: `Server not initialized: send initialize before ${truncateForEcho(method)}`,
@@ -312,6 +418,8 @@ export class Router {
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
     };
     recordRefusal(message, new InvalidParamsError(error.message)).then(
       (outcome) => request.respond(outcome),
@@ -472,13 +580,15 @@ export class Router {
       exposedName: name,
       definition: entry.item,
       arguments: args,
-      params: undefined,
+      params: request.shape === undefined ? undefined : retryParams(request.params),
       meta: this.tasks.metaForUpstream(entry.server, request.meta),
       requestId: request.id,
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
       ...(task !== undefined && { task }),
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
     };
   }
 
@@ -565,6 +675,8 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(server)?.era,
     };
   }
 
@@ -577,6 +689,15 @@ export class Router {
     message: RoutedMessage,
     after?: (outcome: Outcome) => Outcome,
   ): void {
+    // A modern host's call may be asked questions: the bridge answers it (and its retries).
+    if (request.shape !== undefined && this.bridge.applies(request))
+      return this.bridge.route(
+        request,
+        message,
+        this.options.pipeline,
+        (outcome) => request.respond(after === undefined ? outcome : after(outcome)),
+        (error) => this.answerError(request, error, message),
+      );
     const answer = this.options.pipeline(message);
     (after === undefined ? answer : answer.then(after)).then(
       (outcome) => request.respond(outcome),

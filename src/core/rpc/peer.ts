@@ -30,7 +30,7 @@ import {
   type ProgressToken,
 } from './progress.js';
 import { Outcome } from './outcome.js';
-import { attachRawResponse } from './rawResult.js';
+import { attachRawResponse, type RawResult } from './rawResult.js';
 
 /**
  * One JSON-RPC conversation: the host's connection, or one upstream connection. It owns both
@@ -321,6 +321,7 @@ export class RpcPeer {
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
       request.cancelledByPeer = true;
       request.cancel(this.options.errors.cancelled(reason));
+      request.shape?.settled();
       return;
     }
     this.options.onNotification(message);
@@ -366,6 +367,24 @@ export class RpcPeer {
 }
 
 /**
+ * How the answers to one request are put for the protocol revision it was made in (the
+ * stateless revision adds fields to every result); set by whoever admits the request.
+ */
+export interface AnswerShape {
+  /** The result as it goes out. */
+  result(result: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * The same for a result still held as text (and bytes, when large); undefined when the text
+   * cannot be reshaped as text, and `result` is used instead. `parsed` is the result's value,
+   * when there is one.
+   */
+  text(raw: RawResult, parsed: object | undefined): RawResult | undefined;
+  error(error: JsonRpcErrorObject): JsonRpcErrorObject;
+  /** The request is done: answered, failed or cancelled. */
+  settled(): void;
+}
+
+/**
  * A request the other side made: its id, its cancellation (it is its own signal), its progress
  * token, and the one response it gets. The spec says a cancelled request gets no response, so
  * once the other side cancels, `respond` and `fail` send nothing.
@@ -388,6 +407,8 @@ export class IncomingRequest extends Cancellation {
    * comes without them, and is to be answered with this error.
    */
   readonly refused: JsonRpcErrorObject | undefined;
+  /** Set when the request's answers are put another way (see AnswerShape). */
+  shape: AnswerShape | undefined = undefined;
   private progressListener: ProgressListener | undefined;
   /** The turn this request's last progress was sent in; -1 before any. */
   private progressTurn = -1;
@@ -435,12 +456,19 @@ export class IncomingRequest extends Cancellation {
    */
   respond(outcome: Outcome): void {
     if (!this.finish()) return;
-    const { result } = outcome;
-    const raw = outcome.raw;
+    let result = outcome.result as Record<string, unknown>;
+    let raw = outcome.raw;
+    let value = (): Record<string, unknown> => result;
+    const shape = this.shape;
+    if (shape !== undefined) {
+      raw = raw === undefined ? undefined : shape.text(raw, result);
+      if (raw === undefined) result = shape.result(result);
+      else value = () => shape.result(result);
+    }
     const message =
       raw === undefined
-        ? { jsonrpc: '2.0' as const, id: this.id, result: result as Record<string, unknown> }
-        : new EncodedResult(this.id, raw.text, raw.bytes, () => result as Record<string, unknown>);
+        ? { jsonrpc: '2.0' as const, id: this.id, result }
+        : new EncodedResult(this.id, raw.text, raw.bytes, value);
     // Progress sent in this turn leaves in this turn's write. Hosts built on the TypeScript SDK
     // handle notifications a microtask after responses, so an answer in the same write would
     // overtake its own last progress: it waits for the next turn, in a write of its own.
@@ -452,6 +480,11 @@ export class IncomingRequest extends Cancellation {
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
   respondEncoded(text: string, bytes: Buffer | undefined): void {
     if (!this.finish()) return;
+    const shaped = this.shape?.text({ text, bytes }, undefined);
+    if (shaped !== undefined) {
+      text = shaped.text;
+      bytes = shaped.bytes;
+    }
     this.peer.sendQuietly(
       new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>),
     );
@@ -461,7 +494,8 @@ export class IncomingRequest extends Cancellation {
     if (!this.finish()) return;
     // Messages echo what a peer sent (a method, a name): never megabytes of it.
     const message = truncateForEcho(error.message, MAX_ERROR_MESSAGE);
-    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error: { ...error, message } });
+    const shaped = this.shape === undefined ? error : this.shape.error(error);
+    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error: { ...shaped, message } });
   }
 
   /** Marks it answered; false when nothing should be sent (answered already, or cancelled). */
@@ -469,6 +503,7 @@ export class IncomingRequest extends Cancellation {
     if (this.answered) return false;
     this.answered = true;
     this.peer.finished(this);
+    this.shape?.settled();
     return !this.cancelledByPeer;
   }
 }

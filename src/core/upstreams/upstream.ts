@@ -26,6 +26,9 @@ import { StreamTransport, type MessageTransport } from '../transports/streamTran
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
+import type { CacheHint } from '../era/answerShape.js';
+import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
+import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
@@ -66,6 +69,12 @@ export interface UpstreamOptions {
    * failed is reported by that attempt, as if it had failed then.
    */
   readonly spawned?: Promise<ChildHandle>;
+  /**
+   * Whether to probe a server of unknown era with `server/discover` before `initialize` (true
+   * while the host itself speaks the stateless revision). Otherwise `initialize` goes first, as
+   * it always has, and a server that refuses it is probed then.
+   */
+  readonly prefersModern?: () => boolean;
 }
 
 /** An upstream lifecycle record without the gateway's session id (the gateway adds it). */
@@ -158,6 +167,19 @@ export class Upstream {
   };
   private _capabilities: Params = {};
   private _instructions: string | undefined;
+  /**
+   * The era this server spoke on its last connection; kept for the process's life, so a
+   * restart skips the probe (and re-probes when the assumption fails).
+   */
+  private _era: UpstreamEra | undefined;
+  private _protocolVersion: string | undefined;
+  private _serverInfo: { readonly name: string; readonly version: string } | undefined;
+  /** The envelope sent with every request to a modern server (this connection's capabilities). */
+  private modernMeta: Params | undefined;
+  /** The log level asked for on a modern server, sent with each request (it has no setLevel). */
+  private modernLogLevel: string | undefined;
+  /** A modern server's caching hints, by list method (first page of its last listing). */
+  private readonly cacheHints = new Map<string, CacheHint>();
   /** Lists a list_changed marked stale and no refresh has fetched since (see refreshSoon). */
   private readonly staleLists = new Set<ListKind>();
   private refreshing = false;
@@ -227,6 +249,48 @@ export class Upstream {
   get lastError(): string | undefined {
     return this._lastError;
   }
+  /** The protocol era of the last connection; undefined before one. */
+  get era(): UpstreamEra | undefined {
+    return this._era;
+  }
+  /** The protocol version spoken on the last connection. */
+  get protocolVersion(): string | undefined {
+    return this._protocolVersion;
+  }
+  /** The server's name and version as it reported them (initialize or server/discover). */
+  get serverInfo(): { readonly name: string; readonly version: string } | undefined {
+    return this._serverInfo;
+  }
+  /** The caching hints this server gave for `method`'s results; undefined for a legacy server. */
+  cacheHint(method: string): CacheHint | undefined {
+    return this.cacheHints.get(method);
+  }
+
+  /**
+   * Params as this server's era wants them: a modern server gets the envelope with every
+   * request; a legacy one never sees a modern host's envelope keys.
+   */
+  private outgoingParams(method: string, params: Params | undefined): Params | undefined {
+    const meta = this.modernMeta;
+    if (this._era === 'modern' && meta !== undefined) {
+      const level = this.modernLogLevel;
+      let sent = level === undefined ? meta : { ...meta, [META.logLevel]: level };
+      // A modern host's own request declares what it can be asked; the server is told that
+      // (less what the config refuses it), not what the connection could do.
+      const declared = (params?._meta as Params | undefined)?.[META.clientCapabilities];
+      if (typeof declared === 'object' && declared !== null)
+        sent = { ...sent, [META.clientCapabilities]: allowedCapabilities(declared as Params, this.config) };
+      return withEnvelope(params, sent);
+    }
+    const own = params?._meta as Params | undefined;
+    if (own === undefined || method === 'initialize') return params;
+    const rest = withoutEnvelope(own);
+    if (rest === own) return params;
+    const sent: Params = { ...params };
+    if (rest === undefined) delete sent._meta;
+    else sent._meta = rest;
+    return sent;
+  }
 
   start(): void {
     if (this._state !== 'idle') return;
@@ -247,7 +311,12 @@ export class Upstream {
     const live = this.live;
     if (this._state !== 'ready' || live === undefined)
       return Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()));
-    return live.session.request(method, params, options);
+    if (this._era === 'modern' && method === 'logging/setLevel') {
+      // The stateless revision sets the level per request: it rides on every request from now on.
+      this.modernLogLevel = typeof params?.level === 'string' ? params.level : undefined;
+      return Promise.resolve({});
+    }
+    return live.session.request(method, this.outgoingParams(method, params), options);
   }
 
   /**
@@ -259,7 +328,7 @@ export class Upstream {
     const answer =
       this._state !== 'ready' || live === undefined
         ? Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()))
-        : live.session.requestOutcome(method, params, options);
+        : live.session.requestOutcome(method, this.outgoingParams(method, params), options);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
     return this.subscriptions.observe(method, params, answer);
@@ -397,6 +466,8 @@ export class Upstream {
 
   /** Subscribes a new process to what the host subscribed to on the ones before it. */
   private restoreSubscriptions(live: Live): Promise<void> {
+    // A modern server has no resources/subscribe (its updates come through subscriptions/listen).
+    if (this._era === 'modern') return Promise.resolve();
     const resources = this._capabilities.resources as Params | undefined;
     return restoreSubscriptions({
       subscriptions: this.subscriptions,
@@ -516,30 +587,10 @@ export class Upstream {
       if (this.stopController.signal.aborted)
         throw new UpstreamFailedError(this.name, 'the gateway is shutting down');
       await transport.start();
-      const init = await session.request(
-        'initialize',
-        {
-          protocolVersion: LATEST_PROTOCOL_VERSION,
-          capabilities: this.options.clientCapabilities?.(config) ?? {},
-          clientInfo: this.options.clientInfo,
-        },
-        this.startupDeadline('initialize', what),
-      );
-      const version = init.protocolVersion;
-      if (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-        throw new UpstreamFailedError(
-          this.name,
-          `answered initialize with unsupported protocol version ${JSON.stringify(version)} (${what})`,
-        );
-      }
-      (transport as { setProtocolVersion?: (v: string) => void }).setProtocolVersion?.(version);
-      const capabilities = init.capabilities;
-      this._capabilities =
-        typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
-      this._instructions = typeof init.instructions === 'string' ? init.instructions : undefined;
-      session.notify('notifications/initialized');
+      await this.handshake(session, transport, what);
       for (const kind of LIST_KINDS)
         this.lists[kind] = await this.listAll(session, kind, this.startupDeadline(LISTS[kind].method, what));
+      if (this._era === 'modern') this.listenForChanges(session);
       phase = 'while running';
       this.connecting = undefined;
       return live;
@@ -555,6 +606,110 @@ export class Upstream {
       await this.teardown(exit ?? wrapped, live);
       throw exit ?? wrapped;
     }
+  }
+
+  /**
+   * Learns the server's era and what it offers: `server/discover` first (modern), `initialize`
+   * on a legacy answer or silence. The era is remembered for later connections: a server known
+   * legacy is initialized at once, and probed again only if that fails.
+   */
+  private async handshake(session: RpcPeer, transport: MessageTransport, what: string): Promise<void> {
+    const capabilities = this.options.clientCapabilities?.(this.config) ?? {};
+    this.cacheHints.clear();
+    // Streamable HTTP has its own era mechanics (a 400 with a modern error body); only stdio
+    // (and embedded) connections are probed.
+    const probes = this.config.transport !== 'http';
+    const first = this._era ?? (probes && this.options.prefersModern?.() === true ? 'modern' : 'legacy');
+    if (first === 'modern') {
+      if (await this.discover(session, capabilities)) return;
+      if (this._era === 'modern')
+        this.log.warn('no longer answers server/discover as a modern server; initializing it');
+      return this.initialize(session, transport, capabilities, what);
+    }
+    try {
+      await this.initialize(session, transport, capabilities, what);
+    } catch (error) {
+      // A server that refuses initialize may be modern-only (or have become so): probe it.
+      if (!probes || !(error instanceof UpstreamRpcError)) throw error;
+      this.log.info(`refused initialize (${error.message}); probing it with server/discover`);
+      if (await this.discover(session, capabilities)) return;
+      throw error;
+    }
+  }
+
+  /** The probe: true when the server answered as a modern one (and is now spoken to so). */
+  private async discover(session: RpcPeer, capabilities: Params): Promise<boolean> {
+    const meta = envelopeMeta({ clientInfo: this.options.clientInfo, capabilities });
+    const discovered = await probeModern({
+      session,
+      server: this.name,
+      meta,
+      timeoutMs: Math.min(PROBE_MS, this.options.gateway.connectTimeoutMs),
+    });
+    if (discovered === undefined) return false;
+    this._era = 'modern';
+    this.modernMeta = meta;
+    this._protocolVersion = discovered.protocolVersion;
+    this._capabilities = discovered.capabilities;
+    this._instructions = discovered.instructions;
+    this._serverInfo = discovered.serverInfo;
+    return true;
+  }
+
+  private async initialize(
+    session: RpcPeer,
+    transport: MessageTransport,
+    capabilities: Params,
+    what: string,
+  ): Promise<void> {
+    const init = await session.request(
+      'initialize',
+      { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities, clientInfo: this.options.clientInfo },
+      this.startupDeadline('initialize', what),
+    );
+    const version = init.protocolVersion;
+    if (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+      throw new UpstreamFailedError(
+        this.name,
+        `answered initialize with unsupported protocol version ${JSON.stringify(version)} (${what})`,
+      );
+    }
+    (transport as { setProtocolVersion?: (v: string) => void }).setProtocolVersion?.(version);
+    const declared = init.capabilities;
+    this._era = 'legacy';
+    this.modernMeta = undefined;
+    this._protocolVersion = version;
+    this._capabilities = typeof declared === 'object' && declared !== null ? (declared as Params) : {};
+    this._instructions = typeof init.instructions === 'string' ? init.instructions : undefined;
+    const info = init.serverInfo as Params | undefined;
+    this._serverInfo =
+      typeof info?.name === 'string'
+        ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' }
+        : undefined;
+    session.notify('notifications/initialized');
+  }
+
+  /**
+   * A modern server tells of list changes only on a `subscriptions/listen` stream: one is
+   * opened for the lists it says change. It lives as long as the connection.
+   */
+  private listenForChanges(session: RpcPeer): void {
+    const notifications: Params = {};
+    for (const [capability, field] of [
+      ['tools', 'toolsListChanged'],
+      ['prompts', 'promptsListChanged'],
+      ['resources', 'resourcesListChanged'],
+    ] as const) {
+      const declared = this._capabilities[capability] as Params | undefined;
+      if (declared?.listChanged === true) notifications[field] = true;
+    }
+    if (Object.keys(notifications).length === 0) return;
+    session
+      .request('subscriptions/listen', this.outgoingParams('subscriptions/listen', { notifications }))
+      .catch((error: unknown) => {
+        if (this.live?.session === session)
+          this.log.warn(`its subscriptions/listen stream ended: ${describeError(error)}`);
+      });
   }
 
   /** While connecting, each request gets `connectTimeout` to be answered. */
@@ -581,7 +736,11 @@ export class Upstream {
     for (let page = 0; page < 1000; page++) {
       let result: Record<string, unknown>;
       try {
-        result = await session.request(spec.method, cursor === undefined ? undefined : { cursor }, options);
+        result = await session.request(
+          spec.method,
+          this.outgoingParams(spec.method, cursor === undefined ? undefined : { cursor }),
+          options,
+        );
       } catch (error) {
         if (
           spec.optional &&
@@ -591,6 +750,7 @@ export class Upstream {
           return [];
         throw error;
       }
+      if (page === 0) this.noteCacheHint(spec.method, result);
       const list = result[spec.key];
       if (!Array.isArray(list))
         throw new UpstreamFailedError(this.name, `${spec.method} answer has no "${spec.key}" array`);
@@ -609,6 +769,13 @@ export class Upstream {
     throw new UpstreamFailedError(this.name, `${spec.method} returned more than 1000 pages`);
   }
 
+  /** Keeps a modern server's caching hints for a list (a legacy server gives none). */
+  private noteCacheHint(method: string, result: Record<string, unknown>): void {
+    const { ttlMs, cacheScope } = result;
+    if (typeof ttlMs !== 'number' || ttlMs < 0) return;
+    this.cacheHints.set(method, { ttlMs, cacheScope: cacheScope === 'private' ? 'private' : 'public' });
+  }
+
   private describeLists(): string {
     const parts = [`${this.lists.tools.length} tools`];
     if (this.lists.prompts.length > 0) parts.push(`${this.lists.prompts.length} prompts`);
@@ -619,6 +786,8 @@ export class Upstream {
   }
 
   private handleNotification(notification: JsonRpcNotification): void {
+    // The acknowledgment of our own subscriptions/listen stream concerns no one else.
+    if (notification.method === 'notifications/subscriptions/acknowledged') return;
     // Own members only: a notification named "constructor" or "__proto__" must not find Object's.
     const kinds = Object.hasOwn(LIST_CHANGED, notification.method)
       ? LIST_CHANGED[notification.method]
@@ -702,6 +871,15 @@ export class Upstream {
       return;
     end(new UpstreamFailedError(this.name, `${message}; restarting it`));
   }
+}
+
+/** A host's declared capabilities less the requests the config refuses this server. */
+function allowedCapabilities(declared: Params, config: ServerConfig): Params {
+  const requests = config.clientRequests;
+  const allowed: Params = { ...declared };
+  for (const name of ['sampling', 'elicitation', 'roots'] as const)
+    if (requests[name] === false) delete allowed[name];
+  return allowed;
 }
 
 function truncate(text: string, max: number): string {

@@ -19,6 +19,7 @@ export type UpstreamPoolOptions = {
   | 'onRequest'
   | 'connect'
   | 'onLifecycle'
+  | 'prefersModern'
 >;
 
 /** Every configured upstream, started together and stopped together. */

@@ -114,6 +114,8 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       type: 'call',
       session: options.session,
       client,
+      hostEra: eraOf(call, call.hostEra),
+      upstreamEra: eraOf(call, call.upstreamEra),
       tool: call.exposedName,
       server: call.server,
       upstreamTool: call.target,
@@ -152,6 +154,8 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       type: 'request',
       session: options.session,
       client,
+      hostEra: eraOf(call, call.hostEra),
+      upstreamEra: eraOf(call, call.upstreamEra),
       method: call.kind,
       direction: call.direction === 'host' ? 'to_host' : 'to_upstream',
       server: call.server,
@@ -174,4 +178,13 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       );
     }
   }
+}
+
+/**
+ * One side's era for the record: named when either side speaks the stateless revision, left out
+ * (undefined, which JSON drops) when both speak a handshake one.
+ */
+function eraOf(call: RoutedMessage, era: 'legacy' | 'modern' | undefined): 'legacy' | 'modern' | undefined {
+  if (call.hostEra !== 'modern' && call.upstreamEra !== 'modern') return undefined;
+  return era ?? 'legacy';
 }

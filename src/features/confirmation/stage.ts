@@ -22,7 +22,11 @@ export interface ConfirmationOptions {
    * Asks the host through `elicitation/create`; undefined when the host did not declare the
    * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
    */
-  readonly askHost: (params: Params, signal: CancelSignal) => Promise<HostAnswer> | undefined;
+  readonly askHost: (
+    params: Params,
+    signal: CancelSignal,
+    call: RoutedMessage,
+  ) => Promise<HostAnswer> | undefined;
   /** Arguments as shown to the user: secrets redacted. */
   readonly redact: (value: unknown) => unknown;
   readonly logger: Logger;
@@ -115,6 +119,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       onProgress: call.onProgress,
       decision: call.decision,
       record: call.record,
+      hostEra: call.hostEra,
+      upstreamEra: call.upstreamEra,
     };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 
@@ -201,6 +207,7 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
           },
         },
         question,
+        call,
       );
       if (answer === undefined) return 'unavailable';
       const reply = await answer;

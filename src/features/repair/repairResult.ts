@@ -32,10 +32,21 @@ export function repairResult(
   tool: Pick<Tool, 'outputSchema'>,
   config: RepairConfig,
   validator: OutputValidator,
+  era: RepairEra = LEGACY_HOST,
 ): RepairOutcome {
   if (!mayNeedRepair(result, tool)) return untouched(result);
-  return repairSteps(result, tool, config, validator);
+  return repairSteps(result, tool, config, validator, era);
 }
+
+/**
+ * What the host's protocol revision allows: from 2026-07-28 `structuredContent` may be any JSON
+ * value; before it, only an object.
+ */
+export interface RepairEra {
+  readonly anyStructured: boolean;
+}
+export const LEGACY_HOST: RepairEra = { anyStructured: false };
+export const MODERN_HOST: RepairEra = { anyStructured: true };
 
 /**
  * False when no step can apply: every step needs structuredContent or an outputSchema, and most
@@ -51,6 +62,7 @@ function repairSteps(
   tool: Pick<Tool, 'outputSchema'>,
   config: RepairConfig,
   validator: OutputValidator,
+  era: RepairEra,
 ): RepairOutcome {
   const changes: RepairChange[] = [];
   const notes: string[] = [];
@@ -65,7 +77,7 @@ function repairSteps(
   // removed in `error` mode. Not for what `strip` removed: `strip` means "no isError", and not for
   // what step 3 rejected either, which it has handled itself.
   const sentNone = structuredOf(result) === undefined;
-  apply(removeNonObjectStructured(current, config));
+  if (!era.anyStructured) apply(removeNonObjectStructured(current, config));
   const replaceRemoved = changes.includes('structured-not-object') && config.invalidStructured === 'error';
   apply(checkStructuredAgainstSchema(current, tool, config, validator));
   if (sentNone || replaceRemoved) apply(supplyMissingStructured(current, tool, config, validator));

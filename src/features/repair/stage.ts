@@ -3,7 +3,7 @@ import type { RepairConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
 import type { Stage } from '../../core/pipeline/types.js';
 import type { OutputValidator } from './outputSchemaValidator.js';
-import { mayNeedRepair, repairResult } from './repairResult.js';
+import { LEGACY_HOST, mayNeedRepair, MODERN_HOST, repairResult } from './repairResult.js';
 
 export interface ResultRepairOptions {
   /** Each server's repair settings (the gateway's, with the server's overrides). */
@@ -30,7 +30,16 @@ export function createResultRepairStage(options: ResultRepairOptions): Stage {
     return next(call).then((outcome) => {
       const result = outcome.result as CallToolResult;
       if (!mayNeedRepair(result, definition)) return outcome;
-      const repaired = repairResult(result, definition, options.repairFor(call.server), options.validator);
+      // An interim result (the server asks for input first) has no content to repair yet.
+      if ((result as { resultType?: unknown }).resultType === 'input_required') return outcome;
+      const era = call.hostEra === 'modern' ? MODERN_HOST : LEGACY_HOST;
+      const repaired = repairResult(
+        result,
+        definition,
+        options.repairFor(call.server),
+        options.validator,
+        era,
+      );
       if (repaired.result === result) return outcome;
       if (repaired.changes.length > 0) {
         call.record.repairs.push(...repaired.changes);

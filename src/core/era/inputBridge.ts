@@ -1,0 +1,380 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { canonicalJson } from '../../lib/canonicalJson.js';
+import { sha256Hex } from '../../lib/hash.js';
+import { MethodNotFoundError, ProtocolError } from '../errors.js';
+import type { RoutedMessage } from '../pipeline/types.js';
+import { DeadlineQueue, type DeadlineEntry } from '../rpc/deadlines.js';
+import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
+import { Outcome } from '../rpc/outcome.js';
+import type { IncomingRequest, OutgoingOptions } from '../rpc/peer.js';
+import { CAPABILITY_FOR, type AskOrigin, type HostSession } from '../routing/hostSession.js';
+import { envelopeOf } from './answerShape.js';
+
+/**
+ * Server-to-client questions (sampling, elicitation, roots) for a host of the stateless
+ * revision, which takes no requests: it is asked through Multi Round-Trip Requests instead. A
+ * question asked while one of its calls runs (by the gateway's own confirmation, or by a legacy
+ * upstream that sends the request the old way) ends that call's answer early with an
+ * `InputRequiredResult`; the call itself keeps running in the gateway, waiting. The host's retry
+ * carries the answers and the `requestState` minted here; the waiting questions get the answers,
+ * and the retry gets the call's result (or the next questions).
+ *
+ * The state is sealed with an HMAC under a key made for this process, and names the call it
+ * belongs to (a single-use token), the method, target and a digest of the arguments, the host
+ * and an expiry: a forged state, one presented for another call, or one used twice is refused.
+ */
+
+/** Carries a question for the host (sampling, elicitation, roots) to a host of the stateless revision. */
+export type InputBridge = Pick<HostSession, 'ask'>;
+
+export interface ModernInputBridgeOptions {
+  /** How long a call waits for the host's retry after asking; then its questions fail. */
+  readonly waitMs: number;
+  /** At most this many questions wait for a host's answers at once, over all calls. */
+  readonly maxPending: number;
+  readonly warn: (message: string) => void;
+}
+
+/** Requests that may be answered with an InputRequiredResult (the revision's list). */
+const MRTR_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+/** Marks a `requestState` the gateway minted, so one from a modern upstream passes untouched. */
+const STATE_PREFIX = 'mcpw1.';
+
+interface Question {
+  readonly key: string;
+  readonly method: string;
+  readonly params: Params | undefined;
+  resolve(outcome: Outcome): void;
+  reject(error: Error): void;
+}
+
+type Settled = { readonly outcome: Outcome } | { readonly error: unknown };
+
+/** What a sealed state vouches for. */
+interface StatePayload {
+  /** The single-use token of the continuation. */
+  readonly t: string;
+  readonly m: string;
+  readonly g: string;
+  readonly s: string;
+  /** Digest of the arguments. */
+  readonly a: string;
+  /** The host's name, as its envelope gave it. */
+  readonly h: string;
+  /** Expiry, in ms since the epoch. */
+  readonly x: number;
+}
+
+/** A host request attached to a bridged call: the one its next answer goes to. */
+interface Attached {
+  readonly request: IncomingRequest;
+  readonly respond: (outcome: Outcome) => void;
+  readonly fail: (error: unknown) => void;
+}
+
+/** One call of a modern host, while questions may be asked in it. */
+class BridgedCall implements DeadlineEntry {
+  deadline = 0;
+  queued = false;
+  prevEntry: DeadlineEntry | undefined;
+  nextEntry: DeadlineEntry | undefined;
+  attached: Attached | undefined;
+  /** Asked, not yet sent to the host. */
+  pending: Question[] = [];
+  /** Sent in an InputRequiredResult, waiting for the retry. */
+  sent: Question[] = [];
+  settled: Settled | undefined;
+  /** The token of the state handed out for the next retry. */
+  token: string | undefined;
+  private flushing = false;
+
+  constructor(
+    private readonly bridge: ModernInputBridge,
+    readonly origin: IncomingRequest,
+    readonly message: RoutedMessage,
+    readonly binding: Omit<StatePayload, 't' | 'x'>,
+  ) {}
+
+  attach(attached: Attached): void {
+    this.attached = attached;
+    // The host cancelling its retry cancels the call it continues.
+    if (attached.request !== this.origin)
+      attached.request.onCancel((reason) => {
+        if (this.attached?.request === attached.request) this.attached = undefined;
+        this.origin.cancel(reason);
+      });
+    if (this.settled !== undefined) this.deliver();
+    else if (this.pending.length > 0) this.scheduleFlush();
+  }
+
+  ask(question: Question): void {
+    this.pending.push(question);
+    if (this.attached !== undefined) this.scheduleFlush();
+  }
+
+  finish(settled: Settled): void {
+    this.settled = settled;
+    // Questions still open no longer matter: whoever asked them has finished.
+    for (const q of [...this.pending, ...this.sent])
+      q.reject(new Error('the call finished before the host answered'));
+    this.pending = [];
+    this.sent = [];
+    if (this.attached !== undefined) this.deliver();
+    // No retry can come for it (none was invited, or its invitation expired): nothing to keep.
+    else if (this.token === undefined) this.bridge.forget(this);
+  }
+
+  expired(): void {
+    this.bridge.expire(this);
+  }
+
+  private deliver(): void {
+    const attached = this.attached!;
+    const settled = this.settled!;
+    this.attached = undefined;
+    this.bridge.forget(this);
+    if ('outcome' in settled) attached.respond(settled.outcome);
+    else attached.fail(settled.error);
+  }
+
+  /** Questions asked in the same turn go to the host together. */
+  private scheduleFlush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    queueMicrotask(() => {
+      this.flushing = false;
+      const attached = this.attached;
+      if (attached === undefined || this.pending.length === 0 || this.settled !== undefined) return;
+      this.attached = undefined;
+      const inputRequests: Params = {};
+      for (const q of this.pending) inputRequests[q.key] = { method: q.method, params: q.params ?? {} };
+      this.sent.push(...this.pending);
+      this.pending = [];
+      const requestState = this.bridge.seal(this);
+      attached.respond(Outcome.of({ resultType: 'input_required', inputRequests, requestState }));
+    });
+  }
+}
+
+export class ModernInputBridge implements InputBridge {
+  /** A key for this process only: states do not outlive it. */
+  private readonly key = randomBytes(32);
+  private readonly byOrigin = new Map<IncomingRequest, BridgedCall>();
+  private readonly byToken = new Map<string, BridgedCall>();
+  private readonly deadlines = new DeadlineQueue();
+  private pending = 0;
+  private nextQuestion = 1;
+
+  constructor(private readonly options: ModernInputBridgeOptions) {}
+
+  /**
+   * Whether a modern host's request is routed through the bridge: one that may be answered with
+   * an InputRequiredResult, from a host that declared something it can be asked (a host that
+   * declared none of sampling, elicitation and roots can be asked nothing, so its call goes the
+   * direct way).
+   */
+  applies(request: IncomingRequest): boolean {
+    if (!MRTR_METHODS.has(request.method)) return false;
+    const capabilities = envelopeOf(request)?.capabilities;
+    if (capabilities === undefined) return false;
+    // A retry that carries our state continues its call (or is refused), whatever it declares.
+    const state = request.params?.requestState;
+    if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) return true;
+    for (const capability of CAPABILITY_FOR.values()) if (capabilities[capability] !== undefined) return true;
+    return false;
+  }
+
+  /**
+   * Routes a modern host's call: a retry carrying a state minted here continues its call; any
+   * other request starts one, run through `run` (the pipeline).
+   */
+  route(
+    request: IncomingRequest,
+    message: RoutedMessage,
+    run: (message: RoutedMessage) => Promise<Outcome>,
+    respond: (outcome: Outcome) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    const state = request.params?.requestState;
+    if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) {
+      try {
+        this.resume(request, message, state, respond, fail);
+      } catch (error) {
+        fail(error);
+      }
+      return;
+    }
+    const call = new BridgedCall(this, request, message, this.bindingOf(request, message));
+    this.byOrigin.set(request, call);
+    call.attach({ request, respond, fail });
+    run(message).then(
+      (outcome) => call.finish({ outcome }),
+      (error: unknown) => call.finish({ error }),
+    );
+  }
+
+  ask(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+    origin?: AskOrigin,
+  ): Promise<Outcome> {
+    const call = this.callFor(origin);
+    if (call === undefined)
+      return Promise.reject(
+        new MethodNotFoundError(
+          `${method} cannot reach the host: it speaks protocol revision 2026-07-28, which takes questions only during a tool call, prompt or resource read${origin?.server === undefined ? '' : ` of server "${origin.server}"`}, and none is running`,
+        ),
+      );
+    const capability = CAPABILITY_FOR.get(method)!;
+    if (envelopeOf(call.origin)?.capabilities[capability] === undefined)
+      return Promise.reject(
+        new MethodNotFoundError(
+          `the host connected to mcp-warden did not declare the ${capability} capability`,
+        ),
+      );
+    if (this.pending >= this.options.maxPending)
+      return Promise.reject(
+        new MethodNotFoundError(
+          `mcp-warden already waits for the host's answers to ${this.options.maxPending} questions; this ${method} is refused`,
+        ),
+      );
+    const { signal } = options;
+    if (signal?.cancelled) return Promise.reject(signal.reason!);
+    this.pending++;
+    return new Promise<Outcome>((resolve, reject) => {
+      let done = false;
+      const finish = (): boolean => {
+        if (done) return false;
+        done = true;
+        this.pending--;
+        stopListening();
+        return true;
+      };
+      const question: Question = {
+        key: `q${this.nextQuestion++}`,
+        method,
+        params,
+        resolve: (outcome) => finish() && resolve(outcome),
+        reject: (error) => finish() && reject(error),
+      };
+      // The asker gave up (the upstream cancelled, the confirmation timed out): drop the question.
+      const stopListening =
+        signal?.onCancel((reason) => {
+          call.pending = call.pending.filter((q) => q !== question);
+          question.reject(reason);
+        }) ?? (() => {});
+      call.ask(question);
+    });
+  }
+
+  /** Seals the state for `call`'s next retry, and waits for it (bounded). */
+  seal(call: BridgedCall): string {
+    const token = randomBytes(16).toString('base64url');
+    call.token = token;
+    this.byToken.set(token, call);
+    const expires = Date.now() + this.options.waitMs;
+    this.deadlines.schedule(call, performance.now() + this.options.waitMs);
+    const payload: StatePayload = { ...call.binding, t: token, x: expires };
+    const body = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+    return `${STATE_PREFIX}${body}.${this.mac(body)}`;
+  }
+
+  /** The host did not retry in time: the questions fail, and the call runs on without answers. */
+  expire(call: BridgedCall): void {
+    if (call.token !== undefined) this.byToken.delete(call.token);
+    call.token = undefined;
+    const questions = call.sent;
+    call.sent = [];
+    if (questions.length > 0)
+      this.options.warn(
+        `the host did not retry ${call.message.kind} ${call.message.exposedName} within ${this.options.waitMs} ms to answer ${questions.map((q) => q.method).join(', ')}`,
+      );
+    for (const q of questions)
+      q.reject(new Error(`the host did not answer within ${this.options.waitMs} ms`));
+    if (call.settled !== undefined) this.forget(call);
+  }
+
+  forget(call: BridgedCall): void {
+    this.byOrigin.delete(call.origin);
+    if (call.token !== undefined) this.byToken.delete(call.token);
+    this.deadlines.remove(call);
+  }
+
+  private resume(
+    request: IncomingRequest,
+    message: RoutedMessage,
+    state: string,
+    respond: (outcome: Outcome) => void,
+    fail: (error: unknown) => void,
+  ): void {
+    const payload = this.open(state);
+    const binding = this.bindingOf(request, message);
+    for (const field of ['m', 'g', 's', 'a', 'h'] as const)
+      if (payload[field] !== binding[field])
+        throw refused('it was issued for another request (method, target, arguments or host differ)');
+    if (payload.x < Date.now()) throw refused('it has expired');
+    const call = this.byToken.get(payload.t);
+    if (call === undefined) throw refused('it was already used, or its call has ended');
+    this.byToken.delete(payload.t);
+    call.token = undefined;
+    this.deadlines.remove(call);
+    const responses = request.params?.inputResponses;
+    const answers = typeof responses === 'object' && responses !== null ? (responses as Params) : {};
+    const sent = call.sent;
+    call.sent = [];
+    for (const question of sent) {
+      const answer = answers[question.key];
+      // An answer missing from the retry is asked for again, as the revision advises.
+      if (typeof answer === 'object' && answer !== null && !Array.isArray(answer))
+        question.resolve(Outcome.of(answer as Record<string, unknown>));
+      else call.pending.push(question);
+    }
+    call.attach({ request, respond, fail });
+  }
+
+  private callFor(origin: AskOrigin | undefined): BridgedCall | undefined {
+    const hostRequest = origin?.hostRequest as IncomingRequest | undefined;
+    if (hostRequest !== undefined) return this.byOrigin.get(hostRequest);
+    const server = origin?.server;
+    if (server === undefined) return undefined;
+    // A legacy upstream's request names no call: it belongs to the one call running on it.
+    let found: BridgedCall | undefined;
+    for (const call of this.byOrigin.values()) {
+      if (call.message.server !== server || call.settled !== undefined) continue;
+      if (found !== undefined) return undefined;
+      found = call;
+    }
+    return found;
+  }
+
+  private bindingOf(request: IncomingRequest, message: RoutedMessage): Omit<StatePayload, 't' | 'x'> {
+    return {
+      m: request.method,
+      g: message.target,
+      s: message.server,
+      a: sha256Hex(canonicalJson(message.arguments ?? null)),
+      h: envelopeOf(request)?.clientInfo?.name ?? '',
+    };
+  }
+
+  private open(state: string): StatePayload {
+    const body = state.slice(STATE_PREFIX.length);
+    const dot = body.lastIndexOf('.');
+    if (dot <= 0) throw refused('it is malformed');
+    const data = body.slice(0, dot);
+    const given = Buffer.from(body.slice(dot + 1), 'base64url');
+    const expected = Buffer.from(this.mac(data), 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw refused('it failed verification (it was not issued by this mcp-warden process, or was changed)');
+    return JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as StatePayload;
+  }
+
+  private mac(data: string): string {
+    return createHmac('sha256', this.key).update(data).digest('base64url');
+  }
+}
+
+function refused(why: string): ProtocolError {
+  return new ProtocolError(RpcErrorCode.InvalidParams, `requestState refused: ${why}`);
+}

@@ -1,0 +1,513 @@
+/**
+ * The gateway between protocol eras, through the built binary: a host of the stateless revision
+ * (2026-07-28, test/fixtures/modernHost.ts) or of the handshake revisions (the SDK Client), in
+ * front of a legacy upstream (test/fixtures/fixture-server.mjs) or a modern-only one
+ * (test/fixtures/modern-server.mjs). Every modern message the gateway sends is checked against
+ * the official 2026-07-28 schemas (modernWire.ts).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { envelope, startModernHost, MODERN, withRetries, type ModernHost } from '../fixtures/modernHost.js';
+import {
+  CLI,
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  initialize,
+  killRawSessions,
+  NODE,
+  rawSession,
+  readAudit,
+  ROOT,
+  runCli,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+import { modernAcknowledgment, modernError, modernResult } from './modernWire.js';
+
+const MODERN_SERVER = path.join(ROOT, 'test/fixtures/modern-server.mjs');
+
+function modernServer(args: string[] = []): Record<string, unknown> {
+  return { command: NODE, args: [MODERN_SERVER, ...args] };
+}
+
+let modern: ModernHost | undefined;
+let legacy: HostSession | undefined;
+afterEach(async () => {
+  await modern?.close();
+  await legacy?.close();
+  modern = undefined;
+  legacy = undefined;
+});
+
+function modernHost(servers: Record<string, unknown>, extra: Record<string, unknown> = {}): ModernHost {
+  const config = writeConfig({ gateway: FAST_GATEWAY, servers, ...extra });
+  modern = startModernHost(CLI, config);
+  return modern;
+}
+
+describe('a modern host, a legacy upstream', () => {
+  it('discovers, lists and calls statelessly, every answer valid 2026-07-28', async () => {
+    const host = modernHost({ up: fixture() });
+    const discovered = modernResult('server/discover', await host.request('server/discover'));
+    expect(discovered.supportedVersions).toEqual([MODERN]);
+    expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
+
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
+    // A legacy server gives no caching hint, which counts as "stale at once".
+    expect(listed).toMatchObject({ ttlMs: 0, cacheScope: 'public' });
+
+    const called = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'hi' } }),
+    );
+    expect(called.content).toEqual([{ type: 'text', text: 'hi' }]);
+    // A failure the model can act on is a result too, shaped the same way.
+    const unknown = await host.request('tools/call', { name: 'up__nope', arguments: {} });
+    modernError(unknown, -32602);
+    // The gateway never sends a modern host a request.
+    expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+  });
+
+  it('refuses an unsupported version with -32022 naming the versions it serves', async () => {
+    const host = modernHost({ up: fixture() });
+    const error = modernError(
+      await host.request('tools/list', {}, { protocolVersion: '2099-01-01' }),
+      -32022,
+    );
+    expect(error.data).toEqual({
+      supported: expect.arrayContaining([MODERN, '2025-11-25']) as unknown,
+      requested: '2099-01-01',
+    });
+  });
+
+  it('answers a malformed envelope with -32602, and stays up', async () => {
+    const host = modernHost({ up: fixture() });
+    const bad = await host.request(
+      'tools/list',
+      {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN,
+          'io.modelcontextprotocol/clientCapabilities': 7,
+        },
+      },
+      { bare: true },
+    );
+    expect(modernError(bad, -32602).message).toContain('clientCapabilities');
+    modernResult('tools/list', await host.request('tools/list'));
+    // Once modern, a request without an envelope is malformed too.
+    modernError(await host.request('tools/list', {}, { bare: true }), -32602);
+  });
+
+  it('refuses initialize once the connection is modern, and methods the revision removed', async () => {
+    const host = modernHost({ up: fixture() });
+    modernResult('server/discover', await host.request('server/discover'));
+    const init = await host.request(
+      'initialize',
+      { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      { bare: true },
+    );
+    expect(modernError(init, -32022).data).toEqual({ supported: [MODERN], requested: '2025-11-25' });
+    modernError(await host.request('ping'), -32601);
+    modernError(await host.request('logging/setLevel', { level: 'debug' }), -32601);
+  });
+
+  it('delivers list changes on subscriptions/listen, tagged with the stream, and closes it at shutdown', async () => {
+    const host = modernHost({ up: fixture(['--list-changed-after', '300']) });
+    modernResult('tools/list', await host.request('tools/list'));
+    const id = host.send('subscriptions/listen', {
+      notifications: { toolsListChanged: true, resourceSubscriptions: ['x:/y'] },
+    });
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { toolsListChanged: true },
+    });
+    const changed = await host.waitForNotification((n) => n.method === 'notifications/tools/list_changed');
+    expect(changed.params).toEqual({ _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('up__late_tool');
+    await host.close();
+    const closing = host.received.find((m) => m.id === id);
+    expect(closing).toMatchObject({
+      result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': id } },
+    });
+  });
+});
+
+describe('a legacy host, a modern-only upstream', () => {
+  it('is initialized once refused, probed, and spoken to with the envelope on every request', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--log', log]) } }, dir);
+    legacy = await connectHost(config);
+    const names = (await legacy.client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('m__echo');
+    const result = await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'hi' } });
+    expect(textOf(result)).toBe('echo: hi');
+    const seen = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, unknown> | null });
+    // initialize was refused, so the gateway probed; every later request carried the envelope.
+    expect(seen[0]?.method).toBe('initialize');
+    expect(seen[1]?.method).toBe('server/discover');
+    for (const request of seen.slice(1))
+      expect(request.meta?.['io.modelcontextprotocol/protocolVersion']).toBe(MODERN);
+  });
+
+  it('mcp-warden tools shows each server’s era and version', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(), up: fixture() } });
+    const { stdout } = await runCli(['tools', '--config', config]);
+    expect(stdout).toMatch(
+      /^server m: ready, \d+ tools, modern-fixture 2\.0\.0, MCP 2026-07-28 \(modern\)$/m,
+    );
+    expect(stdout).toMatch(/^server up: ready, \d+ tools, fixture 1\.0\.0, MCP 2025-11-25 \(legacy\)$/m);
+    const json = JSON.parse((await runCli(['tools', '--json', '--config', config])).stdout) as {
+      servers: { name: string; era?: string; protocolVersion?: string }[];
+    };
+    expect(json.servers).toContainEqual(
+      expect.objectContaining({ name: 'm', era: 'modern', protocolVersion: MODERN }),
+    );
+  });
+});
+
+describe('a modern host, a modern upstream', () => {
+  it('probes with server/discover first and passes caching hints through, the least of them', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) });
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect(listed).toMatchObject({ ttlMs: 60000, cacheScope: 'private' });
+    const first = JSON.parse(readFileSync(log, 'utf8').split('\n')[0]!) as { method: string };
+    expect(first.method).toBe('server/discover');
+    const called = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__numbers', arguments: {} }),
+    );
+    // The revision lets structured content be any JSON value: a modern host gets the array.
+    expect(called.structuredContent).toEqual([1, 2, 3]);
+  });
+
+  it('passes log messages only for requests that asked for them, at their level', async () => {
+    const host = modernHost({ m: modernServer() });
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__log', arguments: {} }, { logLevel: 'error' }),
+    );
+    modernResult('tools/call', await host.request('tools/call', { name: 'm__log', arguments: {} }));
+    expect(host.notifications.filter((n) => n.method === 'notifications/message')).toEqual([]);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__log', arguments: {} }, { logLevel: 'debug' }),
+    );
+    const message = await host.waitForNotification((n) => n.method === 'notifications/message');
+    expect(message.params).toMatchObject({ level: 'info', logger: 'm/tool', data: 'logged at info' });
+  });
+});
+
+/** What a host answers each kind of question with, in either era. */
+const ANSWERS: Record<string, Record<string, unknown>> = {
+  'elicitation/create': { action: 'accept', content: { name: 'Ada' } },
+  'sampling/createMessage': { role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'm' },
+  'roots/list': { roots: [{ uri: 'file:///work', name: 'work' }] },
+};
+const QUESTIONS: Record<string, Record<string, unknown>> = {
+  'elicitation/create': {
+    mode: 'form',
+    message: 'Your name?',
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+  },
+  'sampling/createMessage': {
+    messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
+    maxTokens: 5,
+  },
+  'roots/list': {},
+};
+
+describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () => {
+  it.each(Object.keys(ANSWERS))(
+    '%s becomes an InputRequiredResult; the retry delivers the answer',
+    async (method) => {
+      const host = modernHost({ up: fixture() });
+      const params = { name: 'up__ask_client', arguments: { method, params: QUESTIONS[method] } };
+      const first = modernResult('tools/call', await host.request('tools/call', params));
+      expect(first.resultType).toBe('input_required');
+      const [[key, asked]] = Object.entries(
+        first.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>,
+      ) as [[string, { method: string; params: Record<string, unknown> }]];
+      expect(asked.method).toBe(method);
+      if (method === 'elicitation/create') expect(asked.params.message).toBe('[up] Your name?');
+      const final = modernResult(
+        'tools/call',
+        await host.request('tools/call', {
+          ...params,
+          inputResponses: { [key]: ANSWERS[method] },
+          requestState: first.requestState,
+        }),
+      );
+      expect(JSON.parse(textOf(final))).toEqual({ result: ANSWERS[method] });
+      expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+    },
+  );
+
+  it('refuses a forged, a replayed and a misdirected requestState', async () => {
+    const host = modernHost({ up: fixture() });
+    const params = { name: 'up__ask_client', arguments: { method: 'roots/list', params: {} } };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    const state = first.requestState as string;
+    const key = Object.keys(first.inputRequests as object)[0]!;
+    const answer = { inputResponses: { [key]: ANSWERS['roots/list'] } };
+    const forged = `${state.slice(0, -4)}${state.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    expect(
+      modernError(await host.request('tools/call', { ...params, ...answer, requestState: forged }), -32602)
+        .message,
+    ).toMatch(/requestState refused: it failed verification/);
+    // Valid state, other arguments: not the call it was issued for.
+    const other = { name: 'up__ask_client', arguments: { method: 'roots/list', params: { x: 1 } } };
+    expect(
+      modernError(await host.request('tools/call', { ...other, ...answer, requestState: state }), -32602)
+        .message,
+    ).toMatch(/issued for another request/);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { ...params, ...answer, requestState: state }),
+    );
+    expect(
+      modernError(await host.request('tools/call', { ...params, ...answer, requestState: state }), -32602)
+        .message,
+    ).toMatch(/already used/);
+  });
+});
+
+describe('bridging a modern upstream’s InputRequiredResult to a legacy host', () => {
+  it('asks the host with real requests and retries upstream with the answers', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
+    const asked: string[] = [];
+    legacy = await connectHost(config, {
+      capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
+      beforeConnect: (client) => {
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push(request.params.message);
+          return ANSWERS['elicitation/create'] as never;
+        });
+        client.setRequestHandler(CreateMessageRequestSchema, () => {
+          asked.push('sampling');
+          return ANSWERS['sampling/createMessage'] as never;
+        });
+        client.setRequestHandler(ListRootsRequestSchema, () => {
+          asked.push('roots');
+          return ANSWERS['roots/list'] as never;
+        });
+      },
+    });
+    for (const [tool, method] of [
+      ['ask_name', 'elicitation/create'],
+      ['sample', 'sampling/createMessage'],
+      ['list_roots', 'roots/list'],
+    ] as const) {
+      const result = await legacy.client.callTool({ name: `m__${tool}`, arguments: {} });
+      const text = textOf(result);
+      expect(text.startsWith(`${tool} got `)).toBe(true);
+      expect(JSON.parse(text.slice(`${tool} got `.length))).toEqual(ANSWERS[method]);
+    }
+    expect(asked).toEqual(['[m] Your name?', 'sampling', 'roots']);
+  });
+});
+
+describe('a modern host and a modern upstream asking for input', () => {
+  it('passes the upstream’s InputRequiredResult and the retry through unchanged', async () => {
+    const host = modernHost({ m: modernServer() });
+    const params = { name: 'm__ask_name', arguments: {} };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    expect(first).toMatchObject({ resultType: 'input_required', requestState: 'asked:ask_name' });
+    const final = modernResult(
+      'tools/call',
+      await host.request('tools/call', {
+        ...params,
+        inputResponses: { input: ANSWERS['elicitation/create'] },
+        requestState: 'asked:ask_name',
+      }),
+    );
+    expect(textOf(final)).toBe(`ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`);
+  });
+});
+
+describe('confirmation for a modern host', () => {
+  function confirmHost(): ModernHost {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } },
+      dir,
+    );
+    modern = startModernHost(CLI, config);
+    return modern;
+  }
+
+  it('asks through MRTR; an approval runs the call, once', async () => {
+    const host = confirmHost();
+    const params = { name: 'up__echo', arguments: { text: 'approved' } };
+    const answers = await withRetries(host, 'tools/call', params, (requests) => {
+      const [key, request] = Object.entries(requests)[0]!;
+      expect(request.method).toBe('elicitation/create');
+      expect(String(request.params.message)).toContain('Echo needs a human.');
+      return { [key]: { action: 'accept', content: {} } };
+    });
+    expect(answers).toHaveLength(2);
+    modernResult('tools/call', answers[0]!);
+    expect(textOf(modernResult('tools/call', answers[1]!))).toBe('approved');
+  });
+
+  it('a declined approval does not run it; a host without elicitation is refused', async () => {
+    const host = confirmHost();
+    const params = { name: 'up__echo', arguments: { text: 'x' } };
+    const answers = await withRetries(host, 'tools/call', params, (requests) => ({
+      [Object.keys(requests)[0]!]: { action: 'decline' },
+    }));
+    const final = modernResult('tools/call', answers.at(-1)!);
+    expect(final.isError).toBe(true);
+    expect(textOf(final)).toContain('Declined by the user');
+    const none = await host.request('tools/call', params, { capabilities: {} });
+    expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
+  });
+});
+
+describe('policy, audit and repair across eras', () => {
+  function audited(servers: Record<string, unknown>): { config: string; auditFile: string } {
+    const dir = tempDir();
+    const config = writeConfig({ gateway: FAST_GATEWAY, audit: { file: './audit.jsonl' }, servers }, dir);
+    return { config, auditFile: path.join(dir, 'audit.jsonl') };
+  }
+
+  it('audit records name both eras when either side is modern, and neither when both are legacy', async () => {
+    const both = audited({ up: fixture(), m: modernServer() });
+    modern = startModernHost(CLI, both.config);
+    modernResult(
+      'tools/call',
+      await modern.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }),
+    );
+    modernResult(
+      'tools/call',
+      await modern.request('tools/call', { name: 'm__echo', arguments: { text: 'b' } }),
+    );
+    await modern.close();
+    const calls = readAudit(both.auditFile).filter((r) => r.type === 'call');
+    expect(calls.map((c) => [c.tool, c.hostEra, c.upstreamEra])).toEqual([
+      ['up__echo', 'modern', 'legacy'],
+      ['m__echo', 'modern', 'modern'],
+    ]);
+
+    const old = audited({ up: fixture(), m: modernServer() });
+    legacy = await connectHost(old.config);
+    await legacy.client.callTool({ name: 'up__echo', arguments: { text: 'a' } });
+    await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'b' } });
+    await legacy.close();
+    const legacyCalls = readAudit(old.auditFile).filter((r) => r.type === 'call');
+    expect(legacyCalls.map((c) => [c.tool, c.hostEra, c.upstreamEra])).toEqual([
+      ['up__echo', undefined, undefined],
+      ['m__echo', 'legacy', 'modern'],
+    ]);
+  });
+
+  it('a 2025 host gets structuredContent only as an object: an array from a modern server is repaired', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
+    legacy = await connectHost(config);
+    const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
+    expect(result.structuredContent).toBeUndefined();
+    expect(textOf(result)).toBe('[1,2,3]');
+  });
+});
+
+describe('a legacy connection', () => {
+  afterEach(() => killRawSessions());
+
+  it('refuses an enveloped request with -32600, and server/discover as before; it keeps serving', async () => {
+    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    await initialize(s);
+    const mixed = s.next((m) => m.id === 1);
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } }));
+    expect(((await mixed) as { error: { code: number; message: string } }).error).toMatchObject({
+      code: -32600,
+      message: expect.stringContaining('this connection was initialized') as unknown,
+    });
+    const probe = s.next((m) => m.id === 2);
+    s.send('{"jsonrpc":"2.0","id":2,"method":"server/discover"}');
+    expect(((await probe) as { error: { code: number } }).error.code).toBe(-32601);
+    const listed = s.next((m) => m.id === 3);
+    s.send('{"jsonrpc":"2.0","id":3,"method":"tools/list"}');
+    const result = ((await listed) as { result: Record<string, unknown> }).result;
+    expect(result.resultType).toBeUndefined();
+    expect((result.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
+  });
+});
+
+describe('a modern host’s capabilities, per request', () => {
+  it('reach a modern upstream as the request declared them, not the connection’s', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) });
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__echo', arguments: { text: 'a' } }, { capabilities: {} }),
+    );
+    modernResult(
+      'tools/call',
+      await host.request(
+        'tools/call',
+        { name: 'm__echo', arguments: { text: 'b' } },
+        { capabilities: { elicitation: {} } },
+      ),
+    );
+    const calls = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, unknown> })
+      .filter((r) => r.method === 'tools/call');
+    expect(calls.map((c) => c.meta['io.modelcontextprotocol/clientCapabilities'])).toEqual([
+      {},
+      { elicitation: {} },
+    ]);
+    expect(calls[0]?.meta['io.modelcontextprotocol/clientInfo']).toMatchObject({ name: 'mcp-warden' });
+  });
+});
+
+describe('resource updates for a modern host', () => {
+  it('come on the subscriptions/listen stream that asked for the URI, tagged with it', async () => {
+    const host = modernHost({ up: fixture(['--resources']) });
+    const uri = 'fixture://fixture/a';
+    const id = host.send('subscriptions/listen', {
+      notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
+    });
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { resourceSubscriptions: [uri] },
+    });
+    const told = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__update_resource', arguments: { uri } }),
+    );
+    expect(textOf(told)).toBe('notified');
+    const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
+    expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+  });
+});
