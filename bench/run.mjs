@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// mcp-warden's overhead benchmark (issue 7). One invocation measures four configurations,
+// mcp-warden's overhead benchmark. One invocation measures four configurations,
 // taking turns round by round (and, within a round, block by block) so that a noisy
 // neighbour hurts all of them alike:
 //

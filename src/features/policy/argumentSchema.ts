@@ -86,7 +86,7 @@ const REFUSED_KEYWORDS = new Set(['$async']);
  * keywords and formats, usable patterns): nothing in them refers elsewhere, and ajv's strict
  * mode has no complaint about any of them with CONDITION_AJV_OPTIONS. A condition made of these
  * alone, which is what conditions usually are, is compiled when a call first needs it, so that
- * neither ajv (about 35 ms and 11 MB) nor the compile is paid at start-up (issue 7). Any other
+ * neither ajv (about 35 ms and 11 MB) nor the compile is paid at start-up. Any other
  * keyword (`$ref`, `if`, `patternProperties`, `contains`, ...) can fail at compile time (an
  * unresolvable reference, one of strict mode's "ignored keyword" errors), so its condition is
  * compiled as the file loads and any failure is reported there, with its place. A test compiles

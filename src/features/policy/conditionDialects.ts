@@ -2,7 +2,7 @@
  * What a policy file's load needs to know about each JSON Schema dialect to check an `arguments`
  * condition: its keywords, its formats, and its meta-schema. Loading ajv and compiling a
  * meta-schema cost about 60 ms and 15 MB at every start of a gateway whose policies have
- * argument conditions (issue 7), so `npm run build` turns each dialect's meta-schema into
+ * argument conditions, so `npm run build` turns each dialect's meta-schema into
  * standalone code and writes the keyword and format lists beside it
  * (scripts/generate-validators.mjs, into `dist/policy/generated/`); the built gateway loads only
  * those. Run from source (vitest), the same checks come from an ajv instance made now; the

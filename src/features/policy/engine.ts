@@ -251,7 +251,7 @@ function annotationReader(input: PolicySubject): () => AnnotationReading {
  * Checks the rule's conditions, cheapest first, stopping at the first that fails. `args` null:
  * the call's arguments are not known, and an arguments condition counts as holding. `explain`
  * false: no `why` is written (listing asks thousands of tools only whether a rule can match,
- * and their texts were most of the garbage that listing made, issue 7).
+ * and their texts were most of the garbage that listing made).
  */
 function evaluate(
   rule: PolicyRule,
@@ -266,7 +266,7 @@ function evaluate(
   const { reader, args, explain } = context;
   // Nothing is allocated unless `explain`: listing asks this of every rule for every tool, and
   // the closures and arrays it once made per question were what pushed the gateway's memory
-  // up while it listed 10,000 tools (issue 7).
+  // up while it listed 10,000 tools.
   const held: string[] | null = explain ? [] : null;
 
   if (match.server !== null) {

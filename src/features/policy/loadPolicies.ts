@@ -5,8 +5,8 @@
  * YAML parse (syntax errors stop there) → JSON Schema check (`schema/policy.schema.json`, unknown
  * keys with a did-you-mean) → checks the schema cannot express (globs, argument schemas, unique
  * rule ids). Every problem in every file is reported at once, located as file:line:column and key
- * path. There is no fallback: a policy that cannot be read in full is an error, never "allow all"
- * (issue #5), and an empty file is an error too, since a file caught half-written on reload
+ * path. There is no fallback: a policy that cannot be read in full is an error, never "allow all",
+ * and an empty file is an error too, since a file caught half-written on reload
  * would otherwise silently drop every rule.
  */
 import path from 'node:path';
