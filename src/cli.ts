@@ -489,6 +489,8 @@ async function auditAcceptance(
     redactor,
   });
   const session = randomUUID();
+  const { osPrincipal } = await import('./core/principal.js');
+  const principal = osPrincipal();
   let by: string;
   try {
     by = userInfo().username;
@@ -499,6 +501,7 @@ async function auditAcceptance(
     log.append({
       type: 'tool_pinned',
       session,
+      principal,
       server,
       upstreamTool: tool,
       sha256: pin.sha256,

@@ -34,6 +34,7 @@ import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
+import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import { CAPABILITY_FOR, InitializedHostSession, type HostList, type HostSession } from './hostSession.js';
@@ -58,6 +59,8 @@ export interface RouterOptions {
    * what a user should know (servers that failed at load).
    */
   readonly notes?: readonly string[];
+  /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
+  readonly principal?: Principal;
 }
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
@@ -198,6 +201,8 @@ export class Router {
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
+      host: this.session,
+      principal: this.options.principal,
     };
     this.route(request, message);
   }
@@ -269,6 +274,8 @@ export class Router {
       signal: request,
       onProgress: undefined,
       record: { repairs: [] },
+      host: this.session,
+      principal: this.options.principal,
     };
     recordRefusal(message, new InvalidParamsError(error.message)).then(
       (outcome) => request.respond(outcome),
@@ -396,6 +403,8 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      host: this.session,
+      principal: this.options.principal,
     });
   }
 
@@ -476,6 +485,8 @@ export class Router {
       signal: request,
       onProgress: request.onProgress,
       record: { repairs: [] },
+      host: this.session,
+      principal: this.options.principal,
     };
   }
 

@@ -8,6 +8,7 @@ import type { Outcome } from '../../core/rpc/outcome.js';
 import type { JsonRpcErrorObject, Params } from '../../core/rpc/jsonRpc.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
 import { runConfirmationCommand } from './command.js';
+import { principalKey } from '../../core/principal.js';
 
 /** The host's answer to a question: its result, or its error. */
 export type HostAnswer =
@@ -22,7 +23,11 @@ export interface ConfirmationOptions {
    * Asks the host through `elicitation/create`; undefined when the host did not declare the
    * elicitation capability. Aborting `signal` withdraws the question (`notifications/cancelled`).
    */
-  readonly askHost: (params: Params, signal: CancelSignal) => Promise<HostAnswer> | undefined;
+  readonly askHost: (
+    params: Params,
+    signal: CancelSignal,
+    call: RoutedMessage,
+  ) => Promise<HostAnswer> | undefined;
   /** Arguments as shown to the user: secrets redacted. */
   readonly redact: (value: unknown) => unknown;
   readonly logger: Logger;
@@ -75,7 +80,10 @@ function subject(call: RoutedMessage): string {
  */
 export function createConfirmationStage(options: ConfirmationOptions): Stage {
   const { config, logger } = options;
-  /** Tools the user chose to allow for the rest of this session ("remember"). */
+  /**
+   * Tools the user chose to allow for the rest of this session ("remember"), per principal: with
+   * several users on one gateway, one user's "remember" never answers another's question.
+   */
   const remembered = new Set<string>();
 
   return function confirmation(call, next) {
@@ -87,7 +95,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
     const decision = call.decision!;
     const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
     call.record.decision = record;
-    const key = `${call.kind}\u0000${call.server}\u0000${call.target}`;
+    const who = call.principal === undefined ? '' : principalKey(call.principal);
+    const key = `${who}\u0001${call.kind}\u0000${call.server}\u0000${call.target}`;
     if (remembered.has(key)) {
       record.confirmed = true;
       record.how = 'remembered';
@@ -109,6 +118,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       onProgress: call.onProgress,
       decision: call.decision,
       record: call.record,
+      ...(call.host && { host: call.host }),
+      ...(call.principal && { principal: call.principal }),
     };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 
@@ -195,6 +206,7 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
           },
         },
         question,
+        call,
       );
       if (answer === undefined) return 'unavailable';
       const reply = await answer;
