@@ -28,6 +28,8 @@ import type { WinstonLogger } from './core/logger.js';
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
+  mcp-warden --config FILE --http HOST:PORT
+                                      serve MCP over HTTP at /mcp (team mode)
   mcp-warden check --config FILE      validate the config, its policy files and pins file
   mcp-warden tools --config FILE      start the upstreams, print the merged tool catalog, exit
   mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
@@ -48,11 +50,16 @@ Colour: on when the output is a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1
 
 /** Each command's own help: what `mcp-warden COMMAND --help` prints. */
 const COMMAND_HELP: Readonly<Record<string, string>> = {
-  serve: `Usage: mcp-warden [serve] --config FILE
+  serve: `Usage: mcp-warden [serve] --config FILE [--http HOST:PORT]
 
 Serves MCP on stdio: what a desktop host runs. stdout carries JSON-RPC only; the log goes to
 stderr (or gateway.log.file). A server whose entry cannot be used (an unset \${VAR}, an
 unreadable envFile, type: sse) is left out and reported failed; the others serve.
+
+  --http HOST:PORT   serve MCP Streamable HTTP at http://HOST:PORT/mcp instead of stdio (as
+                     the config's listen.http does; the flag wins). A host other than a
+                     loopback address needs an auth: section. Port 0 picks a free port; the
+                     log says which (listening on http://...).
 
 Exit codes: 0 the host closed the connection; 1 an internal error; 2 an invalid config, policy
 or pins file (nothing is started).`,
@@ -228,8 +235,13 @@ function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colou
   return warnings.map((warning) => `${palette.yellow('warning:')} ${formatConfigIssue(warning)}\n`).join('');
 }
 
-async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor, warnings } = await loadConfigFile(file, { badServers: 'mark-failed' });
+async function serve(file: string | undefined, flags: { readonly http?: string } = {}): Promise<void> {
+  const loaded = await loadConfigFile(file, { badServers: 'mark-failed' });
+  const { redactor, warnings } = loaded;
+  const { listenFrom } = await import('./http/serveHttp.js');
+  const listening = listenFrom(loaded.config, flags.http);
+  if (typeof listening === 'string') fail(`${listening}\n\n${usageOf('serve')}`);
+  const config = listening;
   // Like an invalid config, an invalid pins file stops us before any server is started.
   const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
@@ -286,6 +298,7 @@ async function serve(file: string | undefined): Promise<void> {
         });
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
+  const servesStdio = config.listen === undefined || config.listen.stdio;
   const host = new StreamTransport({
     input: process.stdin,
     output: process.stdout,
@@ -305,7 +318,9 @@ async function serve(file: string | undefined): Promise<void> {
     policies,
     redactor,
     logger,
-    host,
+    ...(servesStdio && { host }),
+    // Hosts over HTTP have calls in flight when a replica is stopped: give them time to finish.
+    ...(config.listen && { shutdownGraceMs: 5000 }),
     version: version(),
     early,
     ...(audit && { audit }),
@@ -313,17 +328,25 @@ async function serve(file: string | undefined): Promise<void> {
   });
 
   let exiting = false;
+  let listener: import('./http/listener.js').Listener | undefined;
   const shutdown = async (why: string, code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
     logger.info(`shutting down: ${why}`);
-    // Hard stop well inside the 2 s a host gives us, whatever an upstream does.
-    setTimeout(() => {
-      gateway.killChildrenNow();
-      process.exit(code);
-    }, 1900).unref();
+    // Hard stop well inside the 2 s a host gives us, whatever an upstream does; an HTTP
+    // listener's hosts get longer for the calls they have in flight.
+    setTimeout(
+      () => {
+        gateway.killChildrenNow();
+        process.exit(code);
+      },
+      config.listen === undefined ? 1900 : 10_000,
+    ).unref();
     try {
+      // No new connections; requests in flight are answered (the routers drain), then sessions end.
+      listener?.stopAccepting();
       await gateway.close(why);
+      await listener?.close();
     } catch (error) {
       logger.error(`error while shutting down: ${String(error)}`);
     }
@@ -331,7 +354,7 @@ async function serve(file: string | undefined): Promise<void> {
     process.exit(code);
   };
 
-  host.onclose = () => void shutdown('the host closed stdin', 0);
+  if (servesStdio) host.onclose = () => void shutdown('the host closed stdin', 0);
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGHUP', () => void shutdown('SIGHUP', 0));
@@ -349,6 +372,17 @@ async function serve(file: string | undefined): Promise<void> {
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
   await gateway.start();
+  if (config.listen !== undefined) {
+    const { startHttp } = await import('./http/serveHttp.js');
+    try {
+      listener = await startHttp({ config, gateway, logger });
+    } catch (error) {
+      logger.error(
+        `cannot listen on ${config.listen.host}:${config.listen.port}: ${(error as Error).message}`,
+      );
+      await shutdown('the HTTP listener could not start', 1);
+    }
+  }
 }
 
 async function closeLogger(logger: WinstonLogger): Promise<void> {
@@ -549,6 +583,7 @@ async function main(argv: string[]): Promise<void> {
         version: { type: 'boolean', short: 'v' },
         all: { type: 'boolean' },
         live: { type: 'boolean' },
+        http: { type: 'string' },
       },
     });
   } catch (error) {
@@ -578,7 +613,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       noMore(rest);
-      return serve(values.config);
+      return serve(values.config, { ...(values.http !== undefined && { http: values.http }) });
     case 'check': {
       noMore(rest);
       const { config, policies, warnings: fileWarnings } = await load(values.config);

@@ -21,6 +21,7 @@ import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { interpolate, type Env, type KeyPath } from './interpolate.js';
 import { checkDocumentShape, describeValue } from './schema.js';
+import { normalizeTeam } from './team.js';
 import {
   parseYamlSource,
   readSourceFile,
@@ -187,6 +188,10 @@ function normalize(data: Data, ctx: Context): WardenConfig {
     confirmation: normalizeConfirmation(data, ctx),
     ...(audit === undefined ? {} : { audit }),
     ...(pins === undefined ? {} : { pins }),
+    ...normalizeTeam(data, {
+      add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
+      duration: (keyPath, value) => duration(ctx, keyPath, value),
+    }),
     servers: normalizeServers(data, ctx, inherited),
   };
 }

@@ -114,7 +114,8 @@ describe('Claude Desktop shape (mcpServers, no servers): top-level keys that are
 });
 
 describe('files with servers: unknown top-level keys stay errors', () => {
-  const allowed = 'allowed keys are: gateway, policies, confirmation, audit, pins, servers, mcpServers';
+  const allowed =
+    'allowed keys are: gateway, policies, confirmation, audit, pins, listen, auth, servers, mcpServers';
   it.each<[string, string, string[]]>([
     [
       'the native shape',
