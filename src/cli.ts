@@ -110,7 +110,7 @@ not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
        mcp-warden audit summary FILE
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
-  summary    calls per tool, denials, errors, p50/p95 duration
+  summary    calls per tool, denials, errors, p50/p95 duration; calls per principal
 
 Exit codes: verify: 0 intact, 1 broken or tampered with; summary: 0. Both: 2 when there is
 no audit log at FILE (nor rotated files), or bad usage.`,
