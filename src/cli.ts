@@ -87,9 +87,14 @@ why; tools the policy hides and tools blocked by their pin are counted.
 Exit codes: 0 every enabled server is ready; 1 some server failed or was still starting;
 2 an invalid config, policy or pins file.`,
   policy: `Usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON] [--json]
+                                 [--principal SUBJECT [--claim NAME=VALUE ...]]
 
 Says which policy rule decides a call of TOOL (its exposed name, e.g. fs__write_file) with the
 given arguments, and why.
+
+  --principal SUBJECT   explain the call as made by this token subject (rules may match on the
+                        principal); default: the OS user, as on stdio
+  --claim NAME=VALUE    a claim of that principal, such as groups=admins (repeatable)
 
 Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an invalid config.`,
   pins: `Usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]
@@ -485,6 +490,29 @@ async function countHiddenByPolicy(
   return reviews.filter((r) => hidden(r.server, { ...r.definition, name: r.tool } as Tool)).length;
 }
 
+/**
+ * Who `policy explain` explains a call for: `--principal SUBJECT` with `--claim NAME=VALUE`
+ * (repeatable; several values of one claim make a list, as a token's groups are), or else the
+ * OS user, as on stdio.
+ */
+async function explainedPrincipal(subject: string | undefined, claims: string[] | undefined) {
+  const { osPrincipal, tokenPrincipal } = await import('./core/principal.js');
+  if (subject === undefined) {
+    if (claims !== undefined) fail(`--claim needs --principal SUBJECT\n\n${usageOf('policy')}`);
+    return osPrincipal();
+  }
+  const values = new Map<string, string[]>();
+  for (const claim of claims ?? []) {
+    const at = claim.indexOf('=');
+    if (at <= 0) fail(`--claim ${claim}: expected NAME=VALUE, such as groups=admins\n\n${usageOf('policy')}`);
+    const name = claim.slice(0, at);
+    values.set(name, [...(values.get(name) ?? []), claim.slice(at + 1)]);
+  }
+  const payload: Record<string, unknown> = { sub: subject };
+  for (const [name, list] of values) payload[name] = list.length > 1 ? list : list[0];
+  return tokenPrincipal(payload, [...values.keys()]);
+}
+
 /** Asks a yes/no question on the terminal (stderr); only y or yes is yes. */
 async function confirm(question: string): Promise<boolean> {
   const { createInterface } = await import('node:readline/promises');
@@ -584,6 +612,8 @@ async function main(argv: string[]): Promise<void> {
         all: { type: 'boolean' },
         live: { type: 'boolean' },
         http: { type: 'string' },
+        principal: { type: 'string' },
+        claim: { type: 'string', multiple: true },
       },
     });
   } catch (error) {
@@ -731,6 +761,7 @@ async function main(argv: string[]): Promise<void> {
           arguments: args,
           logger,
           version: version(),
+          principal: await explainedPrincipal(values.principal, values.claim),
         });
         process.stdout.write(
           values.json ? `${JSON.stringify(report, null, 2)}\n` : formatExplanation(report),

@@ -5,12 +5,12 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
+import { FAST_GATEWAY, fixture, readAudit, runCli, tempDir, textOf, writeConfig } from './harness.js';
 import { connectHttpHost, INITIALIZE, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 const AUDIENCE = 'https://warden.test/mcp';
@@ -49,7 +49,7 @@ afterEach(async () => {
   gateway = undefined;
 });
 
-function setup(auth: Record<string, unknown> = {}) {
+function setup(auth: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const dir = tempDir();
   const auditFile = path.join(dir, 'audit.jsonl');
   const record = path.join(dir, 'upstream.jsonl');
@@ -65,10 +65,11 @@ function setup(auth: Record<string, unknown> = {}) {
         ...auth,
       },
       servers: { up: fixture(['--record', record]) },
+      ...extra,
     },
     dir,
   );
-  return { config, auditFile, record };
+  return { config, auditFile, record, dir };
 }
 
 /** A token from the issuer, its payload changed by `change`. */
@@ -225,5 +226,72 @@ describe('HTTP listener with auth:', () => {
     });
     expect((await initializeWith(gateway.url, signedByNew)).status).toBe(200);
     expect(jwksFetches).toBe(fetched + 1);
+  });
+});
+
+describe('policy by principal', () => {
+  const POLICY = [
+    'default: allow',
+    'rules:',
+    '  - id: contractors-no-echo',
+    '    match: { tool: echo, principal: { claims: { groups: contractors } } }',
+    '    action: deny',
+    '    reason: Contractors may not echo.',
+    '',
+  ].join('\n');
+
+  it("decides each call by its token's claims, and records who was denied", async () => {
+    const { config, auditFile, dir, record } = setup({}, { policies: ['policy.yaml'] });
+    writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
+    gateway = await startHttpGateway(config);
+    const alice = await connectHttpHost(gateway.url, { token: await token() });
+    const carol = await connectHttpHost(gateway.url, {
+      token: await token((p) => {
+        p.sub = 'carol';
+        p.groups = ['contractors'];
+      }),
+    });
+    expect(textOf(await alice.client.callTool({ name: 'up__echo', arguments: { text: 'a' } }))).toBe('a');
+    const denied = await carol.client.callTool({ name: 'up__echo', arguments: { text: 'c' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('Contractors may not echo.');
+    await alice.close();
+    await carol.close();
+    const calls = readAudit(auditFile).filter((r) => r.type === 'call');
+    expect(
+      calls.map((c) => [
+        (c.principal as { subject: string }).subject,
+        c.outcome,
+        (c.decision as { rule: unknown }).rule,
+      ]),
+    ).toEqual([
+      ['alice', 'ok', null],
+      ['carol', 'denied', 'contractors-no-echo'],
+    ]);
+    expect(readFileSync(record, 'utf8')).not.toContain('"c"');
+  });
+
+  it('policy explain takes the principal and its claims', async () => {
+    const { config, dir } = setup({}, { policies: ['policy.yaml'] });
+    writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
+    const explain = (subject: string, group: string, ...args: string[]) =>
+      runCli([
+        'policy',
+        'explain',
+        '--config',
+        config,
+        'up__echo',
+        ...args,
+        '--principal',
+        subject,
+        '--claim',
+        `groups=${group}`,
+      ]);
+    const carol = await explain('carol', 'contractors', '{"text":"x"}');
+    expect(carol.stdout).toContain('principal: carol {"groups":"contractors"}');
+    expect(carol.stdout).toContain('decision: DENY by rule "contractors-no-echo"');
+    const dave = await explain('dave', 'eng');
+    expect(dave.stdout).toContain('decision: ALLOW by the default');
+    expect(dave.stdout).toContain('principal "dave"\'s groups "eng" does not match "contractors"');
   });
 });

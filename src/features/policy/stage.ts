@@ -29,7 +29,10 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
       message.record.decision = { effect: 'deny', rule: null };
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
-    const decision = options.engine().decide(policyInput(message, options.trusted(message.server)));
+    const input = policyInput(message, options.trusted(message.server));
+    const decision = options
+      .engine()
+      .decide(message.principal === undefined ? input : { ...input, principal: message.principal });
     message.record.decision = { effect: decision.effect, rule: decision.ruleId };
     if (decision.effect === 'deny') {
       return Promise.reject(
