@@ -30,6 +30,8 @@ import type { TelemetryRuntime } from './features/telemetry/runtime.js';
 
 const USAGE = `Usage:
   mcp-warden --config FILE            serve MCP on stdio (what a desktop host runs)
+  mcp-warden --config FILE --http HOST:PORT
+                                      serve MCP over HTTP at /mcp (team mode)
   mcp-warden check --config FILE      validate the config, its policy files and pins file
   mcp-warden tools --config FILE      start the upstreams, print the merged tool catalog, exit
   mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
@@ -56,11 +58,16 @@ Colour: on when the output is a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1
 
 /** Each command's own help: what `mcp-warden COMMAND --help` prints. */
 const COMMAND_HELP: Readonly<Record<string, string>> = {
-  serve: `Usage: mcp-warden [serve] --config FILE
+  serve: `Usage: mcp-warden [serve] --config FILE [--http HOST:PORT]
 
 Serves MCP on stdio: what a desktop host runs. stdout carries JSON-RPC only; the log goes to
 stderr (or gateway.log.file). A server whose entry cannot be used (an unset \${VAR}, an
 unreadable envFile, type: sse) is left out and reported failed; the others serve.
+
+  --http HOST:PORT   serve MCP Streamable HTTP at http://HOST:PORT/mcp instead of stdio (as
+                     the config's listen.http does; the flag wins). A host other than a
+                     loopback address needs an auth: section. Port 0 picks a free port; the
+                     log says which (listening on http://...).
 
 Exit codes: 0 the host closed the connection; 1 an internal error; 2 an invalid config, policy
 or pins file (nothing is started).`,
@@ -91,9 +98,14 @@ why; tools the policy hides and tools blocked by their pin are counted.
 Exit codes: 0 every enabled server is ready; 1 some server failed or was still starting;
 2 an invalid config, policy or pins file.`,
   policy: `Usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON] [--json]
+                                 [--principal SUBJECT [--claim NAME=VALUE ...]]
 
 Says which policy rule decides a call of TOOL (its exposed name, e.g. fs__write_file) with the
 given arguments, and why.
+
+  --principal SUBJECT   explain the call as made by this token subject (rules may match on the
+                        principal); default: the OS user, as on stdio
+  --claim NAME=VALUE    a claim of that principal, such as groups=admins (repeatable)
 
 Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an invalid config.`,
   pins: `Usage: mcp-warden pins diff|accept|list --config FILE [SERVER[/TOOL] ...]
@@ -126,7 +138,8 @@ Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad u
        mcp-warden audit keygen [--out PREFIX]
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
-  summary    calls per tool, denials, errors, p50/p95 duration, records waiting for a sink
+  summary    calls per tool and per principal, denials, errors, p50/p95 duration, records
+             waiting for a sink
   report     write OUT.html, one self-contained page (no network needed to open it): calls
              over time, decisions by effect and rule, top tools and servers, denials and
              errors each with its record, principals, and whether the hash chain is intact
@@ -325,10 +338,13 @@ async function startTelemetryIfConfigured(
   }
 }
 
-async function serve(file: string | undefined): Promise<void> {
-  const { config, redactor, warnings, refusals, managed } = await loadConfigFile(file, {
-    badServers: 'mark-failed',
-  });
+async function serve(file: string | undefined, flags: { readonly http?: string } = {}): Promise<void> {
+  const loaded = await loadConfigFile(file, { badServers: 'mark-failed' });
+  const { redactor, warnings, refusals, managed } = loaded;
+  const { listenFrom } = await import('./http/serveHttp.js');
+  const listening = listenFrom(loaded.config, flags.http);
+  if (typeof listening === 'string') fail(`${listening}\n\n${usageOf('serve')}`);
+  const config = listening;
   // Like an invalid config, an invalid pins file stops us before any server is started.
   const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
   // The config is valid: start the upstream processes now, and load the policies and the
@@ -394,6 +410,7 @@ async function serve(file: string | undefined): Promise<void> {
   const audit = trail?.log;
   if (audit !== undefined && !audit.healthy && audit.lastError !== undefined)
     logger.error(`AUDIT: ${audit.lastError.message}`);
+  const servesStdio = config.listen === undefined || config.listen.stdio;
   const host = new StreamTransport({
     input: process.stdin,
     output: process.stdout,
@@ -413,7 +430,9 @@ async function serve(file: string | undefined): Promise<void> {
     policies,
     redactor,
     logger,
-    host,
+    ...(servesStdio && { host }),
+    // Hosts over HTTP have calls in flight when a replica is stopped: give them time to finish.
+    ...(config.listen && { shutdownGraceMs: 5000 }),
     version: version(),
     early,
     ...(audit && { audit }),
@@ -426,18 +445,26 @@ async function serve(file: string | undefined): Promise<void> {
     managed === undefined ? undefined : (await import('./commands/managed.js')).watchManaged(managed, logger);
 
   let exiting = false;
+  let listener: import('./http/listener.js').Listener | undefined;
   const shutdown = async (why: string, code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
     managedWatcher?.close();
     logger.info(`shutting down: ${why}`);
-    // Hard stop well inside the 2 s a host gives us, whatever an upstream does.
-    setTimeout(() => {
-      gateway.killChildrenNow();
-      process.exit(code);
-    }, 1900).unref();
+    // Hard stop well inside the 2 s a host gives us, whatever an upstream does; an HTTP
+    // listener's hosts get longer for the calls they have in flight.
+    setTimeout(
+      () => {
+        gateway.killChildrenNow();
+        process.exit(code);
+      },
+      config.listen === undefined ? 1900 : 10_000,
+    ).unref();
     try {
+      // No new connections; requests in flight are answered (the routers drain), then sessions end.
+      listener?.stopAccepting();
       await gateway.close(why);
+      await listener?.close();
       // The last records (the stop, the final checkpoint) go to the sinks if they can in time.
       await trail?.drain(1000);
     } catch (error) {
@@ -450,7 +477,7 @@ async function serve(file: string | undefined): Promise<void> {
     process.exit(code);
   };
 
-  host.onclose = () => void shutdown('the host closed stdin', 0);
+  if (servesStdio) host.onclose = () => void shutdown('the host closed stdin', 0);
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGHUP', () => void shutdown('SIGHUP', 0));
@@ -468,6 +495,17 @@ async function serve(file: string | undefined): Promise<void> {
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
   await gateway.start();
+  if (config.listen !== undefined) {
+    const { startHttp } = await import('./http/serveHttp.js');
+    try {
+      listener = await startHttp({ config, gateway, logger });
+    } catch (error) {
+      logger.error(
+        `cannot listen on ${config.listen.host}:${config.listen.port}: ${(error as Error).message}`,
+      );
+      await shutdown('the HTTP listener could not start', 1);
+    }
+  }
 }
 
 async function closeLogger(logger: WinstonLogger): Promise<void> {
@@ -570,6 +608,29 @@ async function countHiddenByPolicy(
   return reviews.filter((r) => hidden(r.server, { ...r.definition, name: r.tool } as Tool)).length;
 }
 
+/**
+ * Who `policy explain` explains a call for: `--principal SUBJECT` with `--claim NAME=VALUE`
+ * (repeatable; several values of one claim make a list, as a token's groups are), or else the
+ * OS user, as on stdio.
+ */
+async function explainedPrincipal(subject: string | undefined, claims: string[] | undefined) {
+  const { osPrincipal, tokenPrincipal } = await import('./core/principal.js');
+  if (subject === undefined) {
+    if (claims !== undefined) fail(`--claim needs --principal SUBJECT\n\n${usageOf('policy')}`);
+    return osPrincipal();
+  }
+  const values = new Map<string, string[]>();
+  for (const claim of claims ?? []) {
+    const at = claim.indexOf('=');
+    if (at <= 0) fail(`--claim ${claim}: expected NAME=VALUE, such as groups=admins\n\n${usageOf('policy')}`);
+    const name = claim.slice(0, at);
+    values.set(name, [...(values.get(name) ?? []), claim.slice(at + 1)]);
+  }
+  const payload: Record<string, unknown> = { sub: subject };
+  for (const [name, list] of values) payload[name] = list.length > 1 ? list : list[0];
+  return tokenPrincipal(payload, [...values.keys()]);
+}
+
 /** Asks a yes/no question on the terminal (stderr); only y or yes is yes. */
 async function confirm(question: string): Promise<boolean> {
   const { createInterface } = await import('node:readline/promises');
@@ -621,6 +682,8 @@ async function auditAcceptance(
     session,
     ...(checkpoints && { checkpoints }),
   });
+  const { osPrincipal } = await import('./core/principal.js');
+  const principal = osPrincipal();
   let by: string;
   try {
     by = userInfo().username;
@@ -631,6 +694,7 @@ async function auditAcceptance(
     log.append({
       type: 'tool_pinned',
       session,
+      principal,
       server,
       upstreamTool: tool,
       sha256: pin.sha256,
@@ -683,6 +747,9 @@ async function main(argv: string[]): Promise<void> {
         key: { type: 'string' },
         anchor: { type: 'string' },
         out: { type: 'string' },
+        http: { type: 'string' },
+        principal: { type: 'string' },
+        claim: { type: 'string', multiple: true },
       },
     });
   } catch (error) {
@@ -714,7 +781,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       noMore(rest);
-      return serve(values.config);
+      return serve(values.config, { ...(values.http !== undefined && { http: values.http }) });
     case 'check': {
       noMore(rest);
       const {
@@ -845,6 +912,7 @@ async function main(argv: string[]): Promise<void> {
           arguments: args,
           logger,
           version: version(),
+          principal: await explainedPrincipal(values.principal, values.claim),
         });
         process.stdout.write(
           values.json ? `${JSON.stringify(report, null, 2)}\n` : formatExplanation(report),

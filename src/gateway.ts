@@ -18,6 +18,8 @@ import { fulfilInput } from './core/era/fulfilInput.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
 import { Router } from './core/routing/router.js';
 import { withAppVisibility } from './core/routing/toolResolution.js';
+import { InitializedHostSession, type HostSession } from './core/routing/hostSession.js';
+import { osPrincipal, type Principal } from './core/principal.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
 import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
@@ -47,8 +49,13 @@ import { createValidate } from './features/validate/feature.js';
 export interface GatewayOptions {
   readonly config: WardenConfig;
   readonly logger: Logger;
-  /** The host connection (stdin/stdout in production, in-memory in tests). */
-  readonly host: MessageTransport;
+  /**
+   * The host connection (stdin/stdout in production, in-memory in tests); absent when hosts
+   * connect only over HTTP (see `Gateway.connect`).
+   */
+  readonly host?: MessageTransport;
+  /** Who the process-wide principal is (the stdio host, the gateway's own records); default the OS user. */
+  readonly principal?: Principal;
   readonly version: string;
   /** The policies loaded at start (an invalid set never gets this far). */
   readonly policies: PolicySet;
@@ -82,6 +89,12 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly pool: UpstreamPool;
   readonly tools: NamedCatalog<Tool>;
+  /**
+   * Serves one more host connection (an HTTP session) made by `principal`, beside the one given
+   * as `host`. Config, policies, audit, features and upstreams are shared; the connection has
+   * its own peer, host session and router. Close it through the returned connection.
+   */
+  connect(transport: MessageTransport, principal: Principal): Connection;
   start(): Promise<void>;
   /** Answers or fails what is in flight, stops every upstream, flushes the host connection. */
   close(reason?: string): Promise<void>;
@@ -213,30 +226,52 @@ export function createGateway(options: GatewayOptions): Gateway {
   /** One id per gateway process: every audit record of this session carries it. */
   const session = options.session ?? randomUUID();
   const startedAt = Date.now();
+  /** Who the gateway's own records (start, stop, upstreams, config) are written for. */
+  const processPrincipal = options.principal ?? osPrincipal();
   /**
    * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,
    * but a start, exit or reload must still happen (the writer reports the failure itself).
    */
   const record = (event: LifecycleEventWithoutSession): void => {
     try {
-      audit?.append({ ...event, session } as LifecycleEvent);
+      audit?.append({ ...event, session, principal: processPrincipal } as LifecycleEvent);
     } catch {
       // Already reported through the audit log's onStatus; calls are refused by the audit stage.
     }
+  };
+  /**
+   * The host connections being served: stdio's one, and one per HTTP session. Everything above
+   * this line (config, policies, audit, features, upstreams, catalogs) is shared by all of them;
+   * each has its own peer, host session (capabilities, log level, lists seen) and router.
+   */
+  const connections = new Set<Connection>();
+  /** Which connection last sent each server a request: where that server's own requests go. */
+  const lastUser = new Map<string, Connection>();
+  /** The connection whose host an upstream is told about when it connects: the first one set up. */
+  const primary = (): Connection | undefined => {
+    for (const c of connections) if (c.router.host.protocolVersion !== undefined) return c;
+    return connections.values().next().value;
   };
   const { features } = buildFeatures({
     config,
     logger,
     policies: options.policies,
-    askHost: (params, signal, call) => askHost(params, signal, call),
+    askHost: (params, signal, call) => askHost(call.host ?? primary()?.router.host, params, signal, call),
     redact: (value) => redactor.redactValue(value),
     record,
-    ...(audit && { audit: { log: audit, session, client: () => router.host.info } }),
+    ...(audit && {
+      audit: {
+        log: audit,
+        session,
+        principal: processPrincipal,
+        client: (call: RoutedMessage) => (call.host ?? primary()?.router.host)?.info,
+      },
+    }),
     ...(options.pins && { pins: options.pins }),
     ...(options.telemetry && {
       telemetry: {
         runtime: options.telemetry,
-        protocolVersion: () => router.host.protocolVersion,
+        protocolVersion: () => primary()?.router.host.protocolVersion,
         hostTransport: 'pipe' as const,
         upstreamTransport: (server: string) => {
           const transport = serversByName.get(server)?.transport;
@@ -246,9 +281,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     }),
   });
   const serversByName = new Map(config.servers.map((s) => [s.name, s]));
-  // App-only tools are listed only to a host that runs Apps (see toolResolution.ts).
-  const listed = withAppVisibility(foldVisibility(features), () =>
-    router.host.declaresExtension(UI_EXTENSION),
+  // App-only tools are listed only to a host that runs Apps (see toolResolution.ts). The lists
+  // are shared by every connection, so with several it is the first host that decides.
+  const listed = withAppVisibility(
+    foldVisibility(features),
+    () => primary()?.router.host.declaresExtension(UI_EXTENSION) ?? false,
   );
   const definitions = loggedDefinitions(logger, record);
   const served = definitions.tools.bind(definitions);
@@ -257,38 +294,37 @@ export function createGateway(options: GatewayOptions): Gateway {
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
   const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
-  if (host instanceof StreamTransport && beforeWrite.length > 0)
-    host.beforeWrite = beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
-  if (host instanceof StreamTransport) {
-    host.onBackpressure = (congested) => {
-      logger.warn(
-        congested
-          ? 'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does'
-          : 'the host reads again; reading from upstreams resumes',
-      );
-      for (const upstream of pool.upstreams) upstream.setReading(!congested);
-    };
-  }
   const pool: UpstreamPool = new UpstreamPool({
     config,
     ...(options.early && { early: options.early }),
     ...(options.connectUpstream && { connect: options.connectUpstream }),
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
-    // The callbacks run only once upstreams start, which is after `router` below exists.
-    clientCapabilities: (server) => router.host.capabilitiesFor(server.clientRequests),
-    onReady: (upstream) => router.upstreamReady(upstream),
-    prefersModern: () => router.modern.era === 'modern',
+    // Upstreams are shared by every host connection; they are told what the first host can do
+    // (none yet when an HTTP listener starts them: then only what the config fixes).
+    clientCapabilities: (server) =>
+      (primary()?.router.host ?? NO_HOST).capabilitiesFor(server.clientRequests),
+    onReady: (upstream) => {
+      for (const c of connections) c.router.upstreamReady(upstream);
+    },
+    prefersModern: () => primary()?.router.modern.era === 'modern',
     onListsChanged: (upstream, kinds) => {
       for (const feature of features) feature.onListsChanged?.(upstream, kinds);
       const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, {
         listed,
         served,
       });
-      if (changed.length > 0) router.listsChanged(changed);
+      if (changed.length > 0) for (const c of connections) c.router.listsChanged(changed);
     },
-    onNotification: (upstream, notification) => router.upstreamNotification(upstream, notification),
-    onRequest: (upstream, request) => router.upstreamRequest(upstream, request),
+    onNotification: (upstream, notification) => {
+      for (const c of connections) c.router.upstreamNotification(upstream, notification);
+    },
+    // A server's question goes to the connection that last asked that server something.
+    onRequest: (upstream, request) => {
+      const to = lastUser.get(upstream.name) ?? primary();
+      if (to !== undefined) to.router.upstreamRequest(upstream, request);
+      else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+    },
     ...((audit || lifecycle.length > 0) && {
       onLifecycle: (event: UpstreamLifecycleEvent) => {
         record(event);
@@ -296,30 +332,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
     }),
   });
+  const stages = pipelineStages(features);
   const observe = stageObserver(features);
-  const forward = createForward({
-    upstream: (server) => pool.byName.get(server),
-    host: {
-      requestOutcome: (method, params, options, origin) => router.host.ask(method, params, options, origin),
-    },
-    fulfilInput: (message, outcome, retry) =>
-      fulfilInput({
-        message,
-        outcome,
-        retry,
-        ask: (method, params) => router.askHostFor(message.server, method, params, message.signal),
-      }),
-    answerLocally: (message) => fixedRoots(message, serversByName),
-  });
-  const pipeline = compose(
-    pipelineStages(features),
-    observe === undefined
-      ? forward
-      : (message) => {
-          observe('forward', message);
-          return forward(message);
-        },
-  );
   // A host shows a server's stderr in a log few users open; the initialize answer's instructions
   // reach the host (and often the model) at once, so a server left out is not a mystery.
   const failedAtLoad = config.servers.flatMap((server) =>
@@ -331,33 +345,93 @@ export function createGateway(options: GatewayOptions): Gateway {
             `mcp-warden: server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`,
           ],
   );
-  const router = new Router({
-    host,
-    tools,
-    prompts,
-    resources,
-    pool,
-    pipeline,
-    // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
-    recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
-    logger,
-    serverInfo: { name: 'mcp-warden', version: options.version },
-    ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
-    taskOwner: session,
-  });
+
+  /** Serves one host connection: its own peer, host session and router over the shared rest. */
+  function connect(transport: MessageTransport, principal: Principal, taskOwner?: string): Connection {
+    if (transport instanceof StreamTransport && beforeWrite.length > 0)
+      transport.beforeWrite =
+        beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
+    if (transport instanceof StreamTransport) {
+      transport.onBackpressure = (congested) => {
+        logger.warn(
+          congested
+            ? 'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does'
+            : 'the host reads again; reading from upstreams resumes',
+        );
+        for (const upstream of pool.upstreams) upstream.setReading(!congested);
+      };
+    }
+    const forward = createForward({
+      upstream: (server) => pool.byName.get(server),
+      host: {
+        requestOutcome: (method, params, options, origin) => router.host.ask(method, params, options, origin),
+      },
+      fulfilInput: (message, outcome, retry) =>
+        fulfilInput({
+          message,
+          outcome,
+          retry,
+          ask: (method, params) => router.askHostFor(message.server, method, params, message.signal),
+        }),
+      answerLocally: (message) => fixedRoots(message, serversByName),
+    });
+    const shared = compose(
+      stages,
+      observe === undefined
+        ? forward
+        : (message) => {
+            observe('forward', message);
+            return forward(message);
+          },
+    );
+    const router: Router = new Router({
+      host: transport,
+      tools,
+      prompts,
+      resources,
+      pool,
+      pipeline: (message) => {
+        if (message.direction === 'upstream') lastUser.set(message.server, connection);
+        return shared(message);
+      },
+      // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
+      recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
+      logger,
+      serverInfo: { name: 'mcp-warden', version: options.version },
+      ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
+      // Task handles are sealed to their connection: another host cannot read or cancel them.
+      ...(taskOwner !== undefined && { taskOwner }),
+      principal,
+    });
+    const connection: Connection = {
+      router,
+      transport,
+      principal,
+      beforeWrite: () => beforeWrite.forEach((f) => f()),
+      async close() {
+        if (!connections.delete(connection)) return;
+        for (const [server, user] of lastUser) if (user === connection) lastUser.delete(server);
+        await router.drain();
+        await transport.close();
+      },
+    };
+    connections.add(connection);
+    return connection;
+  }
 
   /**
    * The gateway's own questions to the user (confirmations) go to the host as elicitation: a
    * request of its own to a legacy host, an InputRequiredResult of the call to a modern one.
    */
   function askHost(
+    host: HostSession | undefined,
     params: Params,
     signal: CancelSignal,
     call: RoutedMessage,
   ): Promise<HostAnswer> | undefined {
     const origin = { hostRequest: call.signal };
-    if (!router.host.can('elicitation', origin)) return undefined;
-    return router.host.ask('elicitation/create', params, { signal }, origin).then(
+    if (host === undefined || !host.can('elicitation', origin)) return undefined;
+    return host.ask('elicitation/create', params, { signal }, origin).then(
       (outcome): HostAnswer => ({ result: outcome.result }),
       (error: unknown): HostAnswer =>
         error instanceof MalformedAnswerError
@@ -371,16 +445,18 @@ export function createGateway(options: GatewayOptions): Gateway {
       listed,
       served,
     });
-    if (changed.length > 0) router.listsChanged(changed);
+    if (changed.length > 0) for (const c of connections) c.router.listsChanged(changed);
   };
   const watchers = features.flatMap((f) =>
     f.watch ? [f.watch({ upstreams: () => pool.upstreams, relist })] : [],
   );
+  if (host !== undefined) connect(host, processPrincipal, session);
 
   let closing: Promise<void> | undefined;
   return {
     pool,
     tools,
+    connect: (transport, principal) => connect(transport, principal),
     async start() {
       if (audit) {
         record({ type: 'gateway_start', version: options.version, pid: process.pid, config: config.file });
@@ -400,14 +476,15 @@ export function createGateway(options: GatewayOptions): Gateway {
             });
         for (const feature of features) feature.started?.();
       }
-      await host.start();
+      await host?.start();
     },
     close(reason = 'closed') {
       closing ??= (async () => {
         // Calls about to finish get a moment; then stopping the upstreams fails the rest at
         // once, which the router answers, so every request still gets a response.
         for (const watcher of watchers) watcher.close();
-        const drained = router.drain();
+        const open = [...connections];
+        const drained = Promise.all(open.map((c) => c.router.drain()));
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
         await pool.stop();
         await drained;
@@ -415,13 +492,28 @@ export function createGateway(options: GatewayOptions): Gateway {
           record({ type: 'gateway_stop', reason, uptimeMs: Date.now() - startedAt });
           audit.close();
         }
-        await host.close();
+        connections.clear();
+        await Promise.all(open.map((c) => c.transport.close()));
       })();
       return closing;
     },
     killChildrenNow: () => pool.killAllNow(),
   };
 }
+
+/** One host connection the gateway serves (see `Gateway.connect`). */
+export interface Connection {
+  readonly router: Router;
+  readonly transport: MessageTransport;
+  readonly principal: Principal;
+  /** Flushes what must be written before an answer leaves (the audit records of this turn). */
+  readonly beforeWrite: () => void;
+  /** Stops taking requests, waits for those in flight, closes the transport. */
+  close(): Promise<void>;
+}
+
+/** The host session of nobody: what upstreams are told when no host has connected yet. */
+const NO_HOST: Pick<HostSession, 'capabilitiesFor'> = new InitializedHostSession(undefined as never);
 
 /** The JSON-RPC error object of a failed question to the host. */
 function errorObject(error: unknown): JsonRpcErrorObject {

@@ -2,6 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { WardenConfig } from '../config/types.js';
 import { WardenError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { describePrincipal, type Principal } from '../core/principal.js';
 import {
   createPolicyEngine,
   readAnnotations,
@@ -17,6 +18,8 @@ export interface ExplainRequest {
   readonly arguments: Record<string, unknown> | undefined;
   readonly logger: Logger;
   readonly version: string;
+  /** Who the call is explained for (rules may match on the principal); default: nobody known. */
+  readonly principal?: Principal;
 }
 
 export interface ExplainReport {
@@ -29,6 +32,7 @@ export interface ExplainReport {
   readonly annotations: ReturnType<typeof readAnnotations>;
   readonly hiddenFromList: boolean;
   readonly explanation: Explanation;
+  readonly principal?: Principal;
 }
 
 /**
@@ -83,7 +87,12 @@ export async function explainPolicy(request: ExplainRequest): Promise<ExplainRep
     trusted,
     annotations: readAnnotations(definition?.annotations, trusted),
     hiddenFromList: engine.isHiddenFromList(input),
-    explanation: engine.explain({ ...input, arguments: request.arguments }),
+    explanation: engine.explain({
+      ...input,
+      arguments: request.arguments,
+      ...(request.principal && { principal: request.principal }),
+    }),
+    ...(request.principal && { principal: request.principal }),
   };
 }
 
@@ -98,6 +107,13 @@ export function formatExplanation(report: ExplainReport): string {
     `annotations: ${hints} (${report.trusted ? 'trusted server' : 'untrusted server: cautious defaults'}${
       report.definitionFrom === 'name' ? '; tool definition not fetched' : ''
     })`,
+    ...(report.principal === undefined
+      ? []
+      : [
+          `principal: ${describePrincipal(report.principal)}${
+            report.principal.claims === undefined ? '' : ` ${JSON.stringify(report.principal.claims)}`
+          }`,
+        ]),
     `decision: ${decision.effect.toUpperCase()} by ${decision.ruleId === null ? 'the default' : `rule "${decision.ruleId}"`}${where}${decision.layer === undefined ? '' : `, ${decision.layer} layer`}`,
     `reason: ${decision.reason}`,
     `shown in tools/list: ${report.hiddenFromList ? 'no (denied whatever the arguments)' : 'yes'}`,

@@ -22,6 +22,7 @@ import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { formatKeyPath, interpolate, type Env, type KeyPath } from './interpolate.js';
 import { applyManagedToData, relocateManagedIssues, type ManagedSettings } from './managed.js';
 import { checkDocumentShape, describeValue } from './schema.js';
+import { normalizeTeam } from './team.js';
 import {
   parseYamlSource,
   readSourceFile,
@@ -230,6 +231,10 @@ function normalize(data: Data, ctx: Context): WardenConfig {
     ...(audit === undefined ? {} : { audit }),
     ...(pins === undefined ? {} : { pins }),
     ...(telemetry === undefined ? {} : { telemetry }),
+    ...normalizeTeam(data, {
+      add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
+      duration: (keyPath, value) => duration(ctx, keyPath, value),
+    }),
     servers: normalizeServers(data, ctx, inherited),
   };
 }

@@ -319,6 +319,10 @@ export interface WardenConfig {
   readonly audit?: AuditConfig;
   readonly pins?: PinsConfig;
   readonly telemetry?: TelemetryConfig;
+  /** The HTTP listener (team mode); absent: stdio only. See config/team.ts. */
+  readonly listen?: ListenConfig;
+  /** Bearer-token authentication of HTTP hosts; absent: none (loopback listeners only). */
+  readonly auth?: AuthConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
   /**
@@ -326,4 +330,38 @@ export interface WardenConfig {
    * (see config/managed.ts). Their policy files come first in `policies`.
    */
   readonly managed?: { readonly file: string; readonly policies: readonly string[] };
+}
+
+/** `listen:`, the Streamable HTTP listener at /mcp. */
+export interface ListenConfig {
+  /** The address to bind; port 0 picks a free one. */
+  readonly host: string;
+  readonly port: number;
+  /** Also serve a host on stdin/stdout. Default false. */
+  readonly stdio: boolean;
+  /** Host header values accepted besides the listener's own address and localhost. */
+  readonly allowedHosts: readonly string[];
+  /** Origin header values accepted besides the listener's own. */
+  readonly allowedOrigins: readonly string[];
+  /** Open sessions at most. Default 100. */
+  readonly maxSessions: number;
+  /** A session without requests for this long is closed. Default 30 min. */
+  readonly sessionIdleMs: number;
+  /** Secret shared by replicas that seals session ids; absent: a random key per process. */
+  readonly sessionKey?: string;
+}
+
+/** `auth:`, mcp-warden as an OAuth 2.1 resource server. */
+export interface AuthConfig {
+  readonly issuer: string;
+  readonly audience: string;
+  /** Where the signing keys are; absent: from the issuer's metadata. */
+  readonly jwksUri?: string;
+  readonly requiredScopes: readonly string[];
+  /** Claims kept on the principal besides sub, iss and client_id. */
+  readonly claims: readonly string[];
+  /** Tolerance for exp and nbf. Default 30 s. */
+  readonly clockSkewMs: number;
+  /** An unknown key id refetches the JWKS at most once per this long. Default 30 s. */
+  readonly jwksCooldownMs: number;
 }

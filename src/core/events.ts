@@ -12,6 +12,8 @@
  * field: one place a security team reads to parse the trail.
  */
 
+import type { Principal } from './principal.js';
+
 /** Added by the writer to every record; never set by callers (their values would be replaced). */
 export interface ChainFields {
   /**
@@ -104,6 +106,13 @@ export type CallOutcome =
 export interface GatewayEventBase {
   /** The gateway run's id (random per start): ties a run's records together in a shared file. */
   session: string;
+  /**
+   * Who the record is about: for a call or request, the principal of the host connection that
+   * made it (the token's subject on HTTP, the OS user on stdio); for the gateway's own records
+   * (start, stop, upstreams, config), the OS user the gateway runs as. Set on every record
+   * mcp-warden writes; optional only so that records of older versions still parse.
+   */
+  principal?: Principal;
 }
 
 /** One `tools/call`, written when it ends, whatever the outcome. */

@@ -219,7 +219,7 @@ describe('tamper evidence', () => {
   });
 
   it('rotation keeps the chain across files', async () => {
-    const { file, config, dir } = setup({ maxSize: '1KiB', maxFiles: 20 });
+    const { file, config, dir } = setup({ maxSize: '1KiB', maxFiles: 40 });
     const host = await connectHost(config);
     for (let i = 0; i < 12; i++)
       await host.client.callTool({ name: 'up__echo', arguments: { text: `r${i}` } });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHost, FAST_GATEWAY, fixture, runCli, tempDir, writeConfig } from './harness.js';
+import { osPrincipal } from '../../src/core/principal.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -107,7 +108,9 @@ describe('audit report', () => {
     expect(html).toContain('Hash chain: intact');
     expect(html).toContain('up__add (up): rule no-add');
     expect(html).toContain('up__fail (up): tool_error');
-    expect(html).toContain('(not recorded)');
+    // Every record names who made the call: on stdio, the OS user the gateway runs as.
+    expect(html).toContain(osPrincipal().subject);
+    expect(html).not.toContain('(not recorded)');
   });
 
   it('says on the page and on stderr when the chain is broken', async () => {

@@ -68,14 +68,17 @@ export interface ConnectOptions {
   readonly env?: Record<string, string>;
   /** Runs before the handshake: set request handlers (sampling, elicitation, roots) here. */
   readonly beforeConnect?: (client: Client) => void;
-  readonly capabilities?: ConstructorParameters<typeof Client>[1] extends infer O
-    ? O extends { capabilities?: infer C }
-      ? C
-      : never
-    : never;
+  readonly capabilities?: HostCapabilities;
   /** Lets the host run requests the gateway sends it as tasks (the SDK's task store). */
   readonly taskStore?: TaskStore;
 }
+
+/** The client capabilities a test host declares. */
+export type HostCapabilities = ConstructorParameters<typeof Client>[1] extends infer O
+  ? O extends { capabilities?: infer C }
+    ? C
+    : never
+  : never;
 
 /** Launches `mcp-warden --config file` with the SDK Client as host and completes the handshake. */
 export async function connectHost(configFile: string, options: ConnectOptions = {}): Promise<HostSession> {

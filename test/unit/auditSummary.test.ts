@@ -115,3 +115,26 @@ describe('audit summary', () => {
     expect(summary.total.errors).toBe(1);
   });
 });
+
+describe('audit summary by principal', () => {
+  it('counts calls per principal, most first, with records that name none as (unknown)', () => {
+    const alice = { source: 'token' as const, subject: 'alice', issuer: 'https://idp.example' };
+    const bob = { source: 'os' as const, subject: 'bob', hostname: 'laptop' };
+    const summary = summarizeRecords([
+      { ...call('fs__read', 'ok', 5), principal: alice },
+      { ...call('fs__write', 'denied', 1), principal: alice },
+      { ...call('fs__read', 'timeout', 9), principal: alice },
+      { ...call('fs__read', 'ok', 2), principal: bob },
+      call('fs__read', 'ok', 3),
+    ]);
+    expect(summary.principals.map((p) => [p.tool, p.calls, p.ok, p.denied, p.errors])).toEqual([
+      ['alice@https://idp.example', 3, 1, 1, 1],
+      ['(unknown)', 1, 1, 0, 0],
+      ['bob@laptop', 1, 1, 0, 0],
+    ]);
+    const text = formatSummary({ ...summary, files: [file], unreadable: 0 });
+    expect(text).toMatch(
+      /principal\s+calls\s+ok\s+denied\s+errors\n[- ]+\nalice@https:\/\/idp\.example\s+3\s+1\s+1\s+1\n/,
+    );
+  });
+});

@@ -666,3 +666,58 @@ describe('explain', () => {
     ]);
   });
 });
+
+describe('rules on the principal', () => {
+  const engine = engineOf([
+    'team.yaml',
+    yaml(
+      'default: deny',
+      'rules:',
+      '  - id: admins-write',
+      '    match: { tool: write_*, principal: { claims: { groups: admins } } }',
+      '    action: allow',
+      '  - id: alice-reads',
+      '    match: { tool: read_*, principal: { subject: alice, claims: { email: "*@example.com" } } }',
+      '    action: allow',
+    ),
+  ]);
+  const alice = {
+    source: 'token' as const,
+    subject: 'alice',
+    claims: { email: 'alice@example.com', groups: ['eng', 'admins'] },
+  };
+  const bob = {
+    source: 'token' as const,
+    subject: 'bob',
+    claims: { email: 'bob@example.com', groups: ['eng'] },
+  };
+
+  it('matches the subject and claims, a list claim by any of its entries', () => {
+    expect(brief(engine.decide(call({ server: 'fs', tool: 'write_file', principal: alice })))).toEqual([
+      'allow',
+      'admins-write',
+    ]);
+    expect(brief(engine.decide(call({ server: 'fs', tool: 'write_file', principal: bob })))).toEqual([
+      'deny',
+      null,
+    ]);
+    expect(brief(engine.decide(call({ server: 'fs', tool: 'read_file', principal: alice })))).toEqual([
+      'allow',
+      'alice-reads',
+    ]);
+    expect(brief(engine.decide(call({ server: 'fs', tool: 'read_file', principal: bob })))).toEqual([
+      'deny',
+      null,
+    ]);
+    // Nobody known: no principal rule matches.
+    expect(brief(engine.decide(call({ server: 'fs', tool: 'read_file' })))).toEqual(['deny', null]);
+  });
+
+  it('never hides a tool from the shared list by itself, and explains a mismatch', () => {
+    expect(
+      engine.isHiddenFromList({ server: 'fs', tool: 'write_file', annotations: undefined, trusted: false }),
+    ).toBe(false);
+    const { trace } = engine.explain(call({ server: 'fs', tool: 'write_file', principal: bob }));
+    expect(trace[0]!.why).toBe('principal "bob"\'s groups ["eng"] does not match "admins"');
+  });
+});

@@ -4,6 +4,8 @@ import type { Params, RequestId } from '../rpc/jsonRpc.js';
 import type { ProgressListener } from '../rpc/progress.js';
 import type { Decision } from './decision.js';
 import type { Outcome } from '../rpc/outcome.js';
+import type { Principal } from '../principal.js';
+import type { HostSession } from '../routing/hostSession.js';
 
 /**
  * Every request the gateway routes, in either direction, is one of these kinds, and passes the
@@ -87,6 +89,13 @@ export interface RoutedMessage {
    */
   readonly hostEra?: ProtocolEra | undefined;
   readonly upstreamEra?: ProtocolEra | undefined;
+  /**
+   * The host connection the message belongs to (the one that asked, or the one asked), when a
+   * router made it: with several host connections, questions and records follow the right one.
+   */
+  readonly host?: HostSession;
+  /** Who that connection is (see core/principal.ts); set by the router like `host`. */
+  readonly principal?: Principal;
 }
 
 /** See `RoutedMessage.task`. */

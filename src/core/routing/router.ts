@@ -37,6 +37,7 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/ver
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { UpstreamPool } from '../upstreams/upstreamPool.js';
 import { TaskRouting } from '../tasks/taskRouting.js';
+import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
 import {
@@ -81,6 +82,8 @@ export interface RouterOptions {
   readonly notes?: readonly string[];
   /** Whose tasks the host's are (the gateway's session id): task handles are sealed to it. */
   readonly taskOwner?: string;
+  /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
+  readonly principal?: Principal;
 }
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
@@ -317,6 +320,8 @@ export class Router {
       record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: upstream.era,
+      host: this.host,
+      principal: this.options.principal,
     };
   }
 
@@ -420,6 +425,8 @@ export class Router {
       record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: this.options.pool.byName.get(entry.server)?.era,
+      host: this.host,
+      principal: this.options.principal,
     };
     recordRefusal(message, new InvalidParamsError(error.message)).then(
       (outcome) => request.respond(outcome),
@@ -589,6 +596,8 @@ export class Router {
       ...(task !== undefined && { task }),
       hostEra: this.modern.hostEra,
       upstreamEra: this.options.pool.byName.get(entry.server)?.era,
+      host: this.host,
+      principal: this.options.principal,
     };
   }
 
@@ -677,6 +686,8 @@ export class Router {
       record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: this.options.pool.byName.get(server)?.era,
+      host: this.host,
+      principal: this.options.principal,
     };
   }
 

@@ -6,14 +6,17 @@ import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { RoutedMessage, Stage } from '../../core/pipeline/types.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
+import type { Principal } from '../../core/principal.js';
 
 export interface AuditStageOptions {
   readonly log: AuditLog;
   readonly config: AuditConfig;
   /** This gateway process's session id, shared by all its records. */
   readonly session: string;
-  /** The host, as it introduced itself in `initialize`. */
-  readonly client: () => ClientInfo | undefined;
+  /** The host the call came from (or went to), as it introduced itself in `initialize`. */
+  readonly client: (call: RoutedMessage) => ClientInfo | undefined;
+  /** Who a call is recorded for when its message names nobody (see `RoutedMessage.principal`). */
+  readonly principal?: Principal;
   readonly logger: Logger;
 }
 
@@ -89,6 +92,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
     return {
       type: 'call_start',
       session: options.session,
+      principal: call.principal ?? options.principal,
       call: number,
       ...(call.kind !== 'tools/call' && { method: call.kind }),
       tool: call.exposedName,
@@ -106,13 +110,14 @@ export function createAuditStage(options: AuditStageOptions): Stage {
     failure?: unknown,
     number?: number,
   ): void {
-    const client = options.client();
+    const client = options.client(call);
     if (call.kind !== 'tools/call') return writeRequest(call, client, outcome, ms, result, failure, number);
     // Always the same members, in the documented order (an absent one is undefined, which JSON
     // leaves out): one object shape for every call, built without intermediate objects.
     const event: CallEvent = {
       type: 'call',
       session: options.session,
+      principal: call.principal ?? options.principal,
       client,
       hostEra: eraOf(call, call.hostEra),
       upstreamEra: eraOf(call, call.upstreamEra),
@@ -153,6 +158,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
     const event: RequestEvent = {
       type: 'request',
       session: options.session,
+      principal: call.principal ?? options.principal,
       client,
       hostEra: eraOf(call, call.hostEra),
       upstreamEra: eraOf(call, call.upstreamEra),

@@ -1,5 +1,6 @@
 import { auditFileSet, readLinesSync } from './files.js';
 import { plural } from '../../lib/plural.js';
+import { describePrincipal, type Principal } from '../../core/principal.js';
 
 /** One row of the summary: the calls of one exposed tool (or all of them, for the total). */
 export interface ToolSummary {
@@ -30,6 +31,12 @@ export interface AuditSummary {
   readonly to: string | null;
   /** By calls, most first, then by name. */
   readonly tools: ToolSummary[];
+  /**
+   * The same counts per principal (who made the calls: `alice@https://idp.example`, or the OS
+   * user `bob@laptop`), most calls first; `tool` holds the principal, `server` is empty. Calls
+   * recorded before records named their principal count as `(unknown)`.
+   */
+  readonly principals: ToolSummary[];
   readonly total: ToolSummary;
   /** Count per non-`ok`, non-`denied` outcome (`timeout`, `tool_error`, ...), over all tools. */
   readonly errorOutcomes: Readonly<Record<string, number>>;
@@ -90,6 +97,7 @@ interface Accumulator {
 /** The summary of parsed records (anything that is not an object with a string `type` is skipped). */
 export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary, 'files' | 'unreadable'> {
   const byTool = new Map<string, Accumulator>();
+  const byPrincipal = new Map<string, Accumulator>();
   const total: Accumulator = {
     tool: 'total',
     server: '',
@@ -134,8 +142,14 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
     } else if (row.server !== server) {
       row.server = ''; // one exposed name, several servers over time: say nothing rather than pick one
     }
+    const who = principalLabel(record.principal);
+    let mine = byPrincipal.get(who);
+    if (mine === undefined) {
+      mine = { tool: who, server: '', calls: 0, ok: 0, denied: 0, errors: 0, durations: [] };
+      byPrincipal.set(who, mine);
+    }
     const outcome = typeof record.outcome === 'string' ? record.outcome : 'unknown';
-    for (const target of [row, total]) {
+    for (const target of [row, mine, total]) {
       target.calls++;
       if (outcome === 'ok') target.ok++;
       else if (outcome === 'denied') target.denied++;
@@ -148,19 +162,30 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
     if (outcome !== 'ok' && outcome !== 'denied')
       errorOutcomes.set(outcome, (errorOutcomes.get(outcome) ?? 0) + 1);
   }
-  const tools = [...byTool.values()]
-    .sort((a, b) => b.calls - a.calls || (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0))
-    .map(finish);
+  const byCalls = (rows: Iterable<Accumulator>) =>
+    [...rows]
+      .sort((a, b) => b.calls - a.calls || (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0))
+      .map(finish);
+  const tools = byCalls(byTool.values());
   return {
     records: count,
     from,
     to,
     tools,
+    principals: byCalls(byPrincipal.values()),
     total: finish(total),
     errorOutcomes: Object.fromEntries(errorOutcomes),
     events: Object.fromEntries(events),
     unfinished: started.size,
   };
+}
+
+/** How a record's principal reads in the summary; `(unknown)` for records without one. */
+function principalLabel(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return '(unknown)';
+  const principal = value as Partial<Principal>;
+  if (typeof principal.subject !== 'string') return '(unknown)';
+  return describePrincipal(principal as Principal);
 }
 
 /** What pairs a `call_start` with its `call` record. */
@@ -212,22 +237,19 @@ export function formatSummary(summary: AuditSummary): string {
       formatMs(row.p50),
       formatMs(row.p95),
     ];
-    const body = summary.tools.map(toCells);
-    const total = toCells(summary.total);
-    const widths = header.map((title, column) =>
-      Math.max(title.length, ...[...body, total].map((cells) => (cells[column] ?? '').length)),
+    lines.push(...table(header, summary.tools.map(toCells), toCells(summary.total), 2));
+    // Who made the calls: the principal of each record (one row when everyone is the OS user).
+    const byWho = (row: ToolSummary): string[] => [
+      row.tool,
+      String(row.calls),
+      String(row.ok),
+      String(row.denied),
+      String(row.errors),
+    ];
+    lines.push(
+      '',
+      ...table(['principal', 'calls', 'ok', 'denied', 'errors'], summary.principals.map(byWho), undefined, 1),
     );
-    // Names left-aligned, numbers right-aligned, two spaces between columns.
-    const render = (cells: string[]): string =>
-      cells
-        .map((cell, column) => {
-          const width = widths[column] ?? 0;
-          return column < 2 ? cell.padEnd(width) : cell.padStart(width);
-        })
-        .join('  ')
-        .trimEnd();
-    const rule = widths.map((width) => '-'.repeat(width)).join('  ');
-    lines.push(render(header), rule, ...body.map(render), rule, render(total));
   }
   const outcomes = Object.entries(summary.errorOutcomes).sort(([a], [b]) => (a < b ? -1 : 1));
   if (outcomes.length > 0) {
@@ -243,6 +265,29 @@ export function formatSummary(summary: AuditSummary): string {
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Rows as aligned text: the first `names` columns left-aligned, numbers right-aligned, two
+ * spaces between columns, a rule under the header and above the total (when there is one).
+ */
+function table(header: string[], body: string[][], total: string[] | undefined, names: number): string[] {
+  const widths = header.map((title, column) =>
+    Math.max(
+      title.length,
+      ...[...body, ...(total ? [total] : [])].map((cells) => (cells[column] ?? '').length),
+    ),
+  );
+  const render = (cells: string[]): string =>
+    cells
+      .map((cell, column) => {
+        const width = widths[column] ?? 0;
+        return column < names ? cell.padEnd(width) : cell.padStart(width);
+      })
+      .join('  ')
+      .trimEnd();
+  const rule = widths.map((width) => '-'.repeat(width)).join('  ');
+  return [render(header), rule, ...body.map(render), ...(total ? [rule, render(total)] : [])];
 }
 
 function formatMs(ms: number | null): string {

@@ -8,6 +8,7 @@ import type { Outcome } from '../../core/rpc/outcome.js';
 import type { JsonRpcErrorObject, Params } from '../../core/rpc/jsonRpc.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
 import { runConfirmationCommand } from './command.js';
+import { principalKey } from '../../core/principal.js';
 
 /** The host's answer to a question: its result, or its error. */
 export type HostAnswer =
@@ -85,7 +86,10 @@ function subject(call: RoutedMessage): string {
  */
 export function createConfirmationStage(options: ConfirmationOptions): Stage {
   const { config, logger } = options;
-  /** Tools the user chose to allow for the rest of this session ("remember"). */
+  /**
+   * Tools the user chose to allow for the rest of this session ("remember"), per principal: with
+   * several users on one gateway, one user's "remember" never answers another's question.
+   */
   const remembered = new Set<string>();
 
   return function confirmation(call, next) {
@@ -97,7 +101,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
     const decision = call.decision!;
     const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
     call.record.decision = record;
-    const key = `${call.kind}\u0000${call.server}\u0000${call.target}`;
+    const who = call.principal === undefined ? '' : principalKey(call.principal);
+    const key = `${who}\u0001${call.kind}\u0000${call.server}\u0000${call.target}`;
     if (remembered.has(key)) {
       record.confirmed = true;
       record.how = 'remembered';
@@ -121,6 +126,8 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       record: call.record,
       hostEra: call.hostEra,
       upstreamEra: call.upstreamEra,
+      ...(call.host && { host: call.host }),
+      ...(call.principal && { principal: call.principal }),
     };
     const why = `${decision.reason} (${describeDecision(decision)})`;
 

@@ -14,6 +14,7 @@
 import path from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { matchesGlob } from '../../lib/glob.js';
+import type { Principal } from '../../core/principal.js';
 import { readAnnotations, type AnnotationReading, type HintOrigin } from './annotations.js';
 import {
   HINT_NAMES,
@@ -53,8 +54,11 @@ export interface PolicyOtherInput {
   readonly resource?: string;
 }
 
-/** What a request is about, without its arguments: enough to decide what a list shows. */
-export type PolicySubject = PolicyToolInput | PolicyOtherInput;
+/**
+ * What a request is about, without its arguments: enough to decide what a list shows. `principal`
+ * is who makes it (absent in what a list shows, which every principal shares).
+ */
+export type PolicySubject = (PolicyToolInput | PolicyOtherInput) & { readonly principal?: Principal };
 
 /** One request: what it is about, and the arguments exactly as the other side will receive them. */
 export type PolicyCallInput = PolicySubject & {
@@ -164,6 +168,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
       if (
         rule.match.arguments !== null ||
         rule.match.paths !== null ||
+        rule.match.principal !== null ||
         (template && rule.match.resource !== null)
       ) {
         if (rule.action !== 'deny') return false;
@@ -204,7 +209,7 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     if (input.kind !== undefined && input.kind !== 'tool') return run(input, null);
     const args = input.arguments ?? {};
     for (const rule of candidatesFor(input)) {
-      const verdict = testCallConditions(rule, args);
+      const verdict = testCallConditions(rule, args, input.principal);
       if (verdict.kind === 'match') return decisions.get(rule)!;
       if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
     }
@@ -229,8 +234,16 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
 }
 
 /** The conditions that depend on a call's arguments, in the order `evaluate` checks them. */
-function testCallConditions(rule: PolicyRule, args: Readonly<Record<string, unknown>>): ArgumentVerdict {
+function testCallConditions(
+  rule: PolicyRule,
+  args: Readonly<Record<string, unknown>>,
+  principal: Principal | undefined,
+): ArgumentVerdict {
   const { arguments: schema, paths } = rule.match;
+  if (rule.match.principal !== null) {
+    const verdict = rule.match.principal.test(principal);
+    if (verdict.kind !== 'match') return verdict;
+  }
   if (schema !== null) {
     const verdict = schema.test(args);
     if (verdict.kind !== 'match') return verdict;
@@ -356,6 +369,17 @@ function evaluate(
           : UNEXPLAINED_MISMATCH;
       }
       held?.push(described);
+    }
+  }
+  // Like the arguments, who calls is known only for a call: a list shows every principal the same.
+  if (match.principal !== null) {
+    if (args === null) {
+      held?.push('principal not checked');
+    } else {
+      const verdict = match.principal.test(input.principal);
+      if (verdict.kind === 'mismatch')
+        return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
+      held?.push(verdict.why);
     }
   }
   if (match.arguments !== null) {

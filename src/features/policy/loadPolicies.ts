@@ -10,6 +10,7 @@
  * would otherwise silently drop every rule.
  */
 import path from 'node:path';
+import { compilePrincipalCondition, type PrincipalCondition } from './principal.js';
 import { ConfigError, type ConfigIssue } from '../../config/issues.js';
 import { deepFreeze } from '../../lib/freeze.js';
 import type { KeyPath } from '../../config/interpolate.js';
@@ -223,6 +224,7 @@ function normalizeRule(
     annotations: annotations(match?.['annotations']),
     arguments: argumentCondition(ctx, at('match', 'arguments'), match?.['arguments']),
     paths: pathCondition(ctx, at('match', 'paths'), match?.['paths']),
+    principal: principalCondition(ctx, at('match', 'principal'), match?.['principal']),
   };
   if (match === undefined || action === undefined) return undefined; // reported by the schema
   return {
@@ -233,6 +235,21 @@ function normalizeRule(
     reason,
     source: sourceOf(ctx, at()),
   };
+}
+
+/** A `principal` condition: subject globs and claim globs, each checked like any glob. */
+function principalCondition(ctx: Context, keyPath: KeyPath, value: unknown): PrincipalCondition | null {
+  const record = asRecord(value);
+  if (record === undefined) return null; // absent, or reported by the schema
+  const claims: Record<string, string[]> = {};
+  for (const [name, written] of Object.entries(asRecord(record['claims']) ?? {})) {
+    const list = globs(ctx, [...keyPath, 'claims', name], written);
+    if (list !== null) claims[name] = list;
+  }
+  return compilePrincipalCondition({
+    subject: globs(ctx, [...keyPath, 'subject'], record['subject']),
+    claims: Object.keys(claims).length === 0 ? null : claims,
+  });
 }
 
 /** A glob or list of globs, each compiled once here so a bad one is reported at load time. */

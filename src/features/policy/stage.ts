@@ -35,7 +35,10 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
     const judged = message as JudgedMessage;
-    const decision = options.engine().decide(policyInput(judged, options.trusted(message.server)));
+    const input = policyInput(judged, options.trusted(message.server));
+    const decision = options
+      .engine()
+      .decide(message.principal === undefined ? input : { ...input, principal: message.principal });
     message.record.decision =
       decision.layer === undefined
         ? { effect: decision.effect, rule: decision.ruleId }

@@ -4,6 +4,7 @@
  */
 
 import type { Decision, Effect } from '../../core/pipeline/decision.js';
+import type { PrincipalCondition } from './principal.js';
 
 export type { Decision, Effect };
 
@@ -101,6 +102,8 @@ export interface PolicyMatch {
   readonly arguments: ArgumentCondition | null;
   /** Checked after `arguments`; see paths.ts. */
   readonly paths: PathCondition | null;
+  /** Who the request is made for (see principal.ts); checked last. */
+  readonly principal: PrincipalCondition | null;
 }
 
 export interface PolicyRule {

@@ -1,0 +1,109 @@
+/**
+ * The team-mode sections of the config: `listen:` (the HTTP listener) and `auth:` (bearer
+ * tokens). Kept apart from load.ts, which calls `normalizeTeam` with its own reporting helpers.
+ */
+import type { KeyPath } from './interpolate.js';
+import type { AuthConfig, ListenConfig } from './types.js';
+
+type Data = Readonly<Record<string, unknown>>;
+
+/** How load.ts lets this module report problems and read durations. */
+export interface TeamContext {
+  add(keyPath: KeyPath, at: 'key' | 'value', message: string): void;
+  duration(keyPath: KeyPath, value: unknown): number | undefined;
+}
+
+/** Addresses that only this machine can reach: the only ones served without `auth:`. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return bare === 'localhost' || bare === '::1' || /^127(\.\d{1,3}){3}$/.test(bare);
+}
+
+/** `HOST:PORT` (IPv6 in brackets) as host and port, or a message saying what is wrong. */
+export function parseListenAddress(text: string): { host: string; port: number } | string {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text.trim());
+  if (match === null)
+    return `expected HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080, got ${JSON.stringify(text)}`;
+  const port = Number(match[2]);
+  if (port > 65535) return `port ${port} is out of range (0 to 65535)`;
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+/** Why a listener on `host` may not run without `auth:`, or undefined when it may. */
+export function needsAuth(host: string, auth: AuthConfig | undefined): string | undefined {
+  if (auth !== undefined || isLoopback(host)) return undefined;
+  return `listening on ${host} (not a loopback address) needs an auth: section: anyone who can reach it could use every upstream server`;
+}
+
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+
+/** An issuer or JWKS URL: https, or http to a loopback address (a local test issuer). */
+function checkUrl(ctx: TeamContext, keyPath: KeyPath, value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.add(keyPath, 'value', `expected a URL, got ${JSON.stringify(value)}`);
+    return;
+  }
+  if (url.protocol === 'https:') return;
+  if (url.protocol === 'http:' && isLoopback(url.hostname)) return;
+  ctx.add(keyPath, 'value', `must be an https URL (http only to a loopback address), got ${value}`);
+}
+
+/** `listen:` and `auth:`, normalized; problems go to `ctx`. */
+export function normalizeTeam(
+  data: Data,
+  ctx: TeamContext,
+): { readonly listen?: ListenConfig; readonly auth?: AuthConfig } {
+  const auth = normalizeAuth(data['auth'], ctx);
+  const listen = normalizeListen(data['listen'], auth, ctx);
+  return { ...(listen && { listen }), ...(auth && { auth }) };
+}
+
+function normalizeAuth(value: unknown, ctx: TeamContext): AuthConfig | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const section = value as Data;
+  const issuer = typeof section['issuer'] === 'string' ? section['issuer'] : '';
+  if (issuer !== '') checkUrl(ctx, ['auth', 'issuer'], issuer);
+  const jwksUri = typeof section['jwksUri'] === 'string' ? section['jwksUri'] : undefined;
+  if (jwksUri !== undefined) checkUrl(ctx, ['auth', 'jwksUri'], jwksUri);
+  return {
+    issuer,
+    audience: typeof section['audience'] === 'string' ? section['audience'] : '',
+    ...(jwksUri !== undefined && { jwksUri }),
+    requiredScopes: strings(section['requiredScopes']),
+    claims: strings(section['claims']),
+    clockSkewMs: ctx.duration(['auth', 'clockSkew'], section['clockSkew']) ?? 30_000,
+    jwksCooldownMs: ctx.duration(['auth', 'jwksCooldown'], section['jwksCooldown']) ?? 30_000,
+  };
+}
+
+function normalizeListen(value: unknown, auth: AuthConfig | undefined, ctx: TeamContext) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const section = value as Data;
+  let address = { host: '127.0.0.1', port: 0 };
+  if (typeof section['http'] === 'string') {
+    const parsed = parseListenAddress(section['http']);
+    if (typeof parsed === 'string') ctx.add(['listen', 'http'], 'value', parsed);
+    else {
+      address = parsed;
+      const refusal = needsAuth(parsed.host, auth);
+      if (refusal !== undefined) ctx.add(['listen', 'http'], 'value', refusal);
+    }
+  }
+  const sessionKey = typeof section['sessionKey'] === 'string' ? section['sessionKey'] : undefined;
+  const maxSessions = section['maxSessions'];
+  const listen: ListenConfig = {
+    ...address,
+    stdio: section['stdio'] === true,
+    allowedHosts: strings(section['allowedHosts']),
+    allowedOrigins: strings(section['allowedOrigins']),
+    maxSessions: typeof maxSessions === 'number' && Number.isInteger(maxSessions) ? maxSessions : 100,
+    sessionIdleMs:
+      ctx.duration(['listen', 'sessionIdleTimeout'], section['sessionIdleTimeout']) ?? 30 * 60_000,
+    ...(sessionKey !== undefined && { sessionKey }),
+  };
+  return listen;
+}

@@ -1,0 +1,153 @@
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { AuthConfig } from '../config/types.js';
+import type { Logger } from '../core/logger.js';
+import { tokenPrincipal, type Principal } from '../core/principal.js';
+
+/** Why a request was refused, as the HTTP answer says it (RFC 6750 error codes). */
+export class AuthRefusal extends Error {
+  constructor(
+    /** 401: no usable token; 403: a valid token without a required scope; 503: keys unavailable. */
+    readonly status: 401 | 403 | 503,
+    /** `invalid_token`, `insufficient_scope`, or undefined when no token was sent at all. */
+    readonly error: 'invalid_token' | 'insufficient_scope' | 'temporarily_unavailable' | undefined,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'AuthRefusal';
+  }
+}
+
+/** Signature algorithms accepted: asymmetric ones only, so `none` and shared-secret tokens never pass. */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
+/** A JWKS fetch takes at most this long; a slow identity provider must not hold requests without bound. */
+const FETCH_TIMEOUT_MS = 5000;
+
+export interface TokenVerifier {
+  /** The principal of a request's `Authorization` header, or an `AuthRefusal`. */
+  verify(authorization: string | undefined): Promise<Principal>;
+}
+
+/**
+ * Validates bearer JWTs as an OAuth 2.1 resource server: the signature against the issuer's
+ * JWKS (cached; an unknown kid refetches once, rate-limited, which is how key rotation is
+ * followed), `iss`, `aud`, `exp` and `nbf` with `clockSkewMs`, and the required scopes. The
+ * JWKS location comes from `jwksUri`, else from the issuer's metadata (RFC 8414, then OpenID
+ * discovery), looked up on first use and again after a failure.
+ */
+export function createTokenVerifier(config: AuthConfig, options: { readonly logger: Logger }): TokenVerifier {
+  let keys: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+  const keySet = () => {
+    keys ??= discoverJwksUri(config).then((uri) =>
+      createRemoteJWKSet(new URL(uri), {
+        timeoutDuration: FETCH_TIMEOUT_MS,
+        // A token naming a key id the cached set lacks (a key rotation) refetches the set, at most
+        // once per interval: a flood of made-up kids costs the issuer one fetch, not one each.
+        cooldownDuration: config.jwksCooldownMs,
+        cacheMaxAge: 10 * 60_000,
+      }),
+    );
+    keys.catch(() => (keys = undefined));
+    return keys;
+  };
+
+  return {
+    async verify(authorization) {
+      const match = /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization ?? '');
+      if (authorization === undefined || authorization === '')
+        throw new AuthRefusal(401, undefined, 'this gateway requires a bearer token');
+      if (match === null)
+        throw new AuthRefusal(401, 'invalid_token', 'the Authorization header is not a bearer token');
+      let jwks;
+      try {
+        jwks = await keySet();
+      } catch (error) {
+        options.logger.error(`cannot find the signing keys of ${config.issuer}: ${(error as Error).message}`);
+        throw new AuthRefusal(503, 'temporarily_unavailable', 'the identity provider cannot be reached');
+      }
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(match[1]!, jwks, {
+          issuer: config.issuer,
+          audience: config.audience,
+          clockTolerance: Math.round(config.clockSkewMs / 1000),
+          algorithms: ALGORITHMS,
+          requiredClaims: ['exp', 'sub'],
+        }));
+      } catch (error) {
+        if (error instanceof joseErrors.JWKSTimeout)
+          throw new AuthRefusal(503, 'temporarily_unavailable', 'the identity provider cannot be reached');
+        const why = describeTokenError(error);
+        options.logger.info(`refused a bearer token: ${why}`);
+        throw new AuthRefusal(401, 'invalid_token', why);
+      }
+      const scopes = scopesOf(payload);
+      const missing = config.requiredScopes.filter((scope) => !scopes.has(scope));
+      if (missing.length > 0)
+        throw new AuthRefusal(403, 'insufficient_scope', `the token lacks the scope ${missing.join(' ')}`);
+      return tokenPrincipal(payload, config.claims);
+    },
+  };
+}
+
+/** The token's scopes: `scope` (space-separated, RFC 8693/9068) or `scp` (a list, some providers). */
+function scopesOf(payload: JWTPayload): Set<string> {
+  const scope = payload.scope;
+  const scp = payload.scp;
+  const list = typeof scope === 'string' ? scope.split(' ') : Array.isArray(scp) ? scp.map(String) : [];
+  return new Set(list.filter((s) => s !== ''));
+}
+
+/** What was wrong with a token, in words a client's developer can act on. */
+function describeTokenError(error: unknown): string {
+  if (error instanceof joseErrors.JWTExpired) return 'the token has expired';
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    if (error.claim === 'iss') return 'the token was issued by another issuer';
+    if (error.claim === 'aud') return 'the token is for another audience';
+    if (error.claim === 'nbf') return 'the token is not valid yet';
+    return `the token's ${error.claim} claim is not acceptable (${error.reason})`;
+  }
+  if (error instanceof joseErrors.JOSEAlgNotAllowed)
+    return 'the token is not signed with an accepted algorithm';
+  if (error instanceof joseErrors.JWKSNoMatchingKey)
+    return 'the token is signed with a key the issuer does not publish';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+    return 'the token signature does not verify';
+  if (error instanceof joseErrors.JOSEError) return `the token is not valid (${error.code})`;
+  return 'the token is not valid';
+}
+
+/** The JWKS URL: configured, or from the issuer's metadata. */
+async function discoverJwksUri(config: AuthConfig): Promise<string> {
+  if (config.jwksUri !== undefined) return config.jwksUri;
+  const issuer = new URL(config.issuer);
+  const suffix = issuer.pathname === '/' ? '' : issuer.pathname.replace(/\/$/, '');
+  const candidates = [
+    `${issuer.origin}/.well-known/oauth-authorization-server${suffix}`,
+    `${config.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+  ];
+  const problems: string[] = [];
+  for (const url of candidates) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+      if (!response.ok) {
+        problems.push(`${url}: HTTP ${response.status}`);
+        continue;
+      }
+      const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+      // RFC 8414: metadata for another issuer must not be used (a mix-up attack otherwise).
+      if (metadata.issuer !== config.issuer) {
+        problems.push(`${url}: its issuer is ${JSON.stringify(metadata.issuer)}, not ${config.issuer}`);
+        continue;
+      }
+      if (typeof metadata.jwks_uri !== 'string') {
+        problems.push(`${url}: no jwks_uri`);
+        continue;
+      }
+      return metadata.jwks_uri;
+    } catch (error) {
+      problems.push(`${url}: ${(error as Error).message}`);
+    }
+  }
+  throw new Error(`no usable issuer metadata (${problems.join('; ')})`);
+}

@@ -1,0 +1,98 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { EncodedResult } from '../core/rpc/encoded.js';
+import { isRequest, isResponse, type JsonRpcMessage } from '../core/rpc/jsonRpc.js';
+import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
+
+/** Over HTTP the host's ids are parsed JSON: strings or numbers. */
+type RequestId = string | number;
+
+export interface SessionTransportOptions {
+  /** Mints this session's id (sealed, see sessionIds.ts). */
+  readonly sessionId: () => string;
+  /** The session was set up by the host's initialize (its id is known from now on). */
+  readonly onInitialized: (id: string) => void;
+  /** The host ended the session (DELETE). */
+  readonly onDeleted: () => void;
+  /** Runs before each message is handed to the HTTP response (audit records are flushed first). */
+  readonly beforeWrite?: () => void;
+}
+
+/**
+ * One 2025-11-25 Streamable HTTP session, through the SDK's own server transport (it keeps the
+ * session's SSE streams, the GET stream and DELETE), adapted to our MessageTransport.
+ *
+ * Over HTTP, what the gateway sends on its own (a confirmation question, a server's progress or
+ * log line) must go on a stream the host is reading. Progress goes with the request it is about
+ * (found by its progress token); other messages go on the stream of the request the host sent
+ * last that is still open, which is the request they are part of in practice (a confirmation
+ * asked during a tool call), else on the GET stream.
+ */
+export class SessionTransport implements MessageTransport {
+  onmessage?: (message: JsonRpcMessage) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  readonly inner: StreamableHTTPServerTransport;
+  /** The host's requests not answered yet, in arrival order, with their progress tokens. */
+  private readonly open = new Map<RequestId, unknown>();
+  private readonly options: SessionTransportOptions;
+
+  constructor(options: SessionTransportOptions) {
+    this.options = options;
+    this.inner = new StreamableHTTPServerTransport({
+      sessionIdGenerator: options.sessionId,
+      onsessioninitialized: options.onInitialized,
+      onsessionclosed: () => options.onDeleted(),
+    });
+    this.inner.onmessage = (message) => {
+      const ours = message as unknown as JsonRpcMessage;
+      if (isRequest(ours)) {
+        const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
+        this.open.set(ours.id as RequestId, meta?.progressToken);
+      }
+      this.onmessage?.(ours);
+    };
+    this.inner.onclose = () => this.onclose?.();
+    this.inner.onerror = (error) => this.onerror?.(error);
+  }
+
+  get sessionId(): string | undefined {
+    return this.inner.sessionId;
+  }
+
+  start(): Promise<void> {
+    return this.inner.start();
+  }
+
+  /** Serves one HTTP request of this session; `body` is the parsed POST body. */
+  handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
+    return this.inner.handleRequest(req, res, body);
+  }
+
+  send(outgoing: OutgoingMessage): Promise<void> {
+    this.options.beforeWrite?.();
+    const message = outgoing instanceof EncodedResult ? outgoing.toMessage() : outgoing;
+    if (isResponse(message)) {
+      if (message.id !== null) this.open.delete(message.id as RequestId);
+      return this.inner.send(message as unknown as JSONRPCMessage);
+    }
+    return this.inner.send(message as unknown as JSONRPCMessage, this.related(message));
+  }
+
+  private related(message: JsonRpcMessage): { relatedRequestId: RequestId } | undefined {
+    if ('method' in message && message.method === 'notifications/progress') {
+      const token = (message.params as { progressToken?: unknown } | undefined)?.progressToken;
+      for (const [id, progressToken] of this.open)
+        if (progressToken !== undefined && progressToken === token) return { relatedRequestId: id };
+    }
+    let last: RequestId | undefined;
+    for (const id of this.open.keys()) last = id;
+    return last === undefined ? undefined : { relatedRequestId: last };
+  }
+
+  close(): Promise<void> {
+    this.open.clear();
+    return this.inner.close();
+  }
+}

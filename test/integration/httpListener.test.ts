@@ -1,0 +1,227 @@
+/**
+ * The Streamable HTTP listener (2025-11-25 sessions) of the built binary, with the SDK's
+ * `StreamableHTTPClientTransport` as host: sessions of their own, the DNS-rebinding checks,
+ * bounds, health and readiness, and a graceful stop.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { FAST_GATEWAY, fixture, readAudit, runCli, tempDir, textOf, writeConfig } from './harness.js';
+import {
+  connectHttpHost,
+  INITIALIZE,
+  postRpc,
+  startHttpGateway,
+  type HttpGateway,
+  type HttpHost,
+} from './httpHarness.js';
+
+let gateway: HttpGateway | undefined;
+const hosts: HttpHost[] = [];
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function host(url: string, options: Parameters<typeof connectHttpHost>[1] = {}): Promise<HttpHost> {
+  const connected = await connectHttpHost(url, options);
+  hosts.push(connected);
+  return connected;
+}
+
+function setup(extra: Record<string, unknown> = {}, fixtureArgs: string[] = []) {
+  const dir = tempDir();
+  const auditFile = path.join(dir, 'audit.jsonl');
+  const record = path.join(dir, 'upstream.jsonl');
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      audit: { file: auditFile },
+      servers: { up: fixture(['--record', record, ...fixtureArgs]) },
+      ...extra,
+    },
+    dir,
+  );
+  return { dir, config, auditFile, record };
+}
+
+describe('HTTP listener', () => {
+  it('serves each host its own session, and records the calls of both', async () => {
+    const { config, auditFile } = setup();
+    gateway = await startHttpGateway(config);
+    const a = await host(gateway.url, { name: 'host-a' });
+    const b = await host(gateway.url, { name: 'host-b' });
+    expect(a.transport.sessionId).toBeTruthy();
+    expect(b.transport.sessionId).toBeTruthy();
+    expect(a.transport.sessionId).not.toBe(b.transport.sessionId);
+    const { tools } = await a.client.listTools();
+    expect(tools.map((t) => t.name)).toContain('up__echo');
+    expect(textOf(await a.client.callTool({ name: 'up__echo', arguments: { text: 'from a' } }))).toBe(
+      'from a',
+    );
+    expect(textOf(await b.client.callTool({ name: 'up__echo', arguments: { text: 'from b' } }))).toBe(
+      'from b',
+    );
+    const calls = readAudit(auditFile).filter((r) => r.type === 'call');
+    expect(
+      calls.map((c) => [(c.client as { name: string }).name, (c.args as { text: string }).text]),
+    ).toEqual([
+      ['host-a', 'from a'],
+      ['host-b', 'from b'],
+    ]);
+    // Without auth: nobody is authenticated, and the records say so.
+    for (const call of calls) expect(call.principal).toEqual({ source: 'anonymous', subject: 'anonymous' });
+    for (const lifecycle of readAudit(auditFile).filter((r) => r.type === 'gateway_start'))
+      expect(lifecycle.principal).toMatchObject({ source: 'os' });
+  });
+
+  it('ends a session on DELETE: its id then gets 404 session not found', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    const a = await connectHttpHost(gateway.url);
+    const id = a.transport.sessionId!;
+    await a.transport.terminateSession();
+    await a.client.close();
+    const after = await postRpc(
+      gateway.url,
+      { jsonrpc: '2.0', id: 2, method: 'ping' },
+      { 'Mcp-Session-Id': id, 'Mcp-Protocol-Version': '2025-11-25' },
+    );
+    expect(after.status).toBe(404);
+    expect(JSON.parse(after.text)).toMatchObject({ error: { code: -32001, message: 'Session not found' } });
+  });
+
+  it('answers 404 at once for a session id it never issued', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    const made = await postRpc(
+      gateway.url,
+      { jsonrpc: '2.0', id: 2, method: 'ping' },
+      { 'Mcp-Session-Id': 'x.y.z' },
+    );
+    expect(made.status).toBe(404);
+  });
+
+  it('refuses a foreign Origin or Host with 403 (DNS rebinding), and nothing reaches the upstream', async () => {
+    const { config, record } = setup();
+    gateway = await startHttpGateway(config);
+    const origin = await postRpc(gateway.url, INITIALIZE, { Origin: 'http://evil.example' });
+    expect(origin.status).toBe(403);
+    expect(origin.text).toContain('Origin');
+    // fetch sets Host from the URL; a rebinding page's request carries the page's own name.
+    const port = new URL(gateway.url).port;
+    const rebound = await new Promise<number>((resolve, reject) => {
+      import('node:http')
+        .then(({ request }) => {
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/mcp',
+              method: 'POST',
+              headers: { Host: `evil.example:${port}` },
+            },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          );
+          req.on('error', reject);
+          req.end(JSON.stringify(INITIALIZE));
+        })
+        .catch(reject);
+    });
+    expect(rebound).toBe(403);
+    // The upstream is started at listen time; it never saw a tools/call.
+    const seen = existsSync(record) ? readFileSync(record, 'utf8') : '';
+    expect(seen).not.toContain('tools/call');
+  });
+
+  it('serves /healthz and /readyz', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    expect((await fetch(`${gateway.base}/healthz`)).status).toBe(200);
+    // Ready once the upstreams' first start has settled: poll for that event's effect.
+    let ready = await fetch(`${gateway.base}/readyz`);
+    while (ready.status !== 200) {
+      expect(ready.status).toBe(503);
+      await gateway.waitForStderr('[up]: connected');
+      ready = await fetch(`${gateway.base}/readyz`);
+    }
+    expect(await ready.json()).toEqual({ status: 'ready' });
+  });
+
+  it('refuses a body over gateway.maxMessageSize with 413, and sessions over listen.maxSessions with 503', async () => {
+    const { config } = setup({
+      gateway: { ...FAST_GATEWAY, maxMessageSize: '64KiB' },
+      listen: { http: '127.0.0.1:0', maxSessions: 1 },
+    });
+    gateway = await startHttpGateway(config);
+    const big = await postRpc(gateway.url, {
+      ...INITIALIZE,
+      params: { ...INITIALIZE.params, padding: 'x'.repeat(70_000) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.text).toContain('gateway.maxMessageSize');
+    await host(gateway.url);
+    const second = await postRpc(gateway.url, INITIALIZE);
+    expect(second.status).toBe(503);
+    expect(second.text).toContain('listen.maxSessions');
+  });
+
+  it("asks the confirmation of a call on the connection that made it, not another host's", async () => {
+    const { dir, config } = setup({
+      policies: ['policy.yaml'],
+      confirmation: { methods: ['elicitation'] },
+    });
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    gateway = await startHttpGateway(config);
+    const asked: string[] = [];
+    const answering = (who: string) => (client: HttpHost['client']) =>
+      client.setRequestHandler(ElicitRequestSchema, (request: ElicitRequest) => {
+        asked.push(`${who}: ${String(request.params.message).split('\n')[0]}`);
+        return { action: 'accept', content: {} };
+      });
+    // The first host to connect is the one upstreams were told about; the second one calls.
+    await host(gateway.url, { beforeConnect: answering('a'), capabilities: { elicitation: {} } });
+    const b = await host(gateway.url, { beforeConnect: answering('b'), capabilities: { elicitation: {} } });
+    const result = await b.client.callTool({ name: 'up__echo', arguments: { text: 'ok?' } });
+    expect(textOf(result)).toBe('ok?');
+    expect(asked).toEqual(['b: Server "up" wants to run tool "echo" with arguments:']);
+  });
+
+  it('on SIGTERM, answers the calls in flight before it exits', async () => {
+    const { config, record } = setup();
+    gateway = await startHttpGateway(config);
+    const a = await host(gateway.url);
+    const call = a.client.callTool({ name: 'up__sleep', arguments: { ms: 1500 } });
+    // The call is in flight once the upstream has it.
+    while (!(existsSync(record) && readFileSync(record, 'utf8').includes('"tools/call"')))
+      await new Promise((r) => setTimeout(r, 10));
+    gateway.child.kill('SIGTERM');
+    expect(textOf(await call)).toBe('slept 1500');
+    expect(await gateway.exited).toBe(0);
+  });
+
+  it('refuses to listen beyond loopback without auth:, naming the file and line', async () => {
+    const { config } = setup({ listen: { http: '0.0.0.0:8080' } });
+    const byConfig = await runCli(['--config', config]);
+    expect(byConfig.code).toBe(2);
+    expect(byConfig.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.http: listening on 0\.0\.0\.0 .*needs an auth: section/,
+    );
+    const { config: plain } = setup();
+    const byFlag = await runCli(['--config', plain, '--http', '0.0.0.0:0']);
+    expect(byFlag.code).toBe(2);
+    expect(byFlag.stderr).toContain('--http: listening on 0.0.0.0');
+    const malformed = await runCli(['--config', plain, '--http', 'localhost']);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain('expected HOST:PORT');
+  });
+});
