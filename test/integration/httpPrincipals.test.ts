@@ -1,0 +1,210 @@
+/**
+ * Isolation between principals on the HTTP listener, with a real issuer (oauth2-mock-server) and
+ * the SDK's StreamableHTTPClientTransport as host: each user gets their own process of a stdio
+ * server (the real server-filesystem here), and nothing of one user's reaches another.
+ */
+import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { OAuth2Server } from 'oauth2-mock-server';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  FAST_GATEWAY,
+  fixture,
+  isAlive,
+  readAudit,
+  runCli,
+  serverBin,
+  tempDir,
+  textOf,
+  writeConfig,
+  NODE,
+  type AuditRecord,
+} from './harness.js';
+import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
+
+const AUDIENCE = 'https://warden.test/mcp';
+let issuer: OAuth2Server;
+
+beforeAll(async () => {
+  issuer = new OAuth2Server();
+  await issuer.issuer.keys.generate('RS256');
+  await issuer.start(0, '127.0.0.1');
+});
+afterAll(async () => {
+  await issuer.stop();
+});
+
+let gateway: HttpGateway | undefined;
+const hosts: HttpHost[] = [];
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+/** A token for `subject` from the issuer. */
+function token(subject: string): Promise<string> {
+  return issuer.issuer.buildToken({
+    scopesOrTransform: (_header, payload) => {
+      payload.sub = subject;
+      payload.aud = AUDIENCE;
+      payload.scope = 'mcp';
+    },
+  });
+}
+
+/** A host connected as `subject`, answering roots/list with `roots` when given. */
+async function hostAs(subject: string, options: { readonly roots?: string } = {}): Promise<HttpHost> {
+  const { roots } = options;
+  const connected = await connectHttpHost(gateway!.url, {
+    token: await token(subject),
+    name: `${subject}-host`,
+    ...(roots !== undefined && {
+      capabilities: { roots: { listChanged: true } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ListRootsRequestSchema, () => ({
+          roots: [{ uri: `file://${roots}`, name: `${subject}'s folder` }],
+        })),
+    }),
+  });
+  hosts.push(connected);
+  return connected;
+}
+
+function setup(servers: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const dir = tempDir();
+  const auditFile = path.join(dir, 'audit.jsonl');
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      audit: { file: auditFile },
+      auth: { issuer: issuer.issuer.url, audience: AUDIENCE },
+      servers,
+      ...extra,
+    },
+    dir,
+  );
+  return { dir, config, auditFile };
+}
+
+const starts = (file: string, server: string): AuditRecord[] =>
+  readAudit(file).filter((r) => r.type === 'upstream_start' && r.server === server);
+const subjectOf = (r: AuditRecord) => (r.principal as { subject: string }).subject;
+
+describe('isolation between principals', () => {
+  it("runs server-filesystem once per principal, each with its own host's roots; a shared server once", async () => {
+    const base = realpathSync(tempDir());
+    const [aliceDir, bobDir, configured] = ['alice', 'bob', 'configured'].map((name) => {
+      const folder = path.join(base, name);
+      mkdirSync(folder);
+      return folder;
+    }) as [string, string, string];
+    const { config, auditFile } = setup({
+      fs: { command: NODE, args: [serverBin('filesystem'), configured] },
+      up: fixture([], { shared: true }),
+    });
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice', { roots: aliceDir });
+    const bob = await hostAs('bob', { roots: bobDir });
+    const allowed = async (host: HttpHost) =>
+      textOf(await host.client.callTool({ name: 'fs__list_allowed_directories', arguments: {} }));
+    // The server asks its host for roots when told they changed; each process asks its own
+    // principal's host, and each user sees only their own folder.
+    await alice.client.sendRootsListChanged();
+    await bob.client.sendRootsListChanged();
+    await expect.poll(() => allowed(alice)).toContain(aliceDir);
+    await expect.poll(() => allowed(bob)).toContain(bobDir);
+    expect(await allowed(alice)).not.toContain(bobDir);
+    expect(await allowed(bob)).not.toContain(aliceDir);
+
+    const fs = starts(auditFile, 'fs');
+    expect(fs.map(subjectOf).sort()).toEqual(['alice', 'bob']);
+    const pids = fs.map((r) => r.pid as number);
+    expect(new Set(pids).size).toBe(2);
+    for (const pid of pids) expect(isAlive(pid)).toBe(true);
+    // The shared server is one process, the gateway's own.
+    const up = starts(auditFile, 'up');
+    expect(up).toHaveLength(1);
+    expect(up[0]!.principal).toMatchObject({ source: 'os' });
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    expect(starts(auditFile, 'up')).toHaveLength(1);
+
+    await gateway.stop();
+    gateway = undefined;
+    const exits = readAudit(auditFile).filter((r) => r.type === 'upstream_exit' && r.server === 'fs');
+    expect(exits.map(subjectOf).sort()).toEqual(['alice', 'bob']);
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+  });
+
+  it("stops a principal's processes once idle (never under a call), and starts fresh ones on the next call", async () => {
+    const { config, auditFile } = setup(
+      { up: fixture() },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { idleTimeout: '200ms' } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    // A call longer than the idle time keeps its process.
+    const slept = await alice.client.callTool({ name: 'up__sleep', arguments: { ms: 600 } });
+    expect(textOf(slept)).toBe('slept 600');
+    const [first] = starts(auditFile, 'up');
+    expect(subjectOf(first!)).toBe('alice');
+    await gateway.waitForStderr(/stopping alice@\S+'s server processes: unused for 200 ms/);
+    await expect
+      .poll(() => readAudit(auditFile).filter((r) => r.type === 'upstream_exit' && r.server === 'up'))
+      .toHaveLength(1);
+    expect(isAlive(first!.pid as number)).toBe(false);
+    expect(textOf(await alice.client.callTool({ name: 'up__echo', arguments: { text: 'again' } }))).toBe(
+      'again',
+    );
+    const again = starts(auditFile, 'up');
+    expect(again.map(subjectOf)).toEqual(['alice', 'alice']);
+    expect(again[1]!.pid).not.toBe(first!.pid);
+  });
+
+  it('refuses a new principal with an error naming the process bound while every principal is busy', async () => {
+    const recorded = path.join(tempDir(), 'upstream.jsonl');
+    const { config } = setup(
+      { up: fixture(['--record', recorded]) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxProcesses: 1 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    const cancel = new AbortController();
+    const hanging = alice.client
+      .callTool({ name: 'up__hang', arguments: {} }, undefined, { signal: cancel.signal })
+      .catch((error: unknown) => error);
+    // The call is at the upstream: alice is busy.
+    await expect.poll(() => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '')).toMatch(/hang/);
+    await expect(hostAs('bob')).rejects.toThrow(/listen\.perPrincipal\.maxProcesses: 1/);
+    // Once alice is idle, her process makes room for the next principal.
+    cancel.abort();
+    await hanging;
+    // The host gives up at once; the gateway learns of it a moment later, as the error says.
+    let carol: HttpHost | undefined;
+    await expect.poll(async () => (carol = await hostAs('carol').catch(() => undefined))).toBeDefined();
+    if (carol === undefined) throw new Error('carol could not connect');
+    expect(textOf(await carol.client.callTool({ name: 'up__echo', arguments: { text: 'room' } }))).toBe(
+      'room',
+    );
+    expect(gateway.stderr()).toMatch(/stopping alice@\S+'s server processes to make room/);
+  });
+
+  it('refuses a bad shared: or listen.perPrincipal value, naming the file, line and key', async () => {
+    const { config } = setup(
+      { up: fixture([], { shared: 'yes' }) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxProcesses: 0, idleTimeout: 'soon' } } },
+    );
+    const result = await runCli(['--config', config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: servers\.up\.shared: expected true or false, got a string/,
+    );
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.maxProcesses: must be at least 1, got 0/,
+    );
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.idleTimeout: invalid duration "soon"/,
+    );
+  });
+});
