@@ -35,6 +35,7 @@ import type { AuditStageOptions } from './features/audit/stage.js';
 import { createConfirmation } from './features/confirmation/feature.js';
 import type { ConfirmationOptions, HostAnswer } from './features/confirmation/stage.js';
 import { createLimits } from './features/limits/feature.js';
+import { createPrincipalLimits } from './features/limits/principalFeature.js';
 import { createPins } from './features/pins/feature.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { PinGuard } from './features/pins/pinGuard.js';
@@ -164,6 +165,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     createTimeout(config),
     createRepair(config, { logger }),
     createLimits(config),
+    createPrincipalLimits(config),
   ];
   return { features, policy };
 }

@@ -92,6 +92,24 @@ const starts = (file: string, server: string): AuditRecord[] =>
   readAudit(file).filter((r) => r.type === 'upstream_start' && r.server === server);
 const subjectOf = (r: AuditRecord) => (r.principal as { subject: string }).subject;
 
+/**
+ * Starts a call of the fixture's `hang` tool and waits until the upstream has it (its --record
+ * file says so); `cancel` gives up on it from the host's side.
+ */
+async function hangAt(host: HttpHost, recorded: string) {
+  const abort = new AbortController();
+  const hanging = host.client
+    .callTool({ name: 'up__hang', arguments: {} }, undefined, { signal: abort.signal })
+    .catch((error: unknown) => error);
+  await expect.poll(() => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '')).toMatch(/hang/);
+  return {
+    cancel: async () => {
+      abort.abort();
+      await hanging;
+    },
+  };
+}
+
 describe('isolation between principals', () => {
   it("runs server-filesystem once per principal, each with its own host's roots; a shared server once", async () => {
     const base = realpathSync(tempDir());
@@ -170,16 +188,11 @@ describe('isolation between principals', () => {
     );
     gateway = await startHttpGateway(config);
     const alice = await hostAs('alice');
-    const cancel = new AbortController();
-    const hanging = alice.client
-      .callTool({ name: 'up__hang', arguments: {} }, undefined, { signal: cancel.signal })
-      .catch((error: unknown) => error);
     // The call is at the upstream: alice is busy.
-    await expect.poll(() => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '')).toMatch(/hang/);
+    const hanging = await hangAt(alice, recorded);
     await expect(hostAs('bob')).rejects.toThrow(/listen\.perPrincipal\.maxProcesses: 1/);
     // Once alice is idle, her process makes room for the next principal.
-    cancel.abort();
-    await hanging;
+    await hanging.cancel();
     // The host gives up at once; the gateway learns of it a moment later, as the error says.
     let carol: HttpHost | undefined;
     await expect.poll(async () => (carol = await hostAs('carol').catch(() => undefined))).toBeDefined();
@@ -206,5 +219,45 @@ describe('isolation between principals', () => {
     expect(result.stderr).toMatch(
       /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.idleTimeout: invalid duration "soon"/,
     );
+  });
+
+  it("bounds each principal's calls at once and per minute, with a JSON-RPC error naming the bound", async () => {
+    const recorded = path.join(tempDir(), 'upstream.jsonl');
+    const { config, auditFile } = setup(
+      { up: fixture(['--record', recorded], { shared: true }) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxConcurrency: 1, ratePerMinute: 2 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    const bob = await hostAs('bob');
+    const hanging = await hangAt(alice, recorded);
+    // Alice has one call in flight: her next is refused; bob's are not hers to count.
+    const busy = alice.client.callTool({ name: 'up__echo', arguments: { text: 'two at once' } });
+    await expect(busy).rejects.toMatchObject({ code: -32029 });
+    await expect(busy).rejects.toThrow(/listen\.perPrincipal\.maxConcurrency: 1/);
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'b1' } }))).toBe('b1');
+    await hanging.cancel();
+    // A refused request does not count: hang and this one make two in this minute.
+    await expect
+      .poll(() =>
+        alice.client.callTool({ name: 'up__echo', arguments: { text: 'a' } }).then(
+          (result) => textOf(result),
+          (error: Error) => error.message,
+        ),
+      )
+      .toBe('a');
+    const limited = alice.client.callTool({ name: 'up__echo', arguments: { text: 'too many' } });
+    await expect(limited).rejects.toThrow(/listen\.perPrincipal\.ratePerMinute: 2/);
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'b2' } }))).toBe('b2');
+    // The refusals are in the audit trail, under alice.
+    await expect
+      .poll(() =>
+        readAudit(auditFile)
+          .filter(
+            (r) => r.type === 'call' && subjectOf(r) === 'alice' && /perPrincipal/.test(JSON.stringify(r)),
+          )
+          .map((r) => (r.args as { text: string }).text),
+      )
+      .toEqual(['two at once', 'too many']);
   });
 });
