@@ -3,10 +3,16 @@
  * the SDK's StreamableHTTPClientTransport as host: each user gets their own process of a stdio
  * server (the real server-filesystem here), and nothing of one user's reaches another.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
-import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   FAST_GATEWAY,
@@ -19,7 +25,9 @@ import {
   textOf,
   writeConfig,
   NODE,
+  ROOT,
   type AuditRecord,
+  type HostCapabilities,
 } from './harness.js';
 import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
 
@@ -54,14 +62,30 @@ function token(subject: string): Promise<string> {
   });
 }
 
-/** A host connected as `subject`, answering roots/list with `roots` when given. */
-async function hostAs(subject: string, options: { readonly roots?: string } = {}): Promise<HttpHost> {
+const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
+/** What a host that runs tasks itself declares. */
+const TASK_HOST = { tasks: { list: {}, cancel: {} } };
+
+/**
+ * A host connected as `subject`, answering roots/list with `roots` when given (and telling the
+ * gateway when they change), with `capabilities` and `beforeConnect` as the harness takes them.
+ */
+async function hostAs(
+  subject: string,
+  options: {
+    readonly roots?: string;
+    readonly capabilities?: HostCapabilities;
+    readonly beforeConnect?: (client: HttpHost['client']) => void;
+  } = {},
+): Promise<HttpHost> {
   const { roots } = options;
   const connected = await connectHttpHost(gateway!.url, {
     token: await token(subject),
     name: `${subject}-host`,
+    ...(options.capabilities && { capabilities: options.capabilities }),
+    ...(options.beforeConnect && { beforeConnect: options.beforeConnect }),
     ...(roots !== undefined && {
-      capabilities: { roots: { listChanged: true } },
+      capabilities: { ...options.capabilities, roots: { listChanged: true } },
       beforeConnect: (client) =>
         client.setRequestHandler(ListRootsRequestSchema, () => ({
           roots: [{ uri: `file://${roots}`, name: `${subject}'s folder` }],
@@ -259,5 +283,83 @@ describe('isolation between principals', () => {
           .map((r) => (r.args as { text: string }).text),
       )
       .toEqual(['two at once', 'too many']);
+  });
+
+  it("refuses alice's task handle to bob, and lists each principal's tasks to that principal only", async () => {
+    const { config } = setup({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice', { capabilities: TASK_HOST });
+    const bob = await hostAs('bob', { capabilities: TASK_HOST });
+    let handle: string | undefined;
+    for await (const message of alice.client.experimental.tasks.callToolStream(
+      { name: 't__report', arguments: { n: 2 } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 } },
+    ))
+      if (message.type === 'taskCreated') handle = message.task.taskId;
+    expect(handle).toBeDefined();
+    expect((await alice.client.experimental.tasks.getTask(handle!)).taskId).toBe(handle);
+    const refused = await bob.client.experimental.tasks.getTask(handle!).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).code).toBe(-32602);
+    expect((await alice.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([handle]);
+    expect((await bob.client.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+
+  it("never lets alice's remembered confirmation approve bob's call", async () => {
+    const { dir, config } = setup(
+      { up: fixture([], { shared: true }) },
+      { policies: ['policy.yaml'], confirmation: { methods: ['elicitation'] } },
+    );
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    gateway = await startHttpGateway(config);
+    const asked: string[] = [];
+    const answering = (who: string) => (client: HttpHost['client']) =>
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked.push(who);
+        return { action: 'accept', content: { remember: true } };
+      });
+    const alice = await hostAs('alice', {
+      capabilities: { elicitation: {} },
+      beforeConnect: answering('alice'),
+    });
+    const bob = await hostAs('bob', { capabilities: { elicitation: {} }, beforeConnect: answering('bob') });
+    const echo = (host: HttpHost, text: string) =>
+      host.client.callTool({ name: 'up__echo', arguments: { text } }).then(textOf);
+    expect(await echo(alice, 'a1')).toBe('a1');
+    expect(await echo(alice, 'a2')).toBe('a2'); // remembered: not asked again
+    expect(asked).toEqual(['alice']);
+    expect(await echo(bob, 'b1')).toBe('b1'); // bob is asked himself
+    expect(asked).toEqual(['alice', 'bob']);
+  });
+
+  it("sends notifications/resources/updated of alice's own server to alice only", async () => {
+    const { config } = setup({ files: fixture(['--resources', '--name', 'files']) });
+    gateway = await startHttpGateway(config);
+    const updated = { alice: [] as string[], bob: [] as string[] };
+    const listening = (who: 'alice' | 'bob') => (client: HttpHost['client']) =>
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        updated[who].push(n.params.uri);
+      });
+    const alice = await hostAs('alice', { beforeConnect: listening('alice') });
+    const bob = await hostAs('bob', { beforeConnect: listening('bob') });
+    const uri = 'fixture://files/a';
+    // Both subscribe to the same URI, each on their own process of the server.
+    await alice.client.subscribeResource({ uri });
+    await bob.client.subscribeResource({ uri });
+    const update = (host: HttpHost) =>
+      host.client.callTool({ name: 'files__update_resource', arguments: { uri } }).then(textOf);
+    expect(await update(alice)).toBe('notified');
+    await expect.poll(() => updated.alice).toEqual([uri]);
+    // Bob's own update reaches him; alice's never did.
+    expect(await update(bob)).toBe('notified');
+    await expect.poll(() => updated.bob).toEqual([uri]);
+    expect(updated.alice).toEqual([uri]);
   });
 });
