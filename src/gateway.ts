@@ -27,7 +27,12 @@ import { StreamTransport, type MessageTransport } from './core/transports/stream
 import type { EarlyStart } from './core/upstreams/earlySpawn.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from './core/upstreams/upstream.js';
 import { UpstreamPool, type PoolView } from './core/upstreams/upstreamPool.js';
-import { isolatedServers, PrincipalPools, PrincipalView } from './core/upstreams/principalPools.js';
+import {
+  isolatedServers,
+  PrincipalPools,
+  PrincipalView,
+  sharedServers,
+} from './core/upstreams/principalPools.js';
 import type { AuditLog } from './features/audit/auditWriter.js';
 import { createAudit } from './features/audit/feature.js';
 import type { Redactor } from './features/audit/redact.js';
@@ -249,8 +254,14 @@ export function createGateway(options: GatewayOptions): Gateway {
    * each has its own peer, host session (capabilities, log level, lists seen) and router.
    */
   const connections = new Set<Connection>();
-  /** Which connection last sent each upstream a request: where that upstream's own requests go. */
-  const lastUser = new Map<Upstream, Connection>();
+  /**
+   * Which connection last sent each upstream a request: where that upstream's own requests go.
+   * Keyed by server name, and by principal too for a principal's own processes (which are
+   * replaced when they idle out, so the key must outlive them).
+   */
+  const lastUser = new Map<string, Connection>();
+  const userKey = (server: string, view: PrincipalView | undefined): string =>
+    view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
   const primary = (): Connection | undefined => firstOf(connections);
   const { features } = buildFeatures({
@@ -299,10 +310,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // pool below holds only the servers every principal shares.
   const isolated = config.listen === undefined ? [] : isolatedServers(config.servers);
   const pool: UpstreamPool = new UpstreamPool({
-    config:
-      isolated.length === 0
-        ? config
-        : { ...config, servers: config.servers.filter((s) => !isolated.includes(s)) },
+    config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config) },
     ...(options.early && { early: options.early }),
     // Upstreams are shared by every host connection; they are told what the first host can do
     // (none yet when an HTTP listener starts them: then only what the config fixes).
@@ -319,6 +327,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    * connection for the shared pool, one principal's for that principal's own processes.
    */
   function poolHooks(reach: {
+    readonly view?: PrincipalView;
     readonly connections: () => ReadonlySet<Connection>;
     readonly relist: (kinds: readonly ListKind[]) => void;
     readonly principal: Principal;
@@ -343,7 +352,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
       // A server's question goes to the connection that last asked that server something.
       onRequest: (upstream: Upstream, request: IncomingRequest) => {
-        const to = lastUser.get(upstream) ?? first();
+        const to = lastUser.get(userKey(upstream.name, reach.view)) ?? first();
         if (to !== undefined) to.router.upstreamRequest(upstream, request);
         else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
       },
@@ -402,6 +411,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       config: { ...config, servers: isolated },
       children: pool.children,
       ...poolHooks({
+        view,
         connections: () => scopeOf(view).connections,
         relist: (kinds) => relistScope(scopeOf(view), kinds),
         principal: view.principal,
@@ -467,10 +477,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...scope.catalogs,
       pool: scope.view,
       pipeline: (message) => {
-        if (message.direction === 'upstream') {
-          const upstream = scope.view.byName.get(message.server);
-          if (upstream !== undefined) lastUser.set(upstream, connection);
-        }
+        if (message.direction === 'upstream') lastUser.set(userKey(message.server, view), connection);
         return view === undefined ? shared(message) : view.run(message.server, () => shared(message));
       },
       // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
@@ -491,7 +498,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (!connections.delete(connection)) return;
         if (scope !== mainScope && scope.connections.delete(connection) && view !== undefined)
           view.connections--;
-        for (const [upstream, user] of lastUser) if (user === connection) lastUser.delete(upstream);
+        for (const [key, user] of lastUser) if (user === connection) lastUser.delete(key);
         await router.drain();
         await transport.close();
       },

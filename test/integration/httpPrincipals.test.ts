@@ -169,6 +169,10 @@ describe('isolation between principals', () => {
     const up = starts(auditFile, 'up');
     expect(up).toHaveLength(1);
     expect(up[0]!.principal).toMatchObject({ source: 'os' });
+    // And those are all the gateway runs: no process of fs was started for nobody.
+    const pid = gateway.child.pid!;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+    expect(children.map(Number).sort()).toEqual([...pids, up[0]!.pid as number].sort());
     expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
     expect(starts(auditFile, 'up')).toHaveLength(1);
 

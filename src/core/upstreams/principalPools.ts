@@ -14,6 +14,19 @@ export function isolatedServers(servers: readonly ServerConfig[]): ServerConfig[
   return servers.filter((s) => s.transport === 'stdio' && !s.shared);
 }
 
+/**
+ * The servers one process serves for everyone: all of them without a listener, and with one
+ * those not in `isolatedServers`. Only these are worth starting before any principal comes.
+ */
+export function sharedServers(config: {
+  readonly servers: readonly ServerConfig[];
+  readonly listen?: unknown;
+}): ServerConfig[] {
+  if (config.listen === undefined) return [...config.servers];
+  const isolated = isolatedServers(config.servers);
+  return config.servers.filter((s) => !isolated.includes(s));
+}
+
 export interface PrincipalPoolsOptions {
   /** Every configured server, in config order (the order that decides name collisions). */
   readonly servers: readonly ServerConfig[];
@@ -147,9 +160,9 @@ export class PrincipalView implements PoolView {
     return this.merged.byName;
   }
 
-  /** Whether `upstream` is one of this principal's own processes (not a shared server). */
-  owns(upstream: Upstream): boolean {
-    return this.own.byName.get(upstream.name) === upstream;
+  /** Whether `server` runs as this principal's own process (not a shared server). */
+  ownsServer(server: string): boolean {
+    return this.own.byName.has(server);
   }
 
   /** Per-principal processes of this principal running (or starting) now. */
