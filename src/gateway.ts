@@ -29,6 +29,7 @@ import type { ListKind, Upstream, UpstreamLifecycleEvent } from './core/upstream
 import { UpstreamPool, type PoolView } from './core/upstreams/upstreamPool.js';
 import {
   isolatedServers,
+  loggerFor,
   PrincipalPools,
   PrincipalView,
   sharedServers,
@@ -328,6 +329,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    */
   function poolHooks(reach: {
     readonly view?: PrincipalView;
+    readonly logger?: Logger;
     readonly connections: () => ReadonlySet<Connection>;
     readonly relist: (kinds: readonly ListKind[]) => void;
     readonly principal: Principal;
@@ -335,7 +337,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const first = () => firstOf(reach.connections());
     return {
       ...(options.connectUpstream && { connect: options.connectUpstream }),
-      logger,
+      logger: reach.logger ?? logger,
       clientInfo: { name: 'mcp-warden', version: options.version },
       clientCapabilities: (server: ServerConfig) =>
         (first()?.router.host ?? NO_HOST).capabilitiesFor(server.clientRequests),
@@ -364,8 +366,16 @@ export function createGateway(options: GatewayOptions): Gateway {
       }),
     };
   }
-  /** Every connection's view of the upstreams and its lists, when there is no HTTP listener. */
-  const mainScope: Scope = { view: pool, catalogs: { tools, prompts, resources }, connections };
+  /**
+   * Every connection's view of the upstreams and its lists, when no server is per principal.
+   * Otherwise no connection uses it (each has its principal's), and its lists hold the shared
+   * servers only.
+   */
+  const mainScope: Scope = {
+    view: pool,
+    catalogs: { tools, prompts, resources },
+    connections: isolated.length === 0 ? connections : new Set(),
+  };
   const scopes = new WeakMap<PrincipalView, Scope>();
   const principalPools =
     isolated.length === 0
@@ -412,6 +422,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       children: pool.children,
       ...poolHooks({
         view,
+        logger: loggerFor(logger, view.principal),
         connections: () => scopeOf(view).connections,
         relist: (kinds) => relistScope(scopeOf(view), kinds),
         principal: view.principal,

@@ -160,6 +160,9 @@ describe('isolation between principals', () => {
     expect(await allowed(alice)).not.toContain(bobDir);
     expect(await allowed(bob)).not.toContain(aliceDir);
 
+    // The log says whose process each line is about.
+    expect(gateway.stderr()).toMatch(/\[fs for alice@http:\/\/\S+\]: connected/);
+    expect(gateway.stderr()).toMatch(/\[fs for bob@http:\/\/\S+\]: connected/);
     const fs = starts(auditFile, 'fs');
     expect(fs.map(subjectOf).sort()).toEqual(['alice', 'bob']);
     const pids = fs.map((r) => r.pid as number);

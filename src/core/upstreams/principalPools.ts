@@ -228,3 +228,18 @@ export class PrincipalView implements PoolView {
     this.merged = { upstreams, byName: new Map(upstreams.map((u) => [u.name, u])) };
   }
 }
+
+/**
+ * The logger of one principal's own processes: their lines say whose process they are
+ * (`[files for alice@https://idp.example]`), since every principal's copy has the same name.
+ */
+export function loggerFor(logger: Logger, principal: Principal): Logger {
+  const who = describePrincipal(principal);
+  return {
+    error: (message, meta) => logger.error(message, meta),
+    warn: (message, meta) => logger.warn(message, meta),
+    info: (message, meta) => logger.info(message, meta),
+    debug: (message, meta) => logger.debug(message, meta),
+    child: (scope) => logger.child(`${scope} for ${who}`),
+  };
+}
