@@ -351,7 +351,9 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
   // gateway's modules while they boot. Should a policy file be invalid, they are killed with
   // the exit that reports it, before any of them was spoken to.
   const { spawnEarly } = await import('./core/upstreams/earlySpawn.js');
-  const early = spawnEarly(config.servers);
+  const { sharedServers } = await import('./core/upstreams/principalPools.js');
+  // Per-principal servers start on their principal's first use, never ahead.
+  const early = spawnEarly(sharedServers(config));
   // Whatever happens, no child process outlives us; the gateway's
   // pool keeps its children in this same set.
   process.on('exit', () => {

@@ -21,11 +21,19 @@ import { withAppVisibility } from './core/routing/toolResolution.js';
 import { InitializedHostSession, type HostSession } from './core/routing/hostSession.js';
 import { osPrincipal, type Principal } from './core/principal.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
-import type { JsonRpcErrorObject, Params } from './core/rpc/jsonRpc.js';
+import type { IncomingRequest } from './core/rpc/peer.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/rpc/jsonRpc.js';
 import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
 import type { EarlyStart } from './core/upstreams/earlySpawn.js';
-import type { UpstreamLifecycleEvent } from './core/upstreams/upstream.js';
-import { UpstreamPool } from './core/upstreams/upstreamPool.js';
+import type { ListKind, Upstream, UpstreamLifecycleEvent } from './core/upstreams/upstream.js';
+import { UpstreamPool, type PoolView } from './core/upstreams/upstreamPool.js';
+import {
+  isolatedServers,
+  loggerFor,
+  PrincipalPools,
+  PrincipalView,
+  sharedServers,
+} from './core/upstreams/principalPools.js';
 import type { AuditLog } from './features/audit/auditWriter.js';
 import { createAudit } from './features/audit/feature.js';
 import type { Redactor } from './features/audit/redact.js';
@@ -33,6 +41,7 @@ import type { AuditStageOptions } from './features/audit/stage.js';
 import { createConfirmation } from './features/confirmation/feature.js';
 import type { ConfirmationOptions, HostAnswer } from './features/confirmation/stage.js';
 import { createLimits } from './features/limits/feature.js';
+import { createPrincipalLimits } from './features/limits/principalFeature.js';
 import { createPins } from './features/pins/feature.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { PinGuard } from './features/pins/pinGuard.js';
@@ -162,6 +171,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     createTimeout(config),
     createRepair(config, { logger }),
     createLimits(config),
+    createPrincipalLimits(config),
   ];
   return { features, policy };
 }
@@ -232,9 +242,9 @@ export function createGateway(options: GatewayOptions): Gateway {
    * Lifecycle records never stop the gateway: in `block` mode the audit stage refuses calls,
    * but a start, exit or reload must still happen (the writer reports the failure itself).
    */
-  const record = (event: LifecycleEventWithoutSession): void => {
+  const record = (event: LifecycleEventWithoutSession, principal = processPrincipal): void => {
     try {
-      audit?.append({ ...event, session, principal: processPrincipal } as LifecycleEvent);
+      audit?.append({ ...event, session, principal } as LifecycleEvent);
     } catch {
       // Already reported through the audit log's onStatus; calls are refused by the audit stage.
     }
@@ -245,13 +255,16 @@ export function createGateway(options: GatewayOptions): Gateway {
    * each has its own peer, host session (capabilities, log level, lists seen) and router.
    */
   const connections = new Set<Connection>();
-  /** Which connection last sent each server a request: where that server's own requests go. */
+  /**
+   * Which connection last sent each upstream a request: where that upstream's own requests go.
+   * Keyed by server name, and by principal too for a principal's own processes (which are
+   * replaced when they idle out, so the key must outlive them).
+   */
   const lastUser = new Map<string, Connection>();
+  const userKey = (server: string, view: PrincipalView | undefined): string =>
+    view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
-  const primary = (): Connection | undefined => {
-    for (const c of connections) if (c.router.host.protocolVersion !== undefined) return c;
-    return connections.values().next().value;
-  };
+  const primary = (): Connection | undefined => firstOf(connections);
   const { features } = buildFeatures({
     config,
     logger,
@@ -294,44 +307,128 @@ export function createGateway(options: GatewayOptions): Gateway {
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
   const beforeWrite = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
+  // With an HTTP listener, isolated servers run per principal (see principalPools.ts); the
+  // pool below holds only the servers every principal shares.
+  const isolated = config.listen === undefined ? [] : isolatedServers(config.servers);
   const pool: UpstreamPool = new UpstreamPool({
-    config,
+    config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config) },
     ...(options.early && { early: options.early }),
-    ...(options.connectUpstream && { connect: options.connectUpstream }),
-    logger,
-    clientInfo: { name: 'mcp-warden', version: options.version },
     // Upstreams are shared by every host connection; they are told what the first host can do
     // (none yet when an HTTP listener starts them: then only what the config fixes).
-    clientCapabilities: (server) =>
-      (primary()?.router.host ?? NO_HOST).capabilitiesFor(server.clientRequests),
-    onReady: (upstream) => {
-      for (const c of connections) c.router.upstreamReady(upstream);
-    },
-    prefersModern: () => primary()?.router.modern.era === 'modern',
-    onListsChanged: (upstream, kinds) => {
-      for (const feature of features) feature.onListsChanged?.(upstream, kinds);
-      const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, kinds, {
-        listed,
-        served,
-      });
-      if (changed.length > 0) for (const c of connections) c.router.listsChanged(changed);
-    },
-    onNotification: (upstream, notification) => {
-      for (const c of connections) c.router.upstreamNotification(upstream, notification);
-    },
-    // A server's question goes to the connection that last asked that server something.
-    onRequest: (upstream, request) => {
-      const to = lastUser.get(upstream.name) ?? primary();
-      if (to !== undefined) to.router.upstreamRequest(upstream, request);
-      else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
-    },
-    ...((audit || lifecycle.length > 0) && {
-      onLifecycle: (event: UpstreamLifecycleEvent) => {
-        record(event);
-        for (const told of lifecycle) told(event);
+    ...poolHooks({
+      connections: () => connections,
+      relist: (kinds) => {
+        for (const scope of allScopes()) relistScope(scope, kinds);
       },
+      principal: processPrincipal,
     }),
   });
+  /**
+   * What a pool's upstreams tell the gateway, delivered to `reach.connections` only: every
+   * connection for the shared pool, one principal's for that principal's own processes.
+   */
+  function poolHooks(reach: {
+    readonly view?: PrincipalView;
+    readonly logger?: Logger;
+    readonly connections: () => ReadonlySet<Connection>;
+    readonly relist: (kinds: readonly ListKind[]) => void;
+    readonly principal: Principal;
+  }) {
+    const first = () => firstOf(reach.connections());
+    return {
+      ...(options.connectUpstream && { connect: options.connectUpstream }),
+      logger: reach.logger ?? logger,
+      clientInfo: { name: 'mcp-warden', version: options.version },
+      clientCapabilities: (server: ServerConfig) =>
+        (first()?.router.host ?? NO_HOST).capabilitiesFor(server.clientRequests),
+      onReady: (upstream: Upstream) => {
+        for (const c of reach.connections()) c.router.upstreamReady(upstream);
+      },
+      prefersModern: () => first()?.router.modern.era === 'modern',
+      onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
+        for (const feature of features) feature.onListsChanged?.(upstream, kinds);
+        reach.relist(kinds);
+      },
+      onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
+        for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
+      },
+      // A server's question goes to the connection that last asked that server something.
+      onRequest: (upstream: Upstream, request: IncomingRequest) => {
+        const to = lastUser.get(userKey(upstream.name, reach.view)) ?? first();
+        if (to !== undefined) to.router.upstreamRequest(upstream, request);
+        else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+      },
+      ...((audit || lifecycle.length > 0) && {
+        onLifecycle: (event: UpstreamLifecycleEvent) => {
+          record(event, reach.principal);
+          for (const told of lifecycle) told(event);
+        },
+      }),
+    };
+  }
+  /**
+   * Every connection's view of the upstreams and its lists, when no server is per principal.
+   * Otherwise no connection uses it (each has its principal's), and its lists hold the shared
+   * servers only.
+   */
+  const mainScope: Scope = {
+    view: pool,
+    catalogs: { tools, prompts, resources },
+    connections: isolated.length === 0 ? connections : new Set(),
+  };
+  const scopes = new WeakMap<PrincipalView, Scope>();
+  const principalPools =
+    isolated.length === 0
+      ? undefined
+      : new PrincipalPools({
+          servers: config.servers,
+          shared: pool,
+          limits: config.listen!.perPrincipal,
+          logger,
+          makePool: (view) => principalPool(view),
+        });
+  /** The connections, view and lists of one principal (its own processes' tools among them). */
+  function scopeOf(view: PrincipalView): Scope {
+    let scope = scopes.get(view);
+    if (scope === undefined) {
+      scope = {
+        view,
+        catalogs: {
+          tools: new NamedCatalog<Tool>('tools', config.gateway.naming, warn),
+          prompts: new NamedCatalog<Prompt>('prompts', config.gateway.naming, warn),
+          resources: new ResourceCatalog(warn),
+        },
+        connections: new Set(),
+      };
+      scopes.set(view, scope);
+      rebuildCatalogs(scope.catalogs, view.upstreams, ALL_LISTS, { listed, served });
+    }
+    return scope;
+  }
+  function allScopes(): Scope[] {
+    return [mainScope, ...(principalPools?.all.map(scopeOf) ?? [])];
+  }
+  function relistScope(scope: Scope, kinds: readonly ListKind[]): void {
+    const changed = rebuildCatalogs(scope.catalogs, scope.view.upstreams, kinds, { listed, served });
+    if (changed.length > 0) for (const c of scope.connections) c.router.listsChanged(changed);
+  }
+  /**
+   * One principal's own processes of the isolated servers: what they send reaches only that
+   * principal's connections, and their lifecycle records name that principal.
+   */
+  function principalPool(view: PrincipalView): UpstreamPool {
+    return new UpstreamPool({
+      config: { ...config, servers: isolated },
+      children: pool.children,
+      ...poolHooks({
+        view,
+        logger: loggerFor(logger, view.principal),
+        connections: () => scopeOf(view).connections,
+        relist: (kinds) => relistScope(scopeOf(view), kinds),
+        principal: view.principal,
+      }),
+    });
+  }
   const stages = pipelineStages(features);
   const observe = stageObserver(features);
   // A host shows a server's stderr in a log few users open; the initialize answer's instructions
@@ -348,6 +445,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   /** Serves one host connection: its own peer, host session and router over the shared rest. */
   function connect(transport: MessageTransport, principal: Principal, taskOwner?: string): Connection {
+    const view = principalPools?.view(principal);
+    const scope = view === undefined ? mainScope : scopeOf(view);
     if (transport instanceof StreamTransport && beforeWrite.length > 0)
       transport.beforeWrite =
         beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
@@ -358,11 +457,11 @@ export function createGateway(options: GatewayOptions): Gateway {
             ? 'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does'
             : 'the host reads again; reading from upstreams resumes',
         );
-        for (const upstream of pool.upstreams) upstream.setReading(!congested);
+        for (const upstream of scope.view.upstreams) upstream.setReading(!congested);
       };
     }
     const forward = createForward({
-      upstream: (server) => pool.byName.get(server),
+      upstream: (server) => scope.view.byName.get(server),
       host: {
         requestOutcome: (method, params, options, origin) => router.host.ask(method, params, options, origin),
       },
@@ -386,13 +485,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     const router: Router = new Router({
       host: transport,
-      tools,
-      prompts,
-      resources,
-      pool,
+      ...scope.catalogs,
+      pool: scope.view,
       pipeline: (message) => {
-        if (message.direction === 'upstream') lastUser.set(message.server, connection);
-        return shared(message);
+        if (message.direction === 'upstream') lastUser.set(userKey(message.server, view), connection);
+        return view === undefined ? shared(message) : view.run(message.server, () => shared(message));
       },
       // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
       recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
@@ -410,12 +507,18 @@ export function createGateway(options: GatewayOptions): Gateway {
       beforeWrite: () => beforeWrite.forEach((f) => f()),
       async close() {
         if (!connections.delete(connection)) return;
-        for (const [server, user] of lastUser) if (user === connection) lastUser.delete(server);
+        if (scope !== mainScope && scope.connections.delete(connection) && view !== undefined)
+          view.connections--;
+        for (const [key, user] of lastUser) if (user === connection) lastUser.delete(key);
         await router.drain();
         await transport.close();
       },
     };
     connections.add(connection);
+    if (scope !== mainScope && view !== undefined) {
+      scope.connections.add(connection);
+      view.connections++;
+    }
     return connection;
   }
 
@@ -441,11 +544,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   const relist = () => {
-    const changed = rebuildCatalogs({ tools, prompts, resources }, pool.upstreams, ALL_LISTS, {
-      listed,
-      served,
-    });
-    if (changed.length > 0) for (const c of connections) c.router.listsChanged(changed);
+    for (const scope of allScopes()) relistScope(scope, ALL_LISTS);
   };
   const watchers = features.flatMap((f) =>
     f.watch ? [f.watch({ upstreams: () => pool.upstreams, relist })] : [],
@@ -486,7 +585,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         const open = [...connections];
         const drained = Promise.all(open.map((c) => c.router.drain()));
         await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
-        await pool.stop();
+        await Promise.all([pool.stop(), principalPools?.stop()]);
         await drained;
         if (audit) {
           record({ type: 'gateway_stop', reason, uptimeMs: Date.now() - startedAt });
@@ -499,6 +598,26 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     killChildrenNow: () => pool.killAllNow(),
   };
+}
+
+/**
+ * What the connections of one principal share: their view of the upstreams (with their own
+ * processes when hosts connect over HTTP) and the lists made from it.
+ */
+interface Scope {
+  readonly view: PoolView;
+  readonly catalogs: {
+    readonly tools: NamedCatalog<Tool>;
+    readonly prompts: NamedCatalog<Prompt>;
+    readonly resources: ResourceCatalog;
+  };
+  readonly connections: Set<Connection>;
+}
+
+/** The first of a set of connections that has initialized, else the first. */
+function firstOf(connections: ReadonlySet<Connection>): Connection | undefined {
+  for (const c of connections) if (c.router.host.protocolVersion !== undefined) return c;
+  return connections.values().next().value;
 }
 
 /** One host connection the gateway serves (see `Gateway.connect`). */

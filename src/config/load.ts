@@ -682,6 +682,7 @@ function normalizeServer(
     tools: toolFilter,
     disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
     trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
+    shared: entry['shared'] === true,
     clientRequests: {
       sampling: entry['sampling'] !== false,
       elicitation: entry['elicitation'] !== false,

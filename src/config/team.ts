@@ -3,7 +3,7 @@
  * tokens). Kept apart from load.ts, which calls `normalizeTeam` with its own reporting helpers.
  */
 import type { KeyPath } from './interpolate.js';
-import type { AuthConfig, ListenConfig } from './types.js';
+import type { AuthConfig, ListenConfig, PerPrincipalConfig } from './types.js';
 
 type Data = Readonly<Record<string, unknown>>;
 
@@ -104,6 +104,29 @@ function normalizeListen(value: unknown, auth: AuthConfig | undefined, ctx: Team
     sessionIdleMs:
       ctx.duration(['listen', 'sessionIdleTimeout'], section['sessionIdleTimeout']) ?? 30 * 60_000,
     ...(sessionKey !== undefined && { sessionKey }),
+    perPrincipal: normalizePerPrincipal(section['perPrincipal'], ctx),
   };
   return listen;
 }
+
+/** `listen.perPrincipal` as written; its keys are checked against the JSON schema first. */
+function normalizePerPrincipal(value: unknown, ctx: TeamContext): PerPrincipalConfig {
+  const section = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Data) : {};
+  const count = (key: string): number | undefined => {
+    const n = section[key];
+    return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : undefined;
+  };
+  const maxConcurrency = count('maxConcurrency');
+  const ratePerMinute = count('ratePerMinute');
+  return {
+    idleMs:
+      ctx.duration(['listen', 'perPrincipal', 'idleTimeout'], section['idleTimeout']) ??
+      PER_PRINCIPAL_DEFAULTS.idleMs,
+    maxProcesses: count('maxProcesses') ?? PER_PRINCIPAL_DEFAULTS.maxProcesses,
+    ...(maxConcurrency !== undefined && { maxConcurrency }),
+    ...(ratePerMinute !== undefined && { ratePerMinute }),
+  };
+}
+
+/** What `listen.perPrincipal` holds when the config does not say. */
+export const PER_PRINCIPAL_DEFAULTS: PerPrincipalConfig = { idleMs: 10 * 60_000, maxProcesses: 64 };

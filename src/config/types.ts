@@ -121,6 +121,11 @@ interface ServerCommon {
   readonly disabled: boolean;
   /** Whether this server's tool annotations may be believed. Default false. */
   readonly trusted: boolean;
+  /**
+   * With an HTTP listener, whether one process of this stdio server serves every principal
+   * (`shared: true`) instead of one process per principal. Default false.
+   */
+  readonly shared: boolean;
   /** What this server may ask of the host: sampling, elicitation, roots. */
   readonly clientRequests: ClientRequestsConfig;
   /**
@@ -349,6 +354,20 @@ export interface ListenConfig {
   readonly sessionIdleMs: number;
   /** Secret shared by replicas that seals session ids; absent: a random key per process. */
   readonly sessionKey?: string;
+  /** What each principal may use (`listen.perPrincipal`). */
+  readonly perPrincipal: PerPrincipalConfig;
+}
+
+/** `listen.perPrincipal`: each principal's own processes and call bounds. */
+export interface PerPrincipalConfig {
+  /** A principal's own server processes stop after this long unused. Default 10 min. */
+  readonly idleMs: number;
+  /** Per-principal server processes running at once, all principals together. Default 64. */
+  readonly maxProcesses: number;
+  /** Requests one principal may have in flight at once; absent: no bound. */
+  readonly maxConcurrency?: number;
+  /** Requests one principal may make in any 60 s; absent: no bound. */
+  readonly ratePerMinute?: number;
 }
 
 /** `auth:`, mcp-warden as an OAuth 2.1 resource server. */

@@ -18,6 +18,7 @@ export type WardenErrorCode =
   | 'CALL_TIMEOUT'
   | 'CALL_CANCELLED'
   | 'QUEUE_FULL'
+  | 'PRINCIPAL_LIMIT'
   | 'DENIED'
   | 'TOOL_CHANGED'
   | 'INVALID_ARGUMENTS'
@@ -284,5 +285,20 @@ export class InvalidArgumentsError extends WardenError {
     );
     this.server = server;
     this.tool = tool;
+  }
+}
+
+/**
+ * A principal reached one of the per-principal bounds (`listen.perPrincipal`): calls at once,
+ * calls per minute, or the gateway's per-principal processes. A JSON-RPC error whose `data`
+ * names the bound, so a host (or its user) can tell which one it hit.
+ */
+export class PrincipalLimitError extends WardenError {
+  constructor(
+    readonly bound: 'maxConcurrency' | 'ratePerMinute' | 'maxProcesses',
+    readonly limit: number,
+    message: string,
+  ) {
+    super('PRINCIPAL_LIMIT', `${message} (listen.perPrincipal.${bound}: ${limit})`);
   }
 }

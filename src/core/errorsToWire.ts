@@ -2,6 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   PeerRpcError,
   ProtocolError,
+  PrincipalLimitError,
   ResourceNotFoundError,
   WardenError,
   type WardenErrorCode,
@@ -15,6 +16,9 @@ export const WARDEN_ERROR_META_KEY = 'mcp-warden/error';
 export type WireOutcome =
   | { readonly kind: 'result'; readonly result: CallToolResult }
   | { readonly kind: 'error'; readonly error: JsonRpcErrorObject };
+
+/** The JSON-RPC error code of a request refused by a per-principal bound. */
+export const PRINCIPAL_LIMIT_CODE = -32029;
 
 /** Errors the model can act on are results with `isError`, per the spec's advice on tool errors. */
 const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
@@ -35,6 +39,8 @@ const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCo
   ['METHOD_NOT_FOUND', RpcErrorCode.MethodNotFound],
   ['RESOURCE_NOT_FOUND', -32002],
   ['NOT_SERVING', RpcErrorCode.InternalError],
+  // Server-defined range: the request was well formed, this principal may not make it now.
+  ['PRINCIPAL_LIMIT', PRINCIPAL_LIMIT_CODE],
 ]);
 
 /**
@@ -58,6 +64,7 @@ export function errorToWire(error: unknown, logger: Logger): WireOutcome {
     if (code !== undefined) {
       const e: JsonRpcErrorObject = { code, message: error.message };
       if (error instanceof ResourceNotFoundError) e.data = { uri: error.uri };
+      if (error instanceof PrincipalLimitError) e.data = { bound: error.bound, limit: error.limit };
       return { kind: 'error', error: e };
     }
     if (AS_TOOL_RESULT.has(error.code)) {

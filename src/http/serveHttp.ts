@@ -1,4 +1,4 @@
-import { needsAuth, parseListenAddress } from '../config/team.js';
+import { needsAuth, parseListenAddress, PER_PRINCIPAL_DEFAULTS } from '../config/team.js';
 import type { ListenConfig, WardenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import type { Gateway } from '../gateway.js';
@@ -11,6 +11,7 @@ const LISTEN_DEFAULTS: Omit<ListenConfig, 'host' | 'port'> = {
   allowedOrigins: [],
   maxSessions: 100,
   sessionIdleMs: 30 * 60_000,
+  perPrincipal: PER_PRINCIPAL_DEFAULTS,
 };
 
 /**

@@ -40,10 +40,11 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, audit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
       'audit',
+      'principalLimit',
       'pins',
       'validate',
       'policy',

@@ -8,6 +8,9 @@ import type { Stage } from './types.js';
  * 0. telemetry: outermost, so the host-side span covers everything the gateway does with the
  *    request, and its trace id is on the message before the audit stage writes its records.
  * 1. audit: sees every outcome (denials and timeouts included) and the duration.
+ * 1a. principalLimit: one principal's calls at once and per minute; refused before anything else
+ *    works on the call (no question to a human, no upstream), and inside audit so the refusal is
+ *    recorded.
  * 2. pins: a tool whose definition changed since it was pinned is refused before anything judges
  *    a call by that definition (the policy reads its annotations; confirmation shows it to a human).
  * 3. validate: a tool call's arguments are checked against the tool's own inputSchema, strictly.
@@ -27,6 +30,7 @@ import type { Stage } from './types.js';
 export const STAGE_ORDER = [
   'telemetry',
   'audit',
+  'principalLimit',
   'pins',
   'validate',
   'policy',

@@ -35,7 +35,7 @@ import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
-import type { UpstreamPool } from '../upstreams/upstreamPool.js';
+import type { PoolView } from '../upstreams/upstreamPool.js';
 import { TaskRouting } from '../tasks/taskRouting.js';
 import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
@@ -65,7 +65,7 @@ export interface RouterOptions {
   readonly tools: NamedCatalog<Tool>;
   readonly prompts: NamedCatalog<Prompt>;
   readonly resources: ResourceCatalog;
-  readonly pool: UpstreamPool;
+  readonly pool: PoolView;
   /** The one pipeline every routed message passes, composed with its terminal. */
   readonly pipeline: Next;
   /**

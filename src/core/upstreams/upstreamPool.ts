@@ -8,6 +8,8 @@ export type UpstreamPoolOptions = {
   readonly config: WardenConfig;
   /** Processes spawned ahead for this config (`spawnEarly`): the upstreams take them over. */
   readonly early?: EarlyStart;
+  /** Where live child processes are kept (shared by several pools for the last-resort kill). */
+  readonly children?: Set<ChildHandle>;
 } & Pick<
   UpstreamOptions,
   | 'logger'
@@ -22,8 +24,17 @@ export type UpstreamPoolOptions = {
   | 'prefersModern'
 >;
 
+/** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */
+export interface PoolView {
+  /** In config order, which is the order that decides name collisions. */
+  readonly upstreams: readonly Upstream[];
+  readonly byName: ReadonlyMap<string, Upstream>;
+  /** Starts what is not running; settles as `UpstreamPool.start` does. */
+  start(): Promise<void>;
+}
+
 /** Every configured upstream, started together and stopped together. */
-export class UpstreamPool {
+export class UpstreamPool implements PoolView {
   /** In config order, which is the order that decides name collisions. */
   readonly upstreams: readonly Upstream[];
   readonly byName: ReadonlyMap<string, Upstream>;
@@ -32,8 +43,8 @@ export class UpstreamPool {
   private startup: Promise<void> | undefined;
 
   constructor(private readonly options: UpstreamPoolOptions) {
-    const { config, early, ...shared } = options;
-    this.children = early?.children ?? new Set();
+    const { config, early, children, ...shared } = options;
+    this.children = early?.children ?? children ?? new Set();
     this.upstreams = config.servers.map((server) => {
       const spawned = early?.spawned.get(server.name);
       return new Upstream({

@@ -1,0 +1,372 @@
+/**
+ * Isolation between principals on the HTTP listener, with a real issuer (oauth2-mock-server) and
+ * the SDK's StreamableHTTPClientTransport as host: each user gets their own process of a stdio
+ * server (the real server-filesystem here), and nothing of one user's reaches another.
+ */
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { OAuth2Server } from 'oauth2-mock-server';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  FAST_GATEWAY,
+  fixture,
+  isAlive,
+  readAudit,
+  runCli,
+  serverBin,
+  tempDir,
+  textOf,
+  writeConfig,
+  NODE,
+  ROOT,
+  type AuditRecord,
+  type HostCapabilities,
+} from './harness.js';
+import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
+
+const AUDIENCE = 'https://warden.test/mcp';
+let issuer: OAuth2Server;
+
+beforeAll(async () => {
+  issuer = new OAuth2Server();
+  await issuer.issuer.keys.generate('RS256');
+  await issuer.start(0, '127.0.0.1');
+});
+afterAll(async () => {
+  await issuer.stop();
+});
+
+let gateway: HttpGateway | undefined;
+const hosts: HttpHost[] = [];
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+/** A token for `subject` from the issuer. */
+function token(subject: string): Promise<string> {
+  return issuer.issuer.buildToken({
+    scopesOrTransform: (_header, payload) => {
+      payload.sub = subject;
+      payload.aud = AUDIENCE;
+      payload.scope = 'mcp';
+    },
+  });
+}
+
+const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
+/** What a host that runs tasks itself declares. */
+const TASK_HOST = { tasks: { list: {}, cancel: {} } };
+
+/**
+ * A host connected as `subject`, answering roots/list with `roots` when given (and telling the
+ * gateway when they change), with `capabilities` and `beforeConnect` as the harness takes them.
+ */
+async function hostAs(
+  subject: string,
+  options: {
+    readonly roots?: string;
+    readonly capabilities?: HostCapabilities;
+    readonly beforeConnect?: (client: HttpHost['client']) => void;
+  } = {},
+): Promise<HttpHost> {
+  const { roots } = options;
+  const connected = await connectHttpHost(gateway!.url, {
+    token: await token(subject),
+    name: `${subject}-host`,
+    ...(options.capabilities && { capabilities: options.capabilities }),
+    ...(options.beforeConnect && { beforeConnect: options.beforeConnect }),
+    ...(roots !== undefined && {
+      capabilities: { ...options.capabilities, roots: { listChanged: true } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ListRootsRequestSchema, () => ({
+          roots: [{ uri: `file://${roots}`, name: `${subject}'s folder` }],
+        })),
+    }),
+  });
+  hosts.push(connected);
+  return connected;
+}
+
+function setup(servers: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const dir = tempDir();
+  const auditFile = path.join(dir, 'audit.jsonl');
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      audit: { file: auditFile },
+      auth: { issuer: issuer.issuer.url, audience: AUDIENCE },
+      servers,
+      ...extra,
+    },
+    dir,
+  );
+  return { dir, config, auditFile };
+}
+
+const starts = (file: string, server: string): AuditRecord[] =>
+  readAudit(file).filter((r) => r.type === 'upstream_start' && r.server === server);
+const subjectOf = (r: AuditRecord) => (r.principal as { subject: string }).subject;
+
+/**
+ * Starts a call of the fixture's `hang` tool and waits until the upstream has it (its --record
+ * file says so); `cancel` gives up on it from the host's side.
+ */
+async function hangAt(host: HttpHost, recorded: string) {
+  const abort = new AbortController();
+  const hanging = host.client
+    .callTool({ name: 'up__hang', arguments: {} }, undefined, { signal: abort.signal })
+    .catch((error: unknown) => error);
+  await expect.poll(() => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '')).toMatch(/hang/);
+  return {
+    cancel: async () => {
+      abort.abort();
+      await hanging;
+    },
+  };
+}
+
+describe('isolation between principals', () => {
+  it("runs server-filesystem once per principal, each with its own host's roots; a shared server once", async () => {
+    const base = realpathSync(tempDir());
+    const [aliceDir, bobDir, configured] = ['alice', 'bob', 'configured'].map((name) => {
+      const folder = path.join(base, name);
+      mkdirSync(folder);
+      return folder;
+    }) as [string, string, string];
+    const { config, auditFile } = setup({
+      fs: { command: NODE, args: [serverBin('filesystem'), configured] },
+      up: fixture([], { shared: true }),
+    });
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice', { roots: aliceDir });
+    const bob = await hostAs('bob', { roots: bobDir });
+    const allowed = async (host: HttpHost) =>
+      textOf(await host.client.callTool({ name: 'fs__list_allowed_directories', arguments: {} }));
+    // The server asks its host for roots when told they changed; each process asks its own
+    // principal's host, and each user sees only their own folder.
+    await alice.client.sendRootsListChanged();
+    await bob.client.sendRootsListChanged();
+    await expect.poll(() => allowed(alice)).toContain(aliceDir);
+    await expect.poll(() => allowed(bob)).toContain(bobDir);
+    expect(await allowed(alice)).not.toContain(bobDir);
+    expect(await allowed(bob)).not.toContain(aliceDir);
+
+    // The log says whose process each line is about.
+    expect(gateway.stderr()).toMatch(/\[fs for alice@http:\/\/\S+\]: connected/);
+    expect(gateway.stderr()).toMatch(/\[fs for bob@http:\/\/\S+\]: connected/);
+    const fs = starts(auditFile, 'fs');
+    expect(fs.map(subjectOf).sort()).toEqual(['alice', 'bob']);
+    const pids = fs.map((r) => r.pid as number);
+    expect(new Set(pids).size).toBe(2);
+    for (const pid of pids) expect(isAlive(pid)).toBe(true);
+    // The shared server is one process, the gateway's own.
+    const up = starts(auditFile, 'up');
+    expect(up).toHaveLength(1);
+    expect(up[0]!.principal).toMatchObject({ source: 'os' });
+    // And those are all the gateway runs: no process of fs was started for nobody.
+    const pid = gateway.child.pid!;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+    expect(children.map(Number).sort()).toEqual([...pids, up[0]!.pid as number].sort());
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    expect(starts(auditFile, 'up')).toHaveLength(1);
+
+    await gateway.stop();
+    gateway = undefined;
+    const exits = readAudit(auditFile).filter((r) => r.type === 'upstream_exit' && r.server === 'fs');
+    expect(exits.map(subjectOf).sort()).toEqual(['alice', 'bob']);
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+  });
+
+  it("stops a principal's processes once idle (never under a call), and starts fresh ones on the next call", async () => {
+    const { config, auditFile } = setup(
+      { up: fixture() },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { idleTimeout: '200ms' } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    // A call longer than the idle time keeps its process.
+    const slept = await alice.client.callTool({ name: 'up__sleep', arguments: { ms: 600 } });
+    expect(textOf(slept)).toBe('slept 600');
+    const [first] = starts(auditFile, 'up');
+    expect(subjectOf(first!)).toBe('alice');
+    await gateway.waitForStderr(/stopping alice@\S+'s server processes: unused for 200 ms/);
+    await expect
+      .poll(() => readAudit(auditFile).filter((r) => r.type === 'upstream_exit' && r.server === 'up'))
+      .toHaveLength(1);
+    expect(isAlive(first!.pid as number)).toBe(false);
+    expect(textOf(await alice.client.callTool({ name: 'up__echo', arguments: { text: 'again' } }))).toBe(
+      'again',
+    );
+    const again = starts(auditFile, 'up');
+    expect(again.map(subjectOf)).toEqual(['alice', 'alice']);
+    expect(again[1]!.pid).not.toBe(first!.pid);
+  });
+
+  it('refuses a new principal with an error naming the process bound while every principal is busy', async () => {
+    const recorded = path.join(tempDir(), 'upstream.jsonl');
+    const { config } = setup(
+      { up: fixture(['--record', recorded]) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxProcesses: 1 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    // The call is at the upstream: alice is busy.
+    const hanging = await hangAt(alice, recorded);
+    await expect(hostAs('bob')).rejects.toThrow(/listen\.perPrincipal\.maxProcesses: 1/);
+    // Once alice is idle, her process makes room for the next principal.
+    await hanging.cancel();
+    // The host gives up at once; the gateway learns of it a moment later, as the error says.
+    let carol: HttpHost | undefined;
+    await expect.poll(async () => (carol = await hostAs('carol').catch(() => undefined))).toBeDefined();
+    if (carol === undefined) throw new Error('carol could not connect');
+    expect(textOf(await carol.client.callTool({ name: 'up__echo', arguments: { text: 'room' } }))).toBe(
+      'room',
+    );
+    expect(gateway.stderr()).toMatch(/stopping alice@\S+'s server processes to make room/);
+  });
+
+  it('refuses a bad shared: or listen.perPrincipal value, naming the file, line and key', async () => {
+    const { config } = setup(
+      { up: fixture([], { shared: 'yes' }) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxProcesses: 0, idleTimeout: 'soon' } } },
+    );
+    const result = await runCli(['--config', config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: servers\.up\.shared: expected true or false, got a string/,
+    );
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.maxProcesses: must be at least 1, got 0/,
+    );
+    expect(result.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.idleTimeout: invalid duration "soon"/,
+    );
+  });
+
+  it("bounds each principal's calls at once and per minute, with a JSON-RPC error naming the bound", async () => {
+    const recorded = path.join(tempDir(), 'upstream.jsonl');
+    const { config, auditFile } = setup(
+      { up: fixture(['--record', recorded], { shared: true }) },
+      { listen: { http: '127.0.0.1:0', perPrincipal: { maxConcurrency: 1, ratePerMinute: 2 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    const bob = await hostAs('bob');
+    const hanging = await hangAt(alice, recorded);
+    // Alice has one call in flight: her next is refused; bob's are not hers to count.
+    const busy = alice.client.callTool({ name: 'up__echo', arguments: { text: 'two at once' } });
+    await expect(busy).rejects.toMatchObject({ code: -32029 });
+    await expect(busy).rejects.toThrow(/listen\.perPrincipal\.maxConcurrency: 1/);
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'b1' } }))).toBe('b1');
+    await hanging.cancel();
+    // A refused request does not count: hang and this one make two in this minute.
+    await expect
+      .poll(() =>
+        alice.client.callTool({ name: 'up__echo', arguments: { text: 'a' } }).then(
+          (result) => textOf(result),
+          (error: Error) => error.message,
+        ),
+      )
+      .toBe('a');
+    const limited = alice.client.callTool({ name: 'up__echo', arguments: { text: 'too many' } });
+    await expect(limited).rejects.toThrow(/listen\.perPrincipal\.ratePerMinute: 2/);
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'b2' } }))).toBe('b2');
+    // The refusals are in the audit trail, under alice.
+    await expect
+      .poll(() =>
+        readAudit(auditFile)
+          .filter(
+            (r) => r.type === 'call' && subjectOf(r) === 'alice' && /perPrincipal/.test(JSON.stringify(r)),
+          )
+          .map((r) => (r.args as { text: string }).text),
+      )
+      .toEqual(['two at once', 'too many']);
+  });
+
+  it("refuses alice's task handle to bob, and lists each principal's tasks to that principal only", async () => {
+    const { config } = setup({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice', { capabilities: TASK_HOST });
+    const bob = await hostAs('bob', { capabilities: TASK_HOST });
+    let handle: string | undefined;
+    for await (const message of alice.client.experimental.tasks.callToolStream(
+      { name: 't__report', arguments: { n: 2 } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 } },
+    ))
+      if (message.type === 'taskCreated') handle = message.task.taskId;
+    expect(handle).toBeDefined();
+    expect((await alice.client.experimental.tasks.getTask(handle!)).taskId).toBe(handle);
+    const refused = await bob.client.experimental.tasks.getTask(handle!).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).code).toBe(-32602);
+    expect((await alice.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([handle]);
+    expect((await bob.client.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+
+  it("never lets alice's remembered confirmation approve bob's call", async () => {
+    const { dir, config } = setup(
+      { up: fixture([], { shared: true }) },
+      { policies: ['policy.yaml'], confirmation: { methods: ['elicitation'] } },
+    );
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    gateway = await startHttpGateway(config);
+    const asked: string[] = [];
+    const answering = (who: string) => (client: HttpHost['client']) =>
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked.push(who);
+        return { action: 'accept', content: { remember: true } };
+      });
+    const alice = await hostAs('alice', {
+      capabilities: { elicitation: {} },
+      beforeConnect: answering('alice'),
+    });
+    const bob = await hostAs('bob', { capabilities: { elicitation: {} }, beforeConnect: answering('bob') });
+    const echo = (host: HttpHost, text: string) =>
+      host.client.callTool({ name: 'up__echo', arguments: { text } }).then(textOf);
+    expect(await echo(alice, 'a1')).toBe('a1');
+    expect(await echo(alice, 'a2')).toBe('a2'); // remembered: not asked again
+    expect(asked).toEqual(['alice']);
+    expect(await echo(bob, 'b1')).toBe('b1'); // bob is asked himself
+    expect(asked).toEqual(['alice', 'bob']);
+  });
+
+  it("sends notifications/resources/updated of alice's own server to alice only", async () => {
+    const { config } = setup({ files: fixture(['--resources', '--name', 'files']) });
+    gateway = await startHttpGateway(config);
+    const updated = { alice: [] as string[], bob: [] as string[] };
+    const listening = (who: 'alice' | 'bob') => (client: HttpHost['client']) =>
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        updated[who].push(n.params.uri);
+      });
+    const alice = await hostAs('alice', { beforeConnect: listening('alice') });
+    const bob = await hostAs('bob', { beforeConnect: listening('bob') });
+    const uri = 'fixture://files/a';
+    // Both subscribe to the same URI, each on their own process of the server.
+    await alice.client.subscribeResource({ uri });
+    await bob.client.subscribeResource({ uri });
+    const update = (host: HttpHost) =>
+      host.client.callTool({ name: 'files__update_resource', arguments: { uri } }).then(textOf);
+    expect(await update(alice)).toBe('notified');
+    await expect.poll(() => updated.alice).toEqual([uri]);
+    // Bob's own update reaches him; alice's never did.
+    expect(await update(bob)).toBe('notified');
+    await expect.poll(() => updated.bob).toEqual([uri]);
+    expect(updated.alice).toEqual([uri]);
+  });
+});
