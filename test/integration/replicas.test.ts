@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
 import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
@@ -113,7 +114,7 @@ describe.skipIf(!hasHaproxy)('replicas behind HAProxy (skipped: haproxy is not i
     await issuer.stop();
   });
 
-  it('keeps each session on its replica, one audit trail each, and a session elsewhere is a fast 404', async () => {
+  it('keeps each session on its replica, one audit trail each, spreads stateless requests, and a session elsewhere is a fast 404', async () => {
     const alice = await connectHttpHost(`${lb}/mcp`, { token: await token('alice') });
     const bob = await connectHttpHost(`${lb}/mcp`, { token: await token('bob') });
     for (let i = 0; i < 3; i++) {
@@ -134,6 +135,35 @@ describe.skipIf(!hasHaproxy)('replicas behind HAProxy (skipped: haproxy is not i
     ]);
     expect(subjects.map((s) => s.length)).toEqual([1, 1]);
     expect(subjects.flat().sort()).toEqual(['alice', 'bob']);
+    // Stateless (2026-07-28) requests carry no session: the balancer spreads them, and either
+    // replica answers them as the same principal.
+    const carol = `Bearer ${await token('carol')}`;
+    for (let i = 0; i < 4; i++) {
+      const answer = await postRpc(
+        `${lb}/mcp`,
+        {
+          jsonrpc: '2.0',
+          id: i,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: `c${i}` }, _meta: envelope() },
+        },
+        {
+          Authorization: carol,
+          'Mcp-Protocol-Version': MODERN,
+          'Mcp-Method': 'tools/call',
+          'Mcp-Name': 'up__echo',
+        },
+      );
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text)).toMatchObject({ result: { content: [{ text: `c${i}` }] } });
+    }
+    for (const file of audits)
+      expect(
+        readAudit(file).filter(
+          (r) => r.type === 'call' && (r.principal as { subject: string }).subject === 'carol',
+        ),
+      ).toHaveLength(2);
+
     // Alice's session sent straight to the other replica: recognised as sealed by the shared key.
     const aliceOn = subjects.findIndex((s) => s[0] === 'alice');
     const other = replicas[1 - aliceOn]!;
