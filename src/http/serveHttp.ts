@@ -3,6 +3,7 @@ import type { ListenConfig, WardenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import type { Gateway } from '../gateway.js';
 import { startListener, type Listener } from './listener.js';
+import { createStatelessDispatch } from './stateless.js';
 
 /** What `listen:` holds when only `--http` was given. */
 const LISTEN_DEFAULTS: Omit<ListenConfig, 'host' | 'port'> = {
@@ -49,6 +50,10 @@ export async function startHttp(options: {
     logger,
     connect: (transport, principal) => gateway.connect(transport, principal),
     ready: () => settled,
+    stateless: createStatelessDispatch({
+      connect: (transport, principal) => gateway.connect(transport, principal),
+      logger,
+    }),
   });
   logger.info(
     `listening on ${listener.url}${config.auth === undefined ? ' (no tokens asked: reachable from this machine only)' : ` (bearer tokens from ${config.auth.issuer})`}`,
