@@ -35,6 +35,8 @@ export function createStatelessDispatch(options: {
     }
     const transport = new OneShotTransport(message.id === undefined ? undefined : message.id, res);
     const connection = options.connect(transport, principal);
+    // The audit trail is written before any answer leaves, as on every other transport.
+    transport.beforeWrite = () => connection.beforeWrite();
     // A host that goes away before its answer frees the connection (and its upstream calls).
     res.once('close', () => void connection.close());
     await transport.start();
@@ -81,6 +83,7 @@ class OneShotTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
+  beforeWrite?: () => void;
   readonly answered: Promise<void>;
   private settle!: () => void;
 
@@ -99,6 +102,7 @@ class OneShotTransport implements MessageTransport {
   send(outgoing: OutgoingMessage): Promise<void> {
     const message = outgoing instanceof EncodedResult ? outgoing.toMessage() : outgoing;
     if (!isResponse(message) || message.id !== this.id || this.res.headersSent) return Promise.resolve();
+    this.beforeWrite?.();
     const text = JSON.stringify(message);
     this.res.writeHead(200, {
       'Content-Type': 'application/json',

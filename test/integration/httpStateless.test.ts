@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
-import { FAST_GATEWAY, fixture, writeConfig } from './harness.js';
+import path from 'node:path';
+import { FAST_GATEWAY, fixture, readAudit, tempDir, writeConfig } from './harness.js';
 import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 type Json = Record<string, unknown>;
@@ -14,6 +15,7 @@ const messageOf = (text: string) => (JSON.parse(text) as { error: { message: str
 
 describe('stateless requests on the HTTP listener', () => {
   let gateway: HttpGateway;
+  const audit = path.join(tempDir(), 'audit.jsonl');
   const headers = (method: string, name?: string): Record<string, string> => ({
     'Mcp-Protocol-Version': MODERN,
     'Mcp-Method': method,
@@ -21,7 +23,9 @@ describe('stateless requests on the HTTP listener', () => {
   });
 
   beforeAll(async () => {
-    gateway = await startHttpGateway(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    gateway = await startHttpGateway(
+      writeConfig({ gateway: FAST_GATEWAY, audit: { file: audit }, servers: { up: fixture() } }),
+    );
   });
   afterAll(async () => {
     await gateway.stop();
@@ -76,5 +80,25 @@ describe('stateless requests on the HTTP listener', () => {
     const wrongName = await postRpc(gateway.url, call, headers('tools/call', 'up__other'));
     expect(wrongName.status).toBe(400);
     expect(messageOf(wrongName.text)).toContain('Mcp-Name header says "up__other"');
+  });
+
+  it('writes each call to the audit trail before its answer leaves', async () => {
+    // Each check reads the file the moment the answer arrives: a record written after the
+    // answer (at the end of the turn) would be missing for some of them.
+    for (let i = 0; i < 10; i++) {
+      const answer = await postRpc(
+        gateway.url,
+        {
+          jsonrpc: '2.0',
+          id: 10 + i,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: `n${i}` }, _meta: envelope() },
+        },
+        headers('tools/call', 'up__echo'),
+      );
+      expect(answer.status).toBe(200);
+      const calls = readAudit(audit).filter((r) => r.type === 'call' && (r.args as Json).text === `n${i}`);
+      expect(calls).toHaveLength(1);
+    }
   });
 });

@@ -16,6 +16,9 @@ import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from '
 import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 const hasHaproxy = spawnSync('haproxy', ['-v'], { stdio: 'ignore' }).status === 0;
+const TITLE = hasHaproxy
+  ? 'replicas behind HAProxy'
+  : 'replicas behind HAProxy (skipped: haproxy is not installed)';
 const AUDIENCE = 'https://warden.test/mcp';
 const KEY = 'a-session-key-shared-by-both-replicas-0123456789';
 
@@ -31,7 +34,7 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(!hasHaproxy)('replicas behind HAProxy (skipped: haproxy is not installed)', () => {
+describe.skipIf(!hasHaproxy)(TITLE, () => {
   let issuer: OAuth2Server;
   let haproxy: ChildProcess | undefined;
   const replicas: HttpGateway[] = [];
@@ -138,7 +141,7 @@ describe.skipIf(!hasHaproxy)('replicas behind HAProxy (skipped: haproxy is not i
     // Stateless (2026-07-28) requests carry no session: the balancer spreads them, and either
     // replica answers them as the same principal.
     const carol = `Bearer ${await token('carol')}`;
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 8; i++) {
       const answer = await postRpc(
         `${lb}/mcp`,
         {
@@ -157,12 +160,16 @@ describe.skipIf(!hasHaproxy)('replicas behind HAProxy (skipped: haproxy is not i
       expect(answer.status).toBe(200);
       expect(JSON.parse(answer.text)).toMatchObject({ result: { content: [{ text: `c${i}` }] } });
     }
-    for (const file of audits)
-      expect(
+    // Round robin also counts the sessions' own requests (their GET streams), so the split need
+    // not be even; what matters is that both replicas served carol and nothing was lost.
+    const carolCalls = audits.map(
+      (file) =>
         readAudit(file).filter(
           (r) => r.type === 'call' && (r.principal as { subject: string }).subject === 'carol',
-        ),
-      ).toHaveLength(2);
+        ).length,
+    );
+    expect(carolCalls.every((n) => n > 0)).toBe(true);
+    expect(carolCalls[0]! + carolCalls[1]!).toBe(8);
 
     // Alice's session sent straight to the other replica: recognised as sealed by the shared key.
     const aliceOn = subjects.findIndex((s) => s[0] === 'alice');
