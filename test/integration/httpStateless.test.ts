@@ -4,14 +4,54 @@
  * host, and the `Mcp-Method` / `Mcp-Name` headers must agree with the body.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envelope, MODERN } from '../fixtures/modernHost.js';
+import { envelope, MODERN, type RpcAnswer } from '../fixtures/modernHost.js';
 import path from 'node:path';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, writeConfig } from './harness.js';
 import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { modernAcknowledgment, modernResult } from './modernWire.js';
 
 type Json = Record<string, unknown>;
 
 const messageOf = (text: string) => (JSON.parse(text) as { error: { message: string } }).error.message;
+
+/** The JSON-RPC messages of a complete SSE body, in order. */
+function sseMessages(text: string): Json[] {
+  return text
+    .split('\n\n')
+    .map((event) =>
+      event
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n'),
+    )
+    .filter((data) => data !== '')
+    .map((data) => JSON.parse(data) as Json);
+}
+
+/** Reads an open SSE body message by message. */
+function sseReader(body: ReadableStream<Uint8Array>): { next(): Promise<Json> } {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  const ready: Json[] = [];
+  return {
+    async next() {
+      while (ready.length === 0) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended; unread: ${buffered}`);
+        buffered += decoder.decode(value, { stream: true });
+        const cut = buffered.lastIndexOf('\n\n');
+        if (cut === -1) continue;
+        ready.push(...sseMessages(buffered.slice(0, cut + 2)));
+        buffered = buffered.slice(cut + 2);
+      }
+      return ready.shift()!;
+    },
+  };
+}
+
+const textOf = (result: Json) => (result.content as { text: string }[])[0]!.text;
 
 describe('stateless requests on the HTTP listener', () => {
   let gateway: HttpGateway;
@@ -24,7 +64,11 @@ describe('stateless requests on the HTTP listener', () => {
 
   beforeAll(async () => {
     gateway = await startHttpGateway(
-      writeConfig({ gateway: FAST_GATEWAY, audit: { file: audit }, servers: { up: fixture() } }),
+      writeConfig({
+        gateway: FAST_GATEWAY,
+        audit: { file: audit },
+        servers: { up: fixture(['--resources']) },
+      }),
     );
   });
   afterAll(async () => {
@@ -80,6 +124,207 @@ describe('stateless requests on the HTTP listener', () => {
     const wrongName = await postRpc(gateway.url, call, headers('tools/call', 'up__other'));
     expect(wrongName.status).toBe(400);
     expect(messageOf(wrongName.text)).toContain('Mcp-Name header says "up__other"');
+    // The revision's HeaderMismatch code, and the request's id, so the client knows which failed.
+    expect(JSON.parse(wrongName.text)).toMatchObject({ id: 4, error: { code: -32020 } });
+  });
+
+  it('refuses missing mirrored headers and a protocol version header that disagrees with the envelope', async () => {
+    const call = {
+      jsonrpc: '2.0',
+      id: 5,
+      method: 'tools/call',
+      params: { name: 'up__echo', arguments: { text: 'hi' }, _meta: envelope() },
+    };
+    const { 'Mcp-Method': _method, ...noMethod } = headers('tools/call', 'up__echo');
+    const { 'Mcp-Name': _name, ...noName } = headers('tools/call', 'up__echo');
+    const { 'Mcp-Protocol-Version': _version, ...noVersion } = headers('tools/call', 'up__echo');
+    for (const [sent, says] of [
+      [noMethod, 'Mcp-Method header is missing'],
+      [noName, 'Mcp-Name header is missing'],
+      [noVersion, 'MCP-Protocol-Version header is missing'],
+      [
+        { ...headers('tools/call', 'up__echo'), 'Mcp-Protocol-Version': '2025-11-25' },
+        'MCP-Protocol-Version header says',
+      ],
+    ] as const) {
+      const answer = await postRpc(gateway.url, call, sent);
+      expect(answer.status, says).toBe(400);
+      expect(JSON.parse(answer.text), says).toMatchObject({ error: { code: -32020 } });
+      expect(messageOf(answer.text)).toContain(says);
+    }
+    expect(readAudit(audit).filter((r) => r.type === 'call' && (r.args as Json).text === 'hi')).toHaveLength(
+      1,
+    );
+  });
+
+  it('takes a Base64-encoded Mcp-Name, as the revision carries names that are not plain ASCII', async () => {
+    const name = 'up__echo';
+    const encoded = `=?base64?${Buffer.from(name).toString('base64')}?=`;
+    const call = {
+      jsonrpc: '2.0',
+      id: 6,
+      method: 'tools/call',
+      params: { name, arguments: { text: 'encoded' }, _meta: envelope() },
+    };
+    const answer = await postRpc(gateway.url, call, { ...headers('tools/call'), 'Mcp-Name': encoded });
+    expect(answer.status).toBe(200);
+    const other = `=?base64?${Buffer.from('up__other').toString('base64')}?=`;
+    const refused = await postRpc(gateway.url, call, { ...headers('tools/call'), 'Mcp-Name': other });
+    expect(refused.status).toBe(400);
+    expect(messageOf(refused.text)).toContain('Mcp-Name header says "up__other"');
+  });
+
+  it('answers an unknown method with 404 and an unserved version with 400, each with its JSON-RPC error', async () => {
+    const unknown = await postRpc(
+      gateway.url,
+      { jsonrpc: '2.0', id: 7, method: 'no/such', params: { _meta: envelope() } },
+      headers('no/such'),
+    );
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.text)).toMatchObject({ id: 7, error: { code: -32601 } });
+    const version = '2099-01-01';
+    const future = await postRpc(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'tools/list',
+        params: { _meta: envelope({ protocolVersion: version }) },
+      },
+      { ...headers('tools/list'), 'Mcp-Protocol-Version': version },
+    );
+    expect(future.status).toBe(400);
+    expect(JSON.parse(future.text)).toMatchObject({ id: 8, error: { code: -32022 } });
+  });
+
+  it("streams a call's progress as SSE before its answer, and sends plain JSON to a client that takes only JSON", async () => {
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: {
+        name: 'up__progress',
+        arguments: { steps: 3 },
+        _meta: { ...envelope(), progressToken: `p${id}` },
+      },
+    });
+    const streamed = await postRpc(gateway.url, call(20), headers('tools/call', 'up__progress'));
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get('content-type')).toBe('text/event-stream');
+    expect(streamed.headers.get('x-accel-buffering')).toBe('no');
+    const events = sseMessages(streamed.text);
+    expect(events.map((e) => e.method ?? `answer ${String(e.id)}`)).toEqual([
+      'notifications/progress',
+      'notifications/progress',
+      'notifications/progress',
+      'answer 20',
+    ]);
+    expect(events.slice(0, 3).map((e) => (e.params as Json).progress)).toEqual([1, 2, 3]);
+    expect(textOf(modernResult('tools/call', events[3] as unknown as RpcAnswer))).toBe('done');
+
+    const plain = await postRpc(gateway.url, call(21), {
+      ...headers('tools/call', 'up__progress'),
+      Accept: 'application/json',
+    });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('content-type')).toBe('application/json');
+    expect(textOf((JSON.parse(plain.text) as { result: Json }).result)).toBe('done');
+  });
+
+  it('cancels a call upstream when its client closes the response stream', async () => {
+    const abort = new AbortController();
+    const response = await fetch(gateway.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...headers('tools/call', 'up__sleep'),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 25,
+        method: 'tools/call',
+        params: {
+          name: 'up__sleep',
+          arguments: { ms: 60_000 },
+          _meta: { ...envelope(), progressToken: 'slow' },
+        },
+      }),
+    });
+    const first = await sseReader(response.body!).next();
+    expect(first.method).toBe('notifications/progress');
+    abort.abort();
+    // The call ends as cancelled long before its minute is up, and the trail says so.
+    await expect
+      .poll(() => readAudit(audit).find((r) => r.type === 'call' && r.tool === 'up__sleep'), {
+        timeout: 20_000,
+      })
+      .toMatchObject({ outcome: 'cancelled' });
+  });
+
+  it('keeps a subscriptions/listen stream open and delivers the resource updates it asked for', async () => {
+    const uri = 'fixture://fixture/a';
+    const abort = new AbortController();
+    const response = await fetch(gateway.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...headers('subscriptions/listen'),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 30,
+        method: 'subscriptions/listen',
+        params: { notifications: { resourceSubscriptions: [uri] }, _meta: envelope() },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const stream = sseReader(response.body!);
+    const ack = await stream.next();
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': 30 },
+      notifications: { resourceSubscriptions: [uri] },
+    });
+    // Another request, on another POST, makes the server change the resource.
+    const told = await postRpc(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: 31,
+        method: 'tools/call',
+        params: { name: 'up__update_resource', arguments: { uri }, _meta: envelope() },
+      },
+      headers('tools/call', 'up__update_resource'),
+    );
+    expect(textOf((JSON.parse(told.text) as { result: Json }).result)).toBe('notified');
+    const updated = await stream.next();
+    expect(updated).toMatchObject({
+      method: 'notifications/resources/updated',
+      params: { uri, _meta: { 'io.modelcontextprotocol/subscriptionId': 30 } },
+    });
+    // Closing the stream is the revision's cancellation: the gateway lets go of the subscription.
+    abort.abort();
+    // Nothing announces the upstream's unsubscribe, so ask the server until it no longer holds one.
+    let answer = 'notified';
+    for (let i = 0; i < 100 && answer !== 'not subscribed'; i++) {
+      const again = await postRpc(
+        gateway.url,
+        {
+          jsonrpc: '2.0',
+          id: 40 + i,
+          method: 'tools/call',
+          params: { name: 'up__update_resource', arguments: { uri }, _meta: envelope() },
+        },
+        headers('tools/call', 'up__update_resource'),
+      );
+      answer = textOf((JSON.parse(again.text) as { result: Json }).result);
+    }
+    expect(answer).toBe('not subscribed');
   });
 
   it('writes each call to the audit trail before its answer leaves', async () => {

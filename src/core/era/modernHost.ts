@@ -98,6 +98,8 @@ interface Subscription {
   readonly lists: ReadonlySet<HostList>;
   /** The resource URIs whose updates this stream gets. */
   readonly uris: ReadonlySet<string>;
+  /** Lets go of what the stream holds upstream; safe to call twice. */
+  readonly release: () => void;
 }
 
 /** At most this many resource URIs on one stream. */
@@ -239,7 +241,7 @@ export class ModernHost implements HostSession {
   /** Ends every open subscription gracefully (shutdown): each gets its completion result. */
   closeSubscriptions(): void {
     for (const subscription of [...this.subscriptions]) {
-      this.subscriptions.delete(subscription);
+      subscription.release();
       const { request } = subscription;
       request.respond(Outcome.of({ _meta: { [META.subscriptionId]: request.id } }));
     }
@@ -299,12 +301,19 @@ export class ModernHost implements HostSession {
           uris.add(uri);
       if (uris.size > 0) honoured.resourceSubscriptions = [...uris];
     }
-    const subscription: Subscription = { request, lists, uris };
+    const subscription: Subscription = {
+      request,
+      lists,
+      uris,
+      release: () => {
+        // A stream that ends any way (cancelled, closed at shutdown, its HTTP response gone)
+        // gives back its upstream subscriptions, or they would outlive every listener.
+        if (!this.subscriptions.delete(subscription)) return;
+        for (const uri of uris) void subscribe?.(uri, false, request).catch(() => false);
+      },
+    };
     this.subscriptions.add(subscription);
-    request.onCancel(() => {
-      this.subscriptions.delete(subscription);
-      for (const uri of uris) void subscribe?.(uri, false, request).catch(() => false);
-    });
+    request.onCancel(subscription.release);
     this.options.peer.notify('notifications/subscriptions/acknowledged', {
       _meta: { [META.subscriptionId]: request.id },
       notifications: honoured,
