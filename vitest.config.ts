@@ -7,6 +7,9 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // expect.poll waits for what has no event to await (a file a process writes, a process
+    // gone). Its 1 s default is too short on a shared two-core machine under load.
+    expect: { poll: { timeout: 15_000 } },
     projects: [
       { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
       {

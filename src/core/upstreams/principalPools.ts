@@ -91,7 +91,7 @@ export class PrincipalPools {
     const { maxProcesses } = this.options.limits;
     const need = this.isolatedCount;
     const candidates = [...this.views.values()]
-      .filter((v) => v !== view && v.running > 0 && v.busy === 0)
+      .filter((v) => v !== view && v.running > 0 && v.busy === 0 && !v.starting)
       .sort((a, b) => a.lastUsed - b.lastUsed);
     while (this.running + need > maxProcesses) {
       const evicted = candidates.shift();
@@ -113,7 +113,7 @@ export class PrincipalPools {
   private sweep(): void {
     const cutoff = this.now() - this.options.limits.idleMs;
     for (const [key, view] of this.views) {
-      if (view.busy > 0 || view.lastUsed > cutoff) continue;
+      if (view.busy > 0 || view.starting || view.lastUsed > cutoff) continue;
       if (view.running > 0) {
         this.options.logger.info(
           `stopping ${describePrincipal(view.principal)}'s server processes: unused for ${this.options.limits.idleMs} ms`,
@@ -139,6 +139,8 @@ export class PrincipalView implements PoolView {
   lastUsed: number;
   private own: UpstreamPool;
   private started: Promise<void> | undefined;
+  /** Whether this principal's processes are starting now: never idle meanwhile. */
+  private startingNow = false;
   private merged!: { upstreams: readonly Upstream[]; byName: ReadonlyMap<string, Upstream> };
   private stopping: Promise<void> = Promise.resolve();
 
@@ -165,6 +167,11 @@ export class PrincipalView implements PoolView {
     return this.own.byName.has(server);
   }
 
+  /** Whether this principal's processes are still starting (they are not idle then). */
+  get starting(): boolean {
+    return this.startingNow;
+  }
+
   /** Per-principal processes of this principal running (or starting) now. */
   get running(): number {
     return this.started === undefined ? 0 : this.own.upstreams.length;
@@ -180,10 +187,21 @@ export class PrincipalView implements PoolView {
         return Promise.reject(error);
       }
       const own = this.own;
-      // A retired pool must have let go of its processes before the next one starts.
-      this.started = this.stopping.then(() =>
-        Promise.all([this.pools.options.shared.start(), own.start()]).then(() => {}),
-      );
+      // A retired pool must have let go of its processes before the next one starts. Idleness
+      // counts from the end of the start: a slow start (a loaded machine, a big server) is not
+      // idle time, and stopping processes while they start would leave the host's first call
+      // to a pool with no tools listed yet.
+      this.startingNow = true;
+      const started = this.stopping
+        .then(() => Promise.all([this.pools.options.shared.start(), own.start()]))
+        .then(() => {});
+      const settled = (): void => {
+        if (this.started !== started) return;
+        this.startingNow = false;
+        this.lastUsed = this.pools.now();
+      };
+      started.then(settled, settled);
+      this.started = started;
     }
     return this.started;
   }
@@ -209,6 +227,7 @@ export class PrincipalView implements PoolView {
     if (this.started === undefined) return;
     const old = this.own;
     this.started = undefined;
+    this.startingNow = false;
     this.own = this.pools.options.makePool(this);
     this.merge();
     this.stopping = old.stop();
