@@ -505,6 +505,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       transport,
       principal,
       beforeWrite: () => beforeWrite.forEach((f) => f()),
+      continuesCall: (requestState) => router.continuesCall(requestState),
+      retryWindowMs: () => router.retryWindowMs(),
       async close() {
         if (!connections.delete(connection)) return;
         if (scope !== mainScope && scope.connections.delete(connection) && view !== undefined)
@@ -627,6 +629,10 @@ export interface Connection {
   readonly principal: Principal;
   /** Flushes what must be written before an answer leaves (the audit records of this turn). */
   readonly beforeWrite: () => void;
+  /** Whether `requestState` continues one of this connection's calls waiting for a host's retry. */
+  continuesCall(requestState: unknown): boolean;
+  /** How long this connection still waits for a host's retry, or undefined if it does not. */
+  retryWindowMs(): number | undefined;
   /** Stops taking requests, waits for those in flight, closes the transport. */
   close(): Promise<void>;
 }

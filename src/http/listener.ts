@@ -18,6 +18,10 @@ import { SessionTransport } from './sessionTransport.js';
 /** What the listener needs of a host connection the gateway serves (gateway.ts `Connection`). */
 export interface ServedConnection {
   readonly beforeWrite: () => void;
+  /** Whether `requestState` continues one of this connection's calls waiting for a host's retry. */
+  continuesCall(requestState: unknown): boolean;
+  /** How long this connection still waits for a host's retry, or undefined if it does not. */
+  retryWindowMs(): number | undefined;
   close(): Promise<void>;
 }
 

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { META } from '../core/era/envelope.js';
+import { STATE_PREFIX } from '../core/era/inputBridge.js';
 import type { Logger } from '../core/logger.js';
-import type { Principal } from '../core/principal.js';
+import { principalKey, type Principal } from '../core/principal.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
 import {
   isNotification,
@@ -10,6 +11,7 @@ import {
   serializeMessage,
   type JsonRpcMessage,
   type JsonRpcResponse,
+  type Params,
 } from '../core/rpc/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
@@ -52,10 +54,23 @@ export interface StatelessOptions {
 }
 
 /**
+ * Connections kept open after their answer because a call in them waits for the host's retry
+ * (an InputRequiredResult the gateway itself issued), at most this many per principal and in all.
+ */
+const MAX_PARKED_PER_PRINCIPAL = 32;
+const MAX_PARKED = 1_000;
+
+interface Parked {
+  readonly key: string;
+  readonly connection: ServedConnection;
+  readonly transport: StatelessTransport;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
  * Serves the stateless revision (2026-07-28) on the HTTP listener: each POST without a session
- * is one host connection of the gateway that lives for that request only, so the same code that
- * serves a modern host on stdio (the era decided by the request's envelope) serves it here, and
- * any replica can answer.
+ * is one host connection of the gateway, so the same code that serves a modern host on stdio
+ * (the era decided by the request's envelope) serves it here, and any replica can answer.
  *
  * The answer is one JSON object, or, once the request has something to say before it (progress,
  * log messages, the notifications of a `subscriptions/listen` stream) and the client accepts it,
@@ -63,11 +78,65 @@ export interface StatelessOptions {
  * request. `Mcp-Method`, `Mcp-Name` and `MCP-Protocol-Version`, which let a balancer route
  * without reading the body, must be present and agree with the body, or the request is refused
  * with 400 and HeaderMismatch before anything runs.
+ *
+ * A call that needs the host's answer (the gateway's own confirmation, or a legacy upstream
+ * asking) answers with an InputRequiredResult while the call itself keeps running: its
+ * connection is then kept, bound to the principal and for as long as the call waits, and the
+ * host's retry (a new POST carrying the sealed `requestState`) is served on it.
  */
 export function createStatelessDispatch(
   options: StatelessOptions,
 ): (request: StatelessRequest) => Promise<void> {
   const keepAliveMs = options.keepAliveMs ?? KEEP_ALIVE_MS;
+  const parked = new Map<string, Set<Parked>>();
+  let parkedCount = 0;
+
+  function unpark(entry: Parked): void {
+    const own = parked.get(entry.key);
+    if (own === undefined || !own.delete(entry)) return;
+    parkedCount--;
+    if (own.size === 0) parked.delete(entry.key);
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = undefined;
+  }
+
+  /** Keeps `entry` for its retry, or closes it when nothing in it waits (or no room is left). */
+  function parkOrClose(entry: Parked): void {
+    const window = entry.connection.retryWindowMs();
+    if (window === undefined || window <= 0) {
+      void entry.connection.close();
+      return;
+    }
+    const own = parked.get(entry.key) ?? new Set<Parked>();
+    if (own.size >= MAX_PARKED_PER_PRINCIPAL || parkedCount >= MAX_PARKED) {
+      options.logger.warn(
+        `a call waits for its host's retry, but ${own.size >= MAX_PARKED_PER_PRINCIPAL ? `this principal already has ${MAX_PARKED_PER_PRINCIPAL}` : `${MAX_PARKED} in all`} are waiting: it is ended, and its retry will be refused`,
+      );
+      void entry.connection.close();
+      return;
+    }
+    own.add(entry);
+    parked.set(entry.key, own);
+    parkedCount++;
+    // Woken when the wait is over: the bridge has failed the questions by then, and the call has
+    // run on without answers; a connection that still waits (asked again) is kept for longer.
+    entry.timer = setTimeout(() => {
+      unpark(entry);
+      parkOrClose(entry);
+    }, window + 50);
+    entry.timer.unref();
+  }
+
+  /** The parked connection `requestState` belongs to, taken out of the table. */
+  function claim(key: string, requestState: unknown): Parked | undefined {
+    for (const entry of parked.get(key) ?? [])
+      if (entry.connection.continuesCall(requestState)) {
+        unpark(entry);
+        return entry;
+      }
+    return undefined;
+  }
+
   return async ({ req, res, body, principal }) => {
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !('method' in body))
       return refuse(
@@ -75,7 +144,7 @@ export function createStatelessDispatch(
         RpcErrorCode.InvalidRequest,
         'expected one JSON-RPC request or notification as the body',
       );
-    const message = body as JsonRpcMessage & { method: string; id?: unknown; params?: unknown };
+    const message = body as JsonRpcMessage & { method: string; id?: unknown; params?: Params };
     const isRequest = message.id !== undefined;
     // The revision defines header rules for requests only; a notification POST is taken as it is.
     const mismatch = isRequest ? headerMismatch(req.headers, message.method, message.params) : undefined;
@@ -83,37 +152,49 @@ export function createStatelessDispatch(
       options.logger.warn(`refused a stateless HTTP request: ${mismatch}`);
       return refuse(res, HEADER_MISMATCH, `Header mismatch: ${mismatch}`, message.id);
     }
-    const transport = new RequestStreamTransport({
-      id: isRequest ? message.id : undefined,
-      res,
-      acceptsStream: acceptsEventStream(req.headers.accept),
-      keepAliveMs,
-      logger: options.logger,
-    });
-    const connection = options.connect(transport, principal);
-    // The audit trail is written before any answer leaves, as on every other transport.
-    transport.beforeWrite = () => connection.beforeWrite();
-    // Closing the response before the answer is how this revision cancels a request: it takes
-    // the same path as a cancellation on stdio (upstream calls are cancelled, a listen stream
-    // gives back its subscriptions), then the connection ends.
-    res.once('close', () => {
-      if (isRequest && !transport.hasAnswered)
-        transport.onmessage?.({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: message.id, reason: 'the client closed the response stream' },
-        } as JsonRpcMessage);
-      void connection.close();
-    });
-    await transport.start();
-    transport.onmessage?.(message);
+    const key = principalKey(principal);
+    const requestState = message.params?.requestState;
+    let entry = isRequest ? claim(key, requestState) : undefined;
+    if (entry === undefined && typeof requestState === 'string' && requestState.startsWith(STATE_PREFIX))
+      return answerError(
+        res,
+        message.id,
+        RpcErrorCode.InvalidParams,
+        'requestState refused: the call it continues is not waiting here (it has ended, its wait expired, it belongs to another principal, or this is another replica: with several replicas, route a principal to one, for instance by its Authorization header)',
+      );
+    if (entry === undefined) {
+      const transport = new StatelessTransport({ keepAliveMs, logger: options.logger });
+      const connection = options.connect(transport, principal);
+      // The audit trail is written before any answer leaves, as on every other transport.
+      transport.beforeWrite = () => connection.beforeWrite();
+      await transport.start();
+      entry = { key, connection, transport, timer: undefined };
+    }
+    const { transport, connection } = entry;
     if (!isRequest) {
+      transport.onmessage?.(message);
       res.writeHead(202).end();
       await connection.close();
       return;
     }
-    await transport.answered;
-    await connection.close();
+    // Closing the response before the answer is how this revision cancels a request: it takes
+    // the same path as a cancellation on stdio (upstream calls are cancelled, a listen stream
+    // gives back its subscriptions), then the connection ends.
+    let cancelled = false;
+    res.once('close', () => {
+      if (transport.isAnswered(message.id)) return;
+      cancelled = true;
+      transport.onmessage?.({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: message.id, reason: 'the client closed the response stream' },
+      } as JsonRpcMessage);
+    });
+    const answered = transport.serve(message.id, res, acceptsEventStream(req.headers.accept));
+    transport.onmessage?.(message);
+    await answered;
+    if (cancelled) await connection.close();
+    else parkOrClose(entry);
   };
 }
 
@@ -159,114 +240,155 @@ function decodeHeaderValue(value: string): string | undefined {
 }
 
 function refuse(res: ServerResponse, code: number, message: string, id: unknown = null): void {
+  sendError(res, 400, id, code, message);
+}
+
+/** A JSON-RPC error answer that is not a refusal of the HTTP request itself: status 200. */
+function answerError(res: ServerResponse, id: unknown, code: number, message: string): void {
+  sendError(res, 200, id, code, message);
+}
+
+function sendError(res: ServerResponse, status: number, id: unknown, code: number, message: string): void {
   const text = JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
-  res.writeHead(400, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
 
+/** Where the answer to one request goes: its HTTP response, as JSON or as an SSE stream. */
+class ResponseSink {
+  private streaming = false;
+  private keepAlive: NodeJS.Timeout | undefined;
+  dropped = 0;
+  readonly done: Promise<void>;
+  private settle!: () => void;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly acceptsStream: boolean,
+    private readonly keepAliveMs: number,
+  ) {
+    this.done = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  get open(): boolean {
+    return !this.res.writableEnded && !this.res.destroyed;
+  }
+
+  /** Writes a notification about the request, opening the SSE stream first if need be. */
+  event(text: string): void {
+    if (!this.streaming) {
+      this.streaming = true;
+      this.res.writeHead(200, {
+        'Content-Type': 'text/event-stream',
+        'Cache-Control': 'no-cache',
+        // Proxies such as nginx would otherwise hold the events back until the stream ends.
+        'X-Accel-Buffering': 'no',
+      });
+      this.keepAlive = setInterval(() => this.res.write(':\n\n'), this.keepAliveMs);
+      this.keepAlive.unref();
+    }
+    this.res.write(`event: message\ndata: ${text}\n\n`);
+  }
+
+  answer(text: string, status: number): void {
+    if (this.streaming) this.res.end(`event: message\ndata: ${text}\n\n`);
+    else {
+      this.res.writeHead(status, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(text),
+      });
+      this.res.end(text);
+    }
+    this.finish();
+  }
+
+  finish(): void {
+    if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    if (this.streaming && this.open) this.res.end();
+    this.settle();
+  }
+}
+
 /**
- * The connection's side of one request. Its answer ends the HTTP response. Notifications the
- * connection sends before it all concern this request (the connection serves nothing else), so
- * they open an SSE stream when the client accepts one, and are dropped, with a note in the log,
- * when it does not. Requests to the host are never sent this way: a host of this revision is
- * asked through Multi Round-Trip Requests.
+ * A stateless connection's side: each request it serves has its own HTTP response, which its
+ * answer ends. Notifications all concern the request being served (the connection serves one at
+ * a time: the first, then the retries that continue its call), so they go on that request's
+ * SSE stream when the client accepts one, and are dropped, with a note in the log, when it does
+ * not. Requests to the host are never sent this way: a host of this revision is asked through
+ * Multi Round-Trip Requests.
  */
-class RequestStreamTransport implements MessageTransport {
+class StatelessTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
   beforeWrite?: () => void;
-  readonly answered: Promise<void>;
-  private settle!: () => void;
-  private streaming = false;
-  /** Whether the request's answer has been written (or the response is gone). */
-  hasAnswered = false;
-  private keepAlive: NodeJS.Timeout | undefined;
-  private dropped = 0;
+  private readonly sinks = new Map<unknown, ResponseSink>();
+  /** The request being served: where notifications go. */
+  private current: ResponseSink | undefined;
 
-  constructor(
-    private readonly options: {
-      readonly id: unknown;
-      readonly res: ServerResponse;
-      readonly acceptsStream: boolean;
-      readonly keepAliveMs: number;
-      readonly logger: Logger;
-    },
-  ) {
-    this.answered = new Promise((resolve) => (this.settle = resolve));
-    options.res.once('close', () => this.finish());
-  }
+  constructor(private readonly options: { readonly keepAliveMs: number; readonly logger: Logger }) {}
 
   start(): Promise<void> {
     return Promise.resolve();
   }
 
+  /** Serves the request `id` on `res`; settles once it is answered or its response is gone. */
+  serve(id: unknown, res: ServerResponse, acceptsStream: boolean): Promise<void> {
+    const sink = new ResponseSink(res, acceptsStream, this.options.keepAliveMs);
+    this.sinks.set(id, sink);
+    this.current = sink;
+    res.once('close', () => this.release(id, sink));
+    return sink.done;
+  }
+
+  isAnswered(id: unknown): boolean {
+    return !this.sinks.has(id);
+  }
+
   send(outgoing: OutgoingMessage): Promise<void> {
-    const { res } = this.options;
-    if (res.writableEnded) return Promise.resolve();
     if (outgoing instanceof EncodedResult) {
-      if (outgoing.id === this.options.id)
-        this.answer(`{"jsonrpc":"2.0","id":${JSON.stringify(outgoing.id)},"result":${outgoing.text}}`, 200);
+      const sink = this.sinks.get(outgoing.id);
+      if (sink?.open) {
+        this.beforeWrite?.();
+        sink.answer(`{"jsonrpc":"2.0","id":${JSON.stringify(outgoing.id)},"result":${outgoing.text}}`, 200);
+      }
+      this.release(outgoing.id, sink);
       return Promise.resolve();
     }
     if (isResponse(outgoing)) {
-      if (outgoing.id === this.options.id) this.answer(serializeMessage(outgoing), statusOf(outgoing));
+      const sink = this.sinks.get(outgoing.id);
+      if (sink?.open) {
+        this.beforeWrite?.();
+        sink.answer(serializeMessage(outgoing), statusOf(outgoing));
+      }
+      this.release(outgoing.id, sink);
       return Promise.resolve();
     }
-    if (isNotification(outgoing) && this.options.acceptsStream) {
+    const sink = this.current;
+    if (sink === undefined || !sink.open) return Promise.resolve();
+    if (isNotification(outgoing) && sink.acceptsStream) {
       this.beforeWrite?.();
-      this.open();
-      res.write(`event: message\ndata: ${serializeMessage(outgoing)}\n\n`);
-    } else this.dropped++;
+      sink.event(serializeMessage(outgoing));
+    } else sink.dropped++;
     return Promise.resolve();
   }
 
   close(): Promise<void> {
-    const { res } = this.options;
-    if (this.streaming && !res.writableEnded) res.end();
-    this.finish();
+    for (const [id, sink] of [...this.sinks]) this.release(id, sink);
     this.onclose?.();
     return Promise.resolve();
   }
 
-  private open(): void {
-    if (this.streaming) return;
-    this.streaming = true;
-    this.options.res.writeHead(200, {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-cache',
-      // Proxies such as nginx would otherwise hold the events back until the stream ends.
-      'X-Accel-Buffering': 'no',
-    });
-    this.keepAlive = setInterval(() => this.options.res.write(':\n\n'), this.options.keepAliveMs);
-    this.keepAlive.unref();
-  }
-
-  private answer(text: string, status: number): void {
-    const { res } = this.options;
-    this.beforeWrite?.();
-    if (this.streaming) res.end(`event: message\ndata: ${text}\n\n`);
-    else {
-      res.writeHead(status, {
-        'Content-Type': 'application/json',
-        'Content-Length': Buffer.byteLength(text),
-      });
-      res.end(text);
-    }
-    this.hasAnswered = true;
-    this.finish();
-  }
-
-  private finish(): void {
-    if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
-    if (this.dropped > 0) {
+  private release(id: unknown, sink: ResponseSink | undefined): void {
+    if (sink === undefined || this.sinks.get(id) !== sink) return;
+    this.sinks.delete(id);
+    if (this.current === sink) this.current = undefined;
+    if (sink.dropped > 0)
       this.options.logger.info(
-        `a stateless HTTP request's ${this.dropped} notification(s) were dropped: its client does not accept text/event-stream`,
+        `a stateless HTTP request's ${sink.dropped} notification(s) were dropped: its client does not accept text/event-stream`,
       );
-      this.dropped = 0;
-    }
-    this.settle();
+    sink.finish();
   }
 }
 

@@ -29,7 +29,14 @@ import {
   type AuditRecord,
   type HostCapabilities,
 } from './harness.js';
-import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
+import {
+  connectHttpHost,
+  postRpc,
+  startHttpGateway,
+  type HttpGateway,
+  type HttpHost,
+} from './httpHarness.js';
 
 const AUDIENCE = 'https://warden.test/mcp';
 let issuer: OAuth2Server;
@@ -368,5 +375,45 @@ describe('isolation between principals', () => {
     expect(await update(bob)).toBe('notified');
     await expect.poll(() => updated.bob).toEqual([uri]);
     expect(updated.alice).toEqual([uri]);
+  });
+});
+
+describe('a stateless call waiting for its host’s answer', () => {
+  it('is continued only by the principal it asked: another principal’s retry is refused', async () => {
+    const { dir, config } = setup({ up: fixture() }, { policies: ['policy.yaml'] });
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    gateway = await startHttpGateway(config);
+    const post = async (who: string, id: number, extra: Record<string, unknown> = {}) => {
+      const answer = await postRpc(
+        gateway!.url,
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: 'mine' }, _meta: envelope(), ...extra },
+        },
+        {
+          Authorization: `Bearer ${await token(who)}`,
+          'Mcp-Protocol-Version': MODERN,
+          'Mcp-Method': 'tools/call',
+          'Mcp-Name': 'up__echo',
+        },
+      );
+      return JSON.parse(answer.text) as { result?: Record<string, unknown>; error?: { message: string } };
+    };
+    const asked = (await post('alice', 1)).result!;
+    expect(asked.resultType).toBe('input_required');
+    const [key] = Object.keys(asked.inputRequests as Record<string, unknown>);
+    const retry = {
+      inputResponses: { [key!]: { action: 'accept', content: {} } },
+      requestState: asked.requestState,
+    };
+    const stolen = await post('bob', 2, retry);
+    expect(stolen.error?.message).toContain('requestState refused');
+    const mine = await post('alice', 3, retry);
+    expect((mine.result!.content as { text: string }[])[0]!.text).toBe('mine');
   });
 });

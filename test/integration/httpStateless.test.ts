@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type RpcAnswer } from '../fixtures/modernHost.js';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, writeConfig } from './harness.js';
 import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
@@ -345,5 +346,79 @@ describe('stateless requests on the HTTP listener', () => {
       const calls = readAudit(audit).filter((r) => r.type === 'call' && (r.args as Json).text === `n${i}`);
       expect(calls).toHaveLength(1);
     }
+  });
+});
+
+describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () => {
+  let gateway: HttpGateway;
+  const dir = tempDir();
+  const audit = path.join(dir, 'audit.jsonl');
+  const headers = { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'up__echo' };
+  const call = (id: number, extra: Json = {}) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'up__echo', arguments: { text: 'approved' }, _meta: envelope(), ...extra },
+  });
+  const answerOf = (text: string) => JSON.parse(text) as RpcAnswer;
+
+  beforeAll(async () => {
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
+    );
+    gateway = await startHttpGateway(
+      writeConfig(
+        {
+          gateway: FAST_GATEWAY,
+          policies: ['policy.yaml'],
+          audit: { file: audit },
+          servers: { up: fixture() },
+        },
+        dir,
+      ),
+    );
+  });
+  afterAll(async () => {
+    await gateway.stop();
+  });
+
+  it('asks on one POST, runs the call once on the retry POST, and refuses the state a second time', async () => {
+    const first = answerOf((await postRpc(gateway.url, call(1), headers)).text);
+    const asked = modernResult('tools/call', first);
+    expect(asked).toMatchObject({ resultType: 'input_required' });
+    const [key, question] = Object.entries(asked.inputRequests as Record<string, Json>)[0]!;
+    expect(question.method).toBe('elicitation/create');
+    expect(String((question.params as Json).message)).toContain('Echo needs a human.');
+    const requestState = asked.requestState as string;
+    // Nothing ran yet: the call waits for the human.
+    expect(readAudit(audit).filter((r) => r.type === 'call')).toHaveLength(0);
+
+    const inputResponses = { [key]: { action: 'accept', content: {} } };
+    const retry = call(2, { inputResponses, requestState });
+    const final = answerOf((await postRpc(gateway.url, retry, headers)).text);
+    expect(textOf(modernResult('tools/call', final))).toBe('approved');
+    const calls = readAudit(audit).filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ outcome: 'ok' });
+
+    const replay = await postRpc(gateway.url, call(3, { inputResponses, requestState }), headers);
+    expect(replay.status).toBe(200);
+    const refused = answerOf(replay.text).error!;
+    expect(refused.code).toBe(-32602);
+    expect(refused.message).toContain('requestState refused');
+    expect(readAudit(audit).filter((r) => r.type === 'call')).toHaveLength(1);
+  });
+
+  it('a declined answer on the retry does not run the call', async () => {
+    const asked = modernResult('tools/call', answerOf((await postRpc(gateway.url, call(10), headers)).text));
+    const [key] = Object.keys(asked.inputRequests as Json);
+    const retry = call(11, {
+      inputResponses: { [key!]: { action: 'decline' } },
+      requestState: asked.requestState,
+    });
+    const final = modernResult('tools/call', answerOf((await postRpc(gateway.url, retry, headers)).text));
+    expect(final.isError).toBe(true);
+    expect(textOf(final)).toContain('Declined by the user');
   });
 });

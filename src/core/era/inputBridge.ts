@@ -38,7 +38,7 @@ export interface ModernInputBridgeOptions {
 /** Requests that may be answered with an InputRequiredResult (the revision's list). */
 const MRTR_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 /** Marks a `requestState` the gateway minted, so one from a modern upstream passes untouched. */
-const STATE_PREFIX = 'mcpw1.';
+export const STATE_PREFIX = 'mcpw1.';
 
 interface Question {
   readonly key: string;
@@ -266,6 +266,29 @@ export class ModernInputBridge implements InputBridge {
         }) ?? (() => {});
       call.ask(question);
     });
+  }
+
+  /**
+   * Whether `state` continues a call of this bridge that still waits for its retry: sealed here,
+   * not used yet, not expired. Lets a transport that serves each request on its own connection
+   * (stateless HTTP) find the connection a retry belongs to.
+   */
+  holds(state: unknown): boolean {
+    if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return false;
+    try {
+      const payload = this.open(state);
+      return payload.x >= Date.now() && this.byToken.has(payload.t);
+    } catch {
+      return false;
+    }
+  }
+
+  /** How long the last of the calls waiting for a retry still waits, or undefined if none does. */
+  retryWindowMs(): number | undefined {
+    let longest: number | undefined;
+    const now = performance.now();
+    for (const call of this.byToken.values()) longest = Math.max(longest ?? 0, call.deadline - now);
+    return longest;
   }
 
   /** Seals the state for `call`'s next retry, and waits for it (bounded). */

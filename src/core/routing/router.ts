@@ -201,6 +201,16 @@ export class Router {
   }
 
   /** What the host told us, and how to ask it something. */
+  /** Whether `requestState` continues a call of this connection that waits for the host's retry. */
+  continuesCall(requestState: unknown): boolean {
+    return this.bridge.holds(requestState);
+  }
+
+  /** How long this connection still waits for a host's retry (MRTR), or undefined if it does not. */
+  retryWindowMs(): number | undefined {
+    return this.bridge.retryWindowMs();
+  }
+
   get host(): HostSession {
     return this.modern.era === 'modern' ? this.modern : this.session;
   }
