@@ -24,6 +24,7 @@ export default tseslint.config(
           'clearInterval',
           'setImmediate',
           'queueMicrotask',
+          'fetch',
         ].map((name) => [name, 'readonly']),
       ),
     },
