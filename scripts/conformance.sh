@@ -2,12 +2,14 @@
 # Conformance yardstick for issue #3 (full protocol pass-through).
 #
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server scenarios)
-# against its own reference "everything" server in three configurations:
+# against its own reference "everything" server in four configurations:
 #
 #   direct          conformance --HTTP--> reference server (Streamable HTTP, as shipped)
 #   bridge only     conformance --HTTP--> supergateway --stdio--> reference server
 #   bridge+gateway  conformance --HTTP--> supergateway --stdio--> mcp-warden --stdio--> reference server
 #                   (the upstream with `namespace: false`)
+#   own listener    conformance --HTTP--> mcp-warden --http --stdio--> reference server
+#                   (mcp-warden's own Streamable HTTP listener, held to the direct run)
 #
 # and prints, for each, checks passed / checks run (WARNING and INFO checks are not counted, as
 # the conformance CLI's own summary does not count them), then every check that the bridge
@@ -26,8 +28,8 @@
 #   CONFORMANCE_SERVER=f  (required) the reference everything-server.ts, tag v0.1.16, from the
 #                         conformance repository: it is not on npm, and we do not copy it here
 #
-# Exit: 0 if bridge+gateway passes every check that bridge-only passes, 1 if it loses any,
-# 2 if the harness itself failed.
+# Exit: 0 if bridge+gateway passes every check that bridge-only passes and the own listener every
+# check that direct passes, 1 if either loses any, 2 if the harness itself failed.
 #
 # The reference server cannot be installed from npm (it lives only in the conformance repository,
 # examples/servers/typescript/everything-server.ts): give its tag v0.1.16 copy, matching the pinned
@@ -268,12 +270,24 @@ wait_listen "$port" "$BG_PID" gateway-supergateway
 run_suites gateway "http://127.0.0.1:$port/mcp"
 stop_group "$BG_PID"
 
+say "== own listener: conformance -> mcp-warden --http -> reference server (stdio, namespace: false)"
+port=$(free_port)
+start_bg listener-gateway "$GATEWAY_NODE" "$ROOT/dist/cli.js" --config "$W/warden.json" --http "127.0.0.1:$port"
+wait_listen "$port" "$BG_PID" listener-gateway
+run_suites listener "http://127.0.0.1:$port/mcp"
+stop_group "$BG_PID"
+
 # ---------------------------------------------------------------- report
 cat >"$W/report.mjs" <<'JS'
 import fs from 'node:fs';
 import path from 'node:path';
 const [dir] = process.argv.slice(2);
-const configs = [['direct', 'direct'], ['bridge', 'bridge only'], ['gateway', 'bridge+gateway']];
+const configs = [
+  ['direct', 'direct'],
+  ['bridge', 'bridge only'],
+  ['gateway', 'bridge+gateway'],
+  ['listener', 'own listener'],
+];
 const load = (name, suite) => {
   const checks = new Map();
   const d = path.join(dir, `${name}-${suite}`);
@@ -321,6 +335,10 @@ for (const suite of ['active', 'pending']) {
   const g = lost(1, 2);
   lostByGateway += g.length;
   show('lost by the gateway (bridge only -> bridge+gateway)', g, 2);
+  // The gateway's own listener needs no bridge: it is held to the direct run.
+  const l = lost(0, 3);
+  lostByGateway += l.length;
+  show('lost by the own listener (direct -> own listener)', l, 3);
   const differ = keys.filter((k) => JSON.stringify(canon(runs[1].get(k))) !== JSON.stringify(canon(runs[2].get(k))));
   console.log(`  checks whose recorded details differ between bridge only and bridge+gateway: ${differ.length ? '' : 'none'}`);
   for (const k of differ) console.log(`    - ${k} (${st(runs[1], k)} -> ${st(runs[2], k)})`);
