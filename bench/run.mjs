@@ -14,6 +14,8 @@
 //                 and re-serialises each message does, to show what no such gateway can beat
 //   warden-traces (with --telemetry) warden-full plus `telemetry: { traces: true }`, exporting
 //                 OTLP/HTTP (protobuf) to a sink in this process that accepts and discards
+//   warden-shipping (with --telemetry) warden-traces plus an `otlp` audit sink: every audit
+//                 record also shipped as an OTLP log (JSON) to that sink, through its disk spool
 //   warden-base   (with --baseline-cli FILE) warden-full's config served by another build, e.g.
 //                 one from before telemetry existed: with telemetry off, warden-full/warden-base
 //                 shows what having the feature costs when it is not used
@@ -309,7 +311,7 @@ function writeConfig(dir, name, config) {
 }
 
 /** Writes one config file per (variant, tool count) and returns their paths plus what is on. */
-async function prepareGatewayConfigs(toolCounts) {
+async function prepareGatewayConfigs(toolCounts, otlpEndpoint) {
   const extras = await Promise.all(
     FULL_EXTRAS.map(async (extra, i) => {
       const dir = path.join(work, `probe-${i}`);
@@ -328,7 +330,7 @@ async function prepareGatewayConfigs(toolCounts) {
       };
     }),
   );
-  const files = { 'warden-bare': {}, 'warden-full': {}, 'warden-traces': {} };
+  const files = { 'warden-bare': {}, 'warden-full': {}, 'warden-traces': {}, 'warden-shipping': {} };
   const written = [];
   for (const tools of toolCounts) {
     const dir = path.join(work, `tools-${tools}`);
@@ -337,12 +339,23 @@ async function prepareGatewayConfigs(toolCounts) {
     const full = fullConfig(tools);
     FULL_EXTRAS.forEach((extra, i) => extras[i].on && extra.apply(full, dir));
     files['warden-full'][tools] = writeConfig(dir, 'full', full);
-    if (TELEMETRY)
-      files['warden-traces'][tools] = writeConfig(dir, 'traces', { ...full, telemetry: { traces: true } });
+    if (TELEMETRY) {
+      const traces = { ...full, telemetry: { traces: true } };
+      files['warden-traces'][tools] = writeConfig(dir, 'traces', traces);
+      // Its own audit file, so its spool (beside it) serves one gateway at a time.
+      files['warden-shipping'][tools] = writeConfig(dir, 'shipping', {
+        ...traces,
+        audit: {
+          ...full.audit,
+          file: path.join(dir, 'shipping-audit.jsonl'),
+          sinks: [{ type: 'otlp', endpoint: `${otlpEndpoint}/v1/logs` }],
+        },
+      });
+    }
     // The files for other tool counts differ only in the fixture's arguments: checking one set is enough.
     if (written.length === 0) {
       written.push(files['warden-bare'][tools], files['warden-full'][tools]);
-      if (TELEMETRY) written.push(files['warden-traces'][tools]);
+      if (TELEMETRY) written.push(files['warden-traces'][tools], files['warden-shipping'][tools]);
     }
   }
   await Promise.all(
@@ -396,6 +409,9 @@ function configurations(gatewayFiles, otlpEndpoint) {
     ...(TELEMETRY
       ? [
           gateway('warden-traces', {
+            env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' },
+          }),
+          gateway('warden-shipping', {
             env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' },
           }),
         ]
@@ -747,7 +763,13 @@ const RATIO_PAIRS = [
         ['warden-full', 'json-floor'],
       ]
     : []),
-  ...(TELEMETRY ? [['warden-traces', 'warden-full']] : []),
+  ...(TELEMETRY
+    ? [
+        ['warden-traces', 'warden-full'],
+        ['warden-shipping', 'warden-full'],
+        ['warden-shipping', 'warden-traces'],
+      ]
+    : []),
   ...(BASELINE_CLI !== undefined ? [['warden-full', 'warden-base']] : []),
 ];
 
@@ -759,7 +781,7 @@ function summarize(rounds) {
     'warden-full',
     ...(MODERN ? ['warden-modern'] : []),
     ...(FLOOR ? ['json-floor'] : []),
-    ...(TELEMETRY ? ['warden-traces'] : []),
+    ...(TELEMETRY ? ['warden-traces', 'warden-shipping'] : []),
     ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),
   ];
   const medians = {};
@@ -868,7 +890,9 @@ function report({ medians, ratios, targets }, meta) {
       '  warden-traces: warden-full plus telemetry.traces, OTLP/HTTP protobuf to a local sink that discards' +
         (meta.otlpSink
           ? ` (${meta.otlpSink.exports} exports, ${(meta.otlpSink.bytes / 2 ** 20).toFixed(1)} MiB)`
-          : ''),
+          : '') +
+        '\n  warden-shipping: warden-traces plus an otlp audit sink (OTLP logs, JSON) to that sink, through its spool' +
+        (meta.otlpSink ? ` (${meta.otlpSink.logExports} log exports)` : ''),
     );
   if (BASELINE_CLI !== undefined) out.push(`  warden-base: warden-full's config served by ${BASELINE_CLI}`);
   if (CPU_PROF_DIR !== undefined)
@@ -884,15 +908,22 @@ function report({ medians, ratios, targets }, meta) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The OTLP sink for warden-traces: takes every export, counts it, and answers as a collector does.
+// The OTLP sink for warden-traces and warden-shipping: takes every export, counts it, and answers
+// as a collector does (audit logs come as JSON, traces as protobuf).
 
 async function startOtlpSink() {
   const { createServer } = await import('node:http');
-  const sink = { exports: 0, bytes: 0, endpoint: '', server: undefined };
+  const sink = { exports: 0, bytes: 0, logExports: 0, endpoint: '', server: undefined };
   sink.server = createServer((request, response) => {
     request.on('data', (chunk) => (sink.bytes += chunk.length));
     request.on('end', () => {
       sink.exports++;
+      if (request.url === '/v1/logs') {
+        sink.logExports++;
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('{}');
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/x-protobuf' });
       response.end();
     });
@@ -912,8 +943,8 @@ async function main() {
     for (const name of ['warden-bare', 'warden-full'])
       mkdirSync(path.join(CPU_PROF_DIR, name), { recursive: true });
   if (BASELINE_CLI !== undefined && !existsSync(BASELINE_CLI)) throw new Error(`${BASELINE_CLI} is missing`);
-  const { files, extras } = await prepareGatewayConfigs([0, S.listSmall, S.listLarge]);
   const sink = TELEMETRY ? await startOtlpSink() : undefined;
+  const { files, extras } = await prepareGatewayConfigs([0, S.listSmall, S.listLarge], sink?.endpoint);
   const configs = configurations(files, sink?.endpoint);
   const meta = {
     date: new Date().toISOString(),
@@ -947,8 +978,10 @@ async function main() {
     summary.medians[name].clientCpuUsPerCall = median(rounds.map((r) => r[name].clientCpuUsPerCall));
   meta.loadAfter = loadavg().map((x) => x.toFixed(2));
   if (sink !== undefined) {
-    meta.otlpSink = { exports: sink.exports, bytes: sink.bytes };
+    meta.otlpSink = { exports: sink.exports, bytes: sink.bytes, logExports: sink.logExports };
     if (sink.exports === 0) throw new Error('warden-traces exported nothing: tracing was not on');
+    if (sink.logExports === 0)
+      throw new Error('warden-shipping shipped no audit records: the sink was not on');
     sink.server.close();
   }
   process.stdout.write(`${report(summary, meta)}\n`);

@@ -133,13 +133,14 @@ policy files, the server allow and deny lists, the audit minimums and the locked
 
 Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad usage.`,
   audit: `Usage: mcp-warden audit verify FILE [--key PUB [--anchor CHECKPOINT]]
-       mcp-warden audit summary FILE
+       mcp-warden audit summary FILE|SPOOL
        mcp-warden audit report FILE --html OUT.html
        mcp-warden audit keygen [--out PREFIX]
 
   verify     check the audit log's hash chain, rotated files (FILE.1, FILE.2, ...) included
   summary    calls per tool and per principal, denials, errors, p50/p95 duration, records
-             waiting for a sink
+             waiting for a sink; given the spool folder of a trail without a local file
+             (audit.file: false, audit.spool), the records waiting there for each sink
   report     write OUT.html, one self-contained page (no network needed to open it): calls
              over time, decisions by effect and rule, top tools and servers, denials and
              errors each with its record, principals, and whether the hash chain is intact
@@ -268,7 +269,8 @@ async function loadConfigFile(
   const warnings = [...refusals, ...loaded.warnings];
   if (config.audit !== undefined) {
     // The audit trail must never land in the protocol stream.
-    if (['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'].includes(config.audit.file))
+    const file = config.audit.file ?? '';
+    if (['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'].includes(file))
       fail(
         `invalid config:\n${config.file}: audit.file: ${config.audit.file} is stdout, which carries JSON-RPC`,
       );
@@ -673,17 +675,32 @@ async function auditAcceptance(
   } catch (error) {
     fail(`invalid config:\n${config.file}: audit.checkpoints.key: ${(error as Error).message}`);
   }
-  const log = await openAuditLog({
-    file: config.audit.file,
-    maxBytes: config.audit.maxBytes,
-    maxFiles: config.audit.maxFiles,
-    onFailure: 'continue',
-    fsync: config.audit.fsync,
-    writes: 'immediate',
-    redactor,
-    session,
-    ...(checkpoints && { checkpoints }),
-  });
+  let drain = (_ms: number): Promise<void> => Promise.resolve();
+  let log;
+  if (config.audit.file === undefined) {
+    // No local file: the records go where the gateway's go, the sinks (through their spools).
+    const [{ openAuditTrail }, { createLogger }] = await Promise.all([
+      import('./features/audit/openTrail.js'),
+      import('./core/logger.js'),
+    ]);
+    const trail = await openAuditTrail(
+      { ...config.audit, onFailure: 'continue' },
+      { redactor, logger: createLogger({ level: 'warn' }), session, version: version() },
+    );
+    ({ log, drain } = trail);
+  } else {
+    log = await openAuditLog({
+      file: config.audit.file,
+      maxBytes: config.audit.maxBytes,
+      maxFiles: config.audit.maxFiles,
+      onFailure: 'continue',
+      fsync: config.audit.fsync,
+      writes: 'immediate',
+      redactor,
+      session,
+      ...(checkpoints && { checkpoints }),
+    });
+  }
   const { osPrincipal } = await import('./core/principal.js');
   const principal = osPrincipal();
   let by: string;
@@ -704,10 +721,12 @@ async function auditAcceptance(
       by,
       ...(previous !== undefined && { previousSha256: previous.sha256 }),
     });
+  log.flush();
   const failure = log.healthy ? undefined : log.lastError;
   log.close();
+  await drain(5000);
   if (failure !== undefined)
-    fail(`pinned, but the audit log ${config.audit.file} could not record it: ${failure.message}`, 1);
+    fail(`pinned, but the audit log ${log.file} could not record it: ${failure.message}`, 1);
 }
 
 /** Writes to stdout and waits until it is handed to the OS: a report can be long, and we exit next. */
@@ -988,11 +1007,20 @@ async function main(argv: string[]): Promise<void> {
         fail(`audit report needs --html OUT.html (the page to write)\n\n${usageOf('audit')}`);
       noMore(extra);
       const base = path.resolve(file);
+      const { statSync } = await import('node:fs');
+      if (sub === 'summary' && statSync(base, { throwIfNoEntry: false })?.isDirectory() === true) {
+        // A trail without a local file is, on this machine, only what waits in its spools.
+        const pending = await auditPending(base, { root: true });
+        process.stdout.write(
+          pending === '' ? `nothing waits in ${base}: the sinks have every record\n` : pending.slice(1),
+        );
+        return;
+      }
       const { auditFileSet } = await import('./features/audit/files.js');
       // Reading nothing would report an empty (or broken) log: say that there is none instead.
       if (auditFileSet(base).files.length === 0)
         fail(
-          `no audit log at ${base} (nor rotated files ${path.basename(base)}.1, .2, ...); check the path, or audit.file in the config`,
+          `no audit log at ${base} (nor rotated files ${path.basename(base)}.1, .2, ...); check the path, or audit.file in the config (with audit.file: false the records are at the sinks only; audit summary SPOOL says what waits for them)`,
         );
       if (sub === 'verify') {
         finish(

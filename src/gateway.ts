@@ -263,6 +263,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const lastUser = new Map<string, Connection>();
   const userKey = (server: string, view: PrincipalView | undefined): string =>
     view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
+  /** The hosts connected through the HTTP listener (`connect`); the rest came over stdio. */
+  const overHttp = new WeakSet<HostSession>();
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
   const primary = (): Connection | undefined => firstOf(connections);
   const { features } = buildFeatures({
@@ -284,8 +286,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...(options.telemetry && {
       telemetry: {
         runtime: options.telemetry,
-        protocolVersion: () => primary()?.router.host.protocolVersion,
-        hostTransport: 'pipe' as const,
+        protocolVersion: (message: RoutedMessage) =>
+          (message.host ?? primary()?.router.host)?.protocolVersion,
+        hostTransport: (message: RoutedMessage) =>
+          message.host !== undefined && overHttp.has(message.host) ? 'tcp' : 'pipe',
         upstreamTransport: (server: string) => {
           const transport = serversByName.get(server)?.transport;
           return transport === undefined ? undefined : transport === 'stdio' ? 'pipe' : 'tcp';
@@ -557,7 +561,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     pool,
     tools,
-    connect: (transport, principal) => connect(transport, principal),
+    connect: (transport, principal) => {
+      const connection = connect(transport, principal);
+      overHttp.add(connection.router.host);
+      return connection;
+    },
     async start() {
       if (audit) {
         record({ type: 'gateway_start', version: options.version, pid: process.pid, config: config.file });

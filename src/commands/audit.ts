@@ -85,12 +85,13 @@ export async function auditVerify(
 }
 
 /**
- * What waits in the spools beside the audit file (`FILE.spool/<sink>`), one line per sink with
- * records waiting, for `audit summary`; empty when nothing waits or no sink was ever configured.
+ * What waits in the spools beside the audit file (`FILE.spool/<sink>`), or in the spool folder
+ * `base` itself (`root`), one line per sink with records waiting, for `audit summary`; empty
+ * when nothing waits or no sink was ever configured.
  */
-export async function auditPending(base: string): Promise<string> {
+export async function auditPending(base: string, options: { root?: boolean } = {}): Promise<string> {
   const { spoolPending } = await import('../features/audit/shipping/spool.js');
-  const root = `${base}.spool`;
+  const root = options.root === true ? base : `${base}.spool`;
   let sinks: string[];
   try {
     sinks = readdirSync(root).sort();

@@ -91,7 +91,7 @@ export const DEFAULTS = deepFreeze({
     logResults: false,
     /** Only the built-in secret keys and patterns. */
     redact: { keys: [], patterns: [] },
-  } satisfies Omit<AuditConfig, 'file'>,
+  } satisfies Omit<AuditConfig, 'file' | 'spoolDir'>,
 
   /** `audit.checkpoints` and `audit.sinks[]` keys with defaults. */
   auditShipping: {

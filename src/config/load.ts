@@ -376,8 +376,11 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
   const defaults = DEFAULTS.audit;
   const at = (...keys: (string | number)[]): KeyPath => ['audit', ...keys];
 
+  // `file: false`: no local file, the records go to the sinks only (checked below: there must be one).
+  const local = section['file'] !== false;
   const written = nonEmptyString(section['file']);
   const file = written === undefined ? '' : path.resolve(ctx.dir, written);
+  const spool = nonEmptyString(section['spool']);
   // Log lines in the audit file would break its JSON lines and hash chain. Compared as resolved
   // paths, without touching the disk (a symlink or a case-insensitive file system can still hide one).
   if (file !== '' && file === gateway.log.file) {
@@ -397,8 +400,22 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
       checkRedactPattern(ctx, at('redact', 'patterns', index), pattern);
     }
   });
+  const shipping = auditSinks(section, ctx);
+  if (!local && shipping.sinks === undefined)
+    ctx.issues.add(
+      at('file'),
+      'value',
+      'false keeps no local file, so the records need a sink: add one to audit.sinks, or give a file',
+    );
+  if (!local && spool === undefined)
+    ctx.issues.add(
+      at('file'),
+      'value',
+      'false keeps no local file, so the sinks need audit.spool: a folder where records wait until each sink took them',
+    );
   return {
-    file,
+    ...(local && { file }),
+    spoolDir: spool === undefined ? `${file}.spool` : path.resolve(ctx.dir, spool),
     maxBytes: byteSize(ctx, at('maxSize'), section['maxSize']) ?? defaults.maxBytes,
     maxFiles: integer(section['maxFiles']) ?? defaults.maxFiles,
     onFailure: onFailure === 'block' || onFailure === 'continue' ? onFailure : defaults.onFailure,
@@ -409,7 +426,7 @@ function normalizeAudit(data: Data, ctx: Context, gateway: GatewayConfig): Audit
       patterns: redact['patterns'] === undefined ? [...defaults.redact.patterns] : strings(patterns),
     },
     ...auditCheckpoints(section, ctx),
-    ...auditSinks(section, ctx),
+    ...shipping,
   };
 }
 

@@ -215,8 +215,13 @@ export interface ConfirmationConfig {
 
 /** The audit trail. Absent when the config has no `audit:` section. */
 export interface AuditConfig {
-  /** Absolute path of the JSON-lines file. */
-  readonly file: string;
+  /**
+   * Absolute path of the JSON-lines file; absent (`file: false`) when the records go to the
+   * network sinks only, each through its spool.
+   */
+  readonly file?: string;
+  /** The folder of the sinks' spools (`spool`): default `<file>.spool`; required without a file. */
+  readonly spoolDir: string;
   /** Rotate when the file would exceed this many bytes (`maxSize`). Default 50 MiB. */
   readonly maxBytes: number;
   /** Rotated files kept (`file.1` … `file.N`). Default 5. */
@@ -231,7 +236,7 @@ export interface AuditConfig {
   readonly redact: { readonly keys: readonly string[]; readonly patterns: readonly string[] };
   /** Signed checkpoints (`checkpoints:`); absent: none are written. */
   readonly checkpoints?: AuditCheckpointsConfig;
-  /** Network sinks that get every record as well as the file (`sinks:`); absent: none. */
+  /** Network sinks that get every record as well as the file, or instead of it (`sinks:`); absent: none. */
   readonly sinks?: readonly AuditSinkConfig[];
 }
 
@@ -245,7 +250,7 @@ export interface AuditCheckpointsConfig {
 
 /** What every audit sink has. */
 interface AuditSinkCommon {
-  /** Names the sink in messages and its spool folder (`<audit file>.spool/<name>`). */
+  /** Names the sink in messages and its spool folder (`<spoolDir>/<name>`). */
   readonly name: string;
   /** Under `onFailure: block`, calls are refused while this sink cannot take records. Default false. */
   readonly required: boolean;

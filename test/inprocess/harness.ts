@@ -149,7 +149,7 @@ export async function startInProcess(options: {
   let audit: AuditLog | undefined;
   if (config.audit !== undefined)
     audit = await openAuditLog({
-      file: config.audit.file,
+      file: config.audit.file ?? path.join(dir, 'audit.jsonl'),
       onFailure: config.audit.onFailure,
       writes: 'per-tick',
       redactor,

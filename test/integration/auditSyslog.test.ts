@@ -1,103 +1,31 @@
 /**
- * Audit records shipped to a real rsyslog over TCP (RFC 5424, octet-counted frames), through the
- * built binary: every record arrives once and in order, across an outage of the receiver of
- * several seconds, while calls go on; what waited is sent when it comes back.
+ * Audit records shipped to a real rsyslog (RFC 5424, octet-counted frames), through the built
+ * binary: over TCP, every record arrives once and in order, across an outage of the receiver of
+ * several seconds, while calls go on, and what waited is sent when it comes back. A trail with no
+ * local file (the sinks replace it, their spools holding what is not yet sent). Over TLS, with a
+ * certificate the gateway trusts and one it refuses.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { killRawSessions, readAudit, runCli, tempDir } from './harness.js';
-import { gatewayWithSinks, until } from './sinkHelpers.js';
-
-const rsyslogMissing = spawnSync('rsyslogd', ['-v'], { encoding: 'utf8' }).status !== 0;
-const started: ChildProcess[] = [];
+import {
+  freePort,
+  gatewayWithSinks,
+  makeCertificates,
+  received,
+  refusedByFullSpool,
+  rsyslog,
+  rsyslogMissing,
+  rsyslogTlsMissing,
+  stopReceivers,
+  until,
+} from './sinkHelpers.js';
 
 afterEach(() => {
   killRawSessions();
-  for (const child of started.splice(0)) child.kill('SIGKILL');
+  stopReceivers();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** An rsyslogd of the test's own: TCP on 127.0.0.1:port, each message as a line of `out`. */
-function rsyslog(dir: string, port: number) {
-  const conf = path.join(dir, 'rsyslog.conf');
-  const out = path.join(dir, 'received.log');
-  writeFileSync(
-    conf,
-    [
-      `global(workDirectory="${dir}")`,
-      'module(load="imtcp")',
-      `input(type="imtcp" port="${port}" address="127.0.0.1")`,
-      'template(name="line" type="string" string="%pri%|%app-name%|%msgid%|%structured-data%|%msg%\\n")',
-      `*.* action(type="omfile" file="${out}" template="line")`,
-      '',
-    ].join('\n'),
-  );
-  let child: ChildProcess | undefined;
-  return {
-    out,
-    async listen(): Promise<void> {
-      const deadline = Date.now() + 20_000;
-      while (!(await accepts(port))) {
-        if (Date.now() > deadline) throw new Error('rsyslogd did not listen within 20 s');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-    run(): ChildProcess {
-      child = spawn('rsyslogd', ['-n', '-f', conf, '-i', path.join(dir, 'rsyslogd.pid')], {
-        stdio: 'ignore',
-      });
-      started.push(child);
-      return child;
-    },
-    async stop(): Promise<void> {
-      const running = child;
-      if (running === undefined || running.exitCode !== null) return;
-      const exited = new Promise((resolve) => running.once('exit', resolve));
-      running.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/** The records rsyslog wrote: the record JSON after the structured data, and the header fields. */
-function received(out: string) {
-  if (!existsSync(out)) return [];
-  return readFileSync(out, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => {
-      const start = line.indexOf('|{"seq":');
-      const [pri, app, msgid, sd] = line.slice(0, start).split('|');
-      return {
-        pri: Number(pri),
-        app,
-        msgid,
-        sd: sd ?? '',
-        record: JSON.parse(line.slice(start + 1)) as Record<string, unknown>,
-      };
-    });
-}
 
 describe.skipIf(rsyslogMissing)('audit shipped to rsyslog over TCP', () => {
   it('every record arrives once, in order, across an outage of several seconds', async () => {
@@ -157,30 +85,125 @@ describe.skipIf(!rsyslogMissing)('audit shipped to rsyslog', () => {
 
 describe('a required sink whose spool is full', () => {
   it('with onFailure block, calls are refused saying why; the file still has every record', async () => {
-    const port = await freePort(); // nothing listens there
-    const dir = tempDir();
-    const { s, file } = await gatewayWithSinks(
-      [{ type: 'syslog', host: '127.0.0.1', port, required: true, spoolMaxSize: '1KiB' }],
-      dir,
-    );
-    let refused: string | undefined;
-    for (let n = 1; n <= 20 && refused === undefined; n++) {
-      const answer = s.next((m) => m.id === n);
-      s.send(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id: n,
-          method: 'tools/call',
-          params: { name: 'up__echo', arguments: { text: `call ${n}` } },
-        }),
-      );
-      const result = (await answer).result as { isError?: boolean; content: { text: string }[] };
-      if (result.isError === true) refused = result.content[0]!.text;
-    }
+    const { s, file, refused } = await refusedByFullSpool({ required: true });
     expect(refused).toMatch(/Calls are refused: .*sink syslog.*the spool for audit sink syslog is full/);
     await until('the full spool in the log', () =>
       /AUDIT: the spool for audit sink syslog is full/.test(s.stderr()),
     );
     expect(readAudit(file).some((r) => r.type === 'call_start')).toBe(true);
   }, 60_000);
+});
+
+/** Every file under `dir`, relative to it. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
+}
+
+describe.skipIf(rsyslogMissing)('a trail without a local file (audit.file: false)', () => {
+  it('goes to rsyslog only, chained across restarts; no audit file is written', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const receiver = rsyslog(dir, port);
+    receiver.run();
+    await receiver.listen();
+    const sinks = [{ type: 'syslog', host: '127.0.0.1', port, required: true }];
+    const audit = { file: false, spool: './spool' };
+
+    const first = await gatewayWithSinks(sinks, dir, audit);
+    for (let i = 0; i < 5; i++) await first.callOnce();
+    await until(
+      'the calls at rsyslog',
+      () => received(receiver.out).filter((r) => r.msgid === 'call').length === 5,
+    );
+    first.s.child.stdin.end();
+    expect(await first.s.exited).toBe(0);
+    await until('the stop record at rsyslog', () =>
+      received(receiver.out).some((r) => r.record['type'] === 'gateway_stop'),
+    );
+
+    // A second run goes on with the chain where the first left it (read from its spool).
+    const second = await gatewayWithSinks(sinks, dir, audit);
+    await second.callOnce();
+    second.s.child.stdin.end();
+    expect(await second.s.exited).toBe(0);
+    await until(
+      'the second stop record at rsyslog',
+      () => received(receiver.out).filter((r) => r.record['type'] === 'gateway_stop').length === 2,
+    );
+
+    const got = received(receiver.out);
+    expect(got.map((r) => r.record['seq'])).toEqual(got.map((_, i) => i));
+    expect(new Set(got.map((r) => r.record['writer'])).size).toBe(2);
+    // Nothing of the trail on this machine but the spools: no JSON-lines file anywhere.
+    expect(existsSync(first.file)).toBe(false);
+    expect(filesUnder(dir).filter((file) => file.endsWith('.jsonl'))).toEqual([]);
+    // The SIEM's copy is a whole chain: verify it as a file.
+    const copy = path.join(dir, 'from-siem.jsonl');
+    writeFileSync(copy, got.map((r) => `${r.line}\n`).join(''));
+    const verify = await runCli(['audit', 'verify', copy]);
+    expect(verify.stdout).toMatch(
+      /^ok: \d+ records from 2 writers in 1 file; the chain is complete from its first record/,
+    );
+    expect(verify.code).toBe(0);
+    const summary = await runCli(['audit', 'summary', path.join(dir, 'spool')]);
+    expect(summary.stdout).toMatch(/^nothing waits in .*spool: the sinks have every record/);
+  }, 120_000);
+});
+
+describe('a trail without a local file whose only sink cannot keep records', () => {
+  it('with onFailure block, calls are refused saying no sink kept the records', async () => {
+    const { s, dir, refused } = await refusedByFullSpool({}, { file: false, spool: './spool' });
+    expect(refused).toMatch(/Calls are refused: .*no audit sink could keep the records/);
+    await until('the full spool in the log', () =>
+      /AUDIT: the spool for audit sink syslog is full/.test(s.stderr()),
+    );
+    const summary = await runCli(['audit', 'summary', path.join(dir, 'spool')]);
+    expect(summary.stdout).toMatch(/^waiting for sink syslog: \d+ records? \(\d+ bytes\)/);
+  }, 60_000);
+});
+
+describe.skipIf(rsyslogTlsMissing)('audit shipped to rsyslog over TLS', () => {
+  it('a receiver signed by another CA is refused, naming the sink; its records wait and arrive over TLS once trusted', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const right = makeCertificates(dir, 'right');
+    const wrong = makeCertificates(dir, 'wrong');
+    const receiver = rsyslog(dir, port, right);
+    receiver.run();
+    await receiver.listen();
+    const sink = { type: 'syslog', name: 'siem', host: '127.0.0.1', port, tls: true };
+
+    const refused = await gatewayWithSinks([{ ...sink, ca: wrong.ca }], dir);
+    for (let i = 0; i < 3; i++) await refused.callOnce();
+    await until('the refused certificate in the log', () =>
+      /audit sink siem: cannot send/.test(refused.s.stderr()),
+    );
+    expect(refused.s.stderr()).toMatch(
+      new RegExp(
+        `audit sink siem: cannot send \\(refused the TLS certificate of 127\\.0\\.0\\.1:${port} \\(.+; trusting the CAs in .*wrong-ca\\.pem\\)\\); \\d+ records wait in .*audit\\.jsonl\\.spool`,
+      ),
+    );
+    expect((await runCli(['audit', 'summary', refused.file])).stdout).toMatch(
+      /waiting for sink siem: \d+ records/,
+    );
+    refused.s.child.stdin.end();
+    expect(await refused.s.exited).toBe(0);
+    expect(received(receiver.out)).toEqual([]);
+
+    // Trusting the right CA, the next run sends what waited first, then its own records.
+    const trusted = await gatewayWithSinks([{ ...sink, ca: right.ca }], dir);
+    await trusted.callOnce();
+    trusted.s.child.stdin.end();
+    expect(await trusted.s.exited).toBe(0);
+    const written = readAudit(trusted.file);
+    await until('every record at rsyslog', () => received(receiver.out).length >= written.length);
+    expect(received(receiver.out).map((r) => r.line)).toEqual(written.map((r) => JSON.stringify(r)));
+    expect(received(receiver.out).filter((r) => r.msgid === 'call')).toHaveLength(4);
+  }, 120_000);
+});
+
+describe.skipIf(!rsyslogTlsMissing)('a trail without a local file, and syslog over TLS', () => {
+  it('are skipped where rsyslog or its TLS driver is not installed (.ci/run installs rsyslog and rsyslog-gnutls)', () => {});
 });

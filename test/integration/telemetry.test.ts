@@ -23,6 +23,7 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
+import { connectHttpHost, startHttpGateway } from './httpHarness.js';
 
 const POLICY = `
 default: allow
@@ -82,6 +83,35 @@ function otelEnv(endpoint: string, protocol = 'http/json'): Record<string, strin
 }
 
 const byName = (spans: OtlpSpan[], name: string) => spans.filter((s) => s.name === name);
+
+describe('traces of requests over the HTTP listener', () => {
+  it('say network.transport tcp on the host side, and the audit names who sent them', async () => {
+    receiver = await startOtlpReceiver();
+    const { config, audit } = setup({ traces: true });
+    const gateway = await startHttpGateway(config, { env: otelEnv(receiver.endpoint) });
+    try {
+      const http = await connectHttpHost(gateway.url);
+      await http.client.callTool({ name: 'up__echo_meta', arguments: {} });
+      await http.close();
+      await receiver.until(
+        () => byName(receiver!.spans(), 'tools/call echo_meta').length > 0,
+        'the spans of the call',
+      );
+      const [server] = byName(receiver.spans(), 'tools/call up__echo_meta');
+      const [client] = byName(receiver.spans(), 'tools/call echo_meta');
+      expect(attributesOf(server!.attributes)).toMatchObject({
+        'network.transport': 'tcp',
+        'mcp.protocol.version': expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+      });
+      // The upstream is a child process on stdio all the same.
+      expect(attributesOf(client!.attributes)['network.transport']).toBe('pipe');
+      const call = audit().find((r) => r.type === 'call' && r.tool === 'up__echo_meta');
+      expect(call).toMatchObject({ principal: { source: 'anonymous' }, trace: server!.traceId });
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
 
 describe('traces', () => {
   it('a tool call is a SERVER span continuing the host trace, and a CLIENT span the upstream continues', async () => {

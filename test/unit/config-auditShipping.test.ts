@@ -102,7 +102,43 @@ describe('audit shipping config', () => {
   });
 });
 
+describe('a trail without a local file', () => {
+  const config = (audit: string[]) =>
+    ['audit:', ...audit.map((line) => `  ${line}`), 'servers:', '  a: { command: x }', ''].join('\n');
+
+  it('has no file, and its spools where audit.spool says', () => {
+    const audit = parse(
+      config(['file: false', 'spool: spool', 'sinks: [{ type: syslog, host: h, port: 1 }]']),
+    ).audit;
+    expect(audit?.file).toBeUndefined();
+    expect(audit?.spoolDir).toBe(path.join(DIR, 'spool'));
+    expect(parse(config(['file: a.jsonl'])).audit?.spoolDir).toBe(path.join(DIR, 'a.jsonl.spool'));
+  });
+
+  it('needs a sink and a spool folder, said at audit.file', () => {
+    expect(issuesOf(config(['file: false']))).toEqual([
+      `${FILE}:2:9: audit.file: false keeps no local file, so the records need a sink: add one to audit.sinks, or give a file`,
+      `${FILE}:2:9: audit.file: false keeps no local file, so the sinks need audit.spool: a folder where records wait until each sink took them`,
+    ]);
+    expect(issuesOf(config(['file: true', 'spool: s']))[0]).toMatch(/^.*:2:9: audit\.file: /);
+  });
+});
+
 describe('the spool', () => {
+  it('remembers its newest record, also once emptied, for a trail without a file to go on from', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'warden-spool-'));
+    const spool = new Spool(dir, 4 * 1024 * 1024);
+    expect(spool.lastLine()).toBeUndefined();
+    const big = (n: number) => `{"seq":${n},"pad":"${'p'.repeat(700 * 1024)}"}\n`;
+    spool.append(big(0) + big(1), 2);
+    expect(spool.lastLine()).toBe(big(1).trimEnd());
+    for (let batch = spool.peek(); batch.lines.length > 0; batch = spool.peek()) spool.ack(batch);
+    expect(spool.pending).toEqual({ records: 0, bytes: 0 });
+    expect(spool.lastLine()).toBe(big(1).trimEnd());
+    spool.close();
+    expect(new Spool(dir, 100).lastLine()).toBe(big(1).trimEnd());
+  });
+
   it('keeps records up to its bound, refuses more, and starts again once everything is sent', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'warden-spool-'));
     const spool = new Spool(dir, 100);

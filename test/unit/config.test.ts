@@ -128,6 +128,7 @@ describe('parseConfigText: valid configs', () => {
       },
       audit: {
         file: path.join(DIR, 'audit/warden.jsonl'),
+        spoolDir: path.join(DIR, 'audit/warden.jsonl.spool'),
         maxBytes: 8 * 1024 * 1024,
         maxFiles: 3,
         onFailure: 'continue',
@@ -987,6 +988,7 @@ describe('parseConfigText: policies, confirmation and audit', () => {
     const config = parse(`audit:\n  file: audit.jsonl\n${SERVERS}`);
     expect(config.audit).toEqual({
       file: path.join(DIR, 'audit.jsonl'),
+      spoolDir: path.join(DIR, 'audit.jsonl.spool'),
       maxBytes: 50 * 1024 * 1024,
       maxFiles: 5,
       onFailure: 'block',
@@ -994,7 +996,11 @@ describe('parseConfigText: policies, confirmation and audit', () => {
       logResults: false,
       redact: { keys: [], patterns: [] },
     });
-    expect(config.audit).toEqual({ file: path.join(DIR, 'audit.jsonl'), ...DEFAULTS.audit });
+    expect(config.audit).toEqual({
+      file: path.join(DIR, 'audit.jsonl'),
+      spoolDir: path.join(DIR, 'audit.jsonl.spool'),
+      ...DEFAULTS.audit,
+    });
   });
 
   it('takes sizes as bytes too, and expands ${VAR} in the audit file', () => {

@@ -56,7 +56,7 @@ function setup(extra: Feature[] = []) {
       shutdown: () => Promise.resolve(),
     },
     protocolVersion: () => '2025-06-18',
-    hostTransport: 'pipe',
+    hostTransport: () => 'pipe',
     upstreamTransport: (server) => (server === 'web' ? 'tcp' : 'pipe'),
     redact: (value) => value,
   });

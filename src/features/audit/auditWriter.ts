@@ -153,6 +153,14 @@ export interface AuditLogOptions {
    * shippers copy them to the network sinks). Must not throw; called synchronously.
    */
   readonly onWritten?: (lines: string) => void;
+  /**
+   * Instead of the file: each write's whole lines go to `write`, which throws when nothing kept
+   * them (a trail without a local file, kept by the audit sinks' spools). A throw is a failed
+   * write like a full disk: records lost, an `audit_gap` next, `onFailure` applies. `file` then
+   * only names the trail in messages, nothing is written there, and the chain goes on from
+   * `lastLine`, the newest record kept before (a new chain when there is none).
+   */
+  readonly output?: { readonly write: (lines: string) => void; readonly lastLine?: string };
 }
 
 export type AuditStatus =
@@ -252,7 +260,7 @@ export async function openAuditLog(options: AuditLogOptions): Promise<AuditLog> 
   }
   const file = path.resolve(options.file);
   try {
-    await mkdir(path.dirname(file), { recursive: true });
+    if (options.output === undefined) await mkdir(path.dirname(file), { recursive: true });
   } catch {
     // Opening the file below fails too and reports it as a write failure.
   }
@@ -356,6 +364,7 @@ class FileAuditLog implements AuditLog {
 
   /** First open, from `openAuditLog`: a failure is recorded, not thrown. */
   open(): void {
+    if (this.#options.output !== undefined) return;
     try {
       this.#ensureFile();
     } catch (error) {
@@ -620,6 +629,8 @@ class FileAuditLog implements AuditLog {
    * `maxBytes`; throws on any failure (`ShortWrite` when only part of `text` went in).
    */
   #writeLines(text: string, bytes: number): void {
+    const output = this.#options.output;
+    if (output !== undefined) return output.write(text);
     // Rotate first: a fresh file needs no newline in front of the lines.
     this.#maybeRotate(bytes);
     const newline = this.#needsNewline ? 1 : 0;
@@ -648,6 +659,7 @@ class FileAuditLog implements AuditLog {
 
   /** Opens `file` if needed, and reopens it when it was moved or removed since. */
   #ensureFile(): void {
+    if (this.#options.output !== undefined) return;
     const stat = statSync(this.file, { throwIfNoEntry: false });
     if (this.#fd !== undefined) {
       if (stat !== undefined && stat.ino === this.#ino && stat.dev === this.#dev) {
@@ -700,6 +712,16 @@ class FileAuditLog implements AuditLog {
    * so an empty one is the newest and `file.1` precedes it.
    */
   #findChainStart(): { head: ChainHead; torn: boolean; tornTs?: string } {
+    const output = this.#options.output;
+    if (output !== undefined) {
+      let head: ChainHead | undefined;
+      try {
+        head = output.lastLine === undefined ? undefined : chainHeadOf(JSON.parse(output.lastLine));
+      } catch {
+        // Not a record: a new chain.
+      }
+      return { head: head ?? { seq: -1, hash: GENESIS_HASH }, torn: false };
+    }
     const fd = this.#fd;
     const current = fd !== undefined && this.#readable ? lastRecordInFd(fd) : lastRecordIn(this.file);
     // A cut line is at the end only if this writer will append right after it (#needsNewline):

@@ -4,8 +4,9 @@ import { openAuditLog, type AuditLog } from './auditWriter.js';
 import type { Redactor } from './redact.js';
 
 /**
- * Opens the gateway's audit trail as `audit:` describes it: the file, signed checkpoints when a
- * key is configured, and the network sinks (each loaded only when configured). A key that
+ * Opens the gateway's audit trail as `audit:` describes it: the file (or none: `file: false`),
+ * signed checkpoints when a key is configured, and the network sinks (each loaded only when
+ * configured). A key that
  * cannot be used stops the gateway with the reason: a trail that was meant to be signed and is
  * not would look the same as one that is until someone checks.
  */
@@ -36,8 +37,21 @@ export async function openAuditTrail(
       : await (
           await import('./shipping/shipper.js')
         ).openShipper(config, logger, { version: options.version });
+  // Without a local file the sinks' spools are the trail: a write counts once a spool kept it.
+  const output =
+    config.file === undefined && shipper !== undefined
+      ? {
+          write: (lines: string) => {
+            if (shipper.accept(lines) === 0)
+              throw Object.assign(new Error('no audit sink could keep the records in its spool'), {
+                code: 'NO_SINK',
+              });
+          },
+          ...(shipper.lastLine() !== undefined && { lastLine: shipper.lastLine() }),
+        }
+      : undefined;
   const log = await openAuditLog({
-    file: config.file,
+    file: config.file ?? config.spoolDir,
     maxBytes: config.maxBytes,
     maxFiles: config.maxFiles,
     onFailure: config.onFailure,
@@ -48,7 +62,9 @@ export async function openAuditTrail(
     session: options.session,
     ...(checkpoints && { checkpoints }),
     ...(options.onWrite && { onWrite: options.onWrite }),
-    ...(shipper && { onWritten: (lines: string) => shipper.accept(lines) }),
+    ...(output !== undefined
+      ? { output }
+      : shipper && { onWritten: (lines: string) => void shipper.accept(lines) }),
     onStatus: (status) => {
       if (status.kind === 'recovered')
         logger.warn(`the audit log can be written again; ${status.lost} records were lost meanwhile`);

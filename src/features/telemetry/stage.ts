@@ -11,10 +11,10 @@ export type NetworkTransport = 'pipe' | 'tcp';
 
 export interface TelemetryStageOptions {
   readonly runtime: TelemetryRuntime;
-  /** The protocol version agreed with the host, once it initialized. */
-  readonly protocolVersion: () => string | undefined;
-  /** How the host is connected (stdio: `pipe`). */
-  readonly hostTransport: NetworkTransport;
+  /** The protocol version agreed with the message's host, once it initialized. */
+  readonly protocolVersion: (message: RoutedMessage) => string | undefined;
+  /** How the message's host is connected: `pipe` for stdio, `tcp` for the HTTP listener. */
+  readonly hostTransport: (message: RoutedMessage) => NetworkTransport;
   /** How an upstream is connected; undefined for a server the config does not have. */
   readonly upstreamTransport: (server: string) => NetworkTransport | undefined;
   /** The audit trail's redaction, applied to arguments and results put on spans. */
@@ -265,9 +265,9 @@ function commonAttributes(
     attributes['gen_ai.operation.name'] = 'execute_tool';
   } else if (message.kind === 'prompts/get') attributes['gen_ai.prompt.name'] = nameOn(message, side);
   if (isHostSide(message, side)) {
-    attributes['network.transport'] = options.hostTransport;
+    attributes['network.transport'] = options.hostTransport(message);
     // The version agreed with the host; each upstream may have agreed another, not known here.
-    const version = options.protocolVersion();
+    const version = options.protocolVersion(message);
     if (version !== undefined) attributes['mcp.protocol.version'] = version;
   } else {
     const transport = options.upstreamTransport(message.server);

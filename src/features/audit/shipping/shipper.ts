@@ -10,14 +10,16 @@ import { Spool } from './spool.js';
 /** After a failed send, the next try waits these long (the last repeats). */
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000] as const;
 
-/** The spool folder of a sink: beside the audit file, so `audit summary FILE` finds it. */
-export function spoolDirOf(auditFile: string, sink: string): string {
-  return path.join(`${auditFile}.spool`, sink);
+/** The spool folder of a sink: in `audit.spool`, by default beside the audit file (`audit summary FILE` finds it). */
+export function spoolDirOf(audit: AuditConfig, sink: string): string {
+  return path.join(audit.spoolDir, sink);
 }
 
 export interface Shipper {
-  /** Record lines the writer just wrote: spooled for every sink, then sent. */
-  accept(lines: string): void;
+  /** Record lines the writer just wrote: spooled for every sink, then sent. Returns how many sinks kept them. */
+  accept(lines: string): number;
+  /** The newest record line any sink's spool holds: where a trail without a file goes on from. */
+  lastLine(): string | undefined;
   /** `log` with the sinks' state folded in: `block` refuses calls while a required sink cannot take records. */
   wrap(log: AuditLog): AuditLog;
   /** Records waiting per sink. */
@@ -43,7 +45,19 @@ export async function openShipper(
   return {
     accept(lines) {
       const count = countLines(lines);
-      for (const sink of sinks) sink.accept(lines, count);
+      let kept = 0;
+      for (const sink of sinks) if (sink.accept(lines, count)) kept++;
+      return kept;
+    },
+    lastLine() {
+      let newest: { line: string; seq: number } | undefined;
+      for (const sink of sinks) {
+        const line = sink.spool.lastLine();
+        if (line === undefined) continue;
+        const seq = parseRecord(line).fields['seq'];
+        if (typeof seq === 'number' && (newest === undefined || seq > newest.seq)) newest = { line, seq };
+      }
+      return newest?.line;
     },
     wrap(log) {
       const refusal = (): AuditWriteError | undefined => {
@@ -114,7 +128,8 @@ interface OpenSink {
   readonly spool: Spool;
   /** Why the sink cannot take records now (spool full or unwritable), or undefined. */
   readonly problem: Error | undefined;
-  accept(lines: string, count: number): void;
+  /** Spools the lines; false when they could not be kept for this sink. */
+  accept(lines: string, count: number): boolean;
   /** Resolves when nothing waits (or the sink is closed). */
   idle(): Promise<void>;
   close(): void;
@@ -126,7 +141,7 @@ async function openSink(
   logger: Logger,
   product: { readonly version: string; readonly host: string },
 ): Promise<OpenSink> {
-  const spool = new Spool(spoolDirOf(audit.file, config.name), config.spoolMaxBytes);
+  const spool = new Spool(spoolDirOf(audit, config.name), config.spoolMaxBytes);
   const transport =
     config.type === 'syslog'
       ? (await import('./syslog.js')).createSyslogTransport(config, product)
@@ -198,8 +213,10 @@ async function openSink(
       return problem;
     },
     accept(lines, count) {
+      let kept = false;
       try {
         if (spool.append(lines, count)) {
+          kept = true;
           if (problem !== undefined) {
             logger.warn(
               `${label}: the spool takes records again; ${plural(dropped, 'record')} were not kept for this sink meanwhile`,
@@ -217,7 +234,7 @@ async function openSink(
               { code: 'SPOOL_FULL' },
             );
             logger.error(
-              `AUDIT: ${problem.message}${config.required ? '' : ' (they are in the audit file)'}`,
+              `AUDIT: ${problem.message}${config.required || audit.file === undefined ? '' : ' (they are in the audit file)'}`,
             );
           }
         }
@@ -229,6 +246,7 @@ async function openSink(
         }
       }
       void pump();
+      return kept;
     },
     idle() {
       if (spool.pending.records === 0 || closed) return Promise.resolve();

@@ -6,6 +6,7 @@ import {
   openSync,
   readFileSync,
   readSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -18,8 +19,10 @@ import path from 'node:path';
  * Two files in the sink's folder: `queue`, the record lines appended, and `sent`, the byte
  * offset in `queue` up to which the sink has taken them (fixed width, rewritten in place, so a
  * crash leaves the old value or the new one). Once everything is sent and the queue is past
- * 1 MiB, both go back to zero, so the queue does not grow while the sink keeps up. One gateway
- * per spool folder: two would send each other's records twice.
+ * 1 MiB, both go back to zero, so the queue does not grow while the sink keeps up; the last line
+ * sent is then kept in `last`, so a gateway without a local audit file can continue its hash
+ * chain from it at the next start. One gateway per spool folder: two would send each other's
+ * records twice.
  */
 
 /**
@@ -27,6 +30,9 @@ import path from 'node:path';
  * costs a truncate, and a sink that keeps up empties it after every record.
  */
 const COMPACT_BYTES = 1024 * 1024;
+
+/** How far back from the end of the queue its last line is looked for. */
+const MAX_LINE_SCAN = 1024 * 1024;
 
 /** Bytes read from the queue for one batch at most. */
 const BATCH_BYTES = 256 * 1024;
@@ -113,7 +119,10 @@ export class Spool {
   ack(batch: SpoolBatch): void {
     this.#pending -= batch.lines.length;
     if (batch.end >= this.#size && this.#size > COMPACT_BYTES) {
-      // All sent: start both files again, so the queue does not grow without end.
+      // All sent: start both files again, so the queue does not grow without end. The last
+      // record is kept first: it is where a file-less trail's chain goes on from.
+      const last = batch.lines.at(-1);
+      if (last !== undefined) writeFileSync(path.join(this.dir, 'last'), `${last}\n`, { mode: 0o600 });
       ftruncateSync(this.#fd, 0);
       this.#size = 0;
       this.#sent = 0;
@@ -122,6 +131,24 @@ export class Spool {
       this.#sent = batch.end;
     }
     writeOffset(this.#sentFd, this.#sent);
+  }
+
+  /** The newest record line the spool has held (waiting, or the last one sent), or undefined. */
+  lastLine(): string | undefined {
+    if (this.#size > 0) {
+      const want = Math.min(this.#size, MAX_LINE_SCAN);
+      const buffer = Buffer.alloc(want);
+      const n = readSync(this.#fd, buffer, 0, want, this.#size - want);
+      const text = buffer.subarray(0, n).toString('utf8').replace(/\n$/, '');
+      const line = text.slice(text.lastIndexOf('\n') + 1);
+      if (line !== '') return line;
+    }
+    try {
+      const line = readFileSync(path.join(this.dir, 'last'), 'utf8').trim();
+      return line === '' ? undefined : line;
+    } catch {
+      return undefined;
+    }
   }
 
   close(): void {

@@ -22,8 +22,13 @@ export function createSyslogTransport(config: SyslogSinkConfig, product: { versi
   function connect(): Promise<net.Socket> {
     connecting ??= new Promise<net.Socket>((resolve, reject) => {
       const options = { host: config.host, port: config.port };
+      // SNI carries host names only (RFC 6066); an address is still checked against the certificate.
       const s = config.tls
-        ? tls.connect({ ...options, servername: config.host, ...(ca && { ca }) })
+        ? tls.connect({
+            ...options,
+            ...(net.isIP(config.host) === 0 && { servername: config.host }),
+            ...(ca && { ca }),
+          })
         : net.connect(options);
       const ready = config.tls ? 'secureConnect' : 'connect';
       const timer = setTimeout(
@@ -38,7 +43,7 @@ export function createSyslogTransport(config: SyslogSinkConfig, product: { versi
       });
       s.once('error', (error) => {
         clearTimeout(timer);
-        reject(error);
+        reject(config.tls ? explainTls(error, config) : error);
       });
       // The receiver never writes to us; an end of stream means it closed or went away.
       s.on('data', () => {});
@@ -85,4 +90,35 @@ export function createSyslogTransport(config: SyslogSinkConfig, product: { versi
       socket = undefined;
     },
   };
+}
+
+/** Errors of the TLS handshake that mean the receiver's certificate was not accepted. */
+const CERTIFICATE_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * A refused certificate said as such, with what was trusted: "unable to get local issuer
+ * certificate" alone does not tell a person that the gateway, not the receiver, said no.
+ */
+function explainTls(error: Error, config: SyslogSinkConfig): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === undefined || !CERTIFICATE_CODES.has(code)) return error;
+  const trusted = config.ca === undefined ? "the system's CAs" : `the CAs in ${config.ca}`;
+  return Object.assign(
+    new Error(
+      `refused the TLS certificate of ${config.host}:${config.port} (${error.message}; trusting ${trusted})`,
+    ),
+    { code, cause: error },
+  );
 }
