@@ -10,6 +10,9 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -488,26 +491,98 @@ describe('a modern host’s capabilities, per request', () => {
 });
 
 describe('resource updates for a modern host', () => {
-  it('come on the subscriptions/listen stream that asked for the URI, tagged with it', async () => {
-    const host = modernHost({ up: fixture(['--resources']) });
-    const uri = 'fixture://fixture/a';
-    const id = host.send('subscriptions/listen', {
-      notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
-    });
-    const ack = await host.waitForNotification(
-      (n) => n.method === 'notifications/subscriptions/acknowledged',
+  it.each([
+    ['a legacy', 'up', fixture(['--resources']), 'fixture://fixture/a'],
+    ['a modern', 'm', modernServer(['--resources']), 'modern://modern-fixture/b'],
+  ])(
+    'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
+    async (_era, server, entry, uri) => {
+      const host = modernHost({ [server]: entry });
+      const id = host.send('subscriptions/listen', {
+        notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
+      });
+      const ack = await host.waitForNotification(
+        (n) => n.method === 'notifications/subscriptions/acknowledged',
+      );
+      modernAcknowledgment(ack);
+      expect(ack.params).toEqual({
+        _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+        notifications: { resourceSubscriptions: [uri] },
+      });
+      const told = modernResult(
+        'tools/call',
+        await host.request('tools/call', { name: `${server}__update_resource`, arguments: { uri } }),
+      );
+      expect(textOf(told)).toBe('notified');
+      const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
+      expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+    },
+  );
+});
+
+describe('resource updates and list changes from a modern upstream', () => {
+  it('reach a legacy host that subscribed: the gateway opens a subscriptions/listen stream per URI', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources', '--log', log]) } },
+      dir,
     );
-    modernAcknowledgment(ack);
-    expect(ack.params).toEqual({
-      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
-      notifications: { resourceSubscriptions: [uri] },
+    legacy = await connectHost(config);
+    const uri = 'modern://modern-fixture/a';
+    const updates: unknown[] = [];
+    let told: (() => void) | undefined;
+    legacy.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params);
+      told?.();
     });
-    const told = modernResult(
-      'tools/call',
-      await host.request('tools/call', { name: 'up__update_resource', arguments: { uri } }),
+    const { resources } = await legacy.client.listResources();
+    expect(resources.map((r) => r.uri)).toContain(uri);
+    await legacy.client.subscribeResource({ uri });
+    const arrived = new Promise<void>((resolve) => (told = resolve));
+    const call = await legacy.client.callTool({ name: 'm__update_resource', arguments: { uri } });
+    expect(textOf(call)).toBe('notified');
+    await arrived;
+    // The upstream's stream id is the gateway's business: the host gets the plain notification.
+    expect(updates).toEqual([{ uri }]);
+    const streams = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string })
+      .filter((r) => r.method === 'subscriptions/listen');
+    expect(streams.length).toBeGreaterThanOrEqual(2);
+    // Unsubscribing cancels the URI's stream: the server has no one to tell any more.
+    await legacy.client.unsubscribeResource({ uri });
+    const after = await legacy.client.callTool({ name: 'm__update_resource', arguments: { uri } });
+    expect(textOf(after)).toBe('not subscribed');
+    expect(updates).toHaveLength(1);
+  });
+
+  it('tell a legacy host of tool and resource list changes', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources']) } });
+    const changed: string[] = [];
+    const waiters = new Map<string, () => void>();
+    legacy = await connectHost(config, {
+      beforeConnect: (client) => {
+        for (const schema of [ToolListChangedNotificationSchema, ResourceListChangedNotificationSchema])
+          client.setNotificationHandler(schema, (n) => {
+            changed.push(n.method);
+            waiters.get(n.method)?.();
+          });
+      },
+    });
+    const when = (method: string) => new Promise<void>((resolve) => waiters.set(method, resolve));
+    await legacy.client.listTools();
+    await legacy.client.listResources();
+    const tools = when('notifications/tools/list_changed');
+    await legacy.client.callTool({ name: 'm__add_tool', arguments: {} });
+    await tools;
+    expect((await legacy.client.listTools()).tools.map((t) => t.name)).toContain('m__added');
+    const listed = when('notifications/resources/list_changed');
+    await legacy.client.callTool({ name: 'm__add_resource', arguments: {} });
+    await listed;
+    expect((await legacy.client.listResources()).resources.map((r) => r.uri)).toContain(
+      'modern://modern-fixture/c',
     );
-    expect(textOf(told)).toBe('notified');
-    const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
-    expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
   });
 });

@@ -326,8 +326,8 @@ export class Router {
   }
 
   /**
-   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (a
-   * legacy one that offers subscriptions) is subscribed, through the pipeline like a legacy
+   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (one
+   * that offers subscriptions, of either era) is subscribed, through the pipeline like a legacy
    * host's resources/subscribe; false when no server can be.
    */
   private async streamSubscription(
@@ -338,7 +338,7 @@ export class Router {
     const server = this.options.resources.ownerOf(uri);
     const upstream = server === undefined ? undefined : this.options.pool.byName.get(server);
     const offers = (upstream?.capabilities.resources as Params | undefined)?.subscribe === true;
-    if (upstream === undefined || upstream.era !== 'legacy' || !offers) return false;
+    if (upstream === undefined || !offers) return false;
     const kind = subscribe ? 'resources/subscribe' : 'resources/unsubscribe';
     const message = this.upstreamMessage(stream, kind, upstream.name, uri, uri, {
       params: { uri },
