@@ -30,6 +30,7 @@ import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js'
 import type { CacheHint } from '../era/answerShape.js';
 import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
+import { TASKS_EXTENSION } from '../era/taskBridge.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
@@ -283,6 +284,13 @@ export class Upstream {
       const declared = (params?._meta as Params | undefined)?.[META.clientCapabilities];
       if (typeof declared === 'object' && declared !== null)
         sent = { ...sent, [META.clientCapabilities]: allowedCapabilities(declared as Params, this.config) };
+      // A 2025-11-25 host's call run as a task: this revision has no `task` param; declaring the
+      // tasks extension on the call is how a client lets the server answer with a task.
+      if (method === 'tools/call' && params?.task !== undefined) {
+        const { task: _task, ...rest } = params;
+        params = rest;
+        sent = withTasksExtension(sent);
+      }
       return withEnvelope(params, sent);
     }
     const own = params?._meta as Params | undefined;
@@ -915,6 +923,16 @@ async function subscribeByStream(
   if (method === SUBSCRIBE) await streams.subscribe(uri);
   else streams.unsubscribe(uri);
   return Outcome.of({});
+}
+
+/** An envelope whose client capabilities add the tasks extension. */
+function withTasksExtension(meta: Params): Params {
+  const capabilities = (meta[META.clientCapabilities] ?? {}) as Params;
+  const extensions = (capabilities.extensions ?? {}) as Params;
+  return {
+    ...meta,
+    [META.clientCapabilities]: { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION]: {} } },
+  };
 }
 
 /** A notification without the stream id a modern server tagged it with. */
