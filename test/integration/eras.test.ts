@@ -47,6 +47,7 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
+import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
 import {
   modernAcknowledgment,
   modernCreatedTask,
@@ -749,5 +750,35 @@ describe('tasks of a modern upstream for a modern host', () => {
     );
     polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
     expect(polled.status).toBe('completed');
+  });
+});
+
+describe('a modern-only Streamable HTTP upstream', () => {
+  it('is probed with server/discover first and spoken to in the 2026-07-28 binding', async () => {
+    const server = await startModernHttpFixture();
+    try {
+      const config = writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
+      });
+      legacy = await connectHost(config);
+      expect((await legacy.client.listTools()).tools.map((t) => t.name)).toContain('h__echo');
+      const result = await legacy.client.callTool({ name: 'h__echo', arguments: { text: 'over http' } });
+      expect(textOf(result)).toBe('echo: over http');
+      // No initialize: the probe answered, and every request carried the binding's headers.
+      expect(server.seen[0]).toMatchObject({ method: 'server/discover', version: MODERN });
+      expect(server.seen.map((r) => r.method)).not.toContain('initialize');
+      for (const request of server.seen)
+        expect(request).toMatchObject({ version: MODERN, mcpMethod: request.method });
+      expect(server.seen.find((r) => r.method === 'tools/call')?.mcpName).toBe('echo');
+      const { stdout } = await runCli(['tools', '--config', config]);
+      expect(stdout).toMatch(
+        /^server h: ready, 1 tool, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
+      );
+    } finally {
+      await legacy?.close();
+      legacy = undefined;
+      await server.close();
+    }
   });
 });

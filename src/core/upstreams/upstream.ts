@@ -642,12 +642,13 @@ export class Upstream {
   private async handshake(session: RpcPeer, transport: MessageTransport, what: string): Promise<void> {
     const capabilities = this.options.clientCapabilities?.(this.config) ?? {};
     this.cacheHints.clear();
-    // Streamable HTTP has its own era mechanics (a 400 with a modern error body); only stdio
-    // (and embedded) connections are probed.
-    const probes = this.config.transport !== 'http';
-    const first = this._era ?? (probes && this.options.prefersModern?.() === true ? 'modern' : 'legacy');
+    // Over Streamable HTTP a server of unknown era is asked the modern way first, as that
+    // binding's compatibility rules suggest (a refusal there is an HTTP 400 whose body tells a
+    // modern server from a legacy one). Over stdio the probe goes first while the host is modern.
+    const http = this.config.transport === 'http';
+    const first = this._era ?? (http || this.options.prefersModern?.() === true ? 'modern' : 'legacy');
     if (first === 'modern') {
-      if (await this.discover(session, capabilities)) return;
+      if (await this.discover(session, capabilities, transport)) return;
       if (this._era === 'modern')
         this.log.warn('no longer answers server/discover as a modern server; initializing it');
       return this.initialize(session, transport, capabilities, what);
@@ -656,23 +657,33 @@ export class Upstream {
       await this.initialize(session, transport, capabilities, what);
     } catch (error) {
       // A server that refuses initialize may be modern-only (or have become so): probe it.
-      if (!probes || !(error instanceof UpstreamRpcError)) throw error;
+      if (!(error instanceof UpstreamRpcError)) throw error;
       this.log.info(`refused initialize (${error.message}); probing it with server/discover`);
-      if (await this.discover(session, capabilities)) return;
+      if (await this.discover(session, capabilities, transport)) return;
       throw error;
     }
   }
 
   /** The probe: true when the server answered as a modern one (and is now spoken to so). */
-  private async discover(session: RpcPeer, capabilities: Params): Promise<boolean> {
+  private async discover(
+    session: RpcPeer,
+    capabilities: Params,
+    transport: MessageTransport,
+  ): Promise<boolean> {
     const meta = envelopeMeta({ clientInfo: this.options.clientInfo, capabilities });
+    // An HTTP connection speaks the modern binding for the probe, and after it if it answers.
+    const binding = transport as { setModern?: (modern: boolean) => void };
+    binding.setModern?.(true);
     const discovered = await probeModern({
       session,
       server: this.name,
       meta,
       timeoutMs: Math.min(PROBE_MS, this.options.gateway.connectTimeoutMs),
     });
-    if (discovered === undefined) return false;
+    if (discovered === undefined) {
+      binding.setModern?.(false);
+      return false;
+    }
     this._era = 'modern';
     this.modernMeta = meta;
     this._protocolVersion = discovered.protocolVersion;
