@@ -6,14 +6,30 @@
  * the official 2026-07-28 schemas (modernWire.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  CallToolResultSchema,
+  GetTaskResultSchema,
+  TaskSchema,
+  type CallToolResult,
+  type Task,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { envelope, startModernHost, MODERN, withRetries, type ModernHost } from '../fixtures/modernHost.js';
+import {
+  envelope,
+  startModernHost,
+  MODERN,
+  withRetries,
+  type Json,
+  type ModernHost,
+} from '../fixtures/modernHost.js';
 import {
   CLI,
   connectHost,
@@ -31,7 +47,14 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
-import { modernAcknowledgment, modernError, modernResult } from './modernWire.js';
+import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
+import {
+  modernAcknowledgment,
+  modernCreatedTask,
+  modernError,
+  modernResult,
+  modernTaskState,
+} from './modernWire.js';
 
 const MODERN_SERVER = path.join(ROOT, 'test/fixtures/modern-server.mjs');
 
@@ -488,26 +511,274 @@ describe('a modern host’s capabilities, per request', () => {
 });
 
 describe('resource updates for a modern host', () => {
-  it('come on the subscriptions/listen stream that asked for the URI, tagged with it', async () => {
-    const host = modernHost({ up: fixture(['--resources']) });
-    const uri = 'fixture://fixture/a';
-    const id = host.send('subscriptions/listen', {
-      notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
-    });
-    const ack = await host.waitForNotification(
-      (n) => n.method === 'notifications/subscriptions/acknowledged',
+  it.each([
+    ['a legacy', 'up', fixture(['--resources']), 'fixture://fixture/a'],
+    ['a modern', 'm', modernServer(['--resources']), 'modern://modern-fixture/b'],
+  ])(
+    'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
+    async (_era, server, entry, uri) => {
+      const host = modernHost({ [server]: entry });
+      const id = host.send('subscriptions/listen', {
+        notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
+      });
+      const ack = await host.waitForNotification(
+        (n) => n.method === 'notifications/subscriptions/acknowledged',
+      );
+      modernAcknowledgment(ack);
+      expect(ack.params).toEqual({
+        _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+        notifications: { resourceSubscriptions: [uri] },
+      });
+      const told = modernResult(
+        'tools/call',
+        await host.request('tools/call', { name: `${server}__update_resource`, arguments: { uri } }),
+      );
+      expect(textOf(told)).toBe('notified');
+      const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
+      expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+    },
+  );
+});
+
+describe('resource updates and list changes from a modern upstream', () => {
+  it('reach a legacy host that subscribed: the gateway opens a subscriptions/listen stream per URI', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources', '--log', log]) } },
+      dir,
     );
-    modernAcknowledgment(ack);
-    expect(ack.params).toEqual({
-      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
-      notifications: { resourceSubscriptions: [uri] },
+    legacy = await connectHost(config);
+    const uri = 'modern://modern-fixture/a';
+    const updates: unknown[] = [];
+    let told: (() => void) | undefined;
+    legacy.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params);
+      told?.();
     });
-    const told = modernResult(
-      'tools/call',
-      await host.request('tools/call', { name: 'up__update_resource', arguments: { uri } }),
+    const { resources } = await legacy.client.listResources();
+    expect(resources.map((r) => r.uri)).toContain(uri);
+    await legacy.client.subscribeResource({ uri });
+    const arrived = new Promise<void>((resolve) => (told = resolve));
+    const call = await legacy.client.callTool({ name: 'm__update_resource', arguments: { uri } });
+    expect(textOf(call)).toBe('notified');
+    await arrived;
+    // The upstream's stream id is the gateway's business: the host gets the plain notification.
+    expect(updates).toEqual([{ uri }]);
+    const streams = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string })
+      .filter((r) => r.method === 'subscriptions/listen');
+    expect(streams.length).toBeGreaterThanOrEqual(2);
+    // Unsubscribing cancels the URI's stream: the server has no one to tell any more.
+    await legacy.client.unsubscribeResource({ uri });
+    const after = await legacy.client.callTool({ name: 'm__update_resource', arguments: { uri } });
+    expect(textOf(after)).toBe('not subscribed');
+    expect(updates).toHaveLength(1);
+  });
+
+  it('tell a legacy host of tool and resource list changes', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources']) } });
+    const changed: string[] = [];
+    const waiters = new Map<string, () => void>();
+    legacy = await connectHost(config, {
+      beforeConnect: (client) => {
+        for (const schema of [ToolListChangedNotificationSchema, ResourceListChangedNotificationSchema])
+          client.setNotificationHandler(schema, (n) => {
+            changed.push(n.method);
+            waiters.get(n.method)?.();
+          });
+      },
+    });
+    const when = (method: string) => new Promise<void>((resolve) => waiters.set(method, resolve));
+    await legacy.client.listTools();
+    await legacy.client.listResources();
+    const tools = when('notifications/tools/list_changed');
+    await legacy.client.callTool({ name: 'm__add_tool', arguments: {} });
+    await tools;
+    expect((await legacy.client.listTools()).tools.map((t) => t.name)).toContain('m__added');
+    const listed = when('notifications/resources/list_changed');
+    await legacy.client.callTool({ name: 'm__add_resource', arguments: {} });
+    await listed;
+    expect((await legacy.client.listResources()).resources.map((r) => r.uri)).toContain(
+      'modern://modern-fixture/c',
     );
-    expect(textOf(told)).toBe('notified');
-    const updated = await host.waitForNotification((n) => n.method === 'notifications/resources/updated');
-    expect(updated.params).toEqual({ uri, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+  });
+});
+
+const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
+const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+/** A legacy host's task-augmented call, the SDK's way: what it yields, in order. */
+async function legacyTaskCall(client: Client, name: string) {
+  const seen: { type: string; task?: Task; result?: CallToolResult; error?: Error }[] = [];
+  for await (const message of client.experimental.tasks.callToolStream(
+    { name, arguments: { n: 4 } },
+    CallToolResultSchema,
+    { task: { ttl: 60_000 } },
+  ))
+    seen.push(message as (typeof seen)[number]);
+  return seen;
+}
+
+describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks extension', () => {
+  it('gets a task under a handle, polls it with tasks/get and fetches its result with tasks/result', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks', '--log', log]) } },
+      dir,
+    );
+    legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
+    const seen = await legacyTaskCall(legacy.client, 'm__task_report');
+    const created = seen.find((m) => m.type === 'taskCreated')!.task!;
+    expect(TaskSchema.safeParse(created).success).toBe(true);
+    expect(created.taskId).toMatch(/^[A-Za-z0-9_-]{64,}$/);
+    expect(created.ttl).toBe(60000);
+    const result = seen.find((m) => m.type === 'result')!.result!;
+    expect(textOf(result)).toBe('report 4');
+    expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: created.taskId });
+    const polled = await legacy.client.experimental.tasks.getTask(created.taskId);
+    expect(GetTaskResultSchema.safeParse(polled).success).toBe(true);
+    expect(polled).toMatchObject({ taskId: created.taskId, status: 'completed', pollInterval: 20 });
+    // Upstream, the call declared the extension instead of carrying `task`.
+    const call = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> })
+      .find((r) => r.method === 'tools/call')!;
+    expect(call.meta['io.modelcontextprotocol/clientCapabilities']).toMatchObject(TASKS_EXTENSION);
+  });
+
+  it('asks the host what the task needs, answers it with tasks/update, and reports a failure as its error', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
+    const asked: string[] = [];
+    legacy = await connectHost(config, {
+      capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push(request.params.message);
+          return ANSWERS['elicitation/create'] as never;
+        }),
+    });
+    const seen = await legacyTaskCall(legacy.client, 'm__task_ask');
+    expect(textOf(seen.find((m) => m.type === 'result')!.result!)).toBe(
+      `task_ask got ${JSON.stringify(ANSWERS['elicitation/create'])}`,
+    );
+    expect(asked).toEqual(['[m] Your name?']);
+    const failed = await legacyTaskCall(legacy.client, 'm__task_fail');
+    const handle = failed.find((m) => m.type === 'taskCreated')!.task!.taskId;
+    expect(await legacy.client.experimental.tasks.getTask(handle)).toMatchObject({
+      status: 'failed',
+      statusMessage: 'broke',
+    });
+    // tasks/result answers a failed task with the error it failed with, as a 2025-11-25 server does.
+    const error = await legacy.client.experimental.tasks.getTaskResult(handle, CallToolResultSchema).then(
+      () => undefined,
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(error).toMatchObject({
+      code: -32000,
+      message: expect.stringContaining('the task broke') as unknown,
+    });
+  });
+});
+
+describe('tasks across eras: a modern host with the tasks extension, a 2025-11-25 upstream’s tasks', () => {
+  it('gets a task (resultType "task") under a handle, and polls it with tasks/get until the result is in it', async () => {
+    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const discovered = modernResult('server/discover', await host.request('server/discover'));
+    expect(discovered.capabilities).toMatchObject(TASKS_EXTENSION);
+    const params = { name: 't__report', arguments: { n: 3 } };
+    const created = modernCreatedTask(
+      await host.request('tools/call', params, { capabilities: TASKS_EXTENSION }),
+    );
+    expect(created).toMatchObject({
+      resultType: 'task',
+      status: 'working',
+      ttlMs: 60000,
+      pollIntervalMs: 20,
+    });
+    const handle = created.taskId as string;
+    expect(handle).toMatch(/^[A-Za-z0-9_-]{64,}$/);
+    let polled: Json;
+    do polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
+    while (polled.status === 'working');
+    expect(polled).toMatchObject({ taskId: handle, status: 'completed', resultType: 'complete' });
+    expect(textOf(polled.result as object)).toBe(JSON.stringify({ total: 6, tool: 'report' }));
+    // This revision has no tasks/result or tasks/list; cancelling is acknowledged with nothing.
+    modernError(await host.request('tasks/result', { taskId: handle }), -32601);
+    expect(
+      modernResult('tasks/cancel', await host.request('tasks/cancel', { taskId: handle })),
+    ).toMatchObject({
+      resultType: 'complete',
+    });
+    // Without the extension, the same call is answered with its result.
+    const plain = modernResult('tools/call', await host.request('tools/call', params));
+    expect(plain.resultType).toBe('complete');
+  });
+});
+
+describe('tasks of a modern upstream for a modern host', () => {
+  it('pass through under handles: tasks/get, tasks/update', async () => {
+    const host = modernHost({ m: modernServer(['--tasks']) });
+    const created = (
+      await host.request(
+        'tools/call',
+        { name: 'm__task_ask', arguments: {} },
+        { capabilities: TASKS_EXTENSION },
+      )
+    ).result!;
+    expect(created.resultType).toBe('task');
+    const handle = created.taskId as string;
+    expect(handle).not.toBe('mtask-1');
+    let polled: Json;
+    do polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
+    while (polled.status === 'working');
+    expect(polled).toMatchObject({ taskId: handle, status: 'input_required' });
+    modernResult(
+      'tasks/update',
+      await host.request('tasks/update', {
+        taskId: handle,
+        inputResponses: { who: ANSWERS['elicitation/create'] },
+      }),
+    );
+    polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
+    expect(polled.status).toBe('completed');
+  });
+});
+
+describe('a modern-only Streamable HTTP upstream', () => {
+  it('is probed with server/discover first and spoken to in the 2026-07-28 binding', async () => {
+    const server = await startModernHttpFixture();
+    try {
+      const config = writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
+      });
+      legacy = await connectHost(config);
+      expect((await legacy.client.listTools()).tools.map((t) => t.name)).toContain('h__echo');
+      const result = await legacy.client.callTool({ name: 'h__echo', arguments: { text: 'over http' } });
+      expect(textOf(result)).toBe('echo: over http');
+      // No initialize: the probe answered, and every request carried the binding's headers.
+      expect(server.seen[0]).toMatchObject({ method: 'server/discover', version: MODERN });
+      expect(server.seen.map((r) => r.method)).not.toContain('initialize');
+      for (const request of server.seen)
+        expect(request).toMatchObject({ version: MODERN, mcpMethod: request.method });
+      expect(server.seen.find((r) => r.method === 'tools/call')?.mcpName).toBe('echo');
+      const { stdout } = await runCli(['tools', '--config', config]);
+      expect(stdout).toMatch(
+        /^server h: ready, 1 tool, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
+      );
+    } finally {
+      await legacy?.close();
+      legacy = undefined;
+      await server.close();
+    }
   });
 });

@@ -82,3 +82,42 @@ export function modernAcknowledgment(notification: Json): void {
   const parsed = SubscriptionsAcknowledgedNotificationSchema.safeParse(notification);
   expect(parsed.success, parsed.success ? '' : JSON.stringify(parsed.error.issues)).toBe(true);
 }
+
+/**
+ * The tasks extension (io.modelcontextprotocol/tasks) has no schema in the SDK: its Task, as
+ * its specification writes it, checked field by field.
+ */
+function expectTask(task: Json): void {
+  expect(typeof task.taskId).toBe('string');
+  expect(['working', 'input_required', 'completed', 'cancelled', 'failed']).toContain(task.status);
+  expect(typeof task.createdAt).toBe('string');
+  expect(typeof task.lastUpdatedAt).toBe('string');
+  expect(task.ttlMs === null || typeof task.ttlMs === 'number').toBe(true);
+  if (task.pollIntervalMs !== undefined) expect(typeof task.pollIntervalMs).toBe('number');
+  if (task.statusMessage !== undefined) expect(typeof task.statusMessage).toBe('string');
+  // The older revision's spellings must not leak into this one.
+  expect(task.ttl).toBeUndefined();
+  expect(task.pollInterval).toBeUndefined();
+}
+
+/** Asserts `answer` is a valid CreateTaskResult of the tasks extension, and returns it. */
+export function modernCreatedTask(answer: RpcAnswer): Json {
+  expect(answer.error, JSON.stringify(answer.error)).toBeUndefined();
+  const result = answer.result!;
+  expect(ResultSchema.safeParse(result).success).toBe(true);
+  expect(result.resultType).toBe('task');
+  expectTask(result);
+  expect((result._meta as Json)['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'mcp-warden' });
+  return result;
+}
+
+/** Asserts `answer` is a valid tasks/get result (a DetailedTask), and returns it. */
+export function modernTaskState(answer: RpcAnswer): Json {
+  const result = modernResult('tasks/get', answer);
+  expect(result.resultType).toBe('complete');
+  expectTask(result);
+  if (result.status === 'completed') expect(typeof result.result).toBe('object');
+  if (result.status === 'failed') expect(typeof (result.error as Json | undefined)?.code).toBe('number');
+  if (result.status === 'input_required') expect(typeof result.inputRequests).toBe('object');
+  return result;
+}

@@ -18,12 +18,15 @@ function routing(pages: Record<string, Record<string, { ids: string[]; next?: st
     state: 'ready',
     capabilities: { tasks: { list: {} } },
     tools: [],
+    era: 'legacy' as const,
   }));
   const asked: string[] = [];
   const tasks = new TaskRouting({
     owner: () => 'session',
     upstreams: () => upstreams,
     route: () => {},
+    respond: () => {},
+    ask: () => Promise.reject(new Error('not asked')),
     logger,
     pipeline: (message: RoutedMessage) => {
       const cursor = (message.params?.cursor as string | undefined) ?? '';

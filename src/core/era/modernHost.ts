@@ -26,6 +26,7 @@ import {
   unsupportedVersion,
 } from './envelope.js';
 import type { InputBridge } from './inputBridge.js';
+import { TASKS_EXTENSION } from './taskBridge.js';
 
 /**
  * The host's era, and the stateless (2026-07-28) host: the gateway serves one host per process,
@@ -60,13 +61,16 @@ export interface ModernHostOptions {
 }
 
 /** Methods only the stateless revision has: a request for one without an envelope is malformed. */
-const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen']);
+const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen', 'tasks/update']);
 /** Methods the stateless revision removed: a modern host asking for one gets -32601. */
 const LEGACY_ONLY: ReadonlySet<string> = new Set([
   'ping',
   'logging/setLevel',
   'resources/subscribe',
   'resources/unsubscribe',
+  // The tasks extension polls tasks/get, which carries the result, and has no list.
+  'tasks/result',
+  'tasks/list',
 ]);
 /** Methods whose complete results are cacheable, and so carry caching hints. */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -255,6 +259,11 @@ export class ModernHost implements HostSession {
     // Resources are watched through subscriptions/listen here, and logging is per request.
     const resources = capabilities.resources as Params;
     capabilities.resources = { listChanged: resources.listChanged };
+    // Tasks are an extension in this revision, declared without the older per-method details.
+    if (capabilities.tasks !== undefined) {
+      delete capabilities.tasks;
+      capabilities.extensions = { [TASKS_EXTENSION]: {} };
+    }
     request.respond(
       Outcome.of({
         supportedVersions: [...MODERN_VERSIONS],

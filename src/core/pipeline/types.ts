@@ -27,7 +27,9 @@ export type MessageKind =
   | 'tasks/get'
   | 'tasks/result'
   | 'tasks/cancel'
-  | 'tasks/list';
+  | 'tasks/list'
+  // The tasks extension's answers to a task's questions (2026-07-28).
+  | 'tasks/update';
 
 /** Who a routed message goes to: an upstream (the host asked), or the host (an upstream asked). */
 export type Direction = 'upstream' | 'host';

@@ -1,5 +1,6 @@
 import type { ServerConfig } from '../../config/types.js';
 import type { Params } from '../rpc/jsonRpc.js';
+import { declaresTasks } from '../era/taskBridge.js';
 
 /** What the initialize answer needs to know of one upstream. */
 export interface UpstreamFacts {
@@ -45,6 +46,8 @@ export function gatewayCapabilities(upstreams: readonly UpstreamFacts[]): Params
 function mergedTasks(serving: readonly UpstreamFacts[]): Params | undefined {
   const declared = serving.flatMap((u) => {
     const tasks = u.capabilities.tasks;
+    // A 2026-07-28 server with the tasks extension runs tool calls as tasks and cancels them.
+    if (declaresTasks(u.capabilities)) return [{ cancel: {}, requests: { tools: { call: {} } } }];
     return typeof tasks === 'object' && tasks !== null ? [tasks as Params] : [];
   });
   if (declared.length === 0) return undefined;

@@ -58,6 +58,8 @@ import {
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
 import { retryParams } from '../era/envelope.js';
+import { envelopeOf } from '../era/answerShape.js';
+import { declaresTasks } from '../era/taskBridge.js';
 import { Cancellation } from '../rpc/cancellation.js';
 
 export interface RouterOptions {
@@ -178,6 +180,12 @@ export class Router {
       owner: () => owner,
       upstreams: () => options.pool.upstreams,
       route: (request, message, after) => this.route(request, message, after),
+      respond: (request, answer, message) =>
+        answer.then(
+          (outcome) => request.respond(outcome),
+          (error: unknown) => this.answerError(request, error, message),
+        ),
+      ask: (server, method, params, signal) => this.askHostFor(server, method, params, signal),
       pipeline: options.pipeline,
       logger: options.logger,
     });
@@ -336,8 +344,8 @@ export class Router {
   }
 
   /**
-   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (a
-   * legacy one that offers subscriptions) is subscribed, through the pipeline like a legacy
+   * A modern host's `subscriptions/listen` stream wants a resource's updates: its server (one
+   * that offers subscriptions, of either era) is subscribed, through the pipeline like a legacy
    * host's resources/subscribe; false when no server can be.
    */
   private async streamSubscription(
@@ -348,7 +356,7 @@ export class Router {
     const server = this.options.resources.ownerOf(uri);
     const upstream = server === undefined ? undefined : this.options.pool.byName.get(server);
     const offers = (upstream?.capabilities.resources as Params | undefined)?.subscribe === true;
-    if (upstream === undefined || upstream.era !== 'legacy' || !offers) return false;
+    if (upstream === undefined || !offers) return false;
     const kind = subscribe ? 'resources/subscribe' : 'resources/unsubscribe';
     const message = this.upstreamMessage(stream, kind, upstream.name, uri, uri, {
       params: { uri },
@@ -577,7 +585,9 @@ export class Router {
     args: Params | undefined,
   ): void {
     const message = this.toolMessage(request, name, entry, args);
-    if (message.task?.drivenBy !== 'host') return this.route(request, message);
+    // A modern server may answer a host that declared the tasks extension with a task of its own.
+    const modernTask = message.upstreamEra === 'modern' && declaresTasks(envelopeOf(request)?.capabilities);
+    if (message.task?.drivenBy !== 'host' && !modernTask) return this.route(request, message);
     // The call's answer is the task, under a handle; the timeout stopped when it came back.
     this.route(request, message, (outcome) => this.tasks.created(message, outcome));
   }
@@ -588,7 +598,7 @@ export class Router {
     entry: { readonly server: string; readonly item: Tool },
     args: Params | undefined,
   ): RoutedMessage {
-    const task = this.tasks.augmentation(request.params, entry.item);
+    const task = this.tasks.augmentation(request.params, entry.item, request);
     return {
       kind: 'tools/call',
       direction: 'upstream',

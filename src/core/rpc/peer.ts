@@ -50,6 +50,8 @@ export interface OutgoingOptions {
   /** No answer within this long fails the request with `deadlineError()` (and cancels it). */
   readonly deadlineMs?: number;
   readonly deadlineError?: () => Error;
+  /** Told the request's id once it is sent (a long-lived request whose notifications name it). */
+  readonly onSent?: (id: number) => void;
 }
 
 /** How this connection's failures read: each side names itself its own way. */
@@ -190,6 +192,7 @@ export class RpcPeer {
       entry.deadlines = this.queueFor(deadlineMs);
       entry.deadlines.schedule(entry, performance.now() + deadlineMs);
     }
+    options.onSent?.(id);
     const message: JsonRpcRequest =
       sent === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: sent };
     try {

@@ -81,7 +81,7 @@ function withoutRelatedTask(outcome: Outcome): Outcome {
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it is cancelled. */
-function pause(ms: number, signal: RoutedMessage['signal']): Promise<void> {
+export function pause(ms: number, signal: RoutedMessage['signal']): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       stop();

@@ -7,6 +7,9 @@ import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
 import { RELATED_TASK, retagRelatedTask } from './taskMessages.js';
+import type { Cancellation } from '../rpc/cancellation.js';
+import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
+import { envelopeOf } from '../era/answerShape.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -14,6 +17,8 @@ export interface TaskUpstream {
   readonly state: string;
   readonly capabilities: Params;
   readonly tools: readonly Tool[];
+  /** The protocol era it speaks; undefined before it connected. */
+  readonly era: 'legacy' | 'modern' | undefined;
 }
 
 export interface TaskRoutingOptions {
@@ -33,6 +38,15 @@ export interface TaskRoutingOptions {
   ) => void;
   /** The pipeline itself, for `tasks/list`, which asks several upstreams for one answer. */
   readonly pipeline: Next;
+  /** Answers `request` with what `answer` settles with (errors through the router's boundary). */
+  readonly respond: (request: IncomingRequest, answer: Promise<Outcome>, message: RoutedMessage) => void;
+  /** Asks the host a question a task of `server` needs answered (a modern server's inputRequests). */
+  readonly ask: (
+    server: string,
+    method: string,
+    params: Params | undefined,
+    signal: Cancellation,
+  ) => Promise<Outcome>;
   readonly logger: Logger;
 }
 
@@ -43,7 +57,7 @@ export const MAX_LIST_FETCHES = 16;
 /** Tools of tasks remembered (for repairing their results); the oldest are forgotten first. */
 export const MAX_REMEMBERED_TASKS = 10_000;
 
-const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel'] as const;
+const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update'] as const;
 
 /**
  * Tasks across the gateway. The host sees each upstream task under a handle (handles.ts) that
@@ -87,8 +101,21 @@ export class TaskRouting {
    * How a tools/call runs as a task: as the host asked (its `task` params), or driven by the
    * gateway for a host without tasks calling a tool that requires one; undefined otherwise.
    */
-  augmentation(params: Params | undefined, definition: Tool): TaskAugmentation | undefined {
+  augmentation(
+    params: Params | undefined,
+    definition: Tool,
+    origin?: IncomingRequest,
+  ): TaskAugmentation | undefined {
     const task = params?.task;
+    // A 2026-07-28 host that declares the tasks extension may be answered with a task: a tool
+    // its server runs as one is run so, and the host polls it.
+    const support = definition.execution?.taskSupport;
+    if (
+      (support === 'required' || support === 'optional') &&
+      origin?.shape !== undefined &&
+      declaresTasks(envelopeOf(origin)?.capabilities)
+    )
+      return { params: {}, drivenBy: 'host' };
     if (task !== undefined) {
       if (typeof task !== 'object' || task === null || Array.isArray(task))
         throw new InvalidParamsError(`tools/call ${String(params?.name)}: params.task must be an object`);
@@ -101,14 +128,24 @@ export class TaskRouting {
 
   /** The answer to a call the host runs as a task: the task, under its handle. */
   created(message: RoutedMessage, outcome: Outcome): Outcome {
-    const task = outcome.result.task as Params | undefined;
+    const result = outcome.result;
+    const task = createdTask(result);
     // A server may answer at once, without a task: that result goes as it is.
-    if (typeof task !== 'object' || task === null || typeof task.taskId !== 'string') return outcome;
-    this.remember(message.server, task.taskId, message.target);
-    return outcome.changed({
-      ...this.resultForHost(message.server, outcome.result),
-      task: { ...task, taskId: this.handle(message.server, task.taskId) },
-    });
+    if (task === undefined) return outcome;
+    const taskId = task.taskId as string;
+    this.remember(message.server, taskId, message.target);
+    const handle = this.handle(message.server, taskId);
+    // A flat task (the tasks extension's shape) keeps only its `_meta` besides the task.
+    const flat = task === result;
+    const rest = this.resultForHost(
+      message.server,
+      flat ? (result._meta === undefined ? {} : { _meta: result._meta }) : result,
+    );
+    if (message.hostEra === 'modern') {
+      const { task: _task, ...fields } = rest;
+      return outcome.changed({ ...fields, resultType: 'task', ...modernTask(task), taskId: handle });
+    }
+    return outcome.changed({ ...rest, task: { ...(flat ? legacyTask(task) : task), taskId: handle } });
   }
 
   /**
@@ -203,13 +240,32 @@ export class TaskRouting {
     const ref = this.open(handle, kind);
     const upstream = this.options.upstreams().find((u) => u.name === ref.server);
     const tool = this.tools.get(key(ref.server, ref.taskId));
-    const params = { taskId: ref.taskId };
+    // Whatever else the request says (a tasks/update's answers) goes on with the upstream's id.
+    const { _meta: _meta, ...own } = request.params ?? {};
+    const params = { ...own, taskId: ref.taskId };
     const message: RoutedMessage = {
       ...this.taskMessage(request, kind, 'upstream', ref.server, params),
       target: tool ?? '',
       exposedName: handle as string,
       definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
     };
+    const hostModern = request.shape !== undefined;
+    if (upstream !== undefined && hostModern !== (upstream.era === 'modern')) {
+      // The task's server speaks the other era: its task requests are translated both ways.
+      const answer = bridgeTaskRequest({
+        method: kind,
+        server: ref.server,
+        params,
+        taskId: ref.taskId,
+        handle: handle as string,
+        hostModern,
+        send: (method, sent) =>
+          this.options.pipeline({ ...message, kind: method as MessageKind, params: sent, arguments: sent }),
+        ask: (method, asked) => this.options.ask(ref.server, method, asked, request),
+        signal: request,
+      });
+      return this.options.respond(request, answer, message);
+    }
     this.options.route(request, message, (outcome) => this.taskResultForHost(ref, outcome));
   }
 

@@ -4,6 +4,9 @@ import type { JsonRpcMessage } from '../rpc/jsonRpc.js';
 import type { MessageTransport } from './streamTransport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
 
+/** The stateless revision this transport speaks once told the server is modern. */
+const MODERN_VERSION = '2026-07-28';
+
 export interface HttpTransportOptions {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -22,11 +25,17 @@ export class HttpTransport implements MessageTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   private readonly inner: StreamableHTTPClientTransport;
+  /** Whether requests go out in the 2026-07-28 binding (see `setModern`). */
+  private modern = false;
 
   constructor(options: HttpTransportOptions) {
+    const limited = limitedFetch({
+      maxMessageBytes: options.maxMessageBytes,
+      onOversize: options.onOversize,
+    });
     this.inner = new StreamableHTTPClientTransport(new URL(options.url), {
       requestInit: { headers: { ...options.headers } },
-      fetch: limitedFetch({ maxMessageBytes: options.maxMessageBytes, onOversize: options.onOversize }),
+      fetch: (url, init) => (this.modern ? modernFetch(limited, url, init) : limited(url, init)),
     });
     this.inner.onmessage = (message) => this.onmessage?.(message as unknown as JsonRpcMessage);
     this.inner.onclose = () => this.onclose?.();
@@ -47,6 +56,17 @@ export class HttpTransport implements MessageTransport {
     this.inner.setProtocolVersion(version);
   }
 
+  /**
+   * Speaks the 2026-07-28 binding (or the handshake one again): its version header and routing
+   * headers on every request, and its errors, which come as HTTP 400 with a JSON-RPC error body,
+   * read as the answers they are.
+   */
+  setModern(modern: boolean): void {
+    this.modern = modern;
+    // An empty version sends no header: the handshake sets the version it negotiates.
+    this.inner.setProtocolVersion(modern ? MODERN_VERSION : '');
+  }
+
   async close(): Promise<void> {
     try {
       await this.inner.terminateSession();
@@ -55,4 +75,72 @@ export class HttpTransport implements MessageTransport {
     }
     await this.inner.close();
   }
+}
+
+type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * One request in the 2026-07-28 binding: `Mcp-Method` (and `Mcp-Name` where the method names
+ * something) beside the body, so intermediaries can route it without reading it. A refusal with
+ * a JSON-RPC error in its body (an unsupported version, a header mismatch, any error a modern
+ * server answers with HTTP 400) becomes that error answering the request, so a probe can tell a
+ * modern server's "no" from a legacy one's; a body without one becomes an error saying so.
+ */
+async function modernFetch(base: Fetch, url: string | URL, init: RequestInit | undefined): Promise<Response> {
+  const request = parseBody(init?.body);
+  if (request === undefined) return base(url, init);
+  const headers = new Headers(init?.headers);
+  headers.set('mcp-method', request.method);
+  const name = request.params?.name ?? request.params?.uri;
+  if (typeof name === 'string' && NAMED.has(request.method)) headers.set('mcp-name', headerValue(name));
+  const response = await base(url, { ...init, headers });
+  if (response.ok || response.status === 401 || response.status === 403 || request.id === undefined)
+    return response;
+  const text = await response.text().catch(() => '');
+  let error: unknown;
+  try {
+    error = (JSON.parse(text) as { error?: unknown }).error;
+  } catch {
+    error = undefined;
+  }
+  const valid =
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'number' &&
+    typeof (error as { message?: unknown }).message === 'string';
+  const answer = {
+    jsonrpc: '2.0',
+    id: request.id,
+    error: valid ? error : { code: -32600, message: `HTTP ${response.status}: ${text.slice(0, 200)}` },
+  };
+  return new Response(JSON.stringify(answer), {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+/** Methods whose `Mcp-Name` header carries `params.name` or `params.uri`. */
+const NAMED: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get']);
+
+function parseBody(
+  body: RequestInit['body'] | undefined,
+): { id?: unknown; method: string; params?: Record<string, unknown> } | undefined {
+  if (typeof body !== 'string') return undefined;
+  try {
+    const message = JSON.parse(body) as { method?: unknown };
+    return typeof message.method === 'string' ? (message as { method: string }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A value as a header carries it: as it is when it is plain visible ASCII (spaces inside), else
+ * Base64 of its UTF-8 between the binding's `=?base64?` and `?=` markers.
+ */
+export function headerValue(value: string): string {
+  const plain =
+    /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) &&
+    !(value.startsWith('=?base64?') && value.endsWith('?='));
+  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }

@@ -25,10 +25,12 @@ import { oversizeMessage, type HttpOversize } from '../transports/httpLimits.js'
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
+import { ResourceStreams } from './resourceStreams.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import type { CacheHint } from '../era/answerShape.js';
 import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
+import { TASKS_EXTENSION } from '../era/taskBridge.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
@@ -144,6 +146,8 @@ interface Live {
   readonly session: RpcPeer;
   readonly transport: MessageTransport;
   readonly child: ChildHandle | undefined;
+  /** A modern server's resource update streams on this connection (unused for a legacy one). */
+  readonly streams: ResourceStreams;
   /** Settles when the connection ends, with what ended it. */
   readonly ended: Promise<Error>;
 }
@@ -280,6 +284,13 @@ export class Upstream {
       const declared = (params?._meta as Params | undefined)?.[META.clientCapabilities];
       if (typeof declared === 'object' && declared !== null)
         sent = { ...sent, [META.clientCapabilities]: allowedCapabilities(declared as Params, this.config) };
+      // A 2025-11-25 host's call run as a task: this revision has no `task` param; declaring the
+      // tasks extension on the call is how a client lets the server answer with a task.
+      if (method === 'tools/call' && params?.task !== undefined) {
+        const { task: _task, ...rest } = params;
+        params = rest;
+        sent = withTasksExtension(sent);
+      }
       return withEnvelope(params, sent);
     }
     const own = params?._meta as Params | undefined;
@@ -328,7 +339,9 @@ export class Upstream {
     const answer =
       this._state !== 'ready' || live === undefined
         ? Promise.reject(new UpstreamUnavailableError(this.name, this.unavailableReason()))
-        : live.session.requestOutcome(method, this.outgoingParams(method, params), options);
+        : this._era === 'modern' && (method === SUBSCRIBE || method === UNSUBSCRIBE)
+          ? subscribeByStream(live.streams, method, params, this.name)
+          : live.session.requestOutcome(method, this.outgoingParams(method, params), options);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
     return this.subscriptions.observe(method, params, answer);
@@ -466,13 +479,14 @@ export class Upstream {
 
   /** Subscribes a new process to what the host subscribed to on the ones before it. */
   private restoreSubscriptions(live: Live): Promise<void> {
-    // A modern server has no resources/subscribe (its updates come through subscriptions/listen).
-    if (this._era === 'modern') return Promise.resolve();
     const resources = this._capabilities.resources as Params | undefined;
+    // A modern server has no resources/subscribe: each URI gets its subscriptions/listen stream.
+    const modern = this._era === 'modern';
     return restoreSubscriptions({
       subscriptions: this.subscriptions,
       supported: typeof resources === 'object' && resources !== null && resources.subscribe === true,
-      subscribe: (uri, signal) => live.session.request('resources/subscribe', { uri }, { signal }),
+      subscribe: (uri, signal) =>
+        modern ? live.streams.subscribe(uri) : live.session.request(SUBSCRIBE, { uri }, { signal }),
       timeoutMs: this.options.gateway.connectTimeoutMs,
       server: this.name,
       log: this.log,
@@ -578,10 +592,22 @@ export class Upstream {
         failed: (detail, cause) => new UpstreamFailedError(this.name, detail, { cause }),
         cancelled: (reason) => new Error(`cancelled by the server: ${reason}`),
       },
-      onNotification: (n) => this.handleNotification(n),
+      onNotification: (n) => this.handleNotification(n, streams),
       onRequest: (request) => this.handleRequest(request),
     });
-    const live: Live = { session, transport, child, ended };
+    const opened = session;
+    const streams = new ResourceStreams({
+      open: (notifications, options) =>
+        opened.request(
+          'subscriptions/listen',
+          this.outgoingParams('subscriptions/listen', { notifications }),
+          options,
+        ),
+      timeoutMs: gateway.connectTimeoutMs,
+      server: this.name,
+      log: this.log,
+    });
+    const live: Live = { session, transport, child, streams, ended };
     this.connecting = live;
     try {
       if (this.stopController.signal.aborted)
@@ -616,12 +642,13 @@ export class Upstream {
   private async handshake(session: RpcPeer, transport: MessageTransport, what: string): Promise<void> {
     const capabilities = this.options.clientCapabilities?.(this.config) ?? {};
     this.cacheHints.clear();
-    // Streamable HTTP has its own era mechanics (a 400 with a modern error body); only stdio
-    // (and embedded) connections are probed.
-    const probes = this.config.transport !== 'http';
-    const first = this._era ?? (probes && this.options.prefersModern?.() === true ? 'modern' : 'legacy');
+    // Over Streamable HTTP a server of unknown era is asked the modern way first, as that
+    // binding's compatibility rules suggest (a refusal there is an HTTP 400 whose body tells a
+    // modern server from a legacy one). Over stdio the probe goes first while the host is modern.
+    const http = this.config.transport === 'http';
+    const first = this._era ?? (http || this.options.prefersModern?.() === true ? 'modern' : 'legacy');
     if (first === 'modern') {
-      if (await this.discover(session, capabilities)) return;
+      if (await this.discover(session, capabilities, transport)) return;
       if (this._era === 'modern')
         this.log.warn('no longer answers server/discover as a modern server; initializing it');
       return this.initialize(session, transport, capabilities, what);
@@ -630,23 +657,33 @@ export class Upstream {
       await this.initialize(session, transport, capabilities, what);
     } catch (error) {
       // A server that refuses initialize may be modern-only (or have become so): probe it.
-      if (!probes || !(error instanceof UpstreamRpcError)) throw error;
+      if (!(error instanceof UpstreamRpcError)) throw error;
       this.log.info(`refused initialize (${error.message}); probing it with server/discover`);
-      if (await this.discover(session, capabilities)) return;
+      if (await this.discover(session, capabilities, transport)) return;
       throw error;
     }
   }
 
   /** The probe: true when the server answered as a modern one (and is now spoken to so). */
-  private async discover(session: RpcPeer, capabilities: Params): Promise<boolean> {
+  private async discover(
+    session: RpcPeer,
+    capabilities: Params,
+    transport: MessageTransport,
+  ): Promise<boolean> {
     const meta = envelopeMeta({ clientInfo: this.options.clientInfo, capabilities });
+    // An HTTP connection speaks the modern binding for the probe, and after it if it answers.
+    const binding = transport as { setModern?: (modern: boolean) => void };
+    binding.setModern?.(true);
     const discovered = await probeModern({
       session,
       server: this.name,
       meta,
       timeoutMs: Math.min(PROBE_MS, this.options.gateway.connectTimeoutMs),
     });
-    if (discovered === undefined) return false;
+    if (discovered === undefined) {
+      binding.setModern?.(false);
+      return false;
+    }
     this._era = 'modern';
     this.modernMeta = meta;
     this._protocolVersion = discovered.protocolVersion;
@@ -785,9 +822,14 @@ export class Upstream {
     return parts.join(', ');
   }
 
-  private handleNotification(notification: JsonRpcNotification): void {
-    // The acknowledgment of our own subscriptions/listen stream concerns no one else.
-    if (notification.method === 'notifications/subscriptions/acknowledged') return;
+  private handleNotification(notification: JsonRpcNotification, streams: ResourceStreams): void {
+    // The acknowledgment of our own subscriptions/listen streams concerns no one else.
+    if (notification.method === 'notifications/subscriptions/acknowledged') {
+      streams.acknowledged(notification.params);
+      return;
+    }
+    // A modern server tags what it sends on a stream with the stream's id, ours and no one else's.
+    if (this._era === 'modern') notification = withoutSubscriptionId(notification);
     // Own members only: a notification named "constructor" or "__proto__" must not find Object's.
     const kinds = Object.hasOwn(LIST_CHANGED, notification.method)
       ? LIST_CHANGED[notification.method]
@@ -871,6 +913,49 @@ export class Upstream {
       return;
     end(new UpstreamFailedError(this.name, `${message}; restarting it`));
   }
+}
+
+const SUBSCRIBE = 'resources/subscribe';
+const UNSUBSCRIBE = 'resources/unsubscribe';
+
+/**
+ * A host's resources/subscribe (or unsubscribe) for a modern server, which has neither: answered
+ * as a legacy server would, once the URI's update stream is acknowledged (or cancelled).
+ */
+async function subscribeByStream(
+  streams: ResourceStreams,
+  method: string,
+  params: Params | undefined,
+  server: string,
+): Promise<Outcome> {
+  const uri = params?.uri;
+  if (typeof uri !== 'string')
+    throw new UpstreamRpcError(server, RpcErrorCode.InvalidParams, `${method} needs params.uri (a string)`);
+  if (method === SUBSCRIBE) await streams.subscribe(uri);
+  else streams.unsubscribe(uri);
+  return Outcome.of({});
+}
+
+/** An envelope whose client capabilities add the tasks extension. */
+function withTasksExtension(meta: Params): Params {
+  const capabilities = (meta[META.clientCapabilities] ?? {}) as Params;
+  const extensions = (capabilities.extensions ?? {}) as Params;
+  return {
+    ...meta,
+    [META.clientCapabilities]: { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION]: {} } },
+  };
+}
+
+/** A notification without the stream id a modern server tagged it with. */
+function withoutSubscriptionId(notification: JsonRpcNotification): JsonRpcNotification {
+  const meta = notification.params?._meta as Params | undefined;
+  if (meta === undefined || !Object.hasOwn(meta, META.subscriptionId)) return notification;
+  const { [META.subscriptionId]: _id, ...rest } = meta;
+  const { _meta: _old, ...params } = notification.params!;
+  return {
+    ...notification,
+    params: Object.keys(rest).length === 0 ? params : { ...params, _meta: rest },
+  };
 }
 
 /** A host's declared capabilities less the requests the config refuses this server. */

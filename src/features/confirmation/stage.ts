@@ -67,6 +67,7 @@ function action(call: RoutedMessage): string {
     case 'tasks/result':
     case 'tasks/cancel':
     case 'tasks/list':
+    case 'tasks/update':
       // Never asked in practice: the policy allows these follow-ups of a call it already judged.
       return `use a task with ${call.kind}`;
   }

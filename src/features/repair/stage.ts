@@ -30,8 +30,10 @@ export function createResultRepairStage(options: ResultRepairOptions): Stage {
     return next(call).then((outcome) => {
       const result = outcome.result as CallToolResult;
       if (!mayNeedRepair(result, definition)) return outcome;
-      // An interim result (the server asks for input first) has no content to repair yet.
-      if ((result as { resultType?: unknown }).resultType === 'input_required') return outcome;
+      // An interim result (the server asks for input first, or answers with a task) has no content
+      // to repair yet.
+      const { resultType } = result as { resultType?: unknown };
+      if (resultType === 'input_required' || resultType === 'task') return outcome;
       const era = call.hostEra === 'modern' ? MODERN_HOST : LEGACY_HOST;
       const repaired = repairResult(
         result,

@@ -1,0 +1,233 @@
+import { InvalidParamsError, MethodNotFoundError, PeerRpcError, UpstreamFailedError } from '../errors.js';
+import type { Params } from '../rpc/jsonRpc.js';
+import { Outcome } from '../rpc/outcome.js';
+import type { Cancellation } from '../rpc/cancellation.js';
+import { CAPABILITY_FOR } from '../routing/hostSession.js';
+import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../tasks/drive.js';
+import { RELATED_TASK, TERMINAL_STATUSES } from '../tasks/taskMessages.js';
+import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
+
+/**
+ * Tasks across the eras. The 2025-11-25 revision has tasks in the core protocol: a host asks for
+ * one with `task` on its call, gets `{ task }` back, polls `tasks/get`, and fetches the outcome
+ * with `tasks/result`, a request the server holds open while it asks the host questions. The
+ * 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`) lets the server decide: a client
+ * that declares the extension may get a flat task (`resultType: "task"`), polls `tasks/get`,
+ * whose answer inlines the result, the error or the questions, and answers questions with
+ * `tasks/update`. Lifetimes are `ttlMs`/`pollIntervalMs` there and `ttl`/`pollInterval` here.
+ */
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+/** Whether modern capabilities (a server's, or a request's client capabilities) declare tasks. */
+export function declaresTasks(capabilities: Params | undefined): boolean {
+  const extensions = capabilities?.extensions;
+  return typeof extensions === 'object' && extensions !== null && TASKS_EXTENSION in extensions;
+}
+
+/** How each era spells a task's lifetime and its polling interval. */
+const SPELLINGS = {
+  legacy: { ttl: 'ttl', poll: 'pollInterval' },
+  modern: { ttl: 'ttlMs', poll: 'pollIntervalMs' },
+} as const;
+
+/** The task's own fields, whichever era's shape `source` has, in the 2025-11-25 shape. */
+export function legacyTask(source: Params): Params {
+  return taskAs(source, 'legacy', 'modern');
+}
+
+/** The task's own fields, whichever era's shape `source` has, in the 2026-07-28 shape. */
+export function modernTask(source: Params): Params {
+  return taskAs(source, 'modern', 'legacy');
+}
+
+function taskAs(source: Params, era: 'legacy' | 'modern', other: 'legacy' | 'modern'): Params {
+  const to = SPELLINGS[era];
+  const from = SPELLINGS[other];
+  const task: Params = {
+    taskId: source.taskId,
+    status: source.status,
+    createdAt: source.createdAt,
+    lastUpdatedAt: source.lastUpdatedAt,
+    // A lifetime in neither spelling is unlimited (null).
+    [to.ttl]: pick(source[to.ttl], source[from.ttl]) ?? null,
+  };
+  const poll = pick(source[to.poll], source[from.poll]);
+  if (poll !== undefined) task[to.poll] = poll;
+  if (typeof source.statusMessage === 'string') task.statusMessage = source.statusMessage;
+  return task;
+}
+
+/** The first of two spellings that is a number. */
+function pick(first: unknown, second: unknown): number | undefined {
+  if (typeof first === 'number') return first;
+  return typeof second === 'number' ? second : undefined;
+}
+
+/**
+ * The task a created-task answer holds, in either era's shape (`{ task }`, or flat with
+ * `resultType: "task"`); undefined for an ordinary result.
+ */
+export function createdTask(result: Params): Params | undefined {
+  const inner = result.task;
+  if (typeof inner === 'object' && inner !== null && typeof (inner as Params).taskId === 'string')
+    return inner as Params;
+  return result.resultType === 'task' && typeof result.taskId === 'string' ? result : undefined;
+}
+
+/** Sends one task request to the upstream that holds the task (through the pipeline). */
+export type TaskSend = (method: string, params: Params) => Promise<Outcome>;
+/** Asks the host a question the upstream put in a task's `inputRequests`. */
+export type TaskAsk = (method: string, params: Params | undefined) => Promise<Outcome>;
+
+export interface TaskBridgeOptions {
+  /** The host's request: its method is the one being bridged. */
+  readonly method: string;
+  /** The upstream that holds the task. */
+  readonly server: string;
+  readonly params: Params | undefined;
+  /** The upstream's own task id, and the handle the host knows the task by. */
+  readonly taskId: string;
+  readonly handle: string;
+  /** Whether the host speaks 2026-07-28 (the upstream speaks the other era). */
+  readonly hostModern: boolean;
+  readonly send: TaskSend;
+  readonly ask: TaskAsk;
+  readonly signal: Cancellation;
+}
+
+/** A host's task request for a task of an upstream of the other era, answered in the host's era. */
+export function bridgeTaskRequest(options: TaskBridgeOptions): Promise<Outcome> {
+  return options.hostModern ? forModernHost(options) : forLegacyHost(options);
+}
+
+/** A modern host, a task of a 2025-11-25 server. */
+async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
+  const { method, taskId, handle, send } = options;
+  if (method === 'tasks/cancel') {
+    await send('tasks/cancel', { taskId });
+    return Outcome.of({});
+  }
+  if (method === 'tasks/update')
+    throw new MethodNotFoundError(
+      'tasks/update: this task is run by a 2025-11-25 server, which takes input only while mcp-warden waits on its result; mcp-warden does not relay that to a 2026-07-28 host yet',
+    );
+  if (method !== 'tasks/get') throw new MethodNotFoundError(`Method not found: ${method}`);
+  const task = (await send('tasks/get', { taskId })).result;
+  const detailed: Params = { ...modernTask(task), taskId: handle };
+  if (detailed.status === 'input_required') detailed.inputRequests = {};
+  if (detailed.status === 'completed')
+    detailed.result = withoutRelatedTask((await send('tasks/result', { taskId })).result);
+  if (detailed.status === 'failed') {
+    // The server's tasks/result answers a failed task with the error it failed with.
+    try {
+      await send('tasks/result', { taskId });
+      detailed.error = { code: -32603, message: stringOr(task.statusMessage, 'the task failed') };
+    } catch (error) {
+      detailed.error =
+        error instanceof PeerRpcError
+          ? {
+              code: error.rpcCode,
+              message: error.message,
+              ...(error.data !== undefined && { data: error.data }),
+            }
+          : { code: -32603, message: stringOr(task.statusMessage, 'the task failed') };
+    }
+  }
+  return Outcome.of(detailed);
+}
+
+/** A 2025-11-25 host, a task of a modern server. */
+async function forLegacyHost(options: TaskBridgeOptions): Promise<Outcome> {
+  const { method, taskId, handle, send } = options;
+  if (method === 'tasks/get')
+    return Outcome.of({ ...legacyTask((await send('tasks/get', { taskId })).result), taskId: handle });
+  if (method === 'tasks/cancel') {
+    // The extension acknowledges a cancel with an empty result; a 2025-11-25 host wants the task.
+    await send('tasks/cancel', { taskId });
+    return Outcome.of({ ...legacyTask((await send('tasks/get', { taskId })).result), taskId: handle });
+  }
+  if (method === 'tasks/result') return resultByPolling(options);
+  throw new MethodNotFoundError(`Method not found: ${method}`);
+}
+
+/**
+ * `tasks/result` for a server that has none: polls `tasks/get` until the task ends, asking the
+ * host what the task needs on the way (and giving the answers with `tasks/update`), then answers
+ * as `tasks/result` would: the result, tied to the task, or the error the task failed with.
+ */
+async function resultByPolling(options: TaskBridgeOptions): Promise<Outcome> {
+  const { taskId, handle, send, signal } = options;
+  const answered = new Set<string>();
+  for (;;) {
+    const task = (await send('tasks/get', { taskId })).result;
+    const status = task.status;
+    if (status === 'completed') {
+      const result = task.result;
+      if (typeof result !== 'object' || result === null)
+        throw new UpstreamFailedError(options.server, 'reported a completed task without its result');
+      const own = (result as Params)._meta as Params | undefined;
+      return Outcome.of({
+        ...(result as Params),
+        _meta: { ...own, [RELATED_TASK]: { taskId: handle } },
+      });
+    }
+    if (status === 'failed') {
+      const error = (task.error ?? {}) as Params;
+      throw new PeerRpcError(
+        typeof error.code === 'number' ? error.code : -32603,
+        stringOr(error.message, stringOr(task.statusMessage, 'the task failed')),
+        error.data,
+      );
+    }
+    if (status === 'cancelled' || (typeof status === 'string' && TERMINAL_STATUSES.has(status)))
+      throw new InvalidParamsError(`tasks/result: the task was ${String(status)}; it has no result`);
+    if (status === 'input_required') {
+      const inputResponses = await answerQuestions(options, task.inputRequests, answered);
+      if (Object.keys(inputResponses).length > 0) {
+        await send('tasks/update', { taskId, inputResponses });
+        continue;
+      }
+    }
+    const suggested = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : DEFAULT_POLL_MS;
+    await pause(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, suggested)), signal);
+  }
+}
+
+/** Asks the host each question not answered yet; their answers, by the server's keys. */
+async function answerQuestions(
+  options: TaskBridgeOptions,
+  requests: unknown,
+  answered: Set<string>,
+): Promise<Params> {
+  const { server, ask } = options;
+  const entries = typeof requests === 'object' && requests !== null ? Object.entries(requests as Params) : [];
+  if (entries.length > MAX_INPUT_REQUESTS)
+    throw new UpstreamFailedError(server, `asked for ${entries.length} inputs at once for one task`);
+  const responses: Params = {};
+  for (const [key, request] of entries) {
+    // A poll repeats the questions still open: each is asked once.
+    if (answered.has(key)) continue;
+    const { method, params } = (request ?? {}) as Params;
+    if (typeof method !== 'string' || !CAPABILITY_FOR.has(method))
+      throw new UpstreamFailedError(
+        server,
+        `asked for task input of an unknown kind (${String(method).slice(0, 100)})`,
+      );
+    responses[key] = (await ask(method, params as Params | undefined)).result;
+    answered.add(key);
+  }
+  return responses;
+}
+
+function withoutRelatedTask(result: Params): Params {
+  const meta = result._meta as Params | undefined;
+  if (meta === undefined || !Object.hasOwn(meta, RELATED_TASK)) return result;
+  const { [RELATED_TASK]: _related, ...rest } = meta;
+  const { _meta: _old, ...fields } = result;
+  return Object.keys(rest).length === 0 ? fields : { ...fields, _meta: rest };
+}
+
+function stringOr(value: unknown, otherwise: string): string {
+  return typeof value === 'string' ? value : otherwise;
+}

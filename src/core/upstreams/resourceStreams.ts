@@ -1,0 +1,156 @@
+import { describeError } from '../../lib/describeError.js';
+import { UpstreamFailedError, UpstreamRpcError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { Cancellation } from '../rpc/cancellation.js';
+import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
+import type { OutgoingOptions } from '../rpc/peer.js';
+import { META } from '../era/envelope.js';
+
+export interface ResourceStreamsOptions {
+  /** Sends `subscriptions/listen` with this filter on the connection; settles when the stream ends. */
+  readonly open: (notifications: Params, options: OutgoingOptions) => Promise<unknown>;
+  /** How long the server gets to acknowledge a stream. */
+  readonly timeoutMs: number;
+  readonly server: string;
+  readonly log: Logger;
+}
+
+interface Stream {
+  readonly uri: string;
+  readonly cancel: Cancellation;
+  id: number | undefined;
+  acknowledged: boolean;
+  /** Settles once the server acknowledged the stream (with the URI) or it failed first. */
+  readonly ready: Promise<void>;
+  accept(): void;
+  refuse(error: Error): void;
+}
+
+/**
+ * Resource updates from a modern server, for subscriptions made the legacy way. The stateless
+ * revision has no `resources/subscribe`: a client opens a `subscriptions/listen` stream naming the
+ * URIs it watches, and the stream's filter is fixed when it opens. So each subscribed URI gets a
+ * stream of its own here: a subscribe opens one and is answered once the server acknowledges it
+ * (naming the URI), an unsubscribe cancels it. The streams live as long as the connection; a
+ * restart opens them again from the subscriptions the host still holds.
+ */
+export class ResourceStreams {
+  private readonly byUri = new Map<string, Stream>();
+  private readonly byId = new Map<number, Stream>();
+
+  constructor(private readonly options: ResourceStreamsOptions) {}
+
+  /** Opens the URI's stream (once); resolves when the server has agreed to send its updates. */
+  subscribe(uri: string): Promise<void> {
+    const existing = this.byUri.get(uri);
+    if (existing !== undefined) return existing.ready;
+    const { server, timeoutMs, log } = this.options;
+    let accept!: () => void;
+    let refuse!: (error: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      accept = resolve;
+      refuse = reject;
+    });
+    const stream: Stream = {
+      uri,
+      cancel: new Cancellation(),
+      id: undefined,
+      acknowledged: false,
+      ready,
+      accept: () => {
+        clearTimeout(timer);
+        stream.acknowledged = true;
+        accept();
+      },
+      refuse: (error) => {
+        clearTimeout(timer);
+        this.end(stream, error);
+        refuse(error);
+      },
+    };
+    const timer = setTimeout(
+      () =>
+        stream.refuse(
+          new UpstreamFailedError(
+            server,
+            `did not acknowledge a subscriptions/listen stream within ${timeoutMs} ms`,
+          ),
+        ),
+      timeoutMs,
+    );
+    this.byUri.set(uri, stream);
+    this.options
+      .open(
+        { resourceSubscriptions: [uri] },
+        {
+          signal: stream.cancel,
+          onSent: (id) => {
+            stream.id = id;
+            this.byId.set(id, stream);
+          },
+        },
+      )
+      .then(
+        () => {
+          // The server closed the stream on its own (it is shutting down, say).
+          if (!stream.acknowledged)
+            return stream.refuse(
+              new UpstreamFailedError(server, 'closed a subscriptions/listen stream unacknowledged'),
+            );
+          if (this.forget(stream))
+            log.warn(`ended the update stream for ${JSON.stringify(uri)}; the host gets no updates for it`);
+        },
+        (error: unknown) => {
+          const reason = error instanceof Error ? error : new Error(String(error));
+          if (!stream.acknowledged) return stream.refuse(reason);
+          if (this.forget(stream))
+            log.warn(`the update stream for ${JSON.stringify(uri)} failed: ${describeError(reason)}`);
+        },
+      );
+    return ready;
+  }
+
+  /** Stops the URI's updates: its stream is cancelled (the server is told). */
+  unsubscribe(uri: string): void {
+    const stream = this.byUri.get(uri);
+    if (stream !== undefined) this.end(stream, new Error('the host unsubscribed'));
+  }
+
+  /**
+   * A `notifications/subscriptions/acknowledged` from the server: true when it acknowledged one
+   * of these streams (which then counts as subscribed only if the server names its URI).
+   */
+  acknowledged(params: Params | undefined): boolean {
+    const id = (params?._meta as Params | undefined)?.[META.subscriptionId];
+    const stream = typeof id === 'number' ? this.byId.get(id) : undefined;
+    if (stream === undefined || stream.acknowledged) return stream !== undefined;
+    const granted = (params?.notifications as Params | undefined)?.resourceSubscriptions;
+    if (Array.isArray(granted) && granted.includes(stream.uri)) stream.accept();
+    else
+      stream.refuse(
+        new UpstreamRpcError(
+          this.options.server,
+          RpcErrorCode.InvalidParams,
+          `server "${this.options.server}" declined updates for ${JSON.stringify(stream.uri)}`,
+        ),
+      );
+    return true;
+  }
+
+  /** Whether `uri`'s updates are being received (or asked for). */
+  has(uri: string): boolean {
+    return this.byUri.has(uri);
+  }
+
+  private end(stream: Stream, reason: Error): void {
+    if (this.forget(stream)) stream.cancel.cancel(reason);
+  }
+
+  /** Drops the stream from the tables; false when it was gone already. */
+  private forget(stream: Stream): boolean {
+    if (this.byUri.get(stream.uri) !== stream) return false;
+    this.byUri.delete(stream.uri);
+    if (stream.id !== undefined) this.byId.delete(stream.id);
+    return true;
+  }
+}
