@@ -343,7 +343,8 @@ async function startTelemetryIfConfigured(
 async function serve(file: string | undefined, flags: { readonly http?: string } = {}): Promise<void> {
   const loaded = await loadConfigFile(file, { badServers: 'mark-failed' });
   const { redactor, warnings, refusals, managed } = loaded;
-  const { listenFrom } = await import('./http/serveHttp.js');
+  // From the config layer, not the listener's module: a stdio gateway loads no HTTP code.
+  const { listenFrom } = await import('./config/team.js');
   const listening = listenFrom(loaded.config, flags.http);
   if (typeof listening === 'string') fail(`${listening}\n\n${usageOf('serve')}`);
   const config = listening;

@@ -3,7 +3,7 @@
  * tokens). Kept apart from load.ts, which calls `normalizeTeam` with its own reporting helpers.
  */
 import type { KeyPath } from './interpolate.js';
-import type { AuthConfig, ListenConfig, PerPrincipalConfig } from './types.js';
+import type { AuthConfig, ListenConfig, PerPrincipalConfig, WardenConfig } from './types.js';
 
 type Data = Readonly<Record<string, unknown>>;
 
@@ -130,3 +130,27 @@ function normalizePerPrincipal(value: unknown, ctx: TeamContext): PerPrincipalCo
 
 /** What `listen.perPrincipal` holds when the config does not say. */
 export const PER_PRINCIPAL_DEFAULTS: PerPrincipalConfig = { idleMs: 10 * 60_000, maxProcesses: 64 };
+
+/** What `listen:` holds when only `--http` was given. */
+const LISTEN_DEFAULTS: Omit<ListenConfig, 'host' | 'port'> = {
+  stdio: false,
+  allowedHosts: [],
+  allowedOrigins: [],
+  maxSessions: 100,
+  sessionIdleMs: 30 * 60_000,
+  perPrincipal: PER_PRINCIPAL_DEFAULTS,
+};
+
+/**
+ * The config with `--http HOST:PORT` applied over `listen.http`, or a message saying why the
+ * flag cannot be used (a malformed address, a non-loopback address without `auth:`).
+ */
+export function listenFrom(config: WardenConfig, flag: string | undefined): WardenConfig | string {
+  if (flag === undefined) return config;
+  const address = parseListenAddress(flag);
+  if (typeof address === 'string') return `--http: ${address}`;
+  const refusal = needsAuth(address.host, config.auth);
+  if (refusal !== undefined) return `--http: ${refusal} (${config.file})`;
+  const listen: ListenConfig = { ...LISTEN_DEFAULTS, ...config.listen, ...address };
+  return Object.freeze({ ...config, listen });
+}

@@ -131,6 +131,8 @@ export class RecordFields {
       const memo = this.#flatJson(key, value, redactor);
       if (memo !== undefined) return memo;
     }
+    const args = key === 'args';
+    if (args && value === this.#lastArgs) return this.#lastArgsJson;
     const redacted =
       redactor === undefined
         ? value
@@ -139,8 +141,22 @@ export class RecordFields {
           : redactor.redactStrings(value);
     // JSON.stringify would call it with the member's name, which a lone JSON.stringify does not.
     if (typeof (redacted as { toJSON?: unknown } | null)?.toJSON === 'function') return undefined;
-    return JSON.stringify(redacted);
+    const json = JSON.stringify(redacted);
+    if (args && typeof json === 'string') {
+      this.#lastArgs = value;
+      this.#lastArgsJson = json;
+    }
+    return json;
   }
+
+  /**
+   * The last `args` object written and its text. A call's `call_start` and `call` records are
+   * given the very same arguments object, which nothing changes on the way (the pipeline's
+   * contract for `RoutedMessage.arguments`): the second record takes the text of the first
+   * instead of redacting and serialising the arguments again.
+   */
+  #lastArgs: object | undefined;
+  #lastArgsJson = '';
 
   /**
    * The text of a plain object whose members are all strings, numbers, booleans or null, when

@@ -1,0 +1,41 @@
+/**
+ * A gateway served over stdio loads none of the HTTP listener's code (its web framework, the
+ * token library, the SDK's server transport): they cost start-up time and memory that only
+ * `--http` needs.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+
+const RECORDER = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/recordImports.mjs');
+
+let host: HostSession | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+});
+
+describe('a stdio gateway', () => {
+  it('loads no module of the HTTP listener', async () => {
+    const dir = tempDir();
+    const imports = path.join(dir, 'imports.txt');
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }, dir);
+    host = await connectHost(config, {
+      env: { NODE_OPTIONS: `--import ${RECORDER}`, WARDEN_IMPORTS_FILE: imports },
+    });
+    await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
+    await host.close();
+    host = undefined;
+    const loaded = readFileSync(imports, 'utf8');
+    expect(loaded).toContain('/dist/gateway.js');
+    for (const module of [
+      '/dist/http/',
+      '/node_modules/jose/',
+      '/node_modules/hono/',
+      '/node_modules/@hono/',
+    ])
+      expect(loaded).not.toContain(module);
+  });
+});
