@@ -49,6 +49,10 @@ export function formatManaged(
         `  onFailure: ${audit.onFailure}${audit.onFailure === 'block' ? ' (cannot be relaxed)' : ''}`,
       );
     if (audit.fsync !== undefined) lines.push(`  fsync: ${String(audit.fsync)}`);
+    for (const sink of audit.sinks)
+      lines.push(
+        `  sink "${sink.name}" (${describeSink(sink.entry)}), always added  (${managed.file}:${sink.line})`,
+      );
   }
   lines.push('', 'locked settings:');
   if (managed.lock.length === 0) lines.push('  none');
@@ -57,6 +61,15 @@ export function formatManaged(
       `  ${formatKeyPath(locked.path)}: ${JSON.stringify(locked.value)}  (${managed.file}:${locked.line})`,
     );
   return `${lines.join('\n')}\n`;
+}
+
+/** Where a sink's records go, and whether calls wait on it. */
+function describeSink(entry: Readonly<Record<string, unknown>>): string {
+  const to =
+    entry.type === 'syslog'
+      ? `syslog ${String(entry.host)}:${String(entry.port)}${entry.tls === true ? ' over TLS' : ''}`
+      : `otlp ${String(entry.endpoint)}`;
+  return entry.required === true ? `${to}, required` : to;
 }
 
 /**

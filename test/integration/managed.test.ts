@@ -18,11 +18,26 @@ import {
   FIXTURE,
   type HostSession,
 } from './harness.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../fixtures/otlpReceiver.js';
 
 const sessions: HostSession[] = [];
+const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await Promise.all(sessions.splice(0).map((s) => s.close()));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
+
+/** The audit records an OTLP receiver got as logs (the sink's `warden` format: the record line). */
+function shippedRecords(receiver: OtlpReceiver): Record<string, unknown>[] {
+  type LogsExport = {
+    resourceLogs?: { scopeLogs?: { logRecords?: { body?: { stringValue?: string } }[] }[] }[];
+  };
+  return receiver.received
+    .filter((r) => r.path === '/v1/logs')
+    .flatMap((r) => (JSON.parse(r.body.toString('utf8')) as LogsExport).resourceLogs ?? [])
+    .flatMap((rl) => (rl.scopeLogs ?? []).flatMap((sl) => sl.logRecords ?? []))
+    .map((lr) => JSON.parse(lr.body?.stringValue ?? '{}') as Record<string, unknown>);
+}
 
 /** A managed folder with managed.yaml (and any policy files it names). */
 function managedDir(yaml: string, files: Record<string, string> = {}): string {
@@ -196,6 +211,76 @@ lock:
     expect(checked.code).toBe(2);
     expect(checked.stderr).toContain(`${path.join(dir, 'managed.yaml')}:3`);
     expect(checked.stderr).toContain('lock.confirmation.timeout');
+  });
+});
+
+describe('managed audit sinks', () => {
+  it('a managed sink gets the records though the user config says nothing of it; a user entry that redirects it is refused', async () => {
+    const receiver = await startOtlpReceiver();
+    receivers.push(receiver);
+    const dir = managedDir(`
+audit:
+  sinks:
+    - name: org-siem
+      type: otlp
+      endpoint: ${receiver.endpoint}/v1/logs
+      required: true
+`);
+    const managedFile = path.join(dir, 'managed.yaml');
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const echoCalls = (text: string) =>
+      shippedRecords(receiver).filter(
+        (r) => r.type === 'call' && JSON.stringify(r.arguments ?? r).includes(text),
+      );
+
+    // The user's config has an audit trail and no sinks at all.
+    const quiet = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: './audit.jsonl' },
+      servers: { fx: fixture() },
+    });
+    const shown = await runCli(['managed', 'show'], env);
+    expect(shown.stdout).toContain(
+      `sink "org-siem" (otlp ${receiver.endpoint}/v1/logs, required), always added`,
+    );
+    const host = await connectHost(quiet, { env });
+    sessions.push(host);
+    await host.client.callTool({ name: 'fx__echo', arguments: { text: 'first-session' } });
+    await receiver.until(() => echoCalls('first-session').length === 1, 'the call of the first session');
+    await host.close();
+
+    // The user's config points a sink of that name elsewhere, optional, and relaxes onFailure.
+    const redirecting = writeConfig(
+      `gateway:\n  startupTimeout: 5s\naudit:\n  file: ./audit.jsonl\n  onFailure: continue\n  sinks:\n    - name: org-siem\n      type: otlp\n      endpoint: http://127.0.0.1:9/v1/logs\n      required: false\nservers:\n  fx:\n    command: ${NODE}\n    args: [${JSON.stringify(FIXTURE)}]\n`,
+    );
+    const checked = await runCli(['check', '--config', redirecting], env);
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:7:7: audit.sinks[0]: refused: the sink "org-siem" is set by ${managedFile}:4 audit.sinks[0] and cannot be changed or made optional here; the managed sink is used instead`,
+    );
+    expect(checked.stdout).toContain(
+      `audit.onFailure: refused: onFailure: continue would serve calls the required managed sink "org-siem" cannot take; ${managedFile}:4 audit.onFailure requires "block"`,
+    );
+    const second = await connectHost(redirecting, { env });
+    sessions.push(second);
+    await second.waitForStderr('the sink "org-siem" is set by');
+    await second.client.callTool({ name: 'fx__echo', arguments: { text: 'second-session' } });
+    await receiver.until(() => echoCalls('second-session').length === 1, 'the call of the refused config');
+    await second.close();
+    // Block mode (the managed sink is required) writes call_start records too.
+    expect(readAudit(path.join(path.dirname(redirecting), 'audit.jsonl')).map((r) => r.type)).toContain(
+      'call_start',
+    );
+  });
+
+  it('a managed sink the schema refuses is reported at the managed file, and nothing starts', async () => {
+    const dir = managedDir(
+      'audit:\n  sinks:\n    - name: org\n      type: otlp\n      endpoint: ftp://siem/logs\n',
+    );
+    const config = writeConfig({ audit: { file: './audit.jsonl' }, servers: { fx: fixture() } });
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.code).toBe(2);
+    expect(checked.stderr).toContain(`${path.join(dir, 'managed.yaml')}:3`);
+    expect(checked.stderr).toContain('audit.sinks[0].endpoint');
   });
 });
 
