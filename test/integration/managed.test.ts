@@ -2,7 +2,8 @@
  * Enterprise-managed settings through the built binary: the managed folder is a temp folder,
  * given as MCP_WARDEN_MANAGED_DIR (the documented way to move it), holding managed.yaml.
  */
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +13,7 @@ import {
   runCli,
   tempDir,
   textOf,
+  waitForExit,
   writeConfig,
   FAST_GATEWAY,
   NODE,
@@ -356,9 +358,92 @@ describe('managed policies', () => {
     const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
     sessions.push(host);
     writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml\n');
-    await host.waitForStderr('the version read at start stays in force');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(`${path.join(dir, 'managed.yaml')}:2`);
     const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toContain('org-no-echo');
+  });
+});
+
+describe('managed settings edited while serving', () => {
+  /** Resolves on the host's next tools/list_changed notification. */
+  function nextListChanged(host: HostSession): Promise<void> {
+    return new Promise((resolve) =>
+      host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+  }
+  const toolNames = async (host: HostSession) => (await host.client.listTools()).tools.map((t) => t.name);
+
+  it('a server allowed by an edit starts and its tools appear; denied again, it is stopped, its tools leave and it is audited', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const pidFile = path.join(tempDir(), 'gx.pid');
+    const gx = fixture(['--pid-file', pidFile]);
+    const denyGx = `servers:\n  deny:\n    - command: ${NODE}\n      args: ${JSON.stringify(gx.args)}\n`;
+    const dir = managedDir(denyGx);
+    const managedFile = path.join(dir, 'managed.yaml');
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: audit },
+      servers: { fx: fixture(), gx },
+    });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    expect(await toolNames(host)).not.toContain('gx__echo');
+    expect(existsSync(pidFile)).toBe(false);
+
+    let changed = nextListChanged(host);
+    writeFileSync(managedFile, 'servers:\n  deny: []\n');
+    await changed;
+    await host.waitForStderr('server "gx" is now allowed by managed settings');
+    expect(await toolNames(host)).toContain('gx__echo');
+    const served = await host.client.callTool({ name: 'gx__echo', arguments: { text: 'allowed now' } });
+    expect(textOf(served)).toContain('allowed now');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+
+    changed = nextListChanged(host);
+    writeFileSync(managedFile, denyGx);
+    await changed;
+    const names = await toolNames(host);
+    expect(names).not.toContain('gx__echo');
+    expect(names).toContain('fx__echo');
+    await expect(host.client.callTool({ name: 'gx__echo', arguments: { text: 'x' } })).rejects.toThrow(
+      /Unknown tool: gx__echo/,
+    );
+    expect(await waitForExit(pid, 5000)).toBe(true);
+    await host.waitForStderr(
+      'server "gx" is stopped, it is now blocked by managed settings: denied by servers.deny[0]',
+    );
+    await host.close();
+
+    const blocked = readAudit(audit).filter((r) => r.type === 'server_blocked');
+    // Once at start, once when the edit denied it again.
+    expect(blocked.map((r) => r.server)).toEqual(['gx', 'gx']);
+    expect(blocked[1]?.reason).toContain(`denied by servers.deny[0] (command: ${NODE}`);
+  });
+
+  it('managed policy files named by an edit decide the next call, as the managed layer', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const dir = managedDir('servers:\n  deny: []\n', {
+      'org.yaml':
+        'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n    reason: Not here.\n',
+    });
+    const config = writeConfig({ gateway: FAST_GATEWAY, audit: { file: audit }, servers: { fx: fixture() } });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    const before = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'before' } });
+    expect(textOf(before)).toContain('before');
+
+    writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml]\n');
+    await host.waitForStderr('reloaded: its policies and server lists are in force');
+    const after = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'after' } });
+    expect(after.isError).toBe(true);
+    expect(textOf(after)).toContain('Not here.');
+    await host.close();
+    const calls = readAudit(audit).filter((r) => r.type === 'call');
+    expect(calls.map((r) => (r.decision as { layer?: string } | undefined)?.layer)).toEqual([
+      'user',
+      'managed',
+    ]);
   });
 });
