@@ -439,6 +439,13 @@ describe('managed settings edited while serving', () => {
     const after = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'after' } });
     expect(after.isError).toBe(true);
     expect(textOf(after)).toContain('Not here.');
+
+    // A lock cannot change under a running gateway: said, not silently ignored.
+    writeFileSync(
+      path.join(dir, 'managed.yaml'),
+      'policies: [org.yaml]\nlock:\n  confirmation:\n    timeout: 20s\n',
+    );
+    await host.waitForStderr('the changed audit minimums and locks take effect when mcp-warden restarts');
     await host.close();
     const calls = readAudit(audit).filter((r) => r.type === 'call');
     expect(calls.map((r) => (r.decision as { layer?: string } | undefined)?.layer)).toEqual([
