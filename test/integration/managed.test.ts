@@ -446,10 +446,17 @@ describe('managed settings edited while serving', () => {
       'policies: [org.yaml]\nlock:\n  confirmation:\n    timeout: 20s\n',
     );
     await host.waitForStderr('the changed audit minimums and locks take effect when mcp-warden restarts');
+    // An edit naming a policy file that is not there keeps the policies in force.
+    writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml, missing.yaml]\n');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(path.join(dir, 'missing.yaml'));
+    const still = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'still' } });
+    expect(textOf(still)).toContain('Not here.');
     await host.close();
     const calls = readAudit(audit).filter((r) => r.type === 'call');
     expect(calls.map((r) => (r.decision as { layer?: string } | undefined)?.layer)).toEqual([
       'user',
+      'managed',
       'managed',
     ]);
   });
