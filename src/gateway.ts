@@ -625,7 +625,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         (s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged,
       );
       servers = next.servers;
-      if (changed.length === 0) return;
+      // A gateway shutting down starts nothing more.
+      if (changed.length === 0 || closing !== undefined) return;
       const stopping: Promise<void>[] = [];
       for (const server of changed) {
         const blocked = server.blockedByManaged;
