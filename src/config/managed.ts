@@ -458,12 +458,13 @@ export function applyManagedToData(
         weaker: (user: unknown) => boolean,
         describe: string,
         line: number,
+        managedKey = `audit.${key}`,
       ) => {
         const user = section![key];
         if (user !== undefined && weaker(user))
           refusals.push({
             path: ['audit', key],
-            message: `refused: ${describe}; ${where(`audit.${key}`, line)} requires ${JSON.stringify(value)}, which is used instead`,
+            message: `refused: ${describe}; ${where(managedKey, line)} requires ${JSON.stringify(value)}, which is used instead`,
           });
         if (user === undefined || weaker(user)) {
           section![key] = value;
@@ -489,6 +490,7 @@ export function applyManagedToData(
             ? 'onFailure: continue would serve calls that cannot be audited'
             : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
           audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
+          audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
         );
       if (audit.fsync === true)
         set(

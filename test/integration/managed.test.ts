@@ -260,7 +260,7 @@ audit:
       `proxy.config.yaml:7:7: audit.sinks[0]: refused: the sink "org-siem" is set by ${managedFile}:4 audit.sinks[0] and cannot be changed or made optional here; the managed sink is used instead`,
     );
     expect(checked.stdout).toContain(
-      `audit.onFailure: refused: onFailure: continue would serve calls the required managed sink "org-siem" cannot take; ${managedFile}:4 audit.onFailure requires "block"`,
+      `audit.onFailure: refused: onFailure: continue would serve calls the required managed sink "org-siem" cannot take; ${managedFile}:4 audit.sinks[0].required requires "block"`,
     );
     const second = await connectHost(redirecting, { env });
     sessions.push(second);
