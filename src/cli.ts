@@ -447,7 +447,17 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
   });
 
   const managedWatcher =
-    managed === undefined ? undefined : (await import('./commands/managed.js')).watchManaged(managed, logger);
+    managed === undefined
+      ? undefined
+      : (await import('./commands/managed.js')).watchManaged(managed, logger, async (next) => {
+          // Each server is judged afresh against the new lists, from its entry as configured.
+          const { applyServerRules } = await import('./core/upstreams/managedServers.js');
+          const configured = config.servers.map(({ blockedByManaged: _blocked, ...server }) => server);
+          await gateway.applyManaged({
+            policies: next.policies,
+            servers: await applyServerRules(configured, next, process.env),
+          });
+        });
 
   let exiting = false;
   let listener: import('./http/listener.js').Listener | undefined;

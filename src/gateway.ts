@@ -109,6 +109,20 @@ export interface Gateway {
   close(reason?: string): Promise<void>;
   /** Synchronous last resort: kill every child process group now. */
   killChildrenNow(): void;
+  /**
+   * Puts a changed `managed.yaml` in force while serving: its policy files (loaded first, for the
+   * next call), and which servers may run (`servers`: every configured server, in config order,
+   * with `blockedByManaged` as the new settings say). A server now blocked is stopped, its items
+   * leave the host's lists and it is audited as `server_blocked`; one now allowed is started.
+   * Throws `ConfigError` when the new policy files cannot be used: then nothing changes.
+   */
+  applyManaged(next: ManagedChange): Promise<void>;
+}
+
+/** What a valid edit of the managed settings changes while serving (see `Gateway.applyManaged`). */
+export interface ManagedChange {
+  readonly policies: readonly string[];
+  readonly servers: readonly ServerConfig[];
 }
 
 /** What the features need from the gateway around them. */
@@ -267,7 +281,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const overHttp = new WeakSet<HostSession>();
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
   const primary = (): Connection | undefined => firstOf(connections);
-  const { features } = buildFeatures({
+  const { features, policy } = buildFeatures({
     config,
     logger,
     policies: options.policies,
@@ -314,6 +328,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   // With an HTTP listener, isolated servers run per principal (see principalPools.ts); the
   // pool below holds only the servers every principal shares.
   const isolated = config.listen === undefined ? [] : isolatedServers(config.servers);
+  /** Every configured server as the managed settings in force let it run or block it. */
+  let servers = config.servers;
+  let managedPolicies = config.managed?.policies ?? [];
   const pool: UpstreamPool = new UpstreamPool({
     config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config) },
     ...(options.early && { early: options.early }),
@@ -422,7 +439,7 @@ export function createGateway(options: GatewayOptions): Gateway {
    */
   function principalPool(view: PrincipalView): UpstreamPool {
     return new UpstreamPool({
-      config: { ...config, servers: isolated },
+      config: { ...config, servers: isolatedServers(servers) },
       children: pool.children,
       ...poolHooks({
         view,
@@ -607,6 +624,49 @@ export function createGateway(options: GatewayOptions): Gateway {
       return closing;
     },
     killChildrenNow: () => pool.killAllNow(),
+    async applyManaged(next) {
+      // The policies first: a server this change lets run must not serve before their rules rule.
+      if (JSON.stringify(next.policies) !== JSON.stringify(managedPolicies)) {
+        await policy.retarget(next.policies);
+        managedPolicies = next.policies;
+      }
+      const before = new Map(servers.map((s) => [s.name, s.blockedByManaged]));
+      const changed = next.servers.filter(
+        (s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged,
+      );
+      servers = next.servers;
+      // A gateway shutting down starts nothing more.
+      if (changed.length === 0 || closing !== undefined) return;
+      const stopping: Promise<void>[] = [];
+      for (const server of changed) {
+        const blocked = server.blockedByManaged;
+        if (blocked !== undefined) {
+          logger.error(
+            `server "${server.name}" is stopped, it is now blocked by managed settings: ${blocked}`,
+          );
+          if (config.managed !== undefined)
+            record({
+              type: 'server_blocked',
+              server: server.name,
+              reason: blocked,
+              managed: config.managed.file,
+            });
+        } else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
+        if (pool.byName.has(server.name))
+          stopping.push(
+            pool.replace(
+              server,
+              blocked === undefined
+                ? 'the managed settings changed'
+                : `it is now blocked by managed settings: ${blocked}`,
+            ),
+          );
+      }
+      // The swap is done (the old upstreams are only stopping): the hosts' lists lose their items now.
+      principalPools?.reset(servers);
+      relist();
+      await Promise.all(stopping);
+    },
   };
 }
 

@@ -49,6 +49,10 @@ export function formatManaged(
         `  onFailure: ${audit.onFailure}${audit.onFailure === 'block' ? ' (cannot be relaxed)' : ''}`,
       );
     if (audit.fsync !== undefined) lines.push(`  fsync: ${String(audit.fsync)}`);
+    for (const sink of audit.sinks)
+      lines.push(
+        `  sink "${sink.name}" (${describeSink(sink.entry)}), always added  (${managed.file}:${sink.line})`,
+      );
   }
   lines.push('', 'locked settings:');
   if (managed.lock.length === 0) lines.push('  none');
@@ -57,6 +61,15 @@ export function formatManaged(
       `  ${formatKeyPath(locked.path)}: ${JSON.stringify(locked.value)}  (${managed.file}:${locked.line})`,
     );
   return `${lines.join('\n')}\n`;
+}
+
+/** Where a sink's records go, and whether calls wait on it. */
+function describeSink(entry: Readonly<Record<string, unknown>>): string {
+  const to =
+    entry.type === 'syslog'
+      ? `syslog ${String(entry.host)}:${String(entry.port)}${entry.tls === true ? ' over TLS' : ''}`
+      : `otlp ${String(entry.endpoint)}`;
+  return entry.required === true ? `${to}, required` : to;
 }
 
 /**
@@ -92,37 +105,49 @@ export function blockedServerIssues(config: WardenConfig): ConfigIssue[] {
 }
 
 /**
- * Watches the managed settings file while serving. An edit that breaks it is reported and
- * ignored: the version read at start stays in force (fail closed, never fall back to nothing).
- * A valid change is reported; it takes effect at the next start, since servers, locks and the
- * audit trail are fixed for a gateway's life. The managed policy files themselves are watched
- * with the user's and reload at once.
+ * Watches the managed settings file while serving. A valid edit is handed to `apply` (which puts
+ * its policies and server lists in force); an edit that breaks the file, or whose policy files
+ * cannot be used, is reported and ignored: the last good version stays in force (fail closed,
+ * never fall back to nothing). Edits are applied one at a time, in the order they were made.
  */
 export function watchManaged(
   managed: ManagedSettings,
-  logger: { warn(message: string): void; error(message: string): void },
+  logger: { info(message: string): void; warn(message: string): void; error(message: string): void },
+  apply: (next: ManagedSettings) => Promise<void>,
 ): { close(): void } {
-  let last = JSON.stringify(managed);
+  let good = managed;
+  let applying = Promise.resolve();
+  const rejected = (error: unknown) =>
+    logger.error(
+      `managed settings ${managed.file} changed but cannot be used; the last good version stays in force:\n${error instanceof Error ? error.message : String(error)}`,
+    );
+  const reload = async () => {
+    let next: ManagedSettings;
+    try {
+      next = parseManagedText(await readFile(managed.file, 'utf8'), managed.file);
+    } catch (error) {
+      return rejected(error);
+    }
+    if (JSON.stringify(next) === JSON.stringify(good)) return;
+    try {
+      await apply(next);
+    } catch (error) {
+      return rejected(error);
+    }
+    const fixed = (m: ManagedSettings) => JSON.stringify([m.audit, m.lock]);
+    if (fixed(next) !== fixed(good))
+      logger.warn(
+        `managed settings ${managed.file}: the changed audit minimums and locks take effect when mcp-warden restarts`,
+      );
+    good = next;
+    logger.info(`managed settings ${managed.file} reloaded: its policies and server lists are in force`);
+  };
   return watchFiles({
     files: [managed.file],
     what: 'managed settings changes',
     onError: (message) => logger.error(message),
     onChange: () => {
-      void readFile(managed.file, 'utf8')
-        .then((text) => {
-          const next = parseManagedText(text, managed.file);
-          const now = JSON.stringify(next);
-          if (now === last) return;
-          last = now;
-          logger.warn(
-            `managed settings ${managed.file} changed; the new version takes effect when mcp-warden restarts (its policy files' contents reload at once)`,
-          );
-        })
-        .catch((error: unknown) =>
-          logger.error(
-            `managed settings ${managed.file} changed but cannot be used; the version read at start stays in force:\n${error instanceof Error ? error.message : String(error)}`,
-          ),
-        );
+      applying = applying.then(reload);
     },
   });
 }

@@ -153,7 +153,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   } catch (error) {
     // A problem in a value the managed file put there is the managed file's, at its line.
     if (error instanceof ConfigError && managed !== undefined && applied !== undefined)
-      throw relocateManagedIssues(error, managed, applied.managedPaths);
+      throw relocateManagedIssues(error, managed, applied);
     throw error;
   }
   const refusals = (applied?.refusals ?? []).map((refusal): ConfigIssue => ({

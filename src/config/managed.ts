@@ -5,7 +5,8 @@
  *
  * - `policies`: policy files loaded before the user's, so their rules decide first;
  * - `servers.allow` / `servers.deny`: which upstream servers may be started at all;
- * - `audit`: the least audit trail there must be (on, where, `onFailure`, `fsync`);
+ * - `audit`: the least audit trail there must be (on, where, `onFailure`, `fsync`, and the
+ *   shipping sinks that always get every record);
  * - `lock`: gateway settings fixed to the managed value, in the user config's own shape.
  *
  * This module reads and validates the file (file:line errors, like any config) and applies the
@@ -76,8 +77,23 @@ export interface ManagedAudit {
   readonly onFailure?: 'block' | 'continue';
   /** `true`: the user cannot turn it off. */
   readonly fsync?: boolean;
+  /**
+   * Shipping sinks (syslog, OTLP logs) always added to the user's `audit.sinks`, in the user
+   * config's own shape. The user cannot remove or change them: a user sink of the same name that
+   * differs is refused and the managed one used.
+   */
+  readonly sinks: readonly ManagedSink[];
   /** The line of each key, for messages. */
   readonly lines: Readonly<Record<string, number>>;
+}
+
+/** One sink of `audit.sinks`: its entry as written, which the user config gets whole. */
+export interface ManagedSink {
+  readonly name: string;
+  /** Where it is written: `audit.sinks[0]`. */
+  readonly key: string;
+  readonly line: number;
+  readonly entry: Readonly<Record<string, unknown>>;
 }
 
 /** The managed settings in force, as read from `managed.yaml`. Frozen. */
@@ -252,16 +268,16 @@ export function parseManagedText(text: string, file: string): ManagedSettings {
   if (data.audit !== undefined) {
     const section = asRecord(data.audit);
     if (section === undefined)
-      issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync)');
+      issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
     else {
       const lines: Record<string, number> = {};
       for (const key of Object.keys(section)) {
         lines[key] = lineOf(['audit', key]);
-        if (!['required', 'file', 'onFailure', 'fsync'].includes(key))
+        if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
           issues.add(
             ['audit', key],
             'key',
-            `unknown key "${key}"; managed audit has required, file, onFailure, fsync`,
+            `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
           );
       }
       const { required = false, file: auditFile, onFailure, fsync } = section;
@@ -281,9 +297,56 @@ export function parseManagedText(text: string, file: string): ManagedSettings {
         ...(typeof auditFile === 'string' && { file: auditFile }),
         ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
         ...(typeof fsync === 'boolean' && { fsync }),
+        sinks: readSinks(section.sinks),
         lines,
       };
     }
+  }
+
+  /**
+   * `audit.sinks`: each entry is checked here for what makes it a managed sink (a name the user's
+   * entries are matched by, a type); its other keys are checked with the user config's own schema
+   * once it is added there, and problems found then are reported at this file's lines.
+   */
+  function readSinks(value: unknown): ManagedSink[] {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) {
+      issues.add(['audit', 'sinks'], 'value', 'must be a list of sinks, as in the config file (audit.sinks)');
+      return [];
+    }
+    const sinks: ManagedSink[] = [];
+    value.forEach((item, index) => {
+      const at: KeyPath = ['audit', 'sinks', index];
+      const entry = asRecord(item);
+      if (entry === undefined) {
+        issues.add(at, 'value', 'must be a mapping with name and type (syslog or otlp)');
+        return;
+      }
+      const { name, type, ca } = entry;
+      if (typeof name !== 'string' || name.trim() === '')
+        issues.add(
+          [...at, ...(name === undefined ? [] : ['name'])],
+          'value',
+          'a managed sink needs a name: the user config cannot change or remove a sink of that name',
+        );
+      else if (sinks.some((s) => s.name === name))
+        issues.add(
+          [...at, 'name'],
+          'value',
+          `a second sink named "${name}"; each sink needs a name of its own`,
+        );
+      if (type !== 'syslog' && type !== 'otlp')
+        issues.add([...at, ...(type === undefined ? [] : ['type'])], 'value', 'type must be syslog or otlp');
+      if (ca !== undefined && (typeof ca !== 'string' || !path.isAbsolute(ca)))
+        issues.add(
+          [...at, 'ca'],
+          'value',
+          "must be an absolute path (the user's folders differ from machine to machine)",
+        );
+      if (typeof name === 'string')
+        sinks.push({ name, key: `audit.sinks[${index}]`, line: lineOf(at), entry });
+    });
+    return sinks;
   }
 
   const lock: LockedSetting[] = [];
@@ -338,6 +401,8 @@ export interface ManagedApplication {
   readonly data: Record<string, unknown>;
   /** Key paths (dotted) whose value now comes from the managed file, with the managed line. */
   readonly managedPaths: ReadonlyMap<string, number>;
+  /** The managed sinks, by where they are in the resulting `audit.sinks` (`audit.sinks[2]`). */
+  readonly managedSinks: ReadonlyMap<string, ManagedSink>;
   /** One per user setting that was overridden: said loudly, never silently. */
   readonly refusals: readonly { readonly path: KeyPath; readonly message: string }[];
   /** A managed minimum that cannot be met at all (an audit required, and no file to write it to). */
@@ -355,6 +420,7 @@ export function applyManagedToData(
 ): ManagedApplication {
   const out = structuredClone(data) as Record<string, unknown>;
   const managedPaths = new Map<string, number>();
+  const managedSinks = new Map<string, ManagedSink>();
   const refusals: { path: KeyPath; message: string }[] = [];
   const errors: ConfigIssue[] = [];
   const where = (key: string, line: number) => `${managed.file}:${line} ${key}`;
@@ -362,37 +428,47 @@ export function applyManagedToData(
   const audit = managed.audit;
   if (audit !== undefined) {
     let section = asRecord(out.audit);
-    if (section === undefined && (audit.required || audit.file !== undefined)) {
+    const sinksNeedTrail = audit.sinks.length > 0;
+    if (section === undefined && (audit.required || sinksNeedTrail || audit.file !== undefined)) {
+      const why = audit.required ? 'audit.required' : 'audit.sinks';
       if (audit.file === undefined)
         errors.push({
           file: managed.file,
-          line: audit.lines.required ?? 0,
+          line: audit.lines[audit.required ? 'required' : 'sinks'] ?? 0,
           column: 0,
-          path: 'audit.required',
-          message:
-            'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
+          path: why,
+          message: audit.required
+            ? 'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config'
+            : 'the managed sinks need an audit trail (their records wait in its spool folder), and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
         });
       else {
-        if (audit.required)
+        if (audit.required || sinksNeedTrail)
           refusals.push({
             path: [],
-            message: `the config has no audit: section, but ${where('audit.required', audit.lines.required ?? 0)} requires one: auditing to ${audit.file}`,
+            message: `the config has no audit: section, but ${where(why, audit.lines[audit.required ? 'required' : 'sinks'] ?? 0)} requires one: auditing to ${audit.file}`,
           });
         section = {};
         out.audit = section;
       }
     }
     if (section !== undefined) {
-      const set = (key: string, value: unknown, weaker: (user: unknown) => boolean, describe: string) => {
+      const set = (
+        key: string,
+        value: unknown,
+        weaker: (user: unknown) => boolean,
+        describe: string,
+        line: number,
+        managedKey = `audit.${key}`,
+      ) => {
         const user = section![key];
         if (user !== undefined && weaker(user))
           refusals.push({
             path: ['audit', key],
-            message: `refused: ${describe}; ${where(`audit.${key}`, audit.lines[key] ?? 0)} requires ${JSON.stringify(value)}, which is used instead`,
+            message: `refused: ${describe}; ${where(managedKey, line)} requires ${JSON.stringify(value)}, which is used instead`,
           });
         if (user === undefined || weaker(user)) {
           section![key] = value;
-          managedPaths.set(`audit.${key}`, audit.lines[key] ?? 0);
+          managedPaths.set(`audit.${key}`, line);
         }
       };
       if (audit.file !== undefined)
@@ -401,16 +477,50 @@ export function applyManagedToData(
           audit.file,
           (user) => typeof user !== 'string' || path.resolve(path.dirname(managed.file), user) !== audit.file,
           'the audit trail goes to the managed file',
+          audit.lines.file ?? 0,
         );
-      if (audit.onFailure === 'block')
+      // A required sink refuses calls it cannot take only in block mode: requiring one asks for it.
+      const requiredSink = audit.sinks.find((sink) => sink.entry.required === true);
+      if (audit.onFailure === 'block' || requiredSink !== undefined)
         set(
           'onFailure',
           'block',
           (user) => user !== 'block',
-          'onFailure: continue would serve calls that cannot be audited',
+          audit.onFailure === 'block'
+            ? 'onFailure: continue would serve calls that cannot be audited'
+            : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
+          audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
+          audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
         );
       if (audit.fsync === true)
-        set('fsync', true, (user) => user !== true, 'fsync: false would let records be lost on power loss');
+        set(
+          'fsync',
+          true,
+          (user) => user !== true,
+          'fsync: false would let records be lost on power loss',
+          audit.lines.fsync ?? 0,
+        );
+      if (sinksNeedTrail) addManagedSinks(section, audit.sinks);
+    }
+  }
+
+  /**
+   * Every managed sink goes into the user's list: in place of a user sink of the same name (which
+   * is refused if it says anything else), or at the end. The user's other sinks stay.
+   */
+  function addManagedSinks(section: Record<string, unknown>, sinks: readonly ManagedSink[]): void {
+    const list: unknown[] = Array.isArray(section.sinks) ? section.sinks : [];
+    section.sinks = list;
+    for (const sink of sinks) {
+      const index = list.findIndex((entry) => asRecord(entry)?.name === sink.name);
+      const at = index === -1 ? list.length : index;
+      if (index !== -1 && !sameValue(list[index], sink.entry))
+        refusals.push({
+          path: ['audit', 'sinks', index],
+          message: `refused: the sink "${sink.name}" is set by ${where(sink.key, sink.line)} and cannot be changed or made optional here; the managed sink is used instead`,
+        });
+      list[at] = structuredClone(sink.entry);
+      managedSinks.set(`audit.sinks[${at}]`, sink);
     }
   }
 
@@ -425,17 +535,27 @@ export function applyManagedToData(
     setAtPath(out, locked.path, structuredClone(locked.value));
     managedPaths.set(dotted, locked.line);
   }
-  return { data: out, managedPaths, refusals, errors };
+  return { data: out, managedPaths, managedSinks, refusals, errors };
 }
 
 /** Re-points the problems found in managed values at the managed file, where they were written. */
 export function relocateManagedIssues(
   error: ConfigError,
   managed: ManagedSettings,
-  managedPaths: ReadonlyMap<string, number>,
+  applied: Pick<ManagedApplication, 'managedPaths' | 'managedSinks'>,
 ): ConfigError {
   const issues = error.issues.map((issue) => {
-    const line = managedPaths.get(issue.path);
+    const sinkAt = /^audit\.sinks\[\d+\]/.exec(issue.path)?.[0];
+    const sink = sinkAt === undefined ? undefined : applied.managedSinks.get(sinkAt);
+    if (sink !== undefined)
+      return {
+        ...issue,
+        file: managed.file,
+        line: sink.line,
+        column: 0,
+        path: sink.key + issue.path.slice(sinkAt!.length),
+      };
+    const line = applied.managedPaths.get(issue.path);
     if (line === undefined) return issue;
     const key = issue.path.startsWith('audit.') ? issue.path : `lock.${issue.path}`;
     return { ...issue, file: managed.file, line, column: 0, path: key };

@@ -2,7 +2,8 @@
  * Enterprise-managed settings through the built binary: the managed folder is a temp folder,
  * given as MCP_WARDEN_MANAGED_DIR (the documented way to move it), holding managed.yaml.
  */
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -12,17 +13,33 @@ import {
   runCli,
   tempDir,
   textOf,
+  waitForExit,
   writeConfig,
   FAST_GATEWAY,
   NODE,
   FIXTURE,
   type HostSession,
 } from './harness.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../fixtures/otlpReceiver.js';
 
 const sessions: HostSession[] = [];
+const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await Promise.all(sessions.splice(0).map((s) => s.close()));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
+
+/** The audit records an OTLP receiver got as logs (the sink's `warden` format: the record line). */
+function shippedRecords(receiver: OtlpReceiver): Record<string, unknown>[] {
+  type LogsExport = {
+    resourceLogs?: { scopeLogs?: { logRecords?: { body?: { stringValue?: string } }[] }[] }[];
+  };
+  return receiver.received
+    .filter((r) => r.path === '/v1/logs')
+    .flatMap((r) => (JSON.parse(r.body.toString('utf8')) as LogsExport).resourceLogs ?? [])
+    .flatMap((rl) => (rl.scopeLogs ?? []).flatMap((sl) => sl.logRecords ?? []))
+    .map((lr) => JSON.parse(lr.body?.stringValue ?? '{}') as Record<string, unknown>);
+}
 
 /** A managed folder with managed.yaml (and any policy files it names). */
 function managedDir(yaml: string, files: Record<string, string> = {}): string {
@@ -199,6 +216,76 @@ lock:
   });
 });
 
+describe('managed audit sinks', () => {
+  it('a managed sink gets the records though the user config says nothing of it; a user entry that redirects it is refused', async () => {
+    const receiver = await startOtlpReceiver();
+    receivers.push(receiver);
+    const dir = managedDir(`
+audit:
+  sinks:
+    - name: org-siem
+      type: otlp
+      endpoint: ${receiver.endpoint}/v1/logs
+      required: true
+`);
+    const managedFile = path.join(dir, 'managed.yaml');
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const echoCalls = (text: string) =>
+      shippedRecords(receiver).filter(
+        (r) => r.type === 'call' && JSON.stringify(r.arguments ?? r).includes(text),
+      );
+
+    // The user's config has an audit trail and no sinks at all.
+    const quiet = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: './audit.jsonl' },
+      servers: { fx: fixture() },
+    });
+    const shown = await runCli(['managed', 'show'], env);
+    expect(shown.stdout).toContain(
+      `sink "org-siem" (otlp ${receiver.endpoint}/v1/logs, required), always added`,
+    );
+    const host = await connectHost(quiet, { env });
+    sessions.push(host);
+    await host.client.callTool({ name: 'fx__echo', arguments: { text: 'first-session' } });
+    await receiver.until(() => echoCalls('first-session').length === 1, 'the call of the first session');
+    await host.close();
+
+    // The user's config points a sink of that name elsewhere, optional, and relaxes onFailure.
+    const redirecting = writeConfig(
+      `gateway:\n  startupTimeout: 5s\naudit:\n  file: ./audit.jsonl\n  onFailure: continue\n  sinks:\n    - name: org-siem\n      type: otlp\n      endpoint: http://127.0.0.1:9/v1/logs\n      required: false\nservers:\n  fx:\n    command: ${NODE}\n    args: [${JSON.stringify(FIXTURE)}]\n`,
+    );
+    const checked = await runCli(['check', '--config', redirecting], env);
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:7:7: audit.sinks[0]: refused: the sink "org-siem" is set by ${managedFile}:4 audit.sinks[0] and cannot be changed or made optional here; the managed sink is used instead`,
+    );
+    expect(checked.stdout).toContain(
+      `audit.onFailure: refused: onFailure: continue would serve calls the required managed sink "org-siem" cannot take; ${managedFile}:4 audit.sinks[0].required requires "block"`,
+    );
+    const second = await connectHost(redirecting, { env });
+    sessions.push(second);
+    await second.waitForStderr('the sink "org-siem" is set by');
+    await second.client.callTool({ name: 'fx__echo', arguments: { text: 'second-session' } });
+    await receiver.until(() => echoCalls('second-session').length === 1, 'the call of the refused config');
+    await second.close();
+    // Block mode (the managed sink is required) writes call_start records too.
+    expect(readAudit(path.join(path.dirname(redirecting), 'audit.jsonl')).map((r) => r.type)).toContain(
+      'call_start',
+    );
+  });
+
+  it('a managed sink the schema refuses is reported at the managed file, and nothing starts', async () => {
+    const dir = managedDir(
+      'audit:\n  sinks:\n    - name: org\n      type: otlp\n      endpoint: ftp://siem/logs\n',
+    );
+    const config = writeConfig({ audit: { file: './audit.jsonl' }, servers: { fx: fixture() } });
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.code).toBe(2);
+    expect(checked.stderr).toContain(`${path.join(dir, 'managed.yaml')}:3`);
+    expect(checked.stderr).toContain('audit.sinks[0].endpoint');
+  });
+});
+
 describe('a broken managed file', () => {
   it('refuses to start, naming the file and line, and starts no server', async () => {
     const marker = path.join(tempDir(), 'started');
@@ -271,9 +358,106 @@ describe('managed policies', () => {
     const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
     sessions.push(host);
     writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml\n');
-    await host.waitForStderr('the version read at start stays in force');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(`${path.join(dir, 'managed.yaml')}:2`);
     const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toContain('org-no-echo');
+  });
+});
+
+describe('managed settings edited while serving', () => {
+  /** Resolves on the host's next tools/list_changed notification. */
+  function nextListChanged(host: HostSession): Promise<void> {
+    return new Promise((resolve) =>
+      host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+  }
+  const toolNames = async (host: HostSession) => (await host.client.listTools()).tools.map((t) => t.name);
+
+  it('a server allowed by an edit starts and its tools appear; denied again, it is stopped, its tools leave and it is audited', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const pidFile = path.join(tempDir(), 'gx.pid');
+    const gx = fixture(['--pid-file', pidFile]);
+    const denyGx = `servers:\n  deny:\n    - command: ${NODE}\n      args: ${JSON.stringify(gx.args)}\n`;
+    const dir = managedDir(denyGx);
+    const managedFile = path.join(dir, 'managed.yaml');
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: audit },
+      servers: { fx: fixture(), gx },
+    });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    expect(await toolNames(host)).not.toContain('gx__echo');
+    expect(existsSync(pidFile)).toBe(false);
+
+    let changed = nextListChanged(host);
+    writeFileSync(managedFile, 'servers:\n  deny: []\n');
+    await changed;
+    await host.waitForStderr('server "gx" is now allowed by managed settings');
+    expect(await toolNames(host)).toContain('gx__echo');
+    const served = await host.client.callTool({ name: 'gx__echo', arguments: { text: 'allowed now' } });
+    expect(textOf(served)).toContain('allowed now');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+
+    changed = nextListChanged(host);
+    writeFileSync(managedFile, denyGx);
+    await changed;
+    const names = await toolNames(host);
+    expect(names).not.toContain('gx__echo');
+    expect(names).toContain('fx__echo');
+    await expect(host.client.callTool({ name: 'gx__echo', arguments: { text: 'x' } })).rejects.toThrow(
+      /Unknown tool: gx__echo/,
+    );
+    expect(await waitForExit(pid, 5000)).toBe(true);
+    await host.waitForStderr(
+      'server "gx" is stopped, it is now blocked by managed settings: denied by servers.deny[0]',
+    );
+    await host.close();
+
+    const blocked = readAudit(audit).filter((r) => r.type === 'server_blocked');
+    // Once at start, once when the edit denied it again.
+    expect(blocked.map((r) => r.server)).toEqual(['gx', 'gx']);
+    expect(blocked[1]?.reason).toContain(`denied by servers.deny[0] (command: ${NODE}`);
+  });
+
+  it('managed policy files named by an edit decide the next call, as the managed layer', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const dir = managedDir('servers:\n  deny: []\n', {
+      'org.yaml':
+        'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n    reason: Not here.\n',
+    });
+    const config = writeConfig({ gateway: FAST_GATEWAY, audit: { file: audit }, servers: { fx: fixture() } });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    const before = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'before' } });
+    expect(textOf(before)).toContain('before');
+
+    writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml]\n');
+    await host.waitForStderr('reloaded: its policies and server lists are in force');
+    const after = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'after' } });
+    expect(after.isError).toBe(true);
+    expect(textOf(after)).toContain('Not here.');
+
+    // A lock cannot change under a running gateway: said, not silently ignored.
+    writeFileSync(
+      path.join(dir, 'managed.yaml'),
+      'policies: [org.yaml]\nlock:\n  confirmation:\n    timeout: 20s\n',
+    );
+    await host.waitForStderr('the changed audit minimums and locks take effect when mcp-warden restarts');
+    // An edit naming a policy file that is not there keeps the policies in force.
+    writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml, missing.yaml]\n');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(path.join(dir, 'missing.yaml'));
+    const still = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'still' } });
+    expect(textOf(still)).toContain('Not here.');
+    await host.close();
+    const calls = readAudit(audit).filter((r) => r.type === 'call');
+    expect(calls.map((r) => (r.decision as { layer?: string } | undefined)?.layer)).toEqual([
+      'user',
+      'managed',
+      'managed',
+    ]);
   });
 });

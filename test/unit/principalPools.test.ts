@@ -38,10 +38,10 @@ function fakePool(names: readonly string[]) {
 
 let now = 0;
 let made: { view: PrincipalView; pool: ReturnType<typeof fakePool> }[] = [];
-function pools(limits: { idleMs: number; maxProcesses: number }) {
+function pools(limits: { idleMs: number; maxProcesses: number }, shared = fakePool(['search', 'remote'])) {
   return new PrincipalPools({
     servers: SERVERS,
-    shared: fakePool(['search', 'remote']) as unknown as UpstreamPool,
+    shared: shared as unknown as UpstreamPool,
     limits,
     logger: quiet,
     now: () => now,
@@ -62,6 +62,23 @@ beforeEach(() => {
 afterEach(() => vi.useRealTimers());
 
 describe('principal pools', () => {
+  it('after the managed settings change, every principal gets fresh own processes and the shared pool as it is now', async () => {
+    const shared = fakePool(['search', 'remote']);
+    const p = pools({ idleMs: 1000, maxProcesses: 10 }, shared);
+    const alice = p.view(who('alice'));
+    await alice.run('files', async () => 'ok');
+    const [first] = poolsOf(alice);
+    // The shared pool put a fresh upstream in place of one (as UpstreamPool.replace does).
+    const search = { name: 'search' } as Upstream;
+    shared.upstreams[0] = search;
+    shared.byName.set('search', search);
+    p.reset(SERVERS.map((s) => (s.name === 'files' ? { ...s, blockedByManaged: 'denied' } : s)));
+    expect(first?.stopped).toBe(true);
+    expect(alice.byName.get('search')).toBe(search);
+    expect(alice.byName.get('files')).toBe(poolsOf(alice)[1]?.byName.get('files'));
+    expect(p.running).toBe(0);
+  });
+
   it('isolates stdio servers not marked shared, and only behind a listener', () => {
     expect(isolatedServers(SERVERS).map((s) => s.name)).toEqual(['files']);
     expect(sharedServers({ servers: SERVERS }).map((s) => s.name)).toEqual(['files', 'search', 'remote']);

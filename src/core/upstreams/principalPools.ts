@@ -50,10 +50,13 @@ export class PrincipalPools {
   private readonly views = new Map<string, PrincipalView>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly isolatedCount: number;
+  /** Every configured server, as the managed settings now let it run or block it. */
+  servers: readonly ServerConfig[];
   readonly now: () => number;
 
   constructor(readonly options: PrincipalPoolsOptions) {
     this.now = options.now ?? Date.now;
+    this.servers = options.servers;
     this.isolatedCount = isolatedServers(options.servers).length;
     // Checked a few times per idle period, so a process outlives its idle time by a quarter of it.
     const every = Math.min(Math.max(options.limits.idleMs / 4, 25), 60_000);
@@ -122,6 +125,16 @@ export class PrincipalPools {
       }
       if (view.connections === 0) this.views.delete(key);
     }
+  }
+
+  /**
+   * The managed settings changed which servers may run (`servers`, in the same order): every
+   * principal's own processes are stopped and made afresh from them on next use, and every view
+   * takes the shared pool's upstreams as they are now.
+   */
+  reset(servers: readonly ServerConfig[]): void {
+    this.servers = servers;
+    for (const view of this.views.values()) view.renew();
   }
 
   async stop(): Promise<void> {
@@ -225,12 +238,18 @@ export class PrincipalView implements PoolView {
   /** Stops this principal's own processes; the next list or call starts fresh ones. */
   retire(): void {
     if (this.started === undefined) return;
+    this.renew();
+  }
+
+  /** A fresh, unstarted pool of this principal's own servers in place of the one it has. */
+  renew(): void {
     const old = this.own;
     this.started = undefined;
     this.startingNow = false;
     this.own = this.pools.options.makePool(this);
     this.merge();
-    this.stopping = old.stop();
+    // A pool retired just before must also have let go of its processes before the next starts.
+    this.stopping = Promise.all([this.stopping, old.stop()]).then(() => {});
   }
 
   async stop(): Promise<void> {
@@ -240,7 +259,7 @@ export class PrincipalView implements PoolView {
 
   private merge(): void {
     const { shared } = this.pools.options;
-    const upstreams = this.pools.options.servers.flatMap((s) => {
+    const upstreams = this.pools.servers.flatMap((s) => {
       const u = this.own.byName.get(s.name) ?? shared.byName.get(s.name);
       return u === undefined ? [] : [u];
     });

@@ -363,14 +363,15 @@ export class Upstream {
     if (this._state === 'ready') this.live?.session.notify(method, params);
   }
 
-  async stop(): Promise<void> {
+  /** Stops it for good; calls in flight fail with `why` (default: the gateway is shutting down). */
+  async stop(why = 'the gateway is shutting down'): Promise<void> {
     if (this._state === 'stopped') return;
     const wasDisabled = this._state === 'disabled';
     this._state = 'stopped';
     this.stopController.abort();
     if (wasDisabled) return;
     const wasLive = this.live !== undefined;
-    const reason = new UpstreamFailedError(this.name, 'the gateway is shutting down');
+    const reason = new UpstreamFailedError(this.name, why);
     await Promise.all([
       this.teardown(reason),
       this.teardown(reason, this.connecting),

@@ -1,4 +1,4 @@
-import type { WardenConfig } from '../../config/types.js';
+import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { ChildHandle } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
@@ -35,27 +35,56 @@ export interface PoolView {
 
 /** Every configured upstream, started together and stopped together. */
 export class UpstreamPool implements PoolView {
-  /** In config order, which is the order that decides name collisions. */
-  readonly upstreams: readonly Upstream[];
-  readonly byName: ReadonlyMap<string, Upstream>;
   /** Live child processes, for the last-resort synchronous kill on process exit. */
   readonly children: Set<ChildHandle>;
   private startup: Promise<void> | undefined;
+  private list: Upstream[];
+  private index: Map<string, Upstream>;
 
   constructor(private readonly options: UpstreamPoolOptions) {
-    const { config, early, children, ...shared } = options;
+    const { early, children } = options;
     this.children = early?.children ?? children ?? new Set();
-    this.upstreams = config.servers.map((server) => {
-      const spawned = early?.spawned.get(server.name);
-      return new Upstream({
-        ...shared,
-        config: server,
-        gateway: config.gateway,
-        children: this.children,
-        ...(spawned && { spawned }),
-      });
+    this.list = options.config.servers.map((server) => this.make(server, early?.spawned.get(server.name)));
+    this.index = new Map(this.list.map((u) => [u.name, u]));
+  }
+
+  /** In config order, which is the order that decides name collisions. */
+  get upstreams(): readonly Upstream[] {
+    return this.list;
+  }
+
+  get byName(): ReadonlyMap<string, Upstream> {
+    return this.index;
+  }
+
+  /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
+  private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
+    const { config, early: _early, children: _children, ...shared } = this.options;
+    return new Upstream({
+      ...shared,
+      config: server,
+      gateway: config.gateway,
+      children: this.children,
+      ...(spawned && { spawned }),
     });
-    this.byName = new Map(this.upstreams.map((u) => [u.name, u]));
+  }
+
+  /**
+   * Puts a fresh upstream made from `server` in place of the one of that name (when the managed
+   * settings now block it, or now let it run): the old one is stopped, failing its calls in
+   * flight with `reason`, and the new one starts when the pool has been started. Resolves once
+   * the old one has stopped.
+   */
+  async replace(server: ServerConfig, reason: string): Promise<void> {
+    const at = this.list.findIndex((u) => u.name === server.name);
+    const old = this.list[at];
+    if (old === undefined) return;
+    // A process spawned ahead belonged to the first upstream of that name only.
+    const fresh = this.make(server);
+    this.list = this.list.map((u) => (u === old ? fresh : u));
+    this.index = new Map(this.list.map((u) => [u.name, u]));
+    if (this.startup !== undefined) fresh.start();
+    await old.stop(reason);
   }
 
   /**

@@ -5,7 +5,8 @@ import type { Feature } from '../../core/feature.js';
 import type { Logger } from '../../core/logger.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
-import { watchPolicies } from './policyWatcher.js';
+import { loadPolicies } from './loadPolicies.js';
+import { policyVersion, watchPolicies } from './policyWatcher.js';
 import { createPolicyStage, type PolicyStageOptions } from './stage.js';
 import type { PolicySet } from './types.js';
 import { shownByPolicy } from './visibility.js';
@@ -24,8 +25,25 @@ export interface PolicyDeps {
  * Allow, deny or confirm by the rules of the policy files, reloaded while serving. Tools the
  * policy denies whatever the arguments are left out of the host's list.
  */
-export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & { engine(): PolicyEngine } {
+export function createPolicy(
+  config: WardenConfig,
+  deps: PolicyDeps,
+): Feature & {
+  engine(): PolicyEngine;
+  /**
+   * The managed settings now name `managed` as their policy files (tried before the user's): loads
+   * them with the user's, puts them in force and watches them. Throws `ConfigError` when they
+   * cannot be used; the policies in force then stay.
+   */
+  retarget(managed: readonly string[]): Promise<void>;
+} {
   let engine = createPolicyEngine(deps.policies);
+  /** Every policy file in force, the managed ones first, and which of them are managed. */
+  let files = config.policies;
+  let managedFiles = config.managed?.policies;
+  let relistHost: () => void = () => {};
+  let watcher: { close(): void } | undefined;
+  let closed = false;
   const current = () => engine;
   const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   const shown = shownByPolicy(current, config.servers);
@@ -51,23 +69,49 @@ export function createPolicy(config: WardenConfig, deps: PolicyDeps): Feature & 
     visible: shown,
     started: () => recordPolicies(deps.policies),
     watch: ({ relist }) => {
-      if (config.policies.length === 0) return { close() {} };
-      return watchPolicies({
-        files: config.policies,
-        ...(config.managed && { managed: config.managed.policies }),
-        onReload: (next, set, version) => {
-          engine = next;
-          recordPolicies(set);
-          deps.logger.info(`policies reloaded from ${config.policies.join(', ')}; in force: ${version}`);
-          relist();
+      relistHost = relist;
+      watch();
+      return {
+        close() {
+          closed = true;
+          watcher?.close();
         },
-        onReject: (message) => {
-          deps.logger.error(`a policy change was rejected; the previous policies stay in force:\n${message}`);
-          deps.record({ type: 'policy_reject', file: config.policies.join(', '), error: message });
-        },
-      });
+      };
+    },
+    async retarget(managed) {
+      const next = [...managed, ...files.slice(managedFiles?.length ?? 0)];
+      const set = await loadPolicies(next, { managed });
+      files = next;
+      managedFiles = managed;
+      inForce(createPolicyEngine(set), set, policyVersion(set));
+      if (!closed) watch();
     },
   };
+
+  function inForce(next: PolicyEngine, set: PolicySet, version: string): void {
+    engine = next;
+    recordPolicies(set);
+    deps.logger.info(`policies reloaded from ${files.join(', ')}; in force: ${version}`);
+    relistHost();
+  }
+
+  function watch(): void {
+    watcher?.close();
+    watcher =
+      files.length === 0
+        ? undefined
+        : watchPolicies({
+            files,
+            ...(managedFiles && { managed: managedFiles }),
+            onReload: inForce,
+            onReject: (message) => {
+              deps.logger.error(
+                `a policy change was rejected; the previous policies stay in force:\n${message}`,
+              );
+              deps.record({ type: 'policy_reject', file: files.join(', '), error: message });
+            },
+          });
+  }
 }
 
 /** The content hash of a config or policy file, so the trail shows exactly which version ruled. */
