@@ -23,7 +23,7 @@ import { errorToWire, requestErrorToWire } from '../errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
-import type { MessageTransport } from '../transports/streamTransport.js';
+import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import {
   RpcErrorCode,
   truncateForEcho,
@@ -155,6 +155,14 @@ export class Router {
       },
       onRequest: (request) => this.dispatch(request),
       onNotification: (notification) => this.hostNotification(notification),
+      // A host on a byte stream, in a session that lets the gateway ask it things: the stream is
+      // where the last progress and the answer reach the host in one read. Not while shutting
+      // down, when nothing the host says is waited for.
+      confirmsProgress: () =>
+        !this.closing &&
+        this.initialized &&
+        this.modern.era !== 'modern' &&
+        options.host instanceof StreamTransport,
     });
     this.session = new InitializedHostSession(this.peer);
     this.bridge = new ModernInputBridge({

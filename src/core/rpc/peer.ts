@@ -74,6 +74,27 @@ export interface PeerOptions {
   readonly onRequest: (request: IncomingRequest) => void;
   /** Notifications other than progress for our requests and cancellation of its own. */
   readonly onNotification: (notification: JsonRpcNotification) => void;
+  /**
+   * Whether an answer that follows progress waits until the other side confirms it has handled
+   * that progress (it answers a `ping` sent after it), rather than only being written after it.
+   * For a host that reads a byte stream: hosts built on the TypeScript SDK handle a notification
+   * a microtask after a response that arrived in the same read, and drop progress for a request
+   * already answered, so order on the wire alone does not bring the last progress home. Asked at
+   * each answer; false (the default) for a side that cannot be pinged now.
+   */
+  readonly confirmsProgress?: () => boolean;
+}
+
+/**
+ * How long an answer waits for the other side to confirm its progress. A side that never
+ * answers pings delays each answer that followed progress by this much, and no more.
+ */
+export const PROGRESS_CONFIRM_MS = 2_000;
+
+/** One `ping` in flight that confirms progress up to `seq`, and the answers waiting on it. */
+interface ProgressBarrier {
+  readonly seq: number;
+  readonly waiting: (() => void)[];
 }
 
 /** A request in flight: its promise, progress listener, cancellation and deadline, in one object. */
@@ -126,6 +147,10 @@ export class RpcPeer {
    */
   private progressTurn = 0;
   private turnEnding = false;
+  /** Progress notifications sent so far; each request notes the count at its last one. */
+  private progressCount = 0;
+  /** The newest ping confirming progress, while it is in flight. */
+  private barrier: ProgressBarrier | undefined;
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: PeerOptions) {
@@ -317,7 +342,8 @@ export class RpcPeer {
         typeof requestId === 'string' || typeof requestId === 'number'
           ? this.incoming.get(idKey(requestId))
           : undefined;
-      if (request === undefined) return;
+      // An answer waiting to be written (see IncomingRequest.send) is past cancelling.
+      if (request === undefined || request.answered) return;
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
       request.cancelledByPeer = true;
       request.cancel(this.options.errors.cancelled(reason));
@@ -329,7 +355,7 @@ export class RpcPeer {
 
   /** Sends a response to one of the other side's requests (IncomingRequest calls this, once). */
   finished(request: IncomingRequest): void {
-    this.incoming.delete(request.key);
+    if (this.incoming.get(request.key) === request) this.incoming.delete(request.key);
     if (this.incoming.size === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -337,8 +363,9 @@ export class RpcPeer {
     }
   }
 
-  /** Notes progress sent now; returns the turn it belongs to. */
-  progressSent(): number {
+  /** Notes progress sent now; returns the turn it belongs to and its place in the count. */
+  progressSent(): { turn: number; seq: number } {
+    this.progressCount++;
     if (!this.turnEnding) {
       this.turnEnding = true;
       process.nextTick(() => {
@@ -346,7 +373,34 @@ export class RpcPeer {
         this.progressTurn++;
       });
     }
-    return this.progressTurn;
+    return { turn: this.progressTurn, seq: this.progressCount };
+  }
+
+  /**
+   * Writes an answer that follows progress: at once when the other side is not asked to confirm
+   * (see `PeerOptions.confirmsProgress`), else once a `ping` sent after progress number `seq`
+   * is answered, or fails, or PROGRESS_CONFIRM_MS pass. The other side handles its messages in
+   * the order they came, so by the time it answers the ping it has handled the progress. Answers
+   * waiting at once share one ping; answers with no progress before them never wait.
+   */
+  afterProgress(seq: number, write: () => void): boolean {
+    if (this.closedWith !== null || this.options.confirmsProgress?.() !== true) return false;
+    const current = this.barrier;
+    if (current !== undefined && current.seq >= seq) {
+      current.waiting.push(write);
+      return true;
+    }
+    const barrier: ProgressBarrier = { seq: this.progressCount, waiting: [write] };
+    this.barrier = barrier;
+    const release = (): void => {
+      if (this.barrier === barrier) this.barrier = undefined;
+      for (const waiting of barrier.waiting) waiting();
+    };
+    this.request('ping', undefined, {
+      deadlineMs: PROGRESS_CONFIRM_MS,
+      deadlineError: () => new Error('no answer to ping'),
+    }).then(release, release);
+    return true;
   }
 
   /** Whether progress sent in `turn` is still waiting to be written with this turn's messages. */
@@ -412,6 +466,8 @@ export class IncomingRequest extends Cancellation {
   private progressListener: ProgressListener | undefined;
   /** The turn this request's last progress was sent in; -1 before any. */
   private progressTurn = -1;
+  /** Where this request's last progress stands in the peer's count; 0 before any. */
+  private progressSeq = 0;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -445,7 +501,7 @@ export class IncomingRequest extends Cancellation {
     return (this.progressListener ??= (params) => {
       if (this.answered) return;
       this.peer.notify('notifications/progress', retagProgress(params, token));
-      this.progressTurn = this.peer.progressSent();
+      ({ turn: this.progressTurn, seq: this.progressSeq } = this.peer.progressSent());
     });
   }
 
@@ -469,12 +525,7 @@ export class IncomingRequest extends Cancellation {
       raw === undefined
         ? { jsonrpc: '2.0' as const, id: this.id, result }
         : new EncodedResult(this.id, raw.text, raw.bytes, value);
-    // Progress sent in this turn leaves in this turn's write. Hosts built on the TypeScript SDK
-    // handle notifications a microtask after responses, so an answer in the same write would
-    // overtake its own last progress: it waits for the next turn, in a write of its own.
-    if (this.progressTurn !== -1 && this.peer.isCurrentTurn(this.progressTurn))
-      setImmediate(() => this.peer.sendQuietly(message));
-    else this.peer.sendQuietly(message);
+    this.send(message);
   }
 
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
@@ -485,9 +536,7 @@ export class IncomingRequest extends Cancellation {
       text = shaped.text;
       bytes = shaped.bytes;
     }
-    this.peer.sendQuietly(
-      new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>),
-    );
+    this.send(new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>));
   }
 
   fail(error: JsonRpcErrorObject): void {
@@ -495,15 +544,32 @@ export class IncomingRequest extends Cancellation {
     // Messages echo what a peer sent (a method, a name): never megabytes of it.
     const message = truncateForEcho(error.message, MAX_ERROR_MESSAGE);
     const shaped = this.shape === undefined ? error : this.shape.error(error);
-    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error: { ...shaped, message } });
+    this.send({ jsonrpc: '2.0', id: this.id, error: { ...shaped, message } });
+  }
+
+  /**
+   * Writes the answer after this request's progress. Where the other side confirms progress,
+   * the answer waits for that; elsewhere, progress sent in this turn leaves in this turn's write,
+   * and the answer waits for the next turn, in a write of its own. The request counts as
+   * unanswered until the answer is written, so draining waits for it.
+   */
+  private send(message: Parameters<RpcPeer['sendQuietly']>[0]): void {
+    const write = (): void => {
+      this.peer.sendQuietly(message);
+      this.peer.finished(this);
+    };
+    if (this.progressSeq === 0) write();
+    else if (this.peer.afterProgress(this.progressSeq, write)) return;
+    else if (this.peer.isCurrentTurn(this.progressTurn)) setImmediate(write);
+    else write();
   }
 
   /** Marks it answered; false when nothing should be sent (answered already, or cancelled). */
   private finish(): boolean {
     if (this.answered) return false;
     this.answered = true;
-    this.peer.finished(this);
     this.shape?.settled();
+    if (this.cancelledByPeer) this.peer.finished(this);
     return !this.cancelledByPeer;
   }
 }
