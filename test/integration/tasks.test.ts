@@ -465,3 +465,40 @@ async function waitFor(check: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe('progress a server reports for a task after creating it', () => {
+  /** Runs `report` as a task, collecting the progress the host's onprogress sees. */
+  async function progressOf(client: Client, name: string): Promise<number[]> {
+    const seen: number[] = [];
+    let result: CallToolResult | undefined;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name, arguments: { n: 2 } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 }, onprogress: (p) => seen.push(p.progress) },
+    )) {
+      if (message.type === 'result') result = message.result as CallToolResult;
+      if (message.type === 'error') throw message.error;
+    }
+    expect(textOf(result!)).toContain('"total":4');
+    return seen;
+  }
+
+  it('reaches the host through the gateway as it does direct', async () => {
+    const args = ['--progress', '3', '--task-ms', '400'];
+    const direct = new Client({ name: 'direct', version: '1' }, { capabilities: TASK_HOST });
+    await direct.connect(
+      new StdioClientTransport({ command: NODE, args: [TASK_FIXTURE, ...args], stderr: 'ignore' }),
+    );
+    const directSeen = await progressOf(direct, 'report');
+    await direct.close();
+    expect(directSeen).toEqual([1, 2, 3]);
+
+    const config = writeConfig({ gateway: FAST_GATEWAY, mcpServers: { a: taskServer(args) } });
+    const host = await connectHost(config, { capabilities: TASK_HOST });
+    try {
+      expect(await progressOf(host.client, 'a__report')).toEqual(directSeen);
+    } finally {
+      await host.close();
+    }
+  });
+});

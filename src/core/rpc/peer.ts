@@ -30,6 +30,7 @@ import {
   type ProgressToken,
 } from './progress.js';
 import { Outcome } from './outcome.js';
+import { createdTaskId, taskIdIn, TaskProgress } from './taskProgress.js';
 import { attachRawResponse, type RawResult } from './rawResult.js';
 
 /**
@@ -115,6 +116,8 @@ class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntr
     readonly deadlineError: (() => Error) | undefined,
     /** Resolve with an `Outcome` (the answer with its bytes), not the bare result. */
     readonly asOutcome: boolean,
+    /** The task whose kept progress its answer ends (`tasks/result`, `tasks/cancel`). */
+    readonly endsTask: string | undefined,
   ) {
     super();
   }
@@ -139,6 +142,8 @@ export class RpcPeer {
   private readonly incoming = new Map<string | number, IncomingRequest>();
   /** One queue per deadline duration, so deadlines of equal length expire in order (deadlines.ts). */
   private readonly deadlines = new Map<number, DeadlineQueue>();
+  /** Progress of our requests that the other side answered with a task still running. */
+  private readonly taskProgress = new TaskProgress();
   private nextId = 1;
   private closedWith: Error | null = null;
   /**
@@ -169,6 +174,11 @@ export class RpcPeer {
   /** Our requests awaiting an answer, for diagnostics and tests. */
   get inFlight(): number {
     return this.outgoing.size;
+  }
+
+  /** Requests of ours answered with a task whose progress is still passed on. */
+  get tasksWithProgress(): number {
+    return this.taskProgress.size;
   }
 
   /** The other side's requests not yet answered. */
@@ -208,7 +218,17 @@ export class RpcPeer {
     const id = this.nextId++;
     // Our id doubles as the progress token: unique on this connection and already in the table.
     const sent = onProgress === undefined ? params : withProgressToken(params, id);
-    const entry = new Outgoing(this, id, method, onProgress, signal, options.deadlineError, asOutcome);
+    const endsTask = method === 'tasks/result' || method === 'tasks/cancel' ? taskIdIn(params) : undefined;
+    const entry = new Outgoing(
+      this,
+      id,
+      method,
+      onProgress,
+      signal,
+      options.deadlineError,
+      asOutcome,
+      endsTask,
+    );
     this.outgoing.set(id, entry);
     signal?.listen(entry);
     if (deadlineMs !== undefined) {
@@ -276,6 +296,7 @@ export class RpcPeer {
     // Unknown ids are late answers to requests we already gave up on: drop them.
     if (entry === undefined || typeof id !== 'number') return;
     this.settle(id);
+    this.taskProgress.release(entry.endsTask);
     if ('error' in message) {
       entry.reject(this.options.errors.remote(message.error));
       return;
@@ -290,6 +311,10 @@ export class RpcPeer {
           errors.failed(`answered ${entry.method} with ${what} result, not an object`),
       );
       return;
+    }
+    if (entry.onProgress !== undefined) {
+      const taskId = createdTaskId(result as Params);
+      if (taskId !== undefined) this.taskProgress.keep(id, taskId, entry.onProgress);
     }
     if (extra !== undefined) attachRawResponse(result, extra.line, extra.large);
     entry.resolve(entry.asOutcome ? Outcome.fromPeer(result) : result);
@@ -333,9 +358,10 @@ export class RpcPeer {
     if (method === 'notifications/progress') {
       const token = params?.progressToken;
       const entry = typeof token === 'number' ? this.outgoing.get(token) : undefined;
-      entry?.onProgress?.(params!);
+      (entry?.onProgress ?? this.taskProgress.listener(token))?.(params!);
       return;
     }
+    if (method === 'notifications/tasks/status') this.taskProgress.status(params);
     if (method === 'notifications/cancelled') {
       const requestId = params?.requestId;
       const request =
@@ -468,6 +494,11 @@ export class IncomingRequest extends Cancellation {
   private progressTurn = -1;
   /** Where this request's last progress stands in the peer's count; 0 before any. */
   private progressSeq = 0;
+  /**
+   * Answered with a task: its progress goes on after the answer, for as long as the side that
+   * runs the task reports it (the spec keeps the token valid for the task's life).
+   */
+  private answeredWithTask = false;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -493,13 +524,14 @@ export class IncomingRequest extends Cancellation {
 
   /**
    * Progress for this request, sent to the other side under its own token; nothing when it asked
-   * for none, or once the request is answered (the spec ties progress to the request's life).
+   * for none, or once the request is answered (the spec ties progress to the request's life),
+   * unless it was answered with a task (then to the task's life, which the other side tracks).
    */
   get onProgress(): ProgressListener | undefined {
     const token = this.progressToken;
     if (token === undefined) return undefined;
     return (this.progressListener ??= (params) => {
-      if (this.answered) return;
+      if (this.answered && !this.answeredWithTask) return;
       this.peer.notify('notifications/progress', retagProgress(params, token));
       ({ turn: this.progressTurn, seq: this.progressSeq } = this.peer.progressSent());
     });
@@ -512,6 +544,7 @@ export class IncomingRequest extends Cancellation {
    */
   respond(outcome: Outcome): void {
     if (!this.finish()) return;
+    this.answeredWithTask = createdTaskId(outcome.result) !== undefined;
     let result = outcome.result as Record<string, unknown>;
     let raw = outcome.raw;
     let value = (): Record<string, unknown> => result;
