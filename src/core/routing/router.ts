@@ -52,6 +52,7 @@ import {
   CAPABILITY_FOR,
   InitializedHostSession,
   TASK_FOLLOW_UPS,
+  TASKS_LIST,
   type HostList,
   type HostSession,
 } from './hostSession.js';
@@ -273,6 +274,12 @@ export class Router {
       }
       return;
     }
+    if (request.method === TASKS_LIST) {
+      this.tasks
+        .listForUpstream(upstream.name, request)
+        .catch((error: unknown) => this.answerError(request, error));
+      return;
+    }
     if (!CAPABILITY_FOR.has(request.method)) {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
@@ -443,6 +450,13 @@ export class Router {
   }
 
   private hostNotification(notification: JsonRpcNotification): void {
+    if (notification.method === 'notifications/tasks/status') {
+      // Only the server that had the host create the task hears of it, under its own handle.
+      const routed = this.tasks.hostStatus(notification.params);
+      if (routed !== undefined)
+        this.options.pool.byName.get(routed.server)?.notify(notification.method, routed.params);
+      return;
+    }
     if (notification.method === 'notifications/roots/list_changed') {
       // A server whose roots the config fixes (or refuses) is never told about the host's.
       for (const upstream of this.options.pool.upstreams)
