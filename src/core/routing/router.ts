@@ -85,6 +85,11 @@ export interface RouterOptions {
   readonly taskOwner?: string;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
+  /**
+   * The host's protocol revision became known (its initialize, or its first request of the
+   * stateless revision): what is served that depends on it may need rebuilding.
+   */
+  readonly revisionKnown?: () => void;
 }
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
@@ -380,11 +385,13 @@ export class Router {
     const { method } = request;
     if (request.refused !== undefined) return this.refused(request, request.refused);
     let modern: boolean;
+    const wasModern = this.modern.era === 'modern';
     try {
       modern = this.modern.admit(request);
     } catch (error) {
       return this.answerError(request, error);
     }
+    if (modern && !wasModern) this.options.revisionKnown?.();
     // Only ping may come before initialize: until then neither the protocol version nor the
     // host's capabilities are known, and upstreams must be told those when they connect.
     if (!modern && !this.initialized && method !== 'initialize' && method !== 'ping') {
@@ -475,6 +482,7 @@ export class Router {
     this.session.initialized(params!, protocolVersion);
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
+    this.options.revisionKnown?.();
     // The upstreams connect declaring what the host can do; the answer waits for the start-up
     // window (as the first list would anyway), so it can say what they offer and pass on their
     // instructions. A server slower than the window joins later, through list_changed.
