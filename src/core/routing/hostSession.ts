@@ -165,10 +165,14 @@ export class InitializedHostSession implements HostSession {
     // A server following up a task it had the host create (the router checked it is its own).
     if (TASK_FOLLOW_UPS.has(method) || method === TASKS_LIST) {
       const tasks = this.capabilities.tasks as Params | undefined;
-      if (tasks === undefined || (method === TASKS_LIST && tasks.list === undefined))
+      if (tasks === undefined)
+        return Promise.reject(
+          new MethodNotFoundError('the host connected to mcp-warden did not declare the tasks capability'),
+        );
+      if (method === TASKS_LIST && tasks.list === undefined)
         return Promise.reject(
           new MethodNotFoundError(
-            `the host connected to mcp-warden did not declare the tasks capability${method === TASKS_LIST ? ' with list' : ''}`,
+            'the host connected to mcp-warden did not declare tasks.list (it lists no tasks)',
           ),
         );
       return this.peer.requestOutcome(method, params, options);

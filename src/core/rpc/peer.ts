@@ -588,8 +588,8 @@ export class IncomingRequest extends Cancellation {
    */
   private send(message: Parameters<RpcPeer['sendQuietly']>[0]): void {
     const write = (): void => {
-      this.peer.sendQuietly(message);
       this.peer.finished(this);
+      this.peer.sendQuietly(message);
     };
     if (this.progressSeq === 0) write();
     else if (this.peer.afterProgress(this.progressSeq, write)) return;
