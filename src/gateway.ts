@@ -6,6 +6,7 @@ import { rebuildCatalogs } from './core/catalog/catalogs.js';
 import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
 import { loggedDefinitions } from './core/catalog/servedDefinitions.js';
+import { definitionRevision } from './core/catalog/definitionCheck.js';
 import { MalformedAnswerError, PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
 import { foldVisibility, type Feature } from './core/feature.js';
@@ -319,7 +320,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     () => primary()?.router.host.declaresExtension(UI_EXTENSION) ?? false,
   );
   const definitions = loggedDefinitions(logger, record);
-  const served = definitions.tools.bind(definitions);
+  // Definitions are checked against the revision the host negotiated; the lists are shared by
+  // every connection, so with several it is the first host that decides, as for Apps above.
+  const hostRevision = () => definitionRevision(primary()?.router.host.protocolVersion);
+  let servedRevision = hostRevision();
+  const served = (server: string, tools: readonly Tool[]) =>
+    definitions.tools(server, tools, (servedRevision = hostRevision()));
+  /** Rebuilds the tool lists when a host's revision asks for other definitions than served. */
+  const revisionKnown = () => {
+    if (hostRevision() === servedRevision) return;
+    for (const scope of allScopes()) relistScope(scope, ['tools']);
+  };
   const lifecycle = features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
   /** The stages that record, for calls refused before the pipeline (see the router). */
   const recording = features.flatMap((f) => (f.stage?.name === 'audit' ? [f.stage.run] : []));
@@ -520,6 +531,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Task handles are sealed to their connection: another host cannot read or cancel them.
       ...(taskOwner !== undefined && { taskOwner }),
       principal,
+      revisionKnown,
     });
     const connection: Connection = {
       router,

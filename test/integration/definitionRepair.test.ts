@@ -5,10 +5,14 @@
  * other server's tools are all there.
  */
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { startModernHost, type ModernHost } from '../fixtures/modernHost.js';
+import { modernResult } from './modernWire.js';
 import {
+  CLI,
   connectHost,
   FAST_GATEWAY,
   fixture,
@@ -110,5 +114,33 @@ describe('definition repair', () => {
     expect(stdout).toMatch(/left out: server bad, tool string_input: inputSchema\.type/);
     expect(stdout).toContain('good__echo');
     expect(stdout).not.toContain('bad__string_input');
+  });
+});
+
+describe('definitions checked against the host’s revision', () => {
+  let modern: ModernHost | undefined;
+  afterEach(async () => {
+    await modern?.close();
+    modern = undefined;
+  });
+
+  it('a 2026-07-28 host is served boolean subschemas as the server sent them; the rest as before', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { good: fixture(), bad: fixture(['--tools', 'badschema']) },
+    });
+    modern = startModernHost(CLI, config);
+    const result = modernResult('tools/list', await modern.request('tools/list'));
+    const tools = result.tools as Tool[];
+    const names = tools.map((t) => t.name);
+    // Its schema takes any JSON value as a property's schema: nothing to repair.
+    expect(tools.find((t) => t.name === 'bad__bool_subschema')?.outputSchema?.properties).toEqual({
+      v: true,
+      never: false,
+    });
+    // An inputSchema is still an object schema in that revision.
+    expect(tools.find((t) => t.name === 'bad__no_type_input')?.inputSchema.type).toBe('object');
+    expect(names).not.toContain('bad__string_input');
+    expect(names).toContain('good__echo');
   });
 });

@@ -246,3 +246,39 @@ describe('pins hold _meta.ui', () => {
     );
   });
 });
+
+describe('App resource templates', () => {
+  it('are served under their server’s name, and each expansion reads from its own server', async () => {
+    const flags = (name: string) => ['--resources', '--ui-templates', '--name', name];
+    const straight = new Client({ name: 'direct-host', version: '1.0.0' }, { capabilities: APPS_HOST });
+    await straight.connect(new StdioClientTransport({ ...fixture(flags('one')), stderr: 'pipe' } as never));
+    const directTemplates = (await straight.listResourceTemplates()).resourceTemplates;
+    const directRead = await straight.readResource({ uri: 'ui://widgets/7.html' });
+    await straight.close();
+    expect(directTemplates.map((t) => t.uriTemplate)).toEqual(['ui://widgets/{id}.html']);
+
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { one: fixture(flags('one')), two: fixture(flags('two')) },
+    });
+    const host = await connectHost(config, { capabilities: APPS_HOST });
+    try {
+      const { resourceTemplates } = await host.client.listResourceTemplates();
+      // Both servers serve the same template: the host is given two, one per server.
+      expect(resourceTemplates.map((t) => t.uriTemplate).sort()).toEqual([
+        'ui://one/widgets/{id}.html',
+        'ui://two/widgets/{id}.html',
+      ]);
+      expect(resourceTemplates[0]).toMatchObject({ name: 'widget', mimeType: directTemplates[0]!.mimeType });
+      const one = await host.client.readResource({ uri: 'ui://one/widgets/7.html' });
+      const two = await host.client.readResource({ uri: 'ui://two/widgets/7.html' });
+      expect(one.contents).toEqual([{ ...directRead.contents[0], uri: 'ui://one/widgets/7.html' }]);
+      expect(two.contents[0]).toMatchObject({
+        uri: 'ui://two/widgets/7.html',
+        text: '<p>widget 7 from two</p>',
+      });
+    } finally {
+      await host.close();
+    }
+  });
+});

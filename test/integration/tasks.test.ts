@@ -2,7 +2,7 @@
  * Tasks through the built gateway, with the SDK Client as host: server-everything's task tool
  * compared with a direct connection, and two task fixtures whose task ids collide.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -465,3 +465,129 @@ async function waitFor(check: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe('progress a server reports for a task after creating it', () => {
+  /** Runs `report` as a task, collecting the progress the host's onprogress sees. */
+  async function progressOf(client: Client, name: string): Promise<number[]> {
+    const seen: number[] = [];
+    let result: CallToolResult | undefined;
+    for await (const message of client.experimental.tasks.callToolStream(
+      { name, arguments: { n: 2 } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 }, onprogress: (p) => seen.push(p.progress) },
+    )) {
+      if (message.type === 'result') result = message.result as CallToolResult;
+      if (message.type === 'error') throw message.error;
+    }
+    expect(textOf(result!)).toContain('"total":4');
+    return seen;
+  }
+
+  it('reaches the host through the gateway as it does direct', async () => {
+    const args = ['--progress', '3', '--task-ms', '400'];
+    const direct = new Client({ name: 'direct', version: '1' }, { capabilities: TASK_HOST });
+    await direct.connect(
+      new StdioClientTransport({ command: NODE, args: [TASK_FIXTURE, ...args], stderr: 'ignore' }),
+    );
+    const directSeen = await progressOf(direct, 'report');
+    await direct.close();
+    expect(directSeen).toEqual([1, 2, 3]);
+
+    const config = writeConfig({ gateway: FAST_GATEWAY, mcpServers: { a: taskServer(args) } });
+    const host = await connectHost(config, { capabilities: TASK_HOST });
+    try {
+      expect(await progressOf(host.client, 'a__report')).toEqual(directSeen);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('servers that list the tasks they had the host create', () => {
+  const host_ = { ...SAMPLING_TASK_HOST, tasks: { ...SAMPLING_TASK_HOST.tasks, list: {} } };
+  interface Report {
+    created: string[];
+    listed: string[];
+    capabilities: { tasks?: { list?: object } };
+  }
+  const report = async (client: Client, name: string, count: number): Promise<Report> =>
+    JSON.parse(textOf(await client.callTool({ name, arguments: { count } }))) as Report;
+  /** Waits until the host has completed every task it runs (it tells the server when it does). */
+  /** Every task in the host's own store, page by page. */
+  const hostTasks = async (store: InMemoryTaskStore): Promise<Task[]> => {
+    const all: Task[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.listTasks(cursor);
+      all.push(...page.tasks);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return all;
+  };
+  const allDone = (store: InMemoryTaskStore) =>
+    vi.waitFor(
+      async () => {
+        expect((await hostTasks(store)).every((t) => t.status === 'completed')).toBe(true);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
+
+  it('see their own tasks only, across the host’s pages, as a direct connection sees them', async () => {
+    const directStore = new InMemoryTaskStore();
+    const direct = new Client(
+      { name: 'direct', version: '1' },
+      { capabilities: host_, taskStore: directStore },
+    );
+    samplingTaskHost(direct);
+    await direct.connect(new StdioClientTransport({ command: NODE, args: [TASK_FIXTURE], stderr: 'ignore' }));
+    const straight = await report(direct, 'host-tasks', 6);
+    await allDone(directStore);
+    await direct.close();
+    expect(straight.listed).toEqual(straight.created);
+    expect(straight.capabilities.tasks?.list).toBeDefined();
+
+    const config = writeConfig({ gateway: FAST_GATEWAY, mcpServers: { a: taskServer(), b: taskServer() } });
+    const store = new InMemoryTaskStore();
+    const host = await connectHost(config, {
+      capabilities: host_,
+      taskStore: store,
+      beforeConnect: samplingTaskHost,
+    });
+    try {
+      // The host pages its list by 10: a's six, then b's six, then one more of a's.
+      const a1 = await report(host.client, 'a__host-tasks', 6);
+      const b = await report(host.client, 'b__host-tasks', 6);
+      const a2 = await report(host.client, 'a__host-tasks', 1);
+      expect(a1.capabilities.tasks?.list).toBeDefined();
+      expect(a1.listed).toEqual(a1.created);
+      expect(b.listed).toEqual(b.created);
+      expect(a2.listed).toEqual([...a1.created, ...a2.created]);
+      // Handles, not the host's ids: what the host's own list shows is never what a server sees.
+      const hostIds = (await hostTasks(store)).map((t) => t.taskId);
+      expect(hostIds).toHaveLength(13);
+      for (const id of [...a2.listed, ...b.listed]) expect(hostIds).not.toContain(id);
+
+      // Each task's status notifications (the host completes them) reach their own server only.
+      const statuses = async (name: string) =>
+        JSON.parse(textOf(await host.client.callTool({ name, arguments: {} }))) as {
+          taskId: string;
+          status: string;
+        }[];
+      const aCreated = [...a1.created, ...a2.created];
+      await vi.waitFor(
+        async () => {
+          const completed = (await statuses('a__host-task-statuses')).filter((s) => s.status === 'completed');
+          expect(new Set(completed.map((s) => s.taskId))).toEqual(new Set(aCreated));
+        },
+        { timeout: 5_000, interval: 50 },
+      );
+      const onA = await statuses('a__host-task-statuses');
+      const onB = await statuses('b__host-task-statuses');
+      expect(onA.every((s) => aCreated.includes(s.taskId))).toBe(true);
+      expect(onB.every((s) => b.created.includes(s.taskId))).toBe(true);
+      await allDone(store);
+    } finally {
+      await host.close();
+    }
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { checkDefinitions, checkTool } from '../../src/core/catalog/definitionCheck.js';
+import { checkDefinitions, checkTool, definitionRevision } from '../../src/core/catalog/definitionCheck.js';
 import { exposedUiUri, originalUiUri, withExposedUi } from '../../src/core/catalog/appUi.js';
 
 const tool = (fields: object) => ({ name: 't', inputSchema: { type: 'object' }, ...fields }) as Tool;
@@ -50,6 +50,49 @@ describe('checkTool', () => {
     ]);
     expect(checked.tools.map((t) => t.name)).toEqual(['a', 'c']);
     expect(checked.leftOut.map((l) => l.tool)).toEqual(['b']);
+  });
+});
+
+describe('checkTool per protocol revision', () => {
+  it('picks the revision by the negotiated version, the strictest before any host', () => {
+    expect(
+      ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28', undefined].map(
+        definitionRevision,
+      ),
+    ).toEqual(['2025-06-18', '2025-06-18', '2025-06-18', '2025-11-25', '2026-07-28', '2025-11-25']);
+  });
+
+  it('2025-06-18 does not hold fields it does not have (icons, execution) against a tool', () => {
+    const odd = tool({ execution: { taskSupport: 'sometimes' }, icons: 'none' });
+    expect(checkTool(odd, '2025-06-18')).toBeUndefined();
+    expect(checkTool(odd, '2025-11-25')).toEqual({
+      reason: expect.stringMatching(/icons: .*; execution\.taskSupport: /) as string,
+    });
+    // What 2025-06-18 has, it checks as strictly as 2025-11-25.
+    expect(
+      checkTool(tool({ outputSchema: { type: 'object', properties: { v: true } } }), '2025-06-18'),
+    ).toEqual({
+      tool: tool({ outputSchema: { type: 'object', properties: { v: {} } } }),
+      repairs: ['outputSchema.properties.v: true became {}'],
+    });
+  });
+
+  it('2026-07-28 takes boolean subschemas and any outputSchema object, but not a non-object schema', () => {
+    const booleans = tool({
+      inputSchema: { type: 'object', properties: { a: true } },
+      outputSchema: { properties: { b: false } },
+    });
+    expect(checkTool(booleans, '2026-07-28')).toBeUndefined();
+    expect(checkTool(booleans, '2025-11-25')).toMatchObject({ repairs: expect.any(Array) as unknown });
+    // inputSchema is still `type: "object"`, and repaired the same way.
+    expect(checkTool(tool({ inputSchema: {} }), '2026-07-28')).toEqual({
+      tool: tool({ inputSchema: { type: 'object' } }),
+      repairs: ['inputSchema.type: missing, set to "object"'],
+    });
+    expect(checkTool(tool({ outputSchema: 'text' }), '2026-07-28')).toHaveProperty('reason');
+    expect(checkTool(tool({ outputSchema: { $schema: 7 } }), '2026-07-28')).toEqual({
+      reason: 'outputSchema.$schema: expected a string',
+    });
   });
 });
 

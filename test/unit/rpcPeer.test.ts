@@ -3,7 +3,7 @@ import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js'
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
-import { RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
+import { PROGRESS_CONFIRM_MS, RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
 import {
   SENT,
   StreamTransport,
@@ -121,7 +121,7 @@ describe('RpcPeer, outgoing', () => {
 
 describe('RpcPeer, incoming', () => {
   /** A peer on a stream transport, as the host's connection is; `chunks` are the writes made. */
-  async function hostPeer(onRequest: (request: IncomingRequest) => void) {
+  async function hostPeer(onRequest: (request: IncomingRequest) => void, confirmsProgress?: boolean) {
     const { PassThrough } = await import('node:stream');
     const input = new PassThrough();
     const output = new PassThrough();
@@ -143,6 +143,7 @@ describe('RpcPeer, incoming', () => {
       },
       onRequest,
       onNotification: () => {},
+      ...(confirmsProgress !== undefined && { confirmsProgress: () => confirmsProgress }),
     });
     await transport.start();
     return { input, chunks };
@@ -168,5 +169,70 @@ describe('RpcPeer, incoming', () => {
     input.write('{"jsonrpc":"2.0","id":1,"method":"x"}\n{"jsonrpc":"2.0","id":2,"method":"x"}\n');
     await vi.waitFor(() => expect(chunks.join('')).toContain('"n":2'));
     expect(chunks).toHaveLength(1);
+  });
+
+  describe('where the host confirms progress', () => {
+    /** Every message written so far, parsed. */
+    const written = (chunks: string[]) =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+    it('holds an answer that follows progress until the host answers a ping sent after it', async () => {
+      const { input, chunks } = await hostPeer((request) => {
+        request.onProgress!({ progress: 1, total: 1 });
+        if (request.id === 7) request.respond(Outcome.of({ done: true }));
+        else request.fail({ code: -32000, message: 'no' });
+      }, true);
+      input.write('{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');
+      await vi.waitFor(() => expect(written(chunks).some((m) => m.method === 'ping')).toBe(true));
+      input.write('{"jsonrpc":"2.0","id":8,"method":"x","params":{"_meta":{"progressToken":"q"}}}\n');
+      await vi.waitFor(() => expect(written(chunks).filter((m) => m.method === 'ping')).toHaveLength(2));
+      // The first ping came before the second request's progress, so it cannot confirm it.
+      expect(written(chunks).some((m) => 'result' in m || 'error' in m)).toBe(false);
+      const pings = written(chunks).filter((m) => m.method === 'ping');
+      input.write(`{"jsonrpc":"2.0","id":${JSON.stringify(pings[0]!.id)},"result":{}}\n`);
+      await vi.waitFor(() => expect(written(chunks).some((m) => m.id === 7)).toBe(true));
+      expect(written(chunks).some((m) => m.id === 8)).toBe(false);
+      input.write(
+        `{"jsonrpc":"2.0","id":${JSON.stringify(pings[1]!.id)},"error":{"code":-32601,"message":"?"}}\n`,
+      );
+      await vi.waitFor(() => expect(written(chunks).some((m) => m.id === 8)).toBe(true));
+      const order = written(chunks).map((m) => m.method ?? `answer ${String(m.id)}`);
+      expect(order).toEqual([
+        'notifications/progress',
+        'ping',
+        'notifications/progress',
+        'ping',
+        'answer 7',
+        'answer 8',
+      ]);
+    });
+
+    it('writes the answer anyway when the host never answers the ping', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const { input, chunks } = await hostPeer((request) => {
+          request.onProgress!({ progress: 1 });
+          request.respond(Outcome.of({ done: true }));
+        }, true);
+        input.write('{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.method === 'ping')).toBe(true));
+        expect(written(chunks).some((m) => m.id === 7)).toBe(false);
+        await vi.advanceTimersByTimeAsync(PROGRESS_CONFIRM_MS + 100);
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.id === 7)).toBe(true));
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('answers without a ping when the request had no progress', async () => {
+      const { input, chunks } = await hostPeer((request) => request.respond(Outcome.of({ n: 1 })), true);
+      input.write('{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');
+      await vi.waitFor(() => expect(chunks.join('')).toContain('"n":1'));
+      expect(written(chunks).map((m) => m.id)).toEqual([1]);
+    });
   });
 });

@@ -30,7 +30,7 @@ describe('the tasks capability', () => {
     });
   });
 
-  it("passes the host's task support on for the requests a server may make, never list", () => {
+  it("passes the host's task support on for the requests a server may make, with list and cancel", () => {
     const session = new InitializedHostSession({} as RpcPeer);
     session.initialized(
       {
@@ -49,11 +49,13 @@ describe('the tasks capability', () => {
     const all = { sampling: true, elicitation: true, roots: true } as const;
     expect(session.capabilitiesFor(all).tasks).toEqual({
       cancel: {},
+      list: {},
       requests: { sampling: { createMessage: {} }, elicitation: { create: {} } },
     });
     // A server that may not sample is not told the host samples as a task either.
     expect(session.capabilitiesFor({ ...all, sampling: false }).tasks).toEqual({
       cancel: {},
+      list: {},
       requests: { elicitation: { create: {} } },
     });
     expect(session.capabilitiesFor({ ...all, sampling: false, elicitation: false })).not.toHaveProperty(

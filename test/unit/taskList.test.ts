@@ -94,3 +94,79 @@ describe('tasks/list across upstreams', () => {
     await expect(list('made-up')).rejects.toThrow(/not a cursor this mcp-warden session gave/);
   });
 });
+
+describe("a server's tasks/list of the tasks it had the host create", () => {
+  /** Routing whose host lists `hostPages` (by its own cursor), and answers to server requests. */
+  function hostRouting(hostPages: Record<string, { ids: string[]; next?: string }>) {
+    const tasks = new TaskRouting({
+      owner: () => 'session',
+      upstreams: () => [],
+      route: () => {},
+      respond: () => {},
+      ask: () => Promise.reject(new Error('not asked')),
+      logger,
+      pipeline: (message: RoutedMessage) => {
+        expect(message.direction).toBe('host');
+        const page = hostPages[(message.params?.cursor as string | undefined) ?? '']!;
+        return Promise.resolve(
+          Outcome.of({
+            tasks: page.ids.map(task),
+            ...(page.next !== undefined && { nextCursor: page.next }),
+          }),
+        );
+      },
+    });
+    /** The host ran a request of `server` as task `id`: the server is given its handle. */
+    const created = (server: string, id: string) =>
+      (tasks.answerForUpstream(server, Outcome.of({ task: task(id) })).result.task as { taskId: string })
+        .taskId;
+    const list = async (server: string, cursor?: string) => {
+      let answer: Record<string, unknown> | undefined;
+      const request = {
+        method: 'tasks/list',
+        params: cursor === undefined ? undefined : { cursor },
+        respond: (outcome: Outcome) => (answer = outcome.result),
+      } as unknown as IncomingRequest;
+      await tasks.listForUpstream(server, request);
+      return answer as { tasks: { taskId: string }[]; nextCursor?: string };
+    };
+    return { tasks, created, list };
+  }
+
+  it("shows each server its own tasks only, under its handles, skipping pages of others'", async () => {
+    const { created, list } = hostRouting({
+      '': { ids: ['h1', 'h2', 'h3'], next: 'c2' },
+      c2: { ids: ['h4', 'own-by-host'], next: 'c3' },
+      c3: { ids: ['h5'] },
+    });
+    const a = ['h1', 'h3', 'h5'].map((id) => created('a', id));
+    const b = ['h2', 'h4'].map((id) => created('b', id));
+    const first = await list('a');
+    expect(first.tasks.map((t) => t.taskId)).toEqual(a.slice(0, 2));
+    // The host's second page has none of a's: the next answer goes on to the third.
+    const second = await list('a', first.nextCursor);
+    expect(second.tasks.map((t) => t.taskId)).toEqual([a[2]]);
+    expect(second.nextCursor).toBeUndefined();
+    const ofB = [];
+    let cursor: string | undefined;
+    do {
+      const page = await list('b', cursor);
+      ofB.push(...page.tasks.map((t) => t.taskId));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    expect(ofB).toEqual(b);
+  });
+
+  it("refuses a cursor given to another server, and routes the host's status notifications", async () => {
+    const { tasks, created, list } = hostRouting({ '': { ids: ['h1'], next: 'c2' }, c2: { ids: ['h2'] } });
+    const handle = created('a', 'h1');
+    created('a', 'h2');
+    const { nextCursor } = await list('a');
+    await expect(list('b', nextCursor)).rejects.toThrow(/not a cursor mcp-warden gave server "b"/);
+    expect(tasks.hostStatus({ taskId: 'h1', status: 'completed' })).toEqual({
+      server: 'a',
+      params: { taskId: handle, status: 'completed' },
+    });
+    expect(tasks.hostStatus({ taskId: 'unknown', status: 'completed' })).toBeUndefined();
+  });
+});

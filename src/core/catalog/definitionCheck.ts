@@ -4,9 +4,17 @@ import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
  * Tool definitions as a strict host checks them. The TypeScript SDK's client parses a whole
  * `tools/list` answer with its zod schema and throws on any tool it rejects, so one server's odd
  * (but valid JSON Schema) definition would empty the merged list of every server. Each tool is
- * checked here on its own, with the same schema the SDK's client uses for every protocol
- * revision it speaks; a rejected definition is repaired when the repair keeps its meaning, and
- * otherwise that one tool is left out.
+ * checked here on its own, against the schema of the protocol revision the host negotiated; a
+ * rejected definition is repaired when the repair keeps its meaning, and otherwise that one tool
+ * is left out.
+ *
+ * The revisions' schemas, as differences from the SDK's schema (which is 2025-11-25's):
+ *  - 2025-06-18 (and earlier) has no `icons` and no `execution`: a host of it does not read
+ *    them, so what is wrong with them is not held against the tool;
+ *  - 2025-11-25: the SDK's schema as it is (each `properties` value an object, an
+ *    `outputSchema` of `"type": "object"`);
+ *  - 2026-07-28 takes any JSON value as a `properties` value (a boolean subschema included) and
+ *    any JSON object as `outputSchema` (with `$schema`, when present, a string).
  *
  * Repairs are driven by what the check rejects, so a definition the check accepts is served
  * exactly as the server sent it:
@@ -37,11 +45,29 @@ export interface CheckedDefinitions {
   readonly leftOut: readonly LeftOutTool[];
 }
 
+/** The protocol revisions whose tool schemas differ. */
+export type DefinitionRevision = '2025-06-18' | '2025-11-25' | '2026-07-28';
+
+/**
+ * The revision whose schema checks definitions for a host that negotiated `protocolVersion`
+ * (revisions are dates, so they compare as text). Before any host: 2025-11-25, the strictest.
+ */
+export function definitionRevision(protocolVersion: string | undefined): DefinitionRevision {
+  if (protocolVersion === undefined || protocolVersion === '') return '2025-11-25';
+  if (protocolVersion >= '2026-07-28') return '2026-07-28';
+  if (protocolVersion >= '2025-11-25') return '2025-11-25';
+  return '2025-06-18';
+}
+
 /** Enough rounds for every repairable issue of one definition; each round fixes at least one. */
 const MAX_ROUNDS = 64;
 
-/** Checks one tool definition; undefined when the SDK's schema accepts it as it is. */
-export function checkTool(tool: Tool): { tool: Tool; repairs: string[] } | { reason: string } | undefined {
+/** Checks one tool definition; undefined when `revision`'s schema accepts it as it is. */
+export function checkTool(
+  tool: Tool,
+  revision: DefinitionRevision = '2025-11-25',
+): { tool: Tool; repairs: string[] } | { reason: string } | undefined {
+  const problems = (definition: unknown) => problemsIn(definition, revision);
   let issues = problems(tool);
   if (issues.length === 0) return undefined;
   const current = structuredClone(tool) as unknown as Record<string, unknown>;
@@ -56,13 +82,16 @@ export function checkTool(tool: Tool): { tool: Tool; repairs: string[] } | { rea
   return { tool: current as unknown as Tool, repairs };
 }
 
-/** Checks one server's tools, each on its own. */
-export function checkDefinitions(tools: readonly Tool[]): CheckedDefinitions {
+/** Checks one server's tools, each on its own, against `revision`'s schema. */
+export function checkDefinitions(
+  tools: readonly Tool[],
+  revision: DefinitionRevision = '2025-11-25',
+): CheckedDefinitions {
   const served: Tool[] = [];
   const repaired: RepairedTool[] = [];
   const leftOut: LeftOutTool[] = [];
   for (const tool of tools) {
-    const checked = checkTool(tool);
+    const checked = checkTool(tool, revision);
     if (checked === undefined) served.push(tool);
     else if ('reason' in checked) leftOut.push({ tool: String(tool.name), reason: checked.reason });
     else {
@@ -79,9 +108,32 @@ interface Issue {
   readonly code: string;
 }
 
-function problems(tool: unknown): Issue[] {
+function problemsIn(tool: unknown, revision: DefinitionRevision): Issue[] {
   const parsed = ToolSchema.safeParse(tool);
-  return parsed.success ? [] : (parsed.error.issues as unknown as Issue[]);
+  const issues = parsed.success ? [] : (parsed.error.issues as unknown as Issue[]);
+  if (revision === '2025-11-25') return issues;
+  if (revision === '2025-06-18') return issues.filter((issue) => !NOT_IN_2025_06_18.has(issue.path[0]!));
+  return [...issues.filter((issue) => !acceptedBy2026(issue)), ...outputSchemaDialect(tool)];
+}
+
+/** Fields a 2025-06-18 host does not know. */
+const NOT_IN_2025_06_18: ReadonlySet<PropertyKey> = new Set(['icons', 'execution']);
+
+/** What 2026-07-28 accepts of what the SDK's schema rejects: see the header. */
+function acceptedBy2026(issue: Issue): boolean {
+  const [field, second] = issue.path;
+  if (field === 'inputSchema' && second === 'properties' && issue.path.length >= 3) return true;
+  return field === 'outputSchema' && issue.path.length >= 2;
+}
+
+/** 2026-07-28 asks of an `outputSchema` object only that its `$schema`, if any, be a string. */
+function outputSchemaDialect(tool: unknown): Issue[] {
+  const output = (tool as { outputSchema?: unknown } | null)?.outputSchema;
+  if (typeof output !== 'object' || output === null || !Object.hasOwn(output, '$schema')) return [];
+  const dialect = (output as { $schema?: unknown }).$schema;
+  return typeof dialect === 'string'
+    ? []
+    : [{ path: ['outputSchema', '$schema'], message: 'expected a string', code: 'invalid_type' }];
 }
 
 const SCHEMA_FIELDS: ReadonlySet<PropertyKey> = new Set(['inputSchema', 'outputSchema']);

@@ -29,8 +29,8 @@ function templatePattern(template: string): RegExp {
  * Resources are not namespaced: a URI means the same thing whoever serves it, and hosts show
  * them as they are. So ownership is by URI: exact resources first, then templates, in config
  * order; two servers listing one URI is reported and the first keeps it. The exception is MCP
- * Apps' `ui://` URIs, which servers choose without any care for uniqueness (see appUi.ts): each
- * is served under its server's name.
+ * Apps' `ui://` URIs and URI templates, which servers choose without any care for uniqueness (see
+ * appUi.ts): each is served under its server's name.
  */
 export class ResourceCatalog {
   private owners = new Map<string, string>();
@@ -66,7 +66,14 @@ export class ResourceCatalog {
         resources.push(resource);
       }
     }
-    const templates = sources.flatMap((s) => s.templates.map((t) => ({ template: t, server: s.server })));
+    // An App's template is served under its server's name like its resources, so each URI it
+    // expands to reads back to that server (see `route`).
+    const templates = sources.flatMap((s) =>
+      s.templates.map((t) => ({
+        template: isUiUri(t.uriTemplate) ? { ...t, uriTemplate: exposedUiUri(s.server, t.uriTemplate) } : t,
+        server: s.server,
+      })),
+    );
     const offering = sources.filter((s) => s.offersResources);
     const shownResources =
       listed?.resource === undefined

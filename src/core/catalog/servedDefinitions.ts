@@ -2,7 +2,12 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolRepairedEvent } from '../events.js';
 import type { Logger } from '../logger.js';
 import { withExposedUi } from './appUi.js';
-import { checkDefinitions, type LeftOutTool, type RepairedTool } from './definitionCheck.js';
+import {
+  checkDefinitions,
+  type DefinitionRevision,
+  type LeftOutTool,
+  type RepairedTool,
+} from './definitionCheck.js';
 
 /** Where the outcome of a definition check is told (each distinct one once per run). */
 export interface DefinitionReports {
@@ -12,28 +17,35 @@ export interface DefinitionReports {
 
 /**
  * The tool definitions the host is served for each upstream: checked one by one as a strict
- * host would (see definitionCheck.ts), repaired or left out, and with their MCP Apps resource
+ * host of the negotiated revision would (see definitionCheck.ts), repaired or left out, and with their MCP Apps resource
  * URIs in the gateway's namespaced form (see appUi.ts). Worked out once per list an upstream
  * sends (lists are rebuilt far more often than they change), and each repair or omission is
  * reported once per run, not at every re-listing.
  */
 export class ServedDefinitions {
-  private readonly cache = new WeakMap<readonly Tool[], readonly Tool[]>();
+  private readonly cache = new WeakMap<readonly Tool[], Map<DefinitionRevision, readonly Tool[]>>();
   private readonly reported = new Set<string>();
 
   constructor(private readonly reports: DefinitionReports = {}) {}
 
-  tools(server: string, tools: readonly Tool[]): readonly Tool[] {
-    const cached = this.cache.get(tools);
+  /** `server`'s tools as served to a host of `revision`. */
+  tools(
+    server: string,
+    tools: readonly Tool[],
+    revision: DefinitionRevision = '2025-11-25',
+  ): readonly Tool[] {
+    let byRevision = this.cache.get(tools);
+    const cached = byRevision?.get(revision);
     if (cached !== undefined) return cached;
-    const checked = checkDefinitions(tools);
+    const checked = checkDefinitions(tools, revision);
     for (const repaired of checked.repaired)
       if (this.first(['repaired', server, repaired.tool, ...repaired.repairs]))
         this.reports.repaired?.(server, repaired);
     for (const left of checked.leftOut)
       if (this.first(['leftOut', server, left.tool, left.reason])) this.reports.leftOut?.(server, left);
     const served = checked.tools.map((tool) => withExposedUi(server, tool));
-    this.cache.set(tools, served);
+    if (byRevision === undefined) this.cache.set(tools, (byRevision = new Map()));
+    byRevision.set(revision, served);
     return served;
   }
 

@@ -23,25 +23,30 @@ export const CAPABILITY_FOR: ReadonlyMap<string, ForwardedCapability> = new Map(
 /** The task methods a server may send the host, about a task it had the host create. */
 export const TASK_FOLLOW_UPS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
 
+/** A server lists the tasks it had the host create (the gateway filters the host's list). */
+export const TASKS_LIST = 'tasks/list';
+
 /**
  * The host's `tasks` client capability as a server is told it: the kinds of request the host
- * runs as tasks, for those this server may make (in `forwarded`), and `cancel`. Never `list`: a
- * host's list holds every server's tasks, and no server may see another's. Undefined when
- * nothing is left.
+ * runs as tasks, for those this server may make (in `forwarded`), with `cancel` and `list` as
+ * the host declares them. A server's `tasks/list` shows it only the tasks it had the host
+ * create (the gateway filters the host's list), never another server's. Undefined when nothing
+ * is left.
  */
 function hostTasksFor(tasks: unknown, forwarded: Params): Params | undefined {
   if (typeof tasks !== 'object' || tasks === null) return undefined;
-  const { cancel, requests } = tasks as Params;
+  const { cancel, list, requests } = tasks as Params;
   const kinds: Params = {};
   if (typeof requests === 'object' && requests !== null)
     for (const kind of ['sampling', 'elicitation'] as const) {
       const methods = (requests as Params)[kind];
       if (methods !== undefined && forwarded[kind] !== undefined) kinds[kind] = methods;
     }
-  const out: Params = {};
-  if (Object.keys(kinds).length > 0) out.requests = kinds;
-  if (cancel !== undefined && out.requests !== undefined) out.cancel = cancel;
-  return out.requests === undefined ? undefined : out;
+  if (Object.keys(kinds).length === 0) return undefined;
+  const out: Params = { requests: kinds };
+  if (cancel !== undefined) out.cancel = cancel;
+  if (list !== undefined) out.list = list;
+  return out;
 }
 
 /** Where a question for the host comes from (a host of the stateless revision is asked within a call). */
@@ -158,10 +163,17 @@ export class InitializedHostSession implements HostSession {
 
   ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
     // A server following up a task it had the host create (the router checked it is its own).
-    if (TASK_FOLLOW_UPS.has(method)) {
-      if (this.capabilities.tasks === undefined)
+    if (TASK_FOLLOW_UPS.has(method) || method === TASKS_LIST) {
+      const tasks = this.capabilities.tasks as Params | undefined;
+      if (tasks === undefined)
         return Promise.reject(
           new MethodNotFoundError('the host connected to mcp-warden did not declare the tasks capability'),
+        );
+      if (method === TASKS_LIST && tasks.list === undefined)
+        return Promise.reject(
+          new MethodNotFoundError(
+            'the host connected to mcp-warden did not declare tasks.list (it lists no tasks)',
+          ),
         );
       return this.peer.requestOutcome(method, params, options);
     }

@@ -23,7 +23,7 @@ import { errorToWire, requestErrorToWire } from '../errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
-import type { MessageTransport } from '../transports/streamTransport.js';
+import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import {
   RpcErrorCode,
   truncateForEcho,
@@ -52,6 +52,7 @@ import {
   CAPABILITY_FOR,
   InitializedHostSession,
   TASK_FOLLOW_UPS,
+  TASKS_LIST,
   type HostList,
   type HostSession,
 } from './hostSession.js';
@@ -86,6 +87,11 @@ export interface RouterOptions {
   readonly taskOwner?: string;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
+  /**
+   * The host's protocol revision became known (its initialize, or its first request of the
+   * stateless revision): what is served that depends on it may need rebuilding.
+   */
+  readonly revisionKnown?: () => void;
 }
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
@@ -157,6 +163,14 @@ export class Router {
       },
       onRequest: (request) => this.dispatch(request),
       onNotification: (notification) => this.hostNotification(notification),
+      // A host on a byte stream, in a session that lets the gateway ask it things: the stream is
+      // where the last progress and the answer reach the host in one read. Not while shutting
+      // down, when nothing the host says is waited for.
+      confirmsProgress: () =>
+        !this.closing &&
+        this.initialized &&
+        this.modern.era !== 'modern' &&
+        options.host instanceof StreamTransport,
     });
     this.session = new InitializedHostSession(this.peer);
     this.bridge = new ModernInputBridge({
@@ -283,6 +297,12 @@ export class Router {
       }
       return;
     }
+    if (request.method === TASKS_LIST) {
+      this.tasks
+        .listForUpstream(upstream.name, request)
+        .catch((error: unknown) => this.answerError(request, error));
+      return;
+    }
     if (!CAPABILITY_FOR.has(request.method)) {
       this.answerError(request, new MethodNotFoundError(`Method not found: ${request.method}`));
       return;
@@ -383,11 +403,13 @@ export class Router {
     const { method } = request;
     if (request.refused !== undefined) return this.refused(request, request.refused);
     let modern: boolean;
+    const wasModern = this.modern.era === 'modern';
     try {
       modern = this.modern.admit(request);
     } catch (error) {
       return this.answerError(request, error);
     }
+    if (modern && !wasModern) this.options.revisionKnown?.();
     // Only ping may come before initialize: until then neither the protocol version nor the
     // host's capabilities are known, and upstreams must be told those when they connect.
     if (!modern && !this.initialized && method !== 'initialize' && method !== 'ping') {
@@ -453,6 +475,13 @@ export class Router {
   }
 
   private hostNotification(notification: JsonRpcNotification): void {
+    if (notification.method === 'notifications/tasks/status') {
+      // Only the server that had the host create the task hears of it, under its own handle.
+      const routed = this.tasks.hostStatus(notification.params);
+      if (routed !== undefined)
+        this.options.pool.byName.get(routed.server)?.notify(notification.method, routed.params);
+      return;
+    }
     if (notification.method === 'notifications/roots/list_changed') {
       // A server whose roots the config fixes (or refuses) is never told about the host's.
       for (const upstream of this.options.pool.upstreams)
@@ -471,6 +500,7 @@ export class Router {
     this.session.initialized(params!, protocolVersion);
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
+    this.options.revisionKnown?.();
     // The upstreams connect declaring what the host can do; the answer waits for the start-up
     // window (as the first list would anyway), so it can say what they offer and pass on their
     // instructions. A server slower than the window joins later, through list_changed.

@@ -30,6 +30,7 @@ import {
   type ProgressToken,
 } from './progress.js';
 import { Outcome } from './outcome.js';
+import { createdTaskId, taskIdIn, TaskProgress } from './taskProgress.js';
 import { attachRawResponse, type RawResult } from './rawResult.js';
 
 /**
@@ -76,6 +77,27 @@ export interface PeerOptions {
   readonly onRequest: (request: IncomingRequest) => void;
   /** Notifications other than progress for our requests and cancellation of its own. */
   readonly onNotification: (notification: JsonRpcNotification) => void;
+  /**
+   * Whether an answer that follows progress waits until the other side confirms it has handled
+   * that progress (it answers a `ping` sent after it), rather than only being written after it.
+   * For a host that reads a byte stream: hosts built on the TypeScript SDK handle a notification
+   * a microtask after a response that arrived in the same read, and drop progress for a request
+   * already answered, so order on the wire alone does not bring the last progress home. Asked at
+   * each answer; false (the default) for a side that cannot be pinged now.
+   */
+  readonly confirmsProgress?: () => boolean;
+}
+
+/**
+ * How long an answer waits for the other side to confirm its progress. A side that never
+ * answers pings delays each answer that followed progress by this much, and no more.
+ */
+export const PROGRESS_CONFIRM_MS = 2_000;
+
+/** One `ping` in flight that confirms progress up to `seq`, and the answers waiting on it. */
+interface ProgressBarrier {
+  readonly seq: number;
+  readonly waiting: (() => void)[];
 }
 
 /** A request in flight: its promise, progress listener, cancellation and deadline, in one object. */
@@ -96,6 +118,8 @@ class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntr
     readonly deadlineError: (() => Error) | undefined,
     /** Resolve with an `Outcome` (the answer with its bytes), not the bare result. */
     readonly asOutcome: boolean,
+    /** The task whose kept progress its answer ends (`tasks/result`, `tasks/cancel`). */
+    readonly endsTask: string | undefined,
   ) {
     super();
   }
@@ -120,6 +144,8 @@ export class RpcPeer {
   private readonly incoming = new Map<string | number, IncomingRequest>();
   /** One queue per deadline duration, so deadlines of equal length expire in order (deadlines.ts). */
   private readonly deadlines = new Map<number, DeadlineQueue>();
+  /** Progress of our requests that the other side answered with a task still running. */
+  private readonly taskProgress = new TaskProgress();
   private nextId = 1;
   private closedWith: Error | null = null;
   /**
@@ -128,6 +154,10 @@ export class RpcPeer {
    */
   private progressTurn = 0;
   private turnEnding = false;
+  /** Progress notifications sent so far; each request notes the count at its last one. */
+  private progressCount = 0;
+  /** The newest ping confirming progress, while it is in flight. */
+  private barrier: ProgressBarrier | undefined;
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: PeerOptions) {
@@ -146,6 +176,11 @@ export class RpcPeer {
   /** Our requests awaiting an answer, for diagnostics and tests. */
   get inFlight(): number {
     return this.outgoing.size;
+  }
+
+  /** Requests of ours answered with a task whose progress is still passed on. */
+  get tasksWithProgress(): number {
+    return this.taskProgress.size;
   }
 
   /** The other side's requests not yet answered. */
@@ -185,7 +220,17 @@ export class RpcPeer {
     const id = this.nextId++;
     // Our id doubles as the progress token: unique on this connection and already in the table.
     const sent = onProgress === undefined ? params : withProgressToken(params, id);
-    const entry = new Outgoing(this, id, method, onProgress, signal, options.deadlineError, asOutcome);
+    const endsTask = method === 'tasks/result' || method === 'tasks/cancel' ? taskIdIn(params) : undefined;
+    const entry = new Outgoing(
+      this,
+      id,
+      method,
+      onProgress,
+      signal,
+      options.deadlineError,
+      asOutcome,
+      endsTask,
+    );
     this.outgoing.set(id, entry);
     signal?.listen(entry);
     if (deadlineMs !== undefined) {
@@ -254,6 +299,7 @@ export class RpcPeer {
     // Unknown ids are late answers to requests we already gave up on: drop them.
     if (entry === undefined || typeof id !== 'number') return;
     this.settle(id);
+    this.taskProgress.release(entry.endsTask);
     if ('error' in message) {
       entry.reject(this.options.errors.remote(message.error));
       return;
@@ -268,6 +314,10 @@ export class RpcPeer {
           errors.failed(`answered ${entry.method} with ${what} result, not an object`),
       );
       return;
+    }
+    if (entry.onProgress !== undefined) {
+      const taskId = createdTaskId(result as Params);
+      if (taskId !== undefined) this.taskProgress.keep(id, taskId, entry.onProgress);
     }
     if (extra !== undefined) attachRawResponse(result, extra.line, extra.large);
     entry.resolve(entry.asOutcome ? Outcome.fromPeer(result) : result);
@@ -311,16 +361,18 @@ export class RpcPeer {
     if (method === 'notifications/progress') {
       const token = params?.progressToken;
       const entry = typeof token === 'number' ? this.outgoing.get(token) : undefined;
-      entry?.onProgress?.(params!);
+      (entry?.onProgress ?? this.taskProgress.listener(token))?.(params!);
       return;
     }
+    if (method === 'notifications/tasks/status') this.taskProgress.status(params);
     if (method === 'notifications/cancelled') {
       const requestId = params?.requestId;
       const request =
         typeof requestId === 'string' || typeof requestId === 'number'
           ? this.incoming.get(idKey(requestId))
           : undefined;
-      if (request === undefined) return;
+      // An answer waiting to be written (see IncomingRequest.send) is past cancelling.
+      if (request === undefined || request.answered) return;
       const reason = typeof params?.reason === 'string' ? params.reason : 'no reason given';
       request.cancelledByPeer = true;
       request.cancel(this.options.errors.cancelled(reason));
@@ -332,7 +384,7 @@ export class RpcPeer {
 
   /** Sends a response to one of the other side's requests (IncomingRequest calls this, once). */
   finished(request: IncomingRequest): void {
-    this.incoming.delete(request.key);
+    if (this.incoming.get(request.key) === request) this.incoming.delete(request.key);
     if (this.incoming.size === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -340,8 +392,9 @@ export class RpcPeer {
     }
   }
 
-  /** Notes progress sent now; returns the turn it belongs to. */
-  progressSent(): number {
+  /** Notes progress sent now; returns the turn it belongs to and its place in the count. */
+  progressSent(): { turn: number; seq: number } {
+    this.progressCount++;
     if (!this.turnEnding) {
       this.turnEnding = true;
       process.nextTick(() => {
@@ -349,7 +402,34 @@ export class RpcPeer {
         this.progressTurn++;
       });
     }
-    return this.progressTurn;
+    return { turn: this.progressTurn, seq: this.progressCount };
+  }
+
+  /**
+   * Writes an answer that follows progress: at once when the other side is not asked to confirm
+   * (see `PeerOptions.confirmsProgress`), else once a `ping` sent after progress number `seq`
+   * is answered, or fails, or PROGRESS_CONFIRM_MS pass. The other side handles its messages in
+   * the order they came, so by the time it answers the ping it has handled the progress. Answers
+   * waiting at once share one ping; answers with no progress before them never wait.
+   */
+  afterProgress(seq: number, write: () => void): boolean {
+    if (this.closedWith !== null || this.options.confirmsProgress?.() !== true) return false;
+    const current = this.barrier;
+    if (current !== undefined && current.seq >= seq) {
+      current.waiting.push(write);
+      return true;
+    }
+    const barrier: ProgressBarrier = { seq: this.progressCount, waiting: [write] };
+    this.barrier = barrier;
+    const release = (): void => {
+      if (this.barrier === barrier) this.barrier = undefined;
+      for (const waiting of barrier.waiting) waiting();
+    };
+    this.request('ping', undefined, {
+      deadlineMs: PROGRESS_CONFIRM_MS,
+      deadlineError: () => new Error('no answer to ping'),
+    }).then(release, release);
+    return true;
   }
 
   /** Whether progress sent in `turn` is still waiting to be written with this turn's messages. */
@@ -415,6 +495,13 @@ export class IncomingRequest extends Cancellation {
   private progressListener: ProgressListener | undefined;
   /** The turn this request's last progress was sent in; -1 before any. */
   private progressTurn = -1;
+  /** Where this request's last progress stands in the peer's count; 0 before any. */
+  private progressSeq = 0;
+  /**
+   * Answered with a task: its progress goes on after the answer, for as long as the side that
+   * runs the task reports it (the spec keeps the token valid for the task's life).
+   */
+  private answeredWithTask = false;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -440,15 +527,16 @@ export class IncomingRequest extends Cancellation {
 
   /**
    * Progress for this request, sent to the other side under its own token; nothing when it asked
-   * for none, or once the request is answered (the spec ties progress to the request's life).
+   * for none, or once the request is answered (the spec ties progress to the request's life),
+   * unless it was answered with a task (then to the task's life, which the other side tracks).
    */
   get onProgress(): ProgressListener | undefined {
     const token = this.progressToken;
     if (token === undefined) return undefined;
     return (this.progressListener ??= (params) => {
-      if (this.answered) return;
+      if (this.answered && !this.answeredWithTask) return;
       this.peer.notify('notifications/progress', retagProgress(params, token));
-      this.progressTurn = this.peer.progressSent();
+      ({ turn: this.progressTurn, seq: this.progressSeq } = this.peer.progressSent());
     });
   }
 
@@ -459,6 +547,7 @@ export class IncomingRequest extends Cancellation {
    */
   respond(outcome: Outcome): void {
     if (!this.finish()) return;
+    this.answeredWithTask = createdTaskId(outcome.result) !== undefined;
     let result = outcome.result as Record<string, unknown>;
     let raw = outcome.raw;
     let value = (): Record<string, unknown> => result;
@@ -472,12 +561,7 @@ export class IncomingRequest extends Cancellation {
       raw === undefined
         ? { jsonrpc: '2.0' as const, id: this.id, result }
         : new EncodedResult(this.id, raw.text, raw.bytes, value);
-    // Progress sent in this turn leaves in this turn's write. Hosts built on the TypeScript SDK
-    // handle notifications a microtask after responses, so an answer in the same write would
-    // overtake its own last progress: it waits for the next turn, in a write of its own.
-    if (this.progressTurn !== -1 && this.peer.isCurrentTurn(this.progressTurn))
-      setImmediate(() => this.peer.sendQuietly(message));
-    else this.peer.sendQuietly(message);
+    this.send(message);
   }
 
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
@@ -488,9 +572,7 @@ export class IncomingRequest extends Cancellation {
       text = shaped.text;
       bytes = shaped.bytes;
     }
-    this.peer.sendQuietly(
-      new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>),
-    );
+    this.send(new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>));
   }
 
   fail(error: JsonRpcErrorObject): void {
@@ -498,15 +580,32 @@ export class IncomingRequest extends Cancellation {
     // Messages echo what a peer sent (a method, a name): never megabytes of it.
     const message = truncateForEcho(error.message, MAX_ERROR_MESSAGE);
     const shaped = this.shape === undefined ? error : this.shape.error(error);
-    this.peer.sendQuietly({ jsonrpc: '2.0', id: this.id, error: { ...shaped, message } });
+    this.send({ jsonrpc: '2.0', id: this.id, error: { ...shaped, message } });
+  }
+
+  /**
+   * Writes the answer after this request's progress. Where the other side confirms progress,
+   * the answer waits for that; elsewhere, progress sent in this turn leaves in this turn's write,
+   * and the answer waits for the next turn, in a write of its own. The request counts as
+   * unanswered until the answer is written, so draining waits for it.
+   */
+  private send(message: Parameters<RpcPeer['sendQuietly']>[0]): void {
+    const write = (): void => {
+      this.peer.finished(this);
+      this.peer.sendQuietly(message);
+    };
+    if (this.progressSeq === 0) write();
+    else if (this.peer.afterProgress(this.progressSeq, write)) return;
+    else if (this.peer.isCurrentTurn(this.progressTurn)) setImmediate(write);
+    else write();
   }
 
   /** Marks it answered; false when nothing should be sent (answered already, or cancelled). */
   private finish(): boolean {
     if (this.answered) return false;
     this.answered = true;
-    this.peer.finished(this);
     this.shape?.settled();
+    if (this.cancelledByPeer) this.peer.finished(this);
     return !this.cancelledByPeer;
   }
 }

@@ -29,7 +29,9 @@ export const DEFAULT_POLL_MS = 1_000;
  */
 export async function driveTask(peer: TaskPeer, message: RoutedMessage, params: Params): Promise<Outcome> {
   const { signal } = message;
-  const created = await peer.requestOutcome('tools/call', params, message);
+  // The host is told the task's statuses as progress, numbered here; the server's own progress
+  // for the task, numbered its way, would mix with them, so none is asked for.
+  const created = await peer.requestOutcome('tools/call', params, { ...message, onProgress: undefined });
   const task = taskOf(created.result);
   if (task === undefined) return created;
   const { taskId } = task;

@@ -75,6 +75,11 @@ export class TaskRouting {
   private stripped: { from: string; to: string } | undefined;
   /** Servers whose status notifications a host without tasks was not sent (logged once each). */
   private readonly notTold = new Set<string>();
+  /**
+   * The host's own task id → the server that had the host create it: what a server's
+   * `tasks/list` is filtered by, and where the host's status notifications for it go.
+   */
+  private readonly hostTaskServers = new Map<string, string>();
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
@@ -204,6 +209,7 @@ export class TaskRouting {
   answerForUpstream(server: string, outcome: Outcome): Outcome {
     const task = outcome.result.task as Params | undefined;
     if (typeof task === 'object' && task !== null && typeof task.taskId === 'string') {
+      remember(this.hostTaskServers, task.taskId, server);
       const handle = this.hostTaskHandle(server, task.taskId);
       return outcome.changed({ ...outcome.result, task: { ...task, taskId: handle } });
     }
@@ -231,6 +237,78 @@ export class TaskRouting {
       taskId: ref.taskId,
     });
     this.options.route(request, message, (outcome) => this.hostTaskForUpstream(server, ref.taskId, outcome));
+  }
+
+  /**
+   * A server lists the tasks it had the host create: the host's `tasks/list`, page by page,
+   * keeping only that server's tasks (under the handles it was given). Each answer holds (part
+   * of) one host page, at most MAX_TASKS_PAGE tasks; pages with none of its tasks are skipped, up
+   * to MAX_LIST_FETCHES; `nextCursor` is sealed to the server.
+   */
+  async listForUpstream(server: string, request: IncomingRequest): Promise<void> {
+    const owner = upstreamOwner(server);
+    let cursor: string | undefined;
+    let skip = 0;
+    const given = request.params?.cursor;
+    if (given !== undefined) {
+      const position = this.handles.openCursor(given, owner);
+      if (position?.server !== HOST)
+        throw new InvalidParamsError(
+          `tasks/list: params.cursor is not a cursor mcp-warden gave server "${server}"`,
+        );
+      ({ cursor, skip } = position);
+    }
+    const at = (p: { cursor: string | undefined; skip: number }) =>
+      this.handles.cursor({ server: HOST, cursor: p.cursor, skip: p.skip, owner });
+    for (let fetches = 0; fetches < MAX_LIST_FETCHES; fetches++) {
+      const outcome = await this.options.pipeline(
+        this.taskMessage(request, 'tasks/list', 'host', server, cursor === undefined ? {} : { cursor }),
+      );
+      const { tasks, nextCursor } = outcome.result;
+      const own = (Array.isArray(tasks) ? (tasks as unknown[]).filter(isObject) : []).filter(
+        (task) => typeof task.taskId === 'string' && this.hostTaskServers.get(task.taskId) === server,
+      );
+      const taken = own.slice(skip, skip + MAX_TASKS_PAGE);
+      const next = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : undefined;
+      let after: { cursor: string | undefined; skip: number } | undefined;
+      if (skip + taken.length < own.length) after = { cursor, skip: skip + taken.length };
+      else if (next !== undefined) after = { cursor: next, skip: 0 };
+      if (taken.length > 0 || after === undefined) {
+        const mapped = taken.map((task) => ({
+          ...task,
+          taskId: this.hostTaskHandle(server, task.taskId as string),
+        }));
+        request.respond(Outcome.of({ tasks: mapped, ...(after !== undefined && { nextCursor: at(after) }) }));
+        return;
+      }
+      ({ cursor, skip } = after);
+    }
+    // Only pages of other servers' tasks so far: the server continues from here.
+    request.respond(Outcome.of({ tasks: [], nextCursor: at({ cursor, skip }) }));
+  }
+
+  /**
+   * The host's `notifications/tasks/status` for one of its tasks: the server that had the host
+   * create it, and the notification as that server sees it (its handle); undefined for a task no
+   * server asked for.
+   */
+  hostStatus(params: Params | undefined): { server: string; params: Params } | undefined {
+    const taskId = params?.taskId;
+    const server = typeof taskId === 'string' ? this.hostTaskServers.get(taskId) : undefined;
+    if (server === undefined || params === undefined) return undefined;
+    const meta = params._meta as Params | undefined;
+    const retagged = retagRelatedTask(meta, (id) =>
+      this.hostTaskServers.get(id) === server ? this.hostTaskHandle(server, id) : undefined,
+    );
+    const { _meta: _old, ...rest } = params;
+    return {
+      server,
+      params: {
+        ...rest,
+        taskId: this.hostTaskHandle(server, taskId as string),
+        ...(retagged !== undefined && { _meta: retagged }),
+      },
+    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -432,12 +510,17 @@ export class TaskRouting {
   }
 
   private remember(server: string, taskId: string, tool: string): void {
-    if (this.tools.size >= MAX_REMEMBERED_TASKS) {
-      const oldest = this.tools.keys().next().value;
-      if (oldest !== undefined) this.tools.delete(oldest);
-    }
-    this.tools.set(key(server, taskId), tool);
+    remember(this.tools, key(server, taskId), tool);
   }
+}
+
+/** Sets `key` in a map of at most MAX_REMEMBERED_TASKS entries, forgetting the oldest first. */
+function remember(map: Map<string, string>, key: string, value: string): void {
+  if (!map.has(key) && map.size >= MAX_REMEMBERED_TASKS) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
+  map.set(key, value);
 }
 
 /** Where a list goes on: which serving upstream, its own cursor, how far into that page. */
