@@ -532,6 +532,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(taskOwner !== undefined && { taskOwner }),
       principal,
       revisionKnown,
+      // Behind the listener, a server not run per principal is everyone's: tasks stay apart.
+      ...(config.listen !== undefined && {
+        sharedServer: (server: string) => view === undefined || !view.ownsServer(server),
+      }),
     });
     const connection: Connection = {
       router,

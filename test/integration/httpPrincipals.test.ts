@@ -323,6 +323,27 @@ describe('isolation between principals', () => {
     expect((await bob.client.experimental.tasks.listTasks()).tasks).toEqual([]);
   });
 
+  it('keeps tasks apart on a server every principal shares: each lists its own only', async () => {
+    const { config } = setup({ t: { command: NODE, args: [TASK_FIXTURE], shared: true } });
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice', { capabilities: TASK_HOST });
+    const bob = await hostAs('bob', { capabilities: TASK_HOST });
+    const start = async (host: HttpHost) => {
+      for await (const message of host.client.experimental.tasks.callToolStream(
+        { name: 't__report', arguments: { n: 1 } },
+        CallToolResultSchema,
+        { task: { ttl: 60_000 } },
+      ))
+        if (message.type === 'taskCreated') return message.task.taskId;
+      throw new Error('no task was created');
+    };
+    const mine = await start(alice);
+    const his = await start(bob);
+    // One process holds both tasks; each principal sees only the one it created.
+    expect((await alice.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([mine]);
+    expect((await bob.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([his]);
+  });
+
   it("never lets alice's remembered confirmation approve bob's call", async () => {
     const { dir, config } = setup(
       { up: fixture([], { shared: true }) },

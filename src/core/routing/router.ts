@@ -87,6 +87,8 @@ export interface RouterOptions {
   readonly taskOwner?: string;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
+  /** Whether other principals share `server` (see TaskRoutingOptions.sharedServer). */
+  readonly sharedServer?: (server: string) => boolean;
   /**
    * The host's protocol revision became known (its initialize, or its first request of the
    * stateless revision): what is served that depends on it may need rebuilding.
@@ -202,6 +204,7 @@ export class Router {
       ask: (server, method, params, signal) => this.askHostFor(server, method, params, signal),
       pipeline: options.pipeline,
       logger: options.logger,
+      ...(options.sharedServer !== undefined && { sharedServer: options.sharedServer }),
     });
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => this.initialize(r)],

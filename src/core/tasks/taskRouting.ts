@@ -48,6 +48,12 @@ export interface TaskRoutingOptions {
     signal: Cancellation,
   ) => Promise<Outcome>;
   readonly logger: Logger;
+  /**
+   * Whether other principals' connections share `server`'s tasks (one process serving everyone
+   * behind the HTTP listener): its task list and status notifications then carry only the tasks
+   * this connection created, so no principal learns of, or gets a handle to, another's task.
+   */
+  readonly sharedServer?: (server: string) => boolean;
 }
 
 /** A host's `tasks/list` page holds at most this many tasks. */
@@ -181,7 +187,7 @@ export class TaskRouting {
       }
       return undefined;
     }
-    if (typeof params?.taskId !== 'string') return undefined;
+    if (typeof params?.taskId !== 'string' || !this.mayKnow(server, params.taskId)) return undefined;
     return { ...this.resultForHost(server, params), taskId: this.handle(server, params.taskId) };
   }
 
@@ -375,6 +381,7 @@ export class TaskRouting {
     for (let fetches = 0; index < serving.length && fetches < MAX_LIST_FETCHES; fetches++) {
       const server = serving[index]!.name;
       const page = await this.page(request, server, cursor);
+      page.tasks = page.tasks.filter((t) => typeof t.taskId === 'string' && this.mayKnow(server, t.taskId));
       const taken = page.tasks.slice(skip, skip + MAX_TASKS_PAGE);
       let after: Position | undefined;
       if (skip + taken.length < page.tasks.length) after = { index, cursor, skip: skip + taken.length };
@@ -507,6 +514,11 @@ export class TaskRouting {
     const retagged = this.metaForHost(server, meta);
     const { _meta: _old, ...rest } = result;
     return retagged === undefined ? rest : { ...rest, _meta: retagged };
+  }
+
+  /** Whether this host may see `server`'s task `taskId`: any, unless others share the server. */
+  private mayKnow(server: string, taskId: string): boolean {
+    return this.options.sharedServer?.(server) !== true || this.tools.has(key(server, taskId));
   }
 
   private remember(server: string, taskId: string, tool: string): void {
