@@ -475,6 +475,23 @@ export function createGateway(options: GatewayOptions): Gateway {
           ],
   );
 
+  /**
+   * A tool name in the namespace of a server that is blocked by managed settings or whose entry
+   * is broken: said in the error, so the host (and the model) learn why, not only that it is gone.
+   * Read from the current server list, which a managed edit replaces.
+   */
+  function whyUnknown(name: string): string | undefined {
+    for (const server of servers) {
+      const namespace = server.namespace;
+      if (namespace === null || !name.startsWith(namespace + config.gateway.naming.separator)) continue;
+      if (server.blockedByManaged !== undefined)
+        return `server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`;
+      if (server.failedAtLoad !== undefined)
+        return `server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`;
+    }
+    return undefined;
+  }
+
   /** Serves one host connection: its own peer, host session and router over the shared rest. */
   function connect(transport: MessageTransport, principal: Principal, taskOwner?: string): Connection {
     const view = principalPools?.view(principal);
@@ -532,6 +549,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(taskOwner !== undefined && { taskOwner }),
       principal,
       revisionKnown,
+      whyUnknown,
       // Behind the listener, a server not run per principal is everyone's: tasks stay apart.
       ...(config.listen !== undefined && {
         sharedServer: (server: string) => view === undefined || !view.ownsServer(server),

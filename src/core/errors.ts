@@ -76,8 +76,9 @@ export class NotServingError extends WardenError {
 
 /** A request named a tool the catalog does not have. Maps to JSON-RPC -32602. */
 export class UnknownToolError extends WardenError {
-  constructor(name: string) {
-    super('UNKNOWN_TOOL', `Unknown tool: ${name}`);
+  /** `why`: what the gateway knows of the name, when it knows more than that it is not listed. */
+  constructor(name: string, why?: string) {
+    super('UNKNOWN_TOOL', why === undefined ? `Unknown tool: ${name}` : `Unknown tool: ${name}; ${why}`);
   }
 }
 

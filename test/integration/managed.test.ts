@@ -408,7 +408,7 @@ describe('managed settings edited while serving', () => {
     expect(names).not.toContain('gx__echo');
     expect(names).toContain('fx__echo');
     await expect(host.client.callTool({ name: 'gx__echo', arguments: { text: 'x' } })).rejects.toThrow(
-      /Unknown tool: gx__echo/,
+      /Unknown tool: gx__echo; server "gx" is blocked by managed settings: denied by servers\.deny\[0\]/,
     );
     expect(await waitForExit(pid, 5000)).toBe(true);
     await host.waitForStderr(

@@ -87,6 +87,11 @@ export interface RouterOptions {
   readonly taskOwner?: string;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
+  /**
+   * Why a tool name nobody lists may still mean something (its server is blocked, or its config
+   * entry is broken), for the error; undefined when nothing is known of it.
+   */
+  readonly whyUnknown?: (name: string) => string | undefined;
   /** Whether other principals share `server` (see TaskRoutingOptions.sharedServer). */
   readonly sharedServer?: (server: string) => boolean;
   /**
@@ -561,7 +566,7 @@ export class Router {
     if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
     // Not listed (yet): wait until it is, or the upstreams' startup window has passed.
     return this.untilFound(find).then((later) => {
-      if (later === undefined) throw new UnknownToolError(name);
+      if (later === undefined) throw new UnknownToolError(name, this.options.whyUnknown?.(name));
       return this.callFound(request, name, later, args as Params | undefined, app);
     });
   }
