@@ -106,6 +106,21 @@ async function answerOf(response) {
   return data.find((m) => m.id !== undefined);
 }
 
+/** Calls `up__echo` with `text`, one POST each (with `meta` as the params' `_meta` when given). */
+function echoCaller(url, headers, what, meta) {
+  let id = 1;
+  return async (text) => {
+    const params = { name: 'up__echo', arguments: { text }, ...(meta !== undefined && { _meta: meta }) };
+    const response = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: id++, method: 'tools/call', params }),
+    });
+    const answer = await answerOf(response);
+    if (answer?.result === undefined) throw new Error(`${what} call failed: ${JSON.stringify(answer)}`);
+  };
+}
+
 /** One HTTP session (2025-11-25) of `subject`, with lean calls over fetch. */
 async function session(url, subject) {
   const auth = `Bearer ${await token(subject)}`;
@@ -139,22 +154,9 @@ async function session(url, subject) {
     headers,
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   }).then((r) => r.text());
-  let id = 1;
+  const caller = echoCaller(url, headers, 'session');
   return {
-    async call(text) {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: id++,
-          method: 'tools/call',
-          params: { name: 'up__echo', arguments: { text } },
-        }),
-      });
-      const answer = await answerOf(response);
-      if (answer?.result === undefined) throw new Error(`session call failed: ${JSON.stringify(answer)}`);
-    },
+    call: caller,
     close: () => fetch(url, { method: 'DELETE', headers }).then((r) => r.text()),
   };
 }
@@ -174,23 +176,7 @@ async function stateless(url, subject) {
     'io.modelcontextprotocol/clientCapabilities': {},
     'io.modelcontextprotocol/clientInfo': { name: subject, version: '1' },
   };
-  let id = 1;
-  return {
-    async call(text) {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: id++,
-          method: 'tools/call',
-          params: { name: 'up__echo', arguments: { text }, _meta: meta },
-        }),
-      });
-      const answer = await answerOf(response);
-      if (answer?.result === undefined) throw new Error(`stateless call failed: ${JSON.stringify(answer)}`);
-    },
-  };
+  return { call: echoCaller(url, headers, 'stateless', meta) };
 }
 
 async function latencies(call) {
