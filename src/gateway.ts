@@ -463,33 +463,30 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
   const stages = pipelineStages(features);
   const observe = stageObserver(features);
-  // A host shows a server's stderr in a log few users open; the initialize answer's instructions
-  // reach the host (and often the model) at once, so a server left out is not a mystery.
-  const failedAtLoad = config.servers.flatMap((server) =>
+  /** Why `server` is not served (blocked by managed settings, or a broken entry), if it is not. */
+  const notServed = (server: ServerConfig): string | undefined =>
     server.blockedByManaged !== undefined
-      ? [`mcp-warden: server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`]
+      ? `server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`
       : server.failedAtLoad === undefined
-        ? []
-        : [
-            `mcp-warden: server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`,
-          ],
-  );
+        ? undefined
+        : `server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`;
+  // A host shows a server's stderr in a log few users open; the initialize answer's instructions
+  // reach the host (and often the model) at once, so a server left out is not a mystery. Read from
+  // the current server list, which a managed edit replaces.
+  const notes = (): readonly string[] =>
+    servers.flatMap((server) => {
+      const why = notServed(server);
+      return why === undefined ? [] : [`mcp-warden: ${why}`];
+    });
 
   /**
-   * A tool name in the namespace of a server that is blocked by managed settings or whose entry
-   * is broken: said in the error, so the host (and the model) learn why, not only that it is gone.
-   * Read from the current server list, which a managed edit replaces.
+   * A tool name in the namespace of a server that is not served: the error says why, so the host
+   * (and the model) learn it is blocked or broken, not only that the name is unknown.
    */
   function whyUnknown(name: string): string | undefined {
-    for (const server of servers) {
-      const namespace = server.namespace;
-      if (namespace === null || !name.startsWith(namespace + config.gateway.naming.separator)) continue;
-      if (server.blockedByManaged !== undefined)
-        return `server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`;
-      if (server.failedAtLoad !== undefined)
-        return `server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`;
-    }
-    return undefined;
+    const prefix = (namespace: string) => namespace + config.gateway.naming.separator;
+    const server = servers.find((s) => s.namespace !== null && name.startsWith(prefix(s.namespace)));
+    return server === undefined ? undefined : notServed(server);
   }
 
   /** Serves one host connection: its own peer, host session and router over the shared rest. */
@@ -544,7 +541,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
       logger,
       serverInfo: { name: 'mcp-warden', version: options.version },
-      ...(failedAtLoad.length > 0 && { notes: failedAtLoad }),
+      notes,
       // Task handles are sealed to their connection: another host cannot read or cancel them.
       ...(taskOwner !== undefined && { taskOwner }),
       principal,

@@ -21,6 +21,8 @@ import {
   type HostSession,
 } from './harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../fixtures/otlpReceiver.js';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
+import { postRpc, startHttpGateway } from './httpHarness.js';
 
 const sessions: HostSession[] = [];
 const receivers: OtlpReceiver[] = [];
@@ -420,6 +422,31 @@ describe('managed settings edited while serving', () => {
     // Once at start, once when the edit denied it again.
     expect(blocked.map((r) => r.server)).toEqual(['gx', 'gx']);
     expect(blocked[1]?.reason).toContain(`denied by servers.deny[0] (command: ${NODE}`);
+  });
+
+  it('what a host is told of blocked servers follows the edits, for hosts that ask after them', async () => {
+    const gx = fixture();
+    const dir = managedDir(
+      `servers:\n  deny:\n    - command: ${NODE}\n      args: ${JSON.stringify(gx.args)}\n`,
+    );
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { fx: fixture(), gx } });
+    const gateway = await startHttpGateway(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    try {
+      const instructions = async () => {
+        const answer = await postRpc(
+          gateway.url,
+          { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: envelope() } },
+          { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'server/discover' },
+        );
+        return String((JSON.parse(answer.text) as { result: { instructions?: string } }).result.instructions);
+      };
+      expect(await instructions()).toContain('server "gx" is blocked by managed settings');
+      writeFileSync(path.join(dir, 'managed.yaml'), 'servers:\n  deny: []\n');
+      await gateway.waitForStderr('server "gx" is now allowed by managed settings');
+      expect(await instructions()).not.toContain('blocked by managed settings');
+    } finally {
+      await gateway.stop();
+    }
   });
 
   it('managed policy files named by an edit decide the next call, as the managed layer', async () => {

@@ -49,7 +49,8 @@ export interface ModernHostOptions {
   /** Resolves when the upstreams' startup window has passed (as for `initialize`). */
   readonly started: () => Promise<void>;
   readonly serverInfo: { readonly name: string; readonly version: string };
-  readonly notes: readonly string[];
+  /** Lines for the instructions after the upstreams' own, as things stand when asked. */
+  readonly notes: () => readonly string[];
   readonly warn: (message: string) => void;
   /** Server-to-client requests carried across the eras (set once the bridge exists). */
   bridge?: InputBridge;
@@ -254,7 +255,7 @@ export class ModernHost implements HostSession {
   private async discover(request: IncomingRequest): Promise<void> {
     await this.options.started();
     const upstreams = this.options.upstreams();
-    const instructions = mergedInstructions(upstreams, this.options.notes, this.options.warn);
+    const instructions = mergedInstructions(upstreams, this.options.notes(), this.options.warn);
     const capabilities = gatewayCapabilities(upstreams);
     // Resources are watched through subscriptions/listen here, and logging is per request.
     const resources = capabilities.resources as Params;

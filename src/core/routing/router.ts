@@ -80,9 +80,9 @@ export interface RouterOptions {
   readonly serverInfo: { readonly name: string; readonly version: string };
   /**
    * Lines the host is told in the initialize answer's instructions after the upstreams' own:
-   * what a user should know (servers that failed at load).
+   * what a user should know (servers not served, and why), as things stand when it is asked.
    */
-  readonly notes?: readonly string[];
+  readonly notes?: () => readonly string[];
   /** Whose tasks the host's are (the gateway's session id): task handles are sealed to it. */
   readonly taskOwner?: string;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
@@ -191,7 +191,7 @@ export class Router {
       upstreams: () => options.pool.upstreams,
       started: () => options.pool.start(),
       serverInfo: options.serverInfo,
-      notes: options.notes ?? [],
+      notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
     });
@@ -514,7 +514,9 @@ export class Router {
     // instructions. A server slower than the window joins later, through list_changed.
     await this.options.pool.start();
     const { upstreams } = this.options.pool;
-    const instructions = mergedInstructions(upstreams, this.options.notes ?? [], (cut) => this.log.warn(cut));
+    const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
+      this.log.warn(cut),
+    );
     request.respond(
       Outcome.of({
         protocolVersion,
