@@ -1,5 +1,5 @@
 import { describeError } from '../../lib/describeError.js';
-import { UpstreamFailedError, UpstreamRpcError } from '../errors.js';
+import { NotServingError, UpstreamFailedError, UpstreamRpcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { Cancellation } from '../rpc/cancellation.js';
 import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
@@ -14,6 +14,12 @@ export interface ResourceStreamsOptions {
   readonly server: string;
   readonly log: Logger;
 }
+
+/**
+ * At most this many URIs are watched on one server at once: each holds a request open on its
+ * connection, so hosts subscribing without end must not grow it without end.
+ */
+export const MAX_RESOURCE_STREAMS = 256;
 
 interface Stream {
   readonly uri: string;
@@ -45,6 +51,12 @@ export class ResourceStreams {
     const existing = this.byUri.get(uri);
     if (existing !== undefined) return existing.ready;
     const { server, timeoutMs, log } = this.options;
+    if (this.byUri.size >= MAX_RESOURCE_STREAMS)
+      return Promise.reject(
+        new NotServingError(
+          `mcp-warden watches at most ${MAX_RESOURCE_STREAMS} resources of server "${server}" at once; unsubscribe from one first`,
+        ),
+      );
     let accept!: () => void;
     let refuse!: (error: Error) => void;
     const ready = new Promise<void>((resolve, reject) => {
