@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { META } from '../core/era/envelope.js';
+import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/era/httpHeaders.js';
 import { STATE_PREFIX } from '../core/era/inputBridge.js';
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
@@ -15,13 +16,6 @@ import {
 } from '../core/rpc/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
-
-/** The params key each method's `Mcp-Name` header mirrors. */
-const NAME_KEY: Readonly<Record<string, string>> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-};
 
 /** The revision's code for headers that are missing, malformed or disagree with the body. */
 export const HEADER_MISMATCH = -32020;
@@ -42,9 +36,6 @@ const STATUS_FOR_CODE: ReadonlyMap<number, number> = new Map([
 
 /** How often a quiet response stream gets an SSE comment, so proxies and clients keep it open. */
 const KEEP_ALIVE_MS = 15_000;
-
-/** The Base64 sentinel a header value that is not plain ASCII is carried in. */
-const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 
 export interface StatelessOptions {
   readonly connect: (transport: MessageTransport, principal: Principal) => ServedConnection;
@@ -216,7 +207,7 @@ function headerMismatch(headers: IncomingHttpHeaders, method: string, params: un
     return `the Mcp-Method header is missing (the body's method is ${JSON.stringify(method)})`;
   if (headerMethod !== method)
     return `the Mcp-Method header says ${JSON.stringify(headerMethod)} but the body's method is ${JSON.stringify(method)}`;
-  const key = NAME_KEY[method];
+  const key = MCP_NAME_PARAM[method];
   if (key === undefined) return undefined;
   const bodyName = (params as Record<string, unknown> | undefined)?.[key];
   const rawName = headers['mcp-name'];
@@ -227,16 +218,6 @@ function headerMismatch(headers: IncomingHttpHeaders, method: string, params: un
   if (headerName !== bodyName)
     return `the Mcp-Name header says ${JSON.stringify(headerName)} but the body's params.${key} is ${JSON.stringify(bodyName)}`;
   return undefined;
-}
-
-/** A header value as sent, or decoded from the revision's Base64 sentinel form. */
-function decodeHeaderValue(value: string): string | undefined {
-  const encoded = BASE64_SENTINEL.exec(value);
-  if (encoded === null) return value;
-  const bytes = Buffer.from(encoded[1]!, 'base64');
-  // Node's decoder skips what is not Base64; re-encoding tells a clean value from a mangled one.
-  if (bytes.toString('base64').replace(/=+$/, '') !== encoded[1]!.replace(/=+$/, '')) return undefined;
-  return new TextDecoder('utf-8', { fatal: false }).decode(bytes);
 }
 
 function refuse(res: ServerResponse, code: number, message: string, id: unknown = null): void {

@@ -3,9 +3,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonRpcMessage } from '../rpc/jsonRpc.js';
 import type { MessageTransport } from './streamTransport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
-
-/** The stateless revision this transport speaks once told the server is modern. */
-const MODERN_VERSION = '2026-07-28';
+import { MODERN_VERSION } from '../era/envelope.js';
+import { encodeHeaderValue, MCP_NAME_PARAM } from '../era/httpHeaders.js';
 
 export interface HttpTransportOptions {
   readonly url: string;
@@ -91,8 +90,9 @@ async function modernFetch(base: Fetch, url: string | URL, init: RequestInit | u
   if (request === undefined) return base(url, init);
   const headers = new Headers(init?.headers);
   headers.set('mcp-method', request.method);
-  const name = request.params?.name ?? request.params?.uri;
-  if (typeof name === 'string' && NAMED.has(request.method)) headers.set('mcp-name', headerValue(name));
+  const key = MCP_NAME_PARAM[request.method];
+  const name = key === undefined ? undefined : request.params?.[key];
+  if (typeof name === 'string') headers.set('mcp-name', encodeHeaderValue(name));
   const response = await base(url, { ...init, headers });
   if (response.ok || response.status === 401 || response.status === 403 || request.id === undefined)
     return response;
@@ -119,9 +119,6 @@ async function modernFetch(base: Fetch, url: string | URL, init: RequestInit | u
   });
 }
 
-/** Methods whose `Mcp-Name` header carries `params.name` or `params.uri`. */
-const NAMED: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get']);
-
 function parseBody(
   body: RequestInit['body'] | undefined,
 ): { id?: unknown; method: string; params?: Record<string, unknown> } | undefined {
@@ -132,15 +129,4 @@ function parseBody(
   } catch {
     return undefined;
   }
-}
-
-/**
- * A value as a header carries it: as it is when it is plain visible ASCII (spaces inside), else
- * Base64 of its UTF-8 between the binding's `=?base64?` and `?=` markers.
- */
-export function headerValue(value: string): string {
-  const plain =
-    /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) &&
-    !(value.startsWith('=?base64?') && value.endsWith('?='));
-  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
