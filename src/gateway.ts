@@ -559,6 +559,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       beforeWrite: () => beforeWrite.forEach((f) => f()),
       continuesCall: (requestState) => router.continuesCall(requestState),
       retryWindowMs: () => router.retryWindowMs(),
+      toolInputSchema: (name) => router.toolInputSchema(name),
       async close() {
         if (!connections.delete(connection)) return;
         if (scope !== mainScope && scope.connections.delete(connection) && view !== undefined)
@@ -732,6 +733,8 @@ export interface Connection {
   continuesCall(requestState: unknown): boolean;
   /** How long this connection still waits for a host's retry, or undefined if it does not. */
   retryWindowMs(): number | undefined;
+  /** The `inputSchema` of a tool this connection lists under `name` (its mirrored arguments). */
+  toolInputSchema(name: string): unknown;
   /** Stops taking requests, waits for those in flight, closes the transport. */
   close(): Promise<void>;
 }

@@ -22,6 +22,8 @@ export interface ServedConnection {
   continuesCall(requestState: unknown): boolean;
   /** How long this connection still waits for a host's retry, or undefined if it does not. */
   retryWindowMs(): number | undefined;
+  /** The `inputSchema` of a tool this connection lists under `name` (its mirrored arguments). */
+  toolInputSchema(name: string): unknown;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { META } from '../core/era/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/era/httpHeaders.js';
 import { STATE_PREFIX } from '../core/era/inputBridge.js';
+import { paramHeaderMismatch, paramHeadersOf } from '../core/era/paramHeaders.js';
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
@@ -146,6 +147,7 @@ export function createStatelessDispatch(
     const key = principalKey(principal);
     const requestState = message.params?.requestState;
     let entry = isRequest ? claim(key, requestState) : undefined;
+    const fresh = entry === undefined;
     if (entry === undefined && typeof requestState === 'string' && requestState.startsWith(STATE_PREFIX))
       return answerError(
         res,
@@ -162,6 +164,16 @@ export function createStatelessDispatch(
       entry = { key, connection, transport, timer: undefined };
     }
     const { transport, connection } = entry;
+    // Arguments mirrored into Mcp-Param-* headers are checked against the tool this connection
+    // lists, so the check needs the connection; a refused request runs nothing.
+    const paramMismatch = isRequest ? mirroredParamMismatch(req.headers, message, connection) : undefined;
+    if (paramMismatch !== undefined) {
+      options.logger.warn(`refused a stateless HTTP request: ${paramMismatch}`);
+      refuse(res, HEADER_MISMATCH, `Header mismatch: ${paramMismatch}`, message.id);
+      if (fresh) await connection.close();
+      else parkOrClose(entry);
+      return;
+    }
     if (!isRequest) {
       transport.onmessage?.(message);
       res.writeHead(202).end();
@@ -218,6 +230,22 @@ function headerMismatch(headers: IncomingHttpHeaders, method: string, params: un
   if (headerName !== bodyName)
     return `the Mcp-Name header says ${JSON.stringify(headerName)} but the body's params.${key} is ${JSON.stringify(bodyName)}`;
   return undefined;
+}
+
+/** Why a call's Mcp-Param-* headers do not match its arguments (see paramHeaders). */
+function mirroredParamMismatch(
+  headers: IncomingHttpHeaders,
+  message: { method: string; params?: Params },
+  connection: ServedConnection,
+): string | undefined {
+  if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') return undefined;
+  const mirrored = paramHeadersOf(connection.toolInputSchema(message.params.name));
+  // A tool whose annotations break the rules has no mirrored arguments a host could send.
+  if (!('headers' in mirrored) || mirrored.headers.length === 0) return undefined;
+  return paramHeaderMismatch(mirrored.headers, message.params.arguments, (name) => {
+    const value = headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  });
 }
 
 function refuse(res: ServerResponse, code: number, message: string, id: unknown = null): void {

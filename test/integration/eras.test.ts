@@ -773,8 +773,44 @@ describe('a modern-only Streamable HTTP upstream', () => {
       expect(server.seen.find((r) => r.method === 'tools/call')?.mcpName).toBe('echo');
       const { stdout } = await runCli(['tools', '--config', config]);
       expect(stdout).toMatch(
-        /^server h: ready, 1 tool, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
+        /^server h: ready, 2 tools, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
       );
+    } finally {
+      await legacy?.close();
+      legacy = undefined;
+      await server.close();
+    }
+  });
+
+  it('mirrors x-mcp-header arguments into Mcp-Param-* headers, and leaves out a tool that breaks the rules', async () => {
+    const server = await startModernHttpFixture();
+    try {
+      const config = writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
+      });
+      legacy = await connectHost(config);
+      const names = (await legacy.client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['h__echo', 'h__query']));
+      // A number property may not be mirrored: over HTTP the tool is left out, and the log says why.
+      expect(names).not.toContain('h__broken');
+      await legacy.waitForStderr(/left out tool "broken": .*only string, integer and boolean/);
+
+      // The fixture refuses a call whose headers are missing or disagree with the arguments.
+      const call = (args: Record<string, unknown>) =>
+        legacy!.client.callTool({ name: 'h__query', arguments: args });
+      const plain = await call({ region: 'us-west1', options: { limit: 5 }, sql: 'select 1' });
+      expect(textOf(plain)).toBe('query in us-west1 (limit 5): select 1');
+      expect(server.seen.at(-1)?.mcpParams).toEqual({
+        'mcp-param-region': 'us-west1',
+        'mcp-param-limit': '5',
+      });
+      // A value that is not plain ASCII travels Base64-encoded; an absent one sends no header.
+      const encoded = await call({ region: 'Zürich', sql: 'select 2' });
+      expect(textOf(encoded)).toBe('query in Zürich (limit undefined): select 2');
+      expect(server.seen.at(-1)?.mcpParams).toEqual({
+        'mcp-param-region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=`,
+      });
     } finally {
       await legacy?.close();
       legacy = undefined;

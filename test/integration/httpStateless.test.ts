@@ -10,6 +10,7 @@ import path from 'node:path';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, writeConfig } from './harness.js';
 import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 import { modernAcknowledgment, modernResult } from './modernWire.js';
+import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
 
 type Json = Record<string, unknown>;
 
@@ -420,5 +421,86 @@ describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () 
     const final = modernResult('tools/call', answerOf((await postRpc(gateway.url, retry, headers)).text));
     expect(final.isError).toBe(true);
     expect(textOf(final)).toContain('Declined by the user');
+  });
+});
+
+describe('arguments mirrored into Mcp-Param-* headers', () => {
+  let gateway: HttpGateway;
+  let upstream: Awaited<ReturnType<typeof startModernHttpFixture>>;
+  const call = (id: number, args: Json) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'h__query', arguments: args, _meta: envelope() },
+  });
+  const headers = (params: Record<string, string>): Record<string, string> => ({
+    'Mcp-Protocol-Version': MODERN,
+    'Mcp-Method': 'tools/call',
+    'Mcp-Name': 'h__query',
+    ...params,
+  });
+  const upstreamCalls = () => upstream.seen.filter((r) => r.method === 'tools/call').length;
+
+  beforeAll(async () => {
+    // The gateway serves the modern server's `query` tool as it was defined: its `region` and
+    // `options.limit` arguments are marked for mirroring, so hosts send them as headers too.
+    upstream = await startModernHttpFixture();
+    gateway = await startHttpGateway(
+      writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: { h: { url: `http://127.0.0.1:${upstream.port}/mcp` } },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await gateway.stop();
+    await upstream.close();
+  });
+
+  it('serves a call whose headers match its arguments, integers compared as numbers', async () => {
+    const answer = await postRpc(
+      gateway.url,
+      call(1, { region: 'eu-1', options: { limit: 7 }, sql: 'select 1' }),
+      headers({ 'Mcp-Param-Region': 'eu-1', 'Mcp-Param-Limit': '7.0' }),
+    );
+    expect(answer.status).toBe(200);
+    expect(textOf(modernResult('tools/call', JSON.parse(answer.text) as RpcAnswer))).toBe(
+      'query in eu-1 (limit 7): select 1',
+    );
+  });
+
+  it('refuses a missing, different or unexpected header with 400 and HeaderMismatch, running nothing', async () => {
+    const before = upstreamCalls();
+    const cases: Array<[Json, Record<string, string>, RegExp]> = [
+      [{ region: 'eu-1', sql: 's' }, {}, /Mcp-Param-Region header is missing/],
+      [{ region: 'eu-1', sql: 's' }, { 'Mcp-Param-Region': 'us-2' }, /Mcp-Param-Region header says "us-2"/],
+      [{ sql: 's' }, { 'Mcp-Param-Region': 'eu-1' }, /body has no arguments\.region/],
+      [
+        { region: 'eu-1', options: { limit: 3 }, sql: 's' },
+        { 'Mcp-Param-Region': 'eu-1', 'Mcp-Param-Limit': '4' },
+        /Mcp-Param-Limit header says "4"/,
+      ],
+      [
+        { region: 'Zürich', sql: 's' },
+        { 'Mcp-Param-Region': '=?base64?abcde?=' },
+        /Mcp-Param-Region header's Base64 value cannot be decoded/,
+      ],
+    ];
+    let id = 10;
+    for (const [args, params, why] of cases) {
+      const answer = await postRpc(gateway.url, call(id++, args), headers(params));
+      expect(answer.status).toBe(400);
+      const error = (JSON.parse(answer.text) as { error: { code: number; message: string } }).error;
+      expect(error.code).toBe(-32020);
+      expect(error.message).toMatch(why);
+    }
+    // The Base64 form of the right value is the same value.
+    const encoded = await postRpc(
+      gateway.url,
+      call(id++, { region: 'Zürich', sql: 's' }),
+      headers({ 'Mcp-Param-Region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=` }),
+    );
+    expect(encoded.status).toBe(200);
+    expect(upstreamCalls()).toBe(before + 1);
   });
 });

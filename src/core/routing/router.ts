@@ -230,7 +230,6 @@ export class Router {
     ]);
   }
 
-  /** What the host told us, and how to ask it something. */
   /** Whether `requestState` continues a call of this connection that waits for the host's retry. */
   continuesCall(requestState: unknown): boolean {
     return this.bridge.holds(requestState);
@@ -241,6 +240,12 @@ export class Router {
     return this.bridge.retryWindowMs();
   }
 
+  /** The `inputSchema` of the tool the host knows as `exposed`, if one is listed now. */
+  toolInputSchema(exposed: string): unknown {
+    return this.options.tools.resolve(exposed)?.item.inputSchema;
+  }
+
+  /** What the host told us, and how to ask it something. */
   get host(): HostSession {
     return this.modern.era === 'modern' ? this.modern : this.session;
   }

@@ -5,6 +5,7 @@ import type { MessageTransport } from './streamTransport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
 import { MODERN_VERSION } from '../era/envelope.js';
 import { encodeHeaderValue, MCP_NAME_PARAM } from '../era/httpHeaders.js';
+import { mirroredHeaders, type ParamHeader } from '../era/paramHeaders.js';
 
 export interface HttpTransportOptions {
   readonly url: string;
@@ -13,6 +14,8 @@ export interface HttpTransportOptions {
   readonly maxMessageBytes: number;
   /** A body or event passed the bound and was cut off (see limitedFetch). */
   readonly onOversize: (info: HttpOversize) => void;
+  /** The mirrored arguments (`x-mcp-header`) of the server's tool `name`, for the modern binding. */
+  readonly paramHeaders?: (name: string) => readonly ParamHeader[];
 }
 
 /**
@@ -34,7 +37,8 @@ export class HttpTransport implements MessageTransport {
     });
     this.inner = new StreamableHTTPClientTransport(new URL(options.url), {
       requestInit: { headers: { ...options.headers } },
-      fetch: (url, init) => (this.modern ? modernFetch(limited, url, init) : limited(url, init)),
+      fetch: (url, init) =>
+        this.modern ? modernFetch(limited, url, init, options.paramHeaders) : limited(url, init),
     });
     this.inner.onmessage = (message) => this.onmessage?.(message as unknown as JsonRpcMessage);
     this.inner.onclose = () => this.onclose?.();
@@ -85,7 +89,12 @@ type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
  * server answers with HTTP 400) becomes that error answering the request, so a probe can tell a
  * modern server's "no" from a legacy one's; a body without one becomes an error saying so.
  */
-async function modernFetch(base: Fetch, url: string | URL, init: RequestInit | undefined): Promise<Response> {
+async function modernFetch(
+  base: Fetch,
+  url: string | URL,
+  init: RequestInit | undefined,
+  paramHeaders: ((name: string) => readonly ParamHeader[]) | undefined,
+): Promise<Response> {
   const request = parseBody(init?.body);
   if (request === undefined) return base(url, init);
   const headers = new Headers(init?.headers);
@@ -93,6 +102,11 @@ async function modernFetch(base: Fetch, url: string | URL, init: RequestInit | u
   const key = MCP_NAME_PARAM[request.method];
   const name = key === undefined ? undefined : request.params?.[key];
   if (typeof name === 'string') headers.set('mcp-name', encodeHeaderValue(name));
+  // Arguments the tool marks with x-mcp-header go beside the body too; the server refuses the
+  // call (HeaderMismatch) when one it expects is missing.
+  if (request.method === 'tools/call' && typeof name === 'string' && paramHeaders !== undefined)
+    for (const [header, value] of mirroredHeaders(paramHeaders(name), request.params?.arguments))
+      headers.set(header, value);
   const response = await base(url, { ...init, headers });
   if (response.ok || response.status === 401 || response.status === 403 || request.id === undefined)
     return response;

@@ -31,6 +31,7 @@ import type { CacheHint } from '../era/answerShape.js';
 import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
 import { TASKS_EXTENSION } from '../era/taskBridge.js';
+import { paramHeadersOf, type ParamHeader } from '../era/paramHeaders.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
@@ -163,6 +164,8 @@ export class Upstream {
   private readonly options: UpstreamOptions;
   private readonly log: Logger;
   private _state: UpstreamState = 'idle';
+  /** The listed tools by name, rebuilt when the list is replaced (for mirrored arguments). */
+  private toolIndex: { list: readonly unknown[]; byName: Map<string, Record<string, unknown>> } | undefined;
   private lists: Record<ListKind, readonly Record<string, unknown>[]> = {
     tools: [],
     prompts: [],
@@ -580,6 +583,7 @@ export class Upstream {
         headers: config.headers,
         maxMessageBytes: gateway.maxMessageBytes,
         onOversize: (info) => this.httpOversize(info, session),
+        paramHeaders: (name) => this.paramHeaders(name),
       });
       transport.onclose = () =>
         end(new UpstreamFailedError(this.name, `connection closed ${phase} (${what})`));
@@ -793,9 +797,11 @@ export class Upstream {
       if (!Array.isArray(list))
         throw new UpstreamFailedError(this.name, `${spec.method} answer has no "${spec.key}" array`);
       for (const item of list as unknown[]) {
-        if (typeof item === 'object' && item !== null && spec.valid(item as Record<string, unknown>))
+        if (typeof item === 'object' && item !== null && spec.valid(item as Record<string, unknown>)) {
+          if (kind === 'tools' && this.mirrorsParams() && !this.mirrorable(item as Record<string, unknown>))
+            continue;
           items.push(item as Record<string, unknown>);
-        else
+        } else
           this.log.warn(
             `skipped a malformed entry of ${spec.method}: ${truncate(JSON.stringify(item), 200)}`,
           );
@@ -805,6 +811,32 @@ export class Upstream {
       cursor = next;
     }
     throw new UpstreamFailedError(this.name, `${spec.method} returned more than 1000 pages`);
+  }
+
+  /** Whether calls to this server mirror arguments into headers: the 2026-07-28 HTTP binding. */
+  private mirrorsParams(): boolean {
+    return this.config.transport === 'http' && this._era === 'modern';
+  }
+
+  /**
+   * Whether a tool's `x-mcp-header` annotations follow the binding's rules. Over HTTP a client
+   * must leave out a tool whose annotations do not (its calls could not be mirrored
+   * faithfully), and say why; the rest of the server's tools stay.
+   */
+  private mirrorable(tool: Record<string, unknown>): boolean {
+    const mirrored = paramHeadersOf(tool.inputSchema);
+    if (!('invalid' in mirrored)) return true;
+    this.log.warn(`left out tool ${JSON.stringify(tool.name)}: ${mirrored.invalid}`);
+    return false;
+  }
+
+  /** The mirrored arguments of this server's tool `name`, as last listed. */
+  private paramHeaders(name: string): readonly ParamHeader[] {
+    const tools = this.lists.tools;
+    if (this.toolIndex?.list !== tools)
+      this.toolIndex = { list: tools, byName: new Map(tools.map((t) => [t.name as string, t])) };
+    const mirrored = paramHeadersOf(this.toolIndex.byName.get(name)?.inputSchema);
+    return 'headers' in mirrored ? mirrored.headers : [];
   }
 
   /** Keeps a modern server's caching hints for a list (a legacy server gives none). */
