@@ -351,20 +351,31 @@ describe('bridging a modern upstream’s InputRequiredResult to a legacy host', 
 });
 
 describe('a modern host and a modern upstream asking for input', () => {
-  it('passes the upstream’s InputRequiredResult and the retry through unchanged', async () => {
-    const host = modernHost({ m: modernServer() });
+  it('asks the host the upstream’s question itself, labelled and audited, then retries upstream with the answer', async () => {
+    const dir = tempDir();
+    const audit = path.join(dir, 'audit.jsonl');
+    const host = modernHost({ m: modernServer() }, { audit: { file: audit } });
     const params = { name: 'm__ask_name', arguments: {} };
-    const first = modernResult('tools/call', await host.request('tools/call', params));
-    expect(first).toMatchObject({ resultType: 'input_required', requestState: 'asked:ask_name' });
-    const final = modernResult(
-      'tools/call',
-      await host.request('tools/call', {
-        ...params,
-        inputResponses: { input: ANSWERS['elicitation/create'] },
-        requestState: 'asked:ask_name',
-      }),
+    const answers = await withRetries(host, 'tools/call', params, (requests) => {
+      const [key, request] = Object.entries(requests)[0]!;
+      expect(request.method).toBe('elicitation/create');
+      // The host sees which server asks, as it does for every other question through the gateway.
+      expect(request.params.message).toBe('[m] Your name?');
+      return { [key]: ANSWERS['elicitation/create'] };
+    });
+    expect(answers).toHaveLength(2);
+    // The gateway's own state, not the upstream's: the upstream's stays with the gateway.
+    expect(modernResult('tools/call', answers[0]!).requestState).not.toBe('asked:ask_name');
+    expect(textOf(modernResult('tools/call', answers[1]!))).toBe(
+      `ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`,
     );
-    expect(textOf(final)).toBe(`ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`);
+    const question = readAudit(audit).find((r) => r.method === 'elicitation/create' && r.type === 'request');
+    expect(question).toMatchObject({
+      direction: 'to_host',
+      server: 'm',
+      hostEra: 'modern',
+      upstreamEra: 'modern',
+    });
   });
 });
 

@@ -50,7 +50,7 @@ export function createForward(options: ForwardOptions): Next {
     // The message carries the request options itself (its signal and progress listener).
     const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
     const { fulfilInput } = options;
-    if (fulfilInput === undefined || message.upstreamEra !== 'modern' || message.hostEra === 'modern')
+    if (fulfilInput === undefined || message.upstreamEra !== 'modern')
       return sent;
     return sent.then((outcome) =>
       fulfilInput(message, outcome, (extra) =>

@@ -656,7 +656,17 @@ export class Upstream {
       if (await this.discover(session, capabilities, transport)) return;
       if (this._era === 'modern')
         this.log.warn('no longer answers server/discover as a modern server; initializing it');
-      return this.initialize(session, transport, capabilities, what);
+      try {
+        return await this.initialize(session, transport, capabilities, what);
+      } catch (error) {
+        // A server slow to start (an interpreter, a package being fetched) can answer the probe
+        // after its bound: a dual-era one has then chosen the modern era and refuses initialize.
+        // Asked again it answers at once, being up by now.
+        if (!(error instanceof UpstreamRpcError)) throw error;
+        this.log.info(`refused initialize after the probe (${error.message}); probing it again`);
+        if (await this.discover(session, capabilities, transport)) return;
+        throw error;
+      }
     }
     try {
       await this.initialize(session, transport, capabilities, what);
