@@ -350,6 +350,23 @@ describe('bridging a modern upstream’s InputRequiredResult to a legacy host', 
   });
 });
 
+describe('a modern server slow to answer the probe', () => {
+  it('is probed again when it refuses the fallback initialize, and connects as modern', async () => {
+    // The first server/discover is answered after the probe's 2 s bound, as by a server still
+    // starting (an interpreter, a package download): the gateway has fallen back to initialize
+    // by then, which a modern server refuses.
+    const host = modernHost({ m: modernServer(['--slow-discover', '2500']) });
+    const listed = modernResult('tools/list', await host.request('tools/list'));
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('m__echo');
+    const called = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__echo', arguments: { text: 'late' } }),
+    );
+    expect(textOf(called)).toContain('late');
+    expect(host.stderr()).toMatch(/refused initialize after the probe .*probing it again/);
+  });
+});
+
 describe('a modern host and a modern upstream asking for input', () => {
   it('asks the host the upstream’s question itself, labelled and audited, then retries upstream with the answer', async () => {
     const dir = tempDir();
