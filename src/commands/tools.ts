@@ -177,7 +177,9 @@ export async function listCatalog(
 function speaks(server: CatalogListing['servers'][number]): string {
   if (server.state !== 'ready' || server.era === undefined) return '';
   const info =
-    server.serverInfo === undefined ? '' : `, ${server.serverInfo.name} ${server.serverInfo.version}`;
+    server.serverInfo === undefined
+      ? ''
+      : `, ${[server.serverInfo.name, server.serverInfo.version].filter((part) => part !== '').join(' ')}`;
   return `${info}, MCP ${server.protocolVersion ?? '?'} (${server.era})`;
 }
 
