@@ -10,10 +10,11 @@ export const MAX_INPUT_ROUNDS = 8;
 export const MAX_INPUT_REQUESTS = 16;
 
 /**
- * A modern upstream answered a legacy host's call with an InputRequiredResult: the gateway asks
- * the host each question the way the host understands (a request of its own: elicitation,
- * sampling, roots), then retries the call upstream with the answers as `inputResponses` and the
- * upstream's `requestState` echoed exactly, until the upstream completes (bounded rounds).
+ * A modern upstream answered a call with an InputRequiredResult: the gateway asks the host each
+ * question the way the host understands (a request of its own for a legacy host; its own sealed
+ * InputRequiredResult for a modern one), through the pipeline, then retries the call upstream
+ * with the answers as `inputResponses` and the upstream's `requestState` echoed exactly, until
+ * the upstream completes (bounded rounds).
  */
 export async function fulfilInput(options: {
   readonly message: RoutedMessage;

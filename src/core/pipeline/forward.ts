@@ -23,8 +23,9 @@ export interface ForwardOptions {
   /** An answer the gateway gives itself instead of sending the message on (fixed roots). */
   readonly answerLocally?: (message: RoutedMessage) => Outcome | undefined;
   /**
-   * A modern upstream asked for input (an InputRequiredResult) and the host is legacy: gets the
-   * answers from the host and retries (`retry` resends the message with the given extra params).
+   * A modern upstream asked for input (an InputRequiredResult): gets the answers from the host
+   * through the gateway's own questions, whatever the host's era, so they are mediated like any
+   * other server-to-host request, and retries (`retry` resends the message with extra params).
    */
   readonly fulfilInput?: (
     message: RoutedMessage,
@@ -50,8 +51,7 @@ export function createForward(options: ForwardOptions): Next {
     // The message carries the request options itself (its signal and progress listener).
     const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
     const { fulfilInput } = options;
-    if (fulfilInput === undefined || message.upstreamEra !== 'modern')
-      return sent;
+    if (fulfilInput === undefined || message.upstreamEra !== 'modern') return sent;
     return sent.then((outcome) =>
       fulfilInput(message, outcome, (extra) =>
         recipient.requestOutcome(message.kind, { ...paramsOf(message), ...extra }, message),
