@@ -689,6 +689,47 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
   });
 });
 
+describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tasks server run as tasks', () => {
+  it('lists them with execution.taskSupport "optional", so the SDK runs them as tasks unasked', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { m: modernServer(['--tasks']), plain: modernServer(['--name', 'plain']) },
+    });
+    legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    const tools = (await legacy.client.listTools()).tools;
+    const tool = (name: string) => tools.find((t) => t.name === name);
+    // The tasks extension has no per-tool flag: every tool of the server may become a task.
+    expect(tool('m__task_report')?.execution).toEqual({ taskSupport: 'optional' });
+    expect(tool('m__echo')?.execution).toEqual({ taskSupport: 'optional' });
+    // A modern server without the extension runs nothing as a task.
+    expect(tool('plain__echo')).not.toHaveProperty('execution');
+    expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({ requests: { tools: { call: {} } } });
+
+    // No `task` option: the SDK adds one because the tool says it may run as a task.
+    const seen: { type: string; task?: Task; result?: CallToolResult }[] = [];
+    for await (const message of legacy.client.experimental.tasks.callToolStream(
+      { name: 'm__task_report', arguments: { n: 5 } },
+      CallToolResultSchema,
+    ))
+      seen.push(message as (typeof seen)[number]);
+    const created = seen.find((m) => m.type === 'taskCreated')?.task;
+    expect(created?.taskId).toMatch(/^[A-Za-z0-9_-]{64,}$/);
+    expect(textOf(seen.find((m) => m.type === 'result')!.result!)).toBe('report 5');
+    // A plain call is still answered at once.
+    expect(textOf(await legacy.client.callTool({ name: 'm__task_report', arguments: {} }))).toBe(
+      'task_report ran at once',
+    );
+  });
+
+  it('are listed without execution to a host that runs no tasks', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
+    legacy = await connectHost(config);
+    const tool = (await legacy.client.listTools()).tools.find((t) => t.name === 'm__task_report');
+    expect(tool).toBeDefined();
+    expect(tool).not.toHaveProperty('execution');
+  });
+});
+
 describe('tasks across eras: a modern host with the tasks extension, a 2025-11-25 upstream’s tasks', () => {
   it('gets a task (resultType "task") under a handle, and polls it with tasks/get until the result is in it', async () => {
     const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
