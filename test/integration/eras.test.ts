@@ -765,6 +765,117 @@ describe('tasks across eras: a modern host with the tasks extension, a 2025-11-2
   });
 });
 
+describe('tasks across eras: a modern host answers the questions of a 2025-11-25 server’s task', () => {
+  /** What the host declares on every request: form elicitation and the tasks extension. */
+  const ASKABLE = { capabilities: { elicitation: { form: {} }, ...TASKS_EXTENSION } };
+
+  /** Polls tasks/get until `done` accepts the task (no pause: each poll is one round trip). */
+  async function pollUntil(host: ModernHost, handle: string, done: (task: Json) => boolean) {
+    for (;;) {
+      const task = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+      if (done(task)) return task;
+      expect(['working', 'input_required']).toContain(task.status);
+    }
+  }
+
+  it('shows them in tasks/get, takes the answers with tasks/update, and inlines the result', async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl' },
+        servers: { t: { command: NODE, args: [TASK_FIXTURE] } },
+      },
+      dir,
+    );
+    const host = (modern = startModernHost(CLI, config));
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 2 } }, ASKABLE),
+    );
+    const handle = created.taskId as string;
+
+    const asking = await pollUntil(
+      host,
+      handle,
+      (t) => Object.keys((t.inputRequests ?? {}) as Json).length === 2,
+    );
+    expect(asking.status).toBe('input_required');
+    const requests = asking.inputRequests as Record<string, { method: string; params: Json }>;
+    const keys = Object.keys(requests);
+    expect(Object.values(requests).map((r) => [r.method, r.params.message])).toEqual([
+      ['elicitation/create', '[t] Question 1?'],
+      ['elicitation/create', '[t] Question 2?'],
+    ]);
+    // The questions name the task by the handle the host knows, never the server's own id.
+    for (const request of Object.values(requests))
+      expect((request.params._meta as Json)['io.modelcontextprotocol/related-task']).toEqual({
+        taskId: handle,
+      });
+
+    // A key no question was asked under is refused, and nothing is answered.
+    const wrong = modernError(
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: { nope: { action: 'decline' } } },
+        ASKABLE,
+      ),
+      -32602,
+    );
+    expect(wrong.message).toContain('no question of this task was asked under "nope"');
+    expect(
+      modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE)).inputRequests,
+    ).toEqual(requests);
+
+    const answers = keys.map((_, i) => ({ action: 'accept', content: { answer: `answer ${i + 1}` } }));
+    modernResult(
+      'tasks/update',
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: Object.fromEntries(keys.map((k, i) => [k, answers[i]])) },
+        ASKABLE,
+      ),
+    );
+    // The same answers again are ignored, as the extension says a repeated update is.
+    modernResult(
+      'tasks/update',
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: { [keys[0]!]: answers[0] } },
+        ASKABLE,
+      ),
+    );
+    const done = await pollUntil(host, handle, (t) => t.status === 'completed');
+    expect(JSON.parse(textOf(done.result as CallToolResult))).toEqual(answers);
+    // The gateway never sent the modern host a request of its own.
+    expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+
+    // Each question passed the pipeline: the audit trail has it, answered.
+    const asked = readAudit(path.join(dir, 'audit.jsonl')).filter(
+      (r) => r.type === 'request' && r.method === 'elicitation/create',
+    );
+    expect(asked.map((r) => [r.direction, r.outcome])).toEqual([
+      ['to_host', 'ok'],
+      ['to_host', 'ok'],
+    ]);
+  });
+
+  it('refuses tasks/update for a task with no open question', async () => {
+    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__report', arguments: {} }, ASKABLE),
+    );
+    const error = modernError(
+      await host.request(
+        'tasks/update',
+        { taskId: created.taskId, inputResponses: { t1: { action: 'accept', content: {} } } },
+        ASKABLE,
+      ),
+      -32602,
+    );
+    expect(error.message).toContain('it has no open question');
+  });
+});
+
 describe('tasks of a modern upstream for a modern host', () => {
   it('pass through under handles: tasks/get, tasks/update', async () => {
     const host = modernHost({ m: modernServer(['--tasks']) });

@@ -26,6 +26,7 @@ import {
   unsupportedVersion,
 } from './envelope.js';
 import type { InputBridge } from './inputBridge.js';
+import type { TaskInput } from './taskInput.js';
 import { TASKS_EXTENSION } from './taskBridge.js';
 
 /**
@@ -54,6 +55,11 @@ export interface ModernHostOptions {
   readonly warn: (message: string) => void;
   /** Server-to-client requests carried across the eras (set once the bridge exists). */
   bridge?: InputBridge;
+  /**
+   * Questions of 2025-11-25 servers' tasks: a request tagged with a task held there is kept for
+   * the host's `tasks/get` (see taskInput.ts); undefined for any other request.
+   */
+  readonly taskInput?: Pick<TaskInput, 'ask'>;
   /**
    * Subscribes (or unsubscribes) the owner of `uri` to its updates for a listening stream
    * (`signal`: the stream's request); resolves false when no server can be subscribed to it.
@@ -395,6 +401,8 @@ export class ModernHost implements HostSession {
   ): Promise<Outcome> {
     if (!CAPABILITY_FOR.has(method))
       return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
+    const forTask = this.options.taskInput?.ask(method, params, options);
+    if (forTask !== undefined) return forTask;
     const bridge = this.options.bridge;
     if (bridge === undefined)
       return Promise.reject(

@@ -58,6 +58,7 @@ import {
 } from './hostSession.js';
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
+import { TaskInput } from '../era/taskInput.js';
 import { retryParams } from '../era/envelope.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { declaresTasks } from '../era/taskBridge.js';
@@ -155,6 +156,8 @@ export class Router {
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
   /** Tasks: handles, the tasks/* methods, re-tagging (core/tasks). */
   private readonly tasks: TaskRouting;
+  /** Questions of 2025-11-25 servers' tasks, held for a modern host (era/taskInput.ts). */
+  private readonly taskInput = new TaskInput();
 
   constructor(options: RouterOptions) {
     this.options = options;
@@ -193,6 +196,7 @@ export class Router {
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
+      taskInput: this.taskInput,
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
     });
     const { tools, prompts, resources } = options;
@@ -209,6 +213,7 @@ export class Router {
       ask: (server, method, params, signal) => this.askHostFor(server, method, params, signal),
       pipeline: options.pipeline,
       logger: options.logger,
+      input: this.taskInput,
       ...(options.sharedServer !== undefined && { sharedServer: options.sharedServer }),
     });
     this.methods = new Map<string, Handler>([
@@ -400,6 +405,7 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    this.taskInput.close(new NotServingError('mcp-warden is shutting down'));
     this.modern.closeSubscriptions();
     await this.peer.idle();
   }

@@ -10,6 +10,7 @@ import { RELATED_TASK, retagRelatedTask } from './taskMessages.js';
 import type { Cancellation } from '../rpc/cancellation.js';
 import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
 import { envelopeOf } from '../era/answerShape.js';
+import { TaskInput } from '../era/taskInput.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -54,6 +55,8 @@ export interface TaskRoutingOptions {
    * this connection created, so no principal learns of, or gets a handle to, another's task.
    */
   readonly sharedServer?: (server: string) => boolean;
+  /** Questions of 2025-11-25 servers' tasks held for a modern host; one of its own when absent. */
+  readonly input?: TaskInput;
 }
 
 /** A host's `tasks/list` page holds at most this many tasks. */
@@ -74,6 +77,7 @@ const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update
  */
 export class TaskRouting {
   private readonly handles: TaskHandles;
+  private readonly input: TaskInput;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
@@ -89,6 +93,7 @@ export class TaskRouting {
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
+    this.input = options.input ?? new TaskInput();
   }
 
   /** The methods this serves to the host, with their handlers. */
@@ -343,10 +348,18 @@ export class TaskRouting {
         taskId: ref.taskId,
         handle: handle as string,
         hostModern,
-        send: (method, sent) =>
-          this.options.pipeline({ ...message, kind: method as MessageKind, params: sent, arguments: sent }),
+        send: (method, sent, signal) =>
+          this.options.pipeline({
+            ...message,
+            kind: method as MessageKind,
+            params: sent,
+            arguments: sent,
+            ...(signal !== undefined && { signal, onProgress: undefined }),
+          }),
         ask: (method, asked) => this.options.ask(ref.server, method, asked, request),
         signal: request,
+        input: this.input,
+        capabilities: envelopeOf(request)?.capabilities,
       });
       return this.options.respond(request, answer, message);
     }
