@@ -859,6 +859,58 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     ]);
   });
 
+  it('pushes the task, result inlined, to a subscriptions/listen stream that names it', async () => {
+    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 1 } }, ASKABLE),
+    );
+    const handle = created.taskId as string;
+    // Without the tasks extension, asking for task statuses is refused as the extension says.
+    const refused = modernError(
+      await host.request('subscriptions/listen', { notifications: { taskIds: [handle] } }),
+      -32021,
+    );
+    expect(refused.data).toEqual({
+      requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    });
+    const id = host.send(
+      'subscriptions/listen',
+      { notifications: { taskIds: [handle, 'not-a-handle'] } },
+      ASKABLE,
+    );
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { taskIds: [handle] },
+    });
+    const asking = await pollUntil(
+      host,
+      handle,
+      (t) => Object.keys((t.inputRequests ?? {}) as Json).length > 0,
+    );
+    const [key] = Object.keys(asking.inputRequests as Json);
+    const answer = { action: 'accept', content: { answer: 'pushed' } };
+    modernResult(
+      'tasks/update',
+      await host.request('tasks/update', { taskId: handle, inputResponses: { [key!]: answer } }, ASKABLE),
+    );
+    const pushed = await host.waitForNotification(
+      (n) => n.method === 'notifications/tasks' && (n.params as Json).status === 'completed',
+    );
+    const task = pushed.params as Json;
+    expect(task).toMatchObject({
+      taskId: handle,
+      ttlMs: 60000,
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+    });
+    expect(task).not.toHaveProperty('ttl');
+    expect(task).not.toHaveProperty('resultType');
+    expect(JSON.parse(textOf(task.result as CallToolResult))).toEqual([answer]);
+  });
+
   it('refuses tasks/update for a task with no open question', async () => {
     const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
     const created = modernCreatedTask(

@@ -63,6 +63,7 @@ import { retryParams } from '../era/envelope.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { declaresTasks } from '../era/taskBridge.js';
 import { Cancellation } from '../rpc/cancellation.js';
+import { describeError } from '../../lib/describeError.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -156,6 +157,8 @@ export class Router {
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
   /** Tasks: handles, the tasks/* methods, re-tagging (core/tasks). */
   private readonly tasks: TaskRouting;
+  /** The status notification being made for each task a modern host listens for (in order). */
+  private readonly taskStates = new Map<string, Promise<void>>();
   /** Questions of 2025-11-25 servers' tasks, held for a modern host (era/taskInput.ts). */
   private readonly taskInput = new TaskInput();
 
@@ -198,6 +201,7 @@ export class Router {
       warn: (message) => this.log.warn(message),
       taskInput: this.taskInput,
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
+      watchTasks: (handles) => this.tasks.watchable(handles),
     });
     const { tools, prompts, resources } = options;
     const owner = options.taskOwner ?? randomUUID();
@@ -277,6 +281,10 @@ export class Router {
       this.peer.notify(method, { ...params, logger });
       return;
     }
+    if (method === 'notifications/tasks/status' && this.modern.era === 'modern') {
+      this.taskStatusForModernHost(upstream.name, params);
+      return;
+    }
     if (method === 'notifications/tasks/status') {
       const status = this.tasks.status(upstream.name, params);
       if (status !== undefined) this.peer.notify(method, status);
@@ -298,6 +306,32 @@ export class Router {
         ? 'the host speaks 2026-07-28, which has no such notification outside a subscription'
         : 'mcp-warden does not know this notification');
     this.log.info(`did not forward ${truncated(method)} from ${upstream.name}: ${why}`);
+  }
+
+  /**
+   * A 2025-11-25 server's task changed: a modern host's streams that listen for it get the task
+   * as its `tasks/get` would show it (result, error or questions inlined), one state at a time
+   * per task, so they arrive in order.
+   */
+  private taskStatusForModernHost(server: string, params: Params | undefined): void {
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') return;
+    const handle = this.tasks.handleOf(server, taskId);
+    if (!this.modern.listensToTask(handle)) return;
+    const previous = this.taskStates.get(handle) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.tasks.modernState(handle, new Cancellation()))
+      .then(
+        (task) => {
+          if (task !== undefined) this.modern.taskStatus(handle, task);
+        },
+        (error: unknown) =>
+          this.log.warn(`could not tell the host the status of a task of ${server}: ${describeError(error)}`),
+      )
+      .finally(() => {
+        if (this.taskStates.get(handle) === next) this.taskStates.delete(handle);
+      });
+    this.taskStates.set(handle, next);
   }
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */

@@ -341,29 +341,92 @@ export class TaskRouting {
     const hostModern = request.shape !== undefined;
     if (upstream !== undefined && hostModern !== (upstream.era === 'modern')) {
       // The task's server speaks the other era: its task requests are translated both ways.
-      const answer = bridgeTaskRequest({
-        method: kind,
-        server: ref.server,
-        params,
-        taskId: ref.taskId,
-        handle: handle as string,
-        hostModern,
-        send: (method, sent, signal) =>
-          this.options.pipeline({
-            ...message,
-            kind: method as MessageKind,
-            params: sent,
-            arguments: sent,
-            ...(signal !== undefined && { signal, onProgress: undefined }),
-          }),
-        ask: (method, asked) => this.options.ask(ref.server, method, asked, request),
-        signal: request,
-        input: this.input,
-        capabilities: envelopeOf(request)?.capabilities,
-      });
+      const answer = this.bridge(ref, handle as string, kind, message, hostModern, request);
       return this.options.respond(request, answer, message);
     }
     this.options.route(request, message, (outcome) => this.taskResultForHost(ref, outcome));
+  }
+
+  /**
+   * A task request for a task of a server of the other era than the host's, translated (see
+   * taskBridge.ts). `message` is the request as routed; `request`, the host's, when there is one.
+   */
+  private bridge(
+    ref: TaskRef,
+    handle: string,
+    kind: string,
+    message: RoutedMessage,
+    hostModern: boolean,
+    request: IncomingRequest | undefined,
+  ): Promise<Outcome> {
+    return bridgeTaskRequest({
+      method: kind,
+      server: ref.server,
+      params: message.params,
+      taskId: ref.taskId,
+      handle,
+      hostModern,
+      send: (method, sent, signal) =>
+        this.options.pipeline({
+          ...message,
+          kind: method as MessageKind,
+          params: sent,
+          arguments: sent,
+          ...(signal !== undefined && { signal, onProgress: undefined }),
+        }),
+      ask: (method, asked) => this.options.ask(ref.server, method, asked, message.signal),
+      signal: message.signal,
+      input: this.input,
+      capabilities: request === undefined ? undefined : envelopeOf(request)?.capabilities,
+    });
+  }
+
+  /**
+   * Of `handles` a modern host wants status notifications for, those the gateway can give: its
+   * own tasks on 2025-11-25 servers, which push `notifications/tasks/status`.
+   */
+  watchable(handles: readonly string[]): string[] {
+    return handles.filter((handle) => {
+      const ref = this.handles.openHandle(handle, this.options.owner());
+      return (
+        ref !== undefined && this.options.upstreams().find((u) => u.name === ref.server)?.era === 'legacy'
+      );
+    });
+  }
+
+  /** The handle of `server`'s task `taskId`, as this host knows it. */
+  handleOf(server: string, taskId: string): string {
+    return this.handle(server, taskId);
+  }
+
+  /**
+   * The task `handle` of a 2025-11-25 server as a modern host's `tasks/get` shows it (without
+   * `resultType`), for a status notification; undefined when it is no task of this host.
+   */
+  async modernState(handle: string, signal: Cancellation): Promise<Params | undefined> {
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    if (ref === undefined) return undefined;
+    const tool = this.tools.get(key(ref.server, ref.taskId));
+    const upstream = this.options.upstreams().find((u) => u.name === ref.server);
+    const params = { taskId: ref.taskId };
+    const message: RoutedMessage = {
+      kind: 'tasks/get',
+      direction: 'upstream',
+      server: ref.server,
+      target: tool ?? '',
+      exposedName: handle,
+      definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
+      arguments: params,
+      params,
+      meta: undefined,
+      signal,
+      onProgress: undefined,
+      record: { repairs: [] },
+    };
+    const { resultType: _resultType, ...task } = (
+      await this.bridge(ref, handle, 'tasks/get', message, true, undefined)
+    ).result;
+    return task;
   }
 
   private async list(request: IncomingRequest): Promise<void> {
