@@ -18,6 +18,7 @@ import {
   ListRootsRequestSchema,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
+  TaskStatusNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
@@ -610,6 +611,14 @@ describe('resource updates and list changes from a modern upstream', () => {
 const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
 const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 
+/** The requests modern-server.mjs logged (--log): each one's method and `_meta`. */
+function modernLog(log: string) {
+  return readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> });
+}
+
 /** A legacy host's task-augmented call, the SDK's way: what it yields, in order. */
 async function legacyTaskCall(client: Client, name: string) {
   const seen: { type: string; task?: Task; result?: CallToolResult; error?: Error }[] = [];
@@ -647,11 +656,7 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
     expect(GetTaskResultSchema.safeParse(polled).success).toBe(true);
     expect(polled).toMatchObject({ taskId: created.taskId, status: 'completed', pollInterval: 20 });
     // Upstream, the call declared the extension instead of carrying `task`.
-    const call = readFileSync(log, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> })
-      .find((r) => r.method === 'tools/call')!;
+    const call = modernLog(log).find((r) => r.method === 'tools/call')!;
     expect(call.meta['io.modelcontextprotocol/clientCapabilities']).toMatchObject(TASKS_EXTENSION);
   });
 
@@ -686,6 +691,43 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
       code: -32000,
       message: expect.stringContaining('the task broke') as unknown,
     });
+  });
+});
+
+describe('tasks across eras: a 2025-11-25 host hears a modern server’s task statuses', () => {
+  it('as notifications/tasks/status under the handle, from a stream the gateway opens per task', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks', '--log', log]) } },
+      dir,
+    );
+    const statuses: Task[] = [];
+    let done!: () => void;
+    const completed = new Promise<void>((resolve) => (done = resolve));
+    legacy = await connectHost(config, {
+      capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
+      beforeConnect: (client) => {
+        client.setRequestHandler(ElicitRequestSchema, () => ANSWERS['elicitation/create'] as never);
+        client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+          statuses.push(n.params as Task);
+          if (n.params.status === 'completed') done();
+        });
+      },
+    });
+    const seen = await legacyTaskCall(legacy.client, 'm__task_ask');
+    const handle = seen.find((m) => m.type === 'taskCreated')!.task!.taskId;
+    await completed;
+    const last = statuses.at(-1)!;
+    expect(TaskSchema.safeParse(last).success).toBe(true);
+    expect(last).toMatchObject({ taskId: handle, status: 'completed', ttl: 60000 });
+    expect(last).not.toHaveProperty('ttlMs');
+    expect(last).not.toHaveProperty('result');
+    // Upstream: one stream for the task, declaring the extension (besides the list-change one).
+    const listens = modernLog(log)
+      .filter((r) => r.method === 'subscriptions/listen')
+      .map((r) => r.meta['io.modelcontextprotocol/clientCapabilities']!.extensions);
+    expect(listens).toEqual([undefined, TASKS_EXTENSION.extensions]);
   });
 });
 

@@ -290,6 +290,12 @@ export class Router {
       if (status !== undefined) this.peer.notify(method, status);
       return;
     }
+    // A modern server's task status, on the stream the gateway opened for a legacy host's task.
+    if (method === 'notifications/tasks' && upstream.era === 'modern' && this.modern.era !== 'modern') {
+      const status = this.tasks.modernStatus(upstream, params);
+      if (status !== undefined) this.peer.notify('notifications/tasks/status', status);
+      return;
+    }
     if (
       method === 'notifications/resources/updated' &&
       this.modern.resourceUpdated(withExposedUri(upstream.name, params))

@@ -6,7 +6,7 @@ import type { Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
-import { RELATED_TASK, retagRelatedTask } from './taskMessages.js';
+import { RELATED_TASK, retagRelatedTask, TERMINAL_STATUSES } from './taskMessages.js';
 import type { Cancellation } from '../rpc/cancellation.js';
 import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
 import { envelopeOf } from '../era/answerShape.js';
@@ -20,6 +20,9 @@ export interface TaskUpstream {
   readonly tools: readonly Tool[];
   /** The protocol era it speaks; undefined before it connected. */
   readonly era: 'legacy' | 'modern' | undefined;
+  /** Has a modern server push the status of its task (see Upstream.watchTask). */
+  watchTask?(taskId: string): void;
+  unwatchTask?(taskId: string): void;
 }
 
 export interface TaskRoutingOptions {
@@ -157,6 +160,13 @@ export class TaskRouting {
       message.server,
       flat ? (result._meta === undefined ? {} : { _meta: result._meta }) : result,
     );
+    // A 2025-11-25 host that runs tasks is told their statuses; a modern server says them only
+    // on a stream that names the task.
+    if (message.hostEra !== 'modern' && this.hostTasks)
+      this.options
+        .upstreams()
+        .find((u) => u.name === message.server && u.era === 'modern')
+        ?.watchTask?.(taskId);
     if (message.hostEra === 'modern') {
       const { task: _task, ...fields } = rest;
       return outcome.changed({ ...fields, resultType: 'task', ...modernTask(task), taskId: handle });
@@ -194,6 +204,22 @@ export class TaskRouting {
     }
     if (typeof params?.taskId !== 'string' || !this.mayKnow(server, params.taskId)) return undefined;
     return { ...this.resultForHost(server, params), taskId: this.handle(server, params.taskId) };
+  }
+
+  /**
+   * A modern server's `notifications/tasks` for a 2025-11-25 host: its `notifications/tasks/status`
+   * (the task in that revision's shape, under its handle), or undefined when the host has none.
+   * A task that ended is watched no more.
+   */
+  modernStatus(upstream: TaskUpstream, params: Params | undefined): Params | undefined {
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') return undefined;
+    if (typeof params?.status === 'string' && TERMINAL_STATUSES.has(params.status))
+      upstream.unwatchTask?.(taskId);
+    return this.status(upstream.name, {
+      ...legacyTask(params!),
+      ...(params!._meta !== undefined && { _meta: params!._meta }),
+    });
   }
 
   /** An upstream's `_meta` on its way to the host: its related-task id becomes the handle. */
