@@ -324,8 +324,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   // every connection, so with several it is the first host that decides, as for Apps above.
   const hostRevision = () => definitionRevision(primary()?.router.host.protocolVersion);
   let servedRevision = hostRevision();
-  const served = (server: string, tools: readonly Tool[]) =>
-    definitions.tools(server, tools, (servedRevision = hostRevision()));
+  const served = (server: string, tools: readonly Tool[], runsTasks: boolean) =>
+    definitions.tools(server, tools, (servedRevision = hostRevision()), runsTasks);
   /** Rebuilds the tool lists when a host's revision asks for other definitions than served. */
   const revisionKnown = () => {
     if (hostRevision() === servedRevision) return;

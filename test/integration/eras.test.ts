@@ -18,6 +18,7 @@ import {
   ListRootsRequestSchema,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
+  TaskStatusNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
@@ -638,6 +639,14 @@ describe('resource updates and list changes from a modern upstream', () => {
 const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
 const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 
+/** The requests modern-server.mjs logged (--log): each one's method and `_meta`. */
+function modernLog(log: string) {
+  return readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> });
+}
+
 /** A legacy host's task-augmented call, the SDK's way: what it yields, in order. */
 async function legacyTaskCall(client: Client, name: string) {
   const seen: { type: string; task?: Task; result?: CallToolResult; error?: Error }[] = [];
@@ -675,11 +684,7 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
     expect(GetTaskResultSchema.safeParse(polled).success).toBe(true);
     expect(polled).toMatchObject({ taskId: created.taskId, status: 'completed', pollInterval: 20 });
     // Upstream, the call declared the extension instead of carrying `task`.
-    const call = readFileSync(log, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> })
-      .find((r) => r.method === 'tools/call')!;
+    const call = modernLog(log).find((r) => r.method === 'tools/call')!;
     expect(call.meta['io.modelcontextprotocol/clientCapabilities']).toMatchObject(TASKS_EXTENSION);
   });
 
@@ -717,6 +722,84 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
   });
 });
 
+describe('tasks across eras: a 2025-11-25 host hears a modern server’s task statuses', () => {
+  it('as notifications/tasks/status under the handle, from a stream the gateway opens per task', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks', '--log', log]) } },
+      dir,
+    );
+    const statuses: Task[] = [];
+    let done!: () => void;
+    const completed = new Promise<void>((resolve) => (done = resolve));
+    legacy = await connectHost(config, {
+      capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
+      beforeConnect: (client) => {
+        client.setRequestHandler(ElicitRequestSchema, () => ANSWERS['elicitation/create'] as never);
+        client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+          statuses.push(n.params as Task);
+          if (n.params.status === 'completed') done();
+        });
+      },
+    });
+    const seen = await legacyTaskCall(legacy.client, 'm__task_ask');
+    const handle = seen.find((m) => m.type === 'taskCreated')!.task!.taskId;
+    await completed;
+    const last = statuses.at(-1)!;
+    expect(TaskSchema.safeParse(last).success).toBe(true);
+    expect(last).toMatchObject({ taskId: handle, status: 'completed', ttl: 60000 });
+    expect(last).not.toHaveProperty('ttlMs');
+    expect(last).not.toHaveProperty('result');
+    // Upstream: one stream for the task, declaring the extension (besides the list-change one).
+    const listens = modernLog(log)
+      .filter((r) => r.method === 'subscriptions/listen')
+      .map((r) => r.meta['io.modelcontextprotocol/clientCapabilities']!.extensions);
+    expect(listens).toEqual([undefined, TASKS_EXTENSION.extensions]);
+  });
+});
+
+describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tasks server run as tasks', () => {
+  it('lists them with execution.taskSupport "optional", so the SDK runs them as tasks unasked', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { m: modernServer(['--tasks']), plain: modernServer(['--name', 'plain']) },
+    });
+    legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    const tools = (await legacy.client.listTools()).tools;
+    const tool = (name: string) => tools.find((t) => t.name === name);
+    // The tasks extension has no per-tool flag: every tool of the server may become a task.
+    expect(tool('m__task_report')?.execution).toEqual({ taskSupport: 'optional' });
+    expect(tool('m__echo')?.execution).toEqual({ taskSupport: 'optional' });
+    // A modern server without the extension runs nothing as a task.
+    expect(tool('plain__echo')).not.toHaveProperty('execution');
+    expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({ requests: { tools: { call: {} } } });
+
+    // No `task` option: the SDK adds one because the tool says it may run as a task.
+    const seen: { type: string; task?: Task; result?: CallToolResult }[] = [];
+    for await (const message of legacy.client.experimental.tasks.callToolStream(
+      { name: 'm__task_report', arguments: { n: 5 } },
+      CallToolResultSchema,
+    ))
+      seen.push(message as (typeof seen)[number]);
+    const created = seen.find((m) => m.type === 'taskCreated')?.task;
+    expect(created?.taskId).toMatch(/^[A-Za-z0-9_-]{64,}$/);
+    expect(textOf(seen.find((m) => m.type === 'result')!.result!)).toBe('report 5');
+    // A plain call is still answered at once.
+    expect(textOf(await legacy.client.callTool({ name: 'm__task_report', arguments: {} }))).toBe(
+      'task_report ran at once',
+    );
+  });
+
+  it('are listed without execution to a host that runs no tasks', async () => {
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
+    legacy = await connectHost(config);
+    const tool = (await legacy.client.listTools()).tools.find((t) => t.name === 'm__task_report');
+    expect(tool).toBeDefined();
+    expect(tool).not.toHaveProperty('execution');
+  });
+});
+
 describe('tasks across eras: a modern host with the tasks extension, a 2025-11-25 upstream’s tasks', () => {
   it('gets a task (resultType "task") under a handle, and polls it with tasks/get until the result is in it', async () => {
     const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
@@ -749,6 +832,169 @@ describe('tasks across eras: a modern host with the tasks extension, a 2025-11-2
     // Without the extension, the same call is answered with its result.
     const plain = modernResult('tools/call', await host.request('tools/call', params));
     expect(plain.resultType).toBe('complete');
+  });
+});
+
+describe('tasks across eras: a modern host answers the questions of a 2025-11-25 server’s task', () => {
+  /** What the host declares on every request: form elicitation and the tasks extension. */
+  const ASKABLE = { capabilities: { elicitation: { form: {} }, ...TASKS_EXTENSION } };
+
+  /** Polls tasks/get until `done` accepts the task (no pause: each poll is one round trip). */
+  async function pollUntil(host: ModernHost, handle: string, done: (task: Json) => boolean) {
+    for (;;) {
+      const task = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+      if (done(task)) return task;
+      expect(['working', 'input_required']).toContain(task.status);
+    }
+  }
+
+  it('shows them in tasks/get, takes the answers with tasks/update, and inlines the result', async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl' },
+        servers: { t: { command: NODE, args: [TASK_FIXTURE] } },
+      },
+      dir,
+    );
+    const host = (modern = startModernHost(CLI, config));
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 2 } }, ASKABLE),
+    );
+    const handle = created.taskId as string;
+
+    const asking = await pollUntil(
+      host,
+      handle,
+      (t) => Object.keys((t.inputRequests ?? {}) as Json).length === 2,
+    );
+    expect(asking.status).toBe('input_required');
+    const requests = asking.inputRequests as Record<string, { method: string; params: Json }>;
+    const keys = Object.keys(requests);
+    expect(Object.values(requests).map((r) => [r.method, r.params.message])).toEqual([
+      ['elicitation/create', '[t] Question 1?'],
+      ['elicitation/create', '[t] Question 2?'],
+    ]);
+    // The questions name the task by the handle the host knows, never the server's own id.
+    for (const request of Object.values(requests))
+      expect((request.params._meta as Json)['io.modelcontextprotocol/related-task']).toEqual({
+        taskId: handle,
+      });
+
+    // A key no question was asked under is refused, and nothing is answered.
+    const wrong = modernError(
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: { nope: { action: 'decline' } } },
+        ASKABLE,
+      ),
+      -32602,
+    );
+    expect(wrong.message).toContain('no question of this task was asked under "nope"');
+    expect(
+      modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE)).inputRequests,
+    ).toEqual(requests);
+
+    const answers = keys.map((_, i) => ({ action: 'accept', content: { answer: `answer ${i + 1}` } }));
+    modernResult(
+      'tasks/update',
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: Object.fromEntries(keys.map((k, i) => [k, answers[i]])) },
+        ASKABLE,
+      ),
+    );
+    // The same answers again are ignored, as the extension says a repeated update is.
+    modernResult(
+      'tasks/update',
+      await host.request(
+        'tasks/update',
+        { taskId: handle, inputResponses: { [keys[0]!]: answers[0] } },
+        ASKABLE,
+      ),
+    );
+    const done = await pollUntil(host, handle, (t) => t.status === 'completed');
+    expect(JSON.parse(textOf(done.result as CallToolResult))).toEqual(answers);
+    // The gateway never sent the modern host a request of its own.
+    expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+
+    // Each question passed the pipeline: the audit trail has it, answered.
+    const asked = readAudit(path.join(dir, 'audit.jsonl')).filter(
+      (r) => r.type === 'request' && r.method === 'elicitation/create',
+    );
+    expect(asked.map((r) => [r.direction, r.outcome])).toEqual([
+      ['to_host', 'ok'],
+      ['to_host', 'ok'],
+    ]);
+  });
+
+  it('pushes the task, result inlined, to a subscriptions/listen stream that names it', async () => {
+    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 1 } }, ASKABLE),
+    );
+    const handle = created.taskId as string;
+    // Without the tasks extension, asking for task statuses is refused as the extension says.
+    const refused = modernError(
+      await host.request('subscriptions/listen', { notifications: { taskIds: [handle] } }),
+      -32021,
+    );
+    expect(refused.data).toEqual({
+      requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    });
+    const id = host.send(
+      'subscriptions/listen',
+      { notifications: { taskIds: [handle, 'not-a-handle'] } },
+      ASKABLE,
+    );
+    const ack = await host.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    modernAcknowledgment(ack);
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { taskIds: [handle] },
+    });
+    const asking = await pollUntil(
+      host,
+      handle,
+      (t) => Object.keys((t.inputRequests ?? {}) as Json).length > 0,
+    );
+    const [key] = Object.keys(asking.inputRequests as Json);
+    const answer = { action: 'accept', content: { answer: 'pushed' } };
+    modernResult(
+      'tasks/update',
+      await host.request('tasks/update', { taskId: handle, inputResponses: { [key!]: answer } }, ASKABLE),
+    );
+    const pushed = await host.waitForNotification(
+      (n) => n.method === 'notifications/tasks' && (n.params as Json).status === 'completed',
+    );
+    const task = pushed.params as Json;
+    expect(task).toMatchObject({
+      taskId: handle,
+      ttlMs: 60000,
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+    });
+    expect(task).not.toHaveProperty('ttl');
+    expect(task).not.toHaveProperty('resultType');
+    expect(JSON.parse(textOf(task.result as CallToolResult))).toEqual([answer]);
+  });
+
+  it('refuses tasks/update for a task with no open question', async () => {
+    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: 't__report', arguments: {} }, ASKABLE),
+    );
+    const error = modernError(
+      await host.request(
+        'tasks/update',
+        { taskId: created.taskId, inputResponses: { t1: { action: 'accept', content: {} } } },
+        ASKABLE,
+      ),
+      -32602,
+    );
+    expect(error.message).toContain('it has no open question');
   });
 });
 

@@ -54,12 +54,7 @@ export function modernResult(method: keyof typeof RESULTS | string, answer: RpcA
   expect((result._meta as Json)['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'mcp-warden' });
   if (result.resultType === 'input_required') {
     expect(result.inputRequests !== undefined || result.requestState !== undefined).toBe(true);
-    for (const request of Object.values((result.inputRequests ?? {}) as Record<string, Json>)) {
-      const inputSchema = (INPUT_REQUESTS as unknown as Record<string, Checker>)[request.method as string];
-      expect(inputSchema, `input request ${String(request.method)}`).toBeDefined();
-      const check = inputSchema!.safeParse(request);
-      expect(check.success, check.success ? '' : JSON.stringify(check.error.issues)).toBe(true);
-    }
+    expectInputRequests(result.inputRequests);
     expect(result.ttlMs).toBeUndefined();
   } else if (CACHEABLE.has(method)) {
     expect(typeof result.ttlMs).toBe('number');
@@ -67,6 +62,16 @@ export function modernResult(method: keyof typeof RESULTS | string, answer: RpcA
     expect(['public', 'private']).toContain(result.cacheScope);
   }
   return result;
+}
+
+/** Asserts each of `inputRequests` (an MRTR result's or a task's) is a valid request of its kind. */
+function expectInputRequests(inputRequests: unknown): void {
+  for (const request of Object.values((inputRequests ?? {}) as Record<string, Json>)) {
+    const inputSchema = (INPUT_REQUESTS as unknown as Record<string, Checker>)[request.method as string];
+    expect(inputSchema, `input request ${String(request.method)}`).toBeDefined();
+    const check = inputSchema!.safeParse(request);
+    expect(check.success, check.success ? '' : JSON.stringify(check.error.issues)).toBe(true);
+  }
 }
 
 /** Asserts `answer` is a JSON-RPC error with `code`, and returns the error. */
@@ -118,6 +123,9 @@ export function modernTaskState(answer: RpcAnswer): Json {
   expectTask(result);
   if (result.status === 'completed') expect(typeof result.result).toBe('object');
   if (result.status === 'failed') expect(typeof (result.error as Json | undefined)?.code).toBe('number');
-  if (result.status === 'input_required') expect(typeof result.inputRequests).toBe('object');
+  if (result.status === 'input_required') {
+    expect(typeof result.inputRequests).toBe('object');
+    expectInputRequests(result.inputRequests);
+  }
   return result;
 }

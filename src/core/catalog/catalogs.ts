@@ -2,6 +2,7 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import { toolFilter, type CatalogEntry, type NamedCatalog } from './namedCatalog.js';
 import type { ResourceCatalog } from './resourceCatalog.js';
+import { declaresTasks } from '../era/taskBridge.js';
 
 export interface Catalogs {
   readonly tools: NamedCatalog<Tool>;
@@ -33,8 +34,11 @@ export function rebuildCatalogs(
   options: {
     readonly hidden?: (server: string, tool: Tool) => boolean;
     readonly listed?: (item: ListedItem) => boolean;
-    /** The definitions served for one upstream's tools (checked, repaired; see servedDefinitions.ts). */
-    readonly served?: (server: string, tools: readonly Tool[]) => readonly Tool[];
+    /**
+     * The definitions served for one upstream's tools (checked, repaired; see
+     * servedDefinitions.ts); `runsTasks`: the upstream declares the 2026-07-28 tasks extension.
+     */
+    readonly served?: (server: string, tools: readonly Tool[], runsTasks: boolean) => readonly Tool[];
   } = {},
 ): ListKind[] {
   const changed: ListKind[] = [];
@@ -43,7 +47,10 @@ export function rebuildCatalogs(
       server: u.name,
       namespace: u.config.namespace,
       include: toolFilter(u.config.tools),
-      items: options.served === undefined ? u.tools : options.served(u.name, u.tools),
+      items:
+        options.served === undefined
+          ? u.tools
+          : options.served(u.name, u.tools, declaresTasks(u.capabilities)),
     }));
     // Tools the policy denies whatever the arguments are not listed.
     const { hidden, listed } = options;

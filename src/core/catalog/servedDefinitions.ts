@@ -23,19 +23,25 @@ export interface DefinitionReports {
  * reported once per run, not at every re-listing.
  */
 export class ServedDefinitions {
-  private readonly cache = new WeakMap<readonly Tool[], Map<DefinitionRevision, readonly Tool[]>>();
+  private readonly cache = new WeakMap<readonly Tool[], Map<string, readonly Tool[]>>();
   private readonly reported = new Set<string>();
 
   constructor(private readonly reports: DefinitionReports = {}) {}
 
-  /** `server`'s tools as served to a host of `revision`. */
+  /**
+   * `server`'s tools as served to a host of `revision`. `runsTasks`: the server is a 2026-07-28
+   * one that declares the tasks extension (see `withTaskSupport`).
+   */
   tools(
     server: string,
     tools: readonly Tool[],
     revision: DefinitionRevision = '2025-11-25',
+    runsTasks = false,
   ): readonly Tool[] {
+    const marked = runsTasks && revision === '2025-11-25';
+    const key = marked ? `${revision}+tasks` : revision;
     let byRevision = this.cache.get(tools);
-    const cached = byRevision?.get(revision);
+    const cached = byRevision?.get(key);
     if (cached !== undefined) return cached;
     const checked = checkDefinitions(tools, revision);
     for (const repaired of checked.repaired)
@@ -43,9 +49,9 @@ export class ServedDefinitions {
         this.reports.repaired?.(server, repaired);
     for (const left of checked.leftOut)
       if (this.first(['leftOut', server, left.tool, left.reason])) this.reports.leftOut?.(server, left);
-    const served = checked.tools.map((tool) => withExposedUi(server, tool));
+    const served = checked.tools.map((tool) => withExposedUi(server, marked ? withTaskSupport(tool) : tool));
     if (byRevision === undefined) this.cache.set(tools, (byRevision = new Map()));
-    byRevision.set(revision, served);
+    byRevision.set(key, served);
     return served;
   }
 
@@ -55,6 +61,19 @@ export class ServedDefinitions {
     this.reported.add(text);
     return true;
   }
+}
+
+/**
+ * A tool of a 2026-07-28 server with the tasks extension, as a 2025-11-25 host reads it. That
+ * extension has no per-tool flag: the server decides per call whether to answer with a task,
+ * and only for a client that declared the extension. A 2025-11-25 host decides before the call,
+ * from `execution.taskSupport`, so each such tool is marked "optional": a call with `task` is
+ * sent declaring the extension (the server may answer with a task, or at once), a call without
+ * it is sent without (the server answers at once). Never "required", which would promise what
+ * the server did not say. A tool that carries its own `execution` keeps it.
+ */
+function withTaskSupport(tool: Tool): Tool {
+  return tool.execution === undefined ? { ...tool, execution: { taskSupport: 'optional' } } : tool;
 }
 
 /**

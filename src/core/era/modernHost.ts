@@ -26,7 +26,8 @@ import {
   unsupportedVersion,
 } from './envelope.js';
 import type { InputBridge } from './inputBridge.js';
-import { TASKS_EXTENSION } from './taskBridge.js';
+import type { TaskInput } from './taskInput.js';
+import { declaresTasks, TASKS_EXTENSION } from './taskBridge.js';
 
 /**
  * The host's era, and the stateless (2026-07-28) host: the gateway serves one host per process,
@@ -55,10 +56,20 @@ export interface ModernHostOptions {
   /** Server-to-client requests carried across the eras (set once the bridge exists). */
   bridge?: InputBridge;
   /**
+   * Questions of 2025-11-25 servers' tasks: a request tagged with a task held there is kept for
+   * the host's `tasks/get` (see taskInput.ts); undefined for any other request.
+   */
+  readonly taskInput?: Pick<TaskInput, 'ask'>;
+  /**
    * Subscribes (or unsubscribes) the owner of `uri` to its updates for a listening stream
    * (`signal`: the stream's request); resolves false when no server can be subscribed to it.
    */
   readonly subscribeResource?: (uri: string, subscribe: boolean, signal: IncomingRequest) => Promise<boolean>;
+  /**
+   * Of the task handles a stream asks about (`taskIds`), those whose status changes the gateway
+   * can tell: tasks of this host on servers that push them.
+   */
+  readonly watchTasks?: (handles: readonly string[]) => string[];
 }
 
 /** Methods only the stateless revision has: a request for one without an envelope is malformed. */
@@ -103,12 +114,16 @@ interface Subscription {
   readonly lists: ReadonlySet<HostList>;
   /** The resource URIs whose updates this stream gets. */
   readonly uris: ReadonlySet<string>;
+  /** The task handles whose `notifications/tasks` this stream gets. */
+  readonly taskIds: ReadonlySet<string>;
   /** Lets go of what the stream holds upstream; safe to call twice. */
   readonly release: () => void;
 }
 
 /** At most this many resource URIs on one stream. */
 export const MAX_STREAM_RESOURCES = 100;
+/** At most this many task handles on one stream. */
+export const MAX_STREAM_TASKS = 100;
 
 /**
  * The stateless host: the era gate, the methods only it has (`server/discover`,
@@ -243,6 +258,22 @@ export class ModernHost implements HostSession {
     return true;
   }
 
+  /** Whether some open stream listens for the status of the task `handle`. */
+  listensToTask(handle: string): boolean {
+    for (const subscription of this.subscriptions) if (subscription.taskIds.has(handle)) return true;
+    return false;
+  }
+
+  /** A task's state changed: the streams that asked for it get it whole (`notifications/tasks`). */
+  taskStatus(handle: string, task: Params): void {
+    for (const subscription of this.subscriptions)
+      if (subscription.taskIds.has(handle))
+        this.options.peer.notify('notifications/tasks', {
+          ...task,
+          _meta: { [META.subscriptionId]: subscription.request.id },
+        });
+  }
+
   /** Ends every open subscription gracefully (shutdown): each gets its completion result. */
   closeSubscriptions(): void {
     for (const subscription of [...this.subscriptions]) {
@@ -283,6 +314,8 @@ export class ModernHost implements HostSession {
         `mcp-warden keeps at most ${MAX_SUBSCRIPTIONS} subscriptions/listen streams open at once; cancel one first`,
       );
     const wanted = filter as Params;
+    // Checked before any server is subscribed to anything, so a refusal leaves nothing behind.
+    const taskIds = this.watchedTasks(request, wanted.taskIds);
     const honoured: Params = {};
     const lists = new Set<HostList>();
     for (const [field, list] of LIST_FILTERS) {
@@ -311,10 +344,12 @@ export class ModernHost implements HostSession {
           uris.add(uri);
       if (uris.size > 0) honoured.resourceSubscriptions = [...uris];
     }
+    if (taskIds.size > 0) honoured.taskIds = [...taskIds];
     const subscription: Subscription = {
       request,
       lists,
       uris,
+      taskIds,
       release: () => {
         // A stream that ends any way (cancelled, closed at shutdown, its HTTP response gone)
         // gives back its upstream subscriptions, or they would outlive every listener.
@@ -328,6 +363,25 @@ export class ModernHost implements HostSession {
       _meta: { [META.subscriptionId]: request.id },
       notifications: honoured,
     });
+  }
+
+  /**
+   * The task handles of `wanted` whose status this stream will get. Asking for any needs the
+   * tasks extension declared on the request (-32021 otherwise, as the extension says); handles
+   * the gateway cannot tell about are left out of the acknowledgment.
+   */
+  private watchedTasks(request: IncomingRequest, wanted: unknown): Set<string> {
+    if (!Array.isArray(wanted) || wanted.length === 0) return new Set();
+    if (!declaresTasks(envelopeOf(request)?.capabilities))
+      throw new ProtocolError(-32021, 'Missing required client capability', {
+        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      });
+    if (wanted.length > MAX_STREAM_TASKS)
+      throw new InvalidParamsError(
+        `subscriptions/listen: at most ${MAX_STREAM_TASKS} taskIds per stream (got ${wanted.length})`,
+      );
+    const handles = [...new Set(wanted.filter((h): h is string => typeof h === 'string'))];
+    return new Set(this.options.watchTasks?.(handles) ?? []);
   }
 
   /** The caching hints of the merged answer to `method`: the shortest life, private if any is. */
@@ -395,6 +449,8 @@ export class ModernHost implements HostSession {
   ): Promise<Outcome> {
     if (!CAPABILITY_FOR.has(method))
       return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
+    const forTask = this.options.taskInput?.ask(method, params, options);
+    if (forTask !== undefined) return forTask;
     const bridge = this.options.bridge;
     if (bridge === undefined)
       return Promise.reject(

@@ -6,6 +6,7 @@ import { CAPABILITY_FOR } from '../routing/hostSession.js';
 import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../tasks/drive.js';
 import { RELATED_TASK, TERMINAL_STATUSES } from '../tasks/taskMessages.js';
 import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
+import type { TaskInput } from './taskInput.js';
 
 /**
  * Tasks across the eras. The 2025-11-25 revision has tasks in the core protocol: a host asks for
@@ -75,8 +76,11 @@ export function createdTask(result: Params): Params | undefined {
   return result.resultType === 'task' && typeof result.taskId === 'string' ? result : undefined;
 }
 
-/** Sends one task request to the upstream that holds the task (through the pipeline). */
-export type TaskSend = (method: string, params: Params) => Promise<Outcome>;
+/**
+ * Sends one task request to the upstream that holds the task (through the pipeline); `signal`,
+ * when given, replaces the host request's (a request that outlives it: a held `tasks/result`).
+ */
+export type TaskSend = (method: string, params: Params, signal?: Cancellation) => Promise<Outcome>;
 /** Asks the host a question the upstream put in a task's `inputRequests`. */
 export type TaskAsk = (method: string, params: Params | undefined) => Promise<Outcome>;
 
@@ -94,6 +98,10 @@ export interface TaskBridgeOptions {
   readonly send: TaskSend;
   readonly ask: TaskAsk;
   readonly signal: Cancellation;
+  /** The questions of 2025-11-25 servers' tasks held for a modern host (this connection's). */
+  readonly input: TaskInput;
+  /** What the host's request declared it can be asked (a modern host declares it per request). */
+  readonly capabilities: Params | undefined;
 }
 
 /** A host's task request for a task of an upstream of the other era, answered in the host's era. */
@@ -101,24 +109,42 @@ export function bridgeTaskRequest(options: TaskBridgeOptions): Promise<Outcome> 
   return options.hostModern ? forModernHost(options) : forLegacyHost(options);
 }
 
-/** A modern host, a task of a 2025-11-25 server. */
+/**
+ * A modern host, a task of a 2025-11-25 server. While the task needs input the gateway holds its
+ * `tasks/result` open, which is when such a server sends its questions; they reach the host in
+ * `tasks/get` and its `tasks/update` answers them (see taskInput.ts).
+ */
 async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
-  const { method, taskId, handle, send } = options;
+  const { method, taskId, handle, send, input } = options;
   if (method === 'tasks/cancel') {
     await send('tasks/cancel', { taskId });
+    input.release(handle, new Error('the host cancelled the task'));
     return Outcome.of({});
   }
-  if (method === 'tasks/update')
-    throw new MethodNotFoundError(
-      'tasks/update: this task is run by a 2025-11-25 server, which takes input only while mcp-warden waits on its result; mcp-warden does not relay that to a 2026-07-28 host yet',
-    );
+  if (method === 'tasks/update') {
+    input.answer(handle, options.params?.inputResponses);
+    return Outcome.of({});
+  }
   if (method !== 'tasks/get') throw new MethodNotFoundError(`Method not found: ${method}`);
   const task = (await send('tasks/get', { taskId })).result;
   const detailed: Params = { ...modernTask(task), taskId: handle };
-  if (detailed.status === 'input_required') detailed.inputRequests = {};
-  if (detailed.status === 'completed')
-    detailed.result = withoutRelatedTask((await send('tasks/result', { taskId })).result);
-  if (detailed.status === 'failed') {
+  const status = detailed.status;
+  const terminal = typeof status === 'string' && TERMINAL_STATUSES.has(status);
+  if (status === 'input_required') {
+    input.hold(handle, options.capabilities, (signal) => send('tasks/result', { taskId }, signal));
+    await input.settle(handle, options.signal);
+  }
+  if (!terminal && input.holds(handle)) {
+    // A question still open is shown whatever the server's status says (it may lag behind).
+    const inputRequests = input.inputRequests(handle);
+    if (status === 'input_required' || Object.keys(inputRequests).length > 0) {
+      detailed.status = 'input_required';
+      detailed.inputRequests = inputRequests;
+    }
+  }
+  if (status === 'input_required' && detailed.inputRequests === undefined) detailed.inputRequests = {};
+  if (status === 'completed') detailed.result = withoutRelatedTask((await finalResult(options)).result);
+  if (status === 'failed') {
     // The server's tasks/result answers a failed task with the error it failed with.
     try {
       await send('tasks/result', { taskId });
@@ -134,7 +160,18 @@ async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
           : { code: -32603, message: stringOr(task.statusMessage, 'the task failed') };
     }
   }
+  if (terminal) input.release(handle, new Error(`the task was ${String(status)}`));
   return Outcome.of(detailed);
+}
+
+/** A completed task's result: the one the held `tasks/result` brings, or a fresh `tasks/result`. */
+async function finalResult(options: TaskBridgeOptions): Promise<Outcome> {
+  const held = options.input.heldResult(options.handle);
+  if (held !== undefined) {
+    const outcome = await held.catch(() => undefined);
+    if (outcome !== undefined) return outcome;
+  }
+  return options.send('tasks/result', { taskId: options.taskId });
 }
 
 /** A 2025-11-25 host, a task of a modern server. */

@@ -58,10 +58,12 @@ import {
 } from './hostSession.js';
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
+import { TaskInput } from '../era/taskInput.js';
 import { retryParams } from '../era/envelope.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { declaresTasks } from '../era/taskBridge.js';
 import { Cancellation } from '../rpc/cancellation.js';
+import { describeError } from '../../lib/describeError.js';
 
 export interface RouterOptions {
   readonly host: MessageTransport;
@@ -155,6 +157,10 @@ export class Router {
   private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
   /** Tasks: handles, the tasks/* methods, re-tagging (core/tasks). */
   private readonly tasks: TaskRouting;
+  /** The status notification being made for each task a modern host listens for (in order). */
+  private readonly taskStates = new Map<string, Promise<void>>();
+  /** Questions of 2025-11-25 servers' tasks, held for a modern host (era/taskInput.ts). */
+  private readonly taskInput = new TaskInput();
 
   constructor(options: RouterOptions) {
     this.options = options;
@@ -193,7 +199,9 @@ export class Router {
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
+      taskInput: this.taskInput,
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
+      watchTasks: (handles) => this.tasks.watchable(handles),
     });
     const { tools, prompts, resources } = options;
     const owner = options.taskOwner ?? randomUUID();
@@ -209,6 +217,7 @@ export class Router {
       ask: (server, method, params, signal) => this.askHostFor(server, method, params, signal),
       pipeline: options.pipeline,
       logger: options.logger,
+      input: this.taskInput,
       ...(options.sharedServer !== undefined && { sharedServer: options.sharedServer }),
     });
     this.methods = new Map<string, Handler>([
@@ -277,9 +286,19 @@ export class Router {
       this.peer.notify(method, { ...params, logger });
       return;
     }
+    if (method === 'notifications/tasks/status' && this.modern.era === 'modern') {
+      this.taskStatusForModernHost(upstream.name, params);
+      return;
+    }
     if (method === 'notifications/tasks/status') {
       const status = this.tasks.status(upstream.name, params);
       if (status !== undefined) this.peer.notify(method, status);
+      return;
+    }
+    // A modern server's task status, on the stream the gateway opened for a legacy host's task.
+    if (method === 'notifications/tasks' && upstream.era === 'modern' && this.modern.era !== 'modern') {
+      const status = this.tasks.modernStatus(upstream, params);
+      if (status !== undefined) this.peer.notify('notifications/tasks/status', status);
       return;
     }
     if (
@@ -298,6 +317,32 @@ export class Router {
         ? 'the host speaks 2026-07-28, which has no such notification outside a subscription'
         : 'mcp-warden does not know this notification');
     this.log.info(`did not forward ${truncated(method)} from ${upstream.name}: ${why}`);
+  }
+
+  /**
+   * A 2025-11-25 server's task changed: a modern host's streams that listen for it get the task
+   * as its `tasks/get` would show it (result, error or questions inlined), one state at a time
+   * per task, so they arrive in order.
+   */
+  private taskStatusForModernHost(server: string, params: Params | undefined): void {
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') return;
+    const handle = this.tasks.handleOf(server, taskId);
+    if (!this.modern.listensToTask(handle)) return;
+    const previous = this.taskStates.get(handle) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.tasks.modernState(handle, new Cancellation()))
+      .then(
+        (task) => {
+          if (task !== undefined) this.modern.taskStatus(handle, task);
+        },
+        (error: unknown) =>
+          this.log.warn(`could not tell the host the status of a task of ${server}: ${describeError(error)}`),
+      )
+      .finally(() => {
+        if (this.taskStates.get(handle) === next) this.taskStates.delete(handle);
+      });
+    this.taskStates.set(handle, next);
   }
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
@@ -405,6 +450,7 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    this.taskInput.close(new NotServingError('mcp-warden is shutting down'));
     this.modern.closeSubscriptions();
     await this.peer.idle();
   }

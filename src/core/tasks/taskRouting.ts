@@ -6,10 +6,11 @@ import type { Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
-import { RELATED_TASK, retagRelatedTask } from './taskMessages.js';
+import { RELATED_TASK, retagRelatedTask, TERMINAL_STATUSES } from './taskMessages.js';
 import type { Cancellation } from '../rpc/cancellation.js';
 import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
 import { envelopeOf } from '../era/answerShape.js';
+import { TaskInput } from '../era/taskInput.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -19,6 +20,9 @@ export interface TaskUpstream {
   readonly tools: readonly Tool[];
   /** The protocol era it speaks; undefined before it connected. */
   readonly era: 'legacy' | 'modern' | undefined;
+  /** Has a modern server push the status of its task (see Upstream.watchTask). */
+  watchTask?(taskId: string): void;
+  unwatchTask?(taskId: string): void;
 }
 
 export interface TaskRoutingOptions {
@@ -54,6 +58,8 @@ export interface TaskRoutingOptions {
    * this connection created, so no principal learns of, or gets a handle to, another's task.
    */
   readonly sharedServer?: (server: string) => boolean;
+  /** Questions of 2025-11-25 servers' tasks held for a modern host; one of its own when absent. */
+  readonly input?: TaskInput;
 }
 
 /** A host's `tasks/list` page holds at most this many tasks. */
@@ -74,6 +80,7 @@ const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update
  */
 export class TaskRouting {
   private readonly handles: TaskHandles;
+  private readonly input: TaskInput;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
@@ -89,6 +96,7 @@ export class TaskRouting {
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
+    this.input = options.input ?? new TaskInput();
   }
 
   /** The methods this serves to the host, with their handlers. */
@@ -152,6 +160,13 @@ export class TaskRouting {
       message.server,
       flat ? (result._meta === undefined ? {} : { _meta: result._meta }) : result,
     );
+    // A 2025-11-25 host that runs tasks is told their statuses; a modern server says them only
+    // on a stream that names the task.
+    if (message.hostEra !== 'modern' && this.hostTasks)
+      this.options
+        .upstreams()
+        .find((u) => u.name === message.server && u.era === 'modern')
+        ?.watchTask?.(taskId);
     if (message.hostEra === 'modern') {
       const { task: _task, ...fields } = rest;
       return outcome.changed({ ...fields, resultType: 'task', ...modernTask(task), taskId: handle });
@@ -189,6 +204,22 @@ export class TaskRouting {
     }
     if (typeof params?.taskId !== 'string' || !this.mayKnow(server, params.taskId)) return undefined;
     return { ...this.resultForHost(server, params), taskId: this.handle(server, params.taskId) };
+  }
+
+  /**
+   * A modern server's `notifications/tasks` for a 2025-11-25 host: its `notifications/tasks/status`
+   * (the task in that revision's shape, under its handle), or undefined when the host has none.
+   * A task that ended is watched no more.
+   */
+  modernStatus(upstream: TaskUpstream, params: Params | undefined): Params | undefined {
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') return undefined;
+    if (typeof params?.status === 'string' && TERMINAL_STATUSES.has(params.status))
+      upstream.unwatchTask?.(taskId);
+    return this.status(upstream.name, {
+      ...legacyTask(params!),
+      ...(params!._meta !== undefined && { _meta: params!._meta }),
+    });
   }
 
   /** An upstream's `_meta` on its way to the host: its related-task id becomes the handle. */
@@ -336,21 +367,92 @@ export class TaskRouting {
     const hostModern = request.shape !== undefined;
     if (upstream !== undefined && hostModern !== (upstream.era === 'modern')) {
       // The task's server speaks the other era: its task requests are translated both ways.
-      const answer = bridgeTaskRequest({
-        method: kind,
-        server: ref.server,
-        params,
-        taskId: ref.taskId,
-        handle: handle as string,
-        hostModern,
-        send: (method, sent) =>
-          this.options.pipeline({ ...message, kind: method as MessageKind, params: sent, arguments: sent }),
-        ask: (method, asked) => this.options.ask(ref.server, method, asked, request),
-        signal: request,
-      });
+      const answer = this.bridge(ref, handle as string, kind, message, hostModern, request);
       return this.options.respond(request, answer, message);
     }
     this.options.route(request, message, (outcome) => this.taskResultForHost(ref, outcome));
+  }
+
+  /**
+   * A task request for a task of a server of the other era than the host's, translated (see
+   * taskBridge.ts). `message` is the request as routed; `request`, the host's, when there is one.
+   */
+  private bridge(
+    ref: TaskRef,
+    handle: string,
+    kind: string,
+    message: RoutedMessage,
+    hostModern: boolean,
+    request: IncomingRequest | undefined,
+  ): Promise<Outcome> {
+    return bridgeTaskRequest({
+      method: kind,
+      server: ref.server,
+      params: message.params,
+      taskId: ref.taskId,
+      handle,
+      hostModern,
+      send: (method, sent, signal) =>
+        this.options.pipeline({
+          ...message,
+          kind: method as MessageKind,
+          params: sent,
+          arguments: sent,
+          ...(signal !== undefined && { signal, onProgress: undefined }),
+        }),
+      ask: (method, asked) => this.options.ask(ref.server, method, asked, message.signal),
+      signal: message.signal,
+      input: this.input,
+      capabilities: request === undefined ? undefined : envelopeOf(request)?.capabilities,
+    });
+  }
+
+  /**
+   * Of `handles` a modern host wants status notifications for, those the gateway can give: its
+   * own tasks on 2025-11-25 servers, which push `notifications/tasks/status`.
+   */
+  watchable(handles: readonly string[]): string[] {
+    return handles.filter((handle) => {
+      const ref = this.handles.openHandle(handle, this.options.owner());
+      return (
+        ref !== undefined && this.options.upstreams().find((u) => u.name === ref.server)?.era === 'legacy'
+      );
+    });
+  }
+
+  /** The handle of `server`'s task `taskId`, as this host knows it. */
+  handleOf(server: string, taskId: string): string {
+    return this.handle(server, taskId);
+  }
+
+  /**
+   * The task `handle` of a 2025-11-25 server as a modern host's `tasks/get` shows it (without
+   * `resultType`), for a status notification; undefined when it is no task of this host.
+   */
+  async modernState(handle: string, signal: Cancellation): Promise<Params | undefined> {
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    if (ref === undefined) return undefined;
+    const tool = this.tools.get(key(ref.server, ref.taskId));
+    const upstream = this.options.upstreams().find((u) => u.name === ref.server);
+    const params = { taskId: ref.taskId };
+    const message: RoutedMessage = {
+      kind: 'tasks/get',
+      direction: 'upstream',
+      server: ref.server,
+      target: tool ?? '',
+      exposedName: handle,
+      definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
+      arguments: params,
+      params,
+      meta: undefined,
+      signal,
+      onProgress: undefined,
+      record: { repairs: [] },
+    };
+    const { resultType: _resultType, ...task } = (
+      await this.bridge(ref, handle, 'tasks/get', message, true, undefined)
+    ).result;
+    return task;
   }
 
   private async list(request: IncomingRequest): Promise<void> {

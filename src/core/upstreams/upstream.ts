@@ -30,7 +30,7 @@ import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js'
 import type { CacheHint } from '../era/answerShape.js';
 import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
-import { TASKS_EXTENSION } from '../era/taskBridge.js';
+import { declaresTasks, TASKS_EXTENSION } from '../era/taskBridge.js';
 import { paramHeadersOf, type ParamHeader } from '../era/paramHeaders.js';
 
 export type UpstreamState =
@@ -351,6 +351,25 @@ export class Upstream {
   }
 
   /**
+   * Has a 2026-07-28 server with the tasks extension push the status of its task `taskId`
+   * (`notifications/tasks`, on a stream of its own) until `unwatchTask`; does nothing for any
+   * other server. A server that declines is logged, and the host polls as before.
+   */
+  watchTask(taskId: string): void {
+    const live = this.live;
+    if (this._era !== 'modern' || live === undefined || !declaresTasks(this._capabilities)) return;
+    live.streams
+      .watchTask(taskId)
+      .catch((error: unknown) =>
+        this.log.info(`no status notifications for task ${taskId}: ${describeError(error)}`),
+      );
+  }
+
+  unwatchTask(taskId: string): void {
+    this.live?.streams.unwatchTask(taskId);
+  }
+
+  /**
    * Stops (or starts again) reading what this server writes, while the host cannot take more:
    * its answers then wait in the pipe, and the server itself blocks writing, instead of piling up
    * in the gateway's memory. Only a server the gateway started has a pipe to leave them in.
@@ -602,12 +621,12 @@ export class Upstream {
     });
     const opened = session;
     const streams = new ResourceStreams({
-      open: (notifications, options) =>
-        opened.request(
-          'subscriptions/listen',
-          this.outgoingParams('subscriptions/listen', { notifications }),
-          options,
-        ),
+      open: (notifications, options) => {
+        const params = this.outgoingParams('subscriptions/listen', { notifications })!;
+        // Task statuses are the tasks extension's: the stream's request must declare it.
+        if (notifications.taskIds !== undefined) params._meta = withTasksExtension(params._meta as Params);
+        return opened.request('subscriptions/listen', params, options);
+      },
       timeoutMs: gateway.connectTimeoutMs,
       server: this.name,
       log: this.log,
