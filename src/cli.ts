@@ -20,7 +20,7 @@ import { ConfigError, formatConfigIssue, type ConfigIssue } from './config/issue
 import type { PolicySet } from './features/policy/index.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { WinstonLogger } from './core/logger.js';
+import type { ClosableLogger } from './core/logger.js';
 import type { ManagedSettings } from './config/managed.js';
 import type { TelemetryRuntime } from './features/telemetry/runtime.js';
 
@@ -327,7 +327,7 @@ function warningLines(warnings: readonly ConfigIssue[], palette: Palette = colou
  */
 async function startTelemetryIfConfigured(
   config: WardenConfig,
-  logger: WinstonLogger,
+  logger: ClosableLogger,
 ): Promise<TelemetryRuntime | undefined> {
   const wanted = config.telemetry;
   if (wanted === undefined || (!wanted.traces && !wanted.metrics)) return undefined;
@@ -523,7 +523,7 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
   }
 }
 
-async function closeLogger(logger: WinstonLogger): Promise<void> {
+async function closeLogger(logger: ClosableLogger): Promise<void> {
   await Promise.race([logger.close(), new Promise((r) => setTimeout(r, 500).unref())]);
 }
 

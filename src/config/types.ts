@@ -50,7 +50,7 @@ export interface RepairConfig {
 }
 
 export interface LogConfig {
-  /** winston level: error | warn | info | debug. Default info. */
+  /** Log level: error | warn | info | debug. Default info. */
   readonly level: 'error' | 'warn' | 'info' | 'debug';
   /** Absolute path of a log file; when absent, logs go to stderr only. */
   readonly file?: string;

@@ -1,4 +1,5 @@
-import winston from 'winston';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import path from 'node:path';
 import type { LogConfig } from '../config/types.js';
 
 /**
@@ -14,77 +15,94 @@ export interface Logger {
   child(scope: string): Logger;
 }
 
-export interface WinstonLogger extends Logger {
+export interface ClosableLogger extends Logger {
   /** Resolves once every line written so far is on disk or handed to stderr. */
   close(): Promise<void>;
 }
 
-const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+const LEVELS = { error: 0, warn: 1, info: 2, debug: 3 } as const;
+type Level = keyof typeof LEVELS;
 
-const lineFormat = winston.format.printf((info) => {
-  const { level, message, timestamp, scope, ...rest } = info as Record<string, unknown>;
-  const tag = typeof scope === 'string' ? ` [${scope}]` : '';
-  const extra = Object.keys(rest).length > 0 ? ` ${JSON.stringify(rest)}` : '';
-  return `${String(timestamp)} mcp-warden ${String(level)}${tag}: ${String(message)}${extra}`;
-});
-
-/** Redacts the message and every metadata field of a log entry. */
-function redactFormat(redact: NonNullable<LoggerOptions['redact']>): winston.Logform.Format {
-  return winston.format((info) => {
-    for (const key of Object.keys(info)) {
-      if (key === 'level' || key === 'timestamp' || key === 'scope') continue;
-      const value = info[key];
-      info[key] = typeof value === 'string' ? redact.text(value) : redact.value(value);
-    }
-    return info;
-  })();
-}
-
-/**
- * winston writing to stderr (and a file when configured). stdout belongs to JSON-RPC:
- * winston's Console transport writes to stdout unless every level is listed in
- * `stderrLevels`, which is why the list is spelled out here.
- */
 export interface LoggerOptions {
   /** Applied to every line before it is written: the diagnostic log gets the audit's redaction. */
   readonly redact?: { readonly text: (text: string) => string; readonly value: (value: unknown) => unknown };
 }
 
-export function createLogger(config: LogConfig, options: LoggerOptions = {}): WinstonLogger {
-  const transports: winston.transport[] = [
-    new winston.transports.Console({ stderrLevels: [...LEVELS], consoleWarnLevels: [] }),
-  ];
-  if (config.file !== undefined) transports.push(new winston.transports.File({ filename: config.file }));
-  const root = winston.createLogger({
-    level: config.level,
-    levels: { error: 0, warn: 1, info: 2, debug: 3 },
-    format: winston.format.combine(
-      winston.format.timestamp(),
-      winston.format.splat(),
-      ...(options.redact ? [redactFormat(options.redact)] : []),
-      lineFormat,
-    ),
-    transports,
-  });
-  const wrap = (w: winston.Logger, scope?: string): Logger => ({
-    error: (m, meta) => w.error(m, meta),
-    warn: (m, meta) => w.warn(m, meta),
-    info: (m, meta) => w.info(m, meta),
-    debug: (m, meta) => w.debug(m, meta),
-    child: (s) => {
-      const nested = scope === undefined ? s : `${scope}/${s}`;
-      return wrap(w.child({ scope: nested }), nested);
-    },
+/**
+ * Lines of text to stderr (stdout belongs to JSON-RPC), and to a file when configured:
+ * `TIME mcp-warden LEVEL [SCOPE]: MESSAGE {META}`. Written by hand rather than with a logging
+ * library: this is all the gateway needs of one, and loading winston and its dependencies was
+ * about a sixth of a stdio gateway's start-up (measured) and 8 MB of its memory.
+ */
+export function createLogger(config: LogConfig, options: LoggerOptions = {}): ClosableLogger {
+  const threshold = LEVELS[config.level];
+  const file = config.file === undefined ? undefined : openLogFile(config.file);
+  const { redact } = options;
+  const write = (
+    level: Level,
+    message: string,
+    meta: Record<string, unknown> | undefined,
+    scope?: string,
+  ) => {
+    if (LEVELS[level] > threshold) return;
+    let text =
+      meta !== undefined && typeof meta.message === 'string' && meta.message !== ''
+        ? `${message} ${meta.message}`
+        : message;
+    if (redact) text = redact.text(text);
+    let extra = '';
+    if (meta !== undefined) {
+      const rest: Record<string, unknown> = {};
+      let any = false;
+      for (const key of Object.keys(meta)) {
+        if (key === 'level' || key === 'message' || key === 'timestamp' || key === 'scope') continue;
+        const value = meta[key];
+        rest[key] =
+          redact === undefined ? value : typeof value === 'string' ? redact.text(value) : redact.value(value);
+        any = true;
+      }
+      if (any) extra = ` ${JSON.stringify(rest)}`;
+    }
+    const tag = scope === undefined ? '' : ` [${scope}]`;
+    const line = `${new Date().toISOString()} mcp-warden ${level}${tag}: ${text}${extra}\n`;
+    process.stderr.write(line);
+    if (file !== undefined && !file.destroyed) file.write(line);
+  };
+  const scoped = (scope?: string): Logger => ({
+    error: (m, meta) => write('error', m, meta, scope),
+    warn: (m, meta) => write('warn', m, meta, scope),
+    info: (m, meta) => write('info', m, meta, scope),
+    debug: (m, meta) => write('debug', m, meta, scope),
+    child: (s) => scoped(scope === undefined ? s : `${scope}/${s}`),
   });
   return {
-    ...wrap(root),
+    ...scoped(),
     close: () =>
       new Promise<void>((resolve) => {
-        // winston ≥ 3.19 flushes its file transport on 'finish'.
-        root.once('finish', () => resolve());
-        root.end();
+        if (file === undefined || file.closed) return resolve();
+        file.once('close', () => resolve());
+        file.end();
       }),
   };
+}
+
+/** The log file, appended to (its folder made if missing); a failure to write it is said once on stderr. */
+function openLogFile(file: string): WriteStream {
+  try {
+    mkdirSync(path.dirname(file), { recursive: true });
+  } catch {
+    // The stream's own error below says why the file cannot be written.
+  }
+  const stream = createWriteStream(file, { flags: 'a' });
+  let told = false;
+  stream.on('error', (error) => {
+    if (told) return;
+    told = true;
+    process.stderr.write(
+      `${new Date().toISOString()} mcp-warden error: cannot write the log file ${file}: ${error.message}\n`,
+    );
+  });
+  return stream;
 }
 
 /** A logger that drops everything: for commands whose output must stay clean. */

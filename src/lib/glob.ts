@@ -17,24 +17,37 @@
 // Globs come from config, so the set is small in practice; the bound only protects against a
 // caller that builds globs from untrusted input.
 const CACHE_LIMIT = 1000;
-const cache = new Map<string, RegExp>();
+/**
+ * Each compiled glob with when it was last used. A hit only bumps the count: moving the entry to
+ * the end of the map on every hit, as an LRU map usually does, made garbage per match, and
+ * listing 10,000 tools through a policy matches globs tens of thousands of times (measured).
+ * The least recently used entry is looked for only when one must go.
+ */
+const cache = new Map<string, { readonly regex: RegExp; used: number }>();
+let uses = 0;
 
 export function compileGlob(glob: string): RegExp {
   const hit = cache.get(glob);
   if (hit !== undefined) {
-    // Re-insert so eviction drops the least recently used glob rather than a hot one.
-    cache.delete(glob);
-    cache.set(glob, hit);
-    return hit;
+    hit.used = ++uses;
+    return hit.regex;
   }
   // No `g`/`y` flag: the RegExp keeps no state between `test` calls, so sharing it is safe.
   const compiled = new RegExp(`^${translate(glob)}$`, 'u');
-  if (cache.size >= CACHE_LIMIT) {
-    const oldest = cache.keys().next();
-    if (oldest.done !== true) cache.delete(oldest.value);
-  }
-  cache.set(glob, compiled);
+  if (cache.size >= CACHE_LIMIT) cache.delete(leastRecentlyUsed());
+  cache.set(glob, { regex: compiled, used: ++uses });
   return compiled;
+}
+
+function leastRecentlyUsed(): string {
+  let oldest = '';
+  let when = Infinity;
+  for (const [glob, entry] of cache)
+    if (entry.used < when) {
+      when = entry.used;
+      oldest = glob;
+    }
+  return oldest;
 }
 
 export function matchesGlob(glob: string, text: string): boolean {

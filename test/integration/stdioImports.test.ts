@@ -1,7 +1,8 @@
 /**
  * A gateway served over stdio loads none of the HTTP listener's code (its web framework, the
  * token library, the SDK's server transport): they cost start-up time and memory that only
- * `--http` needs.
+ * `--http` needs. Nor, while its servers send ordinary tool definitions, the SDK's zod schemas,
+ * which only an unusual definition needs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ afterEach(async () => {
 });
 
 describe('a stdio gateway', () => {
-  it('loads no module of the HTTP listener', async () => {
+  it('loads no module of the HTTP listener, nor zod', async () => {
     const dir = tempDir();
     const imports = path.join(dir, 'imports.txt');
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }, dir);
@@ -35,6 +36,8 @@ describe('a stdio gateway', () => {
       '/node_modules/jose/',
       '/node_modules/hono/',
       '/node_modules/@hono/',
+      '/node_modules/zod/',
+      '/node_modules/@modelcontextprotocol/sdk/dist/esm/types.js',
     ])
       expect(loaded).not.toContain(module);
   });

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { checkDefinitions, checkTool, definitionRevision } from '../../src/core/catalog/definitionCheck.js';
+import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  checkDefinitions,
+  checkTool,
+  definitionRevision,
+  plainlyValid,
+} from '../../src/core/catalog/definitionCheck.js';
 import { exposedUiUri, originalUiUri, withExposedUi } from '../../src/core/catalog/appUi.js';
 
 const tool = (fields: object) => ({ name: 't', inputSchema: { type: 'object' }, ...fields }) as Tool;
@@ -93,6 +98,69 @@ describe('checkTool per protocol revision', () => {
     expect(checkTool(tool({ outputSchema: { $schema: 7 } }), '2026-07-28')).toEqual({
       reason: 'outputSchema.$schema: expected a string',
     });
+  });
+});
+
+describe('the check without the SDK schema', () => {
+  // Every field of the schema with a value it takes and values it refuses, each tried alone.
+  const good: Record<string, unknown> = {
+    title: 'T',
+    description: 'd',
+    icons: [{ src: 'a.png', mimeType: 'image/png', sizes: ['48x48'], theme: 'dark' }],
+    outputSchema: { type: 'object', properties: { o: { type: 'string' } }, required: ['o'] },
+    annotations: {
+      title: 'a',
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    execution: { taskSupport: 'optional' },
+    _meta: { x: 1 },
+  };
+  const bad: Record<string, readonly unknown[]> = {
+    name: [undefined, 1, null],
+    title: [1, null],
+    description: [false],
+    icons: ['none', [{}], [{ src: 1 }], [{ src: 'a', sizes: 'x' }], [{ src: 'a', theme: 'blue' }], [null]],
+    inputSchema: [
+      undefined,
+      5,
+      [],
+      {},
+      { type: 'array' },
+      { type: 'object', properties: { a: true } },
+      { type: 'object', properties: { a: null } },
+      { type: 'object', properties: [] },
+      { type: 'object', properties: { [Symbol('s')]: {} } },
+      { type: 'object', required: 'a' },
+      { type: 'object', required: [1] },
+    ],
+    outputSchema: [null, { type: 'object', properties: { b: false } }, { properties: {} }],
+    annotations: [null, { readOnlyHint: 'yes' }, { title: 2 }],
+    execution: [{ taskSupport: 'sometimes' }, 'x'],
+    _meta: [[], 'm', { [Symbol('s')]: 1 }],
+  };
+  const variants = (): unknown[] => {
+    const base = { name: 't', inputSchema: { type: 'object', properties: { a: { type: 'string' } } } };
+    const all: unknown[] = [base, { ...base, ...good }, ['t'], null, 'tool'];
+    for (const [field, value] of Object.entries(good)) all.push({ ...base, [field]: value });
+    for (const [field, values] of Object.entries(bad))
+      for (const value of values) all.push({ ...base, ...good, [field]: value }, { ...base, [field]: value });
+    return all;
+  };
+
+  it('accepts only what the SDK schema accepts', () => {
+    for (const definition of variants())
+      if (plainlyValid(definition))
+        expect(ToolSchema.safeParse(definition).success, JSON.stringify(definition)).toBe(true);
+  });
+
+  it('accepts the definitions servers usually send, so the SDK schema is not needed for them', () => {
+    const accepted = variants().filter((definition) => ToolSchema.safeParse(definition).success);
+    expect(accepted.length).toBeGreaterThan(8);
+    for (const definition of accepted)
+      expect(plainlyValid(definition), JSON.stringify(definition)).toBe(true);
   });
 });
 

@@ -245,7 +245,7 @@ describe('StreamTransport', () => {
 
   /** A response whose result is already text, as the gateway forwards an untouched one. */
   const encoded = (id: number, text: string, bytes?: Buffer) =>
-    new EncodedResult(id, text, bytes, () => JSON.parse(text) as Record<string, unknown>);
+    new EncodedResult(id, { text, bytes }, () => JSON.parse(text) as Record<string, unknown>);
 
   it('writes the messages of one turn as one chunk, calling beforeWrite first', async () => {
     const { t, written } = transport();

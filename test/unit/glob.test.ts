@@ -99,6 +99,15 @@ describe('compileGlob', () => {
     expect(again.test('evict_me_now')).toBe(true);
   });
 
+  it('evicts the least recently used glob, not one in use', () => {
+    const hot = compileGlob('hot_*');
+    for (let i = 0; i < 1100; i++) {
+      compileGlob(`churn_${i}_*`);
+      if (i % 100 === 0) compileGlob('hot_*');
+    }
+    expect(compileGlob('hot_*')).toBe(hot);
+  });
+
   const invalid: [glob: string, message: RegExp][] = [
     ['[abc', /invalid glob "\[abc": unterminated "\["/],
     ['x[', /invalid glob "x\[": unterminated "\["/],

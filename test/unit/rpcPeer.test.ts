@@ -164,6 +164,27 @@ describe('RpcPeer, incoming', () => {
     expect(chunks[answerWrite]).not.toContain('notifications/progress');
   });
 
+  it('writes a result held as bytes from those bytes, never decoding them', async () => {
+    const bytes = Buffer.from(JSON.stringify({ content: [{ type: 'text', text: 'x'.repeat(100_000) }] }));
+    let decoded = 0;
+    // What the pipeline hands back for an untouched large result: its value and its bytes.
+    const outcome = {
+      result: { content: [] },
+      raw: {
+        bytes,
+        get text() {
+          decoded++;
+          return bytes.toString('utf8');
+        },
+      },
+    } as unknown as Outcome;
+    const { input, chunks } = await hostPeer((request) => request.respond(outcome));
+    input.write('{"jsonrpc":"2.0","id":1,"method":"x"}\n');
+    await vi.waitFor(() => expect(chunks.join('')).toContain('\n'));
+    expect(chunks.join('')).toBe(`{"jsonrpc":"2.0","id":1,"result":${bytes.toString('utf8')}}\n`);
+    expect(decoded).toBe(0);
+  });
+
   it('keeps unrelated answers of one turn in one write', async () => {
     const { input, chunks } = await hostPeer((request) => request.respond(Outcome.of({ n: request.id })));
     input.write('{"jsonrpc":"2.0","id":1,"method":"x"}\n{"jsonrpc":"2.0","id":2,"method":"x"}\n');

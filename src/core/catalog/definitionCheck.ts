@@ -1,4 +1,5 @@
-import { ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createRequire } from 'node:module';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * Tool definitions as a strict host checks them. The TypeScript SDK's client parses a whole
@@ -109,11 +110,119 @@ interface Issue {
 }
 
 function problemsIn(tool: unknown, revision: DefinitionRevision): Issue[] {
-  const parsed = ToolSchema.safeParse(tool);
-  const issues = parsed.success ? [] : (parsed.error.issues as unknown as Issue[]);
+  const issues = plainlyValid(tool) ? [] : sdkIssues(tool);
   if (revision === '2025-11-25') return issues;
   if (revision === '2025-06-18') return issues.filter((issue) => !NOT_IN_2025_06_18.has(issue.path[0]!));
   return [...issues.filter((issue) => !acceptedBy2026(issue)), ...outputSchemaDialect(tool)];
+}
+
+/**
+ * What the SDK's zod schema says of `tool`. The schema (with zod and the SDK's whole type
+ * module, about 100 modules and 14 MB) is loaded the first time a definition needs it, so a
+ * gateway whose servers send ordinary definitions never loads it.
+ */
+function sdkIssues(tool: unknown): Issue[] {
+  sdkToolSchema ??= (
+    createRequire(import.meta.url)(
+      '@modelcontextprotocol/sdk/types.js',
+    ) as typeof import('@modelcontextprotocol/sdk/types.js')
+  ).ToolSchema;
+  const parsed = sdkToolSchema.safeParse(tool);
+  return parsed.success ? [] : (parsed.error.issues as unknown as Issue[]);
+}
+
+let sdkToolSchema: (typeof import('@modelcontextprotocol/sdk/types.js'))['ToolSchema'] | undefined;
+
+/**
+ * True only when the SDK's tool schema certainly accepts `tool`: the shapes servers send, checked
+ * field by field as the schema checks them, only stricter (plain objects only), so that a
+ * definition this accepts is one the schema accepts. Anything else goes to the schema itself,
+ * which alone says what is wrong.
+ */
+export function plainlyValid(tool: unknown): boolean {
+  if (!isPlainObject(tool)) return false;
+  const { name, title, description, icons, inputSchema, outputSchema, annotations, execution, _meta } = tool;
+  return (
+    typeof name === 'string' &&
+    optional(title, isString) &&
+    optional(description, isString) &&
+    optional(icons, (list) => arrayOf(list, isIcon)) &&
+    isObjectSchema(inputSchema) &&
+    optional(outputSchema, isObjectSchema) &&
+    optional(annotations, isAnnotations) &&
+    optional(execution, isExecution) &&
+    optional(_meta, isRecord)
+  );
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** An object the schema takes as a record of string keys: it refuses symbol keys. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return isPlainObject(value) && Object.getOwnPropertySymbols(value).length === 0;
+}
+
+function isString(value: unknown): boolean {
+  return typeof value === 'string';
+}
+
+function optional(value: unknown, check: (value: unknown) => boolean): boolean {
+  return value === undefined || check(value);
+}
+
+function arrayOf(value: unknown, check: (item: unknown) => boolean): boolean {
+  if (!Array.isArray(value)) return false;
+  // By index, not `every`: a hole is an undefined item, which the schema would refuse.
+  for (let i = 0; i < value.length; i++) if (!check(value[i])) return false;
+  return true;
+}
+
+/** `type: "object"`, `properties` an object of objects, `required` an array of strings. */
+function isObjectSchema(value: unknown): boolean {
+  if (!isPlainObject(value) || value.type !== 'object') return false;
+  const { properties, required } = value;
+  if (properties !== undefined) {
+    if (!isRecord(properties)) return false;
+    for (const key in properties) {
+      const property = properties[key];
+      if (typeof property !== 'object' || property === null) return false;
+    }
+  }
+  return optional(required, (list) => arrayOf(list, isString));
+}
+
+function isIcon(value: unknown): boolean {
+  if (!isPlainObject(value)) return false;
+  const { src, mimeType, sizes, theme } = value;
+  return (
+    typeof src === 'string' &&
+    optional(mimeType, isString) &&
+    optional(sizes, (list) => arrayOf(list, isString)) &&
+    optional(theme, (t) => t === 'light' || t === 'dark')
+  );
+}
+
+function isAnnotations(value: unknown): boolean {
+  if (!isPlainObject(value)) return false;
+  const { title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint } = value;
+  const isBoolean = (hint: unknown): boolean => typeof hint === 'boolean';
+  return (
+    optional(title, isString) &&
+    optional(readOnlyHint, isBoolean) &&
+    optional(destructiveHint, isBoolean) &&
+    optional(idempotentHint, isBoolean) &&
+    optional(openWorldHint, isBoolean)
+  );
+}
+
+function isExecution(value: unknown): boolean {
+  if (!isPlainObject(value)) return false;
+  const support = value.taskSupport;
+  return support === undefined || support === 'required' || support === 'optional' || support === 'forbidden';
 }
 
 /** Fields a 2025-06-18 host does not know. */

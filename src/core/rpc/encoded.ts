@@ -1,4 +1,5 @@
 import type { JsonRpcSuccess, RequestId } from './jsonRpc.js';
+import type { RawResult } from './rawResult.js';
 
 /**
  * A response whose result is already JSON text: an upstream's result forwarded untouched, or a
@@ -10,13 +11,20 @@ import type { JsonRpcSuccess, RequestId } from './jsonRpc.js';
 export class EncodedResult {
   constructor(
     readonly id: RequestId,
-    /** The result's JSON text. */
-    readonly text: string,
-    /** The same text as UTF-8 bytes, when the caller already has them (large results). */
-    readonly bytes: Buffer | undefined,
+    /** The result's JSON text, and its UTF-8 bytes when the caller already has them (large results). */
+    private readonly source: RawResult,
     /** The parsed result, for transports that send values. */
     private readonly value: () => Record<string, unknown>,
   ) {}
+
+  /** The result's JSON text; for a large result read from bytes, decoded only when asked for. */
+  get text(): string {
+    return this.source.text;
+  }
+
+  get bytes(): Buffer | undefined {
+    return this.source.bytes;
+  }
 
   toMessage(): JsonRpcSuccess {
     return { jsonrpc: '2.0', id: this.id, result: this.value() };

@@ -560,19 +560,16 @@ export class IncomingRequest extends Cancellation {
     const message =
       raw === undefined
         ? { jsonrpc: '2.0' as const, id: this.id, result }
-        : new EncodedResult(this.id, raw.text, raw.bytes, value);
+        : new EncodedResult(this.id, raw, value);
     this.send(message);
   }
 
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
   respondEncoded(text: string, bytes: Buffer | undefined): void {
     if (!this.finish()) return;
-    const shaped = this.shape?.text({ text, bytes }, undefined);
-    if (shaped !== undefined) {
-      text = shaped.text;
-      bytes = shaped.bytes;
-    }
-    this.send(new EncodedResult(this.id, text, bytes, () => JSON.parse(text) as Record<string, unknown>));
+    const encoded = { text, bytes };
+    const shaped = this.shape?.text(encoded, undefined) ?? encoded;
+    this.send(new EncodedResult(this.id, shaped, () => JSON.parse(shaped.text) as Record<string, unknown>));
   }
 
   fail(error: JsonRpcErrorObject): void {

@@ -29,9 +29,9 @@ import type { Redactor } from './redact.js';
 import { checkpointMessage, type CheckpointSigner } from './checkpoint.js';
 
 /*
- * The audit trail is written here with plain synchronous file appends, not through winston.
+ * The audit trail is written here with plain synchronous file appends, not through the logger.
  *
- * Why not the logger: winston buffers in streams and loses what is buffered on `process.exit`,
+ * Why not the logger: its file is a buffered stream, which loses what is buffered on `process.exit`,
  * and "flush before exit" must then be proven on every exit path
  * (stdin closed, SIGTERM, a crash). A record written with `writeSync` is in the kernel once
  * written: it survives any exit of the process (not a power cut; `fsync: true` covers that).

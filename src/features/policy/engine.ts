@@ -156,10 +156,11 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   }
 
   function isHiddenFromList(input: PolicySubject): boolean {
-    const reader = annotationReader(input);
+    // One context for every rule: listing asks this of each of thousands of tools.
+    const context = { reader: annotationReader(input), args: null, explain: false };
     const template = input.kind === 'resource' && input.resource === undefined;
     for (const rule of rules) {
-      const outcome = evaluate(rule, input, { reader, args: null, explain: false });
+      const outcome = evaluate(rule, input, context);
       if (outcome.kind === 'mismatch') continue; // can never match this subject
       // A rule with an arguments or paths condition decides some requests, and lets the others
       // through to later rules. Requests it denies are denied anyway; requests it allows or
