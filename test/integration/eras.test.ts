@@ -43,6 +43,7 @@ import {
   readAudit,
   ROOT,
   runCli,
+  serverBin,
   tempDir,
   textOf,
   writeConfig,
@@ -979,6 +980,42 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     expect(task).not.toHaveProperty('ttl');
     expect(task).not.toHaveProperty('resultType');
     expect(JSON.parse(textOf(task.result as CallToolResult))).toEqual([answer]);
+  });
+
+  it('works with a real 2025-11-25 server: server-everything’s research task asks, and is answered', async () => {
+    const host = modernHost({ everything: { command: NODE, args: [serverBin('everything')] } });
+    const created = modernCreatedTask(
+      await host.request(
+        'tools/call',
+        { name: 'everything__simulate-research-query', arguments: { topic: 'tides', ambiguous: true } },
+        ASKABLE,
+      ),
+    );
+    const handle = created.taskId as string;
+    // The server pushes its statuses: the host listens instead of polling.
+    host.send('subscriptions/listen', { notifications: { taskIds: [handle] } }, ASKABLE);
+    const pushed = (status: string, also: (task: Json) => boolean = () => true) =>
+      host.waitForNotification((n) => {
+        const task = n.params as Json;
+        return n.method === 'notifications/tasks' && task.status === status && also(task);
+      });
+    const asking = (await pushed('input_required', (t) => Object.keys(t.inputRequests as Json).length > 0))
+      .params as Json;
+    const [key, request] = Object.entries(asking.inputRequests as Record<string, { params: Json }>)[0]!;
+    expect(request.params.message).toContain('[everything] The research query "tides"');
+    modernResult(
+      'tasks/update',
+      await host.request(
+        'tasks/update',
+        {
+          taskId: handle,
+          inputResponses: { [key]: { action: 'accept', content: { interpretation: 'historical' } } },
+        },
+        ASKABLE,
+      ),
+    );
+    const done = (await pushed('completed')).params as Json;
+    expect(textOf(done.result as CallToolResult)).toContain('# Research Report: tides (historical)');
   });
 
   it('refuses tasks/update for a task with no open question', async () => {
