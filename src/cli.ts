@@ -199,6 +199,11 @@ interface Loaded {
   readonly refusals: readonly ConfigIssue[];
   /** The organisation's managed settings in force, when the machine has them. */
   readonly managed?: ManagedSettings;
+  /**
+   * The config file as read at start, loaded again under other managed settings (an edit of
+   * `managed.yaml` while serving). Throws `ConfigError` as loading does.
+   */
+  readonly reload: (managed: ManagedSettings) => LoadedConfig;
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
@@ -241,18 +246,27 @@ async function loadConfigFile(
 ): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
-  const [{ loadConfig }, { createRedactor, RedactorConfigError }, managed] = await Promise.all([
-    import('./config/load.js'),
-    import('./features/audit/redact.js'),
-    loadManaged(options.managedFile),
-  ]);
+  const [{ parseConfigText }, { readSourceFile }, { createRedactor, RedactorConfigError }, managed] =
+    await Promise.all([
+      import('./config/load.js'),
+      import('./config/yamlSource.js'),
+      import('./features/audit/redact.js'),
+      loadManaged(options.managedFile),
+    ]);
+  const absolute = path.resolve(chosen);
   let loaded: LoadedConfig;
+  let reload: Loaded['reload'];
   try {
-    loaded = await loadConfig(path.resolve(chosen), {
-      env: process.env,
-      ...(options.badServers && { badServers: options.badServers }),
-      ...(managed && { managed }),
-    });
+    const text = await readSourceFile(absolute, 'config file');
+    const parse = (under: ManagedSettings | undefined) =>
+      parseConfigText(text, {
+        file: absolute,
+        env: process.env,
+        ...(options.badServers && { badServers: options.badServers }),
+        ...(under && { managed: under }),
+      });
+    reload = parse;
+    loaded = parse(managed);
   } catch (error) {
     if (error instanceof ConfigError) fail(`invalid config:\n${error.message}`);
     throw error;
@@ -283,7 +297,7 @@ async function loadConfigFile(
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
-    return { config, redactor, warnings, refusals, ...(managed && { managed }) };
+    return { config, redactor, warnings, refusals, reload, ...(managed && { managed }) };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       fail(`invalid config:\n${config.file}: audit.redact: ${error.message}`);
@@ -338,6 +352,56 @@ async function startTelemetryIfConfigured(
     if (error instanceof TelemetrySetupError) fail(`invalid telemetry setting: ${error.message}`);
     throw error;
   }
+}
+
+/**
+ * Puts each valid edit of `managed.yaml` in force while serving: the config file as read at
+ * start is loaded again under the new settings (an edit that makes it invalid is refused, with
+ * file:line, and the last good version stays), then the new policies, server lists, locked
+ * settings and audit minimums apply. Each user setting the edit now overrides is logged like at
+ * start; what cannot change in a running process is logged as an error naming key and file.
+ */
+async function watchManagedWhileServing(options: {
+  readonly managed: ManagedSettings;
+  readonly loaded: Omit<Loaded, 'policies'>;
+  readonly config: WardenConfig;
+  readonly gateway: import('./gateway.js').Gateway;
+  readonly trail: import('./features/audit/openTrail.js').AuditTrail | undefined;
+  readonly logger: WinstonLogger;
+}): Promise<{ close(): void }> {
+  const { managed, loaded, config, gateway, trail, logger } = options;
+  const [{ watchManaged }, { applyServerRules }, { managedSettingsNotes }] = await Promise.all([
+    import('./commands/managed.js'),
+    import('./core/upstreams/managedServers.js'),
+    import('./config/managedReload.js'),
+  ]);
+  // Each server is judged afresh against the new lists, from its entry as configured.
+  const configured = config.servers.map(({ blockedByManaged: _blocked, ...server }) => server);
+  let inForce = config;
+  let refused = new Set(loaded.refusals.map(formatConfigIssue));
+  return watchManaged(managed, logger, async (next, before) => {
+    const reloaded = loaded.reload(next);
+    const notes = managedSettingsNotes({
+      atStart: managed,
+      before,
+      after: next,
+      startAudit: config.audit,
+      audit: inForce.audit,
+      nextAudit: reloaded.config.audit,
+    });
+    await gateway.applyManaged({
+      policies: next.policies,
+      servers: await applyServerRules(configured, next, process.env),
+      settings: reloaded.config,
+    });
+    if (trail !== undefined && reloaded.config.audit !== undefined) await trail.retune(reloaded.config.audit);
+    for (const refusal of reloaded.refusals.map(formatConfigIssue))
+      if (!refused.has(refusal)) logger.error(refusal);
+    for (const line of notes.info) logger.info(line);
+    for (const line of notes.errors) logger.error(line);
+    refused = new Set(reloaded.refusals.map(formatConfigIssue));
+    inForce = reloaded.config;
+  });
 }
 
 async function serve(file: string | undefined, flags: { readonly http?: string } = {}): Promise<void> {
@@ -407,6 +471,8 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
             session,
             version: version(),
             ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
+            // A managed edit may add sinks while serving.
+            sinksMayChange: managed !== undefined,
           });
   } catch (error) {
     // An unusable checkpoint key, or a sink's spool folder that cannot be made.
@@ -449,15 +515,7 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
   const managedWatcher =
     managed === undefined
       ? undefined
-      : (await import('./commands/managed.js')).watchManaged(managed, logger, async (next) => {
-          // Each server is judged afresh against the new lists, from its entry as configured.
-          const { applyServerRules } = await import('./core/upstreams/managedServers.js');
-          const configured = config.servers.map(({ blockedByManaged: _blocked, ...server }) => server);
-          await gateway.applyManaged({
-            policies: next.policies,
-            servers: await applyServerRules(configured, next, process.env),
-          });
-        });
+      : await watchManagedWhileServing({ managed, loaded, config, gateway, trail, logger });
 
   let exiting = false;
   let listener: import('./http/listener.js').Listener | undefined;

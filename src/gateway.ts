@@ -7,7 +7,7 @@ import { NamedCatalog } from './core/catalog/namedCatalog.js';
 import { ResourceCatalog } from './core/catalog/resourceCatalog.js';
 import { loggedDefinitions } from './core/catalog/servedDefinitions.js';
 import { definitionRevision } from './core/catalog/definitionCheck.js';
-import { MalformedAnswerError, PeerRpcError } from './core/errors.js';
+import { DeniedError, MalformedAnswerError, PeerRpcError } from './core/errors.js';
 import type { LifecycleEvent } from './core/events.js';
 import { foldVisibility, type Feature } from './core/feature.js';
 import type { Logger } from './core/logger.js';
@@ -124,6 +124,12 @@ export interface Gateway {
 export interface ManagedChange {
   readonly policies: readonly string[];
   readonly servers: readonly ServerConfig[];
+  /**
+   * The config with the new managed locks and audit minimums in place (the user's file as read
+   * at start): the settings the pipeline reads per call (argument validation, confirmation,
+   * time limits, result repair, the audit's `onFailure`) follow it from the next call on.
+   */
+  readonly settings?: WardenConfig;
 }
 
 /** What the features need from the gateway around them. */
@@ -159,6 +165,8 @@ type LifecycleEventWithoutSession = LifecycleEvent extends infer E
 export function buildFeatures(deps: FeatureDependencies): {
   readonly features: readonly Feature[];
   readonly policy: ReturnType<typeof createPolicy>;
+  /** The features of `SETTINGS_STAGES` made for other settings (a managed edit's). */
+  readonly settingsFeatures: (config: WardenConfig) => Feature[];
 } {
   const { config, logger } = deps;
   const servers = new Map(config.servers.map((s) => [s.name, s]));
@@ -180,15 +188,56 @@ export function buildFeatures(deps: FeatureDependencies): {
           ),
         ]
       : []),
-    createValidate(config, { logger }),
+    ...settingsFeatures(config),
     policy,
-    createConfirmation(config, { askHost: deps.askHost, redact: deps.redact, logger }),
-    createTimeout(config),
-    createRepair(config, { logger }),
     createLimits(config),
     createPrincipalLimits(config),
   ];
-  return { features, policy };
+  return { features, policy, settingsFeatures };
+
+  function settingsFeatures(settings: WardenConfig): Feature[] {
+    return [
+      createValidate(settings, { logger }),
+      createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
+      createTimeout(settings),
+      createRepair(settings, { logger }),
+    ];
+  }
+}
+
+/**
+ * The stages that are nothing but settings (no state a call after another relies on): made
+ * afresh from the config a managed edit gives, so a lock on what they read applies from the
+ * next call, with the calls in flight finishing under the stage they started in.
+ */
+const SETTINGS_STAGES: readonly StageName[] = ['validate', 'confirmation', 'timeout', 'resultRepair'];
+
+/**
+ * `features` with each settings stage replaced by one that runs whatever `current` holds under
+ * its name (passing the message on when it holds none, as a config without that stage would).
+ */
+function swappableSettings(features: readonly Feature[], current: ReadonlyMap<StageName, Stage>): Feature[] {
+  return [
+    ...features.filter((f) => f.stage === undefined || !SETTINGS_STAGES.includes(f.stage.name)),
+    ...SETTINGS_STAGES.map((name): Feature => ({
+      stage: {
+        name,
+        run: (message, next) => {
+          const run = current.get(name);
+          return run === undefined ? next(message) : run(message, next);
+        },
+      },
+    })),
+  ];
+}
+
+/** The settings stages among `features`, by name. */
+function stagesByName(features: readonly Feature[]): Map<StageName, Stage> {
+  return new Map(
+    features.flatMap((f) =>
+      f.stage && SETTINGS_STAGES.includes(f.stage.name) ? [[f.stage.name, f.stage.run] as const] : [],
+    ),
+  );
 }
 
 /** The pipeline's stages, in the order STAGE_ORDER fixes (see core/pipeline/order.ts). */
@@ -282,7 +331,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const overHttp = new WeakSet<HostSession>();
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
   const primary = (): Connection | undefined => firstOf(connections);
-  const { features, policy } = buildFeatures({
+  /** The audit's `onFailure` in force: a managed edit may tighten it (or let it go back). */
+  let auditMode = config.audit?.onFailure;
+  const { features, policy, settingsFeatures } = buildFeatures({
     config,
     logger,
     policies: options.policies,
@@ -295,6 +346,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         session,
         principal: processPrincipal,
         client: (call: RoutedMessage) => (call.host ?? primary()?.router.host)?.info,
+        onFailure: () => auditMode ?? 'block',
       },
     }),
     ...(options.pins && { pins: options.pins }),
@@ -461,7 +513,35 @@ export function createGateway(options: GatewayOptions): Gateway {
       }),
     });
   }
-  const stages = pipelineStages(features);
+  // With managed settings, their edits may change what the settings stages read: each runs the
+  // stage made for the settings in force. Without them, nothing changes while serving.
+  const settingsStages = stagesByName(features);
+  /**
+   * Set when a managed edit requires an audit trail and none was opened at start: a trail cannot
+   * be opened under a running gateway, and serving unaudited calls would be the weaker state the
+   * organisation forbade, so every call is refused (saying why) until a restart opens it.
+   */
+  let unaudited: string | undefined;
+  const stages = pipelineStages(
+    config.managed === undefined
+      ? features
+      : [
+          ...swappableSettings(features, settingsStages),
+          ...(audit === undefined
+            ? [
+                {
+                  stage: {
+                    name: 'audit' as const,
+                    run: ((message, next) =>
+                      unaudited === undefined
+                        ? next(message)
+                        : Promise.reject(new DeniedError(unaudited, null))) as Stage,
+                  },
+                },
+              ]
+            : []),
+        ],
+  );
   const observe = stageObserver(features);
   /** Why `server` is not served (blocked by managed settings, or a broken entry), if it is not. */
   const notServed = (server: ServerConfig): string | undefined =>
@@ -667,6 +747,16 @@ export function createGateway(options: GatewayOptions): Gateway {
         (s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged,
       );
       servers = next.servers;
+      if (next.settings !== undefined) {
+        settingsStages.clear();
+        for (const [name, run] of stagesByName(settingsFeatures(next.settings)))
+          settingsStages.set(name, run);
+        auditMode = next.settings.audit?.onFailure ?? auditMode;
+        unaudited =
+          audit === undefined && next.settings.audit !== undefined
+            ? `Calls are refused: the organisation's managed settings (${config.managed?.file ?? 'managed.yaml'}) now require an audit trail, which mcp-warden opens only when it starts. Restart mcp-warden (or the host) to go on.`
+            : undefined;
+      }
       // A gateway shutting down starts nothing more.
       if (changed.length === 0 || closing !== undefined) return;
       const stopping: Promise<void>[] = [];

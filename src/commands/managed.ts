@@ -106,14 +106,14 @@ export function blockedServerIssues(config: WardenConfig): ConfigIssue[] {
 
 /**
  * Watches the managed settings file while serving. A valid edit is handed to `apply` (which puts
- * its policies and server lists in force); an edit that breaks the file, or whose policy files
+ * it in force), with the version it replaces; an edit that breaks the file, or whose policy files
  * cannot be used, is reported and ignored: the last good version stays in force (fail closed,
  * never fall back to nothing). Edits are applied one at a time, in the order they were made.
  */
 export function watchManaged(
   managed: ManagedSettings,
   logger: { info(message: string): void; warn(message: string): void; error(message: string): void },
-  apply: (next: ManagedSettings) => Promise<void>,
+  apply: (next: ManagedSettings, before: ManagedSettings) => Promise<void>,
 ): { close(): void } {
   let good = managed;
   let applying = Promise.resolve();
@@ -130,17 +130,14 @@ export function watchManaged(
     }
     if (JSON.stringify(next) === JSON.stringify(good)) return;
     try {
-      await apply(next);
+      await apply(next, good);
     } catch (error) {
       return rejected(error);
     }
-    const fixed = (m: ManagedSettings) => JSON.stringify([m.audit, m.lock]);
-    if (fixed(next) !== fixed(good))
-      logger.warn(
-        `managed settings ${managed.file}: the changed audit minimums and locks take effect when mcp-warden restarts`,
-      );
     good = next;
-    logger.info(`managed settings ${managed.file} reloaded: its policies and server lists are in force`);
+    logger.info(
+      `managed settings ${managed.file} reloaded: its policies, server lists, locks and audit minimums are in force`,
+    );
   };
   return watchFiles({
     files: [managed.file],

@@ -462,17 +462,19 @@ describe('managed settings edited while serving', () => {
     expect(textOf(before)).toContain('before');
 
     writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml]\n');
-    await host.waitForStderr('reloaded: its policies and server lists are in force');
+    await host.waitForStderr('reloaded: its policies, server lists, locks and audit minimums are in force');
     const after = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'after' } });
     expect(after.isError).toBe(true);
     expect(textOf(after)).toContain('Not here.');
 
-    // A lock cannot change under a running gateway: said, not silently ignored.
+    // A lock applies from the next call, said with the key and the file.
     writeFileSync(
       path.join(dir, 'managed.yaml'),
       'policies: [org.yaml]\nlock:\n  confirmation:\n    timeout: 20s\n',
     );
-    await host.waitForStderr('the changed audit minimums and locks take effect when mcp-warden restarts');
+    await host.waitForStderr(
+      `${path.join(dir, 'managed.yaml')}:4 lock.confirmation.timeout is now "20s": in force from the next call`,
+    );
     // An edit naming a policy file that is not there keeps the policies in force.
     writeFileSync(path.join(dir, 'managed.yaml'), 'policies: [org.yaml, missing.yaml]\n');
     await host.waitForStderr('the last good version stays in force');

@@ -207,6 +207,11 @@ export interface AuditLog {
   readonly file: string;
   /** Closes the file (after an fdatasync). Later appends fail as configured. Idempotent. */
   close(): void;
+  /**
+   * Changes `onFailure` and `fsync` for the records written from now on (managed settings may
+   * tighten them, or let them go back, while serving).
+   */
+  retune(settings: { readonly onFailure: 'block' | 'continue'; readonly fsync: boolean }): void;
 }
 
 /**
@@ -330,6 +335,10 @@ class FileAuditLog implements AuditLog {
       this.#checkpointTimer = setInterval(() => this.checkpoint(), checkpoints.intervalMs);
       this.#checkpointTimer.unref();
     }
+  }
+
+  retune(settings: { readonly onFailure: 'block' | 'continue'; readonly fsync: boolean }): void {
+    this.#options = { ...this.#options, onFailure: settings.onFailure, fsync: settings.fsync };
   }
 
   checkpoint(): void {

@@ -20,8 +20,13 @@ export async function openAuditTrail(
     readonly version: string;
     /** Told after each write, with how long it took (telemetry's audit-write metric). */
     readonly onWrite?: (write: { readonly ms: number }) => void;
+    /**
+     * Sinks may be added while serving (managed settings, which an edit may change): the
+     * shipper is set up even when `config` has no sinks, so `retune` can open some.
+     */
+    readonly sinksMayChange?: boolean;
   },
-): Promise<{ log: AuditLog; drain: (ms: number) => Promise<void> }> {
+): Promise<AuditTrail> {
   const { logger } = options;
   let checkpoints;
   if (config.checkpoints !== undefined) {
@@ -32,7 +37,7 @@ export async function openAuditTrail(
     };
   }
   const shipper =
-    config.sinks === undefined
+    config.sinks === undefined && options.sinksMayChange !== true
       ? undefined
       : await (
           await import('./shipping/shipper.js')
@@ -71,6 +76,22 @@ export async function openAuditTrail(
       else logger.error(`AUDIT: ${status.error.message}`);
     },
   });
-  if (shipper === undefined) return { log, drain: () => Promise.resolve() };
-  return { log: shipper.wrap(log), drain: (ms) => shipper.drain(ms) };
+  const retune = async (next: AuditConfig): Promise<void> => {
+    log.retune({ onFailure: next.onFailure, fsync: next.fsync });
+    await shipper?.retune(next);
+  };
+  if (shipper === undefined) return { log, drain: () => Promise.resolve(), retune };
+  return { log: shipper.wrap(log), drain: (ms) => shipper.drain(ms), retune };
+}
+
+/** An open audit trail: the log the gateway writes to, and how it is stopped or changed. */
+export interface AuditTrail {
+  readonly log: AuditLog;
+  /** Sends what the sinks still hold for up to `ms`, then closes them. */
+  readonly drain: (ms: number) => Promise<void>;
+  /**
+   * Follows changed `audit` settings while serving (a managed edit): `onFailure` and `fsync`
+   * from the next record on, and sinks opened or closed. The file and checkpoints stay as opened.
+   */
+  readonly retune: (config: AuditConfig) => Promise<void>;
 }

@@ -18,6 +18,11 @@ export interface AuditStageOptions {
   /** Who a call is recorded for when its message names nobody (see `RoutedMessage.principal`). */
   readonly principal?: Principal;
   readonly logger: Logger;
+  /**
+   * The `onFailure` in force, asked per call; default `config.onFailure`. Managed settings may
+   * tighten it while serving, and the next call is then written ahead.
+   */
+  readonly onFailure?: () => 'block' | 'continue';
 }
 
 /** The decision recorded when no policy stage ran (no policies configured). */
@@ -66,10 +71,11 @@ function resultBytes(outcome: Outcome): number {
  */
 export function createAuditStage(options: AuditStageOptions): Stage {
   const { log, config, logger } = options;
+  const mode = options.onFailure ?? (() => config.onFailure);
   let calls = 0;
   return async function audit(call, next) {
     // Numbered only when a call_start is written: the number pairs it with its record.
-    const number = config.onFailure === 'block' ? ++calls : undefined;
+    const number = mode() === 'block' ? ++calls : undefined;
     if (number !== undefined) await log.writeAhead(startEvent(call, number));
     const started = performance.now();
     let outcome: CallOutcome = 'ok';

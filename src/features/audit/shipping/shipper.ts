@@ -26,6 +26,12 @@ export interface Shipper {
   pending(): { readonly sink: string; readonly records: number }[];
   /** Sends what waits for up to `ms`, then stops; what is left waits in the spool for the next start. */
   drain(ms: number): Promise<void>;
+  /**
+   * Follows changed `audit` settings while serving (a managed edit): a sink not open yet is
+   * opened and gets the records from then on, one no longer configured is closed (what it had
+   * not sent waits in its spool), and `onFailure` applies to the next record.
+   */
+  retune(config: AuditConfig): Promise<void>;
 }
 
 /**
@@ -33,12 +39,13 @@ export interface Shipper {
  * background in spool order, retrying with backoff while the sink is unreachable.
  */
 export async function openShipper(
-  config: AuditConfig,
+  initial: AuditConfig,
   logger: Logger,
   product: { readonly version: string },
 ): Promise<Shipper> {
   const host = hostname();
-  const sinks = await Promise.all(
+  let config = initial;
+  let sinks = await Promise.all(
     (config.sinks ?? []).map((sink) => openSink(sink, config, logger, { ...product, host })),
   );
   let closed = false;
@@ -95,9 +102,28 @@ export async function openShipper(
         writer: log.writer,
         file: log.file,
         close: () => log.close(),
+        retune: (settings) => log.retune(settings),
       };
     },
     pending: () => sinks.map((sink) => ({ sink: sink.config.name, records: sink.spool.pending.records })),
+    async retune(next) {
+      config = next;
+      const same = (a: AuditSinkConfig, b: AuditSinkConfig) => JSON.stringify(a) === JSON.stringify(b);
+      const wanted = next.sinks ?? [];
+      const kept = sinks.filter((sink) => wanted.some((w) => same(w, sink.config)));
+      for (const sink of sinks)
+        if (!kept.includes(sink)) {
+          logger.info(`audit sink ${sink.config.name} is no longer configured; closed`);
+          sink.close();
+        }
+      const added = await Promise.all(
+        wanted
+          .filter((w) => !kept.some((sink) => same(w, sink.config)))
+          .map((w) => openSink(w, config, logger, { ...product, host })),
+      );
+      for (const sink of added) logger.info(`audit sink ${sink.config.name} opened`);
+      sinks = [...kept, ...added];
+    },
     async drain(ms) {
       if (closed) return;
       closed = true;
