@@ -216,9 +216,11 @@ export const HOST_MAX_DEPTH = 256;
  * so a large string value costs little. Only meant for text `JSON.parse` accepted.
  */
 export function nestingExceeds(text: string, limit: number): boolean {
-  // Nesting past `limit` takes more than `limit` opening brackets. Most messages have a handful,
-  // and counting them with `indexOf` is far cheaper than stepping through every character (the
-  // scan was the largest part of what a 2026-07-28 request's envelope cost, measured).
+  // Nesting past `limit` takes more than `limit` opening brackets, and as many closing ones (the
+  // text parsed). Most messages have a handful, and counting them with `indexOf` is far cheaper
+  // than stepping through every character (the scan was the largest part of what a 2026-07-28
+  // request's envelope cost, measured).
+  if (text.length < 2 * (limit + 1)) return false;
   if (countUpTo(text, '{', limit, countUpTo(text, '[', limit, 0)) <= limit) return false;
   let depth = 0;
   const n = text.length;
