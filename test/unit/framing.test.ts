@@ -321,6 +321,17 @@ describe('host input checks', () => {
     expect(nestingExceeds(`${escaped.slice(0, -1)},"c":[[[[1]]]]}`, 3)).toBe(true);
   });
 
+  it('nestingExceeds counts both kinds of bracket, and a message with few of them nests little', () => {
+    // Depth 4 from two of each kind: neither kind alone is over 3, together they are.
+    const mixed = '{"a":[{"b":[1]}]}';
+    expect(nestingExceeds(mixed, 3)).toBe(true);
+    expect(nestingExceeds(mixed, 4)).toBe(false);
+    // Many brackets side by side (more than the limit) but shallow: the full scan decides.
+    expect(nestingExceeds(JSON.stringify({ a: Array.from({ length: 300 }, () => ({ b: [1] })) }), 256)).toBe(
+      false,
+    );
+  });
+
   it('parseMessage keeps an id JSON.parse would change as its text, and ignores a byte order mark', () => {
     const parsed = parseMessage('\uFEFF{"jsonrpc":"2.0","id":1e400,"method":"ping"}');
     expect(parsed.ok && (parsed.message as { id: unknown }).id).toEqual(new RawId('1e400'));

@@ -87,8 +87,7 @@ export class ModernAnswer implements AnswerShape {
     }
     const { text } = raw;
     if (text.charCodeAt(0) !== 0x7b) return undefined;
-    const rest = text.slice(1);
-    return { text: `{${prefix}${/^\s*\}/.test(rest) ? '' : ','}${rest}`, bytes: undefined };
+    return { text: `{${prefix}${emptyObjectText(text) ? '' : ','}${text.slice(1)}`, bytes: undefined };
   }
 
   error(error: JsonRpcErrorObject): JsonRpcErrorObject {
@@ -127,6 +126,16 @@ function joinedBytes(bytes: Buffer, start: string): Buffer {
   const joined = Buffer.concat([Buffer.from(start, 'utf8'), bytes.subarray(1)]);
   JOINED.set(bytes, { start, bytes: joined });
   return joined;
+}
+
+/** Whether an object's text is `{}` (with any white space). */
+function emptyObjectText(text: string): boolean {
+  for (let i = 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    return c === 0x7d;
+  }
+  return false;
 }
 
 /** Whether the bytes of an object's text are `{}` (with any white space). */

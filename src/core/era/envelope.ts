@@ -48,6 +48,9 @@ export interface Envelope {
   readonly logLevel: string | undefined;
 }
 
+/** The client identity the last envelope read named (immutable, so shared by every reader). */
+let lastClientInfo: Envelope['clientInfo'];
+
 /** Whether a request's params carry the envelope (it names a protocol version in `_meta`). */
 export function hasEnvelope(params: Params | undefined): boolean {
   const meta = params?._meta;
@@ -67,7 +70,7 @@ export function readEnvelope(method: string, params: Params | undefined): Envelo
   const version = fields[META.protocolVersion];
   if (typeof version !== 'string')
     throw malformed(method, `_meta["${META.protocolVersion}"] must be a string`);
-  if (!MODERN_VERSIONS.includes(version)) throw unsupportedVersion(version);
+  if (version !== MODERN_VERSION && !MODERN_VERSIONS.includes(version)) throw unsupportedVersion(version);
   const capabilities = fields[META.clientCapabilities];
   if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities))
     throw malformed(method, `_meta["${META.clientCapabilities}"] must be an object`);
@@ -77,7 +80,9 @@ export function readEnvelope(method: string, params: Params | undefined): Envelo
     const { name, version: v } = (info ?? {}) as Params;
     if (typeof info !== 'object' || info === null || typeof name !== 'string' || typeof v !== 'string')
       throw malformed(method, `_meta["${META.clientInfo}"] must be an object with a name and a version`);
-    clientInfo = { name, version: v };
+    // A host sends the same identity with every request: the copy of it is made once.
+    const last = lastClientInfo;
+    clientInfo = last?.name === name && last.version === v ? last : (lastClientInfo = { name, version: v });
   }
   const level = fields[META.logLevel];
   if (level !== undefined && (typeof level !== 'string' || !LOG_LEVELS.includes(level)))

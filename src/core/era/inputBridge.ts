@@ -7,7 +7,12 @@ import { DeadlineQueue, type DeadlineEntry } from '../rpc/deadlines.js';
 import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest, OutgoingOptions } from '../rpc/peer.js';
-import { CAPABILITY_FOR, type AskOrigin, type HostSession } from '../routing/hostSession.js';
+import {
+  CAPABILITY_FOR,
+  FORWARDED_CLIENT_CAPABILITIES,
+  type AskOrigin,
+  type HostSession,
+} from '../routing/hostSession.js';
 import { envelopeOf } from './answerShape.js';
 
 /**
@@ -180,7 +185,8 @@ export class ModernInputBridge implements InputBridge {
     // A retry that carries our state continues its call (or is refused), whatever it declares.
     const state = request.params?.requestState;
     if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) return true;
-    for (const capability of CAPABILITY_FOR.values()) if (capabilities[capability] !== undefined) return true;
+    for (const capability of FORWARDED_CLIENT_CAPABILITIES)
+      if (capabilities[capability] !== undefined) return true;
     return false;
   }
 

@@ -211,7 +211,7 @@ export class ModernHost implements HostSession {
       serverInfo: this.options.serverInfo,
       fieldsText: this.fieldsText,
       cache: CACHEABLE.has(method) ? () => this.cacheHint(method) : undefined,
-      ...(level >= 0 && { onSettled: () => this.levelCounts[level]!-- }),
+      onSettled: level >= 0 ? () => this.levelCounts[level]!-- : undefined,
     });
     return true;
   }
