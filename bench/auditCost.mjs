@@ -3,7 +3,9 @@
 // shared machine skews it less than wall-clock latency through processes):
 //
 //   redact      redacting a call record's fields (RecordFields.members: redaction and JSON),
-//               for arguments with no secret in them (strings of paths, prose, code, numbers)
+//               for arguments with no secret in them (strings of paths, prose, code, numbers);
+//               and a call's two records one after the other (`call_start` then `call`, the
+//               same arguments object), as a gateway writes them for sequential calls
 //   write-ahead the per-tick audit writer, one call per turn of the event loop, as in the
 //               gateway: the `call` record alone (onFailure: continue), and a `call_start`
 //               written ahead and awaited before it (onFailure: block)
@@ -53,6 +55,20 @@ function callEvent(i) {
   };
 }
 
+/** The `call_start` record of a call event, with the members the gateway's stage gives it. */
+function startEvent(event) {
+  return {
+    type: 'call_start',
+    session: event.session,
+    principal: undefined,
+    call: event.call,
+    tool: event.tool,
+    server: event.server,
+    upstreamTool: event.upstreamTool,
+    args: event.args,
+  };
+}
+
 function cpuMicros(fn, n) {
   for (let i = 0; i < Math.min(n, 2000); i++) fn(i); // warm-up
   const start = process.cpuUsage();
@@ -67,6 +83,16 @@ const fields = new RecordFields(createRedactor());
 const redactRuns = [];
 for (let round = 0; round < 7; round++)
   redactRuns.push(cpuMicros((i) => fields.members(callEvent(i)), calls));
+const pairFields = new RecordFields(createRedactor());
+const pairRuns = [];
+for (let round = 0; round < 7; round++)
+  pairRuns.push(
+    cpuMicros((i) => {
+      const event = { ...callEvent(i), call: i + 1 };
+      pairFields.members(startEvent(event));
+      pairFields.members(event);
+    }, calls),
+  );
 const redactor = createRedactor();
 const textRuns = [];
 const prose = 'The build on 2025-06-18 passed; see /var/log/build.log and commit 3f2c1a9e for details.';
@@ -121,6 +147,7 @@ for (let round = 0; round < 5; round++) {
 const fmt = (x) => x.toFixed(2).padStart(7);
 console.log(`dist ${dist}, ${calls} calls per run, medians`);
 console.log(`redact+JSON of a call record, no secrets   cpu µs/record ${fmt(median(redactRuns))}`);
+console.log(`redact+JSON of a call's call_start + call     cpu µs/call ${fmt(median(pairRuns))}`);
 console.log(`redactText of one line of prose            cpu µs/string ${fmt(median(textRuns))}`);
 console.log(
   `audit writer, call record only              cpu µs/call ${fmt(median(plain.map((r) => r.cpu)))}  wall µs/call ${fmt(median(plain.map((r) => r.wall)))}`,
