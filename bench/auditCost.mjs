@@ -9,6 +9,8 @@
 //   write-ahead the per-tick audit writer, one call per turn of the event loop, as in the
 //               gateway: the `call` record alone (onFailure: continue), and a `call_start`
 //               written ahead and awaited before it (onFailure: block)
+//   burst       the audit stage and the writer together (onFailure: block, redaction on), calls
+//               arriving 16 per turn of the event loop, as they do at 32 in flight
 //
 //   node bench/auditCost.mjs [--dist DIR] [--calls N]
 //
@@ -29,6 +31,7 @@ const load = (file) => import(pathToFileURL(path.join(dist, file)).href);
 const { createRedactor } = await load('features/audit/redact.js');
 const { RecordFields } = await load('features/audit/recordFields.js');
 const { openAuditLog } = await load('features/audit/auditWriter.js');
+const { createAuditStage } = await load('features/audit/stage.js');
 
 const argsSets = [
   { path: '/home/ada/projects/app/src/index.ts', head: 40 },
@@ -132,6 +135,59 @@ async function writerRun(mode) {
   return { cpu: (used.user + used.system) / n, wall };
 }
 
+/** CPU per call of the audit stage and writer, `perTurn` calls arriving in each turn. */
+async function burstRun(perTurn) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-audit-'));
+  const log = await openAuditLog({
+    file: path.join(dir, 'audit.jsonl'),
+    onFailure: 'block',
+    writes: 'per-tick',
+    redactor: createRedactor(),
+  });
+  const quiet = () => {};
+  const stage = createAuditStage({
+    log,
+    config: { onFailure: 'block', logResults: false },
+    session: 'bench-session',
+    client: () => ({ name: 'bench', version: '1.0.0' }),
+    logger: { error: quiet, warn: quiet, info: quiet, debug: quiet },
+  });
+  const text = '{"content":[{"type":"text","text":"hello"}]}';
+  const outcome = { result: JSON.parse(text), raw: { text } };
+  const forward = () => Promise.resolve(outcome);
+  const call = (i) =>
+    stage(
+      {
+        kind: 'tools/call',
+        direction: 'upstream',
+        server: 'up',
+        target: 'echo',
+        exposedName: 'up__echo',
+        arguments: argsSets[i % argsSets.length],
+        record: { decision: { effect: 'allow', rule: 'bench' }, repairs: [] },
+      },
+      forward,
+    );
+  const burst = async (n) => {
+    for (let i = 0; i < n; i += perTurn) {
+      const turn = [];
+      for (let j = 0; j < perTurn; j++) turn.push(call(i + j));
+      await Promise.all(turn);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  await burst(2000);
+  const start = process.cpuUsage();
+  await burst(calls);
+  const used = process.cpuUsage(start);
+  log.close();
+  rmSync(dir, { recursive: true, force: true });
+  return (used.user + used.system) / calls;
+}
+
+const bursts = [];
+for (let round = 0; round < 5; round++) bursts.push(await burstRun(16));
+
 const plain = [];
 const ahead = [];
 // A build from before write-ahead records has no writeAhead: only the plain run is measured.
@@ -152,6 +208,7 @@ console.log(`redactText of one line of prose            cpu µs/string ${fmt(med
 console.log(
   `audit writer, call record only              cpu µs/call ${fmt(median(plain.map((r) => r.cpu)))}  wall µs/call ${fmt(median(plain.map((r) => r.wall)))}`,
 );
+console.log(`audit stage + writer, 16 calls per turn      cpu µs/call ${fmt(median(bursts))}`);
 if (canWriteAhead) {
   console.log(
     `audit writer, call_start ahead + call       cpu µs/call ${fmt(median(ahead.map((r) => r.cpu)))}  wall µs/call ${fmt(median(ahead.map((r) => r.wall)))}`,
