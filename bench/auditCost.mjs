@@ -3,10 +3,14 @@
 // shared machine skews it less than wall-clock latency through processes):
 //
 //   redact      redacting a call record's fields (RecordFields.members: redaction and JSON),
-//               for arguments with no secret in them (strings of paths, prose, code, numbers)
+//               for arguments with no secret in them (strings of paths, prose, code, numbers);
+//               and a call's two records one after the other (`call_start` then `call`, the
+//               same arguments object), as a gateway writes them for sequential calls
 //   write-ahead the per-tick audit writer, one call per turn of the event loop, as in the
 //               gateway: the `call` record alone (onFailure: continue), and a `call_start`
 //               written ahead and awaited before it (onFailure: block)
+//   burst       the audit stage and the writer together (onFailure: block, redaction on), calls
+//               arriving 16 per turn of the event loop, as they do at 32 in flight
 //
 //   node bench/auditCost.mjs [--dist DIR] [--calls N]
 //
@@ -27,6 +31,7 @@ const load = (file) => import(pathToFileURL(path.join(dist, file)).href);
 const { createRedactor } = await load('features/audit/redact.js');
 const { RecordFields } = await load('features/audit/recordFields.js');
 const { openAuditLog } = await load('features/audit/auditWriter.js');
+const { createAuditStage } = await load('features/audit/stage.js');
 
 const argsSets = [
   { path: '/home/ada/projects/app/src/index.ts', head: 40 },
@@ -53,6 +58,20 @@ function callEvent(i) {
   };
 }
 
+/** The `call_start` record of a call event, with the members the gateway's stage gives it. */
+function startEvent(event) {
+  return {
+    type: 'call_start',
+    session: event.session,
+    principal: undefined,
+    call: event.call,
+    tool: event.tool,
+    server: event.server,
+    upstreamTool: event.upstreamTool,
+    args: event.args,
+  };
+}
+
 function cpuMicros(fn, n) {
   for (let i = 0; i < Math.min(n, 2000); i++) fn(i); // warm-up
   const start = process.cpuUsage();
@@ -67,6 +86,16 @@ const fields = new RecordFields(createRedactor());
 const redactRuns = [];
 for (let round = 0; round < 7; round++)
   redactRuns.push(cpuMicros((i) => fields.members(callEvent(i)), calls));
+const pairFields = new RecordFields(createRedactor());
+const pairRuns = [];
+for (let round = 0; round < 7; round++)
+  pairRuns.push(
+    cpuMicros((i) => {
+      const event = { ...callEvent(i), call: i + 1 };
+      pairFields.members(startEvent(event));
+      pairFields.members(event);
+    }, calls),
+  );
 const redactor = createRedactor();
 const textRuns = [];
 const prose = 'The build on 2025-06-18 passed; see /var/log/build.log and commit 3f2c1a9e for details.';
@@ -106,6 +135,59 @@ async function writerRun(mode) {
   return { cpu: (used.user + used.system) / n, wall };
 }
 
+/** CPU per call of the audit stage and writer, `perTurn` calls arriving in each turn. */
+async function burstRun(perTurn) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'warden-bench-audit-'));
+  const log = await openAuditLog({
+    file: path.join(dir, 'audit.jsonl'),
+    onFailure: 'block',
+    writes: 'per-tick',
+    redactor: createRedactor(),
+  });
+  const quiet = () => {};
+  const stage = createAuditStage({
+    log,
+    config: { onFailure: 'block', logResults: false },
+    session: 'bench-session',
+    client: () => ({ name: 'bench', version: '1.0.0' }),
+    logger: { error: quiet, warn: quiet, info: quiet, debug: quiet },
+  });
+  const text = '{"content":[{"type":"text","text":"hello"}]}';
+  const outcome = { result: JSON.parse(text), raw: { text } };
+  const forward = () => Promise.resolve(outcome);
+  const call = (i) =>
+    stage(
+      {
+        kind: 'tools/call',
+        direction: 'upstream',
+        server: 'up',
+        target: 'echo',
+        exposedName: 'up__echo',
+        arguments: argsSets[i % argsSets.length],
+        record: { decision: { effect: 'allow', rule: 'bench' }, repairs: [] },
+      },
+      forward,
+    );
+  const burst = async (n) => {
+    for (let i = 0; i < n; i += perTurn) {
+      const turn = [];
+      for (let j = 0; j < perTurn; j++) turn.push(call(i + j));
+      await Promise.all(turn);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  await burst(2000);
+  const start = process.cpuUsage();
+  await burst(calls);
+  const used = process.cpuUsage(start);
+  log.close();
+  rmSync(dir, { recursive: true, force: true });
+  return (used.user + used.system) / calls;
+}
+
+const bursts = [];
+for (let round = 0; round < 5; round++) bursts.push(await burstRun(16));
+
 const plain = [];
 const ahead = [];
 // A build from before write-ahead records has no writeAhead: only the plain run is measured.
@@ -121,10 +203,12 @@ for (let round = 0; round < 5; round++) {
 const fmt = (x) => x.toFixed(2).padStart(7);
 console.log(`dist ${dist}, ${calls} calls per run, medians`);
 console.log(`redact+JSON of a call record, no secrets   cpu µs/record ${fmt(median(redactRuns))}`);
+console.log(`redact+JSON of a call's call_start + call     cpu µs/call ${fmt(median(pairRuns))}`);
 console.log(`redactText of one line of prose            cpu µs/string ${fmt(median(textRuns))}`);
 console.log(
   `audit writer, call record only              cpu µs/call ${fmt(median(plain.map((r) => r.cpu)))}  wall µs/call ${fmt(median(plain.map((r) => r.wall)))}`,
 );
+console.log(`audit stage + writer, 16 calls per turn      cpu µs/call ${fmt(median(bursts))}`);
 if (canWriteAhead) {
   console.log(
     `audit writer, call_start ahead + call       cpu µs/call ${fmt(median(ahead.map((r) => r.cpu)))}  wall µs/call ${fmt(median(ahead.map((r) => r.wall)))}`,

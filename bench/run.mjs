@@ -42,6 +42,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
+import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
 import { childPids, CPU_SOURCE, cpuMicros, peakRssBytes } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
@@ -192,19 +193,7 @@ function fixtureServer(tools) {
  * never fire here, so only their bookkeeping is measured.
  */
 function bareConfig(tools) {
-  return {
-    gateway: {
-      repair: {
-        textForStructured: false,
-        invalidStructured: 'off',
-        structuredFromText: false,
-        missingStructured: 'off',
-      },
-      validateArguments: false,
-      log: { level: 'error' },
-    },
-    servers: { bench: { ...fixtureServer(tools), maxConcurrency: 64, maxQueue: 1024 } },
-  };
+  return { gateway: BARE_GATEWAY, servers: { bench: { ...fixtureServer(tools), ...BARE_LIMITS } } };
 }
 
 /**

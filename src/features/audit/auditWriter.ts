@@ -22,7 +22,8 @@ import {
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { WardenError } from '../../core/errors.js';
-import { chainHeadOf, recordJson, sealOpenRecord, type ChainHead } from './chain.js';
+import { chainHeadOf, recordJson, SEAL_SUFFIX_BYTES, sealSuffix, type ChainHead } from './chain.js';
+import { sha256HexOfBytes } from '../../lib/hash.js';
 import { RecordFields } from './recordFields.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
 import type { Redactor } from './redact.js';
@@ -509,11 +510,11 @@ class FileAuditLog implements AuditLog {
       let head = this.#head;
       const limit = this.#options.maxBytes;
       let lines: BatchLine[] = [];
-      let text = '';
-      let bytes = 0;
+      const batch = this.#batch;
+      batch.clear();
       const write = () => {
         try {
-          this.#writeLines(text, bytes);
+          this.#writeLines(batch);
         } catch (error) {
           // Lines wholly in the file before a short write count as written: the chain moves on
           // to the last of them, so the gap record that follows links to what is really there.
@@ -522,10 +523,9 @@ class FileAuditLog implements AuditLog {
           throw error;
         }
         for (const line of lines) commit(line);
-        this.#shipped(text);
+        if (this.#options.onWritten !== undefined) this.#shipped(batch.text());
         lines = [];
-        text = '';
-        bytes = 0;
+        batch.clear();
       };
       const commit = (line: BatchLine) => {
         this.#head = line.head;
@@ -546,15 +546,21 @@ class FileAuditLog implements AuditLog {
         this.#tornBefore = false;
         this.#tornSince = undefined;
       };
-      const add = (ts: string, members: string, line: Omit<BatchLine, 'end' | 'head'>) => {
-        const sealed = this.#seal(head, ts, members);
-        const lineBytes = Buffer.byteLength(sealed.line, 'utf8');
+      const add = (
+        ts: string,
+        members: string,
+        waiter: Waiter | undefined,
+        gap: number | undefined,
+        checkpoint: true | undefined,
+      ) => {
+        const mark = batch.bytes;
+        head = this.#seal(batch, head, ts, members);
         // Lines that fit go into the current file; rotation happens before the one that does not.
-        if (limit !== undefined && text !== '' && this.#size + bytes + lineBytes > limit) write();
-        text += sealed.line;
-        bytes += lineBytes;
-        head = sealed.head;
-        lines.push({ ...line, end: bytes, head });
+        if (limit !== undefined && mark > 0 && this.#size + batch.bytes > limit) {
+          batch.moveTail(mark, () => write());
+        }
+        // One shape for every line of a batch, so reading them back stays monomorphic.
+        lines.push({ end: batch.bytes, head, gap, waiter, checkpoint });
       };
       if (this.#lost > 0 || this.#tornBefore) {
         // A predecessor's cut record counts as lost too: it is in the file, but unreadable.
@@ -566,14 +572,20 @@ class FileAuditLog implements AuditLog {
           error: this.#lastError?.detail ?? TORN_ERROR,
           ...(this.#tornBefore && { torn: true }),
         };
-        add(firstTs, recordJson({ ...gap }).slice(1, -1) + this.#sessionMember, { gap: this.#lost });
+        add(
+          firstTs,
+          recordJson({ ...gap }).slice(1, -1) + this.#sessionMember,
+          undefined,
+          this.#lost,
+          undefined,
+        );
         write();
       }
       for (const { ts, members, waiter, checkpoint } of queue) {
-        if (checkpoint === true) add(ts, this.#checkpointMembers(head, ts), { checkpoint });
-        else add(ts, members, { waiter });
+        if (checkpoint === true) add(ts, this.#checkpointMembers(head, ts), undefined, undefined, checkpoint);
+        else add(ts, members, waiter, undefined, undefined);
       }
-      if (text !== '') write();
+      if (batch.bytes > 0) write();
     } catch (error) {
       // A checkpoint not written is not a lost record: the next one covers the same records.
       this.#checkpointQueued = false;
@@ -620,43 +632,47 @@ class FileAuditLog implements AuditLog {
   }
 
   /**
-   * The line of a record whose fields are `members` (JSON object members, see RecordFields) as
-   * the record after `head` in this writer's chain.
+   * Appends to `batch` the line of a record whose fields are `members` (JSON object members, see
+   * RecordFields) as the record after `head` in this writer's chain; returns the new head.
    */
-  #seal(head: ChainHead, ts: string, members: string): { line: string; head: ChainHead } {
+  #seal(batch: LineBatch, head: ChainHead, ts: string, members: string): ChainHead {
     const seq = head.seq + 1;
     // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
     const fields = members === '' ? '' : `${members},`;
-    const { line, hash } = sealOpenRecord(
+    const hash = batch.sealOpen(
       `{"seq":${seq},"ts":"${ts}",${fields}${this.#writerMembers},"prev":"${head.hash}"`,
     );
-    return { line, head: { seq, hash } };
+    return { seq, hash };
   }
+
+  /** The lines of the write being assembled (one buffer, reused from write to write). */
+  readonly #batch = new LineBatch();
 
   /**
    * Appends whole lines with one write(2), rotating first when they would take the file past
    * `maxBytes`; throws on any failure (`ShortWrite` when only part of `text` went in).
    */
-  #writeLines(text: string, bytes: number): void {
+  #writeLines(batch: LineBatch): void {
     const output = this.#options.output;
-    if (output !== undefined) return output.write(text);
+    if (output !== undefined) return output.write(batch.text());
+    const bytes = batch.bytes;
     // Rotate first: a fresh file needs no newline in front of the lines.
     this.#maybeRotate(bytes);
     const newline = this.#needsNewline ? 1 : 0;
-    const data = newline === 1 ? `\n${text}` : text;
     const length = bytes + newline;
     const fd = this.#fd;
     if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
-    // One write(2) of whole lines: the atomicity argument at the top of this file. Given the
-    // string, Node encodes it straight into the write, without a Buffer of our own.
-    const written = writeSync(fd, data, null, 'utf8');
+    // One write(2) of whole lines: the atomicity argument at the top of this file. The lines
+    // are already UTF-8 in the batch's buffer (they were hashed there), with a byte kept free
+    // in front of them for the newline a torn line before them needs.
+    const written = writeSync(fd, batch.withNewline(newline === 1), 0, length, null);
     if (written !== length) {
       this.#size += written;
       if (written >= newline) this.#needsNewline = false;
       const textBytes = Math.max(0, written - newline);
       // Part of a line is in the file: the next line must start on a new one, and the first
       // record after it is the recovery record that tells verify this was a crash, not an edit.
-      if (textBytes > 0 && !isLineEnd(text, textBytes)) {
+      if (textBytes > 0 && !batch.isLineEnd(textBytes)) {
         this.#needsNewline = true;
         this.#tornBefore = true;
       }
@@ -863,9 +879,9 @@ interface BatchLine {
   readonly end: number;
   readonly head: ChainHead;
   /** For the `audit_gap` record: the records it accounts for (0 for a predecessor's torn one). */
-  readonly gap?: number;
-  readonly waiter?: Waiter | undefined;
-  readonly checkpoint?: true;
+  readonly gap: number | undefined;
+  readonly waiter: Waiter | undefined;
+  readonly checkpoint: true | undefined;
 }
 
 /** A write(2) that wrote only part of its data (a full disk, or a signal mid-write). */
@@ -880,9 +896,74 @@ class ShortWrite extends Error {
   }
 }
 
-/** Whether the first `bytes` UTF-8 bytes of `text` end at the end of a line. */
-function isLineEnd(text: string, bytes: number): boolean {
-  return Buffer.from(text, 'utf8')[bytes - 1] === 0x0a;
+/** A batch buffer grown past this for one large write is not kept for the next. */
+const BATCH_KEPT_BYTES = 1024 * 1024;
+
+/**
+ * The lines of one write(2), assembled as UTF-8 in one buffer: each record's text is encoded
+ * once, hashed where it lies and written from there, where the text of a batch used to be
+ * encoded for the hash, counted for its length and encoded again for the write (measured: about
+ * half of the sealing and writing cost of a record). The first byte is kept for a newline.
+ */
+class LineBatch {
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  /** Bytes of lines, after the reserved first byte. */
+  bytes = 0;
+
+  clear(): void {
+    this.bytes = 0;
+    if (this.#buffer.length > BATCH_KEPT_BYTES) this.#buffer = Buffer.allocUnsafe(64 * 1024);
+  }
+
+  /** Appends `open` + the hash member + `"}` + newline; returns the hash (see `sealOpenRecord`). */
+  sealOpen(open: string): string {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    this.#reserve(open.length * 3 + SEAL_SUFFIX_BYTES);
+    const start = 1 + this.bytes;
+    const end = start + this.#buffer.write(open, start, 'utf8');
+    const hash = sha256HexOfBytes(this.#buffer.subarray(start, end));
+    const sealed = end + this.#buffer.write(sealSuffix(hash), end, 'latin1');
+    this.bytes = sealed - 1;
+    return hash;
+  }
+
+  /**
+   * Writes the lines before `mark` with `write` (which clears the batch), then keeps the lines
+   * from `mark` on as the batch's only ones.
+   */
+  moveTail(mark: number, write: () => void): void {
+    const tail = Buffer.from(this.#buffer.subarray(1 + mark, 1 + this.bytes));
+    this.bytes = mark;
+    write();
+    this.#reserve(tail.length);
+    tail.copy(this.#buffer, 1);
+    this.bytes = tail.length;
+  }
+
+  /** The buffer to write from offset 0: with the newline in front or not (then from byte 1). */
+  withNewline(newline: boolean): Buffer {
+    if (!newline) return this.#buffer.subarray(1, 1 + this.bytes);
+    this.#buffer[0] = 0x0a;
+    return this.#buffer.subarray(0, 1 + this.bytes);
+  }
+
+  /** The lines as text (for the shippers and an output other than the file). */
+  text(): string {
+    return this.#buffer.toString('utf8', 1, 1 + this.bytes);
+  }
+
+  /** Whether the first `bytes` bytes of the lines end at the end of a line. */
+  isLineEnd(bytes: number): boolean {
+    return this.#buffer[bytes] === 0x0a;
+  }
+
+  #reserve(more: number): void {
+    const needed = 1 + this.bytes + more;
+    if (needed <= this.#buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
+    this.#buffer.copy(grown, 0, 0, 1 + this.bytes);
+    this.#buffer = grown;
+  }
 }
 
 function takeLock(lock: string): number | undefined {

@@ -41,8 +41,16 @@ export function sealRecord(json: string): { line: string; hash: string } {
 /** `sealRecord` of `open` + `}`: for a writer that builds the text without its closing brace. */
 export function sealOpenRecord(open: string): { line: string; hash: string } {
   const hash = sha256Hex(open);
-  return { line: `${open}${HASH_MEMBER}${hash}"}\n`, hash };
+  return { line: `${open}${sealSuffix(hash)}`, hash };
 }
+
+/** What follows a record's open text in its line, all ASCII: the hash member, `"}`, a newline. */
+export function sealSuffix(hash: string): string {
+  return `${HASH_MEMBER}${hash}"}\n`;
+}
+
+/** Bytes of `sealSuffix`. */
+export const SEAL_SUFFIX_BYTES = HASH_SUFFIX_LENGTH + 1;
 
 /**
  * The hash a record line claims (its last member) and the hash its bytes have; undefined when

@@ -32,6 +32,9 @@ function fullRule(key: string): boolean {
 const REPEATED_CACHE_CHARS = 256;
 const REPEATED_CACHE_SIZE = 4096;
 
+/** Field lists whose names are remembered: every kind of record the gateway writes in a burst. */
+const SHAPES_KEPT = 8;
+
 /** A flat object written before (see #flatJson): its members and its text. */
 interface FlatMemo {
   readonly keys: readonly string[];
@@ -196,30 +199,26 @@ export class RecordFields {
   /**
    * `"name":` for each of `keys`, undefined for a reserved one; undefined for all when one is
    * `toJSON` (JSON.stringify would call a `toJSON` field of the record object itself). Records
-   * of a kind have the same fields in the same order (one object literal makes them), so the
-   * last answer is kept and compared first: the names are usually the very same strings.
+   * of a kind have the same fields in the same order (one object literal makes them), and a
+   * call's records alternate between two kinds (`call_start`, `call`), so the answers for the
+   * last few field lists are kept and compared first: the names are usually the very same
+   * strings. Remembering only the last list missed on every record of a call (measured).
    */
   #namesOf(keys: readonly string[]): readonly (string | undefined)[] | undefined {
-    const last = this.#lastKeys;
-    if (last.length === keys.length) {
-      let same = true;
-      for (let i = 0; i < keys.length; i++) {
-        if (last[i] !== keys[i]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return this.#lastNames;
+    const shapes = this.#shapes;
+    for (let s = 0; s < shapes.length; s++) {
+      const shape = shapes[s]!;
+      if (sameKeys(shape.keys, keys)) return shape.names;
     }
     if (keys.includes('toJSON')) return undefined;
     const names = keys.map((key) => (RESERVED_FIELDS.has(key) ? undefined : `${JSON.stringify(key)}:`));
-    this.#lastKeys = keys;
-    this.#lastNames = names;
+    if (shapes.length >= SHAPES_KEPT) shapes.pop();
+    shapes.unshift({ keys, names });
     return names;
   }
 
-  #lastKeys: readonly string[] = [];
-  #lastNames: readonly (string | undefined)[] = [];
+  /** The field lists of recent records and their names, newest first (at most SHAPES_KEPT). */
+  #shapes: { readonly keys: readonly string[]; readonly names: readonly (string | undefined)[] }[] = [];
 
   /** The JSON text of a REPEATED_FIELDS value, redacted with the pattern rule. */
   #repeatedJson(text: string): string {
@@ -236,6 +235,12 @@ export class RecordFields {
   #repeatedText(text: string): string {
     return this.#redactor === undefined ? text : this.#redactor.redactText(text);
   }
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function sameMembers(memo: FlatMemo, keys: readonly string[], values: readonly unknown[]): boolean {

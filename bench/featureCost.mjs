@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+// What each part of warden-full costs per call: the built gateway with warden-full's config, the
+// same config with one thing taken out, warden-bare and the JSON floor, all alive at once and
+// measured in turns (pass by pass, in alternating order), so a busy neighbour hurts them alike.
+// Per pass and configuration: CPU of the middle process per call over N calls at 32 in flight,
+// calls per second, and (with --seq) the p50 of sequential calls; each with its ratio to the
+// JSON floor of the same pass.
+//
+//   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
+//                              [--cli FILE] [--baseline-cli FILE]
+//
+// --baseline-cli adds full-base and bare-base: the same configs served by another build.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { deadline, RpcChild } from './lib/client.mjs';
+import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
+import { childPids, cpuMicros } from './lib/proc.mjs';
+
+const BENCH = path.dirname(fileURLToPath(import.meta.url));
+const NODE = process.execPath;
+const FIXTURE = path.join(BENCH, 'fixture/server.mjs');
+const { values: flags } = parseArgs({
+  options: {
+    calls: { type: 'string' },
+    passes: { type: 'string' },
+    seq: { type: 'string' },
+    only: { type: 'string' },
+    cli: { type: 'string' },
+    'baseline-cli': { type: 'string' },
+  },
+});
+const CALLS = Number(flags.calls ?? 20000);
+const PASSES = Number(flags.passes ?? 3);
+const SEQ = Number(flags.seq ?? 0);
+const CLI = path.resolve(flags.cli ?? path.join(BENCH, '..', 'dist/cli.js'));
+const BASE = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
+const TEXT = 'hello from the warden bench';
+
+const work = mkdtempSync(path.join(tmpdir(), 'warden-feature-cost-'));
+process.on('exit', () => rmSync(work, { recursive: true, force: true }));
+
+// The policy of bench/run.mjs: five rules of the usual kinds, every echo call judged by all.
+const policyFile = path.join(work, 'policy.json');
+writeFileSync(
+  policyFile,
+  JSON.stringify({
+    default: 'allow',
+    rules: [
+      { id: 'no-deletes', match: { tool: 'delete_*' }, action: 'deny', reason: 'No deletes.' },
+      { id: 'no-sampling', match: { server: 'bench', kind: 'sampling' }, action: 'deny', reason: 'No.' },
+      {
+        id: 'no-etc',
+        match: { tool: 'write_*', arguments: { properties: { path: { pattern: '^/etc/' } } } },
+        action: 'deny',
+        reason: 'Not /etc.',
+      },
+      {
+        id: 'deny-probe',
+        match: {
+          server: 'bench',
+          tool: 'echo',
+          arguments: { properties: { text: { const: 'bench: deny me' } }, required: ['text'] },
+        },
+        action: 'deny',
+        reason: 'Probe.',
+      },
+      { id: 'bench', match: { server: 'bench', tool: '*' }, action: 'allow' },
+    ],
+  }),
+);
+
+const fixture = { command: NODE, args: [FIXTURE, '--tools', '0'] };
+const bare = { gateway: BARE_GATEWAY, servers: { bench: { ...fixture, ...BARE_LIMITS } } };
+const audit = (name, extra = {}) => ({ file: path.join(work, `${name}-audit.jsonl`), ...extra });
+const full = (name) => ({ servers: { bench: fixture }, policies: [policyFile], audit: audit(name) });
+
+/** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
+const VARIANTS = {
+  floor: undefined,
+  bare: () => bare,
+  'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
+  full,
+  'full-noaudit': () => ({ servers: { bench: fixture }, policies: [policyFile] }),
+  'full-nopolicy': (n) => ({ servers: { bench: fixture }, audit: audit(n) }),
+  'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
+  'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
+  ...(BASE !== undefined && { 'full-base': full, 'bare-base': () => bare }),
+};
+const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
+for (const name of names) if (!(name in VARIANTS)) throw new Error(`unknown configuration ${name}`);
+if (!names.includes('floor')) names.unshift('floor');
+
+function launch(name) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  if (name === 'floor')
+    return { command: NODE, args: [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'], env };
+  const file = path.join(work, `${name}.json`);
+  writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
+  const cli = name.endsWith('-base') ? BASE : CLI;
+  return { command: NODE, args: [cli, '--config', file], env };
+}
+
+async function start(name) {
+  const child = new RpcChild({ label: name, ...launch(name) });
+  const hello = {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'cost', version: '1' },
+  };
+  await deadline(child.request('initialize', JSON.stringify(hello)), 30_000, `${name} initialize`);
+  child.notify('notifications/initialized');
+  await deadline(child.request('tools/list'), 30_000, `${name} tools/list`);
+  const tool = name === 'floor' ? 'echo' : 'bench__echo';
+  return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
+}
+
+function check(result, name) {
+  if (result?.content?.[0]?.text !== TEXT) throw new Error(`${name}: wrong answer ${JSON.stringify(result)}`);
+}
+
+async function concurrent(inst, total) {
+  let sent = 0;
+  const worker = async () => {
+    while (sent < total) {
+      sent++;
+      check(await inst.child.request('tools/call', inst.params), inst.name);
+    }
+  };
+  await deadline(Promise.all(Array.from({ length: 32 }, worker)), 300_000, `${inst.name} calls`);
+}
+
+async function sequentialP50(inst, n) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    check(await inst.child.request('tools/call', inst.params), inst.name);
+    times.push((performance.now() - t) * 1000);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+const instances = [];
+for (const name of names) instances.push(await start(name));
+for (const inst of instances) {
+  await concurrent(inst, 3000);
+  if (SEQ > 0) await sequentialP50(inst, 1000);
+}
+const results = Object.fromEntries(names.map((n) => [n, []]));
+for (let pass = 0; pass < PASSES; pass++) {
+  for (const inst of pass % 2 === 0 ? instances : [...instances].reverse()) {
+    const pid = inst.child.pid;
+    const [upstream] = childPids(pid);
+    const cpu0 = cpuMicros(pid);
+    const up0 = cpuMicros(upstream);
+    const t0 = performance.now();
+    await concurrent(inst, CALLS);
+    const ms = performance.now() - t0;
+    const r = {
+      cpu: (cpuMicros(pid) - cpu0) / CALLS,
+      upstream: (cpuMicros(upstream) - up0) / CALLS,
+      rate: (CALLS / ms) * 1000,
+    };
+    if (SEQ > 0) r.p50 = await sequentialP50(inst, SEQ);
+    results[inst.name].push(r);
+  }
+}
+await Promise.all(instances.map((inst) => inst.child.close()));
+
+const floor = results.floor;
+console.log(
+  `${CALLS} calls at 32 in flight per pass${SEQ > 0 ? `, then ${SEQ} sequential` : ''}; ${PASSES} passes; ` +
+    'per pass: gateway CPU µs/call (÷ floor), fixture CPU, calls/s (÷ floor), p50 µs (÷ floor)',
+);
+const x = (a, b) => `${(a / b).toFixed(2)}×`;
+for (const name of names) {
+  const row = results[name].map((r, i) => {
+    const f = floor[i];
+    const p50 = r.p50 === undefined ? '' : ` p50 ${r.p50.toFixed(0)} (${x(r.p50, f.p50)})`;
+    return `cpu ${r.cpu.toFixed(1)} (${x(r.cpu, f.cpu)}) fx ${r.upstream.toFixed(1)} ${r.rate.toFixed(0)}/s (${x(r.rate, f.rate)})${p50}`;
+  });
+  console.log(`${name.padEnd(14)} ${row.join(' | ')}`);
+}
