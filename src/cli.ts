@@ -367,7 +367,7 @@ async function watchManagedWhileServing(options: {
   readonly config: WardenConfig;
   readonly gateway: import('./gateway.js').Gateway;
   readonly trail: import('./features/audit/openTrail.js').AuditTrail | undefined;
-  readonly logger: WinstonLogger;
+  readonly logger: ClosableLogger;
 }): Promise<{ close(): void }> {
   const { managed, loaded, config, gateway, trail, logger } = options;
   const [{ watchManaged }, { applyServerRules }, { managedSettingsNotes }] = await Promise.all([
