@@ -241,8 +241,11 @@ export function rsyslog(dir: string, port: number, tls?: TlsFiles) {
 /** The records rsyslog wrote: the record JSON after the structured data, and the header fields. */
 export function received(out: string) {
   if (!existsSync(out)) return [];
-  return readFileSync(out, 'utf8')
-    .split('\n')
+  const lines = readFileSync(out, 'utf8').split('\n');
+  // The file is read while rsyslog may be writing it: what follows the last newline is a line
+  // not yet complete (or nothing), and is read on the next poll.
+  lines.pop();
+  return lines
     .filter((line) => line !== '')
     .map((line) => {
       const start = line.indexOf('|{"seq":');
