@@ -1065,7 +1065,14 @@ describe('tasks of a modern upstream for a modern host', () => {
 });
 
 describe('a modern-only Streamable HTTP upstream', () => {
-  it('is probed with server/discover first and spoken to in the 2026-07-28 binding', async () => {
+  /** Runs `test` with a legacy host connected to the gateway in front of the modern HTTP fixture. */
+  async function withHttpUpstream(
+    test: (
+      server: Awaited<ReturnType<typeof startModernHttpFixture>>,
+      host: HostSession,
+      config: string,
+    ) => Promise<void>,
+  ): Promise<void> {
     const server = await startModernHttpFixture();
     try {
       const config = writeConfig({
@@ -1073,8 +1080,18 @@ describe('a modern-only Streamable HTTP upstream', () => {
         servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
       });
       legacy = await connectHost(config);
-      expect((await legacy.client.listTools()).tools.map((t) => t.name)).toContain('h__echo');
-      const result = await legacy.client.callTool({ name: 'h__echo', arguments: { text: 'over http' } });
+      await test(server, legacy, config);
+    } finally {
+      await legacy?.close();
+      legacy = undefined;
+      await server.close();
+    }
+  }
+
+  it('is probed with server/discover first and spoken to in the 2026-07-28 binding', () =>
+    withHttpUpstream(async (server, host, config) => {
+      expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('h__echo');
+      const result = await host.client.callTool({ name: 'h__echo', arguments: { text: 'over http' } });
       expect(textOf(result)).toBe('echo: over http');
       // No initialize: the probe answered, and every request carried the binding's headers.
       expect(server.seen[0]).toMatchObject({ method: 'server/discover', version: MODERN });
@@ -1086,30 +1103,19 @@ describe('a modern-only Streamable HTTP upstream', () => {
       expect(stdout).toMatch(
         /^server h: ready, 2 tools, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
       );
-    } finally {
-      await legacy?.close();
-      legacy = undefined;
-      await server.close();
-    }
-  });
+    }));
 
-  it('mirrors x-mcp-header arguments into Mcp-Param-* headers, and leaves out a tool that breaks the rules', async () => {
-    const server = await startModernHttpFixture();
-    try {
-      const config = writeConfig({
-        gateway: FAST_GATEWAY,
-        servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
-      });
-      legacy = await connectHost(config);
-      const names = (await legacy.client.listTools()).tools.map((t) => t.name);
+  it('mirrors x-mcp-header arguments into Mcp-Param-* headers, and leaves out a tool that breaks the rules', () =>
+    withHttpUpstream(async (server, host) => {
+      const names = (await host.client.listTools()).tools.map((t) => t.name);
       expect(names).toEqual(expect.arrayContaining(['h__echo', 'h__query']));
       // A number property may not be mirrored: over HTTP the tool is left out, and the log says why.
       expect(names).not.toContain('h__broken');
-      await legacy.waitForStderr(/left out tool "broken": .*only string, integer and boolean/);
+      await host.waitForStderr(/left out tool "broken": .*only string, integer and boolean/);
 
       // The fixture refuses a call whose headers are missing or disagree with the arguments.
       const call = (args: Record<string, unknown>) =>
-        legacy!.client.callTool({ name: 'h__query', arguments: args });
+        host.client.callTool({ name: 'h__query', arguments: args });
       const plain = await call({ region: 'us-west1', options: { limit: 5 }, sql: 'select 1' });
       expect(textOf(plain)).toBe('query in us-west1 (limit 5): select 1');
       expect(server.seen.at(-1)?.mcpParams).toEqual({
@@ -1122,10 +1128,5 @@ describe('a modern-only Streamable HTTP upstream', () => {
       expect(server.seen.at(-1)?.mcpParams).toEqual({
         'mcp-param-region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=`,
       });
-    } finally {
-      await legacy?.close();
-      legacy = undefined;
-      await server.close();
-    }
-  });
+    }));
 });
