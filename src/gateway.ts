@@ -21,6 +21,7 @@ import { Router } from './core/routing/router.js';
 import { withAppVisibility } from './core/routing/toolResolution.js';
 import { InitializedHostSession, type HostSession } from './core/routing/hostSession.js';
 import { osPrincipal, type Principal } from './core/principal.js';
+import { TaskHandles } from './core/tasks/handles.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { IncomingRequest } from './core/rpc/peer.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/rpc/jsonRpc.js';
@@ -96,6 +97,16 @@ export interface GatewayOptions {
   readonly telemetry?: TelemetryRuntime;
 }
 
+export interface ConnectOptions {
+  /**
+   * Whose tasks the connection's are: a handle is opened only by connections of the same owner.
+   * By default the connection's own (a new id), which suits a connection that lasts; stateless
+   * requests, each a connection of its own, name their principal instead, so a task one request
+   * created can be polled by the next.
+   */
+  readonly taskOwner?: string;
+}
+
 export interface Gateway {
   readonly pool: UpstreamPool;
   readonly tools: NamedCatalog<Tool>;
@@ -104,7 +115,7 @@ export interface Gateway {
    * as `host`. Config, policies, audit, features and upstreams are shared; the connection has
    * its own peer, host session and router. Close it through the returned connection.
    */
-  connect(transport: MessageTransport, principal: Principal): Connection;
+  connect(transport: MessageTransport, principal: Principal, options?: ConnectOptions): Connection;
   start(): Promise<void>;
   /** Answers or fails what is in flight, stops every upstream, flushes the host connection. */
   close(reason?: string): Promise<void>;
@@ -329,6 +340,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
   /** The hosts connected through the HTTP listener (`connect`); the rest came over stdio. */
   const overHttp = new WeakSet<HostSession>();
+  // One key for the process's task handles: each handle names its owner, which is what keeps
+  // connections apart, and one key lets every stateless request of a principal open its tasks.
+  const taskHandles = new TaskHandles();
   /** The connection whose host an upstream is told about when it connects: the first one set up. */
   const primary = (): Connection | undefined => firstOf(connections);
   /** The audit's `onFailure` in force: a managed edit may tighten it (or let it go back). */
@@ -622,8 +636,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       logger,
       serverInfo: { name: 'mcp-warden', version: options.version },
       notes,
-      // Task handles are sealed to their connection: another host cannot read or cancel them.
+      // Task handles are sealed to their owner: another host cannot read or cancel them.
       ...(taskOwner !== undefined && { taskOwner }),
+      taskHandles,
       principal,
       revisionKnown,
       whyUnknown,
@@ -690,8 +705,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     pool,
     tools,
-    connect: (transport, principal) => {
-      const connection = connect(transport, principal);
+    connect: (transport, principal, connectOptions) => {
+      const connection = connect(transport, principal, connectOptions?.taskOwner);
       overHttp.add(connection.router.host);
       return connection;
     },

@@ -1,5 +1,6 @@
 import type { WardenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
+import { principalKey } from '../core/principal.js';
 import type { Gateway } from '../gateway.js';
 import { startListener, type Listener } from './listener.js';
 import { createStatelessDispatch } from './stateless.js';
@@ -26,7 +27,10 @@ export async function startHttp(options: {
     connect: (transport, principal) => gateway.connect(transport, principal),
     ready: () => settled,
     stateless: createStatelessDispatch({
-      connect: (transport, principal) => gateway.connect(transport, principal),
+      // Each stateless request is a connection of its own, so its tasks are its principal's:
+      // the next request of the same principal (and no one else's) can poll them.
+      connect: (transport, principal) =>
+        gateway.connect(transport, principal, { taskOwner: `principal\u0000${principalKey(principal)}` }),
       logger,
     }),
   });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type RpcAnswer } from '../fixtures/modernHost.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { FAST_GATEWAY, fixture, readAudit, tempDir, writeConfig } from './harness.js';
+import { FAST_GATEWAY, fixture, NODE, readAudit, ROOT, tempDir, writeConfig } from './harness.js';
 import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 import { modernAcknowledgment, modernResult } from './modernWire.js';
 import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
@@ -502,5 +502,61 @@ describe('arguments mirrored into Mcp-Param-* headers', () => {
     );
     expect(encoded.status).toBe(200);
     expect(upstreamCalls()).toBe(before + 1);
+  });
+});
+
+describe('tasks of stateless requests on the HTTP listener', () => {
+  const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  let gateway: HttpGateway;
+  beforeAll(async () => {
+    gateway = await startHttpGateway(
+      writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: {
+          t: { command: NODE, args: [path.join(ROOT, 'test/fixtures/task-server.mjs')] },
+          m: { command: NODE, args: [path.join(ROOT, 'test/fixtures/modern-server.mjs'), '--tasks'] },
+        },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await gateway.stop();
+  });
+
+  let id = 1;
+  /** One stateless POST of `method`, declaring the tasks extension; its JSON-RPC answer. */
+  async function post(method: string, params: Json, name?: string): Promise<Json> {
+    const answer = await postRpc(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: id++,
+        method,
+        params: { ...params, _meta: envelope({ capabilities: TASKS_EXTENSION }) },
+      },
+      {
+        'Mcp-Protocol-Version': MODERN,
+        'Mcp-Method': method,
+        ...(name !== undefined && { 'Mcp-Name': name }),
+      },
+    );
+    expect(answer.status).toBe(200);
+    return JSON.parse(answer.text) as Json;
+  }
+
+  it.each([
+    ['a 2025-11-25 server', 't__report', { n: 3 }],
+    ['a 2026-07-28 server', 'm__task_report', { n: 3 }],
+  ])('a task of %s, created by one POST, is polled by later ones', async (_what, tool, args) => {
+    const created = (await post('tools/call', { name: tool, arguments: args }, tool)).result as Json;
+    expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+    const handle = created.taskId as string;
+    let polled: Json;
+    do {
+      const answer = await post('tasks/get', { taskId: handle });
+      expect(answer.error).toBeUndefined();
+      polled = answer.result as Json;
+    } while (polled.status === 'working');
+    expect(polled).toMatchObject({ taskId: handle, status: 'completed' });
   });
 });

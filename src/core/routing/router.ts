@@ -37,6 +37,7 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/ver
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import { TaskRouting } from '../tasks/taskRouting.js';
+import type { TaskHandles } from '../tasks/handles.js';
 import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
 import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
@@ -87,6 +88,8 @@ export interface RouterOptions {
   readonly notes?: () => readonly string[];
   /** Whose tasks the host's are (the gateway's session id): task handles are sealed to it. */
   readonly taskOwner?: string;
+  /** The process's task handle key (a key of the router's own when absent, as in tests). */
+  readonly taskHandles?: TaskHandles;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
   /**
@@ -207,6 +210,7 @@ export class Router {
     const owner = options.taskOwner ?? randomUUID();
     this.tasks = new TaskRouting({
       owner: () => owner,
+      ...(options.taskHandles !== undefined && { handles: options.taskHandles }),
       upstreams: () => options.pool.upstreams,
       route: (request, message, after) => this.route(request, message, after),
       respond: (request, answer, message) =>
