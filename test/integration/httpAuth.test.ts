@@ -10,7 +10,18 @@ import path from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, fixture, readAudit, runCli, tempDir, textOf, writeConfig } from './harness.js';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
+import {
+  FAST_GATEWAY,
+  fixture,
+  NODE,
+  readAudit,
+  ROOT,
+  runCli,
+  tempDir,
+  textOf,
+  writeConfig,
+} from './harness.js';
 import { connectHttpHost, INITIALIZE, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 const AUDIENCE = 'https://warden.test/mcp';
@@ -188,6 +199,62 @@ describe('HTTP listener with auth:', () => {
     expect(other.status).toBe(403);
     await host.close();
     expect(callsReachedUpstream(record)).toBe(false);
+  });
+
+  it('takes a token it has checked from memory only until the token expires', async () => {
+    const { config } = setup({ clockSkew: '0s' });
+    gateway = await startHttpGateway(config);
+    const shortLived = await token(() => {}, 2);
+    const exp = (
+      JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number }
+    ).exp;
+    expect((await initializeWith(gateway.url, shortLived)).status).toBe(200);
+    // Remembered: the same text is served again without a new check.
+    expect((await initializeWith(gateway.url, shortLived)).status).toBe(200);
+    // Past its exp it is refused, though it was taken from memory a moment before.
+    let refused: Awaited<ReturnType<typeof initializeWith>> | undefined;
+    while (refused === undefined && Date.now() < exp * 1000 + 8000) {
+      const answer = await initializeWith(gateway.url, shortLived);
+      if (answer.status === 401) refused = answer;
+      else await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(refused?.headers.get('www-authenticate')).toContain('expired');
+    expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
+  });
+
+  it("keeps a stateless request's task to its principal: alice's next request polls it, bob's cannot", async () => {
+    const { config } = setup(
+      {},
+      { servers: { t: { command: NODE, args: [path.join(ROOT, 'test/fixtures/task-server.mjs')] } } },
+    );
+    gateway = await startHttpGateway(config);
+    const tasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    let id = 1;
+    const post = async (bearer: string, method: string, params: Record<string, unknown>, name?: string) => {
+      const answer = await postRpc(
+        gateway!.url,
+        { jsonrpc: '2.0', id: id++, method, params: { ...params, _meta: envelope({ capabilities: tasks }) } },
+        {
+          Authorization: `Bearer ${bearer}`,
+          'Mcp-Protocol-Version': MODERN,
+          'Mcp-Method': method,
+          ...(name !== undefined && { 'Mcp-Name': name }),
+        },
+      );
+      return JSON.parse(answer.text) as {
+        result?: Record<string, unknown>;
+        error?: { code: number; message: string };
+      };
+    };
+    const alice = await token();
+    const bob = await token((p) => (p.sub = 'bob'));
+    const created = await post(alice, 'tools/call', { name: 't__report', arguments: { n: 2 } }, 't__report');
+    expect(created.result).toMatchObject({ resultType: 'task' });
+    const handle = created.result!.taskId as string;
+    expect((await post(alice, 'tasks/get', { taskId: handle })).result).toMatchObject({ taskId: handle });
+    const stranger = await post(bob, 'tasks/get', { taskId: handle });
+    expect(stranger.result).toBeUndefined();
+    expect(stranger.error?.code).toBe(-32602);
   });
 
   it('follows a key rotation: a new kid refetches the JWKS once; a flood of unknown kids is rate-limited', async () => {
