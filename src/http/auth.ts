@@ -23,9 +23,45 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 /** A JWKS fetch takes at most this long; a slow identity provider must not hold requests without bound. */
 const FETCH_TIMEOUT_MS = 5000;
 
+/**
+ * How long a token, once verified, is taken on its exact text without checking its signature
+ * again (never past its `exp`). A host sends the same token with every POST, and the signature
+ * check (RSA or ECDSA) is the largest single cost of a stateless request. The window is short
+ * so that a key the issuer withdraws stops admitting its tokens within a minute.
+ */
+const VERIFIED_TOKEN_TTL_MS = 60_000;
+/** Verified tokens remembered at once; the oldest is forgotten first. */
+const MAX_VERIFIED_TOKENS = 1024;
+
 export interface TokenVerifier {
   /** The principal of a request's `Authorization` header, or an `AuthRefusal`. */
   verify(authorization: string | undefined): Promise<Principal>;
+}
+
+/**
+ * Tokens that passed every check, by their exact text, each until `until`: the earlier of its
+ * expiry (plus the allowed skew, as the check itself allows) and a short while after it was
+ * checked. Only tokens that passed are kept, so a forged or altered token (another text) is
+ * always checked in full; bounded, oldest first.
+ */
+class VerifiedTokens {
+  readonly #entries = new Map<string, { readonly principal: Principal; readonly until: number }>();
+
+  get(token: string, now: number): Principal | undefined {
+    const entry = this.#entries.get(token);
+    if (entry === undefined) return undefined;
+    if (now < entry.until) return entry.principal;
+    this.#entries.delete(token);
+    return undefined;
+  }
+
+  add(token: string, principal: Principal, until: number): void {
+    if (this.#entries.size >= MAX_VERIFIED_TOKENS && !this.#entries.has(token)) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done !== true) this.#entries.delete(oldest.value);
+    }
+    this.#entries.set(token, { principal, until });
+  }
 }
 
 /**
@@ -51,6 +87,10 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
     return keys;
   };
 
+  const verified = new VerifiedTokens();
+  // jose takes the tolerance in whole seconds; the memory above uses the same figure.
+  const toleranceSeconds = Math.round(config.clockSkewMs / 1000);
+
   return {
     async verify(authorization) {
       const match = /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization ?? '');
@@ -58,6 +98,9 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
         throw new AuthRefusal(401, undefined, 'this gateway requires a bearer token');
       if (match === null)
         throw new AuthRefusal(401, 'invalid_token', 'the Authorization header is not a bearer token');
+      const token = match[1]!;
+      const known = verified.get(token, Date.now());
+      if (known !== undefined) return known;
       let jwks;
       try {
         jwks = await keySet();
@@ -67,10 +110,10 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
       }
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(match[1]!, jwks, {
+        ({ payload } = await jwtVerify(token, jwks, {
           issuer: config.issuer,
           audience: config.audience,
-          clockTolerance: Math.round(config.clockSkewMs / 1000),
+          clockTolerance: toleranceSeconds,
           algorithms: ALGORITHMS,
           requiredClaims: ['exp', 'sub'],
         }));
@@ -85,7 +128,14 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
       const missing = config.requiredScopes.filter((scope) => !scopes.has(scope));
       if (missing.length > 0)
         throw new AuthRefusal(403, 'insufficient_scope', `the token lacks the scope ${missing.join(' ')}`);
-      return tokenPrincipal(payload, config.claims);
+      const principal = tokenPrincipal(payload, config.claims);
+      // `exp` is a required claim, so this is a number; tested again for the type's sake.
+      if (typeof payload.exp === 'number') {
+        const now = Date.now();
+        const until = Math.min((payload.exp + toleranceSeconds) * 1000, now + VERIFIED_TOKEN_TTL_MS);
+        if (until > now) verified.add(token, principal, until);
+      }
+      return principal;
     },
   };
 }
