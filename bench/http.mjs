@@ -3,12 +3,16 @@
 // fixture server, driven by equally lean clients on both sides (no SDK on either: its cost would
 // hide the gateway's).
 //
-//   node bench/http.mjs [--rounds N] [--calls N] [--seconds S] [--principals 1,8,64]
+//   node bench/http.mjs [--rounds N] [--calls N] [--warmup N] [--seconds S] [--principals 1,8,64]
+//                       [--cli FILE]
 //
 // Each round measures:
 // - p50 latency of sequential echo calls over stdio, over an HTTP session (2025-11-25, with a
 //   bearer token checked on every POST), and as stateless 2026-07-28 POSTs (same token), and
-//   reports each HTTP figure as a ratio to stdio's;
+//   reports each HTTP figure as a ratio to stdio's; with the gateway's CPU per call (user and
+//   system time from /proc) over the same calls. Each is measured after --warmup calls of its
+//   own (2,000 by default): a few dozen leave the gateway's code unoptimised, and its figures
+//   then say more about V8's tiers than about the path;
 // - throughput with 1, 8 and 64 principals at once, each with a token of its own subject and its
 //   own session, one call in flight each, for S seconds.
 // The upstream is marked `shared: true`, so the figures are the listener's and the pipeline's,
@@ -16,7 +20,7 @@
 // that). Tokens come from a real issuer (oauth2-mock-server) on loopback.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +28,6 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { deadline, RpcChild } from './lib/client.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = path.join(ROOT, 'dist/cli.js');
 const FIXTURE = path.join(ROOT, 'bench/fixture/server.mjs');
 const AUDIENCE = 'https://warden.bench/mcp';
 const MODERN = '2026-07-28';
@@ -33,8 +36,10 @@ function flag(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? fallback : process.argv[i + 1];
 }
+const CLI = path.resolve(flag('cli', path.join(ROOT, 'dist/cli.js')));
 const ROUNDS = Number(flag('rounds', 3));
-const CALLS = Number(flag('calls', 300));
+const WARMUP = Number(flag('warmup', 2000));
+const CALLS = Number(flag('calls', 1000));
 const SECONDS = Number(flag('seconds', 3));
 const PRINCIPALS = String(flag('principals', '1,8,64')).split(',').map(Number);
 
@@ -179,15 +184,28 @@ async function stateless(url, subject) {
   return { call: echoCaller(url, headers, 'stateless', meta) };
 }
 
-async function latencies(call) {
-  for (let i = 0; i < 30; i++) await call(`warm ${i}`);
+/** CPU time (user + system) `pid` has used so far, in µs; NaN where /proc is not there. */
+function cpuUs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // utime and stime, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The p50 in ms of CALLS sequential calls after WARMUP, and the gateway's CPU µs per call. */
+async function latencies(call, pid) {
+  for (let i = 0; i < WARMUP; i++) await call(`warm ${i}`);
   const times = [];
+  const cpuBefore = cpuUs(pid);
   for (let i = 0; i < CALLS; i++) {
     const start = process.hrtime.bigint();
     await call(`call ${i}`);
     times.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
-  return median(times);
+  return { p50: median(times), cpu: (cpuUs(pid) - cpuBefore) / CALLS };
 }
 
 async function stdioP50() {
@@ -210,11 +228,12 @@ async function stdioP50() {
     'stdio initialize',
   );
   child.notify('notifications/initialized');
-  const p50 = await latencies((text) =>
-    child.request('tools/call', JSON.stringify({ name: 'up__echo', arguments: { text } })),
+  const measured = await latencies(
+    (text) => child.request('tools/call', JSON.stringify({ name: 'up__echo', arguments: { text } })),
+    child.pid,
   );
   await child.close();
-  return p50;
+  return measured;
 }
 
 async function throughput(url, principals) {
@@ -240,20 +259,21 @@ async function throughput(url, principals) {
 
 const rows = [];
 for (let round = 1; round <= ROUNDS; round++) {
-  const stdio = await stdioP50();
+  const stdioRun = await stdioP50();
   const { child, url } = await startHttpGateway();
   const one = await session(url, 'latency');
-  const sessionP50 = await latencies((text) => one.call(text));
+  const sessionRun = await latencies((text) => one.call(text), child.pid);
   await one.close();
   const modern = await stateless(url, 'latency');
-  const statelessP50 = await latencies((text) => modern.call(text));
+  const statelessRun = await latencies((text) => modern.call(text), child.pid);
   const rates = {};
   for (const n of PRINCIPALS) rates[n] = await throughput(url, n);
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
-  rows.push({ stdio, sessionP50, statelessP50, rates });
+  rows.push({ stdio: stdioRun, session: sessionRun, stateless: statelessRun, rates });
+  const said = (run) => `${run.p50.toFixed(3)} ms (${run.cpu.toFixed(0)} µs CPU)`;
   process.stderr.write(
-    `round ${round}: stdio p50 ${stdio.toFixed(3)} ms, session ${sessionP50.toFixed(3)} ms, stateless ${statelessP50.toFixed(3)} ms, ` +
+    `round ${round}: stdio p50 ${said(stdioRun)}, session ${said(sessionRun)}, stateless ${said(statelessRun)}, ` +
       PRINCIPALS.map((n) => `${n} principals ${rates[n].toFixed(0)}/s`).join(', ') +
       '\n',
   );
@@ -262,15 +282,19 @@ await issuer.stop();
 
 const med = (pick) => median(rows.map(pick));
 console.log(
-  `HTTP listener vs stdio, ${ROUNDS} rounds, ${CALLS} sequential calls each; load average ${loadavg()[0].toFixed(2)}`,
-);
-console.log(`p50 stdio:              ${med((r) => r.stdio).toFixed(3)} ms`);
-console.log(
-  `p50 HTTP session:       ${med((r) => r.sessionP50).toFixed(3)} ms  (${med((r) => r.sessionP50 / r.stdio).toFixed(2)}x stdio)`,
+  `HTTP listener vs stdio, ${ROUNDS} rounds, ${CALLS} sequential calls each after ${WARMUP} warm-up calls; load average ${loadavg()[0].toFixed(2)}`,
 );
 console.log(
-  `p50 HTTP stateless:     ${med((r) => r.statelessP50).toFixed(3)} ms  (${med((r) => r.statelessP50 / r.stdio).toFixed(2)}x stdio)`,
+  `p50 stdio:              ${med((r) => r.stdio.p50).toFixed(3)} ms; CPU ${med((r) => r.stdio.cpu).toFixed(0)} µs/call`,
 );
+for (const [what, key] of [
+  ['p50 HTTP session:      ', 'session'],
+  ['p50 HTTP stateless:    ', 'stateless'],
+])
+  console.log(
+    `${what} ${med((r) => r[key].p50).toFixed(3)} ms  (${med((r) => r[key].p50 / r.stdio.p50).toFixed(2)}x stdio); ` +
+      `CPU ${med((r) => r[key].cpu).toFixed(0)} µs/call (${med((r) => r[key].cpu / r.stdio.cpu).toFixed(2)}x stdio)`,
+  );
 for (const n of PRINCIPALS)
   console.log(
     `throughput, ${String(n).padStart(2)} principals: ${med((r) => r.rates[n]).toFixed(0)} calls/s`,
