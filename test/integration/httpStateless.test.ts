@@ -559,4 +559,24 @@ describe('tasks of stateless requests on the HTTP listener', () => {
     } while (polled.status === 'working');
     expect(polled).toMatchObject({ taskId: handle, status: 'completed' });
   });
+
+  it("takes a 2026-07-28 server's task questions and their answers across requests", async () => {
+    const created = (await post('tools/call', { name: 'm__task_ask', arguments: {} }, 'm__task_ask'))
+      .result as Json;
+    const handle = created.taskId as string;
+    let polled: Json;
+    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+    while (polled.status === 'working');
+    expect(polled.status).toBe('input_required');
+    const [key] = Object.keys(polled.inputRequests as Json);
+    const updated = await post('tasks/update', {
+      taskId: handle,
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'across requests' } } },
+    });
+    expect(updated.error).toBeUndefined();
+    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+    while (polled.status === 'working' || polled.status === 'input_required');
+    expect(polled.status).toBe('completed');
+    expect(JSON.stringify(polled.result)).toContain('across requests');
+  });
 });
