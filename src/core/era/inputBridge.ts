@@ -162,8 +162,11 @@ class BridgedCall implements DeadlineEntry {
 }
 
 export class ModernInputBridge implements InputBridge {
-  /** A key for this process only: states do not outlive it. */
-  private readonly key = randomBytes(32);
+  /**
+   * A key of this connection's only: states do not outlive it. Made on first use, since most
+   * connections never seal a state (and a stateless request is a connection of its own).
+   */
+  private key: Buffer | undefined;
   private readonly byOrigin = new Map<IncomingRequest, BridgedCall>();
   private readonly byToken = new Map<string, BridgedCall>();
   private readonly deadlines = new DeadlineQueue();
@@ -400,6 +403,7 @@ export class ModernInputBridge implements InputBridge {
   }
 
   private mac(data: string): string {
+    this.key ??= randomBytes(32);
     return createHmac('sha256', this.key).update(data).digest('base64url');
   }
 }
