@@ -8,8 +8,9 @@
  * runs the config and policy tests against the generated code as well (vitest.config.ts).
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
+import { requireGenerated } from '../lib/generatedCode.js';
 
 export type DocumentKind = 'config' | 'policy';
 
@@ -102,7 +103,9 @@ export function documentValidator(
   return (document) => {
     validate ??=
       compileFromSource?.(schema) ??
-      (createRequire(import.meta.url)(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`) as ValidateFunction);
+      (requireGenerated(
+        fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url)),
+      ) as ValidateFunction);
     if (validate(document)) return [];
     return (validate.errors ?? []).map((error) => ({
       ...error,

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
@@ -22,6 +22,22 @@ export function serverBin(
   pkg: 'everything' | 'memory' | 'filesystem' | 'basic-vanillajs' | 'basic-react',
 ): string {
   return path.join(ROOT, `node_modules/@modelcontextprotocol/server-${pkg}/dist/index.js`);
+}
+
+/**
+ * Our own modules a built gateway loaded, named as tsc emits them (`dist/gateway.js`), from the
+ * file URLs a process resolved (one a line, as `test/fixtures/recordImports.mjs` records them).
+ * The binary is a bundle (scripts/bundle.mjs): each file it loads names the modules it holds in
+ * its `// dist/...` comments, so these are the modules whose code was loaded.
+ */
+export function ownModulesLoaded(resolved: string): string[] {
+  const dist = `${pathToFileURL(path.join(ROOT, 'dist')).href}/`;
+  const files = new Set(resolved.split('\n').filter((url) => url.startsWith(dist)));
+  const modules = new Set<string>();
+  for (const url of files)
+    for (const line of readFileSync(fileURLToPath(url), 'utf8').split('\n'))
+      if (/^\/\/ dist\/\S+\.js$/.test(line)) modules.add(line.slice(3));
+  return [...modules].sort();
 }
 
 export function tempDir(prefix = 'warden-test-'): string {

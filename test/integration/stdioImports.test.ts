@@ -8,7 +8,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  ownModulesLoaded,
+  tempDir,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
 
 const RECORDER = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/recordImports.mjs');
 
@@ -30,9 +38,10 @@ describe('a stdio gateway', () => {
     await host.close();
     host = undefined;
     const loaded = readFileSync(imports, 'utf8');
-    expect(loaded).toContain('/dist/gateway.js');
+    const own = ownModulesLoaded(loaded);
+    expect(own).toContain('dist/gateway.js');
+    expect(own.filter((module) => module.startsWith('dist/http/'))).toEqual([]);
     for (const module of [
-      '/dist/http/',
       '/node_modules/jose/',
       '/node_modules/hono/',
       '/node_modules/@hono/',

@@ -9,7 +9,9 @@
  * `generated-validators` test project runs the policy tests against the generated code as well.
  */
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { ErrorObject, SchemaObject } from 'ajv';
+import { requireGenerated } from '../../lib/generatedCode.js';
 import type { Dialect } from '../../lib/schema/dialectAjv.js';
 
 export interface DialectChecks {
@@ -61,7 +63,9 @@ function fromBuild(dialect: Dialect): DialectChecks {
     Dialect,
     { keywords: string[]; formats: string[] }
   >;
-  const validate = load(`./generated/${GENERATED_DIALECT_FILES[dialect]}`) as ValidateFunction;
+  const validate = requireGenerated(
+    fileURLToPath(new URL(`./generated/${GENERATED_DIALECT_FILES[dialect]}`, import.meta.url)),
+  ) as ValidateFunction;
   return {
     keywords: lists[dialect].keywords,
     formats: lists[dialect].formats,
