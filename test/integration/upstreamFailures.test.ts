@@ -46,14 +46,12 @@ describe('upstream failures are contained', () => {
     host = await connectHost(config);
     await host.client.listTools();
 
-    const started = Date.now();
     // The hanging call is sent first, so it is in flight upstream when the crash comes.
     const [hanging, crashed] = await Promise.all([
       host.client.callTool({ name: 'up__hang', arguments: {} }),
       host.client.callTool({ name: 'up__crash', arguments: {} }),
     ]);
-    // Both in-flight calls end with the crash, well within a second (issue 2).
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Both in-flight calls end with the crash (not with their timeout): the message says so.
     for (const r of [crashed, hanging]) {
       expect(r.isError).toBe(true);
       expect(textOf(r)).toMatch(
