@@ -590,6 +590,7 @@ export class TaskRouting {
       signal,
       onProgress: undefined,
       record: { repairs: [] },
+      ...this.options.stamp?.(ref.server),
     };
     const { resultType: _resultType, ...task } = (
       await this.bridge(ref, handle, 'tasks/get', message, true, undefined)
