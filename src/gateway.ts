@@ -631,8 +631,9 @@ export function createGateway(options: GatewayOptions): Gateway {
         if (message.direction === 'upstream') lastUser.set(userKey(message.server, view), connection);
         return view === undefined ? shared(message) : view.run(message.server, () => shared(message));
       },
-      // A call refused at the edge is recorded, and nothing else: no other stage may judge it.
-      recordRefusal: (message, error) => compose(recording, () => Promise.reject(error))(message),
+      // What the gateway answers itself (a call refused at the edge, a host's answers to a task's
+      // questions) is recorded, and nothing else: no other stage may judge it.
+      record: (message, answer) => compose(recording, answer)(message),
       logger,
       serverInfo: { name: 'mcp-warden', version: options.version },
       notes,

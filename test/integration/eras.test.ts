@@ -28,6 +28,7 @@ import {
   startModernHost,
   MODERN,
   withRetries,
+  type EnvelopeOptions,
   type Json,
   type ModernHost,
 } from '../fixtures/modernHost.js';
@@ -149,17 +150,11 @@ describe('a modern host, a legacy upstream', () => {
   it('delivers list changes on subscriptions/listen, tagged with the stream, and closes it at shutdown', async () => {
     const host = modernHost({ up: fixture(['--list-changed-after', '300']) });
     modernResult('tools/list', await host.request('tools/list'));
-    const id = host.send('subscriptions/listen', {
-      notifications: { toolsListChanged: true, resourceSubscriptions: ['x:/y'] },
-    });
-    const ack = await host.waitForNotification(
-      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    const id = await listen(
+      host,
+      { toolsListChanged: true, resourceSubscriptions: ['x:/y'] },
+      { toolsListChanged: true },
     );
-    modernAcknowledgment(ack);
-    expect(ack.params).toEqual({
-      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
-      notifications: { toolsListChanged: true },
-    });
     const changed = await host.waitForNotification((n) => n.method === 'notifications/tools/list_changed');
     expect(changed.params).toEqual({ _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
     const listed = modernResult('tools/list', await host.request('tools/list'));
@@ -548,17 +543,11 @@ describe('resource updates for a modern host', () => {
     'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
     async (_era, server, entry, uri) => {
       const host = modernHost({ [server]: entry });
-      const id = host.send('subscriptions/listen', {
-        notifications: { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
-      });
-      const ack = await host.waitForNotification(
-        (n) => n.method === 'notifications/subscriptions/acknowledged',
+      const id = await listen(
+        host,
+        { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },
+        { resourceSubscriptions: [uri] },
       );
-      modernAcknowledgment(ack);
-      expect(ack.params).toEqual({
-        _meta: { 'io.modelcontextprotocol/subscriptionId': id },
-        notifications: { resourceSubscriptions: [uri] },
-      });
       const told = modernResult(
         'tools/call',
         await host.request('tools/call', { name: `${server}__update_resource`, arguments: { uri } }),
@@ -639,13 +628,47 @@ describe('resource updates and list changes from a modern upstream', () => {
 
 const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
 const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+/** What a modern host declares to be asked a task's questions: form elicitation and the tasks extension. */
+const ASKABLE = { capabilities: { elicitation: { form: {} }, ...TASKS_EXTENSION } };
 
-/** The requests modern-server.mjs logged (--log): each one's method and `_meta`. */
+/**
+ * Opens a `subscriptions/listen` stream asking for `notifications`; checks that the gateway
+ * acknowledged it (valid 2026-07-28, tagged with the stream) honouring exactly `honoured`.
+ */
+async function listen(
+  host: ModernHost,
+  notifications: Json,
+  honoured: Json,
+  options?: EnvelopeOptions,
+): Promise<number> {
+  const id = host.send('subscriptions/listen', { notifications }, options);
+  const ack = await host.waitForNotification((n) => n.method === 'notifications/subscriptions/acknowledged');
+  modernAcknowledgment(ack);
+  expect(ack.params).toEqual({
+    _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+    notifications: honoured,
+  });
+  return id;
+}
+
+/** A modern host's `tasks/update` of the task `handle`, with these answers. */
+function taskUpdate(host: ModernHost, handle: unknown, inputResponses: Json) {
+  return host.request('tasks/update', { taskId: handle, inputResponses }, ASKABLE);
+}
+
+/** The requests modern-server.mjs logged (--log): each one's method, `_meta` and other params. */
 function modernLog(log: string) {
   return readFileSync(log, 'utf8')
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l) as { method: string; meta: Record<string, Record<string, unknown>> });
+    .map(
+      (l) =>
+        JSON.parse(l) as {
+          method: string;
+          meta: Record<string, Record<string, unknown>>;
+          params: Record<string, unknown>;
+        },
+    );
 }
 
 /** A legacy host's task-augmented call, the SDK's way: what it yields, in order. */
@@ -837,9 +860,6 @@ describe('tasks across eras: a modern host with the tasks extension, a 2025-11-2
 });
 
 describe('tasks across eras: a modern host answers the questions of a 2025-11-25 server’s task', () => {
-  /** What the host declares on every request: form elicitation and the tasks extension. */
-  const ASKABLE = { capabilities: { elicitation: { form: {} }, ...TASKS_EXTENSION } };
-
   /** Polls tasks/get until `done` accepts the task (no pause: each poll is one round trip). */
   async function pollUntil(host: ModernHost, handle: string, done: (task: Json) => boolean) {
     for (;;) {
@@ -884,14 +904,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
       });
 
     // A key no question was asked under is refused, and nothing is answered.
-    const wrong = modernError(
-      await host.request(
-        'tasks/update',
-        { taskId: handle, inputResponses: { nope: { action: 'decline' } } },
-        ASKABLE,
-      ),
-      -32602,
-    );
+    const wrong = modernError(await taskUpdate(host, handle, { nope: { action: 'decline' } }), -32602);
     expect(wrong.message).toContain('no question of this task was asked under "nope"');
     expect(
       modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE)).inputRequests,
@@ -900,21 +913,10 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     const answers = keys.map((_, i) => ({ action: 'accept', content: { answer: `answer ${i + 1}` } }));
     modernResult(
       'tasks/update',
-      await host.request(
-        'tasks/update',
-        { taskId: handle, inputResponses: Object.fromEntries(keys.map((k, i) => [k, answers[i]])) },
-        ASKABLE,
-      ),
+      await taskUpdate(host, handle, Object.fromEntries(keys.map((k, i) => [k, answers[i]]))),
     );
     // The same answers again are ignored, as the extension says a repeated update is.
-    modernResult(
-      'tasks/update',
-      await host.request(
-        'tasks/update',
-        { taskId: handle, inputResponses: { [keys[0]!]: answers[0] } },
-        ASKABLE,
-      ),
-    );
+    modernResult('tasks/update', await taskUpdate(host, handle, { [keys[0]!]: answers[0] }));
     const done = await pollUntil(host, handle, (t) => t.status === 'completed');
     expect(JSON.parse(textOf(done.result as CallToolResult))).toEqual(answers);
     // The gateway never sent the modern host a request of its own.
@@ -927,6 +929,16 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     expect(asked.map((r) => [r.direction, r.outcome])).toEqual([
       ['to_host', 'ok'],
       ['to_host', 'ok'],
+    ]);
+    // The host's updates, which the gateway answers itself, have records of their own: the
+    // refused key, the answers, the repeat.
+    const updates = readAudit(path.join(dir, 'audit.jsonl')).filter(
+      (r) => r.type === 'request' && r.method === 'tasks/update',
+    );
+    expect(updates.map((r) => [r.direction, r.server, r.outcome, r.hostEra, r.upstreamEra])).toEqual([
+      ['to_upstream', 't', 'protocol_error', 'modern', 'legacy'],
+      ['to_upstream', 't', 'ok', 'modern', 'legacy'],
+      ['to_upstream', 't', 'ok', 'modern', 'legacy'],
     ]);
   });
 
@@ -944,19 +956,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     expect(refused.data).toEqual({
       requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
     });
-    const id = host.send(
-      'subscriptions/listen',
-      { notifications: { taskIds: [handle, 'not-a-handle'] } },
-      ASKABLE,
-    );
-    const ack = await host.waitForNotification(
-      (n) => n.method === 'notifications/subscriptions/acknowledged',
-    );
-    modernAcknowledgment(ack);
-    expect(ack.params).toEqual({
-      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
-      notifications: { taskIds: [handle] },
-    });
+    const id = await listen(host, { taskIds: [handle, 'not-a-handle'] }, { taskIds: [handle] }, ASKABLE);
     const asking = await pollUntil(
       host,
       handle,
@@ -964,10 +964,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     );
     const [key] = Object.keys(asking.inputRequests as Json);
     const answer = { action: 'accept', content: { answer: 'pushed' } };
-    modernResult(
-      'tasks/update',
-      await host.request('tasks/update', { taskId: handle, inputResponses: { [key!]: answer } }, ASKABLE),
-    );
+    modernResult('tasks/update', await taskUpdate(host, handle, { [key!]: answer }));
     const pushed = await host.waitForNotification(
       (n) => n.method === 'notifications/tasks' && (n.params as Json).status === 'completed',
     );
@@ -1005,14 +1002,9 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
     expect(request.params.message).toContain('[everything] The research query "tides"');
     modernResult(
       'tasks/update',
-      await host.request(
-        'tasks/update',
-        {
-          taskId: handle,
-          inputResponses: { [key]: { action: 'accept', content: { interpretation: 'historical' } } },
-        },
-        ASKABLE,
-      ),
+      await taskUpdate(host, handle, {
+        [key]: { action: 'accept', content: { interpretation: 'historical' } },
+      }),
     );
     const done = (await pushed('completed')).params as Json;
     expect(textOf(done.result as CallToolResult)).toContain('# Research Report: tides (historical)');
@@ -1024,11 +1016,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
       await host.request('tools/call', { name: 't__report', arguments: {} }, ASKABLE),
     );
     const error = modernError(
-      await host.request(
-        'tasks/update',
-        { taskId: created.taskId, inputResponses: { t1: { action: 'accept', content: {} } } },
-        ASKABLE,
-      ),
+      await taskUpdate(host, created.taskId, { t1: { action: 'accept', content: {} } }),
       -32602,
     );
     expect(error.message).toContain('it has no open question');
@@ -1036,31 +1024,159 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
 });
 
 describe('tasks of a modern upstream for a modern host', () => {
-  it('pass through under handles: tasks/get, tasks/update', async () => {
-    const host = modernHost({ m: modernServer(['--tasks']) });
-    const created = (
-      await host.request(
-        'tools/call',
-        { name: 'm__task_ask', arguments: {} },
-        { capabilities: TASKS_EXTENSION },
-      )
-    ).result!;
-    expect(created.resultType).toBe('task');
-    const handle = created.taskId as string;
-    expect(handle).not.toBe('mtask-1');
-    let polled: Json;
-    do polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
-    while (polled.status === 'working');
-    expect(polled).toMatchObject({ taskId: handle, status: 'input_required' });
-    modernResult(
-      'tasks/update',
-      await host.request('tasks/update', {
-        taskId: handle,
-        inputResponses: { who: ANSWERS['elicitation/create'] },
-      }),
+  /** Calls `tool` as a task; its handle. */
+  async function createTask(host: ModernHost, tool: string, args: Json = {}): Promise<string> {
+    const created = modernCreatedTask(
+      await host.request('tools/call', { name: tool, arguments: args }, ASKABLE),
     );
-    polled = modernTaskState(await host.request('tasks/get', { taskId: handle }));
-    expect(polled.status).toBe('completed');
+    expect(created.taskId).not.toBe('mtask-1');
+    return created.taskId as string;
+  }
+
+  /** Polls tasks/get while the task is working. */
+  async function pollPastWorking(host: ModernHost, handle: string): Promise<Json> {
+    let polled: Json;
+    do polled = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+    while (polled.status === 'working');
+    return polled;
+  }
+
+  type Asked = Record<string, { method: string; params: Json }>;
+
+  it('asks the task’s questions itself: labelled, audited, under its own keys, relayed under the server’s', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const audit = path.join(dir, 'audit.jsonl');
+    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
+    const handle = await createTask(host, 'm__task_ask');
+    const asking = await pollPastWorking(host, handle);
+    expect(asking).toMatchObject({ taskId: handle, status: 'input_required' });
+    const requests = asking.inputRequests as Asked;
+    const [key, request] = Object.entries(requests)[0]!;
+    expect(Object.keys(requests)).toHaveLength(1);
+    // The gateway's own key, not the server's; the question names its server and the handle.
+    expect(key).not.toBe('who');
+    expect(request.method).toBe('elicitation/create');
+    expect(request.params.message).toBe('[m] Your name?');
+    expect((request.params._meta as Json)['io.modelcontextprotocol/related-task']).toEqual({
+      taskId: handle,
+    });
+    // Polling again shows the same question under the same key: it is asked once.
+    expect((await pollPastWorking(host, handle)).inputRequests).toEqual(requests);
+
+    // The server's own key was never shown to the host: presenting it is refused, nothing is sent.
+    const forged = modernError(await taskUpdate(host, handle, { who: { action: 'decline' } }), -32602);
+    expect(forged.message).toContain('no question of this task was asked under "who"');
+    expect(modernLog(log).filter((r) => r.method === 'tasks/update')).toEqual([]);
+
+    const answer = ANSWERS['elicitation/create']!;
+    modernResult('tasks/update', await taskUpdate(host, handle, { [key]: answer }));
+    // Upstream, the answer went under the server's key.
+    expect(
+      modernLog(log)
+        .filter((r) => r.method === 'tasks/update')
+        .map((r) => r.params),
+    ).toEqual([{ taskId: 'mtask-1', inputResponses: { who: answer } }]);
+    const done = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+    expect(done.status).toBe('completed');
+    expect(textOf(done.result as CallToolResult)).toBe(`task_ask got ${JSON.stringify(answer)}`);
+    // The gateway never sent the modern host a request of its own.
+    expect(host.received.filter((m) => 'method' in m && 'id' in m)).toEqual([]);
+
+    const records = readAudit(audit);
+    expect(records.filter((r) => r.type === 'request' && r.method === 'elicitation/create')).toEqual([
+      expect.objectContaining({
+        type: 'request',
+        direction: 'to_host',
+        server: 'm',
+        outcome: 'ok',
+        hostEra: 'modern',
+        upstreamEra: 'modern',
+      }),
+    ]);
+    // Each of the host's updates has its record: the refused one, and the one sent on.
+    expect(
+      records
+        .filter((r) => r.type === 'request' && r.method === 'tasks/update')
+        .map((r) => [r.direction, r.server, r.outcome, r.args]),
+    ).toEqual([
+      [
+        'to_upstream',
+        'm',
+        'protocol_error',
+        { taskId: 'mtask-1', inputResponses: { who: { action: 'decline' } } },
+      ],
+      ['to_upstream', 'm', 'ok', { taskId: 'mtask-1', inputResponses: { who: answer } }],
+    ]);
+  });
+
+  it('a question policy denies never reaches the host: the task is cancelled upstream and fails with the denial', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'default: allow\nrules:\n  - id: no-questions\n    match: { kind: elicitation }\n    action: deny\n    reason: Servers do not question users here.\n',
+    );
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        policies: ['./policy.yaml'],
+        audit: { file: './audit.jsonl' },
+        servers: { m: modernServer(['--tasks', '--log', log]) },
+      },
+      dir,
+    );
+    const host = (modern = startModernHost(CLI, config));
+    const handle = await createTask(host, 'm__task_ask');
+    const failed = await pollPastWorking(host, handle);
+    expect(failed).toMatchObject({ taskId: handle, status: 'failed' });
+    expect(failed).not.toHaveProperty('inputRequests');
+    expect((failed.error as Json).message).toContain('Servers do not question users here.');
+    // The server's task was cancelled; later polls still say why it ended.
+    expect(modernLog(log).map((r) => r.method)).toContain('tasks/cancel');
+    expect(modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE))).toMatchObject({
+      status: 'failed',
+      error: failed.error,
+    });
+    const asked = readAudit(path.join(dir, 'audit.jsonl')).filter(
+      (r) => r.type === 'request' && r.method === 'elicitation/create',
+    );
+    expect(asked).toEqual([
+      expect.objectContaining({
+        direction: 'to_host',
+        server: 'm',
+        outcome: 'denied',
+        decision: { effect: 'deny', rule: 'no-questions' },
+      }),
+    ]);
+  });
+
+  it('relays the task’s statuses to a subscriptions/listen stream that names it, questions the gateway’s', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) });
+    // The server's task asks once a stream names it, so the stream sees the question.
+    const handle = await createTask(host, 'm__task_ask', { whenWatched: true });
+    const id = await listen(host, { taskIds: [handle] }, { taskIds: [handle] }, ASKABLE);
+    // Upstream, one stream names the server's own id.
+    const listened = modernLog(log).filter(
+      (r) => r.method === 'subscriptions/listen' && 'taskIds' in (r.params.notifications as Json),
+    );
+    expect(listened.map((r) => r.params)).toEqual([{ notifications: { taskIds: ['mtask-1'] } }]);
+    const pushed = (status: string) =>
+      host.waitForNotification(
+        (n) => n.method === 'notifications/tasks' && (n.params as Json).status === status,
+      );
+    const asking = (await pushed('input_required')).params as Json;
+    expect(asking).toMatchObject({ taskId: handle, _meta: { 'io.modelcontextprotocol/subscriptionId': id } });
+    const [key, request] = Object.entries(asking.inputRequests as Asked)[0]!;
+    expect(key).not.toBe('who');
+    expect(request.params.message).toBe('[m] Your name?');
+    const answer = { action: 'accept', content: { name: 'pushed' } };
+    modernResult('tasks/update', await taskUpdate(host, handle, { [key]: answer }));
+    const done = (await pushed('completed')).params as Json;
+    expect(done.taskId).toBe(handle);
+    expect(textOf(done.result as CallToolResult)).toBe(`task_ask got ${JSON.stringify(answer)}`);
   });
 });
 

@@ -67,9 +67,13 @@ export interface ModernHostOptions {
   readonly subscribeResource?: (uri: string, subscribe: boolean, signal: IncomingRequest) => Promise<boolean>;
   /**
    * Of the task handles a stream asks about (`taskIds`), those whose status changes the gateway
-   * can tell: tasks of this host on servers that push them.
+   * can tell: tasks of this host on servers that push them (or agree to).
    */
-  readonly watchTasks?: (handles: readonly string[]) => string[];
+  readonly watchTasks?: (handles: readonly string[]) => Promise<string[]>;
+  /** A stream now listens for these task handles (it has been acknowledged). */
+  readonly listening?: (handles: readonly string[]) => void;
+  /** A stream that listened for these handles ended (the ones no other stream names are let go). */
+  readonly unwatchTasks?: (handles: readonly string[]) => void;
 }
 
 /** Methods only the stateless revision has: a request for one without an envelope is malformed. */
@@ -315,7 +319,7 @@ export class ModernHost implements HostSession {
       );
     const wanted = filter as Params;
     // Checked before any server is subscribed to anything, so a refusal leaves nothing behind.
-    const taskIds = this.watchedTasks(request, wanted.taskIds);
+    const wantedTasks = this.wantedTasks(request, wanted.taskIds);
     const honoured: Params = {};
     const lists = new Set<HostList>();
     for (const [field, list] of LIST_FILTERS) {
@@ -344,6 +348,9 @@ export class ModernHost implements HostSession {
           uris.add(uri);
       if (uris.size > 0) honoured.resourceSubscriptions = [...uris];
     }
+    const taskIds = new Set(
+      wantedTasks.length === 0 ? [] : ((await this.options.watchTasks?.(wantedTasks)) ?? []),
+    );
     if (taskIds.size > 0) honoured.taskIds = [...taskIds];
     const subscription: Subscription = {
       request,
@@ -355,6 +362,7 @@ export class ModernHost implements HostSession {
         // gives back its upstream subscriptions, or they would outlive every listener.
         if (!this.subscriptions.delete(subscription)) return;
         for (const uri of uris) void subscribe?.(uri, false, request).catch(() => false);
+        if (taskIds.size > 0) this.options.unwatchTasks?.([...taskIds]);
       },
     };
     this.subscriptions.add(subscription);
@@ -363,15 +371,16 @@ export class ModernHost implements HostSession {
       _meta: { [META.subscriptionId]: request.id },
       notifications: honoured,
     });
+    if (taskIds.size > 0) this.options.listening?.([...taskIds]);
   }
 
   /**
-   * The task handles of `wanted` whose status this stream will get. Asking for any needs the
-   * tasks extension declared on the request (-32021 otherwise, as the extension says); handles
-   * the gateway cannot tell about are left out of the acknowledgment.
+   * The task handles of `wanted`, checked: asking for any needs the tasks extension declared on
+   * the request (-32021 otherwise, as the extension says). Those the gateway cannot tell about
+   * are left out of the acknowledgment later.
    */
-  private watchedTasks(request: IncomingRequest, wanted: unknown): Set<string> {
-    if (!Array.isArray(wanted) || wanted.length === 0) return new Set();
+  private wantedTasks(request: IncomingRequest, wanted: unknown): string[] {
+    if (!Array.isArray(wanted) || wanted.length === 0) return [];
     if (!declaresTasks(envelopeOf(request)?.capabilities))
       throw new ProtocolError(-32021, 'Missing required client capability', {
         requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
@@ -380,8 +389,7 @@ export class ModernHost implements HostSession {
       throw new InvalidParamsError(
         `subscriptions/listen: at most ${MAX_STREAM_TASKS} taskIds per stream (got ${wanted.length})`,
       );
-    const handles = [...new Set(wanted.filter((h): h is string => typeof h === 'string'))];
-    return new Set(this.options.watchTasks?.(handles) ?? []);
+    return [...new Set(wanted.filter((h): h is string => typeof h === 'string'))];
   }
 
   /** The caching hints of the merged answer to `method`: the shortest life, private if any is. */

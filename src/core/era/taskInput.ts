@@ -62,6 +62,11 @@ class HeldTask {
   holding: Cancellation | undefined;
   /** What the host declared on its latest request about this task. */
   capabilities: Params | undefined;
+  /**
+   * Questions on their way here through the pipeline (a modern server's, see taskRelay.ts), by
+   * the signal they were sent under: each is told the key it is shown under once it arrives.
+   */
+  readonly expected = new Map<CancelSignal, (key: string) => void>();
   private readonly watchers = new Set<() => void>();
 
   /** A question came or went, or the held result settled. */
@@ -85,7 +90,7 @@ class HeldTask {
   }
 
   get idle(): boolean {
-    return this.holding === undefined && this.questions.size === 0;
+    return this.holding === undefined && this.questions.size === 0 && this.expected.size === 0;
   }
 }
 
@@ -120,6 +125,32 @@ export class TaskInput {
       task.changed();
     };
     result.then(settled, settled);
+  }
+
+  /**
+   * Keeps the questions of the task `handle` of a 2026-07-28 server (which lists them itself, so
+   * no `tasks/result` is held), and remembers what the host declared. Throws when `maxTasks` are
+   * held already.
+   */
+  track(handle: string, capabilities: Params | undefined): void {
+    const task = this.entry(handle);
+    if (capabilities !== undefined) task.capabilities = capabilities;
+  }
+
+  /**
+   * A question of the task `handle` is being routed to the host under `signal`: `onKey` is told
+   * the key it is shown under when it arrives. Undone by `unexpect` if it never does.
+   */
+  expect(handle: string, signal: CancelSignal, onKey: (key: string) => void): void {
+    this.tasks.get(handle)?.expected.set(signal, onKey);
+  }
+
+  /** The question sent under `signal` will not arrive (refused on its way, or withdrawn). */
+  unexpect(handle: string, signal: CancelSignal): void {
+    const task = this.tasks.get(handle);
+    if (task === undefined || !task.expected.delete(signal)) return;
+    task.changed();
+    this.forgetIfIdle(handle, task);
   }
 
   /**
@@ -177,6 +208,11 @@ export class TaskInput {
     const { signal } = options;
     if (signal?.cancelled) return Promise.reject(signal.reason!);
     const key = `t${this.nextKey++}`;
+    const expected = signal === undefined ? undefined : task.expected.get(signal);
+    if (expected !== undefined) {
+      task.expected.delete(signal!);
+      expected(key);
+    }
     return new Promise<Outcome>((resolve, reject) => {
       const settle = (): boolean => {
         if (!task.questions.delete(key)) return false;
@@ -202,8 +238,9 @@ export class TaskInput {
    * The host's `tasks/update` for `handle`: each response answers the open question under its
    * key. A key answered before is ignored (a repeated update); a key this task never showed is
    * refused with -32602 before anything is answered, as is a response that is not an object.
+   * Returns the keys answered now.
    */
-  answer(handle: string, inputResponses: unknown): void {
+  answer(handle: string, inputResponses: unknown): string[] {
     if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
       throw new InvalidParamsError(
         'tasks/update needs params.inputResponses (an object of responses by key)',
@@ -228,13 +265,16 @@ export class TaskInput {
         (typeof response !== 'object' || response === null || Array.isArray(response))
       )
         throw new InvalidParamsError(`tasks/update: the response under ${key} must be an object`);
+    const now: string[] = [];
     for (const [key, response] of entries) {
       const question = task?.questions.get(key);
       if (task === undefined || question === undefined) continue;
       if (this.answered.size >= MAX_ANSWERED_KEYS) this.answered.delete(this.answered.keys().next().value!);
       this.answered.set(key, handle);
+      now.push(key);
       question.resolve(Outcome.of(response as Params));
     }
+    return now;
   }
 
   /** Lets go of `handle`: its held result is cancelled and its open questions fail with `reason`. */
@@ -257,7 +297,7 @@ export class TaskInput {
     if (task !== undefined) return task;
     if (this.tasks.size >= this.options.maxTasks)
       throw new NotServingError(
-        `mcp-warden holds the input of at most ${this.options.maxTasks} tasks of 2025-11-25 servers at once; answer or cancel one first`,
+        `mcp-warden holds the questions of at most ${this.options.maxTasks} tasks at once; answer or cancel one first`,
       );
     task = new HeldTask();
     this.tasks.set(handle, task);

@@ -75,10 +75,11 @@ export interface RouterOptions {
   /** The one pipeline every routed message passes, composed with its terminal. */
   readonly pipeline: Next;
   /**
-   * Records a tool call refused before the pipeline (its arguments nest too deep to be judged),
-   * passing it only to the stages that record, then failing it with `error`.
+   * Passes a request the gateway answers without routing it (`answer`) only to the stages that
+   * record: a tool call refused before the pipeline (its arguments nest too deep to be judged,
+   * an app may not call it), a host's answers to task questions the gateway holds.
    */
-  readonly recordRefusal?: (message: RoutedMessage, error: Error) => Promise<Outcome>;
+  readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /**
@@ -204,7 +205,18 @@ export class Router {
       warn: (message) => this.log.warn(message),
       taskInput: this.taskInput,
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
-      watchTasks: (handles) => this.tasks.watchable(handles),
+      watchTasks: (handles) => this.tasks.watch(handles),
+      // A modern server's task may have changed before the stream was there to hear it: the
+      // stream starts with where the task stands.
+      listening: (handles) => {
+        for (const handle of handles) {
+          const server = this.tasks.modernServerOf(handle)?.name;
+          if (server !== undefined) this.inOrder(handle, server, () => this.tasks.modernServerState(handle));
+        }
+      },
+      unwatchTasks: (handles) => {
+        for (const handle of handles) if (!this.modern.listensToTask(handle)) this.tasks.unwatch(handle);
+      },
     });
     const { tools, prompts, resources } = options;
     const owner = options.taskOwner ?? randomUUID();
@@ -218,7 +230,14 @@ export class Router {
           (outcome) => request.respond(outcome),
           (error: unknown) => this.answerError(request, error, message),
         ),
-      ask: (server, method, params, signal) => this.askHostFor(server, method, params, signal),
+      ask: (server, method, params, signal, meta) => this.askHostFor(server, method, params, signal, meta),
+      ...(options.record !== undefined && { record: options.record }),
+      stamp: (server) => ({
+        hostEra: this.modern.hostEra,
+        upstreamEra: options.pool.byName.get(server)?.era,
+        host: this.host,
+        principal: options.principal,
+      }),
       pipeline: options.pipeline,
       logger: options.logger,
       input: this.taskInput,
@@ -299,6 +318,11 @@ export class Router {
       if (status !== undefined) this.peer.notify(method, status);
       return;
     }
+    // A modern server's task status, on a stream the gateway opened for a modern host's stream.
+    if (method === 'notifications/tasks' && upstream.era === 'modern' && this.modern.era === 'modern') {
+      this.modernTaskStatus(upstream, params);
+      return;
+    }
     // A modern server's task status, on the stream the gateway opened for a legacy host's task.
     if (method === 'notifications/tasks' && upstream.era === 'modern' && this.modern.era !== 'modern') {
       const status = this.tasks.modernStatus(upstream, params);
@@ -333,9 +357,14 @@ export class Router {
     if (typeof taskId !== 'string') return;
     const handle = this.tasks.handleOf(server, taskId);
     if (!this.modern.listensToTask(handle)) return;
+    this.inOrder(handle, server, () => this.tasks.modernState(handle, new Cancellation()));
+  }
+
+  /** Tells the streams listening for `handle` the state `state` makes, after the ones before it. */
+  private inOrder(handle: string, server: string, state: () => Promise<Params | undefined>): void {
     const previous = this.taskStates.get(handle) ?? Promise.resolve();
     const next = previous
-      .then(() => this.tasks.modernState(handle, new Cancellation()))
+      .then(state)
       .then(
         (task) => {
           if (task !== undefined) this.modern.taskStatus(handle, task);
@@ -347,6 +376,19 @@ export class Router {
         if (this.taskStates.get(handle) === next) this.taskStates.delete(handle);
       });
     this.taskStates.set(handle, next);
+  }
+
+  /**
+   * A 2026-07-28 server's task changed: a modern host's streams that listen for it get the task
+   * as its `tasks/get` would show it (its questions the gateway's own), one state at a time per
+   * task, so they arrive in order.
+   */
+  private modernTaskStatus(upstream: Upstream, params: Params | undefined): void {
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') return;
+    const handle = this.tasks.handleOf(upstream.name, taskId);
+    if (!this.modern.listensToTask(handle)) return;
+    this.inOrder(handle, upstream.name, () => this.tasks.modernServerState(handle, params));
   }
 
   /** A request an upstream made of the client: routed through the pipeline to the host. */
@@ -389,11 +431,12 @@ export class Router {
     method: string,
     params: Params | undefined,
     signal: Cancellation,
+    meta?: Params,
   ): Promise<Outcome> {
     const upstream = this.options.pool.byName.get(server);
     if (upstream === undefined || !CAPABILITY_FOR.has(method))
       return Promise.reject(new MethodNotFoundError(`Method not found: ${method}`));
-    return this.options.pipeline(this.hostMessage(upstream, method, params, undefined, signal));
+    return this.options.pipeline(this.hostMessage(upstream, method, params, meta, signal));
   }
 
   private hostMessage(
@@ -454,7 +497,7 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
-    this.taskInput.close(new NotServingError('mcp-warden is shutting down'));
+    this.tasks.close(new NotServingError('mcp-warden is shutting down'));
     this.modern.closeSubscriptions();
     await this.peer.idle();
   }
@@ -511,8 +554,8 @@ export class Router {
       request.method === 'tools/call' && typeof name === 'string'
         ? this.options.tools.resolve(name)
         : undefined;
-    const { recordRefusal } = this.options;
-    if (entry === undefined || recordRefusal === undefined || !this.initialized) return request.fail(error);
+    const { record } = this.options;
+    if (entry === undefined || record === undefined || !this.initialized) return request.fail(error);
     const message: RoutedMessage = {
       kind: 'tools/call',
       direction: 'upstream',
@@ -531,7 +574,7 @@ export class Router {
       host: this.host,
       principal: this.options.principal,
     };
-    recordRefusal(message, new InvalidParamsError(error.message)).then(
+    record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
       (outcome) => request.respond(outcome),
       () => request.fail(error),
     );
@@ -640,10 +683,10 @@ export class Router {
     const { entry } = found;
     const refusal = appRefusal(entry, app, this.session.declaresExtension(UI_EXTENSION));
     if (refusal === undefined) return this.runCall(request, entry.exposed, entry, args);
-    const { recordRefusal } = this.options;
-    if (recordRefusal === undefined) throw refusal;
+    const { record } = this.options;
+    if (record === undefined) throw refusal;
     const message = this.toolMessage(request, entry.exposed, entry, args);
-    recordRefusal(message, refusal).then(
+    record(message, () => Promise.reject(refusal)).then(
       (outcome) => request.respond(outcome),
       (error: unknown) => this.answerError(request, error, message),
     );

@@ -7,10 +7,11 @@ import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
 import { RELATED_TASK, retagRelatedTask, TERMINAL_STATUSES } from './taskMessages.js';
-import type { Cancellation } from '../rpc/cancellation.js';
+import { Cancellation } from '../rpc/cancellation.js';
 import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { TaskInput } from '../era/taskInput.js';
+import { TaskRelay, type RelayContext } from '../era/taskRelay.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -20,8 +21,11 @@ export interface TaskUpstream {
   readonly tools: readonly Tool[];
   /** The protocol era it speaks; undefined before it connected. */
   readonly era: 'legacy' | 'modern' | undefined;
-  /** Has a modern server push the status of its task (see Upstream.watchTask). */
-  watchTask?(taskId: string): void;
+  /**
+   * Has a modern server push the status of its task (see Upstream.watchTask); resolves whether
+   * the server agreed.
+   */
+  watchTask?(taskId: string): Promise<boolean>;
   unwatchTask?(taskId: string): void;
 }
 
@@ -44,13 +48,24 @@ export interface TaskRoutingOptions {
   readonly pipeline: Next;
   /** Answers `request` with what `answer` settles with (errors through the router's boundary). */
   readonly respond: (request: IncomingRequest, answer: Promise<Outcome>, message: RoutedMessage) => void;
-  /** Asks the host a question a task of `server` needs answered (a modern server's inputRequests). */
+  /**
+   * Asks the host a question a task of `server` needs answered (a modern server's
+   * inputRequests), through the pipeline; `meta` goes with it (the task it belongs to).
+   */
   readonly ask: (
     server: string,
     method: string,
     params: Params | undefined,
     signal: Cancellation,
+    meta?: Params,
   ) => Promise<Outcome>;
+  /**
+   * Records a host request the gateway answers itself (`answer`), as the pipeline records one it
+   * routes; without it the request is answered unrecorded.
+   */
+  readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
+  /** How the requests of this connection are stamped (eras, host, principal) for their records. */
+  readonly stamp?: (server: string) => Partial<RoutedMessage>;
   readonly logger: Logger;
   /**
    * Whether other principals' connections share `server`'s tasks (one process serving everyone
@@ -81,6 +96,8 @@ const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update
 export class TaskRouting {
   private readonly handles: TaskHandles;
   private readonly input: TaskInput;
+  /** Questions of modern servers' tasks, asked of a modern host by the gateway (era/taskRelay.ts). */
+  private readonly relay: TaskRelay;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
@@ -97,6 +114,13 @@ export class TaskRouting {
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
     this.input = options.input ?? new TaskInput();
+    this.relay = new TaskRelay(this.input, options.logger);
+  }
+
+  /** Lets go of every task question held for the host (the connection ends). */
+  close(reason: Error): void {
+    this.relay.close(reason);
+    this.input.close(reason);
   }
 
   /** The methods this serves to the host, with their handlers. */
@@ -166,7 +190,8 @@ export class TaskRouting {
       this.options
         .upstreams()
         .find((u) => u.name === message.server && u.era === 'modern')
-        ?.watchTask?.(taskId);
+        ?.watchTask?.(taskId)
+        .catch(() => false);
     if (message.hostEra === 'modern') {
       const { task: _task, ...fields } = rest;
       return outcome.changed({ ...fields, resultType: 'task', ...modernTask(task), taskId: handle });
@@ -367,10 +392,112 @@ export class TaskRouting {
     const hostModern = request.shape !== undefined;
     if (upstream !== undefined && hostModern !== (upstream.era === 'modern')) {
       // The task's server speaks the other era: its task requests are translated both ways.
-      const answer = this.bridge(ref, handle as string, kind, message, hostModern, request);
+      const bridged = () => this.bridge(ref, handle as string, kind, message, hostModern, request);
+      // The host's answers are taken here, not sent on: recorded as the pipeline would have.
+      const answer = kind === 'tasks/update' ? this.recorded(message, bridged) : bridged();
+      return this.options.respond(request, answer, message);
+    }
+    if (hostModern && upstream?.era === 'modern' && kind !== 'tasks/result') {
+      const answer = this.relayed(ref, handle as string, kind, message, request);
       return this.options.respond(request, answer, message);
     }
     this.options.route(request, message, (outcome) => this.taskResultForHost(ref, outcome));
+  }
+
+  /**
+   * A modern host's request about a modern server's task: `tasks/get` shows the server's
+   * questions as the gateway's own, `tasks/update` answers them and relays the answers under the
+   * server's keys, `tasks/cancel` lets go of them (see era/taskRelay.ts).
+   */
+  private async relayed(
+    ref: TaskRef,
+    handle: string,
+    kind: string,
+    message: RoutedMessage,
+    request: IncomingRequest,
+  ): Promise<Outcome> {
+    const context = this.relayContext(ref, handle, message, envelopeOf(request)?.capabilities);
+    if (kind === 'tasks/update') {
+      let responses: Params | undefined;
+      try {
+        responses = await this.relay.update(handle, message.params?.inputResponses);
+      } catch (error) {
+        return this.recorded(message, () => Promise.reject(error));
+      }
+      if (responses === undefined) return this.recorded(message, () => Promise.resolve(Outcome.of({})));
+      const params = { taskId: ref.taskId, inputResponses: responses };
+      return this.options.pipeline({ ...message, params, arguments: params });
+    }
+    const outcome = this.taskResultForHost(ref, await this.options.pipeline(message));
+    if (kind === 'tasks/cancel') {
+      this.relay.release(handle, new Error('the host cancelled the task'));
+      return outcome;
+    }
+    return outcome.changed(await this.relay.view(context, outcome.result));
+  }
+
+  private relayContext(
+    ref: Pick<TaskRef, 'server' | 'taskId'>,
+    handle: string,
+    message: RoutedMessage,
+    capabilities: Params | undefined,
+  ): RelayContext {
+    // Copied before `message` enters the pipeline, which marks the messages it has seen.
+    const base: RoutedMessage = { ...message };
+    return {
+      handle,
+      server: ref.server,
+      taskId: ref.taskId,
+      send: (method, sent, signal) =>
+        this.options.pipeline({
+          ...base,
+          kind: method as MessageKind,
+          params: sent,
+          arguments: sent,
+          ...(signal !== undefined && { signal, onProgress: undefined }),
+        }),
+      ask: (method, params, meta, signal) => this.options.ask(ref.server, method, params, signal, meta),
+      capabilities,
+      signal: message.signal,
+    };
+  }
+
+  /** The modern server that holds the task `handle` of this host; undefined for any other. */
+  modernServerOf(handle: string): TaskUpstream | undefined {
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    return ref === undefined
+      ? undefined
+      : this.options.upstreams().find((u) => u.name === ref.server && u.era === 'modern');
+  }
+
+  /**
+   * A modern server's task `handle` as a modern host's stream gets it (`notifications/tasks`,
+   * without `resultType`): the state the server pushed, or, when `pushed` is undefined, the
+   * state `tasks/get` finds now (so a stream that has just opened learns where the task stands).
+   * Its questions are the gateway's, as in `tasks/get`. A task that ended is watched no more.
+   * Undefined when the handle is no modern server's task of this host.
+   */
+  async modernServerState(handle: string, pushed?: Params): Promise<Params | undefined> {
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    const upstream = this.modernServerOf(handle);
+    if (ref === undefined || upstream === undefined) return undefined;
+    const { taskId } = ref;
+    const message: RoutedMessage = {
+      ...this.taskMessage(undefined, 'tasks/get', 'upstream', ref.server, { taskId }),
+      target: this.tools.get(key(ref.server, taskId)) ?? '',
+    };
+    const context = this.relayContext(ref, handle, message, undefined);
+    const state = pushed ?? (await this.options.pipeline(message)).result;
+    const { _meta: _meta, resultType: _resultType, ...task } = state;
+    const shown = await this.relay.view(context, task);
+    if (typeof shown.status === 'string' && TERMINAL_STATUSES.has(shown.status))
+      upstream.unwatchTask?.(taskId);
+    return shown;
+  }
+
+  /** Runs `answer` for `message` as a request the pipeline's recording stage sees. */
+  private recorded(message: RoutedMessage, answer: () => Promise<Outcome>): Promise<Outcome> {
+    return this.options.record === undefined ? answer() : this.options.record(message, answer);
   }
 
   /**
@@ -409,15 +536,30 @@ export class TaskRouting {
 
   /**
    * Of `handles` a modern host wants status notifications for, those the gateway can give: its
-   * own tasks on 2025-11-25 servers, which push `notifications/tasks/status`.
+   * own tasks on 2025-11-25 servers, which push `notifications/tasks/status`, and on modern
+   * servers that agree to push theirs on a stream the gateway opens per task (see `unwatch`).
    */
-  watchable(handles: readonly string[]): string[] {
-    return handles.filter((handle) => {
-      const ref = this.handles.openHandle(handle, this.options.owner());
-      return (
-        ref !== undefined && this.options.upstreams().find((u) => u.name === ref.server)?.era === 'legacy'
-      );
-    });
+  async watch(handles: readonly string[]): Promise<string[]> {
+    const told = await Promise.all(
+      handles.map(async (handle) => {
+        const ref = this.handles.openHandle(handle, this.options.owner());
+        const upstream =
+          ref === undefined ? undefined : this.options.upstreams().find((u) => u.name === ref.server);
+        if (upstream?.era === 'legacy') return true;
+        return upstream?.watchTask === undefined ? false : upstream.watchTask(ref!.taskId);
+      }),
+    );
+    return handles.filter((_, i) => told[i]);
+  }
+
+  /** No stream of the host listens for `handle` any more: its server's stream for it is closed. */
+  unwatch(handle: string): void {
+    const ref = this.handles.openHandle(handle, this.options.owner());
+    if (ref === undefined) return;
+    this.options
+      .upstreams()
+      .find((u) => u.name === ref.server && u.era === 'modern')
+      ?.unwatchTask?.(ref.taskId);
   }
 
   /** The handle of `server`'s task `taskId`, as this host knows it. */
@@ -448,6 +590,7 @@ export class TaskRouting {
       signal,
       onProgress: undefined,
       record: { repairs: [] },
+      ...this.options.stamp?.(ref.server),
     };
     const { resultType: _resultType, ...task } = (
       await this.bridge(ref, handle, 'tasks/get', message, true, undefined)
@@ -538,7 +681,7 @@ export class TaskRouting {
    * related-task handle translated) and progress; towards the host, neither of the server's.
    */
   private taskMessage(
-    request: IncomingRequest,
+    request: IncomingRequest | undefined,
     kind: MessageKind,
     direction: 'upstream' | 'host',
     server: string,
@@ -554,10 +697,11 @@ export class TaskRouting {
       definition: undefined,
       arguments: params,
       params,
-      meta: toUpstream ? this.metaForUpstream(server, request.meta) : undefined,
-      signal: request,
-      onProgress: toUpstream ? request.onProgress : undefined,
+      meta: toUpstream && request !== undefined ? this.metaForUpstream(server, request.meta) : undefined,
+      signal: request ?? new Cancellation(),
+      onProgress: toUpstream ? request?.onProgress : undefined,
       record: { repairs: [] },
+      ...this.options.stamp?.(server),
     };
   }
 

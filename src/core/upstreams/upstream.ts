@@ -352,17 +352,21 @@ export class Upstream {
 
   /**
    * Has a 2026-07-28 server with the tasks extension push the status of its task `taskId`
-   * (`notifications/tasks`, on a stream of its own) until `unwatchTask`; does nothing for any
-   * other server. A server that declines is logged, and the host polls as before.
+   * (`notifications/tasks`, on a stream of its own) until `unwatchTask`; resolves whether it
+   * agreed (false at once for any other server). A server that declines is logged, and the host
+   * polls as before.
    */
-  watchTask(taskId: string): void {
+  watchTask(taskId: string): Promise<boolean> {
     const live = this.live;
-    if (this._era !== 'modern' || live === undefined || !declaresTasks(this._capabilities)) return;
-    live.streams
-      .watchTask(taskId)
-      .catch((error: unknown) =>
-        this.log.info(`no status notifications for task ${taskId}: ${describeError(error)}`),
-      );
+    if (this._era !== 'modern' || live === undefined || !declaresTasks(this._capabilities))
+      return Promise.resolve(false);
+    return live.streams.watchTask(taskId).then(
+      () => true,
+      (error: unknown) => {
+        this.log.info(`no status notifications for task ${taskId}: ${describeError(error)}`);
+        return false;
+      },
+    );
   }
 
   unwatchTask(taskId: string): void {

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { TaskInput } from '../../src/core/era/taskInput.js';
+import { TaskRelay, type RelayContext } from '../../src/core/era/taskRelay.js';
+import { DeniedError, InvalidParamsError, UpstreamFailedError } from '../../src/core/errors.js';
+import type { Logger } from '../../src/core/logger.js';
+import { Cancellation } from '../../src/core/rpc/cancellation.js';
+import type { Params } from '../../src/core/rpc/jsonRpc.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
+
+const LIMITS = { maxTasks: 1, maxQuestions: 16, firstQuestionMs: 10_000 };
+const quiet = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
+const NAME = { method: 'elicitation/create', params: { message: 'Name?', requestedSchema: {} } };
+
+/**
+ * A relay over a TaskInput, whose questions reach the input the way the pipeline's terminal
+ * delivers them (after a hop), unless `deny` refuses them on the way. Records what goes upstream.
+ */
+function setUp(deny = false) {
+  const input = new TaskInput(LIMITS);
+  const relay = new TaskRelay(input, quiet);
+  const sent: [string, Params][] = [];
+  let asked = 0;
+  const context = (handle = 'h1'): RelayContext => ({
+    handle,
+    server: 'm',
+    taskId: `up-${handle}`,
+    send: (method, params) => {
+      sent.push([method, params]);
+      return Promise.resolve(Outcome.of({}));
+    },
+    ask: async (method, params, meta, signal) => {
+      asked++;
+      await Promise.resolve();
+      if (deny) throw new DeniedError('no questions here', 'no-questions');
+      return input.ask(method, { ...params, _meta: meta }, { signal })!;
+    },
+    capabilities: { elicitation: {} },
+    signal: new Cancellation(),
+  });
+  return { input, relay, sent, context, asked: () => asked };
+}
+
+const inputRequired = (requests: Params) => ({
+  taskId: 'up-h1',
+  status: 'input_required',
+  inputRequests: requests,
+});
+
+describe('TaskRelay', () => {
+  it('shows the server’s questions under its own keys, once, and relays answers under the server’s', async () => {
+    const { relay, sent, context, asked } = setUp();
+    const shown = await relay.view(context(), inputRequired({ who: NAME }));
+    expect(shown.taskId).toBe('h1');
+    const requests = shown.inputRequests as Record<string, { params: Params }>;
+    const [key] = Object.keys(requests);
+    expect(key).not.toBe('who');
+    expect(requests[key!]!.params._meta).toEqual({
+      'io.modelcontextprotocol/related-task': { taskId: 'h1' },
+    });
+    // A second listing of the same question asks nothing more.
+    expect((await relay.view(context(), inputRequired({ who: NAME }))).inputRequests).toEqual(requests);
+    expect(asked()).toBe(1);
+    // The server's key is not one the host was shown.
+    await expect(relay.update('h1', { who: { action: 'decline' } })).rejects.toThrow(InvalidParamsError);
+    const answer = { action: 'accept', content: { name: 'Ada' } };
+    expect(await relay.update('h1', { [key!]: answer })).toEqual({ who: answer });
+    // Repeated: ignored, nothing to send.
+    expect(await relay.update('h1', { [key!]: answer })).toBeUndefined();
+    expect(sent).toEqual([]);
+  });
+
+  it('cancels the task upstream when a question is refused, and shows it failed with the refusal', async () => {
+    const { relay, sent, context } = setUp(true);
+    const shown = await relay.view(context(), inputRequired({ who: NAME }));
+    expect(shown).toMatchObject({
+      status: 'failed',
+      error: { message: expect.stringContaining('no questions here') },
+    });
+    expect(shown).not.toHaveProperty('inputRequests');
+    expect(sent).toEqual([['tasks/cancel', { taskId: 'up-h1' }]]);
+    // The server now says cancelled; the host still learns why.
+    expect(await relay.view(context(), { taskId: 'up-h1', status: 'cancelled' })).toMatchObject({
+      status: 'failed',
+    });
+  });
+
+  it('is bounded: too many questions in one listing, too many tasks asking at once', async () => {
+    const { relay, context } = setUp();
+    const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`q${i}`, NAME]));
+    await expect(relay.view(context(), inputRequired(many))).rejects.toThrow(UpstreamFailedError);
+    await relay.view(context('h1'), inputRequired({ who: NAME }));
+    await expect(relay.view(context('h2'), inputRequired({ who: NAME }))).rejects.toThrow(/at most 1 tasks/);
+  });
+
+  it('lets go of a task that ended: its open questions are withdrawn', async () => {
+    const { input, relay, context } = setUp();
+    await relay.view(context(), inputRequired({ who: NAME }));
+    expect(Object.keys(input.inputRequests('h1'))).toHaveLength(1);
+    await relay.view(context(), { taskId: 'up-h1', status: 'completed', result: { content: [] } });
+    expect(input.holds('h1')).toBe(false);
+    await expect(relay.update('h1', { t1: { action: 'decline' } })).rejects.toThrow(/no open question/);
+  });
+});
