@@ -22,6 +22,7 @@ import { withAppVisibility } from './core/routing/toolResolution.js';
 import { InitializedHostSession, type HostSession } from './core/routing/hostSession.js';
 import { osPrincipal, type Principal } from './core/principal.js';
 import { TaskHandles } from './core/tasks/handles.js';
+import type { TaskMemory } from './core/tasks/taskRouting.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { IncomingRequest } from './core/rpc/peer.js';
 import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/rpc/jsonRpc.js';
@@ -105,6 +106,11 @@ export interface ConnectOptions {
    * created can be polled by the next.
    */
   readonly taskOwner?: string;
+  /**
+   * The questions of the connection's tasks the gateway holds, when they must outlive it (the
+   * stateless requests of one principal share them); the connection's own otherwise.
+   */
+  readonly taskMemory?: TaskMemory;
 }
 
 export interface Gateway {
@@ -584,7 +590,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** Serves one host connection: its own peer, host session and router over the shared rest. */
-  function connect(transport: MessageTransport, principal: Principal, taskOwner?: string): Connection {
+  function connect(
+    transport: MessageTransport,
+    principal: Principal,
+    taskOwner?: string,
+    taskMemory?: TaskMemory,
+  ): Connection {
     const view = principalPools?.view(principal);
     const scope = view === undefined ? mainScope : scopeOf(view);
     if (transport instanceof StreamTransport && beforeWrite.length > 0)
@@ -639,6 +650,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       notes,
       // Task handles are sealed to their owner: another host cannot read or cancel them.
       ...(taskOwner !== undefined && { taskOwner }),
+      ...(taskMemory !== undefined && { taskMemory }),
       taskHandles,
       principal,
       revisionKnown,
@@ -707,7 +719,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     pool,
     tools,
     connect: (transport, principal, connectOptions) => {
-      const connection = connect(transport, principal, connectOptions?.taskOwner);
+      const connection = connect(transport, principal, connectOptions?.taskOwner, connectOptions?.taskMemory);
       overHttp.add(connection.router.host);
       return connection;
     },

@@ -1,6 +1,8 @@
 import type { WardenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
+import { NotServingError } from '../core/errors.js';
 import { principalKey } from '../core/principal.js';
+import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway.js';
 import { startListener, type Listener } from './listener.js';
 import { createStatelessDispatch } from './stateless.js';
@@ -18,6 +20,7 @@ export async function startHttp(options: {
   const { config, gateway, logger } = options;
   const listen = config.listen!;
   let settled = false;
+  const memories = new TaskMemories();
   void gateway.pool.start().then(() => (settled = true));
   const listener = await startListener({
     listen,
@@ -28,9 +31,15 @@ export async function startHttp(options: {
     ready: () => settled,
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
-      // the next request of the same principal (and no one else's) can poll them.
-      connect: (transport, principal) =>
-        gateway.connect(transport, principal, { taskOwner: `principal\u0000${principalKey(principal)}` }),
+      // the next request of the same principal (and no one else's) can poll them, and answer
+      // the questions an earlier one was shown.
+      connect: (transport, principal) => {
+        const owner = `principal\u0000${principalKey(principal)}`;
+        return gateway.connect(transport, principal, {
+          taskOwner: owner,
+          taskMemory: memories.of(owner, logger),
+        });
+      },
       logger,
     }),
   });
@@ -38,4 +47,29 @@ export async function startHttp(options: {
     `listening on ${listener.url}${config.auth === undefined ? ' (no tokens asked: reachable from this machine only)' : ` (bearer tokens from ${config.auth.issuer})`}`,
   );
   return listener;
+}
+
+/** Principals whose stateless requests' task questions are held at once; the oldest go first. */
+const MAX_TASK_MEMORIES = 1_000;
+
+/** The task questions the gateway holds for each principal's stateless requests, bounded. */
+class TaskMemories {
+  readonly #byOwner = new Map<string, TaskMemory>();
+
+  of(owner: string, logger: Logger): TaskMemory {
+    let memory = this.#byOwner.get(owner);
+    if (memory !== undefined) {
+      // Most recently used last, so the one dropped when full is the one unused longest.
+      this.#byOwner.delete(owner);
+    } else {
+      if (this.#byOwner.size >= MAX_TASK_MEMORIES) {
+        const [oldest, dropped] = this.#byOwner.entries().next().value!;
+        this.#byOwner.delete(oldest);
+        dropped.close(new NotServingError('too many principals have task questions open; ask again'));
+      }
+      memory = new TaskMemory(logger);
+    }
+    this.#byOwner.set(owner, memory);
+    return memory;
+  }
 }

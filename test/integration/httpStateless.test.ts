@@ -532,7 +532,10 @@ describe('tasks of stateless requests on the HTTP listener', () => {
         jsonrpc: '2.0',
         id: id++,
         method,
-        params: { ...params, _meta: envelope({ capabilities: TASKS_EXTENSION }) },
+        params: {
+          ...params,
+          _meta: envelope({ capabilities: { elicitation: { form: {} }, ...TASKS_EXTENSION } }),
+        },
       },
       {
         'Mcp-Protocol-Version': MODERN,
@@ -567,11 +570,32 @@ describe('tasks of stateless requests on the HTTP listener', () => {
     let polled: Json;
     do polled = (await post('tasks/get', { taskId: handle })).result as Json;
     while (polled.status === 'working');
-    expect(polled.status).toBe('input_required');
+    expect([polled.status, polled.error]).toEqual(['input_required', undefined]);
     const [key] = Object.keys(polled.inputRequests as Json);
     const updated = await post('tasks/update', {
       taskId: handle,
       inputResponses: { [key!]: { action: 'accept', content: { name: 'across requests' } } },
+    });
+    expect(updated.error).toBeUndefined();
+    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+    while (polled.status === 'working' || polled.status === 'input_required');
+    expect(polled.status).toBe('completed');
+    expect(JSON.stringify(polled.result)).toContain('across requests');
+  });
+
+  it("takes a 2025-11-25 server's task questions and their answers across requests", async () => {
+    const created = (
+      await post('tools/call', { name: 't__ask-task', arguments: { questions: 1 } }, 't__ask-task')
+    ).result as Json;
+    const handle = created.taskId as string;
+    let polled: Json;
+    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+    while (Object.keys((polled.inputRequests ?? {}) as Json).length === 0 && polled.status !== 'failed');
+    expect(polled.status).toBe('input_required');
+    const [key] = Object.keys(polled.inputRequests as Json);
+    const updated = await post('tasks/update', {
+      taskId: handle,
+      inputResponses: { [key!]: { action: 'accept', content: { answer: 'across requests' } } },
     });
     expect(updated.error).toBeUndefined();
     do polled = (await post('tasks/get', { taskId: handle })).result as Json;

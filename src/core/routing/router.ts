@@ -36,7 +36,7 @@ import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
-import { TaskRouting } from '../tasks/taskRouting.js';
+import { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
@@ -59,7 +59,6 @@ import {
 } from './hostSession.js';
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
-import { TaskInput } from '../era/taskInput.js';
 import { retryParams } from '../era/envelope.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { declaresTasks } from '../era/taskBridge.js';
@@ -91,6 +90,11 @@ export interface RouterOptions {
   readonly taskOwner?: string;
   /** The process's task handle key (a key of the router's own when absent, as in tests). */
   readonly taskHandles?: TaskHandles;
+  /**
+   * The task questions held for this host, when they outlive the connection (the stateless
+   * requests of one principal share them); the router's own, let go of as it closes, otherwise.
+   */
+  readonly taskMemory?: TaskMemory;
   /** Who this host connection is; every message it routes carries it (see core/principal.ts). */
   readonly principal?: Principal;
   /**
@@ -163,12 +167,13 @@ export class Router {
   private readonly tasks: TaskRouting;
   /** The status notification being made for each task a modern host listens for (in order). */
   private readonly taskStates = new Map<string, Promise<void>>();
-  /** Questions of 2025-11-25 servers' tasks, held for a modern host (era/taskInput.ts). */
-  private readonly taskInput = new TaskInput();
+  /** The questions of the host's tasks the gateway holds (tasks/taskRouting.ts, TaskMemory). */
+  private readonly taskMemory: TaskMemory;
 
   constructor(options: RouterOptions) {
     this.options = options;
     this.log = options.logger;
+    this.taskMemory = options.taskMemory ?? new TaskMemory(options.logger);
     this.peer = new RpcPeer({
       transport: options.host,
       errors: {
@@ -203,7 +208,7 @@ export class Router {
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
-      taskInput: this.taskInput,
+      taskInput: this.taskMemory.input,
       subscribeResource: (uri, subscribe, request) => this.streamSubscription(uri, subscribe, request),
       watchTasks: (handles) => this.tasks.watch(handles),
       // A modern server's task may have changed before the stream was there to hear it: the
@@ -240,7 +245,7 @@ export class Router {
       }),
       pipeline: options.pipeline,
       logger: options.logger,
-      input: this.taskInput,
+      memory: this.taskMemory,
       ...(options.sharedServer !== undefined && { sharedServer: options.sharedServer }),
     });
     this.methods = new Map<string, Handler>([
@@ -497,7 +502,9 @@ export class Router {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
-    this.tasks.close(new NotServingError('mcp-warden is shutting down'));
+    // What the host's tasks wait on goes with the connection, unless it outlives it.
+    if (this.options.taskMemory === undefined)
+      this.taskMemory.close(new NotServingError('mcp-warden is shutting down'));
     this.modern.closeSubscriptions();
     await this.peer.idle();
   }

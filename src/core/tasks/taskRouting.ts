@@ -73,8 +73,11 @@ export interface TaskRoutingOptions {
    * this connection created, so no principal learns of, or gets a handle to, another's task.
    */
   readonly sharedServer?: (server: string) => boolean;
-  /** Questions of 2025-11-25 servers' tasks held for a modern host; one of its own when absent. */
-  readonly input?: TaskInput;
+  /**
+   * The task questions held for the host, when the connection does not own them (see
+   * TaskMemory); one of its own, let go of by `close`, when absent.
+   */
+  readonly memory?: TaskMemory;
 }
 
 /** A host's `tasks/list` page holds at most this many tasks. */
@@ -93,11 +96,35 @@ const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update
  * the handle, and everything that names a handle on its way upstream back to the upstream's id.
  * Every request passes the one pipeline as its own kind of message.
  */
+/**
+ * What the gateway holds of one host's tasks: the questions of 2025-11-25 servers' tasks held
+ * for a modern host (era/taskInput.ts), and those of modern servers' tasks, which the gateway
+ * asks and relays (era/taskRelay.ts). A connection that lasts has its own; the stateless
+ * requests of one principal, each a connection of its own, share one, so that the questions one
+ * request's `tasks/get` showed are answered by a later request's `tasks/update`.
+ */
+export class TaskMemory {
+  readonly input = new TaskInput();
+  readonly relay: TaskRelay;
+
+  constructor(logger: Logger) {
+    this.relay = new TaskRelay(this.input, logger);
+  }
+
+  /** Lets go of every question held (whoever waits on one gets `reason`). */
+  close(reason: Error): void {
+    this.relay.close(reason);
+    this.input.close(reason);
+  }
+}
+
 export class TaskRouting {
   private readonly handles: TaskHandles;
   private readonly input: TaskInput;
   /** Questions of modern servers' tasks, asked of a modern host by the gateway (era/taskRelay.ts). */
   private readonly relay: TaskRelay;
+  /** Whether the memory is this connection's own, to let go of when it closes. */
+  private readonly ownMemory: TaskMemory | undefined;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
@@ -113,14 +140,15 @@ export class TaskRouting {
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
-    this.input = options.input ?? new TaskInput();
-    this.relay = new TaskRelay(this.input, options.logger);
+    const memory = options.memory ?? new TaskMemory(options.logger);
+    this.ownMemory = options.memory === undefined ? memory : undefined;
+    this.input = memory.input;
+    this.relay = memory.relay;
   }
 
-  /** Lets go of every task question held for the host (the connection ends). */
+  /** The connection ends: its own task questions are let go of (shared ones stay). */
   close(reason: Error): void {
-    this.relay.close(reason);
-    this.input.close(reason);
+    this.ownMemory?.close(reason);
   }
 
   /** The methods this serves to the host, with their handlers. */
