@@ -32,6 +32,7 @@ import {
 import { Outcome } from './outcome.js';
 import { createdTaskId, taskIdIn, TaskProgress } from './taskProgress.js';
 import { attachRawResponse, type RawResult } from './rawResult.js';
+import { RequestTable } from './requestTable.js';
 
 /**
  * One JSON-RPC conversation: the host's connection, or one upstream connection. It owns both
@@ -140,8 +141,8 @@ const MAX_ERROR_MESSAGE = 2000;
 
 export class RpcPeer {
   private readonly options: PeerOptions;
-  private readonly outgoing = new Map<number, Outgoing>();
-  private readonly incoming = new Map<string | number, IncomingRequest>();
+  private readonly outgoing = new RequestTable<Outgoing>();
+  private readonly incoming = new RequestTable<IncomingRequest>();
   /** One queue per deadline duration, so deadlines of equal length expire in order (deadlines.ts). */
   private readonly deadlines = new Map<number, DeadlineQueue>();
   /** Progress of our requests that the other side answered with a task still running. */
@@ -280,8 +281,8 @@ export class RpcPeer {
 
   /** Fails every request of ours in flight; the connection stays open (answers can still go out). */
   failOutgoing(error: Error): void {
-    for (const [id, entry] of this.outgoing) {
-      this.settle(id);
+    for (const entry of this.outgoing.entries()) {
+      this.settle(entry.id);
       entry.reject(error);
     }
   }
