@@ -614,9 +614,11 @@ export class Router {
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
     // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
-    const app = appOrigin(request.meta, (server) => this.options.pool.byName.has(server));
+    const meta = request.meta;
+    const app =
+      meta === undefined ? undefined : appOrigin(meta, (server) => this.options.pool.byName.has(server));
     const find = () => lookUpTool(this.options.tools, name, app);
-    const found = find();
+    const found = lookUpTool(this.options.tools, name, app);
     if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
     // Not listed (yet): wait until it is, or the upstreams' startup window has passed.
     return this.untilFound(find).then((later) => {
