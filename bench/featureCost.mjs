@@ -9,7 +9,8 @@
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE]
 //
-// --baseline-cli adds full-base and bare-base: the same configs served by another build.
+// --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
+// another build.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,6 +78,7 @@ const fixture = { command: NODE, args: [FIXTURE, '--tools', '0'] };
 const bare = { gateway: BARE_GATEWAY, servers: { bench: { ...fixture, ...BARE_LIMITS } } };
 const audit = (name, extra = {}) => ({ file: path.join(work, `${name}-audit.jsonl`), ...extra });
 const full = (name) => ({ servers: { bench: fixture }, policies: [policyFile], audit: audit(name) });
+const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
 
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
@@ -84,11 +86,11 @@ const VARIANTS = {
   bare: () => bare,
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
   full,
-  'full-noaudit': () => ({ servers: { bench: fixture }, policies: [policyFile] }),
+  'full-noaudit': noAudit,
   'full-nopolicy': (n) => ({ servers: { bench: fixture }, audit: audit(n) }),
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
-  ...(BASE !== undefined && { 'full-base': full, 'bare-base': () => bare }),
+  ...(BASE !== undefined && { 'full-base': full, 'full-noaudit-base': noAudit, 'bare-base': () => bare }),
 };
 const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
 for (const name of names) if (!(name in VARIANTS)) throw new Error(`unknown configuration ${name}`);

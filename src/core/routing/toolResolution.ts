@@ -84,6 +84,8 @@ export function appRefusal(
   app: AppOrigin | undefined,
   hostHasApps: boolean,
 ): InvalidParamsError | undefined {
+  // Most tools say nothing of Apps: they are callable by the model, and no App is calling.
+  if (app === undefined && entry.item._meta?.ui === undefined) return undefined;
   const visibility = toolVisibility(entry.item);
   const tool = JSON.stringify(entry.exposed);
   if (app !== undefined) {

@@ -13,8 +13,8 @@ export class EncodedResult {
     readonly id: RequestId,
     /** The result's JSON text, and its UTF-8 bytes when the caller already has them (large results). */
     private readonly source: RawResult,
-    /** The parsed result, for transports that send values. */
-    private readonly value: () => Record<string, unknown>,
+    /** The parsed result (or how to make it), for transports that send values. */
+    private readonly value: Record<string, unknown> | (() => Record<string, unknown>),
   ) {}
 
   /** The result's JSON text; for a large result read from bytes, decoded only when asked for. */
@@ -27,6 +27,7 @@ export class EncodedResult {
   }
 
   toMessage(): JsonRpcSuccess {
-    return { jsonrpc: '2.0', id: this.id, result: this.value() };
+    const { value } = this;
+    return { jsonrpc: '2.0', id: this.id, result: typeof value === 'function' ? value() : value };
   }
 }

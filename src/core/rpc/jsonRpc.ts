@@ -297,6 +297,8 @@ export function idKey(id: RequestId): string | number {
 
 /** The text of an id as it goes on the wire. */
 export function idText(id: RequestId): string {
+  // An integer reads the same in JSON as in JavaScript; only a string needs quoting (and escaping).
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return String(id);
   return id instanceof RawId ? id.raw : JSON.stringify(id);
 }
 

@@ -1,4 +1,4 @@
-import { rawResult, type RawResult } from './rawResult.js';
+import { rawResult, type RawResponse, type RawResult } from './rawResult.js';
 
 /**
  * What the pipeline returns for a routed message: its result, and, while no stage has changed
@@ -14,25 +14,31 @@ export class Outcome<R extends object = Record<string, unknown>> {
   private constructor(
     readonly result: R,
     private readonly untouched: boolean,
+    /** The line the result was parsed from, when the peer handed it over with the result. */
+    private readonly response: RawResponse | undefined,
   ) {}
 
   /** A result the gateway made up (an error result, an answer of its own). */
   static of<R extends object>(result: R): Outcome<R> {
-    return new Outcome(result, false);
+    return new Outcome(result, false, undefined);
   }
 
-  /** An upstream's (or the host's) answer exactly as it arrived. */
-  static fromPeer<R extends object>(result: R): Outcome<R> {
-    return new Outcome(result, true);
+  /**
+   * An upstream's (or the host's) answer exactly as it arrived: `response` is the line it was
+   * parsed from; without it, the text attached to `result` itself (attachRawResponse), if any.
+   */
+  static fromPeer<R extends object>(result: R, response?: RawResponse): Outcome<R> {
+    return new Outcome(result, true, response);
   }
 
   /** The same message with a different result, which never carries the old bytes. */
   changed<S extends object>(result: S): Outcome<S> {
-    return new Outcome(result, false);
+    return new Outcome(result, false, undefined);
   }
 
   /** The result's text (and bytes, when large) exactly as the upstream sent it, while untouched. */
   get raw(): RawResult | undefined {
-    return this.untouched ? rawResult(this.result) : undefined;
+    if (!this.untouched) return undefined;
+    return this.response === undefined ? rawResult(this.result) : this.response.result();
   }
 }

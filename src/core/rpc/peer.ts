@@ -31,7 +31,8 @@ import {
 } from './progress.js';
 import { Outcome } from './outcome.js';
 import { createdTaskId, taskIdIn, TaskProgress } from './taskProgress.js';
-import { attachRawResponse, type RawResult } from './rawResult.js';
+import { RawResponse, type RawResult } from './rawResult.js';
+import { RequestTable } from './requestTable.js';
 
 /**
  * One JSON-RPC conversation: the host's connection, or one upstream connection. It owns both
@@ -140,8 +141,8 @@ const MAX_ERROR_MESSAGE = 2000;
 
 export class RpcPeer {
   private readonly options: PeerOptions;
-  private readonly outgoing = new Map<number, Outgoing>();
-  private readonly incoming = new Map<string | number, IncomingRequest>();
+  private readonly outgoing = new RequestTable<Outgoing>();
+  private readonly incoming = new RequestTable<IncomingRequest>();
   /** One queue per deadline duration, so deadlines of equal length expire in order (deadlines.ts). */
   private readonly deadlines = new Map<number, DeadlineQueue>();
   /** Progress of our requests that the other side answered with a task still running. */
@@ -280,8 +281,8 @@ export class RpcPeer {
 
   /** Fails every request of ours in flight; the connection stays open (answers can still go out). */
   failOutgoing(error: Error): void {
-    for (const [id, entry] of this.outgoing) {
-      this.settle(id);
+    for (const entry of this.outgoing.entries()) {
+      this.settle(entry.id);
       entry.reject(error);
     }
   }
@@ -319,8 +320,14 @@ export class RpcPeer {
       const taskId = createdTaskId(result as Params);
       if (taskId !== undefined) this.taskProgress.keep(id, taskId, entry.onProgress);
     }
-    if (extra !== undefined) attachRawResponse(result, extra.line, extra.large);
-    entry.resolve(entry.asOutcome ? Outcome.fromPeer(result) : result);
+    if (!entry.asOutcome) {
+      entry.resolve(result);
+      return;
+    }
+    // The outcome carries the line itself: nothing is written onto the parsed result.
+    entry.resolve(
+      Outcome.fromPeer(result, extra === undefined ? undefined : new RawResponse(extra.line, extra.large)),
+    );
   }
 
   private sendFailed(entry: Outgoing, method: string, error: unknown): void {
@@ -550,7 +557,7 @@ export class IncomingRequest extends Cancellation {
     this.answeredWithTask = createdTaskId(outcome.result) !== undefined;
     let result = outcome.result as Record<string, unknown>;
     let raw = outcome.raw;
-    let value = (): Record<string, unknown> => result;
+    let value: Record<string, unknown> | (() => Record<string, unknown>) = result;
     const shape = this.shape;
     if (shape !== undefined) {
       raw = raw === undefined ? undefined : shape.text(raw, result);
@@ -587,12 +594,17 @@ export class IncomingRequest extends Cancellation {
    * unanswered until the answer is written, so draining waits for it.
    */
   private send(message: Parameters<RpcPeer['sendQuietly']>[0]): void {
+    if (this.progressSeq === 0) {
+      // No progress went before it (most answers): written now, with no closure made for later.
+      this.peer.finished(this);
+      this.peer.sendQuietly(message);
+      return;
+    }
     const write = (): void => {
       this.peer.finished(this);
       this.peer.sendQuietly(message);
     };
-    if (this.progressSeq === 0) write();
-    else if (this.peer.afterProgress(this.progressSeq, write)) return;
+    if (this.peer.afterProgress(this.progressSeq, write)) return;
     else if (this.peer.isCurrentTurn(this.progressTurn)) setImmediate(write);
     else write();
   }

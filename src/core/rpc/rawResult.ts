@@ -10,13 +10,39 @@ import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
 const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');
 
 /** The response's line, and its `result` member's text once something asked for it. */
-interface RawResponse {
-  /** The text the response was parsed from (for a large line, perhaps without its long strings). */
-  readonly line: string;
-  /** The line's bytes, when it was large. */
-  readonly large: LargeLine | undefined;
+export class RawResponse {
   /** undefined: not looked for yet; null: the line has no `result` member. */
-  result: RawResult | null | undefined;
+  private found: RawResult | null | undefined = undefined;
+
+  constructor(
+    /** The text the response was parsed from (for a large line, perhaps without its long strings). */
+    private readonly line: string,
+    /** The line's bytes, when it was large. */
+    private readonly large: LargeLine | undefined,
+  ) {}
+
+  /**
+   * The text (and, for a large line, bytes) of the response's `result` member exactly as the
+   * upstream sent it. Found once per response, however many ask (the router to forward it,
+   * audit to size it).
+   */
+  result(): RawResult | undefined {
+    if (this.found === undefined) {
+      const { line, large } = this;
+      const span = topLevelMemberSpan(line, 'result');
+      // Cut from bytes that are not valid UTF-8 by offsets measured in their decoded text, the
+      // result could come out cut wrong: it is then written from the parsed value instead.
+      if (span === null || large?.offsetsExact === false) this.found = null;
+      else if (large === undefined) this.found = { text: line.slice(span[0], span[1]), bytes: undefined };
+      else {
+        const body = large.bytes.subarray(large.byteOffset(span[0]), large.byteOffset(span[1]));
+        this.found = large.whole
+          ? { text: line.slice(span[0], span[1]), bytes: body }
+          : new UndecodedResult(body);
+      }
+    }
+    return this.found ?? undefined;
+  }
 }
 
 /** A result's text exactly as the upstream sent it, and its bytes when the line was large. */
@@ -39,7 +65,7 @@ class UndecodedResult implements RawResult {
  * repair makes) does not carry it: only the untouched object can be forwarded as text.
  */
 export function attachRawResponse(result: object, line: string, large?: LargeLine): void {
-  const raw: RawResponse = { line, large, result: undefined };
+  const raw = new RawResponse(line, large);
   // One descriptor for every response, rather than one made per call.
   ATTACH.value = raw;
   Object.defineProperty(result, RAW_RESPONSE, ATTACH);
@@ -50,25 +76,8 @@ const ATTACH: PropertyDescriptor = { value: undefined, enumerable: false };
 
 /**
  * The exact text (and, for a large line, bytes) of `result` as the upstream sent it, when
- * `result` is that untouched object. Found once per response, however many ask (the router to
- * forward it, audit to size it).
+ * `result` is that untouched object.
  */
 export function rawResult(result: object): RawResult | undefined {
-  const raw = (result as { [RAW_RESPONSE]?: RawResponse })[RAW_RESPONSE];
-  if (raw === undefined) return undefined;
-  if (raw.result === undefined) {
-    const { line, large } = raw;
-    const span = topLevelMemberSpan(line, 'result');
-    // Cut from bytes that are not valid UTF-8 by offsets measured in their decoded text, the
-    // result could come out cut wrong: it is then written from the parsed value instead.
-    if (span === null || large?.offsetsExact === false) raw.result = null;
-    else if (large === undefined) raw.result = { text: line.slice(span[0], span[1]), bytes: undefined };
-    else {
-      const body = large.bytes.subarray(large.byteOffset(span[0]), large.byteOffset(span[1]));
-      raw.result = large.whole
-        ? { text: line.slice(span[0], span[1]), bytes: body }
-        : new UndecodedResult(body);
-    }
-  }
-  return raw.result ?? undefined;
+  return (result as { [RAW_RESPONSE]?: RawResponse })[RAW_RESPONSE]?.result();
 }

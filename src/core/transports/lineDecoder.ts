@@ -151,7 +151,8 @@ export class LineDecoder {
     if (end > start && buffer[end - 1] === 0x0d) end--;
     if (end - start < LARGE_LINE_BYTES) {
       const line = buffer.toString('utf8', start, end);
-      if (line.trim() !== '') this.options.onLine(line);
+      // A message starts with `{`: only a line that does not can be blank.
+      if (buffer[start] === 0x7b || line.trim() !== '') this.options.onLine(line);
       return;
     }
     const bytes = start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end);

@@ -187,27 +187,37 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
    * refresh, a reload makes a new engine), so a call only tests argument schemas and builds
    * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
    */
+  // By server, then tool: a joined string key would be made (and hashed) on every call.
   const candidates = new Map<
     string,
-    { annotations: unknown; trusted: boolean; rules: readonly PolicyRule[] }
+    Map<string, { annotations: unknown; trusted: boolean; rules: readonly PolicyRule[] }>
   >();
+  let remembered = 0;
   function candidatesFor(input: PolicyToolInput): readonly PolicyRule[] {
-    const key = `${input.server}\u0000${input.tool}`;
     // Tools only: other kinds are rarer, and resource URIs are too many to remember.
-    const hit = candidates.get(key);
+    let byTool = candidates.get(input.server);
+    const hit = byTool?.get(input.tool);
     if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
       return hit.rules;
     const reader = annotationReader(input);
     const matching = rules.filter(
       (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
     );
-    if (candidates.size >= 100_000) candidates.clear();
-    candidates.set(key, { annotations: input.annotations, trusted: input.trusted, rules: matching });
+    if (remembered >= 100_000) {
+      candidates.clear();
+      remembered = 0;
+      byTool = undefined;
+    }
+    if (byTool === undefined) candidates.set(input.server, (byTool = new Map()));
+    if (hit === undefined) remembered++;
+    byTool.set(input.tool, { annotations: input.annotations, trusted: input.trusted, rules: matching });
     return matching;
   }
 
   function decide(input: PolicyCallInput): Decision {
     if (input.kind !== undefined && input.kind !== 'tool') return run(input, null);
+    // No rules (warden's config without policies): every call has the default's decision.
+    if (rules.length === 0) return defaultDecision;
     const args = input.arguments ?? {};
     for (const rule of candidatesFor(input)) {
       const verdict = testCallConditions(rule, args, input.principal);
