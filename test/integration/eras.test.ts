@@ -115,6 +115,37 @@ describe('a modern host, a legacy upstream', () => {
     });
   });
 
+  it('reads a repeated envelope once, and still serves each request exactly as it was sent', async () => {
+    const host = modernHost({ up: fixture() });
+    const echoed = async (data: Json, options?: Parameters<ModernHost['request']>[2]) =>
+      (await host.request('tools/call', { name: 'up__echo_structured', arguments: { data } }, options)).result
+        ?.structuredContent;
+    // The first request's envelope is learned; later ones carry the same text.
+    expect(await echoed({ n: 1 })).toEqual({ n: 1 });
+    expect(await echoed({ n: 2 })).toEqual({ n: 2 });
+    // The envelope's text inside the arguments too: the arguments keep it.
+    expect(await echoed({ _meta: envelope() })).toEqual({ _meta: envelope() });
+    expect(await echoed({ s: '\u0000', _meta: envelope() })).toEqual({ s: '\u0000', _meta: envelope() });
+    // No envelope of its own, only the text of one in its arguments: still malformed.
+    const sent = host.send(
+      'tools/call',
+      {
+        name: 'up__echo_structured',
+        arguments: { data: { _meta: envelope() } },
+        _meta: '\u0000' as unknown as Json,
+      },
+      { bare: true },
+    );
+    await expect.poll(() => host.received.find((m) => m.id === sent)).toBeDefined();
+    modernError(host.received.find((m) => m.id === sent) as never, -32602);
+    // Another envelope (another log level) is read as sent, and the learned one still works.
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }, { logLevel: 'error' }),
+    );
+    expect(await echoed({ n: 3 })).toEqual({ n: 3 });
+  });
+
   it('answers a malformed envelope with -32602, and stays up', async () => {
     const host = modernHost({ up: fixture() });
     const bad = await host.request(
