@@ -116,7 +116,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('reads a repeated envelope once, and still serves each request exactly as it was sent', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = modernHost({ up: fixture(['--tools', 'basic,meta']) });
     const echoed = async (data: Json, options?: Parameters<ModernHost['request']>[2]) =>
       (await host.request('tools/call', { name: 'up__echo_structured', arguments: { data } }, options)).result
         ?.structuredContent;
@@ -144,6 +144,20 @@ describe('a modern host, a legacy upstream', () => {
       await host.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }, { logLevel: 'error' }),
     );
     expect(await echoed({ n: 3 })).toEqual({ n: 3 });
+    // The legacy server sees none of the envelope, and the host's own keys as they were.
+    const metaSeen = async (params: Json) =>
+      JSON.parse(
+        textOf(
+          (await host.request('tools/call', { name: 'up__echo_meta', arguments: {}, ...params })).result!,
+        ),
+      ) as Json | null;
+    const envelopeKeys = (meta: Json | null) =>
+      Object.keys(meta ?? {}).filter((k) => k.startsWith('io.modelcontextprotocol/'));
+    expect(envelopeKeys(await metaSeen({}))).toEqual([]);
+    expect(envelopeKeys(await metaSeen({}))).toEqual([]);
+    const own = await metaSeen({ _meta: { mine: 1 } });
+    expect(own).toMatchObject({ mine: 1 });
+    expect(envelopeKeys(own)).toEqual([]);
   });
 
   it('answers a malformed envelope with -32602, and stays up', async () => {
