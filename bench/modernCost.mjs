@@ -17,6 +17,8 @@
 //     its answer larger to parse) is never charged to it;
 //   - CPU per call is measured twice: over sequential calls (one request per read and one answer
 //     per write, so it is the per-call work alone) and at 32 in flight (where batching counts);
+//     beside the latter, the fixture's CPU per call (identical work everywhere) and the gateway's
+//     read and write system calls per call, which show how the calls batched;
 //   - every figure is a ratio within one block, and the report gives the median of those ratios
 //     with their quartiles, so the spread is shown beside the figure.
 //
@@ -35,7 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
-import { cpuMicros } from './lib/proc.mjs';
+import { childPids, cpuMicros } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(BENCH);
@@ -131,7 +133,10 @@ async function start(name, cli, modern, callgrindOut) {
     arguments: { text: ECHO_TEXT },
     ...(modern && { _meta: MODERN_META }),
   });
-  return { name, child, echo, modern, samples: [] };
+  const fixtures = childPids(child.pid);
+  if (callgrindOut === undefined && fixtures.length !== 1)
+    throw new Error(`${name}: expected one upstream process, found ${fixtures.length}`);
+  return { name, child, echo, modern, fixture: fixtures[0], samples: [] };
 }
 
 function check(inst, result) {
@@ -162,9 +167,25 @@ async function concurrent(inst, n) {
     }
   };
   const cpu0 = cpuMicros(inst.child.pid);
+  const fixture0 = cpuMicros(inst.fixture);
+  const io0 = syscalls(inst.child.pid);
   const t = performance.now();
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  return { ms: performance.now() - t, cpu: cpuMicros(inst.child.pid) - cpu0 };
+  return {
+    ms: performance.now() - t,
+    cpu: cpuMicros(inst.child.pid) - cpu0,
+    fixture: cpuMicros(inst.fixture) - fixture0,
+    syscalls: syscalls(inst.child.pid) - io0,
+  };
+}
+
+/**
+ * Read and write system calls the gateway has made (/proc/<pid>/io): per call, they show how
+ * requests and answers batched, which moves CPU per call at 32 in flight whatever the work.
+ */
+function syscalls(pid) {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return Number(/^syscr: (\d+)$/m.exec(io)[1]) + Number(/^syscw: (\d+)$/m.exec(io)[1]);
 }
 
 function rotate(list, by) {
@@ -235,6 +256,8 @@ async function main() {
         seqCpu: s.cpu / SEQ,
         p50: median(s.lat),
         concCpu: c.cpu / CONC,
+        fixtureCpu: c.fixture / CONC,
+        syscallsPerCall: c.syscalls / CONC,
         callsPerSec: CONC / (c.ms / 1000),
       });
     }
@@ -247,6 +270,8 @@ async function main() {
     ['seqCpu', 'cpu µs/call seq'],
     ['p50', 'p50 µs'],
     ['concCpu', 'cpu µs/call @32'],
+    ['fixtureCpu', 'fixture cpu @32'],
+    ['syscallsPerCall', 'syscalls/call @32'],
     ['callsPerSec', 'calls/s @32'],
   ];
   const out = [];
