@@ -433,12 +433,14 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
     { createLogger },
     { HOST_MAX_DEPTH, truncateForEcho },
     { StreamTransport },
+    { EnvelopeReuse },
   ] = await Promise.all([
     import('./features/audit/openTrail.js'),
     import('./gateway.js'),
     import('./core/logger.js'),
     import('./core/rpc/jsonRpc.js'),
     import('./core/transports/streamTransport.js'),
+    import('./core/era/envelopeReuse.js'),
   ]);
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
@@ -489,6 +491,8 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
     // The host is waiting on its requests: a malformed one is answered under its id.
     answerInvalid: true,
     maxDepth: HOST_MAX_DEPTH,
+    // A modern host's envelope, the same text on every request, is parsed once.
+    parse: new EnvelopeReuse().parse,
     onJunk: (line, reason) =>
       logger.warn(
         `host sent a line that is not a JSON-RPC message we serve (${reason})${line === '' ? '' : `: ${truncateForEcho(line)}`}`,

@@ -116,6 +116,51 @@ describe('a modern host, a legacy upstream', () => {
     });
   });
 
+  it('reads a repeated envelope once, and still serves each request exactly as it was sent', async () => {
+    const host = modernHost({ up: fixture(['--tools', 'basic,meta']) });
+    const echoed = async (data: Json, options?: Parameters<ModernHost['request']>[2]) =>
+      (await host.request('tools/call', { name: 'up__echo_structured', arguments: { data } }, options)).result
+        ?.structuredContent;
+    // The first request's envelope is learned; later ones carry the same text.
+    expect(await echoed({ n: 1 })).toEqual({ n: 1 });
+    expect(await echoed({ n: 2 })).toEqual({ n: 2 });
+    // The envelope's text inside the arguments too: the arguments keep it.
+    expect(await echoed({ _meta: envelope() })).toEqual({ _meta: envelope() });
+    expect(await echoed({ s: '\u0000', _meta: envelope() })).toEqual({ s: '\u0000', _meta: envelope() });
+    // No envelope of its own, only the text of one in its arguments: still malformed.
+    const sent = host.send(
+      'tools/call',
+      {
+        name: 'up__echo_structured',
+        arguments: { data: { _meta: envelope() } },
+        _meta: '\u0000' as unknown as Json,
+      },
+      { bare: true },
+    );
+    await expect.poll(() => host.received.find((m) => m.id === sent)).toBeDefined();
+    modernError(host.received.find((m) => m.id === sent) as never, -32602);
+    // Another envelope (another log level) is read as sent, and the learned one still works.
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }, { logLevel: 'error' }),
+    );
+    expect(await echoed({ n: 3 })).toEqual({ n: 3 });
+    // The legacy server sees none of the envelope, and the host's own keys as they were.
+    const metaSeen = async (params: Json) =>
+      JSON.parse(
+        textOf(
+          (await host.request('tools/call', { name: 'up__echo_meta', arguments: {}, ...params })).result!,
+        ),
+      ) as Json | null;
+    const envelopeKeys = (meta: Json | null) =>
+      Object.keys(meta ?? {}).filter((k) => k.startsWith('io.modelcontextprotocol/'));
+    expect(envelopeKeys(await metaSeen({}))).toEqual([]);
+    expect(envelopeKeys(await metaSeen({}))).toEqual([]);
+    const own = await metaSeen({ _meta: { mine: 1 } });
+    expect(own).toMatchObject({ mine: 1 });
+    expect(envelopeKeys(own)).toEqual([]);
+  });
+
   it('answers a malformed envelope with -32602, and stays up', async () => {
     const host = modernHost({ up: fixture() });
     const bad = await host.request(

@@ -51,6 +51,18 @@ export interface Envelope {
 /** The client identity the last envelope read named (immutable, so shared by every reader). */
 let lastClientInfo: Envelope['clientInfo'];
 
+/**
+ * The envelope value the host's transport hands out again for every request that carries the
+ * same text (see envelopeReuse.ts), frozen; what is read from it is worked out once.
+ */
+let shared: { readonly meta: Params; envelope?: Envelope; rest?: Params | undefined } | undefined;
+
+/** Marks `meta` (deeply frozen) as the envelope value requests will share; returns it. */
+export function shareEnvelopeMeta(meta: Params): Params {
+  shared = { meta };
+  return meta;
+}
+
 /** Whether a request's params carry the envelope (it names a protocol version in `_meta`). */
 export function hasEnvelope(params: Params | undefined): boolean {
   const meta = params?._meta;
@@ -64,6 +76,12 @@ export function hasEnvelope(params: Params | undefined): boolean {
  */
 export function readEnvelope(method: string, params: Params | undefined): Envelope {
   const meta = params?._meta;
+  const known = shared;
+  if (known !== undefined && meta === known.meta) return (known.envelope ??= checkEnvelope(method, meta));
+  return checkEnvelope(method, meta);
+}
+
+function checkEnvelope(method: string, meta: unknown): Envelope {
   if (typeof meta !== 'object' || meta === null || Array.isArray(meta))
     throw malformed(method, `params._meta is missing (it must carry ${META.protocolVersion})`);
   const fields = meta as Params;
@@ -155,7 +173,20 @@ const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
 
 /** `_meta` without the envelope's keys: what a legacy peer should see of a modern sender's meta. */
 export function withoutEnvelope(meta: Params | undefined): Params | undefined {
-  if (meta === undefined || !Object.hasOwn(meta, META.protocolVersion)) return meta;
+  if (meta === undefined) return meta;
+  const known = shared;
+  if (known !== undefined && meta === known.meta) {
+    if (!Object.hasOwn(known, 'rest')) {
+      const rest = envelopeLeftOut(meta);
+      known.rest = rest === undefined ? undefined : Object.freeze(rest);
+    }
+    return known.rest;
+  }
+  return envelopeLeftOut(meta);
+}
+
+function envelopeLeftOut(meta: Params): Params | undefined {
+  if (!Object.hasOwn(meta, META.protocolVersion)) return meta;
   // A new object rather than `delete`: deleting keys leaves an object V8 handles slowly.
   let rest: Params | undefined;
   for (const key in meta) {

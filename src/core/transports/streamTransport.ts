@@ -12,6 +12,7 @@ import {
   type JsonRpcErrorObject,
   type JsonRpcMessage,
   type ParseFailure,
+  type ParseOutcome,
 } from '../rpc/jsonRpc.js';
 import { parseLargeMessage, type LargeLine } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
@@ -82,6 +83,8 @@ export interface StreamTransportOptions {
    * `MessageExtra.refused`) before anything walks them recursively. Unset: no bound (upstreams).
    */
   readonly maxDepth?: number;
+  /** Parses one line as `parseMessage` does, possibly faster for this peer; `parseMessage` unset. */
+  readonly parse?: (line: string) => ParseOutcome;
 }
 
 /**
@@ -116,7 +119,7 @@ export class StreamTransport implements MessageTransport {
   }
 
   async start(): Promise<void> {
-    const { input, output, onJunk, answerInvalid = false, maxDepth } = this.options;
+    const { input, output, onJunk, answerInvalid = false, maxDepth, parse = parseMessage } = this.options;
     const junk = (line: string, parsed: ParseFailure) => {
       onJunk(line, parsed.reason);
       const reply = answerInvalid ? invalidMessageReply(parsed) : undefined;
@@ -141,7 +144,7 @@ export class StreamTransport implements MessageTransport {
         void this.send({ jsonrpc: '2.0', id: oversizeLineId(info), error });
       },
       onLine: (line) => {
-        const parsed = parseMessage(line);
+        const parsed = parse(line);
         if (parsed.ok) deliver(parsed.message, { line });
         else junk(line, parsed);
       },
