@@ -502,10 +502,10 @@ export class Router {
   async drain(): Promise<void> {
     this.closing = true;
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
-    this.peer.failOutgoing(new NotServingError('mcp-warden is shutting down'));
+    const shuttingDown = () => new NotServingError('mcp-warden is shutting down');
+    this.peer.failOutgoing(shuttingDown);
     // What the host's tasks wait on goes with the connection, unless it outlives it.
-    if (this.options.taskMemory === undefined)
-      this.taskMemory.close(new NotServingError('mcp-warden is shutting down'));
+    if (this.options.taskMemory === undefined) this.taskMemory.close(shuttingDown());
     this.modern.closeSubscriptions();
     await this.peer.idle();
   }

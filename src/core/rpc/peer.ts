@@ -280,8 +280,12 @@ export class RpcPeer {
   }
 
   /** Fails every request of ours in flight; the connection stays open (answers can still go out). */
-  failOutgoing(error: Error): void {
+  failOutgoing(reason: Error | (() => Error)): void {
+    // Made only when something is in flight: an error's stack trace is not free, and a
+    // connection usually closes with nothing outstanding.
+    let error: Error | undefined;
     for (const entry of this.outgoing.entries()) {
+      error ??= typeof reason === 'function' ? reason() : reason;
       this.settle(entry.id);
       entry.reject(error);
     }
