@@ -563,44 +563,29 @@ describe('tasks of stateless requests on the HTTP listener', () => {
     expect(polled).toMatchObject({ taskId: handle, status: 'completed' });
   });
 
-  it("takes a 2026-07-28 server's task questions and their answers across requests", async () => {
-    const created = (await post('tools/call', { name: 'm__task_ask', arguments: {} }, 'm__task_ask'))
-      .result as Json;
-    const handle = created.taskId as string;
-    let polled: Json;
-    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
-    while (polled.status === 'working');
-    expect([polled.status, polled.error]).toEqual(['input_required', undefined]);
-    const [key] = Object.keys(polled.inputRequests as Json);
-    const updated = await post('tasks/update', {
-      taskId: handle,
-      inputResponses: { [key!]: { action: 'accept', content: { name: 'across requests' } } },
-    });
-    expect(updated.error).toBeUndefined();
-    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
-    while (polled.status === 'working' || polled.status === 'input_required');
-    expect(polled.status).toBe('completed');
-    expect(JSON.stringify(polled.result)).toContain('across requests');
-  });
-
-  it("takes a 2025-11-25 server's task questions and their answers across requests", async () => {
-    const created = (
-      await post('tools/call', { name: 't__ask-task', arguments: { questions: 1 } }, 't__ask-task')
-    ).result as Json;
-    const handle = created.taskId as string;
-    let polled: Json;
-    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
-    while (Object.keys((polled.inputRequests ?? {}) as Json).length === 0 && polled.status !== 'failed');
-    expect(polled.status).toBe('input_required');
-    const [key] = Object.keys(polled.inputRequests as Json);
-    const updated = await post('tasks/update', {
-      taskId: handle,
-      inputResponses: { [key!]: { action: 'accept', content: { answer: 'across requests' } } },
-    });
-    expect(updated.error).toBeUndefined();
-    do polled = (await post('tasks/get', { taskId: handle })).result as Json;
-    while (polled.status === 'working' || polled.status === 'input_required');
-    expect(polled.status).toBe('completed');
-    expect(JSON.stringify(polled.result)).toContain('across requests');
-  });
+  it.each([
+    ['2026-07-28', 'm__task_ask', {}, 'name'],
+    ['2025-11-25', 't__ask-task', { questions: 1 }, 'answer'],
+  ])(
+    "takes a %s server's task questions and their answers across requests",
+    async (_era, tool, args, field) => {
+      const created = (await post('tools/call', { name: tool, arguments: args }, tool)).result as Json;
+      const handle = created.taskId as string;
+      const ended = (task: Json) => ['completed', 'failed', 'cancelled'].includes(task.status as string);
+      let polled: Json;
+      do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+      while (Object.keys((polled.inputRequests ?? {}) as Json).length === 0 && !ended(polled));
+      expect([polled.status, polled.error]).toEqual(['input_required', undefined]);
+      const [key] = Object.keys(polled.inputRequests as Json);
+      const updated = await post('tasks/update', {
+        taskId: handle,
+        inputResponses: { [key!]: { action: 'accept', content: { [field]: 'across requests' } } },
+      });
+      expect(updated.error).toBeUndefined();
+      do polled = (await post('tasks/get', { taskId: handle })).result as Json;
+      while (!ended(polled));
+      expect(polled.status).toBe('completed');
+      expect(JSON.stringify(polled.result)).toContain('across requests');
+    },
+  );
 });
