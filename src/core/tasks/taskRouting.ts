@@ -74,8 +74,8 @@ export interface TaskRoutingOptions {
    */
   readonly sharedServer?: (server: string) => boolean;
   /**
-   * The task questions held for the host, when the connection does not own them (see
-   * TaskMemory); one of its own, let go of by `close`, when absent.
+   * The task questions held for the host (see TaskMemory), which whoever made them lets go of;
+   * one of its own when absent (tests).
    */
   readonly memory?: TaskMemory;
 }
@@ -89,13 +89,6 @@ export const MAX_REMEMBERED_TASKS = 10_000;
 
 const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update'] as const;
 
-/**
- * Tasks across the gateway. The host sees each upstream task under a handle (handles.ts) that
- * says which server holds it; everything that names a task on its way to the host (a created
- * task, `tasks/get`, `tasks/list`, status notifications, related-task `_meta`) is re-tagged to
- * the handle, and everything that names a handle on its way upstream back to the upstream's id.
- * Every request passes the one pipeline as its own kind of message.
- */
 /**
  * What the gateway holds of one host's tasks: the questions of 2025-11-25 servers' tasks held
  * for a modern host (era/taskInput.ts), and those of modern servers' tasks, which the gateway
@@ -118,13 +111,18 @@ export class TaskMemory {
   }
 }
 
+/**
+ * Tasks across the gateway. The host sees each upstream task under a handle (handles.ts) that
+ * says which server holds it; everything that names a task on its way to the host (a created
+ * task, `tasks/get`, `tasks/list`, status notifications, related-task `_meta`) is re-tagged to
+ * the handle, and everything that names a handle on its way upstream back to the upstream's id.
+ * Every request passes the one pipeline as its own kind of message.
+ */
 export class TaskRouting {
   private readonly handles: TaskHandles;
   private readonly input: TaskInput;
   /** Questions of modern servers' tasks, asked of a modern host by the gateway (era/taskRelay.ts). */
   private readonly relay: TaskRelay;
-  /** Whether the memory is this connection's own, to let go of when it closes. */
-  private readonly ownMemory: TaskMemory | undefined;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
   private readonly tools = new Map<string, string>();
@@ -141,14 +139,8 @@ export class TaskRouting {
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
     const memory = options.memory ?? new TaskMemory(options.logger);
-    this.ownMemory = options.memory === undefined ? memory : undefined;
     this.input = memory.input;
     this.relay = memory.relay;
-  }
-
-  /** The connection ends: its own task questions are let go of (shared ones stay). */
-  close(reason: Error): void {
-    this.ownMemory?.close(reason);
   }
 
   /** The methods this serves to the host, with their handlers. */
