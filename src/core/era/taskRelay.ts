@@ -28,7 +28,10 @@ import { TASK_INPUT_DEFAULTS, type TaskInput } from './taskInput.js';
  * MAX_RELAYED_TASKS tasks are remembered (the oldest forgotten first).
  */
 
-/** Tasks remembered per connection (their answered keys, a failure); the oldest go first. */
+/**
+ * Tasks remembered per task memory (a connection's, or a principal's stateless requests'):
+ * their answered keys, a failure; the oldest go first.
+ */
 export const MAX_RELAYED_TASKS = 1024;
 /** Server keys remembered as answered per task, so a lagging listing does not ask twice. */
 const MAX_ANSWERED_PER_TASK = 256;
