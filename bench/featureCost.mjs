@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
-import { countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
+import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
 import { childPids, cpuMicros } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
@@ -97,6 +97,8 @@ const VARIANTS = {
   'full-nopolicy': (n) => ({ servers: { bench: fixture }, audit: audit(n) }),
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
+  // The audit file out of the watched policy's folder: its writes then wake no file watcher.
+  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(work, n, 'audit.jsonl') } }),
   ...(BASE !== undefined && { 'full-base': full, 'full-noaudit-base': noAudit, 'bare-base': () => bare }),
 };
 const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
@@ -162,10 +164,15 @@ for (const inst of instances) {
 }
 const results = Object.fromEntries(names.map((n) => [n, []]));
 /** Everything measured of one process, to subtract two readings. */
-const reading = (pid) => ({ cpu: cpuMicros(pid), ...userSystemMicros(pid), ...syscalls(pid) });
+const reading = (pid) => ({
+  cpu: cpuMicros(pid),
+  ...userSystemMicros(pid),
+  ...syscalls(pid),
+  ...contextSwitches(pid),
+});
 const clientReading = () => {
   const { user, system } = process.cpuUsage();
-  return { cpu: user + system, user, system, ...syscalls(process.pid) };
+  return { cpu: user + system, user, system, ...syscalls(process.pid), ...contextSwitches(process.pid) };
 };
 const perCall = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] - a[k]) / CALLS]));
 for (let pass = 0; pass < PASSES; pass++) {
@@ -185,6 +192,7 @@ for (let pass = 0; pass < PASSES; pass++) {
       cpu: mid.cpu,
       upstream: up.cpu,
       total: client.cpu + mid.cpu + up.cpu,
+      busiest: Math.max(client.cpu, mid.cpu, up.cpu),
       rate: (CALLS / ms) * 1000,
       procs: { client, mid, up },
     };
@@ -228,12 +236,13 @@ const ratioMedian = (name, get) => median(results[name].map((r, i) => get(r) / g
 console.log(
   `\nMedians over the passes, per call at 32 in flight (ratios: median of per-pass ratios to the floor).\n` +
     'CPU µs as user+system from /proc/<pid>/stat (10 ms ticks); total = client + middle + fixture\n' +
-    '(schedstat); r/w = read and write syscalls of that process (/proc/<pid>/io)',
+    '(schedstat), busiest = the largest of the three; r/w = read and write syscalls of that process\n' +
+    '(/proc/<pid>/io)',
 );
 const pad = (v, n) => String(v).padStart(n);
 console.log(
   `${'config'.padEnd(18)}${pad('calls/s', 8)}${pad('÷fl', 7)}${pad('total', 7)}${pad('÷fl', 7)}` +
-    `${pad('mid u+s', 12)}${pad('mid r/w', 11)}${pad('fx u+s', 11)}${pad('fx r/w', 11)}` +
+    `${pad('busiest', 8)}${pad('÷fl', 7)}${pad('mid u+s', 12)}${pad('mid r/w', 11)}${pad('fx u+s', 11)}${pad('fx r/w', 11)}` +
     `${pad('client u+s', 12)}${pad('client r/w', 12)}`,
 );
 const us = (p, k) => median(results[p].map((r) => r.procs[k].user)).toFixed(1);
@@ -246,11 +255,24 @@ for (const name of names) {
       `${pad(ratioMedian(name, (r) => r.rate).toFixed(2), 7)}` +
       `${pad(median(results[name].map((r) => r.total)).toFixed(1), 7)}` +
       `${pad(ratioMedian(name, (r) => r.total).toFixed(2), 7)}` +
+      `${pad(median(results[name].map((r) => r.busiest)).toFixed(1), 8)}` +
+      `${pad(ratioMedian(name, (r) => r.busiest).toFixed(2), 7)}` +
       `${pad(`${us(name, 'mid')}+${sy(name, 'mid')}`, 12)}${pad(rw(name, 'mid'), 11)}` +
       `${pad(`${us(name, 'up')}+${sy(name, 'up')}`, 11)}${pad(rw(name, 'up'), 11)}` +
       `${pad(`${us(name, 'client')}+${sy(name, 'client')}`, 12)}${pad(rw(name, 'client'), 12)}`,
   );
 }
+console.log(
+  '\nContext switches per 100 calls of each main thread: slept (waited for input, so one wake-up each)\n' +
+    '/ preempted (runnable, but the CPU went to another task)',
+);
+console.log(`${'config'.padEnd(18)}${pad('middle', 14)}${pad('fixture', 14)}${pad('client', 14)}`);
+const cs = (p, k) =>
+  `${(100 * median(results[p].map((r) => r.procs[k].voluntary))).toFixed(1)} / ${(100 * median(results[p].map((r) => r.procs[k].preempted))).toFixed(1)}`;
+for (const name of names)
+  console.log(
+    `${name.padEnd(18)}${pad(cs(name, 'mid'), 14)}${pad(cs(name, 'up'), 14)}${pad(cs(name, 'client'), 14)}`,
+  );
 if (flags.pipes) {
   console.log(
     `\nMessages per write / per read on each pipe (one uncounted-for-time pass of ${CALLS} calls, perf stat)`,

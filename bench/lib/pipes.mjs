@@ -14,6 +14,16 @@ export function syscalls(pid) {
   return { reads: field('syscr'), writes: field('syscw') };
 }
 
+/**
+ * Context switches of the process's main thread so far: `voluntary` (it slept, waiting for input:
+ * each is a wake-up later) and `preempted` (it was runnable and lost the CPU to another task).
+ */
+export function contextSwitches(pid) {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { voluntary: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') };
+}
+
 /** User and system CPU time from /proc/<pid>/stat, in microseconds (10 ms ticks on most kernels). */
 export function userSystemMicros(pid, ticksPerSecond = 100) {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
