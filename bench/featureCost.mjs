@@ -4,13 +4,18 @@
 // measured in turns (pass by pass, in alternating order), so a busy neighbour hurts them alike.
 // Per pass and configuration: CPU of the middle process per call over N calls at 32 in flight,
 // calls per second, and (with --seq) the p50 of sequential calls; each with its ratio to the
-// JSON floor of the same pass.
+// JSON floor of the same pass. Then, as medians over the passes, the CPU per call of all three
+// processes (client, middle, upstream fixture: on two cores they share, their sum is what sets
+// the rate at 32 in flight), split into user and system time, and each one's read and write
+// syscalls per call.
 //
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
-//                              [--cli FILE] [--baseline-cli FILE]
+//                              [--cli FILE] [--baseline-cli FILE] [--pipes]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
-// another build.
+// another build. --pipes adds one more pass per configuration, not timed, that counts with
+// `perf stat` the reads and writes on each of the four pipes (see lib/pipes.mjs): how many
+// messages each carries.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
+import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
 import { childPids, cpuMicros } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
@@ -32,6 +38,7 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
     cli: { type: 'string' },
     'baseline-cli': { type: 'string' },
+    pipes: { type: 'boolean' },
   },
 });
 const CALLS = Number(flags.calls ?? 20000);
@@ -90,6 +97,8 @@ const VARIANTS = {
   'full-nopolicy': (n) => ({ servers: { bench: fixture }, audit: audit(n) }),
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
+  // The audit file out of the watched policy's folder: its writes then wake no file watcher.
+  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(work, n, 'audit.jsonl') } }),
   ...(BASE !== undefined && { 'full-base': full, 'full-noaudit-base': noAudit, 'bare-base': () => bare }),
 };
 const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
@@ -154,22 +163,52 @@ for (const inst of instances) {
   if (SEQ > 0) await sequentialP50(inst, 1000);
 }
 const results = Object.fromEntries(names.map((n) => [n, []]));
+/** Everything measured of one process, to subtract two readings. */
+const reading = (pid) => ({
+  cpu: cpuMicros(pid),
+  ...userSystemMicros(pid),
+  ...syscalls(pid),
+  ...contextSwitches(pid),
+});
+const clientReading = () => {
+  const { user, system } = process.cpuUsage();
+  return { cpu: user + system, user, system, ...syscalls(process.pid), ...contextSwitches(process.pid) };
+};
+const perCall = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] - a[k]) / CALLS]));
 for (let pass = 0; pass < PASSES; pass++) {
   for (const inst of pass % 2 === 0 ? instances : [...instances].reverse()) {
     const pid = inst.child.pid;
     const [upstream] = childPids(pid);
-    const cpu0 = cpuMicros(pid);
-    const up0 = cpuMicros(upstream);
+    const mid0 = reading(pid);
+    const up0 = reading(upstream);
+    const client0 = clientReading();
     const t0 = performance.now();
     await concurrent(inst, CALLS);
     const ms = performance.now() - t0;
+    const client = perCall(client0, clientReading());
+    const mid = perCall(mid0, reading(pid));
+    const up = perCall(up0, reading(upstream));
     const r = {
-      cpu: (cpuMicros(pid) - cpu0) / CALLS,
-      upstream: (cpuMicros(upstream) - up0) / CALLS,
+      cpu: mid.cpu,
+      upstream: up.cpu,
+      total: client.cpu + mid.cpu + up.cpu,
+      busiest: Math.max(client.cpu, mid.cpu, up.cpu),
       rate: (CALLS / ms) * 1000,
+      procs: { client, mid, up },
     };
     if (SEQ > 0) r.p50 = await sequentialP50(inst, SEQ);
     results[inst.name].push(r);
+  }
+}
+const pipes = {};
+if (flags.pipes) {
+  for (const inst of instances) {
+    const pid = inst.child.pid;
+    const [upstream] = childPids(pid);
+    const counter = countPipes(pipeDirections(pid, upstream), [process.pid, pid, upstream]);
+    await counter.ready;
+    await concurrent(inst, CALLS);
+    pipes[inst.name] = await counter.stop();
   }
 }
 await Promise.all(instances.map((inst) => inst.child.close()));
@@ -187,4 +226,64 @@ for (const name of names) {
     return `cpu ${r.cpu.toFixed(1)} (${x(r.cpu, f.cpu)}) fx ${r.upstream.toFixed(1)} ${r.rate.toFixed(0)}/s (${x(r.rate, f.rate)})${p50}`;
   });
   console.log(`${name.padEnd(14)} ${row.join(' | ')}`);
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const ratioMedian = (name, get) => median(results[name].map((r, i) => get(r) / get(floor[i])));
+console.log(
+  `\nMedians over the passes, per call at 32 in flight (ratios: median of per-pass ratios to the floor).\n` +
+    'CPU µs as user+system from /proc/<pid>/stat (10 ms ticks); total = client + middle + fixture\n' +
+    '(schedstat), busiest = the largest of the three; r/w = read and write syscalls of that process\n' +
+    '(/proc/<pid>/io)',
+);
+const pad = (v, n) => String(v).padStart(n);
+console.log(
+  `${'config'.padEnd(18)}${pad('calls/s', 8)}${pad('÷fl', 7)}${pad('total', 7)}${pad('÷fl', 7)}` +
+    `${pad('busiest', 8)}${pad('÷fl', 7)}${pad('mid u+s', 12)}${pad('mid r/w', 11)}${pad('fx u+s', 11)}${pad('fx r/w', 11)}` +
+    `${pad('client u+s', 12)}${pad('client r/w', 12)}`,
+);
+const us = (p, k) => median(results[p].map((r) => r.procs[k].user)).toFixed(1);
+const sy = (p, k) => median(results[p].map((r) => r.procs[k].system)).toFixed(1);
+const rw = (p, k) =>
+  `${median(results[p].map((r) => r.procs[k].reads)).toFixed(2)}/${median(results[p].map((r) => r.procs[k].writes)).toFixed(2)}`;
+for (const name of names) {
+  console.log(
+    `${name.padEnd(18)}${pad(median(results[name].map((r) => r.rate)).toFixed(0), 8)}` +
+      `${pad(ratioMedian(name, (r) => r.rate).toFixed(2), 7)}` +
+      `${pad(median(results[name].map((r) => r.total)).toFixed(1), 7)}` +
+      `${pad(ratioMedian(name, (r) => r.total).toFixed(2), 7)}` +
+      `${pad(median(results[name].map((r) => r.busiest)).toFixed(1), 8)}` +
+      `${pad(ratioMedian(name, (r) => r.busiest).toFixed(2), 7)}` +
+      `${pad(`${us(name, 'mid')}+${sy(name, 'mid')}`, 12)}${pad(rw(name, 'mid'), 11)}` +
+      `${pad(`${us(name, 'up')}+${sy(name, 'up')}`, 11)}${pad(rw(name, 'up'), 11)}` +
+      `${pad(`${us(name, 'client')}+${sy(name, 'client')}`, 12)}${pad(rw(name, 'client'), 12)}`,
+  );
+}
+console.log(
+  '\nContext switches per 100 calls of each main thread: slept (waited for input, so one wake-up each)\n' +
+    '/ preempted (runnable, but the CPU went to another task)',
+);
+console.log(`${'config'.padEnd(18)}${pad('middle', 14)}${pad('fixture', 14)}${pad('client', 14)}`);
+const cs = (p, k) =>
+  `${(100 * median(results[p].map((r) => r.procs[k].voluntary))).toFixed(1)} / ${(100 * median(results[p].map((r) => r.procs[k].preempted))).toFixed(1)}`;
+for (const name of names)
+  console.log(
+    `${name.padEnd(18)}${pad(cs(name, 'mid'), 14)}${pad(cs(name, 'up'), 14)}${pad(cs(name, 'client'), 14)}`,
+  );
+if (flags.pipes) {
+  console.log(
+    `\nMessages per write / per read on each pipe (one uncounted-for-time pass of ${CALLS} calls, perf stat)`,
+  );
+  const dirs = Object.keys(Object.values(pipes)[0] ?? {});
+  console.log(`${'config'.padEnd(18)}${dirs.map((d) => pad(d, 16)).join('')}`);
+  for (const name of names) {
+    const cells = dirs.map((d) => {
+      const { writes, reads } = pipes[name][d];
+      return pad(`${(CALLS / writes).toFixed(2)} / ${(CALLS / reads).toFixed(2)}`, 16);
+    });
+    console.log(`${name.padEnd(18)}${cells.join('')}`);
+  }
 }

@@ -639,6 +639,11 @@ async function runRound(configs, round, extras) {
       cpuUsPerCall: a.middle / S.throughputCalls,
       upstreamCpuUsPerCall: a.fixture / S.throughputCalls,
       clientCpuUsPerCall: a.client / S.throughputCalls,
+      // On two cores the client, the middle process and the fixture all run at 32 in flight, so
+      // the rate follows the sum of their CPU per call, not the middle process's alone.
+      // (direct has no middle process: its "middle" is the fixture itself).
+      totalCpuUsPerCall:
+        ((inst.cfg.name === 'direct' ? 0 : a.middle) + a.fixture + a.client) / S.throughputCalls,
     });
   }
 
@@ -699,6 +704,7 @@ const METRICS = [
   { key: 'callsPerSec', head: 'calls/s@32', digits: 0, better: 'higher' },
   { key: 'cpuUsPerCall', head: 'cpu µs/call', digits: 1, better: 'lower' },
   { key: 'upstreamCpuUsPerCall', head: 'fixture cpu', digits: 1, better: 'lower' },
+  { key: 'totalCpuUsPerCall', head: 'total cpu', digits: 1, better: 'lower' },
   { key: 'structuredP50Us', head: 'struct p50 µs', digits: 0, better: 'lower' },
   { key: 'blobMs', head: null, digits: 2, better: 'lower' },
   { key: 'listSmallMs', head: null, digits: 1, better: 'lower' },
@@ -852,6 +858,8 @@ function report({ medians, ratios, targets }, meta) {
   out.push('  fixture cpu: the same for the fixture server in every configuration (it does identical work;');
   out.push('    a difference shows batching effects). Peak RSS is VmHWM of that same middle process');
   out.push('    (the fixture for direct) after listing the large tool set.');
+  out.push('  total cpu: client + middle process + fixture per call at 32 in flight (for direct, client +');
+  out.push('    fixture): the three share two cores, so calls/s@32 follows this sum more than cpu µs/call.');
   out.push(
     '  start-up: spawn → initialize → notifications/initialized → first tools/list answered (3 tools).',
   );
