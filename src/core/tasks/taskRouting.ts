@@ -436,7 +436,7 @@ export class TaskRouting {
     message: RoutedMessage,
     request: IncomingRequest,
   ): Promise<Outcome> {
-    const context = this.relayContext(ref, handle, message, envelopeOf(request)?.capabilities);
+    const context = this.relayContext(ref, handle, message, envelopeOf(request)?.capabilities, kind);
     if (kind === 'tasks/update') {
       let responses: Params | undefined;
       try {
@@ -456,15 +456,18 @@ export class TaskRouting {
     return outcome.changed(await this.relay.view(context, outcome.result));
   }
 
+  /** `polled`: the kind of request about to fetch the state the context is for, if any. */
   private relayContext(
     ref: Pick<TaskRef, 'server' | 'taskId'>,
     handle: string,
     message: RoutedMessage,
     capabilities: Params | undefined,
+    polled: string | undefined,
   ): RelayContext {
     // Copied before `message` enters the pipeline, which marks the messages it has seen.
     const base: RoutedMessage = { ...message };
     return {
+      ...(polled === 'tasks/get' && { sentAfter: this.relay.listed() }),
       handle,
       server: ref.server,
       taskId: ref.taskId,
@@ -506,7 +509,13 @@ export class TaskRouting {
       ...this.taskMessage(undefined, 'tasks/get', 'upstream', ref.server, { taskId }),
       target: this.tools.get(key(ref.server, taskId)) ?? '',
     };
-    const context = this.relayContext(ref, handle, message, undefined);
+    const context = this.relayContext(
+      ref,
+      handle,
+      message,
+      undefined,
+      pushed === undefined ? 'tasks/get' : undefined,
+    );
     const state = pushed ?? (await this.options.pipeline(message)).result;
     const { _meta: _meta, resultType: _resultType, ...task } = state;
     const shown = await this.relay.view(context, task);
@@ -547,7 +556,7 @@ export class TaskRouting {
           arguments: sent,
           ...(signal !== undefined && { signal, onProgress: undefined }),
         }),
-      ask: (method, asked) => this.options.ask(ref.server, method, asked, message.signal),
+      ask: (method, asked, signal) => this.options.ask(ref.server, method, asked, signal),
       signal: message.signal,
       input: this.input,
       capabilities: request === undefined ? undefined : envelopeOf(request)?.capabilities,
