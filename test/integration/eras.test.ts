@@ -1228,18 +1228,25 @@ describe('tasks of a modern upstream for a modern host', () => {
 describe('a question a modern server’s task no longer lists', () => {
   const WHO = ANSWERS['elicitation/create']!;
 
-  it('is withdrawn from a modern host: gone from tasks/get, cancelled in the audit, its late answer ignored', async () => {
+  /**
+   * A modern host in front of the modern fixture (its requests logged to `log`, audited to
+   * `audit`), with a task of `tool` polled until it asks: the host, the task's handle, its questions.
+   */
+  async function askingTask(tool: string) {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const audit = path.join(dir, 'audit.jsonl');
     const host = modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
-    const handle = modernCreatedTask(
-      await host.request('tools/call', { name: 'm__task_ask_two', arguments: {} }, ASKABLE),
-    ).taskId;
+    const handle = modernCreatedTask(await host.request('tools/call', { name: tool, arguments: {} }, ASKABLE))
+      .taskId as string;
     let asking: Json;
     do asking = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
     while (asking.status === 'working');
-    const shown = asking.inputRequests as Record<string, { params: Json }>;
+    return { host, handle, log, audit, shown: asking.inputRequests as Record<string, { params: Json }> };
+  }
+
+  it('is withdrawn from a modern host: gone from tasks/get, cancelled in the audit, its late answer ignored', async () => {
+    const { host, handle, log, audit, shown } = await askingTask('m__task_ask_two');
     const keyOf = (message: string) => Object.keys(shown).find((k) => shown[k]!.params.message === message)!;
     const [who, where] = [keyOf('[m] Your name?'), keyOf('[m] Where?')];
     expect(who).toBeDefined();
@@ -1272,6 +1279,19 @@ describe('a question a modern server’s task no longer lists', () => {
       ]),
     );
     expect(asked.find((r) => r.outcome === 'cancelled')!.error).toContain('no longer asks this question');
+  });
+
+  it('is withdrawn from a modern host when the server no longer knows the task (it restarted)', async () => {
+    const { host, handle, log, audit, shown } = await askingTask('m__task_ask');
+    const [key] = Object.keys(shown);
+    await host.request('tools/call', { name: 'm__forget_tasks', arguments: {} }, ASKABLE);
+    const gone = modernError(await host.request('tasks/get', { taskId: handle }, ASKABLE), -32602);
+    expect(gone.message).toContain('Unknown task');
+    // The question went with the task: a late answer is acknowledged and goes nowhere.
+    modernResult('tasks/update', await taskUpdate(host, handle, { [key!]: WHO }));
+    expect(modernLog(log).filter((r) => r.method === 'tasks/update')).toEqual([]);
+    const asked = readAudit(audit).filter((r) => r.type === 'request' && r.method === 'elicitation/create');
+    expect(asked.map((r) => r.outcome)).toEqual(['cancelled']);
   });
 
   it('is withdrawn from a 2025-11-25 host with notifications/cancelled, and its answer is not sent', async () => {

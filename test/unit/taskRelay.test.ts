@@ -92,13 +92,16 @@ describe('TaskRelay', () => {
     await expect(relay.view(context('h2'), inputRequired({ who: NAME }))).rejects.toThrow(/at most 1 tasks/);
   });
 
-  it('lets go of a task that ended: its open questions are withdrawn', async () => {
-    const { input, relay, context } = setUp();
+  it('lets go of a task that ended: its open questions are withdrawn, a late answer ignored', async () => {
+    const { input, relay, sent, context } = setUp();
     await relay.view(context(), inputRequired({ who: NAME }));
     expect(Object.keys(input.inputRequests('h1'))).toHaveLength(1);
     await relay.view(context(), { taskId: 'up-h1', status: 'completed', result: { content: [] } });
     expect(input.holds('h1')).toBe(false);
-    await expect(relay.update('h1', { t1: { action: 'decline' } })).rejects.toThrow(/no open question/);
+    expect(await relay.update('h1', { t1: { action: 'decline' } })).toBeUndefined();
+    // A key it never showed is still refused.
+    await expect(relay.update('h1', { t9: { action: 'decline' } })).rejects.toThrow(/no open question/);
+    expect(sent).toEqual([]);
   });
 
   describe('a question its server stops listing', () => {

@@ -132,7 +132,7 @@ export class TaskRelay {
       return { ...rest, status: 'failed', error: relay.failure };
     }
     if (typeof status === 'string' && TERMINAL_STATUSES.has(status)) {
-      this.release(handle, new Error(`the task was ${status}`));
+      this.release(handle, new QuestionWithdrawnError(context.server, `its task was ${status}`));
       return shown;
     }
     if (status === 'input_required') shown.inputRequests = this.input.inputRequests(handle);
@@ -282,8 +282,12 @@ export class TaskRelay {
     this.logger.info(
       `cancelled task ${context.taskId} of ${context.server}: a question it asked was refused (${String(relay.failure.message)})`,
     );
-    for (const question of relay.open.values()) question.signal.cancel(new Error('the task was cancelled'));
-    this.input.release(context.handle, new Error('the task was cancelled'));
+    const reason = new QuestionWithdrawnError(
+      context.server,
+      'its task was cancelled: another of its questions was refused',
+    );
+    for (const question of relay.open.values()) question.signal.cancel(reason);
+    this.input.release(context.handle, reason);
     relay.cancelled = context
       .send('tasks/cancel', { taskId: context.taskId }, new Cancellation())
       .catch((cause: unknown) =>

@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { InvalidParamsError } from '../errors.js';
+import { HostCancelledError, InvalidParamsError, PeerRpcError, QuestionWithdrawnError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage, TaskAugmentation } from '../pipeline/types.js';
 import type { Params } from '../rpc/jsonRpc.js';
@@ -448,9 +448,9 @@ export class TaskRouting {
       const params = { taskId: ref.taskId, inputResponses: responses };
       return this.options.pipeline({ ...message, params, arguments: params });
     }
-    const outcome = this.taskResultForHost(ref, await this.options.pipeline(message));
+    const outcome = this.taskResultForHost(ref, await this.polled(handle, message));
     if (kind === 'tasks/cancel') {
-      this.relay.release(handle, new Error('the host cancelled the task'));
+      this.relay.release(handle, new HostCancelledError('the host cancelled the task'));
       return outcome;
     }
     return outcome.changed(await this.relay.view(context, outcome.result));
@@ -516,12 +516,30 @@ export class TaskRouting {
       undefined,
       pushed === undefined ? 'tasks/get' : undefined,
     );
-    const state = pushed ?? (await this.options.pipeline(message)).result;
+    const state = pushed ?? (await this.polled(handle, message)).result;
     const { _meta: _meta, resultType: _resultType, ...task } = state;
     const shown = await this.relay.view(context, task);
     if (typeof shown.status === 'string' && TERMINAL_STATUSES.has(shown.status))
       upstream.unwatchTask?.(taskId);
     return shown;
+  }
+
+  /**
+   * A modern server's answer to `message`, a request about its task `handle`. A server that says
+   * it does not know the task (-32602: it restarted and lost it, or let it expire) will never
+   * take answers to its questions, so they are withdrawn from the host.
+   */
+  private async polled(handle: string, message: RoutedMessage): Promise<Outcome> {
+    try {
+      return await this.options.pipeline(message);
+    } catch (error) {
+      if (error instanceof PeerRpcError && error.rpcCode === -32602)
+        this.relay.release(
+          handle,
+          new QuestionWithdrawnError(message.server, `it answered ${message.kind} with: ${error.message}`),
+        );
+      throw error;
+    }
   }
 
   /** Runs `answer` for `message` as a request the pipeline's recording stage sees. */
