@@ -1,9 +1,4 @@
-import {
-  InvalidParamsError,
-  MethodNotFoundError,
-  NotServingError,
-  QuestionWithdrawnError,
-} from '../errors.js';
+import { InvalidParamsError, MethodNotFoundError, NotServingError } from '../errors.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
@@ -56,7 +51,10 @@ const MAX_ANSWERED_KEYS = 1024;
 /** What a host's `tasks/update` did: the keys it answered now, and those it answered too late. */
 export interface Answered {
   readonly now: string[];
-  /** Keys of questions their server withdrew before the answer came: ignored, sent nowhere. */
+  /**
+   * Keys of questions withdrawn before the answer came (their server stopped asking, or gave up
+   * waiting): ignored, sent nowhere.
+   */
   readonly withdrawn: string[];
 }
 
@@ -111,7 +109,7 @@ export class TaskInput {
   private readonly tasks = new Map<string, HeldTask>();
   /** Key → the handle of the task it was answered for. */
   private readonly answered = new Map<string, string>();
-  /** Key → the handle of the task whose server withdrew it (see `ask`). */
+  /** Key → the handle of the task whose question under it was withdrawn (see `ask`). */
   private readonly withdrawn = new Map<string, string>();
   private nextKey = 1;
 
@@ -242,12 +240,12 @@ export class TaskInput {
         resolve: (outcome) => settle() && resolve(outcome),
         reject: (error) => settle() && reject(error),
       };
-      // The question ended on the asking side (the server cancelled it, its time ran out). One
-      // its server withdrew is remembered: a host that answers it anyway is ignored, as the
-      // tasks extension has a server ignore answers to questions it no longer asks.
+      // The question ended on the asking side (its server withdrew or cancelled it, its time ran
+      // out): remembered, so a host that answers it anyway is ignored, as the tasks extension
+      // has a server ignore answers to questions it no longer asks.
       const stop =
         signal?.onCancel((reason) => {
-          if (reason instanceof QuestionWithdrawnError) remember(this.withdrawn, key, handle as string);
+          remember(this.withdrawn, key, handle as string);
           question.reject(reason);
         }) ?? (() => {});
       task.questions.set(key, question);

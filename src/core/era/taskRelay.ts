@@ -148,7 +148,7 @@ export class TaskRelay {
     const { now, withdrawn } = this.input.answer(handle, inputResponses);
     if (withdrawn.length > 0)
       this.logger.info(
-        `ignored the host's answers under ${withdrawn.join(', ')}: their server withdrew those questions`,
+        `ignored the host's answers under ${withdrawn.join(', ')}: those questions were withdrawn`,
       );
     const relay = this.tasks.get(handle);
     if (relay === undefined) return undefined;
