@@ -1,4 +1,5 @@
 import {
+  HostCancelledError,
   InvalidParamsError,
   MethodNotFoundError,
   PeerRpcError,
@@ -127,7 +128,7 @@ async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
   const { method, taskId, handle, send, input } = options;
   if (method === 'tasks/cancel') {
     await send('tasks/cancel', { taskId });
-    input.release(handle, new Error('the host cancelled the task'));
+    input.release(handle, new HostCancelledError('the host cancelled the task'));
     return Outcome.of({});
   }
   if (method === 'tasks/update') {
@@ -169,7 +170,8 @@ async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
           : { code: -32603, message: stringOr(task.statusMessage, 'the task failed') };
     }
   }
-  if (terminal) input.release(handle, new Error(`the task was ${String(status)}`));
+  if (terminal)
+    input.release(handle, new QuestionWithdrawnError(options.server, `its task was ${String(status)}`));
   return Outcome.of(detailed);
 }
 

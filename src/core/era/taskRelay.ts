@@ -1,4 +1,4 @@
-import { QuestionWithdrawnError, UpstreamFailedError } from '../errors.js';
+import { NotServingError, QuestionWithdrawnError, UpstreamFailedError } from '../errors.js';
 import { requestErrorToWire } from '../errorsToWire.js';
 import type { Logger } from '../logger.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
@@ -300,7 +300,7 @@ export class TaskRelay {
   private remember(handle: string): RelayTask {
     if (this.tasks.size >= MAX_RELAYED_TASKS) {
       const oldest = this.tasks.keys().next().value!;
-      this.release(oldest, new Error('mcp-warden follows too many tasks; the oldest was let go'));
+      this.release(oldest, new NotServingError('mcp-warden follows too many tasks; the oldest was let go'));
     }
     const relay = new RelayTask();
     this.tasks.set(handle, relay);
