@@ -30,7 +30,7 @@ function modernHostGet(input: TaskInput, task: Params): Promise<Outcome> {
 }
 
 describe('bridgeTaskRequest for a modern host', () => {
-  it('withdraws the questions still open when the task ends, telling the server why', async () => {
+  it('withdraws the questions still open when the task ends, telling the server why, and ignores a late answer', async () => {
     const input = new TaskInput();
     input.hold('h1', { elicitation: {} }, () => new Promise<Outcome>(() => {}));
     const asked = input.ask(
@@ -44,5 +44,7 @@ describe('bridgeTaskRequest for a modern host', () => {
     // The server's request is answered with why (an error of ours, not an internal one).
     await expect(asked).rejects.toThrow(QuestionWithdrawnError);
     await expect(asked).rejects.toThrow('its task was cancelled');
+    // The host answers it anyway: ignored, nothing answered.
+    expect(input.answer('h1', { t1: { action: 'decline' } })).toEqual({ now: [], withdrawn: ['t1'] });
   });
 });

@@ -304,14 +304,20 @@ export class TaskInput {
     return { now, withdrawn };
   }
 
-  /** Lets go of `handle`: its held result is cancelled and its open questions fail with `reason`. */
+  /**
+   * Lets go of `handle`: its held result is cancelled and its open questions fail with `reason`
+   * (their keys remembered as withdrawn, so a late answer is ignored).
+   */
   release(handle: string, reason: Error): void {
     const task = this.tasks.get(handle);
     if (task === undefined) return;
     this.tasks.delete(handle);
     task.holding?.cancel(reason);
     task.holding = undefined;
-    for (const question of [...task.questions.values()]) question.reject(reason);
+    for (const [key, question] of [...task.questions]) {
+      remember(this.withdrawn, key, handle);
+      question.reject(reason);
+    }
   }
 
   /** Lets go of everything (the connection ends). */
