@@ -198,6 +198,17 @@ export class HostCancelledError extends WardenError {
   }
 }
 
+/**
+ * A question a task's server asked the host is no longer wanted: the server's listing of what
+ * the task needs left it out (it was answered another way, timed out, or the task moved on), or
+ * the task ended. The gateway withdraws it from the host; audited as cancelled.
+ */
+export class QuestionWithdrawnError extends WardenError {
+  constructor(server: string, why: string) {
+    super('CALL_CANCELLED', `withdrawn: server "${server}" no longer asks this question (${why})`);
+  }
+}
+
 /** Too many calls already wait for this upstream. */
 export class QueueFullError extends WardenError {
   constructor(server: string, maxConcurrency: number, maxQueue: number) {

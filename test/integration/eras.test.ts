@@ -1225,6 +1225,114 @@ describe('tasks of a modern upstream for a modern host', () => {
   });
 });
 
+describe('a question a modern server’s task no longer lists', () => {
+  const WHO = ANSWERS['elicitation/create']!;
+
+  /**
+   * A modern host in front of the modern fixture (its requests logged to `log`, audited to
+   * `audit`), with a task of `tool` polled until it asks: the host, the task's handle, its questions.
+   */
+  async function askingTask(tool: string) {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const audit = path.join(dir, 'audit.jsonl');
+    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
+    const handle = modernCreatedTask(await host.request('tools/call', { name: tool, arguments: {} }, ASKABLE))
+      .taskId as string;
+    let asking: Json;
+    do asking = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+    while (asking.status === 'working');
+    return { host, handle, log, audit, shown: asking.inputRequests as Record<string, { params: Json }> };
+  }
+
+  it('is withdrawn from a modern host: gone from tasks/get, cancelled in the audit, its late answer ignored', async () => {
+    const { host, handle, log, audit, shown } = await askingTask('m__task_ask_two');
+    const keyOf = (message: string) => Object.keys(shown).find((k) => shown[k]!.params.message === message)!;
+    const [who, where] = [keyOf('[m] Your name?'), keyOf('[m] Where?')];
+    expect(who).toBeDefined();
+    expect(where).toBeDefined();
+
+    // The server gets its place some other way and stops listing the question.
+    await host.request('tools/call', { name: 'm__withdraw_question', arguments: { key: 'where' } }, ASKABLE);
+    const after = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+    expect(after.status).toBe('input_required');
+    expect(Object.keys(after.inputRequests as Json)).toEqual([who]);
+
+    // A host that answers it anyway is acknowledged, and nothing goes upstream.
+    modernResult('tasks/update', await taskUpdate(host, handle, { [where]: { action: 'decline' } }));
+    expect(modernLog(log).filter((r) => r.method === 'tasks/update')).toEqual([]);
+    modernResult('tasks/update', await taskUpdate(host, handle, { [who]: WHO }));
+    const done = modernTaskState(await host.request('tasks/get', { taskId: handle }, ASKABLE));
+    expect(done.status).toBe('completed');
+    expect(textOf(done.result as CallToolResult)).toBe(`task_ask_two got ${JSON.stringify({ who: WHO })}`);
+    expect(
+      modernLog(log)
+        .filter((r) => r.method === 'tasks/update')
+        .map((r) => r.params.inputResponses),
+    ).toEqual([{ who: WHO }]);
+
+    const asked = readAudit(audit).filter((r) => r.type === 'request' && r.method === 'elicitation/create');
+    expect(asked.map((r) => [r.args && (r.args as Json).message, r.outcome])).toEqual(
+      expect.arrayContaining([
+        ['Your name?', 'ok'],
+        ['Where?', 'cancelled'],
+      ]),
+    );
+    expect(asked.find((r) => r.outcome === 'cancelled')!.error).toContain('no longer asks this question');
+  });
+
+  it('is withdrawn from a modern host when the server no longer knows the task (it restarted)', async () => {
+    const { host, handle, log, audit, shown } = await askingTask('m__task_ask');
+    const [key] = Object.keys(shown);
+    await host.request('tools/call', { name: 'm__forget_tasks', arguments: {} }, ASKABLE);
+    const gone = modernError(await host.request('tasks/get', { taskId: handle }, ASKABLE), -32602);
+    expect(gone.message).toContain('Unknown task');
+    // The question went with the task: a late answer is acknowledged and goes nowhere.
+    modernResult('tasks/update', await taskUpdate(host, handle, { [key!]: WHO }));
+    expect(modernLog(log).filter((r) => r.method === 'tasks/update')).toEqual([]);
+    const asked = readAudit(audit).filter((r) => r.type === 'request' && r.method === 'elicitation/create');
+    expect(asked.map((r) => r.outcome)).toEqual(['cancelled']);
+  });
+
+  it('is withdrawn from a 2025-11-25 host with notifications/cancelled, and its answer is not sent', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks', '--log', log]) } },
+      dir,
+    );
+    const asked: string[] = [];
+    let withdrawn: string | undefined;
+    legacy = await connectHost(config, {
+      capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+          asked.push(request.params.message);
+          if (request.params.message !== '[m] Where?') return WHO as never;
+          // While the host is asked, the server gets its answer another way.
+          const aborted = new Promise<void>((resolve) =>
+            extra.signal.addEventListener('abort', () => resolve()),
+          );
+          await client.callTool({ name: 'm__withdraw_question', arguments: { key: 'where' } });
+          await aborted;
+          withdrawn = String(extra.signal.reason);
+          return { action: 'accept', content: { place: 'too late' } } as never;
+        }),
+    });
+    const seen = await legacyTaskCall(legacy.client, 'm__task_ask_two');
+    expect(asked).toEqual(['[m] Your name?', '[m] Where?']);
+    expect(withdrawn).toBeDefined();
+    expect(textOf(seen.find((m) => m.type === 'result')!.result!)).toBe(
+      `task_ask_two got ${JSON.stringify({ who: WHO })}`,
+    );
+    expect(
+      modernLog(log)
+        .filter((r) => r.method === 'tasks/update')
+        .map((r) => r.params.inputResponses),
+    ).toEqual([{ who: WHO }]);
+  });
+});
+
 describe('a modern-only Streamable HTTP upstream', () => {
   /** Runs `test` with a legacy host connected to the gateway in front of the modern HTTP fixture. */
   async function withHttpUpstream(

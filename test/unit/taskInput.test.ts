@@ -71,6 +71,8 @@ describe('TaskInput', () => {
     signal.cancel(new Error('timed out'));
     await expect(gaveUp).rejects.toThrow('timed out');
     expect(input.inputRequests('h1')).toEqual({});
+    // The host answers it anyway: ignored, not refused, and nothing is answered.
+    expect(input.answer('h1', { t1: { action: 'decline' } })).toEqual({ now: [], withdrawn: ['t1'] });
     const open = input.ask('elicitation/create', question('h1', 'b'), {})!;
     input.release('h1', new Error('cancelled by the host'));
     await expect(open).rejects.toThrow('cancelled by the host');

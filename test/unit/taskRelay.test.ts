@@ -92,12 +92,76 @@ describe('TaskRelay', () => {
     await expect(relay.view(context('h2'), inputRequired({ who: NAME }))).rejects.toThrow(/at most 1 tasks/);
   });
 
-  it('lets go of a task that ended: its open questions are withdrawn', async () => {
-    const { input, relay, context } = setUp();
+  it('lets go of a task that ended: its open questions are withdrawn, a late answer ignored', async () => {
+    const { input, relay, sent, context } = setUp();
     await relay.view(context(), inputRequired({ who: NAME }));
     expect(Object.keys(input.inputRequests('h1'))).toHaveLength(1);
     await relay.view(context(), { taskId: 'up-h1', status: 'completed', result: { content: [] } });
     expect(input.holds('h1')).toBe(false);
-    await expect(relay.update('h1', { t1: { action: 'decline' } })).rejects.toThrow(/no open question/);
+    expect(await relay.update('h1', { t1: { action: 'decline' } })).toBeUndefined();
+    // A key it never showed is still refused.
+    await expect(relay.update('h1', { t9: { action: 'decline' } })).rejects.toThrow(/no open question/);
+    expect(sent).toEqual([]);
+  });
+
+  describe('a question its server stops listing', () => {
+    const WHERE = { method: 'elicitation/create', params: { message: 'Where?', requestedSchema: {} } };
+    const keysShown = (shown: Params) => Object.keys((shown.inputRequests ?? {}) as Params);
+
+    it('is withdrawn from the host, and an answer to it is ignored, never sent on', async () => {
+      const { input, relay, context } = setUp();
+      const first = await relay.view(context(), inputRequired({ who: NAME, where: WHERE }));
+      const [who, where] = keysShown(first);
+      const asked = input.inputRequests('h1') as Record<string, { params: Params }>;
+      expect(asked[where!]!.params.message).toBe('Where?');
+      // The server answered "where" some other way: its listing leaves it out.
+      expect(keysShown(await relay.view(context(), inputRequired({ who: NAME })))).toEqual([who]);
+      expect(Object.keys(input.inputRequests('h1'))).toEqual([who]);
+      // An answer to it alone: ignored (no error), nothing to send.
+      expect(await relay.update('h1', { [where!]: { action: 'accept', content: {} } })).toBeUndefined();
+      // Together with one still asked: only that one goes on.
+      const answer = { action: 'accept', content: { name: 'Ada' } };
+      expect(await relay.update('h1', { [where!]: { action: 'decline' }, [who!]: answer })).toEqual({
+        who: answer,
+      });
+    });
+
+    it('is withdrawn when the task moves on to working; the task is not failed for it', async () => {
+      const { input, relay, sent, context } = setUp();
+      await relay.view(context(), inputRequired({ who: NAME }));
+      const shown = await relay.view(context(), { taskId: 'up-h1', status: 'working' });
+      expect(shown).toMatchObject({ status: 'working' });
+      expect(shown).not.toHaveProperty('inputRequests');
+      expect(input.inputRequests('h1')).toEqual({});
+      expect(sent).toEqual([]);
+      // Listed again later: asked again, under a new key.
+      const again = await relay.view(context(), inputRequired({ who: NAME }));
+      expect(keysShown(again)).toEqual(['t2']);
+    });
+
+    it('is not withdrawn by a listing whose request left before the question was first listed', async () => {
+      const { input, relay, context } = setUp();
+      // A poll leaves, another's answer lists the question, then the first poll's (older) answer comes.
+      const old = { ...context(), sentAfter: relay.listed() };
+      await relay.view(context(), inputRequired({ who: NAME }));
+      await relay.view(old, { taskId: 'up-h1', status: 'working' });
+      expect(Object.keys(input.inputRequests('h1'))).toEqual(['t1']);
+      // A poll that left after it was listed does withdraw it.
+      const fresh = { ...context(), sentAfter: relay.listed() };
+      await relay.view(fresh, { taskId: 'up-h1', status: 'working' });
+      expect(input.inputRequests('h1')).toEqual({});
+    });
+
+    it('once answered, a listing without it (or a lagging one with it) changes nothing', async () => {
+      const { relay, context, asked } = setUp();
+      const [key] = keysShown(await relay.view(context(), inputRequired({ who: NAME })));
+      const answer = { action: 'accept', content: { name: 'Ada' } };
+      expect(await relay.update('h1', { [key!]: answer })).toEqual({ who: answer });
+      await relay.view(context(), inputRequired({ who: NAME }));
+      await relay.view(context(), { taskId: 'up-h1', status: 'working' });
+      expect(asked()).toBe(1);
+      // Repeated, it is still taken for a repeat, not refused.
+      expect(await relay.update('h1', { [key!]: answer })).toBeUndefined();
+    });
   });
 });

@@ -1,7 +1,14 @@
-import { InvalidParamsError, MethodNotFoundError, PeerRpcError, UpstreamFailedError } from '../errors.js';
+import {
+  HostCancelledError,
+  InvalidParamsError,
+  MethodNotFoundError,
+  PeerRpcError,
+  QuestionWithdrawnError,
+  UpstreamFailedError,
+} from '../errors.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
-import type { Cancellation } from '../rpc/cancellation.js';
+import { Cancellation } from '../rpc/cancellation.js';
 import { CAPABILITY_FOR } from '../routing/hostSession.js';
 import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../tasks/drive.js';
 import { RELATED_TASK, TERMINAL_STATUSES } from '../tasks/taskMessages.js';
@@ -81,8 +88,11 @@ export function createdTask(result: Params): Params | undefined {
  * when given, replaces the host request's (a request that outlives it: a held `tasks/result`).
  */
 export type TaskSend = (method: string, params: Params, signal?: Cancellation) => Promise<Outcome>;
-/** Asks the host a question the upstream put in a task's `inputRequests`. */
-export type TaskAsk = (method: string, params: Params | undefined) => Promise<Outcome>;
+/**
+ * Asks the host a question the upstream put in a task's `inputRequests`; cancelling `signal`
+ * withdraws it (the host is sent `notifications/cancelled`).
+ */
+export type TaskAsk = (method: string, params: Params | undefined, signal: Cancellation) => Promise<Outcome>;
 
 export interface TaskBridgeOptions {
   /** The host's request: its method is the one being bridged. */
@@ -118,7 +128,7 @@ async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
   const { method, taskId, handle, send, input } = options;
   if (method === 'tasks/cancel') {
     await send('tasks/cancel', { taskId });
-    input.release(handle, new Error('the host cancelled the task'));
+    input.release(handle, new HostCancelledError('the host cancelled the task'));
     return Outcome.of({});
   }
   if (method === 'tasks/update') {
@@ -160,7 +170,8 @@ async function forModernHost(options: TaskBridgeOptions): Promise<Outcome> {
           : { code: -32603, message: stringOr(task.statusMessage, 'the task failed') };
     }
   }
-  if (terminal) input.release(handle, new Error(`the task was ${String(status)}`));
+  if (terminal)
+    input.release(handle, new QuestionWithdrawnError(options.server, `its task was ${String(status)}`));
   return Outcome.of(detailed);
 }
 
@@ -192,69 +203,170 @@ async function forLegacyHost(options: TaskBridgeOptions): Promise<Outcome> {
  * `tasks/result` for a server that has none: polls `tasks/get` until the task ends, asking the
  * host what the task needs on the way (and giving the answers with `tasks/update`), then answers
  * as `tasks/result` would: the result, tied to the task, or the error the task failed with.
+ * Polling goes on while the host is asked, so a question the server stops listing is withdrawn
+ * from the host (see HostQuestions).
  */
 async function resultByPolling(options: TaskBridgeOptions): Promise<Outcome> {
   const { taskId, handle, send, signal } = options;
-  const answered = new Set<string>();
-  for (;;) {
-    const task = (await send('tasks/get', { taskId })).result;
-    const status = task.status;
-    if (status === 'completed') {
-      const result = task.result;
-      if (typeof result !== 'object' || result === null)
-        throw new UpstreamFailedError(options.server, 'reported a completed task without its result');
-      const own = (result as Params)._meta as Params | undefined;
-      return Outcome.of({
-        ...(result as Params),
-        _meta: { ...own, [RELATED_TASK]: { taskId: handle } },
-      });
-    }
-    if (status === 'failed') {
-      const error = (task.error ?? {}) as Params;
-      throw new PeerRpcError(
-        typeof error.code === 'number' ? error.code : -32603,
-        stringOr(error.message, stringOr(task.statusMessage, 'the task failed')),
-        error.data,
-      );
-    }
-    if (status === 'cancelled' || (typeof status === 'string' && TERMINAL_STATUSES.has(status)))
-      throw new InvalidParamsError(`tasks/result: the task was ${String(status)}; it has no result`);
-    if (status === 'input_required') {
-      const inputResponses = await answerQuestions(options, task.inputRequests, answered);
-      if (Object.keys(inputResponses).length > 0) {
+  const questions = new HostQuestions(options);
+  try {
+    for (;;) {
+      const task = (await send('tasks/get', { taskId })).result;
+      const status = task.status;
+      if (typeof status === 'string' && TERMINAL_STATUSES.has(status))
+        questions.withdrawAll(`the task was ${status}`);
+      if (status === 'completed') {
+        const result = task.result;
+        if (typeof result !== 'object' || result === null)
+          throw new UpstreamFailedError(options.server, 'reported a completed task without its result');
+        const own = (result as Params)._meta as Params | undefined;
+        return Outcome.of({
+          ...(result as Params),
+          _meta: { ...own, [RELATED_TASK]: { taskId: handle } },
+        });
+      }
+      if (status === 'failed') {
+        const error = (task.error ?? {}) as Params;
+        throw new PeerRpcError(
+          typeof error.code === 'number' ? error.code : -32603,
+          stringOr(error.message, stringOr(task.statusMessage, 'the task failed')),
+          error.data,
+        );
+      }
+      if (status === 'cancelled' || (typeof status === 'string' && TERMINAL_STATUSES.has(status)))
+        throw new InvalidParamsError(`tasks/result: the task was ${String(status)}; it has no result`);
+      // Only an input_required task has questions: one that is working has none outstanding.
+      const inputResponses = questions.listed(status === 'input_required' ? task.inputRequests : {});
+      if (inputResponses !== undefined) {
         await send('tasks/update', { taskId, inputResponses });
         continue;
       }
+      const suggested = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : DEFAULT_POLL_MS;
+      // An answer from the host ends the wait: the next poll shows what to ask next.
+      await pauseUnless(
+        questions.answered(),
+        Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, suggested)),
+        signal,
+      );
     }
-    const suggested = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : DEFAULT_POLL_MS;
-    await pause(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, suggested)), signal);
+  } finally {
+    questions.withdrawAll('tasks/result ended');
   }
 }
 
-/** Asks the host each question not answered yet; their answers, by the server's keys. */
-async function answerQuestions(
-  options: TaskBridgeOptions,
-  requests: unknown,
-  answered: Set<string>,
-): Promise<Params> {
-  const { server, ask } = options;
-  const entries = typeof requests === 'object' && requests !== null ? Object.entries(requests as Params) : [];
-  if (entries.length > MAX_INPUT_REQUESTS)
-    throw new UpstreamFailedError(server, `asked for ${entries.length} inputs at once for one task`);
-  const responses: Params = {};
-  for (const [key, request] of entries) {
-    // A poll repeats the questions still open: each is asked once.
-    if (answered.has(key)) continue;
+/** A question of the task put to the host, and what became of it. */
+interface AtHost {
+  readonly key: string;
+  readonly signal: Cancellation;
+  /** Settles when the host answered (or the question failed); never rejects. */
+  readonly settled: Promise<void>;
+  answer?: Params;
+  error?: unknown;
+}
+
+/**
+ * The questions of one modern server's task put to a 2025-11-25 host, one at a time, in the
+ * order the server lists them. The answers are gathered and sent with one `tasks/update` once
+ * every question listed has one. Each listing is complete, so a question it leaves out, at the
+ * host or answered but not sent yet, is one the server no longer wants: it is withdrawn (the
+ * host's request cancelled) or its answer dropped. A question answered upstream is not asked
+ * again when a listing lags behind the answer.
+ */
+class HostQuestions {
+  /** Server keys whose answers went upstream. */
+  private readonly sent = new Set<string>();
+  /** Answers gathered, not sent yet, by the server's key. */
+  private readonly gathered = new Map<string, Params>();
+  private asking: AtHost | undefined;
+
+  constructor(private readonly options: TaskBridgeOptions) {}
+
+  /**
+   * The server's latest listing: withdraws what it left out, asks the next question, and returns
+   * the answers to send when every listed question has one (undefined otherwise). Throws the
+   * host's refusal of a question, and for a listing the gateway does not serve.
+   */
+  listed(requests: unknown): Params | undefined {
+    const { server } = this.options;
+    const entries =
+      typeof requests === 'object' && requests !== null ? Object.entries(requests as Params) : [];
+    if (entries.length > MAX_INPUT_REQUESTS)
+      throw new UpstreamFailedError(server, `asked for ${entries.length} inputs at once for one task`);
+    const keys = new Set(entries.map(([key]) => key));
+    for (const key of this.gathered.keys()) if (!keys.has(key)) this.gathered.delete(key);
+    const asking = this.asking;
+    if (asking !== undefined && !keys.has(asking.key)) this.withdraw('its task no longer lists it');
+    else if (asking?.answer !== undefined) {
+      this.gathered.set(asking.key, asking.answer);
+      this.asking = undefined;
+    } else if (asking?.error !== undefined) throw asking.error;
+    if (this.asking !== undefined) return undefined;
+    const next = entries.find(([key]) => !this.sent.has(key) && !this.gathered.has(key));
+    if (next !== undefined) {
+      this.ask(next[0], next[1]);
+      return undefined;
+    }
+    if (this.gathered.size === 0) return undefined;
+    const responses = Object.fromEntries(this.gathered);
+    for (const key of this.gathered.keys()) this.sent.add(key);
+    this.gathered.clear();
+    return responses;
+  }
+
+  /** Settles when the question at the host is answered; undefined when none is. */
+  answered(): Promise<void> | undefined {
+    return this.asking?.settled;
+  }
+
+  /** Withdraws the question at the host, if any, saying `why`. */
+  withdrawAll(why: string): void {
+    if (this.asking !== undefined) this.withdraw(why);
+  }
+
+  private withdraw(why: string): void {
+    const asking = this.asking!;
+    this.asking = undefined;
+    asking.signal.cancel(new QuestionWithdrawnError(this.options.server, why));
+  }
+
+  private ask(key: string, request: unknown): void {
     const { method, params } = (request ?? {}) as Params;
     if (typeof method !== 'string' || !CAPABILITY_FOR.has(method))
       throw new UpstreamFailedError(
-        server,
+        this.options.server,
         `asked for task input of an unknown kind (${String(method).slice(0, 100)})`,
       );
-    responses[key] = (await ask(method, params as Params | undefined)).result;
-    answered.add(key);
+    const { cancellation, dispose } = Cancellation.linkedTo(this.options.signal);
+    const settled = this.options.ask(method, params as Params | undefined, cancellation).then(
+      (outcome) => {
+        asking.answer = outcome.result;
+      },
+      (error: unknown) => {
+        asking.error = error;
+      },
+    );
+    const asking: AtHost = { key, signal: cancellation, settled: settled.finally(dispose) };
+    this.asking = asking;
   }
-  return responses;
+}
+
+/** `pause`, ended early (without an error) when `early` settles. */
+async function pauseUnless(
+  early: Promise<void> | undefined,
+  ms: number,
+  signal: Cancellation,
+): Promise<void> {
+  if (early === undefined) return pause(ms, signal);
+  const { cancellation, dispose } = Cancellation.linkedTo(signal);
+  const ended = new Error('answered');
+  void early.then(() => cancellation.cancel(ended));
+  try {
+    await pause(ms, cancellation);
+  } catch (error) {
+    if (error !== ended) throw error;
+  } finally {
+    dispose();
+  }
 }
 
 function withoutRelatedTask(result: Params): Params {

@@ -42,10 +42,21 @@ export const TASK_INPUT_DEFAULTS: TaskInputOptions = {
 };
 
 /**
- * Answered keys remembered per connection, the oldest forgotten first: a repeated answer is
- * ignored, not refused, even after the task has let go of everything else.
+ * Answered and withdrawn keys remembered per connection, the oldest forgotten first: a repeated
+ * answer, or an answer to a question its server withdrew, is ignored, not refused, even after
+ * the task has let go of everything else.
  */
 const MAX_ANSWERED_KEYS = 1024;
+
+/** What a host's `tasks/update` did: the keys it answered now, and those it answered too late. */
+export interface Answered {
+  readonly now: string[];
+  /**
+   * Keys of questions withdrawn before the answer came (their server stopped asking, or gave up
+   * waiting): ignored, sent nowhere.
+   */
+  readonly withdrawn: string[];
+}
 
 interface Question {
   readonly method: string;
@@ -98,6 +109,8 @@ export class TaskInput {
   private readonly tasks = new Map<string, HeldTask>();
   /** Key → the handle of the task it was answered for. */
   private readonly answered = new Map<string, string>();
+  /** Key → the handle of the task whose question under it was withdrawn (see `ask`). */
+  private readonly withdrawn = new Map<string, string>();
   private nextKey = 1;
 
   constructor(private readonly options: TaskInputOptions = TASK_INPUT_DEFAULTS) {}
@@ -227,8 +240,14 @@ export class TaskInput {
         resolve: (outcome) => settle() && resolve(outcome),
         reject: (error) => settle() && reject(error),
       };
-      // The question ended on the asking side (the server cancelled it, its time ran out).
-      const stop = signal?.onCancel((reason) => question.reject(reason)) ?? (() => {});
+      // The question ended on the asking side (its server withdrew or cancelled it, its time ran
+      // out): remembered, so a host that answers it anyway is ignored, as the tasks extension
+      // has a server ignore answers to questions it no longer asks.
+      const stop =
+        signal?.onCancel((reason) => {
+          remember(this.withdrawn, key, handle as string);
+          question.reject(reason);
+        }) ?? (() => {});
       task.questions.set(key, question);
       task.changed();
     });
@@ -236,11 +255,11 @@ export class TaskInput {
 
   /**
    * The host's `tasks/update` for `handle`: each response answers the open question under its
-   * key. A key answered before is ignored (a repeated update); a key this task never showed is
-   * refused with -32602 before anything is answered, as is a response that is not an object.
-   * Returns the keys answered now.
+   * key. A key answered before is ignored (a repeated update), as is one whose question its
+   * server withdrew; a key this task never showed is refused with -32602 before anything is
+   * answered, as is a response that is not an object.
    */
-  answer(handle: string, inputResponses: unknown): string[] {
+  answer(handle: string, inputResponses: unknown): Answered {
     if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
       throw new InvalidParamsError(
         'tasks/update needs params.inputResponses (an object of responses by key)',
@@ -249,7 +268,12 @@ export class TaskInput {
     const entries = Object.entries(inputResponses as Params);
     const unknown = entries
       .map(([key]) => key)
-      .filter((key) => task?.questions.has(key) !== true && this.answered.get(key) !== handle);
+      .filter(
+        (key) =>
+          task?.questions.has(key) !== true &&
+          this.answered.get(key) !== handle &&
+          this.withdrawn.get(key) !== handle,
+      );
     if (unknown.length > 0) {
       const named = unknown.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 40)));
       const open = [...(task?.questions.keys() ?? [])];
@@ -266,25 +290,34 @@ export class TaskInput {
       )
         throw new InvalidParamsError(`tasks/update: the response under ${key} must be an object`);
     const now: string[] = [];
+    const withdrawn: string[] = [];
     for (const [key, response] of entries) {
       const question = task?.questions.get(key);
-      if (task === undefined || question === undefined) continue;
-      if (this.answered.size >= MAX_ANSWERED_KEYS) this.answered.delete(this.answered.keys().next().value!);
-      this.answered.set(key, handle);
+      if (task === undefined || question === undefined) {
+        if (this.withdrawn.get(key) === handle) withdrawn.push(key);
+        continue;
+      }
+      remember(this.answered, key, handle);
       now.push(key);
       question.resolve(Outcome.of(response as Params));
     }
-    return now;
+    return { now, withdrawn };
   }
 
-  /** Lets go of `handle`: its held result is cancelled and its open questions fail with `reason`. */
+  /**
+   * Lets go of `handle`: its held result is cancelled and its open questions fail with `reason`
+   * (their keys remembered as withdrawn, so a late answer is ignored).
+   */
   release(handle: string, reason: Error): void {
     const task = this.tasks.get(handle);
     if (task === undefined) return;
     this.tasks.delete(handle);
     task.holding?.cancel(reason);
     task.holding = undefined;
-    for (const question of [...task.questions.values()]) question.reject(reason);
+    for (const [key, question] of [...task.questions]) {
+      remember(this.withdrawn, key, handle);
+      question.reject(reason);
+    }
   }
 
   /** Lets go of everything (the connection ends). */
@@ -307,4 +340,10 @@ export class TaskInput {
   private forgetIfIdle(handle: string, task: HeldTask): void {
     if (task.idle && this.tasks.get(handle) === task) this.tasks.delete(handle);
   }
+}
+
+/** Sets `key` in a map of at most MAX_ANSWERED_KEYS entries, forgetting the oldest first. */
+function remember(map: Map<string, string>, key: string, handle: string): void {
+  if (map.size >= MAX_ANSWERED_KEYS) map.delete(map.keys().next().value!);
+  map.set(key, handle);
 }

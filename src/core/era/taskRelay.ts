@@ -1,4 +1,4 @@
-import { UpstreamFailedError } from '../errors.js';
+import { NotServingError, QuestionWithdrawnError, UpstreamFailedError } from '../errors.js';
 import { requestErrorToWire } from '../errorsToWire.js';
 import type { Logger } from '../logger.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
@@ -23,6 +23,15 @@ import { TASK_INPUT_DEFAULTS, type TaskInput } from './taskInput.js';
  * be asked it, its time runs out) cannot be answered: the task is cancelled upstream, and the host
  * sees it failed with that error.
  *
+ * A server's listing is complete (the extension has `inputRequests` hold every request still
+ * outstanding, and a task that is not `input_required` has none), so a question the server stops
+ * listing is one it no longer wants: the gateway withdraws it (its way to the host is cancelled,
+ * the host's next `tasks/get` no longer shows it, the audit trail records it cancelled), and a
+ * host answer that comes for it later is ignored, as a server ignores answers to keys it no
+ * longer asks. Two things are not withdrawals: a question answered upstream that a lagging
+ * listing still shows (not asked again), and a listing older than the question, one whose
+ * request left before the listing that first showed the question came back (two polls crossing).
+ *
  * Bounded: the questions of at most TaskInput's `maxTasks` tasks are open at once, at most
  * MAX_INPUT_REQUESTS per listing; what a task remembers is dropped when it ends, and at most
  * MAX_RELAYED_TASKS tasks are remembered (the oldest forgotten first).
@@ -40,6 +49,10 @@ const MAX_ANSWERED_PER_TASK = 256;
 interface Relayed {
   readonly signal: Cancellation;
   readonly outcome: Promise<Outcome>;
+  /** The number of the listing that first showed it (see TaskRelay's `listings`). */
+  readonly since: number;
+  /** Set when its server stopped listing it: its end is not a refusal, its answer goes nowhere. */
+  withdrawn: boolean;
 }
 
 class RelayTask {
@@ -74,12 +87,20 @@ export interface RelayContext {
   ) => Promise<Outcome>;
   /** What the host's request declared it can be asked (undefined for a pushed status). */
   readonly capabilities: Params | undefined;
+  /**
+   * For a state the gateway asked for (`tasks/get`): `TaskRelay.listed()` just before it was
+   * sent, so a listing older than a question does not withdraw it. Undefined for a pushed state,
+   * which is the newest the gateway has.
+   */
+  readonly sentAfter?: number;
   /** The host request being served; its end stops the wait for questions to arrive. */
   readonly signal: CancelSignal;
 }
 
 export class TaskRelay {
   private readonly tasks = new Map<string, RelayTask>();
+  /** Listings seen so far (each `view`), numbering them in the order they came back. */
+  private listings = 0;
 
   constructor(
     private readonly input: TaskInput,
@@ -96,7 +117,13 @@ export class TaskRelay {
     const { inputRequests, ...fields } = task;
     const shown: Params = { ...fields, taskId: handle };
     const status = task.status;
-    if (status === 'input_required') await this.askNew(context, inputRequests);
+    const listing = ++this.listings;
+    // A task that is not input_required has no outstanding question; a terminal one is let go
+    // of below, its questions with it.
+    const listed = status === 'input_required' ? keysOf(inputRequests) : [];
+    if (typeof status !== 'string' || !TERMINAL_STATUSES.has(status))
+      this.withdrawUnlisted(context, new Set(listed), context.sentAfter ?? listing);
+    if (status === 'input_required') await this.askNew(context, inputRequests, listing);
     const relay = this.tasks.get(handle);
     if (relay?.failure !== undefined) {
       // The server hears of it before the host does.
@@ -105,7 +132,7 @@ export class TaskRelay {
       return { ...rest, status: 'failed', error: relay.failure };
     }
     if (typeof status === 'string' && TERMINAL_STATUSES.has(status)) {
-      this.release(handle, new Error(`the task was ${status}`));
+      this.release(handle, new QuestionWithdrawnError(context.server, `its task was ${status}`));
       return shown;
     }
     if (status === 'input_required') shown.inputRequests = this.input.inputRequests(handle);
@@ -118,17 +145,28 @@ export class TaskRelay {
    * undefined when nothing is to be sent on (a repeated answer, a question refused on its way).
    */
   async update(handle: string, inputResponses: unknown): Promise<Params | undefined> {
-    const keys = this.input.answer(handle, inputResponses);
+    const { now, withdrawn } = this.input.answer(handle, inputResponses);
+    if (withdrawn.length > 0)
+      this.logger.info(
+        `ignored the host's answers under ${withdrawn.join(', ')}: those questions were withdrawn`,
+      );
     const relay = this.tasks.get(handle);
     if (relay === undefined) return undefined;
     const responses: Params = {};
-    for (const key of keys) {
+    for (const key of now) {
       const serverKey = relay.serverKey.get(key);
       const question = serverKey === undefined ? undefined : relay.open.get(serverKey);
       if (serverKey === undefined || question === undefined) continue;
       relay.serverKey.delete(key);
       // The answer comes back through the pipeline (audit records it there).
       const outcome = await question.outcome.catch(() => undefined);
+      // Withdrawn on the way back: the server no longer wants it.
+      if (question.withdrawn) {
+        this.logger.info(
+          `dropped the host's answer under ${key}: its server withdrew that question meanwhile`,
+        );
+        continue;
+      }
       relay.open.delete(serverKey);
       if (outcome === undefined) continue;
       if (relay.answered.size >= MAX_ANSWERED_PER_TASK)
@@ -151,18 +189,39 @@ export class TaskRelay {
     this.input.release(handle, reason);
   }
 
+  /** The number of the newest listing seen: a `tasks/get` notes it before it is sent. */
+  listed(): number {
+    return this.listings;
+  }
+
   /** Lets go of every task (the connection ends). */
   close(reason: Error): void {
     for (const handle of [...this.tasks.keys()]) this.release(handle, reason);
   }
 
+  /**
+   * Withdraws the open questions of the task that `listed` (the server's complete listing) leaves
+   * out, except those newer than the listing: shown first by a listing numbered above `asOf`.
+   */
+  private withdrawUnlisted(context: RelayContext, listed: ReadonlySet<string>, asOf: number): void {
+    const relay = this.tasks.get(context.handle);
+    if (relay === undefined || relay.failure !== undefined) return;
+    for (const [serverKey, question] of relay.open) {
+      if (listed.has(serverKey) || question.since > asOf) continue;
+      question.withdrawn = true;
+      relay.open.delete(serverKey);
+      for (const [key, to] of relay.serverKey) if (to === serverKey) relay.serverKey.delete(key);
+      this.logger.info(
+        `withdrew question ${serverKey} of task ${context.taskId} of ${context.server} from the host: the server no longer lists it`,
+      );
+      question.signal.cancel(new QuestionWithdrawnError(context.server, 'its task no longer lists it'));
+    }
+  }
+
   /** Routes each question the server lists and the gateway has not asked yet to the host. */
-  private async askNew(context: RelayContext, requests: unknown): Promise<void> {
+  private async askNew(context: RelayContext, requests: unknown, listing: number): Promise<void> {
     const { handle, server } = context;
-    const entries =
-      typeof requests === 'object' && requests !== null && !Array.isArray(requests)
-        ? Object.entries(requests as Params)
-        : [];
+    const entries = entriesOf(requests);
     if (entries.length > MAX_INPUT_REQUESTS)
       throw new UpstreamFailedError(server, `asked for ${entries.length} inputs at once for one task`);
     const known = this.tasks.get(handle);
@@ -200,11 +259,12 @@ export class TaskRelay {
         { ...(own as Params | undefined), [RELATED_TASK]: { taskId: handle } },
         signal,
       );
-      relay.open.set(serverKey, { signal, outcome });
+      const question: Relayed = { signal, outcome, since: listing, withdrawn: false };
+      relay.open.set(serverKey, question);
       outcome.catch((error: unknown) => {
         this.input.unexpect(handle, signal);
         arrived();
-        this.refused(context, relay, error);
+        if (!question.withdrawn) this.refused(context, relay, error);
       });
     }
     // The questions pass the pipeline before they arrive; the host is answered once they have
@@ -222,8 +282,12 @@ export class TaskRelay {
     this.logger.info(
       `cancelled task ${context.taskId} of ${context.server}: a question it asked was refused (${String(relay.failure.message)})`,
     );
-    for (const question of relay.open.values()) question.signal.cancel(new Error('the task was cancelled'));
-    this.input.release(context.handle, new Error('the task was cancelled'));
+    const reason = new QuestionWithdrawnError(
+      context.server,
+      'its task was cancelled: another of its questions was refused',
+    );
+    for (const question of relay.open.values()) question.signal.cancel(reason);
+    this.input.release(context.handle, reason);
     relay.cancelled = context
       .send('tasks/cancel', { taskId: context.taskId }, new Cancellation())
       .catch((cause: unknown) =>
@@ -236,12 +300,23 @@ export class TaskRelay {
   private remember(handle: string): RelayTask {
     if (this.tasks.size >= MAX_RELAYED_TASKS) {
       const oldest = this.tasks.keys().next().value!;
-      this.release(oldest, new Error('mcp-warden follows too many tasks; the oldest was let go'));
+      this.release(oldest, new NotServingError('mcp-warden follows too many tasks; the oldest was let go'));
     }
     const relay = new RelayTask();
     this.tasks.set(handle, relay);
     return relay;
   }
+}
+
+/** The entries of an `inputRequests` object; none for anything else. */
+function entriesOf(requests: unknown): [string, unknown][] {
+  return typeof requests === 'object' && requests !== null && !Array.isArray(requests)
+    ? Object.entries(requests as Params)
+    : [];
+}
+
+function keysOf(requests: unknown): string[] {
+  return entriesOf(requests).map(([key]) => key);
 }
 
 /** Resolves when `promise` settles, after `ms`, or when `signal` is cancelled, whichever is first. */

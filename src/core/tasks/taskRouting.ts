@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { InvalidParamsError } from '../errors.js';
+import { HostCancelledError, InvalidParamsError, PeerRpcError, QuestionWithdrawnError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage, TaskAugmentation } from '../pipeline/types.js';
 import type { Params } from '../rpc/jsonRpc.js';
@@ -436,7 +436,7 @@ export class TaskRouting {
     message: RoutedMessage,
     request: IncomingRequest,
   ): Promise<Outcome> {
-    const context = this.relayContext(ref, handle, message, envelopeOf(request)?.capabilities);
+    const context = this.relayContext(ref, handle, message, envelopeOf(request)?.capabilities, kind);
     if (kind === 'tasks/update') {
       let responses: Params | undefined;
       try {
@@ -448,23 +448,26 @@ export class TaskRouting {
       const params = { taskId: ref.taskId, inputResponses: responses };
       return this.options.pipeline({ ...message, params, arguments: params });
     }
-    const outcome = this.taskResultForHost(ref, await this.options.pipeline(message));
+    const outcome = this.taskResultForHost(ref, await this.polled(handle, message));
     if (kind === 'tasks/cancel') {
-      this.relay.release(handle, new Error('the host cancelled the task'));
+      this.relay.release(handle, new HostCancelledError('the host cancelled the task'));
       return outcome;
     }
     return outcome.changed(await this.relay.view(context, outcome.result));
   }
 
+  /** `polled`: the kind of request about to fetch the state the context is for, if any. */
   private relayContext(
     ref: Pick<TaskRef, 'server' | 'taskId'>,
     handle: string,
     message: RoutedMessage,
     capabilities: Params | undefined,
+    polled: string | undefined,
   ): RelayContext {
     // Copied before `message` enters the pipeline, which marks the messages it has seen.
     const base: RoutedMessage = { ...message };
     return {
+      ...(polled === 'tasks/get' && { sentAfter: this.relay.listed() }),
       handle,
       server: ref.server,
       taskId: ref.taskId,
@@ -506,13 +509,37 @@ export class TaskRouting {
       ...this.taskMessage(undefined, 'tasks/get', 'upstream', ref.server, { taskId }),
       target: this.tools.get(key(ref.server, taskId)) ?? '',
     };
-    const context = this.relayContext(ref, handle, message, undefined);
-    const state = pushed ?? (await this.options.pipeline(message)).result;
+    const context = this.relayContext(
+      ref,
+      handle,
+      message,
+      undefined,
+      pushed === undefined ? 'tasks/get' : undefined,
+    );
+    const state = pushed ?? (await this.polled(handle, message)).result;
     const { _meta: _meta, resultType: _resultType, ...task } = state;
     const shown = await this.relay.view(context, task);
     if (typeof shown.status === 'string' && TERMINAL_STATUSES.has(shown.status))
       upstream.unwatchTask?.(taskId);
     return shown;
+  }
+
+  /**
+   * A modern server's answer to `message`, a request about its task `handle`. A server that says
+   * it does not know the task (-32602: it restarted and lost it, or let it expire) will never
+   * take answers to its questions, so they are withdrawn from the host.
+   */
+  private async polled(handle: string, message: RoutedMessage): Promise<Outcome> {
+    try {
+      return await this.options.pipeline(message);
+    } catch (error) {
+      if (error instanceof PeerRpcError && error.rpcCode === -32602)
+        this.relay.release(
+          handle,
+          new QuestionWithdrawnError(message.server, `it answered ${message.kind} with: ${error.message}`),
+        );
+      throw error;
+    }
   }
 
   /** Runs `answer` for `message` as a request the pipeline's recording stage sees. */
@@ -547,7 +574,7 @@ export class TaskRouting {
           arguments: sent,
           ...(signal !== undefined && { signal, onProgress: undefined }),
         }),
-      ask: (method, asked) => this.options.ask(ref.server, method, asked, message.signal),
+      ask: (method, asked, signal) => this.options.ask(ref.server, method, asked, signal),
       signal: message.signal,
       input: this.input,
       capabilities: request === undefined ? undefined : envelopeOf(request)?.capabilities,
