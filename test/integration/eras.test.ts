@@ -588,6 +588,9 @@ describe('resource updates for a modern host', () => {
     'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
     async (_era, server, entry, uri) => {
       const host = modernHost({ [server]: entry });
+      // Declared as the revision says: `resources.subscribe` means resourceSubscriptions work.
+      const discovered = modernResult('server/discover', await host.request('server/discover'));
+      expect(discovered.capabilities).toMatchObject({ resources: { subscribe: true, listChanged: true } });
       const id = await listen(
         host,
         { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },

@@ -291,10 +291,10 @@ export class ModernHost implements HostSession {
     await this.options.started();
     const upstreams = this.options.upstreams();
     const instructions = mergedInstructions(upstreams, this.options.notes(), this.options.warn);
+    // `resources.subscribe` keeps its meaning in this revision: the server honours
+    // `resourceSubscriptions` on subscriptions/listen, which the gateway does for every server
+    // that can be subscribed to, so it is declared exactly as for a legacy host.
     const capabilities = gatewayCapabilities(upstreams);
-    // Resources are watched through subscriptions/listen here, and logging is per request.
-    const resources = capabilities.resources as Params;
-    capabilities.resources = { listChanged: resources.listChanged };
     // Tasks are an extension in this revision, declared without the older per-method details.
     if (capabilities.tasks !== undefined) {
       delete capabilities.tasks;
