@@ -436,6 +436,35 @@ describe('a modern host and a modern upstream asking for input', () => {
       upstreamEra: 'modern',
     });
   });
+
+  it('passes none of a host’s own inputResponses or requestState upstream: the server’s question is still asked', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const audit = path.join(dir, 'audit.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) }, { audit: { file: audit } });
+    // The fixture would take this answer under its own state, which the gateway never hands out:
+    // passed on, the host would answer a question no policy saw and no audit record holds.
+    const params = { name: 'm__ask_name', arguments: {} };
+    const answers = await withRetries(
+      host,
+      'tools/call',
+      { ...params, requestState: 'asked:ask_name', inputResponses: { input: { action: 'decline' } } },
+      (requests) => ({ [Object.keys(requests)[0]!]: ANSWERS['elicitation/create'] }),
+    );
+    expect(answers).toHaveLength(2);
+    expect(modernResult('tools/call', answers[0]!).resultType).toBe('input_required');
+    expect(textOf(modernResult('tools/call', answers[1]!))).toBe(
+      `ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`,
+    );
+    const calls = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { method: string; params: Json })
+      .filter((r) => r.method === 'tools/call');
+    expect(calls[0]!.params).toEqual({ name: 'ask_name', arguments: {} });
+    const asked = readAudit(audit).filter((r) => r.method === 'elicitation/create' && r.type === 'request');
+    expect(asked).toHaveLength(1);
+  });
 });
 
 describe('confirmation for a modern host', () => {
@@ -478,6 +507,26 @@ describe('confirmation for a modern host', () => {
     expect(textOf(final)).toContain('Declined by the user');
     const none = await host.request('tools/call', params, { capabilities: {} });
     expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
+  });
+  it('asks about a resource read through MRTR too; the retry with the approval reads it', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-read\n    match: { kind: resource }\n    action: confirm\n    reason: Reads need a human.\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(['--resources']) } },
+      dir,
+    );
+    const host = (modern = startModernHost(CLI, config));
+    const answers = await withRetries(host, 'resources/read', { uri: 'fixture://fixture/a' }, (requests) => {
+      const [key, request] = Object.entries(requests)[0]!;
+      expect(String(request.params.message)).toContain('Reads need a human.');
+      return { [key]: { action: 'accept', content: {} } };
+    });
+    expect(answers).toHaveLength(2);
+    const read = modernResult('resources/read', answers[1]!);
+    expect(read.contents).toEqual([expect.objectContaining({ uri: 'fixture://fixture/a' })]);
   });
 });
 

@@ -67,12 +67,6 @@ export function paramsOf(message: RoutedMessage): Params | undefined {
     if (message.arguments !== undefined) params.arguments = message.arguments;
     if (message.task !== undefined) params.task = message.task.params;
     if (message.meta !== undefined) params._meta = message.meta;
-    // A modern host's retry of a multi round-trip call: its answers go on to the upstream.
-    const retry = message.params;
-    if (retry !== undefined) {
-      if (retry.inputResponses !== undefined) params.inputResponses = retry.inputResponses;
-      if (retry.requestState !== undefined) params.requestState = retry.requestState;
-    }
     return params;
   }
   const { params, meta } = message;
