@@ -576,6 +576,36 @@ describe('policy, audit and repair across eras', () => {
   });
 });
 
+describe('result types across eras', () => {
+  it('a legacy server’s answer is final for a modern host, whatever resultType it writes', async () => {
+    // An InputRequiredResult from a server whose revision has none would put its question to
+    // the host unlabelled, answered past the policy and audit trail its real requests go through.
+    const host = modernHost({ up: fixture(['--tools', 'basic,odd']) });
+    const answer = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__modern_fields', arguments: {} }),
+    );
+    expect(answer.resultType).toBe('complete');
+    expect(answer.inputRequests).toBeUndefined();
+    expect(answer.requestState).toBeUndefined();
+    expect(textOf(answer)).toBe('final');
+  });
+
+  it('a modern server’s unknown resultType fails that call only, naming the server', async () => {
+    const host = modernHost({ m: modernServer() });
+    const failed = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__unknown_result_type', arguments: {} }),
+    );
+    expect(failed.isError).toBe(true);
+    expect(textOf(failed)).toMatch(/"m" failed: .*resultType "deferred"/);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__echo', arguments: { text: 'x' } }),
+    );
+  });
+});
+
 describe('a legacy connection', () => {
   afterEach(() => killRawSessions());
 
