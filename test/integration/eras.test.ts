@@ -508,6 +508,19 @@ describe('confirmation for a modern host', () => {
     const none = await host.request('tools/call', params, { capabilities: {} });
     expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
   });
+  it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
+    const host = confirmHost();
+    const sent = Array.from({ length: 65 }, (_, i) =>
+      host.request('tools/call', { name: 'up__echo', arguments: { text: `n${i}` } }),
+    );
+    const answers = (await Promise.all(sent)).map((a) => modernResult('tools/call', a));
+    expect(answers.filter((a) => a.resultType === 'input_required')).toHaveLength(64);
+    const refused = answers.filter((a) => a.isError === true);
+    expect(refused).toHaveLength(1);
+    expect(textOf(refused[0]!)).toMatch(/got no answer from the user .*64 questions/);
+    expect(textOf(refused[0]!)).not.toContain('Declined');
+  });
+
   it('asks about a resource read through MRTR too; the retry with the approval reads it', async () => {
     const dir = tempDir();
     writeFileSync(
