@@ -163,6 +163,13 @@ describe('a modern host, a legacy upstream', () => {
 
   it('answers a malformed envelope with -32602, and stays up', async () => {
     const host = modernHost({ up: fixture() });
+    // The first request: an envelope without its required version is malformed, not legacy.
+    const unversioned = await host.request(
+      'tools/list',
+      { _meta: { 'io.modelcontextprotocol/clientCapabilities': {} } },
+      { bare: true },
+    );
+    expect(modernError(unversioned, -32602).message).toContain('protocolVersion');
     const bad = await host.request(
       'tools/list',
       {
