@@ -163,6 +163,13 @@ describe('a modern host, a legacy upstream', () => {
 
   it('answers a malformed envelope with -32602, and stays up', async () => {
     const host = modernHost({ up: fixture() });
+    // The first request: an envelope without its required version is malformed, not legacy.
+    const unversioned = await host.request(
+      'tools/list',
+      { _meta: { 'io.modelcontextprotocol/clientCapabilities': {} } },
+      { bare: true },
+    );
+    expect(modernError(unversioned, -32602).message).toContain('protocolVersion');
     const bad = await host.request(
       'tools/list',
       {
@@ -436,6 +443,35 @@ describe('a modern host and a modern upstream asking for input', () => {
       upstreamEra: 'modern',
     });
   });
+
+  it('passes none of a host’s own inputResponses or requestState upstream: the server’s question is still asked', async () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'modern.jsonl');
+    const audit = path.join(dir, 'audit.jsonl');
+    const host = modernHost({ m: modernServer(['--log', log]) }, { audit: { file: audit } });
+    // The fixture would take this answer under its own state, which the gateway never hands out:
+    // passed on, the host would answer a question no policy saw and no audit record holds.
+    const params = { name: 'm__ask_name', arguments: {} };
+    const answers = await withRetries(
+      host,
+      'tools/call',
+      { ...params, requestState: 'asked:ask_name', inputResponses: { input: { action: 'decline' } } },
+      (requests) => ({ [Object.keys(requests)[0]!]: ANSWERS['elicitation/create'] }),
+    );
+    expect(answers).toHaveLength(2);
+    expect(modernResult('tools/call', answers[0]!).resultType).toBe('input_required');
+    expect(textOf(modernResult('tools/call', answers[1]!))).toBe(
+      `ask_name got ${JSON.stringify(ANSWERS['elicitation/create'])}`,
+    );
+    const calls = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { method: string; params: Json })
+      .filter((r) => r.method === 'tools/call');
+    expect(calls[0]!.params).toEqual({ name: 'ask_name', arguments: {} });
+    const asked = readAudit(audit).filter((r) => r.method === 'elicitation/create' && r.type === 'request');
+    expect(asked).toHaveLength(1);
+  });
 });
 
 describe('confirmation for a modern host', () => {
@@ -478,6 +514,39 @@ describe('confirmation for a modern host', () => {
     expect(textOf(final)).toContain('Declined by the user');
     const none = await host.request('tools/call', params, { capabilities: {} });
     expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
+  });
+  it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
+    const host = confirmHost();
+    const sent = Array.from({ length: 65 }, (_, i) =>
+      host.request('tools/call', { name: 'up__echo', arguments: { text: `n${i}` } }),
+    );
+    const answers = (await Promise.all(sent)).map((a) => modernResult('tools/call', a));
+    expect(answers.filter((a) => a.resultType === 'input_required')).toHaveLength(64);
+    const refused = answers.filter((a) => a.isError === true);
+    expect(refused).toHaveLength(1);
+    expect(textOf(refused[0]!)).toMatch(/got no answer from the user .*64 questions/);
+    expect(textOf(refused[0]!)).not.toContain('Declined');
+  });
+
+  it('asks about a resource read through MRTR too; the retry with the approval reads it', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      'rules:\n  - id: ask-read\n    match: { kind: resource }\n    action: confirm\n    reason: Reads need a human.\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(['--resources']) } },
+      dir,
+    );
+    const host = (modern = startModernHost(CLI, config));
+    const answers = await withRetries(host, 'resources/read', { uri: 'fixture://fixture/a' }, (requests) => {
+      const [key, request] = Object.entries(requests)[0]!;
+      expect(String(request.params.message)).toContain('Reads need a human.');
+      return { [key]: { action: 'accept', content: {} } };
+    });
+    expect(answers).toHaveLength(2);
+    const read = modernResult('resources/read', answers[1]!);
+    expect(read.contents).toEqual([expect.objectContaining({ uri: 'fixture://fixture/a' })]);
   });
 });
 
@@ -524,6 +593,36 @@ describe('policy, audit and repair across eras', () => {
     const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
     expect(result.structuredContent).toBeUndefined();
     expect(textOf(result)).toBe('[1,2,3]');
+  });
+});
+
+describe('result types across eras', () => {
+  it('a legacy server’s answer is final for a modern host, whatever resultType it writes', async () => {
+    // An InputRequiredResult from a server whose revision has none would put its question to
+    // the host unlabelled, answered past the policy and audit trail its real requests go through.
+    const host = modernHost({ up: fixture(['--tools', 'basic,odd']) });
+    const answer = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__modern_fields', arguments: {} }),
+    );
+    expect(answer.resultType).toBe('complete');
+    expect(answer.inputRequests).toBeUndefined();
+    expect(answer.requestState).toBeUndefined();
+    expect(textOf(answer)).toBe('final');
+  });
+
+  it('a modern server’s unknown resultType fails that call only, naming the server', async () => {
+    const host = modernHost({ m: modernServer() });
+    const failed = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__unknown_result_type', arguments: {} }),
+    );
+    expect(failed.isError).toBe(true);
+    expect(textOf(failed)).toMatch(/"m" failed: .*resultType "deferred"/);
+    modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'm__echo', arguments: { text: 'x' } }),
+    );
   });
 });
 
@@ -588,6 +687,9 @@ describe('resource updates for a modern host', () => {
     'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
     async (_era, server, entry, uri) => {
       const host = modernHost({ [server]: entry });
+      // Declared as the revision says: `resources.subscribe` means resourceSubscriptions work.
+      const discovered = modernResult('server/discover', await host.request('server/discover'));
+      expect(discovered.capabilities).toMatchObject({ resources: { subscribe: true, listChanged: true } });
       const id = await listen(
         host,
         { resourceSubscriptions: [uri, 'fixture://nowhere/x'] },

@@ -149,20 +149,6 @@ export function withEnvelope(params: Params | undefined, meta: Params): Params {
   return { ...params, _meta: merged };
 }
 
-/**
- * The fields a retry of a multi round-trip request adds to its params (`inputResponses`,
- * `requestState`), to pass on with a tool call; undefined when it has none.
- */
-export function retryParams(params: Params | undefined): Params | undefined {
-  if (params === undefined) return undefined;
-  const { inputResponses, requestState } = params;
-  if (inputResponses === undefined && requestState === undefined) return undefined;
-  const retry: Params = {};
-  if (inputResponses !== undefined) retry.inputResponses = inputResponses;
-  if (requestState !== undefined) retry.requestState = requestState;
-  return retry;
-}
-
 /** The envelope's keys, which a legacy peer never sees. */
 const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
   META.protocolVersion,

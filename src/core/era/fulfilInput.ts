@@ -26,7 +26,16 @@ export async function fulfilInput(options: {
   let outcome = options.outcome;
   for (let round = 0; ; round++) {
     const result = outcome.result as Params;
-    if (result.resultType !== 'input_required') return outcome;
+    const { resultType } = result;
+    if (resultType !== 'input_required') {
+      // A result type the gateway does not know cannot be read, so it cannot be passed on either
+      // (the revision has clients treat one as invalid); an absent one means complete.
+      if (resultType === undefined || resultType === 'complete' || resultType === 'task') return outcome;
+      throw new UpstreamFailedError(
+        message.server,
+        `answered ${message.kind} with resultType ${JSON.stringify(resultType)?.slice(0, 100)}, which mcp-warden does not know`,
+      );
+    }
     if (round === MAX_INPUT_ROUNDS)
       throw new UpstreamFailedError(
         message.server,

@@ -110,6 +110,13 @@ const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   resources: 'notifications/resources/list_changed',
 };
 
+/** Whether `params._meta` carries a field only the per-request envelope has (its version aside). */
+function partOfEnvelope(params: Params | undefined): boolean {
+  const meta = params?._meta;
+  if (typeof meta !== 'object' || meta === null) return false;
+  return Object.hasOwn(meta, META.clientCapabilities) || Object.hasOwn(meta, META.clientInfo);
+}
+
 /** At most this many `subscriptions/listen` streams open at once; one more is refused, saying so. */
 export const MAX_SUBSCRIPTIONS = 32;
 
@@ -195,7 +202,9 @@ export class ModernHost implements HostSession {
       return false;
     }
     if (!enveloped) {
-      if (this._era === 'modern' || MODERN_ONLY.has(method)) readEnvelope(method, params); // throws
+      // Part of an envelope without its version is a malformed modern request, not a legacy one.
+      if (this._era === 'modern' || MODERN_ONLY.has(method) || partOfEnvelope(params))
+        readEnvelope(method, params); // throws
       return false;
     }
     const envelope = readEnvelope(method, params);
@@ -291,10 +300,10 @@ export class ModernHost implements HostSession {
     await this.options.started();
     const upstreams = this.options.upstreams();
     const instructions = mergedInstructions(upstreams, this.options.notes(), this.options.warn);
+    // `resources.subscribe` keeps its meaning in this revision: the server honours
+    // `resourceSubscriptions` on subscriptions/listen, which the gateway does for every server
+    // that can be subscribed to, so it is declared exactly as for a legacy host.
     const capabilities = gatewayCapabilities(upstreams);
-    // Resources are watched through subscriptions/listen here, and logging is per request.
-    const resources = capabilities.resources as Params;
-    capabilities.resources = { listChanged: resources.listChanged };
     // Tasks are an extension in this revision, declared without the older per-method details.
     if (capabilities.tasks !== undefined) {
       delete capabilities.tasks;

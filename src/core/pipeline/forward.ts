@@ -50,14 +50,33 @@ export function createForward(options: ForwardOptions): Next {
     if (message.task?.drivenBy === 'gateway') return driveTask(recipient, message, paramsOf(message)!);
     // The message carries the request options itself (its signal and progress listener).
     const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
+    if (message.upstreamEra !== 'modern')
+      return message.direction === 'upstream' && message.hostEra === 'modern' ? sent.then(asComplete) : sent;
     const { fulfilInput } = options;
-    if (fulfilInput === undefined || message.upstreamEra !== 'modern') return sent;
+    if (fulfilInput === undefined) return sent;
     return sent.then((outcome) =>
       fulfilInput(message, outcome, (extra) =>
         recipient.requestOutcome(message.kind, { ...paramsOf(message), ...extra }, message),
       ),
     );
   };
+}
+
+/** The members of a 2026-07-28 result that say it is not final (an InputRequiredResult's). */
+const INTERIM_FIELDS: readonly string[] = ['resultType', 'inputRequests', 'requestState'];
+
+/**
+ * A handshake-era server's answer, as a modern host gets it: final. That revision has no result
+ * types, so one that writes `resultType` (an InputRequiredResult, say) is not passed on as one:
+ * the host would show its questions unlabelled and answer them past the gateway's policy and
+ * audit trail, which only a server's real requests go through.
+ */
+function asComplete(outcome: Outcome): Outcome {
+  const result = outcome.result as Params;
+  if (!Object.hasOwn(result, 'resultType')) return outcome;
+  const complete: Params = {};
+  for (const key of Object.keys(result)) if (!INTERIM_FIELDS.includes(key)) complete[key] = result[key];
+  return outcome.changed(complete);
 }
 
 /** The params a message is sent with: its own, with the upstream's name and the sender's `_meta`. */
@@ -67,12 +86,6 @@ export function paramsOf(message: RoutedMessage): Params | undefined {
     if (message.arguments !== undefined) params.arguments = message.arguments;
     if (message.task !== undefined) params.task = message.task.params;
     if (message.meta !== undefined) params._meta = message.meta;
-    // A modern host's retry of a multi round-trip call: its answers go on to the upstream.
-    const retry = message.params;
-    if (retry !== undefined) {
-      if (retry.inputResponses !== undefined) params.inputResponses = retry.inputResponses;
-      if (retry.requestState !== undefined) params.requestState = retry.requestState;
-    }
     return params;
   }
   const { params, meta } = message;

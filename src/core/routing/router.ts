@@ -59,7 +59,6 @@ import {
 } from './hostSession.js';
 import { ModernHost } from '../era/modernHost.js';
 import { ModernInputBridge } from '../era/inputBridge.js';
-import { retryParams } from '../era/envelope.js';
 import { envelopeOf } from '../era/answerShape.js';
 import { declaresTasks } from '../era/taskBridge.js';
 import { Cancellation } from '../rpc/cancellation.js';
@@ -758,7 +757,7 @@ export class Router {
       exposedName: name,
       definition: entry.item,
       arguments: args,
-      params: request.shape === undefined ? undefined : retryParams(request.params),
+      params: undefined,
       meta: this.tasks.metaForUpstream(entry.server, request.meta),
       requestId: request.id,
       signal: request,
@@ -782,7 +781,7 @@ export class Router {
     this.route(
       request,
       this.upstreamMessage(request, 'prompts/get', entry.server, entry.item.name, name, {
-        params: { ...withoutMeta(params), name: entry.item.name },
+        params: { ...forwardedParams(params), name: entry.item.name },
         arguments: typeof args === 'object' && args !== null ? (args as Params) : undefined,
       }),
     );
@@ -798,7 +797,9 @@ export class Router {
     // An App's namespaced URI goes to its server as the server's own (see appUi.ts).
     const renamed = target.uri !== uri;
     const sent =
-      renamed && params?.uri === uri ? { ...withoutMeta(params), uri: target.uri } : withoutMeta(params);
+      renamed && params?.uri === uri
+        ? { ...forwardedParams(params), uri: target.uri }
+        : forwardedParams(params);
     this.route(
       request,
       this.upstreamMessage(request, kind, server, target.uri, uri, { params: sent, arguments: sent }),
@@ -813,7 +814,7 @@ export class Router {
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const entry = await this.resolveNamed(this.options.prompts, ref.name);
       if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${ref.name}`);
-      const sent = { ...withoutMeta(params), ref: { ...ref, name: entry.item.name } };
+      const sent = { ...forwardedParams(params), ref: { ...ref, name: entry.item.name } };
       return this.route(
         request,
         this.upstreamMessage(request, 'completion/complete', entry.server, entry.item.name, ref.name, {
@@ -922,6 +923,27 @@ function namedQuestion(server: string, params: Params | undefined): Params | und
 function withoutMeta(params: Params | undefined): Params | undefined {
   if (params === undefined || !Object.hasOwn(params, '_meta')) return params;
   const { _meta: _ignored, ...rest } = params;
+  return rest;
+}
+
+/**
+ * A host request's params as they go upstream: without `_meta` (sent apart) and without the
+ * fields of a multi round-trip retry (`inputResponses`, `requestState`). Those answer questions
+ * the gateway asked the host under a state it sealed itself: the upstream never asked them, an
+ * upstream's own state never reaches the host, and as that upstream's client the gateway must
+ * not send it a state it did not give. Passed on, they would let a host answer a server's
+ * question that no policy saw and no audit record holds, and would make a retry differ from the
+ * call its state was sealed for.
+ */
+function forwardedParams(params: Params | undefined): Params | undefined {
+  if (
+    params === undefined ||
+    (!Object.hasOwn(params, '_meta') &&
+      !Object.hasOwn(params, 'inputResponses') &&
+      !Object.hasOwn(params, 'requestState'))
+  )
+    return params;
+  const { _meta: _m, inputResponses: _i, requestState: _s, ...rest } = params;
   return rest;
 }
 

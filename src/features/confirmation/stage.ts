@@ -175,6 +175,11 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
           decision.ruleId,
         );
       }
+      if (typeof verdict === 'object' && 'failed' in verdict)
+        throw new DeniedError(
+          `The confirmation request for ${subject(call)} got no answer from ${who} (${verdict.failed}), so it was not run.`,
+          decision.ruleId,
+        );
       if (typeof verdict === 'object')
         throw new DeniedError(
           `The host answered the confirmation request for ${subject(call)} with ${verdict.malformed}, ` +
@@ -187,9 +192,11 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
 
   /**
    * What a confirmation came to; `malformed` when the host's answer was not an elicitation result
-   * at all (which fails closed, saying so).
+   * at all, `failed` when the question got an error instead of an answer (both fail closed,
+   * saying so).
    */
-  type Verdict = 'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string };
+  type Verdict =
+    'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string } | { readonly failed: string };
 
   /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
   async function askThroughHost(call: RoutedMessage, why: string): Promise<Verdict | 'unavailable'> {
@@ -223,7 +230,9 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
       if (question.cancelled) return 'timeout';
       if ('malformed' in reply) return { malformed: String(reply.malformed) };
-      if (!('result' in reply)) return 'no';
+      // The question failed on its way (the host answered with an error, or the gateway could
+      // not put it to the host): nobody declined, and the model must not be told so.
+      if (!('result' in reply)) return { failed: reply.error.message };
       const result: unknown = reply.result;
       if (typeof result !== 'object' || result === null || Array.isArray(result))
         return { malformed: result === null ? 'a null result' : `a result that is not an object` };
