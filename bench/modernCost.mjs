@@ -215,7 +215,7 @@ function leanAnswers(inst, settle) {
     const at = line.indexOf('"id":');
     if (at === -1) return;
     const id = parseInt(line.slice(at + 5, at + 20), 10);
-    if (!line.includes(ECHO_TEXT)) {
+    if (!line.includes(ECHO_TEXT) || (inst.modern && !line.includes('"resultType":"complete"'))) {
       rpc.failAll(new Error(`${inst.name}: wrong echo answer ${line.slice(0, 300)}`));
       return;
     }
