@@ -22,8 +22,19 @@
 //   - every figure is a ratio within one block, and the report gives the median of those ratios
 //     with their quartiles, so the spread is shown beside the figure.
 //
+//   - how the calls at 32 in flight are driven is chosen with --drive (natural, lean, burst, or
+//     several, each measured in every block; see `drive`): the bench client's own cost per
+//     request decides how requests reach the gateway in chunks, so `lean` and `burst` take that
+//     out of the comparison;
+//   - beside the medians, per call at 32 in flight summed over the run: the gateway's user and
+//     system CPU, its read/write system calls and bytes, the client's reads of its answers, and
+//     with --probe (lib/ioProbe.mjs loaded into every gateway alike) its reads and writes on the
+//     host's pipes and the upstream's and its collections.
+//
 //   node bench/modernCost.mjs [--blocks N] [--seq N] [--conc N] [--base-cli FILE] [--cli FILE]
 //                             [--only legacy,modern] [--out FILE] [--callgrind CALLS]
+//                             [--callgrind-dir DIR] [--drive natural,lean,burst] [--probe]
+//                             [--node-arg=--flag ...]
 //
 // --callgrind CALLS counts instructions instead of timing (see `callgrind` below): slow (about
 // a minute per 10,000 calls per gateway) but the same on a busy machine as on an idle one.
@@ -54,7 +65,11 @@ const { values: flags } = parseArgs({
     'base-cli': { type: 'string' },
     only: { type: 'string' },
     callgrind: { type: 'string' },
+    'callgrind-dir': { type: 'string' },
     out: { type: 'string' },
+    drive: { type: 'string', default: 'natural' },
+    probe: { type: 'boolean', default: false },
+    'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 const BLOCKS = Number(flags.blocks);
@@ -65,6 +80,12 @@ const IN_FLIGHT = 32;
 const TIMEOUT_MS = 300_000;
 const CLI = path.resolve(flags.cli ?? path.join(ROOT, 'dist/cli.js'));
 const BASE_CLI = flags['base-cli'] === undefined ? undefined : path.resolve(flags['base-cli']);
+/** How the calls at 32 in flight are driven (see `drive`); several: each, in every block. */
+const DRIVES = flags.drive.split(',');
+for (const mode of DRIVES)
+  if (!['natural', 'lean', 'burst'].includes(mode))
+    throw new Error(`--drive ${mode}: natural, lean or burst`);
+const PROBE = path.join(BENCH, 'lib/ioProbe.mjs');
 
 const ECHO_TEXT = 'hello from the warden bench';
 /** The per-request envelope of MCP 2026-07-28, as bench/run.mjs's modern host sends it. */
@@ -108,10 +129,17 @@ function quantile(values, q) {
 }
 
 async function start(name, cli, modern, callgrindOut) {
-  const args = [cli, '--config', configFile];
+  const args = [
+    ...flags['node-arg'],
+    ...(flags.probe ? ['--import', PROBE] : []),
+    cli,
+    '--config',
+    configFile,
+  ];
+  const env = flags.probe ? { ...process.env, WARDEN_IO_PROBE_DIR: work } : undefined;
   const child =
     callgrindOut === undefined
-      ? new RpcChild({ label: name, command: NODE, args })
+      ? new RpcChild({ label: name, command: NODE, args, env })
       : new RpcChild({
           label: name,
           command: 'valgrind',
@@ -136,7 +164,10 @@ async function start(name, cli, modern, callgrindOut) {
   const fixtures = childPids(child.pid);
   if (callgrindOut === undefined && fixtures.length !== 1)
     throw new Error(`${name}: expected one upstream process, found ${fixtures.length}`);
-  return { name, child, echo, modern, fixture: fixtures[0], samples: [] };
+  const inst = { name, child, echo, modern, fixture: fixtures[0], samples: [], clientReads: 0 };
+  // The client's reads of the gateway's stdout: how many answers each of its writes carried.
+  child.child.stdout.on('data', () => inst.clientReads++);
+  return inst;
 }
 
 function check(inst, result) {
@@ -157,35 +188,179 @@ async function sequential(inst, n) {
   return { cpu: cpuMicros(inst.child.pid) - cpu0, lat };
 }
 
-/** `n` calls with 32 in flight: wall time (ms) and the gateway's CPU (µs) over them. */
-async function concurrent(inst, n) {
-  let sent = 0;
-  const worker = async () => {
-    while (sent < n) {
-      sent++;
-      check(inst, await inst.child.request('tools/call', inst.echo));
+/**
+ * Every request line of one phase, built before it is timed (`lean` and `burst`): the client
+ * then does the same work per request in both eras apart from the bytes it writes.
+ */
+function requestLines(inst, n, mode) {
+  const first = inst.child.nextId;
+  inst.child.nextId += n;
+  const lines = new Array(n);
+  for (let i = 0; i < n; i++)
+    lines[i] = `{"jsonrpc":"2.0","id":${first + i},"method":"tools/call","params":${inst.echo}}\n`;
+  const bursts = [];
+  if (mode === 'burst')
+    for (let i = 0; i < n; i += IN_FLIGHT) bursts.push(lines.slice(i, i + IN_FLIGHT).join(''));
+  return { first, lines, bursts };
+}
+
+/**
+ * Answers read without `JSON.parse`: the id found by its member and the echo's text looked
+ * for, so reading a modern answer costs the client only its extra bytes. Returns the restore.
+ */
+function leanAnswers(inst, settle) {
+  const rpc = inst.child;
+  const onLine = rpc.onLine;
+  rpc.onLine = (line) => {
+    const at = line.indexOf('"id":');
+    if (at === -1) return;
+    const id = parseInt(line.slice(at + 5, at + 20), 10);
+    if (!line.includes(ECHO_TEXT) || (inst.modern && !line.includes('"resultType":"complete"'))) {
+      rpc.failAll(new Error(`${inst.name}: wrong echo answer ${line.slice(0, 300)}`));
+      return;
     }
+    settle(id);
   };
-  const cpu0 = cpuMicros(inst.child.pid);
-  const fixture0 = cpuMicros(inst.fixture);
-  const io0 = syscalls(inst.child.pid);
-  const t = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  return {
-    ms: performance.now() - t,
-    cpu: cpuMicros(inst.child.pid) - cpu0,
-    fixture: cpuMicros(inst.fixture) - fixture0,
-    syscalls: syscalls(inst.child.pid) - io0,
+  return () => {
+    rpc.onLine = onLine;
   };
 }
 
 /**
- * Read and write system calls the gateway has made (/proc/<pid>/io): per call, they show how
- * requests and answers batched, which moves CPU per call at 32 in flight whatever the work.
+ * The calls of one concurrent phase, driven as `--drive` says:
+ *   natural: 32 workers, each awaiting its answer and then building and writing its next request
+ *            (the bench's usual client: what a request costs the client decides how they batch);
+ *   lean:    the same 32 workers, but every request line is built before the phase and answers
+ *            are not parsed, so the client's own work is the same in both eras but for bytes;
+ *   burst:   32 requests written in one write, then all 32 answers awaited, and again: every
+ *            read of the gateway's sees the same requests whatever the client's speed.
  */
-function syscalls(pid) {
+function drive(inst, n, mode, prepared) {
+  if (prepared === undefined) {
+    let sent = 0;
+    const worker = async () => {
+      while (sent < n) {
+        sent++;
+        check(inst, await inst.child.request('tools/call', inst.echo));
+      }
+    };
+    return Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  }
+  const { first, lines, bursts } = prepared;
+  const stdin = inst.child.child.stdin;
+  return new Promise((resolve, reject) => {
+    let answered = 0;
+    let sent = 0;
+    let restore;
+    const done = (error) => {
+      restore();
+      inst.child.pending.delete(-1);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    // A gateway that exits fails everything pending: a sentinel entry carries that to here.
+    inst.child.pending.set(-1, { method: 'tools/call', resolve: () => {}, reject: done });
+    if (mode === 'lean') {
+      restore = leanAnswers(inst, (id) => {
+        if (id < first || id >= first + n) return;
+        if (++answered === n) done();
+        else if (sent < n) stdin.write(lines[sent++]);
+      });
+      for (; sent < Math.min(IN_FLIGHT, n);) stdin.write(lines[sent++]);
+      return;
+    }
+    let waiting = 0;
+    let next = 0;
+    const burst = () => {
+      const k = Math.min(IN_FLIGHT, n - sent);
+      waiting = k;
+      stdin.write(bursts[next++]);
+      sent += k;
+    };
+    restore = leanAnswers(inst, (id) => {
+      if (id < first || id >= first + n) return;
+      answered++;
+      if (--waiting > 0) return;
+      if (answered === n) done();
+      else burst();
+    });
+    burst();
+  });
+}
+
+/** `n` calls with 32 in flight: wall time (ms) and the gateway's CPU (µs) over them. */
+async function concurrent(inst, n, mode = DRIVES[0]) {
+  const cpu0 = cpuMicros(inst.child.pid);
+  const fixture0 = cpuMicros(inst.fixture);
+  const io0 = ioCounts(inst.child.pid);
+  const ticks0 = userSysTicks(inst.child.pid);
+  const reads0 = inst.clientReads;
+  const probe0 = flags.probe ? await probe(inst) : undefined;
+  const prepared = mode === 'natural' ? undefined : requestLines(inst, n, mode);
+  const t = performance.now();
+  await drive(inst, n, mode, prepared);
+  const ms = performance.now() - t;
+  const cpu = cpuMicros(inst.child.pid) - cpu0;
+  const fixture = cpuMicros(inst.fixture) - fixture0;
+  const io = ioCounts(inst.child.pid);
+  const ticks = userSysTicks(inst.child.pid);
+  const probed = flags.probe ? await probe(inst) : undefined;
+  return {
+    ms,
+    cpu,
+    fixture,
+    syscalls: io.syscr + io.syscw - io0.syscr - io0.syscw,
+    syscr: io.syscr - io0.syscr,
+    syscw: io.syscw - io0.syscw,
+    rchar: io.rchar - io0.rchar,
+    wchar: io.wchar - io0.wchar,
+    utime: ticks.utime - ticks0.utime,
+    stime: ticks.stime - ticks0.stime,
+    clientReads: inst.clientReads - reads0,
+    probe:
+      probed === undefined
+        ? undefined
+        : Object.fromEntries(Object.keys(probed).map((k) => [k, probed[k] - probe0[k]])),
+  };
+}
+
+/**
+ * The gateway's I/O counters (/proc/<pid>/io): read and write system calls and bytes. Per call,
+ * they show how requests and answers batched, which moves CPU per call at 32 in flight whatever
+ * the work.
+ */
+function ioCounts(pid) {
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
-  return Number(/^syscr: (\d+)$/m.exec(io)[1]) + Number(/^syscw: (\d+)$/m.exec(io)[1]);
+  const field = (name) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)[1]);
+  return { syscr: field('syscr'), syscw: field('syscw'), rchar: field('rchar'), wchar: field('wchar') };
+}
+
+/** User and system clock ticks of the whole process (/proc/<pid>/stat utime, stime). */
+function userSysTicks(pid) {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { utime: Number(f[11]), stime: Number(f[12]) };
+}
+
+/** The --probe counters of a gateway (see lib/ioProbe.mjs), asked for with SIGUSR2. */
+async function probe(inst) {
+  const file = path.join(work, `${inst.child.pid}.json`);
+  let before = -1;
+  try {
+    before = JSON.parse(readFileSync(file, 'utf8')).seq;
+  } catch {
+    // none yet
+  }
+  process.kill(inst.child.pid, 'SIGUSR2');
+  for (;;) {
+    try {
+      const counts = JSON.parse(readFileSync(file, 'utf8'));
+      if (counts.seq > before) return counts;
+    } catch {
+      // not written yet
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 function rotate(list, by) {
@@ -202,7 +377,8 @@ function rotate(list, by) {
 async function callgrind(specs, calls) {
   const out = [];
   for (const [name, cli, modern] of specs) {
-    const file = path.join(work, `${name}.callgrind`);
+    // In --callgrind-dir when given, kept for callgrind_annotate; else in the scratch directory.
+    const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
     const inst = await start(name, cli, modern, file);
     await deadline(concurrent(inst, WARMUP), TIMEOUT_MS * 4, `${name} warm-up`);
     execFileSync('callgrind_control', ['-z', String(inst.child.pid)], { stdio: 'ignore' });
@@ -246,22 +422,27 @@ async function main() {
   for (const [name, cli, modern] of specs) insts.push(await start(name, cli, modern));
   for (const inst of insts) {
     await deadline(sequential(inst, WARMUP), TIMEOUT_MS, `${inst.name} warm-up`);
-    await deadline(concurrent(inst, WARMUP), TIMEOUT_MS, `${inst.name} warm-up`);
+    for (const mode of DRIVES)
+      await deadline(concurrent(inst, WARMUP, mode), TIMEOUT_MS, `${inst.name} warm-up`);
   }
+  for (const inst of insts) inst.cpuStart = cpuMicros(inst.child.pid);
   for (let b = 0; b < BLOCKS; b++) {
     for (const inst of rotate(insts, b)) {
       const s = await deadline(sequential(inst, SEQ), TIMEOUT_MS, `${inst.name} sequential`);
-      const c = await deadline(concurrent(inst, CONC), TIMEOUT_MS, `${inst.name} concurrent`);
-      inst.samples.push({
-        seqCpu: s.cpu / SEQ,
-        p50: median(s.lat),
-        concCpu: c.cpu / CONC,
-        fixtureCpu: c.fixture / CONC,
-        syscallsPerCall: c.syscalls / CONC,
-        callsPerSec: CONC / (c.ms / 1000),
-      });
+      const sample = { seqCpu: s.cpu / SEQ, p50: median(s.lat), seqCpuTotal: s.cpu, totals: {} };
+      for (const mode of DRIVES) {
+        const c = await deadline(concurrent(inst, CONC, mode), TIMEOUT_MS, `${inst.name} concurrent`);
+        const tag = DRIVES.length === 1 ? '' : ` ${mode}`;
+        sample[`concCpu${tag}`] = c.cpu / CONC;
+        sample[`fixtureCpu${tag}`] = c.fixture / CONC;
+        sample[`syscallsPerCall${tag}`] = c.syscalls / CONC;
+        sample[`callsPerSec${tag}`] = CONC / (c.ms / 1000);
+        sample.totals[mode] = c;
+      }
+      inst.samples.push(sample);
     }
   }
+  for (const inst of insts) inst.cpuEnd = cpuMicros(inst.child.pid);
   const seconds = (performance.now() - t0) / 1000;
   const loadAfter = loadavg().map((x) => x.toFixed(2));
   await Promise.all(insts.map((i) => i.child.close()));
@@ -269,10 +450,15 @@ async function main() {
   const metrics = [
     ['seqCpu', 'cpu µs/call seq'],
     ['p50', 'p50 µs'],
-    ['concCpu', 'cpu µs/call @32'],
-    ['fixtureCpu', 'fixture cpu @32'],
-    ['syscallsPerCall', 'syscalls/call @32'],
-    ['callsPerSec', 'calls/s @32'],
+    ...DRIVES.flatMap((mode) => {
+      const tag = DRIVES.length === 1 ? '' : ` ${mode}`;
+      return [
+        [`concCpu${tag}`, `cpu µs/call @32${tag}`],
+        [`fixtureCpu${tag}`, `fixture cpu @32${tag}`],
+        [`syscallsPerCall${tag}`, `syscalls/call @32${tag}`],
+        [`callsPerSec${tag}`, `calls/s @32${tag}`],
+      ];
+    }),
   ];
   const out = [];
   out.push(
@@ -283,21 +469,23 @@ async function main() {
   out.push(`cli ${CLI}${BASE_CLI === undefined ? '' : `; base ${BASE_CLI}`}`);
   out.push('');
   out.push('Medians over blocks');
-  out.push(['instance'.padEnd(16), ...metrics.map(([, h]) => h.padStart(16))].join(''));
+  out.push(
+    ['instance'.padEnd(16), ...metrics.map(([, h]) => h.padStart(Math.max(16, h.length + 2)))].join(''),
+  );
   for (const inst of insts)
     out.push(
       [
         inst.name.padEnd(16),
         ...metrics.map(([k]) =>
           median(inst.samples.map((s) => s[k]))
-            .toFixed(k === 'callsPerSec' ? 0 : 2)
-            .padStart(16),
+            .toFixed(k.startsWith('callsPerSec') ? 0 : 2)
+            .padStart(Math.max(16, metrics.find(([m]) => m === k)[1].length + 2)),
         ),
       ].join(''),
     );
   out.push('');
   out.push('Ratios per block: median [quartiles]');
-  out.push(['ratio'.padEnd(26), ...metrics.map(([, h]) => h.padStart(22))].join(''));
+  out.push(['ratio'.padEnd(26), ...metrics.map(([, h]) => h.padStart(Math.max(22, h.length + 2)))].join(''));
   const byName = Object.fromEntries(insts.map((i) => [i.name, i]));
   const pairs = [];
   for (const prefix of ['', ...(BASE_CLI === undefined ? [] : ['base-'])]) {
@@ -312,17 +500,87 @@ async function main() {
       const r = byName[a].samples.map((s, i) => s[k] / byName[b].samples[i][k]);
       (ratios[`${a}/${b}`] ??= {})[k] = { median: median(r), q1: quantile(r, 0.25), q3: quantile(r, 0.75) };
       return `${median(r).toFixed(3)} [${quantile(r, 0.25).toFixed(2)}-${quantile(r, 0.75).toFixed(2)}]`.padStart(
-        22,
+        Math.max(22, metrics.find(([m]) => m === k)[1].length + 2),
       );
     });
     out.push([`${a}/${b}`.padEnd(26), ...cells].join(''));
   }
+  out.push('');
+  for (const mode of DRIVES) out.push(...batchingTable(insts, byName, pairs, mode), '');
+  out.push(...wholeRunRows(insts));
   process.stdout.write(`${out.join('\n')}\n`);
   if (flags.out !== undefined)
     writeFileSync(
       flags.out,
       `${JSON.stringify({ loadBefore, loadAfter, samples: Object.fromEntries(insts.map((i) => [i.name, i.samples])), ratios }, null, 2)}\n`,
     );
+}
+
+/**
+ * How the calls at 32 in flight batched, and where the gateway's CPU went, summed over every
+ * block (user and system time count in 10 ms ticks, too coarse for one block): per call, the
+ * gateway's user and system CPU, its read and write system calls and bytes (/proc/<pid>/io),
+ * the client's reads of its answers, and with --probe the gateway's own reads and writes on the
+ * host's pipes and the upstream's.
+ */
+function batchingTable(insts, byName, pairs, mode) {
+  const tick = 1e6 / 100;
+  const columns = [
+    ['user µs', (t) => t.utime * tick],
+    ['sys µs', (t) => t.stime * tick],
+    ['syscr', (t) => t.syscr],
+    ['syscw', (t) => t.syscw],
+    ['rchar B', (t) => t.rchar],
+    ['wchar B', (t) => t.wchar],
+    ['client reads', (t) => t.clientReads],
+    ...(flags.probe
+      ? [
+          ['host reads', (t) => t.probe.hostReads],
+          ['host writes', (t) => t.probe.hostWrites],
+          ['up reads', (t) => t.probe.upReads],
+          ['up writes', (t) => t.probe.upWrites],
+          ['scav/1k', (t) => t.probe.scavenges * 1000],
+          ['scav µs', (t) => t.probe.scavengeMs * 1000],
+          ['majorGC µs', (t) => t.probe.otherGcMs * 1000],
+        ]
+      : []),
+  ];
+  const perCall = (inst) => {
+    const calls = inst.samples.length * CONC;
+    return columns.map(([, f]) => inst.samples.reduce((sum, s) => sum + f(s.totals[mode]), 0) / calls);
+  };
+  const rows = [`Per call at 32 in flight (${mode}), summed over all blocks`];
+  rows.push(['instance'.padEnd(26), ...columns.map(([h]) => h.padStart(13))].join(''));
+  for (const inst of insts)
+    rows.push([inst.name.padEnd(26), ...perCall(inst).map((v) => v.toFixed(3).padStart(13))].join(''));
+  for (const [a, b] of pairs) {
+    if (byName[a] === undefined || byName[b] === undefined) continue;
+    const va = perCall(byName[a]);
+    const vb = perCall(byName[b]);
+    rows.push(
+      [`${a}/${b}`.padEnd(26), ...va.map((v, i) => `${(v / vb[i]).toFixed(3)}×`.padStart(13))].join(''),
+    );
+  }
+  return rows;
+}
+
+/**
+ * The gateway's CPU over the whole run against the part inside the instance's own turns: the
+ * rest is what it did while another instance was measured (deferred work, collections), which
+ * no per-turn figure charges to it.
+ */
+function wholeRunRows(insts) {
+  return insts.map((inst) => {
+    const inside = inst.samples.reduce(
+      (sum, s) => sum + s.seqCpuTotal + Object.values(s.totals).reduce((t, c) => t + c.cpu, 0),
+      0,
+    );
+    const calls = inst.samples.length * (SEQ + CONC * DRIVES.length);
+    return (
+      `${inst.name}: ${((inst.cpuEnd - inst.cpuStart) / calls).toFixed(2)} µs/call over the whole run, ` +
+      `${(inside / calls).toFixed(2)} inside its own turns`
+    );
+  });
 }
 
 main().then(

@@ -127,6 +127,17 @@ describe('a modern host, a legacy upstream', () => {
     // The envelope's text inside the arguments too: the arguments keep it.
     expect(await echoed({ _meta: envelope() })).toEqual({ _meta: envelope() });
     expect(await echoed({ s: '\u0000', _meta: envelope() })).toEqual({ s: '\u0000', _meta: envelope() });
+    // The envelope first in the params, where no line before had it: found and read all the same.
+    const reordered = host.send(
+      'tools/call',
+      { name: 'up__echo_structured', _meta: envelope(), arguments: { data: { n: 5, _meta: envelope() } } },
+      { bare: true },
+    );
+    await expect.poll(() => host.received.find((m) => m.id === reordered)).toBeDefined();
+    expect(
+      modernResult('tools/call', host.received.find((m) => m.id === reordered) as never).structuredContent,
+    ).toEqual({ n: 5, _meta: envelope() });
+    expect(await echoed({ n: 6 })).toEqual({ n: 6 });
     // No envelope of its own, only the text of one in its arguments: still malformed.
     const sent = host.send(
       'tools/call',

@@ -37,17 +37,22 @@ export class EnvelopeReuse {
   /** Its value, frozen throughout. */
   private meta: Params | undefined;
   private misses = 0;
+  /**
+   * How many characters followed the envelope's text in the last line it was found in by a
+   * search; -1 before one. A host writes its lines alike (the envelope last in the params, so
+   * followed by `}}`), so the next line's envelope is first looked for at that distance from
+   * its end, which spares searching the line for it.
+   */
+  private after = -1;
 
   /** Parses one line of the host's as `parseMessage` does. */
   readonly parse = (line: string): ParseOutcome => {
     const member = this.memberText;
     if (member !== undefined) {
-      const at = line.indexOf(MEMBER_START) - 1;
+      const at = this.find(line, member);
       if (at >= 0) {
-        if (line.slice(at, at + member.length) === member) {
-          const reused = this.reuse(line, at, member.length);
-          if (reused !== undefined) return reused;
-        } else this.misses++;
+        const reused = this.reuse(line, at, member.length);
+        if (reused !== undefined) return reused;
       }
     }
     const parsed = parseMessage(line);
@@ -57,6 +62,27 @@ export class EnvelopeReuse {
     }
     return parsed;
   };
+
+  /**
+   * Where the learned envelope's text starts in `line`: at the distance from the end it had in
+   * the last line, or else where its member starts; -1 when it is not there (counted as a miss
+   * when the line has an envelope of other text). Wherever it is found, `reuse` checks that it
+   * was the params' `_meta`.
+   */
+  private find(line: string, member: string): number {
+    // Compared as a slice: `startsWith(member, position)` was measured at about 8k instructions
+    // more per line than this, in V8 11.3 (Node 20).
+    const guess = line.length - this.after - member.length;
+    if (this.after >= 0 && guess > 0 && line.slice(guess, guess + member.length) === member) return guess;
+    const at = line.indexOf(MEMBER_START) - 1;
+    if (at < 0) return -1;
+    if (line.slice(at, at + member.length) !== member) {
+      this.misses++;
+      return -1;
+    }
+    this.after = line.length - at - member.length;
+    return at;
+  }
 
   private reuse(line: string, at: number, length: number): ParseOutcome | undefined {
     const cut = `${line.slice(0, at)}"_meta":${MARKER_TEXT}${line.slice(at + length)}`;
@@ -78,6 +104,7 @@ export class EnvelopeReuse {
     // Only text that is exactly what the value serialises to: then that text parses to it.
     if (line.slice(at, at + member.length) !== member) return;
     this.memberText = member;
+    this.after = line.length - at - member.length;
     this.meta = shareEnvelopeMeta(deepFreeze(meta as Params));
   }
 }
