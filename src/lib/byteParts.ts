@@ -15,13 +15,13 @@ export class ByteParts {
   /** Total bytes. */
   readonly length: number;
   /** The offset of each part's first byte. */
-  private readonly starts: number[];
+  private starts: number[];
   /** The part the last lookup landed in: searches move forward, so the next is usually there. */
   private last = 0;
   private joined: Buffer | undefined;
 
   /** `parts` is kept as given (not copied): the caller hands it over. */
-  constructor(private readonly parts: readonly Buffer[]) {
+  constructor(private parts: readonly Buffer[]) {
     const starts: number[] = [];
     let length = 0;
     for (const part of parts) {
@@ -111,7 +111,15 @@ export class ByteParts {
     const start = this.starts[k]!;
     const part = this.parts[k]!;
     if (to - start <= part.length) return part.subarray(from - start, to - start);
-    if (from === 0 && to === this.length) return (this.joined = Buffer.concat(this.parts, this.length));
+    if (from === 0 && to === this.length) {
+      // Joined once, and then held only joined: a large list's line is kept while it is the
+      // latest, and holding both its parts and their copy raised the peak resident size.
+      const joined = Buffer.concat(this.parts, this.length);
+      this.parts = [joined];
+      this.starts = [0];
+      this.last = 0;
+      return (this.joined = joined);
+    }
     return Buffer.concat(this.range(from, to).parts, to - from);
   }
 
