@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
-import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
+import { BARE_GATEWAY, BARE_LIMITS, BENCH_POLICY } from './lib/configs.mjs';
 import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
 import { childPids, cpuMicros } from './lib/proc.mjs';
 
@@ -53,33 +53,7 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
 // The policy of bench/run.mjs: five rules of the usual kinds, every echo call judged by all.
 const policyFile = path.join(work, 'policy.json');
-writeFileSync(
-  policyFile,
-  JSON.stringify({
-    default: 'allow',
-    rules: [
-      { id: 'no-deletes', match: { tool: 'delete_*' }, action: 'deny', reason: 'No deletes.' },
-      { id: 'no-sampling', match: { server: 'bench', kind: 'sampling' }, action: 'deny', reason: 'No.' },
-      {
-        id: 'no-etc',
-        match: { tool: 'write_*', arguments: { properties: { path: { pattern: '^/etc/' } } } },
-        action: 'deny',
-        reason: 'Not /etc.',
-      },
-      {
-        id: 'deny-probe',
-        match: {
-          server: 'bench',
-          tool: 'echo',
-          arguments: { properties: { text: { const: 'bench: deny me' } }, required: ['text'] },
-        },
-        action: 'deny',
-        reason: 'Probe.',
-      },
-      { id: 'bench', match: { server: 'bench', tool: '*' }, action: 'allow' },
-    ],
-  }),
-);
+writeFileSync(policyFile, JSON.stringify(BENCH_POLICY));
 
 const fixture = { command: NODE, args: [FIXTURE, '--tools', '0'] };
 const bare = { gateway: BARE_GATEWAY, servers: { bench: { ...fixture, ...BARE_LIMITS } } };

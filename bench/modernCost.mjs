@@ -39,14 +39,15 @@
 // --callgrind CALLS counts instructions instead of timing (see `callgrind` below): slow (about
 // a minute per 10,000 calls per gateway) but the same on a busy machine as on an idle one.
 
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { underCallgrind, dumpCounts, zeroCounts } from './lib/callgrind.mjs';
 import { deadline, RpcChild } from './lib/client.mjs';
+import { median, quantile, rotate } from './lib/stats.mjs';
 import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
 import { childPids, cpuMicros } from './lib/proc.mjs';
 
@@ -116,18 +117,6 @@ process.on('exit', () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function median(values) {
-  const v = [...values].sort((a, b) => a - b);
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-function quantile(values, q) {
-  const v = [...values].sort((a, b) => a - b);
-  const pos = (v.length - 1) * q;
-  const lo = Math.floor(pos);
-  return v[lo] + (v[Math.min(lo + 1, v.length - 1)] - v[lo]) * (pos - lo);
-}
-
 async function start(name, cli, modern, callgrindOut) {
   const args = [
     ...flags['node-arg'],
@@ -140,11 +129,7 @@ async function start(name, cli, modern, callgrindOut) {
   const child =
     callgrindOut === undefined
       ? new RpcChild({ label: name, command: NODE, args, env })
-      : new RpcChild({
-          label: name,
-          command: 'valgrind',
-          args: ['--tool=callgrind', `--callgrind-out-file=${callgrindOut}`, NODE, ...args],
-        });
+      : new RpcChild({ label: name, ...underCallgrind(callgrindOut, NODE, args) });
   live.add(child);
   if (!modern) {
     await deadline(child.request('initialize', INITIALIZE_PARAMS), TIMEOUT_MS, `${name} initialize`);
@@ -363,11 +348,6 @@ async function probe(inst) {
   }
 }
 
-function rotate(list, by) {
-  const k = by % list.length;
-  return [...list.slice(k), ...list.slice(0, k)];
-}
-
 /**
  * Instructions per call (every thread of the gateway, so GC counts), counted by callgrind over
  * `calls` calls at 32 in flight after the warm-up: what the machine's load cannot move. The
@@ -381,17 +361,14 @@ async function callgrind(specs, calls) {
     const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
     const inst = await start(name, cli, modern, file);
     await deadline(concurrent(inst, WARMUP), TIMEOUT_MS * 4, `${name} warm-up`);
-    execFileSync('callgrind_control', ['-z', String(inst.child.pid)], { stdio: 'ignore' });
+    zeroCounts(inst.child.pid);
     await deadline(concurrent(inst, calls), TIMEOUT_MS * 4, `${name} measured calls`);
-    execFileSync('callgrind_control', ['-d', String(inst.child.pid)], { stdio: 'ignore' });
+    const total = dumpCounts(inst.child.pid, file);
     await inst.child.close(60_000);
     live.delete(inst.child);
-    // The dump requested after the measured calls is the first numbered part.
-    const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(`${file}.1`, 'utf8'));
-    if (totals === null) throw new Error(`${name}: no totals in the callgrind dump`);
-    out.push([name, Number(totals[1]) / calls]);
+    out.push([name, total / calls]);
     process.stdout.write(
-      `${name.padEnd(16)}${(Number(totals[1]) / calls).toFixed(0).padStart(10)} instructions per call\n`,
+      `${name.padEnd(16)}${(total / calls).toFixed(0).padStart(10)} instructions per call\n`,
     );
   }
   return out;

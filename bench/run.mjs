@@ -42,7 +42,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deadline, RpcChild } from './lib/client.mjs';
-import { BARE_GATEWAY, BARE_LIMITS } from './lib/configs.mjs';
+import { BARE_GATEWAY, BARE_LIMITS, BENCH_POLICY, DENY_PROBE_TEXT } from './lib/configs.mjs';
 import { childPids, CPU_SOURCE, cpuMicros, peakRssBytes } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
@@ -205,43 +205,6 @@ function bareConfig(tools) {
 function fullConfig(tools) {
   return { servers: { bench: fixtureServer(tools) } };
 }
-
-// Text of the one call the bench policy denies, sent once per round to prove it is enforced.
-const DENY_PROBE_TEXT = 'bench: deny me';
-
-// A policy with a few rules of the usual kinds (globs on server and tool, a kind, argument
-// schemas, a paths condition). Every echo call is evaluated against all of them: the first four
-// do not match it, the fifth matches only the probe's text, the last allows. Every rule can match something in
-// the bench's config, so `mcp-warden check` passes it.
-const BENCH_POLICY = {
-  default: 'allow',
-  rules: [
-    { id: 'no-deletes', match: { tool: 'delete_*' }, action: 'deny', reason: 'Deleting is not allowed.' },
-    {
-      id: 'no-sampling',
-      match: { server: 'bench', kind: 'sampling' },
-      action: 'deny',
-      reason: 'No sampling.',
-    },
-    {
-      id: 'no-etc',
-      match: { tool: 'write_*', arguments: { properties: { path: { pattern: '^/etc/' } } } },
-      action: 'deny',
-      reason: 'Writing to /etc is not allowed.',
-    },
-    {
-      id: 'deny-probe',
-      match: {
-        server: 'bench',
-        tool: 'echo',
-        arguments: { properties: { text: { const: DENY_PROBE_TEXT } }, required: ['text'] },
-      },
-      action: 'deny',
-      reason: 'The bench checks that policies are enforced.',
-    },
-    { id: 'bench', match: { server: 'bench', tool: '*' }, action: 'allow' },
-  ],
-};
 
 /**
  * Product features warden-full turns on once the build supports them: each is tried with

@@ -227,6 +227,9 @@ export function buildFeatures(deps: FeatureDependencies): {
  * afresh from the config a managed edit gives, so a lock on what they read applies from the
  * next call, with the calls in flight finishing under the stage they started in.
  */
+/** How long the host may leave what was written to it unread before the log says so. */
+const SLOW_HOST_MS = 1000;
+
 const SETTINGS_STAGES: readonly StageName[] = ['validate', 'confirmation', 'timeout', 'resultRepair'];
 
 /**
@@ -602,13 +605,25 @@ export function createGateway(options: GatewayOptions): Gateway {
       transport.beforeWrite =
         beforeWrite.length === 1 ? beforeWrite[0] : () => beforeWrite.forEach((f) => f());
     if (transport instanceof StreamTransport) {
+      // Every answer larger than the pipe fills it for a moment (that is ordinary flow control),
+      // so only a host that stays behind for SLOW_HOST_MS is logged, and then its catching up.
+      let slow: NodeJS.Timeout | undefined;
+      let warned = false;
       transport.onBackpressure = (congested) => {
-        logger.warn(
-          congested
-            ? 'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does'
-            : 'the host reads again; reading from upstreams resumes',
-        );
         for (const upstream of scope.view.upstreams) upstream.setReading(!congested);
+        if (congested) {
+          slow = setTimeout(() => {
+            warned = true;
+            logger.warn(
+              'the host is not reading what mcp-warden writes; reading from upstreams is paused until it does',
+            );
+          }, SLOW_HOST_MS).unref();
+          return;
+        }
+        clearTimeout(slow);
+        if (!warned) return;
+        warned = false;
+        logger.warn('the host reads again; reading from upstreams resumes');
       };
     }
     const forward = createForward({

@@ -124,6 +124,15 @@ describe('result repair, as a strict SDK host sees it', () => {
   });
 });
 
+/** Calls `name` through a raw session under request id `id`; resolves with the answer. */
+function callRaw(session: ReturnType<typeof rawSession>, id: number, name: string, args: object) {
+  const answered = session.next((m) => m.id === id);
+  session.send(
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+  );
+  return answered;
+}
+
 describe('results that need no repair', () => {
   it('reach the host byte for byte as the upstream wrote them', async () => {
     const tools = ['--tools', 'structured,basic'];
@@ -143,16 +152,7 @@ describe('results that need no repair', () => {
     ];
     for (const [i, [tool, args]] of calls.entries()) {
       const id = 100 + i;
-      const answered = gateway.next((m) => m.id === id);
-      gateway.send(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id,
-          method: 'tools/call',
-          params: { name: `s__${tool}`, arguments: args },
-        }),
-      );
-      await answered;
+      await callRaw(gateway, id, `s__${tool}`, args);
       const viaLine = gateway.lines.find((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`))!;
 
       upstream.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args } });
@@ -164,6 +164,26 @@ describe('results that need no repair', () => {
       expect(resultText(viaLine)).toBe(resultText(directLine));
     }
     upstream.child.kill();
+  });
+
+  it('a result over gateway.maxMessageSize fails its call, naming the limit, and the next large one passes', async () => {
+    const tools = ['--tools', 'basic'];
+    const gateway = rawSession(
+      writeConfig({ gateway: { ...FAST_GATEWAY, maxMessageSize: '256KiB' }, servers: { s: fixture(tools) } }),
+    );
+    await initialize(gateway);
+    const call = async (id: number, kib: number) =>
+      (await callRaw(gateway, id, 's__big', { kib })) as {
+        result?: { isError?: boolean; content: { text: string }[] };
+      };
+    const refused = await call(1, 512);
+    expect(refused.result?.isError).toBe(true);
+    expect(refused.result?.content[0]?.text).toContain(
+      'over the limit of 262144 bytes (gateway.maxMessageSize)',
+    );
+    const served = await call(2, 200);
+    expect(served.result?.isError).toBeFalsy();
+    expect(JSON.stringify(served.result).length).toBeGreaterThan(200 * 1024);
   });
 
   it('a large tool list (sent from bytes encoded once) is what the upstream lists, every time', async () => {

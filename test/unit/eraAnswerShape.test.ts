@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ModernAnswer } from '../../src/core/era/answerShape.js';
+import { ByteParts } from '../../src/lib/byteParts.js';
 import { readEnvelope, withoutEnvelope } from '../../src/core/era/envelope.js';
 
 const envelope = readEnvelope('tools/list', {
@@ -26,7 +27,8 @@ describe('ModernAnswer', () => {
       serverInfo,
       cache: () => ({ ttlMs: 5, cacheScope: 'private' }),
     });
-    const shaped = shape.text({ text: '{"tools":[]}', bytes: Buffer.from('{"tools":[]}') }, undefined)!;
+    const bytes = ByteParts.of(Buffer.from('{"tools":[]}'));
+    const shaped = shape.text({ text: '{"tools":[]}', bytes }, undefined)!;
     expect(JSON.parse(shaped.bytes!.toString('utf8'))).toEqual({
       resultType: 'complete',
       _meta: SERVER,

@@ -9,6 +9,7 @@ import {
   serializeRawResult,
 } from '../../src/core/rpc/jsonRpc.js';
 import { EncodedResult } from '../../src/core/rpc/encoded.js';
+import { ByteParts } from '../../src/lib/byteParts.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
 import { topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
 import { WholeLine } from '../../src/core/transports/largeLine.js';
@@ -207,7 +208,11 @@ describe('StreamTransport', () => {
   function transport() {
     const output = new PassThrough();
     const written: string[] = [];
-    output.on('data', (c: Buffer) => written.push(c.toString()));
+    const raw: Buffer[] = [];
+    output.on('data', (c: Buffer) => {
+      written.push(c.toString());
+      raw.push(c);
+    });
     const t = new StreamTransport({
       input: new PassThrough(),
       output,
@@ -215,7 +220,7 @@ describe('StreamTransport', () => {
       onJunk: () => {},
       onOversize: () => {},
     });
-    return { t, written };
+    return { t, written, raw };
   }
 
   it('reads large lines in parts, leaving out none that is not JSON', async () => {
@@ -244,7 +249,7 @@ describe('StreamTransport', () => {
   });
 
   /** A response whose result is already text, as the gateway forwards an untouched one. */
-  const encoded = (id: number, text: string, bytes?: Buffer) =>
+  const encoded = (id: number, text: string, bytes?: ByteParts) =>
     new EncodedResult(id, { text, bytes }, () => JSON.parse(text) as Record<string, unknown>);
 
   it('writes the messages of one turn as one chunk, calling beforeWrite first', async () => {
@@ -261,16 +266,18 @@ describe('StreamTransport', () => {
   });
 
   it('keeps the order of text and of a message sent from bytes', async () => {
-    const { t, written } = transport();
+    const { t, raw } = transport();
     let calls = 0;
     t.beforeWrite = () => calls++;
     await t.start();
     void t.send(encoded(1, '{"n":1}'));
-    void t.send(encoded(2, '{"x":"\u00e9"}', Buffer.from('{"x":"\u00e9"}')));
+    // Bytes in two parts, split inside a character: written as they are, in order.
+    const bytes = Buffer.from('{"x":"\u00e9"}');
+    void t.send(encoded(2, '{"x":"\u00e9"}', new ByteParts([bytes.subarray(0, 7), bytes.subarray(7)])));
     void t.send(encoded(3, '{"n":3}'));
     await t.flush();
     expect(calls).toBe(1);
-    expect(written.join('')).toBe(
+    expect(Buffer.concat(raw).toString('utf8')).toBe(
       '{"jsonrpc":"2.0","id":1,"result":{"n":1}}\n{"jsonrpc":"2.0","id":2,"result":{"x":"\u00e9"}}\n' +
         '{"jsonrpc":"2.0","id":3,"result":{"n":3}}\n',
     );

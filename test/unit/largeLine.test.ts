@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseMessage, RawId } from '../../src/core/rpc/jsonRpc.js';
 import { LONG_STRING_BYTES, parseLargeMessage, WholeLine } from '../../src/core/transports/largeLine.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
+import { ByteParts } from '../../src/lib/byteParts.js';
 
 /** `text`'s bytes starting `shift` bytes into a larger buffer, to try every word alignment. */
 function bytesAt(text: string, shift: number): Buffer {
@@ -85,6 +86,37 @@ describe('parseLargeMessage', () => {
       expect(parsed.large.whole, `seed ${seed}`).toBe(whole);
       expect(seen(parsed.message)).toBe(seen(expected.message));
       expect(parsed.message).toEqual(expected.message);
+    }
+  });
+
+  it('gives the same outcome when the line comes in parts cut anywhere, and forwards its result as sent', () => {
+    const spoilers = [
+      (s: string) => s,
+      (s: string) => s.replace(/(?<=text":"[^"\\]{3000})/, '\u0001'),
+      (s: string) => s.replace(/(?<=text":"[^"\\]{3000})/, '\\x'),
+    ];
+    for (let seed = 1; seed <= 30; seed++) {
+      const line = spoilers[seed % 3]!(randomLine(seed, seed % 2 === 0 ? 0.01 : 0));
+      const bytes = Buffer.from(line, 'utf8');
+      // Parts of every size from one byte up, so cuts fall inside strings, escapes and characters.
+      const next = random(seed);
+      const parts: Buffer[] = [];
+      for (let at = 0; at < bytes.length;) {
+        const size = next() < 0.3 ? 1 + Math.floor(next() * 4) : 1 + Math.floor(next() * 20_000);
+        parts.push(bytes.subarray(at, at + size));
+        at += size;
+      }
+      const parsed = parseLargeMessage(new ByteParts(parts), { controlFree: seed % 3 === 0 });
+      const expected = parseMessage(line);
+      expect(parsed.ok, `seed ${seed}`).toBe(expected.ok);
+      if (!parsed.ok || !expected.ok) continue;
+      expect(seen(parsed.message)).toBe(seen(expected.message));
+      const { result } = parsed.message as { result: object };
+      attachRawResponse(result, parsed.large.text, parsed.large);
+      const raw = rawResult(result)!;
+      expect(Buffer.concat(raw.bytes!.buffers).toString('utf8')).toBe(
+        JSON.stringify((JSON.parse(line) as { result: unknown }).result),
+      );
     }
   });
 
@@ -255,7 +287,7 @@ describe('a large line that is not valid UTF-8', () => {
     expect(large.whole).toBe(false);
     attachRawResponse(message.result, large.text, large);
     const raw = rawResult(message.result)!;
-    expect(raw.bytes).toEqual(
+    expect(raw.bytes!.slice()).toEqual(
       bytes.subarray('{"result":'.length, bytes.length - '},"jsonrpc":"2.0","id":3}'.length + 1),
     );
     expect(message.result.t).toBe(`${'a'.repeat(80_000)}\ufffd`);

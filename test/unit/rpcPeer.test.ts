@@ -4,6 +4,7 @@ import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { PROGRESS_CONFIRM_MS, RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
+import { ByteParts } from '../../src/lib/byteParts.js';
 import {
   SENT,
   StreamTransport,
@@ -167,11 +168,12 @@ describe('RpcPeer, incoming', () => {
   it('writes a result held as bytes from those bytes, never decoding them', async () => {
     const bytes = Buffer.from(JSON.stringify({ content: [{ type: 'text', text: 'x'.repeat(100_000) }] }));
     let decoded = 0;
-    // What the pipeline hands back for an untouched large result: its value and its bytes.
+    // What the pipeline hands back for an untouched large result: its value and its bytes, in
+    // the parts they arrived in.
     const outcome = {
       result: { content: [] },
       raw: {
-        bytes,
+        bytes: new ByteParts([bytes.subarray(0, 65_536), bytes.subarray(65_536)]),
         get text() {
           decoded++;
           return bytes.toString('utf8');

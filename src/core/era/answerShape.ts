@@ -1,3 +1,4 @@
+import { ByteParts } from '../../lib/byteParts.js';
 import type { Params, JsonRpcErrorObject } from '../rpc/jsonRpc.js';
 import type { AnswerShape } from '../rpc/peer.js';
 import type { RawResult } from '../rpc/rawResult.js';
@@ -74,7 +75,7 @@ export class ModernAnswer implements AnswerShape {
     const prefix = (this.prefixText ??= this.prefix());
     const { bytes } = raw;
     if (bytes !== undefined) {
-      if (bytes[0] !== 0x7b) return undefined;
+      if (bytes.at(0) !== 0x7b) return undefined;
       const start = `{${prefix}${emptyObjectBytes(bytes) ? '' : ','}`;
       const joined = joinedBytes(bytes, start);
       // The text only when asked for, and from the original's (never decoding the new bytes).
@@ -115,17 +116,11 @@ export function resultTypeAndServer(serverInfo: { readonly name: string; readonl
 }
 
 /**
- * The bytes of a large result with `start` in place of its opening brace. A merged list is the
- * same Buffer from request to request until it changes, so its reshaped copy is kept beside it
- * (weakly: it goes when the list's bytes go), instead of copying megabytes per request.
+ * The bytes of a large result with `start` in place of its opening brace: views of the
+ * original's parts behind one new part, so no megabytes are copied per request.
  */
-const JOINED = new WeakMap<Buffer, { readonly start: string; readonly bytes: Buffer }>();
-function joinedBytes(bytes: Buffer, start: string): Buffer {
-  const known = JOINED.get(bytes);
-  if (known?.start === start) return known.bytes;
-  const joined = Buffer.concat([Buffer.from(start, 'utf8'), bytes.subarray(1)]);
-  JOINED.set(bytes, { start, bytes: joined });
-  return joined;
+function joinedBytes(bytes: ByteParts, start: string): ByteParts {
+  return new ByteParts([Buffer.from(start, 'utf8'), ...bytes.range(1, bytes.length).buffers]);
 }
 
 /** Whether an object's text is `{}` (with any white space). */
@@ -139,9 +134,9 @@ function emptyObjectText(text: string): boolean {
 }
 
 /** Whether the bytes of an object's text are `{}` (with any white space). */
-function emptyObjectBytes(bytes: Buffer): boolean {
+function emptyObjectBytes(bytes: ByteParts): boolean {
   for (let i = 1; i < bytes.length; i++) {
-    const b = bytes[i];
+    const b = bytes.at(i);
     if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue;
     return b === 0x7d;
   }

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ByteParts } from '../../lib/byteParts.js';
 import { exposedUiUri, isUiUri, UI_EXTENSION } from '../catalog/appUi.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import type { ResourceCatalog } from '../catalog/resourceCatalog.js';
@@ -161,7 +162,7 @@ export class Router {
   /** Until the host's initialize, only ping is served (see `dispatch`). */
   private initialized = false;
   /** The encoded text of each large list last served, by method. */
-  private readonly listBytes = new Map<string, { text: string; bytes: Buffer }>();
+  private readonly listBytes = new Map<string, { text: string; bytes: ByteParts }>();
   /** Tasks: handles, the tasks/* methods, re-tagging (core/tasks). */
   private readonly tasks: TaskRouting;
   /** The status notification being made for each task a modern host listens for (in order). */
@@ -640,7 +641,7 @@ export class Router {
     // A large list (10,000 tools is megabytes) is encoded once per change, not once per request.
     let cached = this.listBytes.get(request.method);
     if (cached?.text !== text) {
-      cached = { text, bytes: Buffer.from(text, 'utf8') };
+      cached = { text, bytes: ByteParts.of(Buffer.from(text, 'utf8')) };
       this.listBytes.set(request.method, cached);
     }
     request.respondEncoded(text, cached.bytes);

@@ -1,3 +1,4 @@
+import type { ByteParts } from '../../lib/byteParts.js';
 import type { JsonRpcSuccess, RequestId } from './jsonRpc.js';
 import type { RawResult } from './rawResult.js';
 
@@ -22,7 +23,7 @@ export class EncodedResult {
     return this.source.text;
   }
 
-  get bytes(): Buffer | undefined {
+  get bytes(): ByteParts | undefined {
     return this.source.bytes;
   }
 

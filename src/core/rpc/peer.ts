@@ -3,6 +3,7 @@
  * tables, both directions, so ids, cancellation, progress and the one response per request cannot
  * drift apart.
  */
+import type { ByteParts } from '../../lib/byteParts.js';
 import { describeError } from '../../lib/describeError.js';
 import { Deferred } from '../../lib/deferred.js';
 import { SENT, type MessageExtra, type MessageTransport } from '../transports/streamTransport.js';
@@ -576,7 +577,7 @@ export class IncomingRequest extends Cancellation {
   }
 
   /** Answers with a result that is already JSON text (a merged list, encoded once per change). */
-  respondEncoded(text: string, bytes: Buffer | undefined): void {
+  respondEncoded(text: string, bytes: ByteParts | undefined): void {
     if (!this.finish()) return;
     const encoded = { text, bytes };
     const shaped = this.shape?.text(encoded, undefined) ?? encoded;

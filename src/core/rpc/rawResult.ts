@@ -3,6 +3,7 @@
  * untouched result can be forwarded byte for byte.
  */
 
+import type { ByteParts } from '../../lib/byteParts.js';
 import type { LargeLine } from '../transports/largeLine.js';
 import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
 
@@ -35,7 +36,7 @@ export class RawResponse {
       if (span === null || large?.offsetsExact === false) this.found = null;
       else if (large === undefined) this.found = { text: line.slice(span[0], span[1]), bytes: undefined };
       else {
-        const body = large.bytes.subarray(large.byteOffset(span[0]), large.byteOffset(span[1]));
+        const body = large.bytes.range(large.byteOffset(span[0]), large.byteOffset(span[1]));
         this.found = large.whole
           ? { text: line.slice(span[0], span[1]), bytes: body }
           : new UndecodedResult(body);
@@ -45,16 +46,19 @@ export class RawResponse {
   }
 }
 
-/** A result's text exactly as the upstream sent it, and its bytes when the line was large. */
+/**
+ * A result's text exactly as the upstream sent it, and its bytes when the line was large (in the
+ * parts they arrived in).
+ */
 export interface RawResult {
   readonly text: string;
-  readonly bytes: Buffer | undefined;
+  readonly bytes: ByteParts | undefined;
 }
 
 /** The result of a large line whose long strings were never decoded: its text only on demand. */
 class UndecodedResult implements RawResult {
   private decoded: string | undefined;
-  constructor(readonly bytes: Buffer) {}
+  constructor(readonly bytes: ByteParts) {}
   get text(): string {
     return (this.decoded ??= this.bytes.toString('utf8'));
   }

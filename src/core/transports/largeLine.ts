@@ -16,6 +16,7 @@
  */
 
 import { isAscii, isUtf8 } from 'node:buffer';
+import { ByteParts } from '../../lib/byteParts.js';
 import { ControlBytes } from '../../lib/json/controlBytes.js';
 import { parseMessage, type JsonRpcMessage, type ParseFailure } from '../rpc/jsonRpc.js';
 
@@ -44,7 +45,8 @@ const MARK_JSON = JSON.stringify(MARK).slice(0, -1);
 
 /** A large line: its bytes, and the text the gateway parses in its place. */
 export interface LargeLine {
-  readonly bytes: Buffer;
+  /** In the parts the line arrived in (never joined unless a reader needs them contiguous). */
+  readonly bytes: ByteParts;
   /** The line's text, or with its long strings replaced by placeholders (see `whole`). */
   readonly text: string;
   /** True when `text` is the whole line, decoded. */
@@ -75,7 +77,11 @@ export type LargeParseOutcome =
  * Parses a large line as `parseMessage` parses any line, with the same outcome (the same value
  * for every reader, the same reason when it is not a message), its long strings left in the bytes.
  */
-export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {}): LargeParseOutcome {
+export function parseLargeMessage(
+  line: Buffer | ByteParts,
+  options: LargeLineOptions = {},
+): LargeParseOutcome {
+  const bytes = line instanceof ByteParts ? line : ByteParts.of(line);
   const elided = ElidedLine.from(bytes, options);
   if (elided !== null) {
     const parsed = parseMessage(elided.text);
@@ -94,18 +100,21 @@ export function parseLargeMessage(bytes: Buffer, options: LargeLineOptions = {})
 export class WholeLine implements LargeLine {
   readonly whole = true;
   readonly text: string;
+  readonly bytes: ByteParts;
   private readonly ascii: boolean;
   /** Found only if something cuts from the bytes: most large lines are never cut. */
   private utf8: boolean | undefined;
 
-  constructor(readonly bytes: Buffer) {
+  constructor(line: Buffer | ByteParts) {
+    this.bytes = line instanceof ByteParts ? line : ByteParts.of(line);
+    const joined = this.bytes.slice();
     // Plain ASCII (almost every large line) decodes as latin1: the same text, made faster.
-    this.ascii = isAscii(bytes);
-    this.text = this.ascii ? bytes.toString('latin1') : bytes.toString('utf8');
+    this.ascii = isAscii(joined);
+    this.text = this.ascii ? joined.toString('latin1') : joined.toString('utf8');
   }
 
   get offsetsExact(): boolean {
-    return this.ascii || (this.utf8 ??= isUtf8(this.bytes));
+    return this.ascii || (this.utf8 ??= isUtf8(this.bytes.slice()));
   }
 
   byteOffset(index: number): number {
@@ -122,7 +131,7 @@ class ElidedLine implements LargeLine {
   readonly offsetsExact = true;
 
   private constructor(
-    readonly bytes: Buffer,
+    readonly bytes: ByteParts,
     readonly text: string,
     /** Per long string: byte offset of its opening quote, and just past its closing quote. */
     private readonly byteStarts: readonly number[],
@@ -134,7 +143,7 @@ class ElidedLine implements LargeLine {
     private readonly textEnds: readonly number[],
   ) {}
 
-  static from(bytes: Buffer, options: LargeLineOptions): ElidedLine | null {
+  static from(bytes: ByteParts, options: LargeLineOptions): ElidedLine | null {
     const scan = findLongStrings(bytes, options);
     if (scan === null) return null;
     const { starts, ends } = scan;
@@ -145,8 +154,9 @@ class ElidedLine implements LargeLine {
     for (let k = 0; k <= starts.length; k++) {
       const to = k < starts.length ? starts[k]! : bytes.length;
       // Offsets within these parts are measured in their text (see byteOffset).
-      if (!isUtf8(bytes.subarray(from, to))) return null;
-      text += bytes.toString('utf8', from, to);
+      const between = bytes.slice(from, to);
+      if (!isUtf8(between)) return null;
+      text += between.toString('utf8');
       if (k === starts.length) break;
       textStarts.push(text.length);
       text += `${MARK_JSON}${k}"`;
@@ -197,8 +207,7 @@ class ElidedLine implements LargeLine {
     const start = this.byteStarts[k]!;
     const end = this.byteEnds[k]!;
     if (this.escaped[k]) return JSON.parse(this.bytes.toString('utf8', start, end)) as string;
-    const body = this.bytes.subarray(start + 1, end - 1);
-    return isAscii(body) ? body.toString('latin1') : body.toString('utf8');
+    return this.bytes.toString('utf8', start + 1, end - 1);
   }
 
   /**
@@ -231,7 +240,7 @@ interface LongStrings {
   readonly escaped: boolean[];
 }
 
-function findLongStrings(bytes: Buffer, options: LargeLineOptions): LongStrings | null {
+function findLongStrings(bytes: ByteParts, options: LargeLineOptions): LongStrings | null {
   const checker = new StringBodyChecker(bytes, options.controlFree === true);
   const starts: number[] = [];
   const ends: number[] = [];
@@ -266,7 +275,7 @@ function findLongStrings(bytes: Buffer, options: LargeLineOptions): LongStrings 
  * The index of the quote closing the string whose body starts at `from`; -1 when there is none,
  * or when so many quotes inside are escaped that parsing the whole line is the cheaper way.
  */
-function closingQuote(bytes: Buffer, from: number): number {
+function closingQuote(bytes: ByteParts, from: number): number {
   let escapedQuotes = 0;
   let i = from;
   for (;;) {
@@ -274,7 +283,7 @@ function closingQuote(bytes: Buffer, from: number): number {
     if (q === -1) return -1;
     // An odd number of backslashes just before the quote escapes it.
     let b = q - 1;
-    while (b >= from && bytes[b] === BACKSLASH) b--;
+    while (b >= from && bytes.at(b) === BACKSLASH) b--;
     if ((q - 1 - b) % 2 === 0) return q;
     if (++escapedQuotes > ESCAPES_FREE + ((q - from) >> ESCAPE_SPACING_SHIFT)) return -1;
     i = q + 1;
@@ -282,9 +291,9 @@ function closingQuote(bytes: Buffer, from: number): number {
 }
 
 /** Whether the string ending just before `i` is an object key (a colon follows it). */
-function isKey(bytes: Buffer, i: number): boolean {
+function isKey(bytes: ByteParts, i: number): boolean {
   for (; i < bytes.length; i++) {
-    const c = bytes[i]!;
+    const c = bytes.at(i)!;
     if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a) return c === 0x3a;
   }
   return false;
@@ -292,16 +301,26 @@ function isKey(bytes: Buffer, i: number): boolean {
 
 /** Checks string bodies as JSON.parse would. */
 class StringBodyChecker {
-  private readonly control: ControlBytes | null;
+  /** Per part, made when a string in it is first checked; null when the check is skipped. */
+  private readonly control: (ControlBytes | undefined)[] | null;
   /** The next backslash at or after where the last search started (-1: none left). */
   private nextBackslash = -2;
 
   /** `controlFree`: the line is known to hold no byte below 0x20, so that check is skipped. */
   constructor(
-    private readonly bytes: Buffer,
+    private readonly bytes: ByteParts,
     controlFree: boolean,
   ) {
-    this.control = controlFree ? null : new ControlBytes(bytes);
+    this.control = controlFree ? null : [];
+  }
+
+  /** Whether bytes [from, to) hold a byte below 0x20. */
+  private hasControl(from: number, to: number): boolean {
+    const { control } = this;
+    if (control === null) return false;
+    return this.bytes.some(from, to, (part, start, end, k) =>
+      (control[k] ??= new ControlBytes(part)).within(start, end),
+    );
   }
 
   /**
@@ -317,7 +336,7 @@ class StringBodyChecker {
       if (this.nextBackslash !== -1 && this.nextBackslash < i)
         this.nextBackslash = this.bytes.indexOf(BACKSLASH, i);
       const stop = this.nextBackslash === -1 || this.nextBackslash >= to ? to : this.nextBackslash;
-      if (this.control?.within(i, stop) === true) return -1;
+      if (this.hasControl(i, stop)) return -1;
       if (stop === to) return count;
       i = escapeEnd(this.bytes, stop, to);
       if (i === -1 || ++count > budget) return -1;
@@ -328,9 +347,9 @@ class StringBodyChecker {
 const HEX = /^[0-9a-fA-F]{4}$/;
 
 /** Just past the escape starting at `at` (a backslash), or -1 when it is not a JSON escape. */
-function escapeEnd(bytes: Buffer, at: number, to: number): number {
+function escapeEnd(bytes: ByteParts, at: number, to: number): number {
   if (at + 1 >= to) return -1;
-  switch (bytes[at + 1]) {
+  switch (bytes.at(at + 1)) {
     case 0x22: // "
     case 0x5c: // \
     case 0x2f: // /

@@ -7,6 +7,7 @@
  * only that one, keeping the connection.
  */
 
+import { ByteParts } from '../../lib/byteParts.js';
 import { ControlBytes } from '../../lib/json/controlBytes.js';
 import type { LargeLineOptions } from './largeLine.js';
 
@@ -32,10 +33,10 @@ export interface LineDecoderOptions {
   readonly maxLineBytes: number;
   readonly onLine: (line: string) => void;
   /**
-   * Lines of `LARGE_LINE_BYTES` or more, as bytes (without this, they are decoded for `onLine`),
-   * with what was learnt of them as they arrived.
+   * Lines of `LARGE_LINE_BYTES` or more, as bytes in the parts they arrived in (without this,
+   * they are decoded for `onLine`), with what was learnt of them as they arrived.
    */
-  readonly onLargeLine?: (bytes: Buffer, facts: LargeLineOptions) => void;
+  readonly onLargeLine?: (bytes: ByteParts, facts: LargeLineOptions) => void;
   readonly onOversize: (info: OversizeLine) => void;
 }
 
@@ -132,8 +133,15 @@ export class LineDecoder {
     }
     if (this.pendingBytes === 0) return;
     const { pending } = this;
-    const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, this.pendingBytes);
     const facts = this.controlChecked === pending.length && this.controlFree ? CONTROL_FREE : UNKNOWN;
+    if (this.pendingBytes > LARGE_LINE_BYTES && this.options.onLargeLine !== undefined) {
+      // Handed on as the parts it arrived in, never joined (see ByteParts).
+      const bytes = new ByteParts(pending.slice());
+      this.clearPending();
+      this.emitLarge(bytes, facts);
+      return;
+    }
+    const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, this.pendingBytes);
     this.clearPending();
     this.emit(bytes, 0, bytes.length, facts);
   }
@@ -149,17 +157,21 @@ export class LineDecoder {
   private emit(buffer: Buffer, start: number, end: number, facts: LargeLineOptions = UNKNOWN): void {
     // Tolerate CRLF from servers written on Windows.
     if (end > start && buffer[end - 1] === 0x0d) end--;
-    if (end - start < LARGE_LINE_BYTES) {
+    if (end - start < LARGE_LINE_BYTES || this.options.onLargeLine === undefined) {
       const line = buffer.toString('utf8', start, end);
       // A message starts with `{`: only a line that does not can be blank.
       if (buffer[start] === 0x7b || line.trim() !== '') this.options.onLine(line);
       return;
     }
-    const bytes = start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end);
-    if (this.options.onLargeLine !== undefined) this.options.onLargeLine(bytes, facts);
-    else {
-      const line = bytes.toString('utf8');
-      if (line.trim() !== '') this.options.onLine(line);
-    }
+    this.options.onLargeLine(
+      ByteParts.of(start === 0 && end === buffer.length ? buffer : buffer.subarray(start, end)),
+      facts,
+    );
+  }
+
+  /** Hands on a large line held in parts (more than LARGE_LINE_BYTES, its newline left out). */
+  private emitLarge(bytes: ByteParts, facts: LargeLineOptions): void {
+    const end = bytes.at(bytes.length - 1) === 0x0d ? bytes.length - 1 : bytes.length;
+    this.options.onLargeLine!(bytes.range(0, end), facts);
   }
 }

@@ -219,7 +219,7 @@ export class StreamTransport implements MessageTransport {
       parts.push(this.pending);
       this.pending = '';
     }
-    parts.push(rawResultHead(message.id), message.bytes, '}\n');
+    parts.push(rawResultHead(message.id), ...message.bytes.buffers, '}\n');
     this.schedule();
     return SENT;
   }
@@ -267,7 +267,8 @@ export class StreamTransport implements MessageTransport {
       return;
     }
     if (text !== '') parts.push(text);
-    // One writev for all of it; the large body is written from its own bytes, not copied.
+    // One writev for all of it; the large body is written from the parts it arrived in, not
+    // copied or joined.
     output.cork();
     let flowing = true;
     for (const part of parts) flowing = output.write(part) && flowing;

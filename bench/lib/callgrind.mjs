@@ -1,0 +1,28 @@
+// Counting a process's instructions with callgrind, which the machine's load cannot move: the
+// process is started under valgrind, its counters zeroed after its warm-up and dumped after
+// the measured work.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** The command and arguments that run `command args` under callgrind, dumping to `file`. */
+export function underCallgrind(file, command, args) {
+  return {
+    command: 'valgrind',
+    args: ['--tool=callgrind', `--callgrind-out-file=${file}`, command, ...args],
+  };
+}
+
+/** Zeroes the counters of the process `pid` runs under callgrind. */
+export function zeroCounts(pid) {
+  execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
+}
+
+/** Dumps the counts since they were zeroed, and returns their total (instructions, every thread). */
+export function dumpCounts(pid, file) {
+  execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
+  // The first dump requested is the first numbered part.
+  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(`${file}.1`, 'utf8'));
+  if (totals === null) throw new Error(`no totals in the callgrind dump ${file}.1`);
+  return Number(totals[1]);
+}
