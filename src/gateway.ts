@@ -222,14 +222,14 @@ export function buildFeatures(deps: FeatureDependencies): {
   }
 }
 
+/** How long the host may leave what was written to it unread before the log says so. */
+const SLOW_HOST_MS = 1000;
+
 /**
  * The stages that are nothing but settings (no state a call after another relies on): made
  * afresh from the config a managed edit gives, so a lock on what they read applies from the
  * next call, with the calls in flight finishing under the stage they started in.
  */
-/** How long the host may leave what was written to it unread before the log says so. */
-const SLOW_HOST_MS = 1000;
-
 const SETTINGS_STAGES: readonly StageName[] = ['validate', 'confirmation', 'timeout', 'resultRepair'];
 
 /**
