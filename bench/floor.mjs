@@ -7,6 +7,14 @@
 // beyond the byte pipe is the cost of handling messages in Node at all on this machine, so
 // it shows how far below any message-reading gateway a ratio to the byte pipe can go.
 //
+// With FLOOR_MODERN=1 in its environment it is the floor for a host of MCP 2026-07-28 in front
+// of a server of the handshake revisions: besides the above, it leaves the per-request envelope
+// out of what it forwards (such a server has no use for it) and writes the two members every
+// modern result needs (`resultType`, and the server's name in `_meta`) into each answer to an
+// enveloped request. That is the least any gateway must do for a modern host, so what it costs
+// over the plain floor is what the revision's larger messages cost by themselves
+// (bench/modernCost.mjs --floor compares the two).
+//
 //   node bench/floor.mjs COMMAND [ARGS...]
 
 import { spawn } from 'node:child_process';
@@ -48,6 +56,39 @@ function lineWriter(stream) {
   };
 }
 
+const MODERN = process.env.FLOOR_MODERN === '1';
+const VERSION = 'io.modelcontextprotocol/protocolVersion';
+const ENVELOPE = [
+  VERSION,
+  'io.modelcontextprotocol/clientCapabilities',
+  'io.modelcontextprotocol/clientInfo',
+];
+const SERVER_INFO = { name: 'floor', version: '1' };
+/** The ids (the floor's own) of enveloped requests, whose answers are reshaped. */
+const modernIds = new Set();
+
+/**
+ * Takes the envelope out of a request's params (copying them, as `delete` would leave objects
+ * slow to serialise); true when it had one.
+ */
+function dropEnvelope(message) {
+  const params = message.params;
+  const meta = params?._meta;
+  if (meta === undefined || meta[VERSION] === undefined) return false;
+  const sent = {};
+  for (const key in params) if (key !== '_meta') sent[key] = params[key];
+  const rest = {};
+  let kept = false;
+  for (const key in meta)
+    if (!ENVELOPE.includes(key)) {
+      rest[key] = meta[key];
+      kept = true;
+    }
+  if (kept) sent._meta = rest;
+  message.params = sent;
+  return true;
+}
+
 const toChild = lineWriter(child.stdin);
 const toHost = lineWriter(process.stdout);
 const hostIds = new Map();
@@ -59,6 +100,7 @@ readLines(process.stdin, (line) => {
     const id = nextId++;
     hostIds.set(id, message.id);
     message.id = id;
+    if (MODERN && dropEnvelope(message)) modernIds.add(id);
   }
   toChild(JSON.stringify(message));
 });
@@ -68,6 +110,12 @@ readLines(child.stdout, (line) => {
     const id = message.id;
     message.id = hostIds.get(id);
     hostIds.delete(id);
+    if (MODERN && modernIds.delete(id) && message.result !== undefined)
+      message.result = {
+        resultType: 'complete',
+        ...message.result,
+        _meta: { ...message.result._meta, 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+      };
   }
   toHost(JSON.stringify(message));
 });

@@ -26,6 +26,11 @@
 //     several, each measured in every block; see `drive`): the bench client's own cost per
 //     request decides how requests reach the gateway in chunks, so `lean` and `burst` take that
 //     out of the comparison;
+//   - with --floor two more instances run: the JSON floor (bench/floor.mjs) in front of the same
+//     fixture, spoken to the legacy way (`floor`) and as a modern host (`floor-modern`, the floor
+//     then doing the least any gateway must for a modern host: the envelope left out of what it
+//     forwards, `resultType` and the server's name written into each answer). floor-modern/floor
+//     is what the revision's larger messages cost by themselves, beside modern/legacy;
 //   - beside the medians, per call at 32 in flight summed over the run: the gateway's user and
 //     system CPU, its read/write system calls and bytes, the client's reads of its answers, and
 //     with --probe (lib/ioProbe.mjs loaded into every gateway alike) its reads and writes on the
@@ -33,7 +38,7 @@
 //
 //   node bench/modernCost.mjs [--blocks N] [--seq N] [--conc N] [--base-cli FILE] [--cli FILE]
 //                             [--only legacy,modern] [--out FILE] [--callgrind CALLS]
-//                             [--callgrind-dir DIR] [--drive natural,lean,burst] [--probe]
+//                             [--callgrind-dir DIR] [--drive natural,lean,burst] [--probe] [--floor]
 //                             [--node-arg=--flag ...]
 //
 // --callgrind CALLS counts instructions instead of timing (see `callgrind` below): slow (about
@@ -54,6 +59,7 @@ import { childPids, cpuMicros } from './lib/proc.mjs';
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.dirname(BENCH);
 const FIXTURE = path.join(BENCH, 'fixture/server.mjs');
+const FLOOR = path.join(BENCH, 'floor.mjs');
 const NODE = process.execPath;
 
 const { values: flags } = parseArgs({
@@ -70,6 +76,7 @@ const { values: flags } = parseArgs({
     out: { type: 'string' },
     drive: { type: 'string', default: 'natural' },
     probe: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
     'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
@@ -117,19 +124,26 @@ process.on('exit', () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** Starts one instance: the gateway built as `cli`, or with `cli` FLOOR the JSON floor. */
 async function start(name, cli, modern, callgrindOut) {
+  const floor = cli === FLOOR;
   const args = [
     ...flags['node-arg'],
     ...(flags.probe ? ['--import', PROBE] : []),
-    cli,
-    '--config',
-    configFile,
+    ...(floor ? [FLOOR, NODE, FIXTURE, '--tools', '0'] : [cli, '--config', configFile]),
   ];
-  const env = flags.probe ? { ...process.env, WARDEN_IO_PROBE_DIR: work } : undefined;
+  const env =
+    flags.probe || (floor && modern)
+      ? {
+          ...process.env,
+          ...(flags.probe && { WARDEN_IO_PROBE_DIR: work }),
+          ...(floor && modern && { FLOOR_MODERN: '1' }),
+        }
+      : undefined;
   const child =
     callgrindOut === undefined
       ? new RpcChild({ label: name, command: NODE, args, env })
-      : new RpcChild({ label: name, ...underCallgrind(callgrindOut, NODE, args) });
+      : new RpcChild({ label: name, ...underCallgrind(callgrindOut, NODE, args), env });
   live.add(child);
   if (!modern) {
     await deadline(child.request('initialize', INITIALIZE_PARAMS), TIMEOUT_MS, `${name} initialize`);
@@ -142,7 +156,7 @@ async function start(name, cli, modern, callgrindOut) {
   );
   if (!Array.isArray(list?.tools)) throw new Error(`${name}: no tools/list answer`);
   const echo = JSON.stringify({
-    name: 'bench__echo',
+    name: floor ? 'echo' : 'bench__echo',
     arguments: { text: ECHO_TEXT },
     ...(modern && { _meta: MODERN_META }),
   });
@@ -383,6 +397,13 @@ async function main() {
   const specs = kinds.map(([name, modern]) => [name, CLI, modern]);
   if (BASE_CLI !== undefined)
     specs.push(...kinds.map(([name, modern]) => [`base-${name}`, BASE_CLI, modern]));
+  if (flags.floor)
+    specs.push(
+      ...[
+        ['floor', FLOOR, false],
+        ['floor-modern', FLOOR, true],
+      ].filter(([name]) => flags.only === undefined || flags.only.split(',').includes(name)),
+    );
   if (flags.callgrind !== undefined) {
     process.stdout.write(
       `callgrind: ${flags.callgrind} calls at ${IN_FLIGHT} in flight after ${WARMUP} per gateway (all threads)\n`,
@@ -470,6 +491,7 @@ async function main() {
     pairs.push([`${prefix}modern`, `${prefix}legacy2`]);
   }
   if (BASE_CLI !== undefined) pairs.push(['modern', 'base-modern'], ['legacy', 'base-legacy']);
+  if (flags.floor) pairs.push(['floor-modern', 'floor']);
   const ratios = {};
   for (const [a, b] of pairs) {
     if (byName[a] === undefined || byName[b] === undefined) continue;
