@@ -131,6 +131,18 @@ export class ProtocolError extends WardenError {
   }
 }
 
+/**
+ * A 2026-07-28 request the gateway cannot serve because the host did not declare, on that
+ * request, a capability serving it needs (elicitation to ask for a confirmation, the tasks
+ * extension to follow a task). The revision says to answer -32021 naming what is required, so
+ * the host knows what to declare on a retry.
+ */
+export class MissingCapabilityError extends ProtocolError {
+  constructor(message: string, requiredCapabilities: Record<string, unknown>) {
+    super(-32021, `Missing required client capability: ${message}`, { requiredCapabilities });
+  }
+}
+
 /** The other side answered with a result that is not an object; `what` says what it was ("a null"). */
 export class MalformedAnswerError extends WardenError {
   readonly what: string;

@@ -514,7 +514,7 @@ describe('confirmation for a modern host', () => {
     expect(textOf(modernResult('tools/call', answers[1]!))).toBe('approved');
   });
 
-  it('a declined approval does not run it; a host without elicitation is refused', async () => {
+  it('a declined approval does not run it; a host without elicitation gets -32021 naming it, and nothing runs', async () => {
     const host = confirmHost();
     const params = { name: 'up__echo', arguments: { text: 'x' } };
     const answers = await withRetries(host, 'tools/call', params, (requests) => ({
@@ -523,8 +523,15 @@ describe('confirmation for a modern host', () => {
     const final = modernResult('tools/call', answers.at(-1)!);
     expect(final.isError).toBe(true);
     expect(textOf(final)).toContain('Declined by the user');
-    const none = await host.request('tools/call', params, { capabilities: {} });
-    expect(textOf(modernResult('tools/call', none))).toContain('needs confirmation');
+    // The revision's answer to a request that needs a capability the host did not declare on it.
+    const none = modernError(await host.request('tools/call', params, { capabilities: {} }), -32021);
+    expect(none.message).toContain('needs confirmation');
+    expect(none.data).toEqual({ requiredCapabilities: { elicitation: { form: {} } } });
+    // Declared on the retry, the question is asked.
+    const retried = await withRetries(host, 'tools/call', params, (requests) => ({
+      [Object.keys(requests)[0]!]: { action: 'accept', content: {} },
+    }));
+    expect(textOf(modernResult('tools/call', retried.at(-1)!))).toBe('x');
   });
   it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
     const host = confirmHost();

@@ -1,7 +1,13 @@
 import type { ClientRequestsConfig } from '../../config/types.js';
 import { describeError } from '../../lib/describeError.js';
 import type { ClientInfo } from '../events.js';
-import { InvalidParamsError, MethodNotFoundError, NotServingError, ProtocolError } from '../errors.js';
+import {
+  InvalidParamsError,
+  MethodNotFoundError,
+  MissingCapabilityError,
+  NotServingError,
+  ProtocolError,
+} from '../errors.js';
 import { RpcErrorCode, truncateForEcho, type Params } from '../rpc/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest, OutgoingOptions, RpcPeer } from '../rpc/peer.js';
@@ -391,9 +397,12 @@ export class ModernHost implements HostSession {
   private wantedTasks(request: IncomingRequest, wanted: unknown): string[] {
     if (!Array.isArray(wanted) || wanted.length === 0) return [];
     if (!declaresTasks(envelopeOf(request)?.capabilities))
-      throw new ProtocolError(-32021, 'Missing required client capability', {
-        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-      });
+      throw new MissingCapabilityError(
+        `subscriptions/listen for taskIds needs the ${TASKS_EXTENSION} extension`,
+        {
+          extensions: { [TASKS_EXTENSION]: {} },
+        },
+      );
     if (wanted.length > MAX_STREAM_TASKS)
       throw new InvalidParamsError(
         `subscriptions/listen: at most ${MAX_STREAM_TASKS} taskIds per stream (got ${wanted.length})`,

@@ -1,6 +1,6 @@
 import { deepFreeze } from '../../lib/freeze.js';
 import type { ConfirmationConfig } from '../../config/types.js';
-import { DeniedError, formatMs, HostCancelledError } from '../../core/errors.js';
+import { DeniedError, formatMs, HostCancelledError, MissingCapabilityError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
 import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
@@ -154,6 +154,14 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
     }
     record.confirmed = false;
     record.how = 'unavailable';
+    // A 2026-07-28 host declares its capabilities per request: one that left elicitation out is
+    // told so with the revision's error, which names what to declare when it retries.
+    if (call.hostEra === 'modern' && config.methods.includes('elicitation'))
+      throw new MissingCapabilityError(
+        `${subject(call)} needs confirmation (${why}); declare elicitation on the request to be asked, ` +
+          `or set confirmation.command in the mcp-warden config`,
+        { elicitation: { form: {} } },
+      );
     throw new DeniedError(
       `${capitalize(subject(call))} needs confirmation (${why}), but there is no way to ask: ` +
         `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
