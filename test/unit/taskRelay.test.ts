@@ -152,6 +152,22 @@ describe('TaskRelay', () => {
       expect(input.inputRequests('h1')).toEqual({});
     });
 
+    it('is not withdrawn by a pushed state the server updated before the state that listed it', async () => {
+      const { input, relay, context } = setUp();
+      const at = (iso: string, state: Params) => ({ ...state, lastUpdatedAt: iso });
+      // A poll's answer lists the question; a status pushed earlier, on another stream, comes after.
+      await relay.view(context(), at('2026-11-27T02:00:01.000Z', inputRequired({ who: NAME })));
+      await relay.view(context(), at('2026-11-27T02:00:00.500Z', { taskId: 'up-h1', status: 'working' }));
+      expect(Object.keys(input.inputRequests('h1'))).toEqual(['t1']);
+      // A state from after it, or one with no time, does withdraw it.
+      await relay.view(context(), at('2026-11-27T02:00:02.000Z', { taskId: 'up-h1', status: 'working' }));
+      expect(input.inputRequests('h1')).toEqual({});
+      await relay.view(context(), at('2026-11-27T02:00:03.000Z', inputRequired({ who: NAME })));
+      expect(Object.keys(input.inputRequests('h1'))).toEqual(['t2']);
+      await relay.view(context(), { taskId: 'up-h1', status: 'working' });
+      expect(input.inputRequests('h1')).toEqual({});
+    });
+
     it('once answered, a listing without it (or a lagging one with it) changes nothing', async () => {
       const { relay, context, asked } = setUp();
       const [key] = keysShown(await relay.view(context(), inputRequired({ who: NAME })));

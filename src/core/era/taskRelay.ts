@@ -29,8 +29,10 @@ import { TASK_INPUT_DEFAULTS, type TaskInput } from './taskInput.js';
  * the host's next `tasks/get` no longer shows it, the audit trail records it cancelled), and a
  * host answer that comes for it later is ignored, as a server ignores answers to keys it no
  * longer asks. Two things are not withdrawals: a question answered upstream that a lagging
- * listing still shows (not asked again), and a listing older than the question, one whose
- * request left before the listing that first showed the question came back (two polls crossing).
+ * listing still shows (not asked again), and a listing older than the question: one whose
+ * request left before the listing that first showed the question came back (two polls crossing),
+ * or one whose `lastUpdatedAt` is earlier than that of the state that first showed it (a status
+ * pushed on one stream arriving after a poll answered on another had overtaken it).
  *
  * Bounded: the questions of at most TaskInput's `maxTasks` tasks are open at once, at most
  * MAX_INPUT_REQUESTS per listing; what a task remembers is dropped when it ends, and at most
@@ -51,6 +53,8 @@ interface Relayed {
   readonly outcome: Promise<Outcome>;
   /** The number of the listing that first showed it (see TaskRelay's `listings`). */
   readonly since: number;
+  /** The `lastUpdatedAt` (ms since the epoch) of the state that first showed it; NaN if none. */
+  readonly updated: number;
   /** Set when its server stopped listing it: its end is not a refusal, its answer goes nowhere. */
   withdrawn: boolean;
 }
@@ -118,12 +122,13 @@ export class TaskRelay {
     const shown: Params = { ...fields, taskId: handle };
     const status = task.status;
     const listing = ++this.listings;
+    const updated = typeof task.lastUpdatedAt === 'string' ? Date.parse(task.lastUpdatedAt) : Number.NaN;
     // A task that is not input_required has no outstanding question; a terminal one is let go
     // of below, its questions with it.
     const listed = status === 'input_required' ? keysOf(inputRequests) : [];
     if (typeof status !== 'string' || !TERMINAL_STATUSES.has(status))
-      this.withdrawUnlisted(context, new Set(listed), context.sentAfter ?? listing);
-    if (status === 'input_required') await this.askNew(context, inputRequests, listing);
+      this.withdrawUnlisted(context, new Set(listed), { listing: context.sentAfter ?? listing, updated });
+    if (status === 'input_required') await this.askNew(context, inputRequests, { listing, updated });
     const relay = this.tasks.get(handle);
     if (relay?.failure !== undefined) {
       // The server hears of it before the host does.
@@ -201,13 +206,15 @@ export class TaskRelay {
 
   /**
    * Withdraws the open questions of the task that `listed` (the server's complete listing) leaves
-   * out, except those newer than the listing: shown first by a listing numbered above `asOf`.
+   * out, except those newer than the listing: shown first by a listing numbered above
+   * `asOf.listing`, or by a state the server updated after this one (`asOf.updated`; a state
+   * without the time is judged by its number alone).
    */
-  private withdrawUnlisted(context: RelayContext, listed: ReadonlySet<string>, asOf: number): void {
+  private withdrawUnlisted(context: RelayContext, listed: ReadonlySet<string>, asOf: Listing): void {
     const relay = this.tasks.get(context.handle);
     if (relay === undefined || relay.failure !== undefined) return;
     for (const [serverKey, question] of relay.open) {
-      if (listed.has(serverKey) || question.since > asOf) continue;
+      if (listed.has(serverKey) || question.since > asOf.listing || asOf.updated < question.updated) continue;
       question.withdrawn = true;
       relay.open.delete(serverKey);
       for (const [key, to] of relay.serverKey) if (to === serverKey) relay.serverKey.delete(key);
@@ -219,7 +226,7 @@ export class TaskRelay {
   }
 
   /** Routes each question the server lists and the gateway has not asked yet to the host. */
-  private async askNew(context: RelayContext, requests: unknown, listing: number): Promise<void> {
+  private async askNew(context: RelayContext, requests: unknown, listing: Listing): Promise<void> {
     const { handle, server } = context;
     const entries = entriesOf(requests);
     if (entries.length > MAX_INPUT_REQUESTS)
@@ -259,7 +266,13 @@ export class TaskRelay {
         { ...(own as Params | undefined), [RELATED_TASK]: { taskId: handle } },
         signal,
       );
-      const question: Relayed = { signal, outcome, since: listing, withdrawn: false };
+      const question: Relayed = {
+        signal,
+        outcome,
+        since: listing.listing,
+        updated: listing.updated,
+        withdrawn: false,
+      };
       relay.open.set(serverKey, question);
       outcome.catch((error: unknown) => {
         this.input.unexpect(handle, signal);
@@ -306,6 +319,13 @@ export class TaskRelay {
     this.tasks.set(handle, relay);
     return relay;
   }
+}
+
+/** Which state of a task a listing was: its number in arrival order, and the server's time of it. */
+interface Listing {
+  readonly listing: number;
+  /** Its `lastUpdatedAt` in ms since the epoch; NaN when it had none (NaN compares false). */
+  readonly updated: number;
 }
 
 /** The entries of an `inputRequests` object; none for anything else. */
