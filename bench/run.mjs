@@ -12,6 +12,9 @@
 //                 resultType and serverInfo added to every answer (compare it with warden-bare)
 //   json-floor    bench/floor.mjs in between: the least any proxy that parses and re-serialises
 //                 each message does; the latency, throughput and CPU targets are judged against it
+//   json-floor-modern (with --modern) the same floor spoken to as warden-modern is, doing the
+//                 least any proxy must for such a host (FLOOR_MODERN=1, see floor.mjs): its ratio
+//                 to json-floor is what the revision's larger messages cost by themselves
 //   warden-traces (with --telemetry) warden-full plus `telemetry: { traces: true }`, exporting
 //                 OTLP/HTTP (protobuf) to a sink in this process that accepts and discards
 //   warden-shipping (with --telemetry) warden-traces plus an `otlp` audit sink: every audit
@@ -381,6 +384,20 @@ function configurations(gatewayFiles, otlpEndpoint) {
         env: childEnv(),
       }),
     },
+    ...(MODERN
+      ? [
+          {
+            name: 'json-floor-modern',
+            modern: true,
+            toolPrefix: '',
+            launch: (tools) => ({
+              command: NODE,
+              args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
+              env: childEnv({ FLOOR_MODERN: '1' }),
+            }),
+          },
+        ]
+      : []),
   ];
 }
 
@@ -711,7 +728,13 @@ const RATIO_PAIRS = [
   ['warden-bare', 'pipe'],
   ['warden-full', 'direct'],
   ['warden-full', 'pipe'],
-  ...(MODERN ? [['warden-modern', 'warden-bare']] : []),
+  ...(MODERN
+    ? [
+        ['warden-modern', 'warden-bare'],
+        ['json-floor-modern', 'json-floor'],
+        ['warden-modern', 'json-floor-modern'],
+      ]
+    : []),
   ['json-floor', 'direct'],
   ['json-floor', 'pipe'],
   ['warden-bare', 'json-floor'],
@@ -734,6 +757,7 @@ function summarize(rounds) {
     'warden-full',
     ...(MODERN ? ['warden-modern'] : []),
     'json-floor',
+    ...(MODERN ? ['json-floor-modern'] : []),
     ...(TELEMETRY ? ['warden-traces', 'warden-shipping'] : []),
     ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),
   ];
