@@ -412,7 +412,7 @@ async function watchManagedWhileServing(options: {
  * text and bytes, all long-lived, so growing the young generation for them buys nothing, and the
  * pages grown into stay resident for the rest of the run. Measured with 10,000 tools
  * (bench/listRss.mjs): the peak resident size fell by about 7 MB. Once the upstreams' first
- * lists are in, V8's own rule applies again: kept small under call traffic, the young generation
+ * lists are in (see `serve`), V8's own rule applies again: kept small under call traffic, the young generation
  * cost about 3.5% more instructions per call (more frequent collections, measured under
  * callgrind), so a busy gateway's young generation still grows as before. V8 reads this flag
  * at each growth it considers (on the command line it would not take a value below 2); a Node
@@ -590,7 +590,14 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
-  void gateway.pool.startedUp.then(() => youngGenerationGrowth(true));
+  // Until the upstreams' first lists are in; at the latest once their start-up window has passed
+  // (no host has asked anything yet, or every server is started per principal, later).
+  const growAgain = setTimeout(() => youngGenerationGrowth(true), config.gateway.startupTimeoutMs);
+  growAgain.unref();
+  void gateway.pool.startedUp.then(() => {
+    clearTimeout(growAgain);
+    youngGenerationGrowth(true);
+  });
   await gateway.start();
   if (config.listen !== undefined) {
     const { startHttp } = await import('./http/serveHttp.js');
