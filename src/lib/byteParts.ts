@@ -123,6 +123,14 @@ export class ByteParts {
     return Buffer.concat(this.range(from, to).parts, to - from);
   }
 
+  /**
+   * All the bytes in one buffer, not kept: a copy when there are several parts (the parts stay as
+   * they are). For a reader that needs them contiguous once, briefly.
+   */
+  copy(): Buffer {
+    return this.joined ?? Buffer.concat(this.parts, this.length);
+  }
+
   /** The bytes decoded; plain ASCII (almost every large message) decodes as latin1, faster. */
   toString(encoding: 'utf8' | 'latin1' = 'utf8', from = 0, to = this.length): string {
     const bytes = this.slice(from, to);

@@ -232,6 +232,38 @@ describe('parseLargeMessage', () => {
   });
 });
 
+describe('a large line parsed whole', () => {
+  /** A tool list's answer: thousands of short strings, so the line is parsed whole. */
+  function listLine(tools: number): string {
+    const list = Array.from({ length: tools }, (_, i) => ({
+      name: `tool_${i}`,
+      description: `Tool ${i} (caf\u00e9).`,
+      inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+    }));
+    return JSON.stringify({ jsonrpc: '2.0', id: 7, result: { tools: list } });
+  }
+
+  it('keeps the parts it arrived in, and forwards its result from them as sent', () => {
+    const line = listLine(2000);
+    const bytes = Buffer.from(line, 'utf8');
+    const parts: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += 65_536) parts.push(bytes.subarray(at, at + 65_536));
+    const parsed = parseLargeMessage(new ByteParts(parts));
+    if (!parsed.ok) throw new Error(parsed.reason);
+    expect(parsed.large.whole).toBe(true);
+    expect(parsed.message).toEqual(JSON.parse(line));
+    // Decoding the whole line made a copy of it only for that moment: the line is still held
+    // as the very buffers it came in, not as a joined copy beside them.
+    expect(parsed.large.bytes.buffers).toHaveLength(parts.length);
+    parsed.large.bytes.buffers.forEach((part, i) => expect(part).toBe(parts[i]));
+    const { result } = parsed.message as { result: object };
+    attachRawResponse(result, parsed.large.text, parsed.large);
+    expect(Buffer.concat(rawResult(result)!.bytes!.buffers).toString('utf8')).toBe(
+      JSON.stringify((JSON.parse(line) as { result: unknown }).result),
+    );
+  });
+});
+
 describe('rawResult of a large line', () => {
   it.each([
     ['ASCII', { t: 'a'.repeat(80_000) }, ''],

@@ -38,6 +38,12 @@ export class UpstreamPool implements PoolView {
   /** Live child processes, for the last-resort synchronous kill on process exit. */
   readonly children: Set<ChildHandle>;
   private startup: Promise<void> | undefined;
+  private settleStartedUp!: () => void;
+  /**
+   * Settles when the first `start` has settled, however long it is before something starts the
+   * pool (a stdio host's first request, an HTTP host's first session).
+   */
+  readonly startedUp = new Promise<void>((resolve) => (this.settleStartedUp = resolve));
   private list: Upstream[];
   private index: Map<string, Upstream>;
 
@@ -110,6 +116,7 @@ export class UpstreamPool implements PoolView {
       }, deadline);
     });
     this.startup = Promise.race([all, late]);
+    void this.startup.then(this.settleStartedUp);
     return this.startup;
   }
 
