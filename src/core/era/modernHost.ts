@@ -20,7 +20,13 @@ import {
   type HostSession,
 } from '../routing/hostSession.js';
 import { gatewayCapabilities, mergedInstructions, type UpstreamFacts } from '../routing/initializeAnswer.js';
-import { envelopeOf, ModernAnswer, resultTypeAndServer, type CacheHint } from './answerShape.js';
+import {
+  envelopeOf,
+  ModernAnswer,
+  resultTypeAndServer,
+  type CacheHint,
+  type ModernAnswerOptions,
+} from './answerShape.js';
 import {
   ALL_VERSIONS,
   hasEnvelope,
@@ -30,6 +36,7 @@ import {
   MODERN_VERSIONS,
   readEnvelope,
   unsupportedVersion,
+  type Envelope,
 } from './envelope.js';
 import type { InputBridge } from './inputBridge.js';
 import type { TaskInput } from './taskInput.js';
@@ -157,6 +164,8 @@ export class ModernHost implements HostSession {
   private lastExtensions: Params | undefined;
   /** What every complete result starts with, as text: the same for every request. */
   private readonly fieldsText: string;
+  /** The answer options last made by `plainOptions`. */
+  private plain: ModernAnswerOptions | undefined;
 
   constructor(private readonly options: ModernHostOptions) {
     this.fieldsText = resultTypeAndServer(options.serverInfo);
@@ -225,14 +234,35 @@ export class ModernHost implements HostSession {
       typeof extensions === 'object' && extensions !== null ? (extensions as Params) : undefined;
     const level = envelope.logLevel === undefined ? -1 : LOG_LEVELS.indexOf(envelope.logLevel);
     if (level >= 0) this.levelCounts[level]!++;
-    request.shape = new ModernAnswer({
+    const cacheable = CACHEABLE.has(method);
+    request.shape = new ModernAnswer(
+      !cacheable && level < 0
+        ? this.plainOptions(envelope)
+        : {
+            envelope,
+            serverInfo: this.options.serverInfo,
+            fieldsText: this.fieldsText,
+            cache: cacheable ? () => this.cacheHint(method) : undefined,
+            onSettled: level >= 0 ? () => this.levelCounts[level]!-- : undefined,
+          },
+    );
+    return true;
+  }
+
+  /**
+   * The options of an answer that needs no caching hints and counts no log level (a tool call):
+   * the same for every request with the same envelope, which a host sends every time, so they
+   * are made once per envelope rather than per request.
+   */
+  private plainOptions(envelope: Envelope): ModernAnswerOptions {
+    const last = this.plain;
+    if (last?.envelope === envelope) return last;
+    return (this.plain = {
       envelope,
       serverInfo: this.options.serverInfo,
       fieldsText: this.fieldsText,
-      cache: CACHEABLE.has(method) ? () => this.cacheHint(method) : undefined,
-      onSettled: level >= 0 ? () => this.levelCounts[level]!-- : undefined,
+      cache: undefined,
     });
-    return true;
   }
 
   /** The methods only a modern host has, for the router's one method table. */

@@ -1,3 +1,5 @@
+import { withoutEnvelope } from '../era/envelope.js';
+import type { UpstreamEra } from '../era/upstreamEra.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
@@ -6,6 +8,8 @@ import type { Next, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
+  /** An upstream's era on its live connection (the host has none here). */
+  readonly era?: UpstreamEra | undefined;
   /** `origin`: for the host, the upstream that asks (a modern host is asked within its call). */
   requestOutcome(
     method: string,
@@ -47,9 +51,14 @@ export function createForward(options: ForwardOptions): Next {
     if (recipient === undefined)
       return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));
     // A task the host cannot run: the gateway runs it and answers with its final result.
-    if (message.task?.drivenBy === 'gateway') return driveTask(recipient, message, paramsOf(message)!);
+    // A legacy upstream never sees a modern host's envelope: it is left out as the params are
+    // built, rather than the upstream copying them again without it. Its era is read now, as
+    // the request goes out: the message's is the one it had when the message was routed.
+    const legacy = message.direction === 'upstream' && recipient.era !== 'modern';
+    if (message.task?.drivenBy === 'gateway')
+      return driveTask(recipient, message, paramsOf(message, legacy)!);
     // The message carries the request options itself (its signal and progress listener).
-    const sent = recipient.requestOutcome(message.kind, paramsOf(message), message, message);
+    const sent = recipient.requestOutcome(message.kind, paramsOf(message, legacy), message, message);
     if (message.upstreamEra !== 'modern')
       return message.direction === 'upstream' && message.hostEra === 'modern' ? sent.then(asComplete) : sent;
     const { fulfilInput } = options;
@@ -79,16 +88,20 @@ function asComplete(outcome: Outcome): Outcome {
   return outcome.changed(complete);
 }
 
-/** The params a message is sent with: its own, with the upstream's name and the sender's `_meta`. */
-export function paramsOf(message: RoutedMessage): Params | undefined {
+/**
+ * The params a message is sent with: its own, with the upstream's name and the sender's `_meta`
+ * (without a modern host's envelope when `legacy`: what a handshake-era server is sent of it).
+ */
+export function paramsOf(message: RoutedMessage, legacy = false): Params | undefined {
+  const meta = legacy ? withoutEnvelope(message.meta) : message.meta;
   if (message.kind === 'tools/call') {
     const params: Params = { name: message.target };
     if (message.arguments !== undefined) params.arguments = message.arguments;
     if (message.task !== undefined) params.task = message.task.params;
-    if (message.meta !== undefined) params._meta = message.meta;
+    if (meta !== undefined) params._meta = meta;
     return params;
   }
-  const { params, meta } = message;
+  const { params } = message;
   if (params === undefined) return meta === undefined ? undefined : { _meta: meta };
   const sent: Params = { ...params };
   if (meta === undefined) delete sent._meta;

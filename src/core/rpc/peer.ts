@@ -527,9 +527,11 @@ export class IncomingRequest extends Cancellation {
     this.method = message.method;
     this.params = message.params;
     const meta = message.params?._meta as Params | undefined;
-    if (meta === undefined) {
+    if (meta?.progressToken === undefined) {
+      // No token (every request of a host that asks no progress, a modern host's envelope
+      // included): the meta as it came, with nothing split off and nothing allocated.
       this.progressToken = undefined;
-      this.meta = undefined;
+      this.meta = meta;
     } else {
       const { token, rest } = splitProgressToken(meta);
       this.progressToken = token;
