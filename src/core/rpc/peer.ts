@@ -560,19 +560,18 @@ export class IncomingRequest extends Cancellation {
   respond(outcome: Outcome): void {
     if (!this.finish()) return;
     this.answeredWithTask = createdTaskId(outcome.result) !== undefined;
-    let result = outcome.result as Record<string, unknown>;
-    let raw = outcome.raw;
-    let value: Record<string, unknown> | (() => Record<string, unknown>) = result;
+    const result = outcome.result as Record<string, unknown>;
     const shape = this.shape;
-    if (shape !== undefined) {
-      raw = raw === undefined ? undefined : shape.text(raw, result);
-      if (raw === undefined) result = shape.result(result);
-      else value = () => shape.result(result);
-    }
+    let raw = outcome.raw;
+    if (shape !== undefined && raw !== undefined) raw = shape.text(raw, result);
     const message =
-      raw === undefined
-        ? { jsonrpc: '2.0' as const, id: this.id, result }
-        : new EncodedResult(this.id, raw, value);
+      raw !== undefined
+        ? new EncodedResult(this.id, raw, result, shape)
+        : {
+            jsonrpc: '2.0' as const,
+            id: this.id,
+            result: shape === undefined ? result : shape.result(result),
+          };
     this.send(message);
   }
 
