@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { FixtureProcess, readRecord } from '../fixtures/fixtureProcess.js';
+import { envelope } from '../fixtures/modernHost.js';
 import {
   connectHost,
   FAST_GATEWAY,
@@ -162,6 +163,56 @@ describe('results that need no repair', () => {
 
       expect(resultText(viaLine).length).toBeGreaterThan(10);
       expect(resultText(viaLine)).toBe(resultText(directLine));
+    }
+    upstream.child.kill();
+  });
+
+  it('reach a modern host as the upstream wrote them, behind the members the revision adds', async () => {
+    const tools = ['--tools', 'structured,basic'];
+    const upstream = new FixtureProcess(tools);
+    await upstream.initialize();
+    const gateway = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { s: fixture(tools) } }));
+    const resultText = (line: string) => line.slice(line.indexOf(',"result":') + ',"result":'.length, -1);
+    const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+    const calls: [string, Record<string, unknown>][] = [
+      ['structured_valid', {}],
+      ['echo', { text: 'caf\u00e9 \u{1F600} "quoted" \\ \u2028 end' }],
+      // Forwarded from its bytes (over 64 KiB), once ASCII and once not.
+      ['big', { kib: 512 }],
+      ['echo', { text: `${'caf\u00e9 \u{1F600} '.repeat(12_000)}end` }],
+      // Its own _meta: merged as a value, not written in front of the text.
+      ['handwritten', {}],
+    ];
+    for (const [i, [tool, args]] of calls.entries()) {
+      const id = 100 + i;
+      const answered = gateway.next((m) => m.id === id);
+      gateway.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: `s__${tool}`, arguments: args, _meta: envelope() },
+        }),
+      );
+      const via = (await answered) as { result: { _meta: Record<string, unknown> } };
+      const viaLine = gateway.lines.find((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`))!;
+
+      upstream.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args } });
+      let directLine = '';
+      while (!directLine.startsWith(`{"jsonrpc":"2.0","id":${id},`))
+        directLine = await upstream.stdout.next();
+
+      const direct = resultText(directLine);
+      const server = { [SERVER_INFO]: via.result._meta[SERVER_INFO] };
+      expect(server[SERVER_INFO]).toMatchObject({ name: 'mcp-warden' });
+      if (tool === 'handwritten') {
+        const own = JSON.parse(direct) as { _meta: object };
+        expect(via.result).toEqual({ ...own, resultType: 'complete', _meta: { ...own._meta, ...server } });
+        continue;
+      }
+      const added = `{"resultType":"complete","_meta":${JSON.stringify(server)},`;
+      expect(direct.length).toBeGreaterThan(10);
+      expect(resultText(viaLine)).toBe(`${added}${direct.slice(1)}`);
     }
     upstream.child.kill();
   });

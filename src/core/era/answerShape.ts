@@ -38,8 +38,6 @@ const INVALID_PARAMS = -32602;
  */
 export class ModernAnswer implements AnswerShape {
   private done = false;
-  /** The fields added in front of a result's own members, as JSON text (without braces). */
-  private prefixText: string | undefined;
 
   constructor(private readonly options: ModernAnswerOptions) {}
 
@@ -67,16 +65,22 @@ export class ModernAnswer implements AnswerShape {
   }
 
   text(raw: RawResult, parsed: object | undefined): RawResult | undefined {
-    // A result with fields of the same names must be merged as a value.
-    if (parsed !== undefined && (Object.hasOwn(parsed, '_meta') || Object.hasOwn(parsed, 'resultType')))
-      return undefined;
-    if (parsed !== undefined && this.options.cache !== undefined)
-      if (Object.hasOwn(parsed, 'ttlMs') || Object.hasOwn(parsed, 'cacheScope')) return undefined;
-    const prefix = (this.prefixText ??= this.prefix());
+    const { cache } = this.options;
+    // A result with fields of the same names must be merged as a value. `parsed` is the value
+    // of the upstream's own JSON text, whose members are all its own and none undefined, so a
+    // read says what Object.hasOwn would, for much less on the path every answer takes.
+    if (parsed !== undefined) {
+      const own = parsed as Params;
+      if (own._meta !== undefined || own.resultType !== undefined) return undefined;
+      if (cache !== undefined && (own.ttlMs !== undefined || own.cacheScope !== undefined)) return undefined;
+    }
+    const fields = this.options.fieldsText ?? resultTypeAndServer(this.options.serverInfo);
+    // Without caching hints the opening is the same for every answer of the process: made once.
+    const opening = cache === undefined ? openingOf(fields) : openingFor(withHints(fields, cache()));
     const { bytes } = raw;
     if (bytes !== undefined) {
       if (bytes.at(0) !== 0x7b) return undefined;
-      const start = `{${prefix}${emptyObjectBytes(bytes) ? '' : ','}`;
+      const start = emptyObjectBytes(bytes) ? opening.empty : opening.members;
       const joined = joinedBytes(bytes, start);
       // The text only when asked for, and from the original's (never decoding the new bytes).
       return {
@@ -88,7 +92,10 @@ export class ModernAnswer implements AnswerShape {
     }
     const { text } = raw;
     if (text.charCodeAt(0) !== 0x7b) return undefined;
-    return { text: `{${prefix}${emptyObjectText(text) ? '' : ','}${text.slice(1)}`, bytes: undefined };
+    return {
+      text: `${emptyObjectText(text) ? opening.empty : opening.members}${text.slice(1)}`,
+      bytes: undefined,
+    };
   }
 
   error(error: JsonRpcErrorObject): JsonRpcErrorObject {
@@ -100,19 +107,50 @@ export class ModernAnswer implements AnswerShape {
     this.done = true;
     this.options.onSettled?.();
   }
-
-  private prefix(): string {
-    const fields = this.options.fieldsText ?? resultTypeAndServer(this.options.serverInfo);
-    const cache = this.options.cache?.();
-    return cache === undefined
-      ? fields
-      : `${fields},"ttlMs":${cache.ttlMs},"cacheScope":${JSON.stringify(cache.cacheScope)}`;
-  }
 }
 
 /** The members every complete modern result starts with, as JSON text without braces. */
 export function resultTypeAndServer(serverInfo: { readonly name: string; readonly version: string }): string {
   return `"resultType":"complete","_meta":${JSON.stringify({ [META.serverInfo]: serverInfo })}`;
+}
+
+/**
+ * What is written in place of a result's opening brace: the brace and the added members, with
+ * the comma that parts them from the result's own (`members`) or without it, for an empty
+ * result (`empty`).
+ */
+interface Opening {
+  readonly members: string;
+  readonly empty: string;
+}
+
+function openingFor(fields: string): Opening {
+  return { empty: `{${fields}`, members: `{${fields},` };
+}
+
+/** The members of a cacheable result, with its caching hints after them. */
+function withHints(fields: string, hint: CacheHint): string {
+  return `${fields},"ttlMs":${hint.ttlMs},"cacheScope":${JSON.stringify(hint.cacheScope)}`;
+}
+
+/** The last opening made for results without hints, and its fields: a process's answers share one. */
+let lastOpening: Opening = openingFor('');
+let lastFields = '';
+
+function openingOf(fields: string): Opening {
+  if (fields !== lastFields) {
+    lastOpening = { empty: flat(`{${fields}`), members: flat(`{${fields},`) };
+    lastFields = fields;
+  }
+  return lastOpening;
+}
+
+/**
+ * `text` as one contiguous string. A string built by joining is a tree of its parts, walked
+ * again each time a line that holds it is written out; decoded afresh it is one piece.
+ */
+function flat(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
 }
 
 /**

@@ -4,7 +4,7 @@ import type { OutgoingOptions } from '../rpc/peer.js';
 import type { Params } from '../rpc/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import { driveTask } from '../tasks/drive.js';
-import type { Next, RoutedMessage } from './types.js';
+import type { Next, ProtocolEra, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
@@ -50,17 +50,17 @@ export function createForward(options: ForwardOptions): Next {
     const recipient = message.direction === 'host' ? options.host : options.upstream(message.server);
     if (recipient === undefined)
       return Promise.reject(new Error(`no upstream named "${message.server}" to route to`));
-    // A task the host cannot run: the gateway runs it and answers with its final result.
     // A legacy upstream never sees a modern host's envelope: it is left out as the params are
     // built, rather than the upstream copying them again without it. Its era is read now, as
     // the request goes out: the message's is the one it had when the message was routed.
     const legacy = message.direction === 'upstream' && recipient.era !== 'modern';
+    // A task the host cannot run: the gateway runs it and answers with its final result.
     if (message.task?.drivenBy === 'gateway')
       return driveTask(recipient, message, paramsOf(message, legacy)!);
-    // The message carries the request options itself (its signal and progress listener).
+    // The message carries the request options itself (its signal, progress listener and
+    // `answerAs`, which the peer applies to the answer as it arrives).
     const sent = recipient.requestOutcome(message.kind, paramsOf(message, legacy), message, message);
-    if (message.upstreamEra !== 'modern')
-      return message.direction === 'upstream' && message.hostEra === 'modern' ? sent.then(asComplete) : sent;
+    if (message.upstreamEra !== 'modern') return sent;
     const { fulfilInput } = options;
     if (fulfilInput === undefined) return sent;
     return sent.then((outcome) =>
@@ -69,6 +69,19 @@ export function createForward(options: ForwardOptions): Next {
       ),
     );
   };
+}
+
+/**
+ * How the answers to a host's request to an upstream are put before any stage sees them: a
+ * handshake-era server's as final for a modern host (`asComplete`), others as they come. The
+ * router puts it on the message, and the peer applies it where the answer is read, so no call
+ * pays a promise step for it.
+ */
+export function answersAs(
+  hostEra: ProtocolEra | undefined,
+  upstreamEra: ProtocolEra | undefined,
+): ((outcome: Outcome) => Outcome) | undefined {
+  return hostEra === 'modern' && upstreamEra !== 'modern' ? asComplete : undefined;
 }
 
 /** The members of a 2026-07-28 result that say it is not final (an InputRequiredResult's). */

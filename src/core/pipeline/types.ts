@@ -92,6 +92,12 @@ export interface RoutedMessage {
   readonly hostEra?: ProtocolEra | undefined;
   readonly upstreamEra?: ProtocolEra | undefined;
   /**
+   * Applied to the answer as it arrives, before any stage sees it (a handshake-era server's
+   * answer made final for a modern host: see `answersAs` in forward.ts); set by whoever makes
+   * the message.
+   */
+  readonly answerAs?: ((outcome: Outcome) => Outcome) | undefined;
+  /**
    * The host connection the message belongs to (the one that asked, or the one asked), when a
    * router made it: with several host connections, questions and records follow the right one.
    */

@@ -23,6 +23,7 @@ import {
 import { errorToWire, requestErrorToWire } from '../errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
+import { answersAs } from '../pipeline/forward.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
 import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
 import {
@@ -240,6 +241,7 @@ export class Router {
       stamp: (server) => ({
         hostEra: this.modern.hostEra,
         upstreamEra: options.pool.byName.get(server)?.era,
+        answerAs: answersAs(this.modern.hostEra, options.pool.byName.get(server)?.era),
         host: this.host,
         principal: options.principal,
       }),
@@ -469,6 +471,7 @@ export class Router {
       task: undefined,
       hostEra: this.modern.hostEra,
       upstreamEra: upstream.era,
+      answerAs: undefined,
       host: this.host,
       principal: this.options.principal,
     };
@@ -579,6 +582,7 @@ export class Router {
       record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: this.options.pool.byName.get(entry.server)?.era,
+      answerAs: undefined,
       host: this.host,
       principal: this.options.principal,
     };
@@ -747,6 +751,7 @@ export class Router {
     args: Params | undefined,
   ): RoutedMessage {
     const task = this.tasks.augmentation(request.params, entry.item, request);
+    const upstreamEra = this.options.pool.byName.get(entry.server)?.era;
     // Every message the router makes has the same members in the same order, none spread in: a
     // literal with a spread is built member by member in the runtime, and the stages' reads of
     // messages of differing shapes go the slow way (both measured on every call).
@@ -766,7 +771,8 @@ export class Router {
       record: { repairs: [] },
       task,
       hostEra: this.modern.hostEra,
-      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
+      upstreamEra,
+      answerAs: answersAs(this.modern.hostEra, upstreamEra),
       host: this.host,
       principal: this.options.principal,
     };
@@ -843,6 +849,7 @@ export class Router {
     exposedName: string,
     what: { readonly params: Params | undefined; readonly arguments: Params | undefined },
   ): RoutedMessage {
+    const upstreamEra = this.options.pool.byName.get(server)?.era;
     return {
       kind,
       direction: 'upstream',
@@ -859,7 +866,8 @@ export class Router {
       record: { repairs: [] },
       task: undefined,
       hostEra: this.modern.hostEra,
-      upstreamEra: this.options.pool.byName.get(server)?.era,
+      upstreamEra,
+      answerAs: answersAs(this.modern.hostEra, upstreamEra),
       host: this.host,
       principal: this.options.principal,
     };

@@ -16,6 +16,8 @@ export class EncodedResult {
     private readonly source: RawResult,
     /** The parsed result (or how to make it), for transports that send values. */
     private readonly value: Record<string, unknown> | (() => Record<string, unknown>),
+    /** How `value` is put for the request's protocol revision, when `source` was put so too. */
+    private readonly shape?: { result(result: Record<string, unknown>): Record<string, unknown> },
   ) {}
 
   /** The result's JSON text; for a large result read from bytes, decoded only when asked for. */
@@ -28,7 +30,8 @@ export class EncodedResult {
   }
 
   toMessage(): JsonRpcSuccess {
-    const { value } = this;
-    return { jsonrpc: '2.0', id: this.id, result: typeof value === 'function' ? value() : value };
+    const { value, shape } = this;
+    const result = typeof value === 'function' ? value() : value;
+    return { jsonrpc: '2.0', id: this.id, result: shape === undefined ? result : shape.result(result) };
   }
 }

@@ -55,6 +55,11 @@ export interface OutgoingOptions {
   readonly deadlineError?: () => Error;
   /** Told the request's id once it is sent (a long-lived request whose notifications name it). */
   readonly onSent?: (id: number) => void;
+  /**
+   * Applied to a `requestOutcome` answer as it arrives, before anyone awaiting it sees it: what
+   * the caller would otherwise do in a promise step of its own on every request.
+   */
+  readonly answerAs?: ((outcome: Outcome) => Outcome) | undefined;
 }
 
 /** How this connection's failures read: each side names itself its own way. */
@@ -122,6 +127,7 @@ class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntr
     readonly asOutcome: boolean,
     /** The task whose kept progress its answer ends (`tasks/result`, `tasks/cancel`). */
     readonly endsTask: string | undefined,
+    readonly answerAs: ((outcome: Outcome) => Outcome) | undefined,
   ) {
     super();
   }
@@ -232,6 +238,7 @@ export class RpcPeer {
       options.deadlineError,
       asOutcome,
       endsTask,
+      options.answerAs,
     );
     this.outgoing.set(id, entry);
     signal?.listen(entry);
@@ -330,9 +337,11 @@ export class RpcPeer {
       return;
     }
     // The outcome carries the line itself: nothing is written onto the parsed result.
-    entry.resolve(
-      Outcome.fromPeer(result, extra === undefined ? undefined : new RawResponse(extra.line, extra.large)),
+    const outcome = Outcome.fromPeer(
+      result as Record<string, unknown>,
+      extra === undefined ? undefined : new RawResponse(extra.line, extra.large),
     );
+    entry.resolve(entry.answerAs === undefined ? outcome : entry.answerAs(outcome));
   }
 
   private sendFailed(entry: Outgoing, method: string, error: unknown): void {
@@ -562,19 +571,18 @@ export class IncomingRequest extends Cancellation {
   respond(outcome: Outcome): void {
     if (!this.finish()) return;
     this.answeredWithTask = createdTaskId(outcome.result) !== undefined;
-    let result = outcome.result as Record<string, unknown>;
-    let raw = outcome.raw;
-    let value: Record<string, unknown> | (() => Record<string, unknown>) = result;
+    const result = outcome.result as Record<string, unknown>;
     const shape = this.shape;
-    if (shape !== undefined) {
-      raw = raw === undefined ? undefined : shape.text(raw, result);
-      if (raw === undefined) result = shape.result(result);
-      else value = () => shape.result(result);
-    }
+    let raw = outcome.raw;
+    if (shape !== undefined && raw !== undefined) raw = shape.text(raw, result);
     const message =
-      raw === undefined
-        ? { jsonrpc: '2.0' as const, id: this.id, result }
-        : new EncodedResult(this.id, raw, value);
+      raw !== undefined
+        ? new EncodedResult(this.id, raw, result, shape)
+        : {
+            jsonrpc: '2.0' as const,
+            id: this.id,
+            result: shape === undefined ? result : shape.result(result),
+          };
     this.send(message);
   }
 
