@@ -172,6 +172,9 @@ export class ModernInputBridge implements InputBridge {
   private readonly deadlines = new DeadlineQueue();
   private pending = 0;
   private nextQuestion = 1;
+  /** The capabilities `applies` saw last, and whether they declared anything the host can be asked. */
+  private lastCapabilities: object | undefined;
+  private lastAsks = false;
 
   constructor(private readonly options: ModernInputBridgeOptions) {}
 
@@ -188,9 +191,12 @@ export class ModernInputBridge implements InputBridge {
     // A retry that carries our state continues its call (or is refused), whatever it declares.
     const state = request.params?.requestState;
     if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) return true;
-    for (const capability of FORWARDED_CLIENT_CAPABILITIES)
-      if (capabilities[capability] !== undefined) return true;
-    return false;
+    // A host's requests share one envelope while it is unchanged: its answer is kept for it.
+    if (capabilities !== this.lastCapabilities) {
+      this.lastCapabilities = capabilities;
+      this.lastAsks = FORWARDED_CLIENT_CAPABILITIES.some((name) => capabilities[name] !== undefined);
+    }
+    return this.lastAsks;
   }
 
   /**
