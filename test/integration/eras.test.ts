@@ -533,6 +533,36 @@ describe('confirmation for a modern host', () => {
     }));
     expect(textOf(modernResult('tools/call', retried.at(-1)!))).toBe('x');
   });
+  it('a call still waiting for its confirmation does not take an upstream’s question asked in another call', async () => {
+    // The call being confirmed has not reached the server, so it cannot be the one asking: the
+    // question belongs to the only call that is running there.
+    const host = confirmHost();
+    const waiting = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'later' } }),
+    );
+    expect(waiting.resultType).toBe('input_required');
+    const params = {
+      name: 'up__ask_client',
+      arguments: { method: 'elicitation/create', params: QUESTIONS['elicitation/create'] },
+    };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    expect(first.resultType, textOf(first)).toBe('input_required');
+    const [[key, asked]] = Object.entries(first.inputRequests as Record<string, { params: Json }>) as [
+      [string, { params: Json }],
+    ];
+    expect(asked.params.message).toBe('[up] Your name?');
+    const final = modernResult(
+      'tools/call',
+      await host.request('tools/call', {
+        ...params,
+        inputResponses: { [key]: ANSWERS['elicitation/create'] },
+        requestState: first.requestState,
+      }),
+    );
+    expect(JSON.parse(textOf(final))).toEqual({ result: ANSWERS['elicitation/create'] });
+  });
+
   it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
     const host = confirmHost();
     const sent = Array.from({ length: 65 }, (_, i) =>
