@@ -657,6 +657,15 @@ describe('result types across eras', () => {
     expect(answer.inputRequests).toBeUndefined();
     expect(answer.requestState).toBeUndefined();
     expect(textOf(answer)).toBe('final');
+    // The questions and state without a resultType are dropped all the same.
+    const partial = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__modern_fields', arguments: { withoutResultType: true } }),
+    );
+    expect(partial.resultType).toBe('complete');
+    expect(partial.inputRequests).toBeUndefined();
+    expect(partial.requestState).toBeUndefined();
+    expect(textOf(partial)).toBe('final');
   });
 
   it('a modern server’s unknown resultType fails that call only, naming the server', async () => {
