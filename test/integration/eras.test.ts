@@ -704,6 +704,30 @@ describe('a legacy connection', () => {
     expect(result.resultType).toBeUndefined();
     expect((result.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
   });
+
+  it('refuses a _meta that is not an object with -32602, not an internal error; it keeps serving', async () => {
+    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    await initialize(s);
+    for (const [id, meta] of [
+      [1, 'null'],
+      [2, '"x"'],
+      [3, '[]'],
+    ] as const) {
+      const answer = s.next((m) => m.id === id);
+      s.send(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"a"},"_meta":${meta}}}`,
+      );
+      expect(((await answer) as { error: { code: number; message: string } }).error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('_meta must be an object') as unknown,
+      });
+    }
+    const called = s.next((m) => m.id === 4);
+    s.send(
+      '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"b"}}}',
+    );
+    expect(textOf(((await called) as { result: object }).result)).toBe('b');
+  });
 });
 
 describe('a modern host’s capabilities, per request', () => {
