@@ -533,6 +533,36 @@ describe('confirmation for a modern host', () => {
     }));
     expect(textOf(modernResult('tools/call', retried.at(-1)!))).toBe('x');
   });
+  it('a call still waiting for its confirmation does not take an upstream’s question asked in another call', async () => {
+    // The call being confirmed has not reached the server, so it cannot be the one asking: the
+    // question belongs to the only call that is running there.
+    const host = confirmHost();
+    const waiting = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__echo', arguments: { text: 'later' } }),
+    );
+    expect(waiting.resultType).toBe('input_required');
+    const params = {
+      name: 'up__ask_client',
+      arguments: { method: 'elicitation/create', params: QUESTIONS['elicitation/create'] },
+    };
+    const first = modernResult('tools/call', await host.request('tools/call', params));
+    expect(first.resultType, textOf(first)).toBe('input_required');
+    const [[key, asked]] = Object.entries(first.inputRequests as Record<string, { params: Json }>) as [
+      [string, { params: Json }],
+    ];
+    expect(asked.params.message).toBe('[up] Your name?');
+    const final = modernResult(
+      'tools/call',
+      await host.request('tools/call', {
+        ...params,
+        inputResponses: { [key]: ANSWERS['elicitation/create'] },
+        requestState: first.requestState,
+      }),
+    );
+    expect(JSON.parse(textOf(final))).toEqual({ result: ANSWERS['elicitation/create'] });
+  });
+
   it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
     const host = confirmHost();
     const sent = Array.from({ length: 65 }, (_, i) =>
@@ -627,6 +657,15 @@ describe('result types across eras', () => {
     expect(answer.inputRequests).toBeUndefined();
     expect(answer.requestState).toBeUndefined();
     expect(textOf(answer)).toBe('final');
+    // The questions and state without a resultType are dropped all the same.
+    const partial = modernResult(
+      'tools/call',
+      await host.request('tools/call', { name: 'up__modern_fields', arguments: { withoutResultType: true } }),
+    );
+    expect(partial.resultType).toBe('complete');
+    expect(partial.inputRequests).toBeUndefined();
+    expect(partial.requestState).toBeUndefined();
+    expect(textOf(partial)).toBe('final');
   });
 
   it('a modern server’s unknown resultType fails that call only, naming the server', async () => {
@@ -664,6 +703,30 @@ describe('a legacy connection', () => {
     const result = ((await listed) as { result: Record<string, unknown> }).result;
     expect(result.resultType).toBeUndefined();
     expect((result.tools as { name: string }[]).map((t) => t.name)).toContain('up__echo');
+  });
+
+  it('refuses a _meta that is not an object with -32602, not an internal error; it keeps serving', async () => {
+    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    await initialize(s);
+    for (const [id, meta] of [
+      [1, 'null'],
+      [2, '"x"'],
+      [3, '[]'],
+    ] as const) {
+      const answer = s.next((m) => m.id === id);
+      s.send(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"a"},"_meta":${meta}}}`,
+      );
+      expect(((await answer) as { error: { code: number; message: string } }).error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('_meta must be an object') as unknown,
+      });
+    }
+    const called = s.next((m) => m.id === 4);
+    s.send(
+      '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"b"}}}',
+    );
+    expect(textOf(((await called) as { result: object }).result)).toBe('b');
   });
 });
 

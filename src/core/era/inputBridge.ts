@@ -49,6 +49,8 @@ interface Question {
   readonly key: string;
   readonly method: string;
   readonly params: Params | undefined;
+  /** Asked by the gateway for the call itself (a confirmation), before it goes upstream. */
+  readonly own: boolean;
   resolve(outcome: Outcome): void;
   reject(error: Error): void;
 }
@@ -110,6 +112,11 @@ class BridgedCall implements DeadlineEntry {
       });
     if (this.settled !== undefined) this.deliver();
     else if (this.pending.length > 0) this.scheduleFlush();
+  }
+
+  /** Whether the gateway's own question about this call (a confirmation) is still open. */
+  awaitsOwnQuestion(): boolean {
+    return this.pending.some((q) => q.own) || this.sent.some((q) => q.own);
   }
 
   ask(question: Question): void {
@@ -270,6 +277,7 @@ export class ModernInputBridge implements InputBridge {
         key: `q${this.nextQuestion++}`,
         method,
         params,
+        own: origin?.hostRequest !== undefined,
         resolve: (outcome) => finish() && resolve(outcome),
         reject: (error) => finish() && reject(error),
       };
@@ -380,6 +388,8 @@ export class ModernInputBridge implements InputBridge {
     let found: BridgedCall | undefined;
     for (const call of this.byOrigin.values()) {
       if (call.message.server !== server || call.settled !== undefined) continue;
+      // A call waiting for its own confirmation has not been sent to the server: not the asker.
+      if (call.awaitsOwnQuestion()) continue;
       if (found !== undefined) return undefined;
       found = call;
     }

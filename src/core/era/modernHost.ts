@@ -187,6 +187,12 @@ export class ModernHost implements HostSession {
    */
   admit(request: IncomingRequest): boolean {
     const { method, params } = request;
+    // Every revision's `_meta` is an object; anything else is the sender's error, in either era.
+    const meta = params?._meta;
+    if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta)))
+      throw new InvalidParamsError(
+        `Invalid params: ${truncateForEcho(method)}'s params._meta must be an object`,
+      );
     const enveloped = hasEnvelope(params);
     if (this._era === 'legacy') {
       if (enveloped)

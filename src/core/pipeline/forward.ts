@@ -95,7 +95,14 @@ const INTERIM_FIELDS: readonly string[] = ['resultType', 'inputRequests', 'reque
  */
 function asComplete(outcome: Outcome): Outcome {
   const result = outcome.result as Params;
-  if (!Object.hasOwn(result, 'resultType')) return outcome;
+  // Any of them, not only `resultType`: a complete result must not carry questions or a state
+  // either. The result is parsed JSON, whose members are its own and never undefined.
+  if (
+    result.resultType === undefined &&
+    result.inputRequests === undefined &&
+    result.requestState === undefined
+  )
+    return outcome;
   const complete: Params = {};
   for (const key of Object.keys(result)) if (!INTERIM_FIELDS.includes(key)) complete[key] = result[key];
   return outcome.changed(complete);
