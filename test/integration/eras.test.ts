@@ -486,14 +486,15 @@ describe('a modern host and a modern upstream asking for input', () => {
 });
 
 describe('confirmation for a modern host', () => {
-  function confirmHost(): ModernHost {
+  const ASK_ECHO =
+    'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n';
+
+  /** A modern host over one fixture server `up` (started with `fixtureArgs`), under `policy`. */
+  function confirmHost(policy = ASK_ECHO, fixtureArgs: string[] = []): ModernHost {
     const dir = tempDir();
-    writeFileSync(
-      path.join(dir, 'policy.yaml'),
-      'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
-    );
+    writeFileSync(path.join(dir, 'policy.yaml'), policy);
     const config = writeConfig(
-      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } },
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(fixtureArgs) } },
       dir,
     );
     modern = startModernHost(CLI, config);
@@ -577,16 +578,10 @@ describe('confirmation for a modern host', () => {
   });
 
   it('asks about a resource read through MRTR too; the retry with the approval reads it', async () => {
-    const dir = tempDir();
-    writeFileSync(
-      path.join(dir, 'policy.yaml'),
+    const host = confirmHost(
       'rules:\n  - id: ask-read\n    match: { kind: resource }\n    action: confirm\n    reason: Reads need a human.\n',
+      ['--resources'],
     );
-    const config = writeConfig(
-      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(['--resources']) } },
-      dir,
-    );
-    const host = (modern = startModernHost(CLI, config));
     const answers = await withRetries(host, 'resources/read', { uri: 'fixture://fixture/a' }, (requests) => {
       const [key, request] = Object.entries(requests)[0]!;
       expect(String(request.params.message)).toContain('Reads need a human.');
