@@ -346,6 +346,42 @@ describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () =
     },
   );
 
+  it('refuses a server’s question that could belong to a call it cannot ask, rather than put it to another call', async () => {
+    // A legacy server's request names no call. With one bridged call running there and another
+    // whose host declared nothing it can be asked, the question may be the second one's: the
+    // host must not see it as the first call's.
+    const host = modernHost({ up: fixture() });
+    const ask = (text: string) => ({
+      name: 'up__ask_client',
+      arguments: {
+        method: 'elicitation/create',
+        params: { ...QUESTIONS['elicitation/create'], message: text },
+      },
+    });
+    const first = modernResult('tools/call', await host.request('tools/call', ask('For the first call?')));
+    expect(first.resultType).toBe('input_required');
+    const key = Object.keys(first.inputRequests as object)[0]!;
+    // The second call's envelope declares nothing, so it is not bridged; its question is refused.
+    const second = modernResult(
+      'tools/call',
+      await host.request('tools/call', ask('For the second call?'), { capabilities: {} }),
+    );
+    const refused = JSON.parse(textOf(second)) as { error: { code: number; message: string } };
+    expect(refused.error.code).toBe(-32601);
+    expect(refused.error.message).toMatch(/server "up" has more than one call running/);
+    // The first call was asked its own question only, and its retry completes it.
+    const final = modernResult(
+      'tools/call',
+      await host.request('tools/call', {
+        ...ask('For the first call?'),
+        inputResponses: { [key]: ANSWERS['elicitation/create'] },
+        requestState: first.requestState,
+      }),
+    );
+    expect(final.resultType).toBe('complete');
+    expect(JSON.parse(textOf(final))).toEqual({ result: ANSWERS['elicitation/create'] });
+  });
+
   it('refuses a forged, a replayed and a misdirected requestState', async () => {
     const host = modernHost({ up: fixture() });
     const params = { name: 'up__ask_client', arguments: { method: 'roots/list', params: {} } };

@@ -38,6 +38,12 @@ export interface ModernInputBridgeOptions {
   /** At most this many questions wait for a host's answers at once, over all calls. */
   readonly maxPending: number;
   readonly warn: (message: string) => void;
+  /**
+   * How many requests with one of these methods the gateway has in flight to `server`, for this
+   * host and any other: a legacy server's question names no call, so it can be given to a call
+   * only when that call is the one such request running there.
+   */
+  readonly inFlightOn: (server: string, methods: ReadonlySet<string>) => number;
 }
 
 /** Requests that may be answered with an InputRequiredResult (the revision's list). */
@@ -242,6 +248,12 @@ export class ModernInputBridge implements InputBridge {
     origin?: AskOrigin,
   ): Promise<Outcome> {
     const call = this.callFor(origin);
+    if (call === 'several')
+      return Promise.reject(
+        new MethodNotFoundError(
+          `${method} cannot reach the host: server "${origin!.server!}" has more than one call running, and its request does not say which one it belongs to (the host speaks protocol revision 2026-07-28, which is asked within a call)`,
+        ),
+      );
     if (call === undefined)
       return Promise.reject(
         new MethodNotFoundError(
@@ -379,7 +391,11 @@ export class ModernInputBridge implements InputBridge {
     call.attach({ request, respond, fail });
   }
 
-  private callFor(origin: AskOrigin | undefined): BridgedCall | undefined {
+  /**
+   * The call a question belongs to; 'several' when a server's question could belong to more than
+   * one call running on that server.
+   */
+  private callFor(origin: AskOrigin | undefined): BridgedCall | 'several' | undefined {
     const hostRequest = origin?.hostRequest as IncomingRequest | undefined;
     if (hostRequest !== undefined) return this.byOrigin.get(hostRequest);
     const server = origin?.server;
@@ -390,9 +406,13 @@ export class ModernInputBridge implements InputBridge {
       if (call.message.server !== server || call.settled !== undefined) continue;
       // A call waiting for its own confirmation has not been sent to the server: not the asker.
       if (call.awaitsOwnQuestion()) continue;
-      if (found !== undefined) return undefined;
+      if (found !== undefined) return 'several';
       found = call;
     }
+    // Calls this bridge does not hold run there too (one whose envelope declared nothing it can
+    // be asked, another host's on a shared server): the question may be theirs, so it is refused
+    // rather than put to a call that did not ask it.
+    if (found !== undefined && this.options.inFlightOn(server, MRTR_METHODS) > 1) return 'several';
     return found;
   }
 

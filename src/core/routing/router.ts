@@ -200,6 +200,7 @@ export class Router {
       waitMs: MRTR_WAIT_MS,
       maxPending: MAX_PENDING_QUESTIONS,
       warn: (message) => this.log.warn(message),
+      inFlightOn: (server, methods) => options.pool.byName.get(server)?.requestsInFlight(methods) ?? 0,
     });
     this.modern = new ModernHost({
       bridge: this.bridge,

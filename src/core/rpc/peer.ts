@@ -186,6 +186,16 @@ export class RpcPeer {
     return this.outgoing.size;
   }
 
+  /**
+   * How many of our requests in flight have one of these methods. Walks them all, so it is for
+   * rare questions (whose call a server's own request belongs to), not for every message.
+   */
+  requestsInFlight(methods: ReadonlySet<string>): number {
+    let count = 0;
+    for (const entry of this.outgoing.entries()) if (methods.has(entry.method)) count++;
+    return count;
+  }
+
   /** Requests of ours answered with a task whose progress is still passed on. */
   get tasksWithProgress(): number {
     return this.taskProgress.size;

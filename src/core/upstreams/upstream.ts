@@ -392,6 +392,11 @@ export class Upstream {
     else stdout.pause();
   }
 
+  /** This server's requests in flight with one of these methods, whichever host sent them. */
+  requestsInFlight(methods: ReadonlySet<string>): number {
+    return this.live?.session.requestsInFlight(methods) ?? 0;
+  }
+
   notify(method: string, params?: Params): void {
     if (this._state === 'ready') this.live?.session.notify(method, params);
   }
