@@ -7,7 +7,9 @@
 // JSON floor of the same pass. Then, as medians over the passes, the CPU per call of all three
 // processes (client, middle, upstream fixture: on two cores they share, their sum is what sets
 // the rate at 32 in flight), split into user and system time, and each one's read and write
-// syscalls per call.
+// syscalls per call. `floor-audit` is the floor with the least audit trail that keeps warden's
+// default guarantees (FLOOR_AUDIT, see floor.mjs): set against `full` and `full-noaudit`, it
+// shows how much of the audit trail's cost any gateway with those guarantees pays.
 //
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes]
@@ -64,6 +66,7 @@ const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
   floor: undefined,
+  'floor-audit': undefined,
   bare: () => bare,
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
   full,
@@ -82,8 +85,10 @@ if (!names.includes('floor')) names.unshift('floor');
 function launch(name) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
-  if (name === 'floor')
+  if (name === 'floor' || name === 'floor-audit') {
+    if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
     return { command: NODE, args: [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'], env };
+  }
   const file = path.join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
   const cli = name.endsWith('-base') ? BASE : CLI;
@@ -100,7 +105,7 @@ async function start(name) {
   await deadline(child.request('initialize', JSON.stringify(hello)), 30_000, `${name} initialize`);
   child.notify('notifications/initialized');
   await deadline(child.request('tools/list'), 30_000, `${name} tools/list`);
-  const tool = name === 'floor' ? 'echo' : 'bench__echo';
+  const tool = name.startsWith('floor') ? 'echo' : 'bench__echo';
   return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
 }
 
