@@ -263,9 +263,15 @@ const FULL_EXTRAS = [
   },
 ];
 
-/** json-floor-audit's audit file for a tool count (its folder is made with warden's configs). */
+/**
+ * json-floor-audit's audit file for a tool count: on the filesystem of warden-full's, in a
+ * folder of its own, because warden-full watches the folder of its policy and audit file and
+ * would be woken by the floor's writes too.
+ */
 function floorAuditFile(tools) {
-  return path.join(work, `tools-${tools}`, 'floor-audit.jsonl');
+  const dir = path.join(work, `tools-${tools}`, 'floor-audit');
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, 'audit.jsonl');
 }
 
 /** Bytes in json-floor-audit's audit files (rotated ones included) for a tool count. */
@@ -409,7 +415,6 @@ function configurations(gatewayFiles, otlpEndpoint) {
       launch: (tools) => ({
         command: NODE,
         args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
-        // Beside warden-full's audit file: the same folder, so the same filesystem.
         env: childEnv({ FLOOR_AUDIT: floorAuditFile(tools) }),
       }),
     },
