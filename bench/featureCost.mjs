@@ -75,6 +75,8 @@ const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
   floor: undefined,
+  // A second floor, identical: its ratios to the first are the noise of the pass.
+  floor2: undefined,
   'floor-audit': undefined,
   bare: () => bare,
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
@@ -96,7 +98,7 @@ function launch(name, callgrindOut) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   let args;
-  if (name === 'floor' || name === 'floor-audit') {
+  if (name.startsWith('floor')) {
     if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
     args = [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
