@@ -7,21 +7,30 @@
 // JSON floor of the same pass. Then, as medians over the passes, the CPU per call of all three
 // processes (client, middle, upstream fixture: on two cores they share, their sum is what sets
 // the rate at 32 in flight), split into user and system time, and each one's read and write
-// syscalls per call.
+// syscalls per call. `floor-audit` is the floor with the least audit trail that keeps warden's
+// default guarantees (FLOOR_AUDIT, see floor.mjs): set against `full` and `full-noaudit`, it
+// shows how much of the audit trail's cost any gateway with those guarantees pays.
 //
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
-//                              [--cli FILE] [--baseline-cli FILE] [--pipes]
+//                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
+//                              [--callgrind-dir DIR]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
 // another build. --pipes adds one more pass per configuration, not timed, that counts with
 // `perf stat` the reads and writes on each of the four pipes (see lib/pipes.mjs): how many
-// messages each carries.
+// messages each carries. --callgrind CALLS counts instead the middle process's instructions per
+// call (user space, every thread) over CALLS calls at 32 in flight after the warm-up, one
+// configuration after the other under valgrind: what the machine's load cannot move (slow:
+// about a minute per configuration for 20000 calls). The kernel's side of the syscalls
+// (the audit writes and stats among them) is not counted. --callgrind-dir keeps the dumps there
+// (NAME.callgrind.1), for callgrind_annotate.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { underCallgrind, dumpCounts, zeroCounts } from './lib/callgrind.mjs';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS, BENCH_POLICY } from './lib/configs.mjs';
 import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
@@ -39,6 +48,8 @@ const { values: flags } = parseArgs({
     cli: { type: 'string' },
     'baseline-cli': { type: 'string' },
     pipes: { type: 'boolean' },
+    callgrind: { type: 'string' },
+    'callgrind-dir': { type: 'string' },
   },
 });
 const CALLS = Number(flags.calls ?? 20000);
@@ -64,6 +75,9 @@ const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
   floor: undefined,
+  // A second floor, identical: its ratios to the first are the noise of the pass.
+  floor2: undefined,
+  'floor-audit': undefined,
   bare: () => bare,
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
   full,
@@ -79,28 +93,36 @@ const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.spli
 for (const name of names) if (!(name in VARIANTS)) throw new Error(`unknown configuration ${name}`);
 if (!names.includes('floor')) names.unshift('floor');
 
-function launch(name) {
+/** How to start a configuration's middle process; under callgrind when `callgrindOut` is given. */
+function launch(name, callgrindOut) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
-  if (name === 'floor')
-    return { command: NODE, args: [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'], env };
-  const file = path.join(work, `${name}.json`);
-  writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
-  const cli = name.endsWith('-base') ? BASE : CLI;
-  return { command: NODE, args: [cli, '--config', file], env };
+  let args;
+  if (name.startsWith('floor')) {
+    if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
+    args = [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
+  } else {
+    const file = path.join(work, `${name}.json`);
+    writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
+    args = [name.endsWith('-base') ? BASE : CLI, '--config', file];
+  }
+  if (callgrindOut !== undefined) return { ...underCallgrind(callgrindOut, NODE, args), env };
+  return { command: NODE, args, env };
 }
 
-async function start(name) {
-  const child = new RpcChild({ label: name, ...launch(name) });
+async function start(name, callgrindOut) {
+  const child = new RpcChild({ label: name, ...launch(name, callgrindOut) });
   const hello = {
     protocolVersion: '2025-06-18',
     capabilities: {},
     clientInfo: { name: 'cost', version: '1' },
   };
-  await deadline(child.request('initialize', JSON.stringify(hello)), 30_000, `${name} initialize`);
+  // Under valgrind a gateway takes a minute or more to load and start its upstream.
+  const wait = callgrindOut === undefined ? 30_000 : 300_000;
+  await deadline(child.request('initialize', JSON.stringify(hello)), wait, `${name} initialize`);
   child.notify('notifications/initialized');
-  await deadline(child.request('tools/list'), 30_000, `${name} tools/list`);
-  const tool = name === 'floor' ? 'echo' : 'bench__echo';
+  await deadline(child.request('tools/list'), wait, `${name} tools/list`);
+  const tool = name.startsWith('floor') ? 'echo' : 'bench__echo';
   return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
 }
 
@@ -128,6 +150,27 @@ async function sequentialP50(inst, n) {
   }
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)];
+}
+
+if (flags.callgrind !== undefined) {
+  // One configuration at a time: valgrind makes each one slow enough to need a core of its own.
+  const calls = Number(flags.callgrind);
+  console.log(`callgrind: ${calls} calls at 32 in flight after 3000, instructions of the middle process`);
+  let floorCount;
+  for (const name of names) {
+    const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
+    const inst = await start(name, file);
+    await concurrent(inst, 3000);
+    zeroCounts(inst.child.pid);
+    await concurrent(inst, calls);
+    const perCall = dumpCounts(inst.child.pid, file) / calls;
+    await inst.child.close(60_000);
+    floorCount ??= perCall;
+    console.log(
+      `${name.padEnd(18)}${(perCall / 1000).toFixed(1).padStart(8)}k per call  ${(perCall / floorCount).toFixed(2)}× floor`,
+    );
+  }
+  process.exit(0);
 }
 
 const instances = [];

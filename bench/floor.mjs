@@ -15,6 +15,15 @@
 // over the plain floor is what the revision's larger messages cost by themselves
 // (bench/modernCost.mjs --floor compares the two).
 //
+// With FLOOR_AUDIT=FILE in its environment it also keeps an audit trail in FILE with the
+// guarantees of mcp-warden's default one (`onFailure: block`), in the least form they allow
+// (bench/lib/floorAudit.mjs): each routed request's record written before the request is
+// forwarded (a request whose record cannot be written is answered with an error, not
+// forwarded), its answer's record written before the answer is, one write per turn each way,
+// every record SHA-256-chained to the one before, the file's name checked before each write,
+// secrets in the arguments redacted. What that costs over the plain floor is what those
+// guarantees cost any gateway (bench/run.mjs reports it as json-floor-audit).
+//
 //   node bench/floor.mjs COMMAND [ARGS...]
 
 import { spawn } from 'node:child_process';
@@ -42,13 +51,16 @@ function readLines(stream, onLine) {
   });
 }
 
-/** Sends lines to `stream`, all those of one turn in one write. */
-function lineWriter(stream) {
+/**
+ * Sends lines to `stream`, all those of one turn in one write; `before`, when given, is told the
+ * turn's text before it goes and returns what is to go instead (the audit trail's hook).
+ */
+function lineWriter(stream, before) {
   let pending = '';
   const flush = () => {
     const text = pending;
     pending = '';
-    stream.write(text);
+    stream.write(before === undefined ? text : before(text));
   };
   return (line) => {
     if (pending === '') process.nextTick(flush);
@@ -89,10 +101,51 @@ function dropEnvelope(message) {
   return true;
 }
 
-const toChild = lineWriter(child.stdin);
-const toHost = lineWriter(process.stdout);
 const hostIds = new Map();
 let nextId = 1;
+
+const AUDIT_FILE = process.env.FLOOR_AUDIT;
+const { FloorAudit } =
+  AUDIT_FILE === undefined || AUDIT_FILE === '' ? {} : await import('./lib/floorAudit.mjs');
+/** Requests (the floor's ids) refused in this turn because their record was not written. */
+const refused = new Set();
+const audit =
+  FloorAudit === undefined
+    ? undefined
+    : new FloorAudit(AUDIT_FILE, (id) => {
+        const hostId = hostIds.get(id);
+        hostIds.delete(id);
+        refused.add(id);
+        toHost(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: hostId,
+            error: { code: -32603, message: 'Refused: the audit log cannot be written.' },
+          }),
+        );
+      });
+
+/** The turn's forwards to the server once their records are written: refused requests taken out. */
+function aheadOfServer(text) {
+  if (audit.flush()) return text;
+  let kept = '';
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const message = JSON.parse(line);
+    if (message.method === undefined || !refused.has(message.id)) kept += `${line}\n`;
+  }
+  refused.clear();
+  return kept;
+}
+
+/** The turn's answers to the host once their records are written (sent either way: they ran). */
+function aheadOfHost(text) {
+  audit.flush();
+  return text;
+}
+
+const toChild = lineWriter(child.stdin, audit && aheadOfServer);
+const toHost = lineWriter(process.stdout, audit && aheadOfHost);
 
 readLines(process.stdin, (line) => {
   const message = JSON.parse(line);
@@ -101,6 +154,7 @@ readLines(process.stdin, (line) => {
     hostIds.set(id, message.id);
     message.id = id;
     if (MODERN && dropEnvelope(message)) modernIds.add(id);
+    audit?.request(message);
   }
   toChild(JSON.stringify(message));
 });
@@ -108,6 +162,7 @@ readLines(child.stdout, (line) => {
   const message = JSON.parse(line);
   if (message.method === undefined && message.id !== undefined) {
     const id = message.id;
+    audit?.answer(message, line);
     message.id = hostIds.get(id);
     hostIds.delete(id);
     if (MODERN && modernIds.delete(id) && message.result !== undefined)

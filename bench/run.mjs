@@ -12,6 +12,10 @@
 //                 resultType and serverInfo added to every answer (compare it with warden-bare)
 //   json-floor    bench/floor.mjs in between: the least any proxy that parses and re-serialises
 //                 each message does; the latency, throughput and CPU targets are judged against it
+//   json-floor-audit the floor plus the least audit trail with warden's default guarantees
+//                 (FLOOR_AUDIT, see floor.mjs): its ratios to json-floor are what those guarantees
+//                 cost any gateway, and warden-full's ratios to it how far warden-full is from
+//                 the least that keeps them (reported, not judged)
 //   json-floor-modern (with --modern) the same floor spoken to as warden-modern is, doing the
 //                 least any proxy must for such a host (FLOOR_MODERN=1, see floor.mjs): its ratio
 //                 to json-floor is what the revision's larger messages cost by themselves
@@ -259,6 +263,27 @@ const FULL_EXTRAS = [
   },
 ];
 
+/**
+ * json-floor-audit's audit file for a tool count: on the filesystem of warden-full's, in a
+ * folder of its own, because warden-full watches the folder of its policy and audit file and
+ * would be woken by the floor's writes too.
+ */
+function floorAuditFile(tools) {
+  const dir = path.join(work, `tools-${tools}`, 'floor-audit');
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, 'audit.jsonl');
+}
+
+/** Bytes in json-floor-audit's audit files (rotated ones included) for a tool count. */
+function floorAuditBytes(tools) {
+  const file = floorAuditFile(tools);
+  const name = path.basename(file);
+  const dir = path.dirname(file);
+  return readdirSync(dir)
+    .filter((f) => f.startsWith(name))
+    .reduce((sum, f) => sum + statSync(path.join(dir, f)).size, 0);
+}
+
 function writeConfig(dir, name, config) {
   const file = path.join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
@@ -382,6 +407,15 @@ function configurations(gatewayFiles, otlpEndpoint) {
         command: NODE,
         args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
         env: childEnv(),
+      }),
+    },
+    {
+      name: 'json-floor-audit',
+      toolPrefix: '',
+      launch: (tools) => ({
+        command: NODE,
+        args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
+        env: childEnv({ FLOOR_AUDIT: floorAuditFile(tools) }),
       }),
     },
     ...(MODERN
@@ -643,6 +677,9 @@ async function runRound(configs, round, extras) {
   for (const [i, extra] of FULL_EXTRAS.entries())
     if (extras[i].on && extra.afterStop) active[i] = extra.afterStop(path.join(work, 'tools-0'));
   r.extrasActive = active;
+  // A floor that stopped auditing would make its ratios meaningless: that is a failed run.
+  r.floorAuditBytes = floorAuditBytes(0);
+  if (r.floorAuditBytes === 0) throw new Error('json-floor-audit wrote no audit records');
 
   // Listing: fresh instances with many tools (steady-state lists after the first), then the
   // peak RSS of the reported process once the large list has been served.
@@ -739,6 +776,8 @@ const RATIO_PAIRS = [
   ['json-floor', 'pipe'],
   ['warden-bare', 'json-floor'],
   ['warden-full', 'json-floor'],
+  ['json-floor-audit', 'json-floor'],
+  ['warden-full', 'json-floor-audit'],
   ...(TELEMETRY
     ? [
         ['warden-traces', 'warden-full'],
@@ -749,6 +788,9 @@ const RATIO_PAIRS = [
   ...(BASELINE_CLI !== undefined ? [['warden-full', 'warden-base']] : []),
 ];
 
+/** The ratios that show what the audit trail's guarantees cost (see json-floor-audit). */
+const GUARANTEE_RATIOS = ['json-floor-audit/json-floor', 'warden-full/json-floor-audit'];
+
 function summarize(rounds) {
   const names = [
     'direct',
@@ -757,6 +799,7 @@ function summarize(rounds) {
     'warden-full',
     ...(MODERN ? ['warden-modern'] : []),
     'json-floor',
+    'json-floor-audit',
     ...(MODERN ? ['json-floor-modern'] : []),
     ...(TELEMETRY ? ['warden-traces', 'warden-shipping'] : []),
     ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),
@@ -831,6 +874,34 @@ function report({ medians, ratios, targets }, meta) {
         ];
       }),
     ),
+  );
+  out.push('');
+  out.push("The audit trail's guarantees, on the per-call targets (information: not judged above)");
+  const perCall = targets.filter((t) => t.vs === 'json-floor');
+  const within = (t, v) =>
+    !Number.isFinite(v) ? 'n/a' : (t.op === '<=' ? v <= t.limit : v >= t.limit) ? 'within' : 'beyond';
+  out.push(
+    table(
+      [
+        'ratio',
+        ...perCall.map(
+          (t) => `${METRICS.find((m) => m.key === t.key).head} (${t.op === '<=' ? '≤' : '≥'} ${t.limit}×)`,
+        ),
+      ],
+      GUARANTEE_RATIOS.map((key) => [
+        key,
+        ...perCall.map((t) => `${fmt(ratios[key][t.key], 2, '×')} ${within(t, ratios[key][t.key])}`),
+      ]),
+    ),
+  );
+  out.push(
+    '  json-floor-audit/json-floor: what the guarantees cost any gateway; where it is beyond a target, no',
+  );
+  out.push(
+    '    gateway with them meets that target. warden-full/json-floor-audit: how far warden-full is from',
+  );
+  out.push(
+    `    the least with the same guarantees (json-floor-audit wrote ${(meta.floorAuditBytes / 2 ** 20).toFixed(1)} MiB of audit records so far).`,
   );
   const missing = meta.extras.filter((e) => !e.on || e.active?.startsWith('NOT'));
   if (missing.length > 0)
@@ -951,6 +1022,7 @@ async function main() {
   }
   // The last round's probe says how things stood at the end (an audit file's size grows).
   extras.forEach((e, i) => (e.active = rounds.at(-1).extrasActive[i]));
+  meta.floorAuditBytes = rounds.at(-1).floorAuditBytes;
   const summary = summarize(rounds);
   // Medians of the client's own CPU are reported in the notes, not as a column.
   for (const name of Object.keys(summary.medians))

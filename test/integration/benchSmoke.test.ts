@@ -42,10 +42,20 @@ describe('bench/run.mjs --quick', () => {
         const out = path.join(dir, 'quick.json');
         const { code, stdout, stderr } = await runQuickBench(out);
         expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
-        for (const config of ['direct', 'pipe', 'warden-bare', 'warden-full', 'json-floor'])
+        for (const config of [
+          'direct',
+          'pipe',
+          'warden-bare',
+          'warden-full',
+          'json-floor',
+          'json-floor-audit',
+        ])
           expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
         expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
         expect(stdout).toMatch(/^warden-full\/json-floor\s+[\d.]+×/m);
+        // What the audit trail's guarantees cost, beside the targets.
+        expect(stdout).toMatch(/^json-floor-audit\/json-floor\s+[\d.]+× (within|beyond)/m);
+        expect(stdout).toMatch(/^warden-full\/json-floor-audit\s+[\d.]+× (within|beyond)/m);
         const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
         expect(json.rounds).toHaveLength(1);
         expect(Object.keys(json.medians)).toEqual([
@@ -54,6 +64,7 @@ describe('bench/run.mjs --quick', () => {
           'warden-bare',
           'warden-full',
           'json-floor',
+          'json-floor-audit',
         ]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
