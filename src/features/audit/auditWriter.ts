@@ -24,6 +24,7 @@ import path from 'node:path';
 import { WardenError } from '../../core/errors.js';
 import { chainHeadOf, recordJson, SEAL_SUFFIX_BYTES, sealSuffix, type ChainHead } from './chain.js';
 import { sha256HexOfBytes } from '../../lib/hash.js';
+import { IsoClock } from './isoClock.js';
 import { RecordFields } from './recordFields.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
 import type { Redactor } from './redact.js';
@@ -459,16 +460,10 @@ class FileAuditLog implements AuditLog {
 
   /** The time as ISO 8601, made once per millisecond (records come in bursts). */
   #now(): string {
-    const ms = Date.now();
-    if (ms !== this.#nowMs) {
-      this.#nowMs = ms;
-      this.#nowIso = new Date(ms).toISOString();
-    }
-    return this.#nowIso;
+    return this.#clock.now();
   }
 
-  #nowMs = NaN;
-  #nowIso = '';
+  readonly #clock = new IsoClock();
   /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
   #mtime: string | undefined;
 
