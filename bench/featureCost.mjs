@@ -17,7 +17,7 @@
 // `perf stat` the reads and writes on each of the four pipes (see lib/pipes.mjs): how many
 // messages each carries.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,15 +51,26 @@ const TEXT = 'hello from the warden bench';
 const work = mkdtempSync(path.join(tmpdir(), 'warden-feature-cost-'));
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
+// Each configuration's files live in a folder of its own: a gateway with policies watches their
+// folder, and every audit write into a watched folder wakes the watcher. With one shared folder,
+// each gateway's audit writes woke every other gateway of the run.
+const folderOf = (name) => {
+  const dir = path.join(work, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
 // The policy of bench/run.mjs: five rules of the usual kinds, every echo call judged by all.
-const policyFile = path.join(work, 'policy.json');
-writeFileSync(policyFile, JSON.stringify(BENCH_POLICY));
+const policyOf = (name) => {
+  const file = path.join(folderOf(name), 'policy.json');
+  writeFileSync(file, JSON.stringify(BENCH_POLICY));
+  return file;
+};
 
 const fixture = { command: NODE, args: [FIXTURE, '--tools', '0'] };
 const bare = { gateway: BARE_GATEWAY, servers: { bench: { ...fixture, ...BARE_LIMITS } } };
-const audit = (name, extra = {}) => ({ file: path.join(work, `${name}-audit.jsonl`), ...extra });
-const full = (name) => ({ servers: { bench: fixture }, policies: [policyFile], audit: audit(name) });
-const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
+const audit = (name, extra = {}) => ({ file: path.join(folderOf(name), 'audit.jsonl'), ...extra });
+const full = (name) => ({ servers: { bench: fixture }, policies: [policyOf(name)], audit: audit(name) });
+const noAudit = (name) => ({ servers: { bench: fixture }, policies: [policyOf(name)] });
 
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
@@ -72,7 +83,7 @@ const VARIANTS = {
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
   // The audit file out of the watched policy's folder: its writes then wake no file watcher.
-  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(work, n, 'audit.jsonl') } }),
+  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(folderOf(n), 'audit', 'audit.jsonl') } }),
   ...(BASE !== undefined && { 'full-base': full, 'full-noaudit-base': noAudit, 'bare-base': () => bare }),
 };
 const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
@@ -84,7 +95,7 @@ function launch(name) {
   delete env.NODE_OPTIONS;
   if (name === 'floor')
     return { command: NODE, args: [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'], env };
-  const file = path.join(work, `${name}.json`);
+  const file = path.join(folderOf(name), 'config.json');
   writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
   const cli = name.endsWith('-base') ? BASE : CLI;
   return { command: NODE, args: [cli, '--config', file], env };
