@@ -25,7 +25,7 @@
 // (the audit writes and stats among them) is not counted. --callgrind-dir keeps the dumps there
 // (NAME.callgrind.1), for callgrind_annotate.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,15 +62,26 @@ const TEXT = 'hello from the warden bench';
 const work = mkdtempSync(path.join(tmpdir(), 'warden-feature-cost-'));
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
+// Each configuration's files live in a folder of its own: a gateway with policies watches their
+// folder, and every audit write into a watched folder wakes the watcher. With one shared folder,
+// each gateway's audit writes woke every other gateway of the run.
+const folderOf = (name) => {
+  const dir = path.join(work, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
 // The policy of bench/run.mjs: five rules of the usual kinds, every echo call judged by all.
-const policyFile = path.join(work, 'policy.json');
-writeFileSync(policyFile, JSON.stringify(BENCH_POLICY));
+const policyOf = (name) => {
+  const file = path.join(folderOf(name), 'policy.json');
+  writeFileSync(file, JSON.stringify(BENCH_POLICY));
+  return file;
+};
 
 const fixture = { command: NODE, args: [FIXTURE, '--tools', '0'] };
 const bare = { gateway: BARE_GATEWAY, servers: { bench: { ...fixture, ...BARE_LIMITS } } };
-const audit = (name, extra = {}) => ({ file: path.join(work, `${name}-audit.jsonl`), ...extra });
-const full = (name) => ({ servers: { bench: fixture }, policies: [policyFile], audit: audit(name) });
-const noAudit = () => ({ servers: { bench: fixture }, policies: [policyFile] });
+const audit = (name, extra = {}) => ({ file: path.join(folderOf(name), 'audit.jsonl'), ...extra });
+const full = (name) => ({ servers: { bench: fixture }, policies: [policyOf(name)], audit: audit(name) });
+const noAudit = (name) => ({ servers: { bench: fixture }, policies: [policyOf(name)] });
 
 /** name → the gateway config it serves (a function of its name, for its own audit file), or the floor. */
 const VARIANTS = {
@@ -86,7 +97,7 @@ const VARIANTS = {
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
   // The audit file out of the watched policy's folder: its writes then wake no file watcher.
-  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(work, n, 'audit.jsonl') } }),
+  'full-auditdir': (n) => ({ ...full(n), audit: { file: path.join(folderOf(n), 'audit', 'audit.jsonl') } }),
   ...(BASE !== undefined && { 'full-base': full, 'full-noaudit-base': noAudit, 'bare-base': () => bare }),
 };
 const names = flags.only === undefined ? Object.keys(VARIANTS) : flags.only.split(',');
@@ -102,7 +113,7 @@ function launch(name, callgrindOut) {
     if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
     args = [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
-    const file = path.join(work, `${name}.json`);
+    const file = path.join(folderOf(name), 'config.json');
     writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
     args = [name.endsWith('-base') ? BASE : CLI, '--config', file];
   }

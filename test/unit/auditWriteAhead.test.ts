@@ -203,6 +203,22 @@ describe('the audit stage in block mode', () => {
     expect(summary.unfinished).toBe(0);
   });
 
+  it('names the method in call_start for any request but a tool call, where the line has none', async () => {
+    const log = await openAuditLog({ file, onFailure: 'block', writes: 'per-tick' });
+    const stage = createAuditStage({ log, config, session: 'S', client: () => undefined, logger });
+    const next = async (): Promise<never> => Outcome.of({ messages: [] }) as never;
+    await stage(toolCall('one'), next);
+    const prompt = { ...toolCall('two'), kind: 'prompts/get', exposedName: 'up__greet', target: 'greet' };
+    await stage({ ...prompt, record: { repairs: [] } } as RoutedMessage, next);
+    log.close();
+    const lines = readFileSync(file, 'utf8').split('\n');
+    const starts = lines.filter((line) => line.includes('"type":"call_start"'));
+    expect(starts).toHaveLength(2);
+    expect(starts[0]).not.toContain('"method"');
+    // In the documented order: after the call's number, before what it names.
+    expect(starts[1]).toContain('"call":2,"method":"prompts/get","tool":"up__greet","server":"up"');
+  });
+
   it.skipIf(!existsSync('/dev/full'))(
     'refuses the call when its call_start cannot be written: the upstream never sees it',
     async () => {

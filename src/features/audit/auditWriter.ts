@@ -24,6 +24,7 @@ import path from 'node:path';
 import { WardenError } from '../../core/errors.js';
 import { chainHeadOf, recordJson, SEAL_SUFFIX_BYTES, sealSuffix, type ChainHead } from './chain.js';
 import { sha256HexOfBytes } from '../../lib/hash.js';
+import { IsoClock } from './isoClock.js';
 import { RecordFields } from './recordFields.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
 import type { Redactor } from './redact.js';
@@ -459,16 +460,10 @@ class FileAuditLog implements AuditLog {
 
   /** The time as ISO 8601, made once per millisecond (records come in bursts). */
   #now(): string {
-    const ms = Date.now();
-    if (ms !== this.#nowMs) {
-      this.#nowMs = ms;
-      this.#nowIso = new Date(ms).toISOString();
-    }
-    return this.#nowIso;
+    return this.#clock.now();
   }
 
-  #nowMs = NaN;
-  #nowIso = '';
+  readonly #clock = new IsoClock();
   /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
   #mtime: string | undefined;
 
@@ -665,7 +660,7 @@ class FileAuditLog implements AuditLog {
     // One write(2) of whole lines: the atomicity argument at the top of this file. The lines
     // are already UTF-8 in the batch's buffer (they were hashed there), with a byte kept free
     // in front of them for the newline a torn line before them needs.
-    const written = writeSync(fd, batch.withNewline(newline === 1), 0, length, null);
+    const written = batch.writeTo(fd, newline === 1);
     if (written !== length) {
       this.#size += written;
       if (written >= newline) this.#needsNewline = false;
@@ -940,11 +935,13 @@ class LineBatch {
     this.bytes = tail.length;
   }
 
-  /** The buffer to write from offset 0: with the newline in front or not (then from byte 1). */
-  withNewline(newline: boolean): Buffer {
-    if (!newline) return this.#buffer.subarray(1, 1 + this.bytes);
-    this.#buffer[0] = 0x0a;
-    return this.#buffer.subarray(0, 1 + this.bytes);
+  /**
+   * Writes the lines to `fd` with one write(2), a newline in front of them when asked; returns
+   * the bytes written. From the buffer itself, at an offset: no view of it is made per write.
+   */
+  writeTo(fd: number, newline: boolean): number {
+    if (newline) this.#buffer[0] = 0x0a;
+    return writeSync(fd, this.#buffer, newline ? 0 : 1, this.bytes + (newline ? 1 : 0), null);
   }
 
   /** The lines as text (for the shippers and an output other than the file). */

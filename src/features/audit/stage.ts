@@ -95,12 +95,14 @@ export function createAuditStage(options: AuditStageOptions): Stage {
   };
 
   function startEvent(call: RoutedMessage, number: number): CallStartEvent {
+    // A literal without a spread: V8 builds one with a spread in it member by member in the
+    // runtime. `method` is undefined for a tool call, which JSON leaves out of the record.
     return {
       type: 'call_start',
       session: options.session,
       principal: call.principal ?? options.principal,
       call: number,
-      ...(call.kind !== 'tools/call' && { method: call.kind }),
+      method: call.kind === 'tools/call' ? undefined : call.kind,
       tool: call.exposedName,
       server: call.server,
       upstreamTool: call.target,
