@@ -48,6 +48,24 @@ describe('LineDecoder', () => {
     expect(decode(chunks).lines).toEqual(lines);
   });
 
+  it('decodes several lines of one chunk as it decodes each line alone, invalid UTF-8 included', () => {
+    const lines = [
+      Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xe2, 0x82]), Buffer.from('"}\r')]),
+      Buffer.concat([Buffer.from('{"b":'), Buffer.from([0xe2])]),
+      Buffer.from('{"c":"✓"}'),
+      Buffer.from([0xf0, 0x9f]),
+    ];
+    const chunk = Buffer.concat(lines.flatMap((line) => [line, Buffer.from('\n')]));
+    const alone = lines.map((line) => line.toString('utf8').replace(/\r$/, ''));
+    expect(decode([chunk]).lines).toEqual(alone);
+  });
+
+  it('skips an oversize line between short lines of the same chunk', () => {
+    const { lines, oversize } = decode([`a\n${'x'.repeat(2000)}\nb\n`]);
+    expect(lines).toEqual(['a', 'b']);
+    expect(oversize.map((o) => o.bytes)).toEqual([2000]);
+  });
+
   it('keeps multi-byte characters split across chunks intact', () => {
     const bytes = Buffer.from('"héllo ✓"\n');
     expect(decode([bytes.subarray(0, 3), bytes.subarray(3, 10), bytes.subarray(10)]).lines).toEqual([
