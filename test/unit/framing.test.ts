@@ -3,6 +3,7 @@ import {
   RawId,
   idKey,
   nestingExceeds,
+  OwnRequest,
   parseMessage,
   truncateForEcho,
   serializeMessage,
@@ -307,6 +308,21 @@ describe('StreamTransport', () => {
     void t.send(encoded(1, '{"b":2}'));
     await new Promise((resolve) => setImmediate(resolve));
     expect(written).toEqual(['{"jsonrpc":"2.0","id":1,"result":{"b":2}}\n']);
+  });
+});
+
+describe('OwnRequest', () => {
+  it.each([
+    ['with params', { name: 'echo', arguments: { text: 'a "quoted" é' }, _meta: { progressToken: 7 } }],
+    ['without params', undefined],
+  ])('is written %s as JSON.stringify writes its value, members in the same order', (_, params) => {
+    for (const method of ['tools/call', 'ping', 'tools/call', 'odd "method"']) {
+      const request = new OwnRequest(42, method, params);
+      expect(serializeMessage(request)).toBe(JSON.stringify(request));
+      expect(JSON.stringify(request)).toBe(
+        JSON.stringify({ jsonrpc: '2.0', id: 42, method, ...(params !== undefined && { params }) }),
+      );
+    }
   });
 });
 

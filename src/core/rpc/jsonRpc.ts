@@ -282,15 +282,22 @@ const RAW_ID_TOKEN = JSON.stringify(RAW_ID_PLACEHOLDER);
 /**
  * A request of ours, as the rpc peer sends it: its members are always these, in this order, with
  * an integer id, so its line is written from its parts (only the params go through
- * `JSON.stringify`), the same text `JSON.stringify` gives for the whole message.
+ * `JSON.stringify`), the same text `JSON.stringify` gives for the whole message, as a transport
+ * that sends values writes it (the HTTP upstream's size bound reads the id from that text).
+ * Fields declared one by one, not as constructor parameters: those would be defined first, and
+ * `jsonrpc` would then come last in the value's JSON.
  */
 export class OwnRequest implements JsonRpcRequest {
   readonly jsonrpc = '2.0';
-  constructor(
-    readonly id: number,
-    readonly method: string,
-    readonly params: Params | undefined,
-  ) {}
+  readonly id: number;
+  readonly method: string;
+  readonly params: Params | undefined;
+
+  constructor(id: number, method: string, params: Params | undefined) {
+    this.id = id;
+    this.method = method;
+    this.params = params;
+  }
 }
 
 /** The last method written and its JSON text: a connection sends the same method again and again. */
