@@ -3,6 +3,7 @@ import {
   RawId,
   idKey,
   nestingExceeds,
+  OwnRequest,
   parseMessage,
   truncateForEcho,
   serializeMessage,
@@ -46,6 +47,24 @@ describe('LineDecoder', () => {
     { name: 'CRLF split between chunks', chunks: ['x\r', '\ny\r\n'], lines: ['x', 'y'] },
   ])('$name', ({ chunks, lines }) => {
     expect(decode(chunks).lines).toEqual(lines);
+  });
+
+  it('decodes several lines of one chunk as it decodes each line alone, invalid UTF-8 included', () => {
+    const lines = [
+      Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xe2, 0x82]), Buffer.from('"}\r')]),
+      Buffer.concat([Buffer.from('{"b":'), Buffer.from([0xe2])]),
+      Buffer.from('{"c":"✓"}'),
+      Buffer.from([0xf0, 0x9f]),
+    ];
+    const chunk = Buffer.concat(lines.flatMap((line) => [line, Buffer.from('\n')]));
+    const alone = lines.map((line) => line.toString('utf8').replace(/\r$/, ''));
+    expect(decode([chunk]).lines).toEqual(alone);
+  });
+
+  it('skips an oversize line between short lines of the same chunk', () => {
+    const { lines, oversize } = decode([`a\n${'x'.repeat(2000)}\nb\n`]);
+    expect(lines).toEqual(['a', 'b']);
+    expect(oversize.map((o) => o.bytes)).toEqual([2000]);
   });
 
   it('keeps multi-byte characters split across chunks intact', () => {
@@ -289,6 +308,21 @@ describe('StreamTransport', () => {
     void t.send(encoded(1, '{"b":2}'));
     await new Promise((resolve) => setImmediate(resolve));
     expect(written).toEqual(['{"jsonrpc":"2.0","id":1,"result":{"b":2}}\n']);
+  });
+});
+
+describe('OwnRequest', () => {
+  it.each([
+    ['with params', { name: 'echo', arguments: { text: 'a "quoted" é' }, _meta: { progressToken: 7 } }],
+    ['without params', undefined],
+  ])('is written %s as JSON.stringify writes its value, members in the same order', (_, params) => {
+    for (const method of ['tools/call', 'ping', 'tools/call', 'odd "method"']) {
+      const request = new OwnRequest(42, method, params);
+      expect(serializeMessage(request)).toBe(JSON.stringify(request));
+      expect(JSON.stringify(request)).toBe(
+        JSON.stringify({ jsonrpc: '2.0', id: 42, method, ...(params !== undefined && { params }) }),
+      );
+    }
   });
 });
 

@@ -674,15 +674,31 @@ export class Router {
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
     // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
     const meta = request.meta;
-    const app =
-      meta === undefined ? undefined : appOrigin(meta, (server) => this.options.pool.byName.has(server));
-    const find = () => lookUpTool(this.options.tools, name, app);
+    const app = meta === undefined ? undefined : this.appOrigin(meta);
     const found = lookUpTool(this.options.tools, name, app);
     if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
-    // Not listed (yet): wait until it is, or the upstreams' startup window has passed.
-    return this.untilFound(find).then((later) => {
+    return this.callWhenListed(request, name, args as Params | undefined, app);
+  }
+
+  /** Which server's MCP App makes a call, as its `_meta` says (see toolResolution.ts). */
+  private appOrigin(meta: Params): AppOrigin | undefined {
+    return appOrigin(meta, (server) => this.options.pool.byName.has(server));
+  }
+
+  /**
+   * A call of a tool not listed (yet): waits until it is, or the upstreams' startup window has
+   * passed. Apart from `callTool`, so that its closures (and the variables they hold) are made
+   * only for such a call, not for every call.
+   */
+  private callWhenListed(
+    request: IncomingRequest,
+    name: string,
+    args: Params | undefined,
+    app: AppOrigin | undefined,
+  ): Promise<void> {
+    return this.untilFound(() => lookUpTool(this.options.tools, name, app)).then((later) => {
       if (later === undefined) throw new UnknownToolError(name, this.options.whyUnknown?.(name));
-      return this.callFound(request, name, later, args as Params | undefined, app);
+      return this.callFound(request, name, later, args, app);
     });
   }
 

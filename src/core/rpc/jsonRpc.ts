@@ -279,8 +279,44 @@ export function truncateForEcho(text: string, max = 200): string {
 const RAW_ID_PLACEHOLDER = '\u0000warden:raw-id\u0000';
 const RAW_ID_TOKEN = JSON.stringify(RAW_ID_PLACEHOLDER);
 
+/**
+ * A request of ours, as the rpc peer sends it: its members are always these, in this order, with
+ * an integer id, so its line is written from its parts (only the params go through
+ * `JSON.stringify`), the same text `JSON.stringify` gives for the whole message, as a transport
+ * that sends values writes it (the HTTP upstream's size bound reads the id from that text).
+ * Fields declared one by one, not as constructor parameters: those would be defined first, and
+ * `jsonrpc` would then come last in the value's JSON.
+ */
+export class OwnRequest implements JsonRpcRequest {
+  readonly jsonrpc = '2.0';
+  readonly id: number;
+  readonly method: string;
+  readonly params: Params | undefined;
+
+  constructor(id: number, method: string, params: Params | undefined) {
+    this.id = id;
+    this.method = method;
+    this.params = params;
+  }
+}
+
+/** The last method written and its JSON text: a connection sends the same method again and again. */
+let lastMethod = '';
+let lastMethodText = '""';
+
+function ownRequestText(request: OwnRequest): string {
+  const { method, params } = request;
+  if (method !== lastMethod) {
+    lastMethodText = JSON.stringify(method);
+    lastMethod = method;
+  }
+  const head = `{"jsonrpc":"2.0","id":${request.id},"method":${lastMethodText}`;
+  return params === undefined ? `${head}}` : `${head},"params":${JSON.stringify(params)}}`;
+}
+
 /** Serializes one message to a line (without the newline). */
 export function serializeMessage(message: JsonRpcMessage): string {
+  if (message instanceof OwnRequest) return ownRequestText(message);
   const id = 'id' in message ? message.id : undefined;
   if (!(id instanceof RawId)) return JSON.stringify(message);
   // The id goes first so the placeholder we replace is the one we put there, whatever the payload holds.

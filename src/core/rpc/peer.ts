@@ -15,6 +15,7 @@ import {
   isNotification,
   isRequest,
   isResponse,
+  OwnRequest,
   truncateForEcho,
   type JsonRpcErrorObject,
   type JsonRpcNotification,
@@ -27,6 +28,7 @@ import {
   retagProgress,
   splitProgressToken,
   withProgressToken,
+  withProgressTokenIn,
   type ProgressListener,
   type ProgressToken,
 } from './progress.js';
@@ -221,6 +223,8 @@ export class RpcPeer {
   /**
    * Sends a request that the gateway routes: resolves with an `Outcome`, which holds the result
    * and, while no stage changes it, the text it arrived as (the host then gets those bytes).
+   * `params` must be an object made for this request alone (the pipeline's terminal builds one
+   * per request): the progress token is written into it, rather than into a copy of it.
    */
   requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
     return this.send(method, params, options, true) as Promise<Outcome>;
@@ -237,7 +241,13 @@ export class RpcPeer {
     if (signal?.cancelled) return Promise.reject(signal.reason!);
     const id = this.nextId++;
     // Our id doubles as the progress token: unique on this connection and already in the table.
-    const sent = onProgress === undefined ? params : withProgressToken(params, id);
+    // A routed request's params are its own (see requestOutcome): no copy of them is made.
+    const sent =
+      onProgress === undefined
+        ? params
+        : asOutcome
+          ? withProgressTokenIn(params, id)
+          : withProgressToken(params, id);
     const endsTask = method === 'tasks/result' || method === 'tasks/cancel' ? taskIdIn(params) : undefined;
     const entry = new Outgoing(
       this,
@@ -257,12 +267,11 @@ export class RpcPeer {
       entry.deadlines.schedule(entry, performance.now() + deadlineMs);
     }
     options.onSent?.(id);
-    const message: JsonRpcRequest =
-      sent === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: sent };
+    const message = new OwnRequest(id, method, sent);
     try {
       const sending = this.options.transport.send(message);
       // A transport whose sends cannot fail spares every request a promise and a closure.
-      if (sending !== SENT) sending.catch((error: unknown) => this.sendFailed(entry, method, error));
+      if (sending !== SENT) this.watchSend(sending, entry, method);
     } catch (error) {
       this.sendFailed(entry, method, error);
     }
@@ -352,6 +361,14 @@ export class RpcPeer {
       extra === undefined ? undefined : new RawResponse(extra.line, extra.large),
     );
     entry.resolve(entry.answerAs === undefined ? outcome : entry.answerAs(outcome));
+  }
+
+  /**
+   * Fails `entry` if its send fails. Apart from `send`, so that the closure (and the variables
+   * it holds) is made only for a transport whose sends can fail, not on every request.
+   */
+  private watchSend(sending: Promise<void>, entry: Outgoing, method: string): void {
+    sending.catch((error: unknown) => this.sendFailed(entry, method, error));
   }
 
   private sendFailed(entry: Outgoing, method: string, error: unknown): void {

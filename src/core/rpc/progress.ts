@@ -18,6 +18,17 @@ export function withProgressToken(params: Params | undefined, token: ProgressTok
   return withMember(params, '_meta', withMember(meta, 'progressToken', token));
 }
 
+/**
+ * `params` (an object made for one request alone, which nothing else holds) given
+ * `_meta.progressToken`: the token is written into it, and only its `_meta` is copied (that one
+ * may be the sender's own).
+ */
+export function withProgressTokenIn(params: Params | undefined, token: ProgressToken): Params {
+  if (params === undefined) return { _meta: { progressToken: token } };
+  params._meta = withMember(params._meta as Params | undefined, 'progressToken', token);
+  return params;
+}
+
 /** A request's `_meta` split into the sender's progress token and the rest (undefined when empty). */
 export function splitProgressToken(meta: Params | undefined): {
   readonly token: ProgressToken | undefined;

@@ -62,7 +62,7 @@ export class LineDecoder {
   }
 
   push(chunk: Buffer): void {
-    let start = 0;
+    let start = this.pendingBytes === 0 && this.oversize === null ? this.emitRun(chunk) : 0;
     for (;;) {
       const nl = chunk.indexOf(NEWLINE, start);
       if (nl === -1) {
@@ -79,6 +79,32 @@ export class LineDecoder {
       }
       start = nl + 1;
     }
+  }
+
+  /**
+   * The complete lines a chunk starts with, when it holds several and they are short together
+   * (none of them can then be oversize or large): decoded as one string and cut there, one
+   * decode per chunk rather than one per line (measured). The same text as decoding each line on
+   * its own: a newline or a carriage return is never part of a UTF-8 sequence, so an invalid
+   * sequence before one decodes alike either way. Returns where the lines it handled end.
+   */
+  private emitRun(chunk: Buffer): number {
+    const last = chunk.lastIndexOf(NEWLINE);
+    if (last < 1 || last >= LARGE_LINE_BYTES || last > this.options.maxLineBytes) return 0;
+    // One line: decoded on its own by `push`, with no slice.
+    if (chunk.indexOf(NEWLINE) === last) return 0;
+    const text = chunk.toString('utf8', 0, last + 1);
+    const { onLine } = this.options;
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      // Tolerate CRLF from servers written on Windows.
+      const end = nl > start && text.charCodeAt(nl - 1) === 0x0d ? nl - 1 : nl;
+      const line = text.slice(start, end);
+      // A message starts with `{`: only a line that does not can be blank.
+      if (text.charCodeAt(start) === 0x7b || line.trim() !== '') onLine(line);
+      start = nl + 1;
+    }
+    return last + 1;
   }
 
   /** The stream ended: a last line without a newline still counts. */

@@ -26,7 +26,8 @@ export function createResultRepairStage(options: ResultRepairOptions): Stage {
     // result is repaired when `tasks/result` fetches it (which carries the tool's definition).
     const toolResult =
       (call.kind === 'tools/call' && call.task?.drivenBy !== 'host') || call.kind === 'tasks/result';
-    if (!toolResult || definition === undefined) return next(call);
+    if (!toolResult || definition === undefined || repairsNothing(options.repairFor(call.server)))
+      return next(call);
     return next(call).then((outcome) => {
       const result = outcome.result as CallToolResult;
       if (!mayNeedRepair(result, definition)) return outcome;
@@ -52,4 +53,18 @@ export function createResultRepairStage(options: ResultRepairOptions): Stage {
       return outcome.changed(repaired.result);
     });
   };
+}
+
+/**
+ * Every repair off: no step can change a result (each leaves it as it is, at most with a note,
+ * and an unchanged result is passed on with nothing recorded or logged), so the stage passes
+ * the call on without waiting for its answer: no promise step on every call for nothing.
+ */
+function repairsNothing(config: RepairConfig): boolean {
+  return (
+    !config.textForStructured &&
+    config.invalidStructured === 'off' &&
+    !config.structuredFromText &&
+    config.missingStructured === 'off'
+  );
 }
