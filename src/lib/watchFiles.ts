@@ -28,40 +28,49 @@ export interface FileWatcher {
   close(): void;
 }
 
-/** One watched folder. */
+/** One watched file: a watch on the file itself, while it exists. */
+interface File {
+  readonly file: string;
+  readonly folder: Folder;
+  watcher: FSWatcher | undefined;
+  /** `dev:ino` of the file the watch is on; undefined while there is none. */
+  id: string | undefined;
+}
+
+/** The folder of watched files: watched itself only while one of them is missing. */
 interface Folder {
   readonly dir: string;
-  readonly names: Set<string>;
   watcher: FSWatcher | undefined;
-  /** `dev:ino` of the folder the watch is on; undefined while it does not exist. */
+  /** `dev:ino` of the folder the watch is on; undefined while there is none. */
   id: string | undefined;
-  /** Whether an error was reported since the watch last worked (reported once, not per poll). */
+  /** Whether an error was reported since a watch there last worked (once, not per poll). */
   reported: boolean;
 }
 
 /**
  * Calls `onChange` when any of `files` changes on disk and has then stayed the same for
- * `debounceMs`. Watches their folders, not the files: editors, `mv` and atomic writers replace a
- * file by renaming over it, which a watch on the old inode never sees. A folder that is deleted
- * and created again, or renamed and replaced, is noticed by a poll (one `stat` per folder and
- * file every `pollMs`) and watched again. Never keeps the process alive.
+ * `debounceMs`.
+ *
+ * Each file is watched itself, not its folder: a folder's watch wakes the process for every
+ * write to any file in it, and the audit file often lives beside the policy (each audit write
+ * then cost a wake-up). Editors, `mv` and atomic writers replace a file by renaming over it: the
+ * old file's watch reports that it was unlinked, and the new file is watched in its place. A
+ * file that does not exist is waited for by watching its folder until it does. Whatever no
+ * event reports (a folder deleted and created again, or renamed away and replaced, or a
+ * filesystem without events) is noticed by a poll, one `stat` per file and folder every
+ * `pollMs`. Never keeps the process alive.
  */
 export function watchFiles(options: WatchFilesOptions): FileWatcher {
   const debounceMs = options.debounceMs ?? 100;
   const pollMs = options.pollMs ?? 500;
   const folders = new Map<string, Folder>();
+  const files: File[] = [];
   for (const file of options.files) {
     const dir = path.dirname(file);
-    const folder = folders.get(dir);
-    if (folder !== undefined) folder.names.add(path.basename(file));
-    else
-      folders.set(dir, {
-        dir,
-        names: new Set([path.basename(file)]),
-        watcher: undefined,
-        id: undefined,
-        reported: false,
-      });
+    let folder = folders.get(dir);
+    if (folder === undefined)
+      folders.set(dir, (folder = { dir, watcher: undefined, id: undefined, reported: false }));
+    files.push({ file, folder, watcher: undefined, id: undefined });
   }
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -76,28 +85,106 @@ export function watchFiles(options: WatchFilesOptions): FileWatcher {
     options.onError(`cannot watch ${folder.dir} for ${options.what}: ${describeError(error)}`);
   };
 
-  /** Watches `folder` as it is now on disk (again, after it was replaced). */
-  const arm = (folder: Folder) => {
-    folder.watcher?.close();
-    folder.watcher = undefined;
-    folder.id = folderId(folder.dir);
-    if (folder.id === undefined) return;
+  /** A watch on `target` that calls `onEvent` for each event, or the error it could not be made with. */
+  const watchOn = (
+    target: string,
+    onEvent: (name: string | null) => void,
+    gone: (watcher: FSWatcher, error: Error) => void,
+  ): FSWatcher | Error => {
     try {
-      const watcher = watch(folder.dir, { persistent: false }, (_event, name) => {
-        if (name !== null && !folder.names.has(name.toString())) return;
-        changed();
-      });
-      watcher.on('error', (error) => {
-        // The folder went away under the watch: the poll watches it again once it is back.
-        watcher.close();
-        if (folder.watcher === watcher) folder.watcher = undefined;
-        if (folderId(folder.dir) !== undefined) cannotWatch(folder, error);
-      });
-      folder.watcher = watcher;
-      folder.reported = false;
+      const watcher = watch(target, { persistent: false }, (_event, name) =>
+        onEvent(name === null ? null : name.toString()),
+      );
+      watcher.on('error', (error) => gone(watcher, error));
+      return watcher;
     } catch (error) {
-      cannotWatch(folder, error);
+      return error instanceof Error ? error : new Error(String(error));
     }
+  };
+
+  /**
+   * Puts each watch where the files are now: on each file that exists (again, when it was
+   * replaced), and on the folder of each file that does not. True when a file or folder is not
+   * the one it was (a watch that failed and is tried again does not count). A missing folder is
+   * reported only `atStart`: later it is being replaced, and the poll watches it once it is back.
+   */
+  const arm = (atStart = false): boolean => {
+    let moved = false;
+    const waiting = new Set<Folder>();
+    for (const entry of files) {
+      const id = fileId(entry.file);
+      if (id === entry.id && (id === undefined || entry.watcher !== undefined)) {
+        if (id === undefined) waiting.add(entry.folder);
+        continue;
+      }
+      if (id !== entry.id) moved = true;
+      entry.watcher?.close();
+      entry.watcher = undefined;
+      entry.id = id;
+      if (id === undefined) {
+        waiting.add(entry.folder);
+        continue;
+      }
+      const made = watchOn(
+        entry.file,
+        // Any event: written in place, or unlinked (replaced or deleted), when `arm` moves it.
+        () => {
+          arm();
+          changed();
+        },
+        (watcher) => {
+          // The file went away under the watch: the next look watches what is there then.
+          watcher.close();
+          if (entry.watcher === watcher) entry.watcher = undefined;
+        },
+      );
+      if (made instanceof Error) {
+        cannotWatch(entry.folder, made);
+        waiting.add(entry.folder);
+      } else {
+        entry.watcher = made;
+        entry.folder.reported = false;
+      }
+    }
+    for (const folder of folders.values()) {
+      if (!waiting.has(folder)) {
+        folder.watcher?.close();
+        folder.watcher = undefined;
+        folder.id = undefined;
+        continue;
+      }
+      const id = folderId(folder.dir);
+      if (id === folder.id && (id === undefined || folder.watcher !== undefined)) continue;
+      if (id !== folder.id) moved = true;
+      folder.watcher?.close();
+      folder.watcher = undefined;
+      folder.id = id;
+      if (id === undefined) {
+        if (atStart) cannotWatch(folder, new Error('no such folder (watched again when it exists)'));
+        continue;
+      }
+      const made = watchOn(
+        folder.dir,
+        (name) => {
+          if (name !== null && !files.some((f) => f.folder === folder && path.basename(f.file) === name))
+            return;
+          arm();
+          changed();
+        },
+        (watcher, error) => {
+          // The folder went away under the watch: the poll watches it again once it is back.
+          watcher.close();
+          if (folder.watcher === watcher) folder.watcher = undefined;
+          if (folderId(folder.dir) !== undefined) cannotWatch(folder, error);
+        },
+      );
+      if (made instanceof Error) cannotWatch(folder, made);
+      else {
+        folder.watcher = made;
+        folder.reported = false;
+      }
+    }
+    return moved;
   };
 
   const changed = () => {
@@ -122,30 +209,20 @@ export function watchFiles(options: WatchFilesOptions): FileWatcher {
   };
 
   const poll = setInterval(() => {
-    for (const folder of folders.values()) {
-      const id = folderId(folder.dir);
-      if (id !== folder.id || (id !== undefined && folder.watcher === undefined)) {
-        arm(folder);
-        changed();
-      }
-    }
+    if (arm()) changed();
     // A change no event reported (some filesystems have none): seen here, within `pollMs`.
-    if (timer === undefined && signature(options.files) !== applied) changed();
+    else if (timer === undefined && signature(options.files) !== applied) changed();
   }, pollMs);
   poll.unref();
 
-  for (const folder of folders.values()) {
-    if (folderId(folder.dir) === undefined) {
-      cannotWatch(folder, new Error('no such folder (watched again when it exists)'));
-    }
-    arm(folder);
-  }
+  arm(true);
 
   return {
     close() {
       closed = true;
       clearTimeout(timer);
       clearInterval(poll);
+      for (const entry of files) entry.watcher?.close();
       for (const folder of folders.values()) folder.watcher?.close();
     },
   };
@@ -163,6 +240,11 @@ function statOf(file: string): BigIntStats | undefined {
 function folderId(dir: string): string | undefined {
   const stat = statOf(dir);
   return stat?.isDirectory() === true ? `${stat.dev}:${stat.ino}` : undefined;
+}
+
+function fileId(file: string): string | undefined {
+  const stat = statOf(file);
+  return stat === undefined || stat.isDirectory() ? undefined : `${stat.dev}:${stat.ino}`;
 }
 
 /** The files as `stat` sees them: replaced, grown, shrunk or touched files give another text. */
