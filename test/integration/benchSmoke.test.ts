@@ -42,14 +42,8 @@ describe('bench/run.mjs --quick', () => {
         const out = path.join(dir, 'quick.json');
         const { code, stdout, stderr } = await runQuickBench(out);
         expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
-        for (const config of [
-          'direct',
-          'pipe',
-          'warden-bare',
-          'warden-full',
-          'json-floor',
-          'json-floor-audit',
-        ])
+        const configs = ['direct', 'pipe', 'warden-bare', 'warden-full', 'json-floor', 'json-floor-audit'];
+        for (const config of configs)
           expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
         expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
         expect(stdout).toMatch(/^warden-full\/json-floor\s+[\d.]+×/m);
@@ -58,14 +52,7 @@ describe('bench/run.mjs --quick', () => {
         expect(stdout).toMatch(/^warden-full\/json-floor-audit\s+[\d.]+× (within|beyond)/m);
         const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
         expect(json.rounds).toHaveLength(1);
-        expect(Object.keys(json.medians)).toEqual([
-          'direct',
-          'pipe',
-          'warden-bare',
-          'warden-full',
-          'json-floor',
-          'json-floor-audit',
-        ]);
+        expect(Object.keys(json.medians)).toEqual(configs);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
