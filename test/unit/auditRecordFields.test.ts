@@ -1,7 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
 import { canonicalJson } from '../../src/lib/canonicalJson.js';
-import { RecordFields } from '../../src/features/audit/recordFields.js';
+import { CALL_KEYS, CALL_START_KEYS, RecordFields } from '../../src/features/audit/recordFields.js';
 import { createRedactor, type Redactor } from '../../src/features/audit/redact.js';
+import type { AuditLog } from '../../src/features/audit/auditWriter.js';
+import { createAuditStage } from '../../src/features/audit/stage.js';
+import type { AuditConfig } from '../../src/config/types.js';
+import type { Logger } from '../../src/core/logger.js';
+import type { RoutedMessage } from '../../src/core/pipeline/types.js';
+import { Outcome } from '../../src/core/rpc/outcome.js';
 
 /*
  * RecordFields.members writes a record's fields member by member, remembering what repeats.
@@ -270,4 +276,91 @@ describe('RecordFields.members', () => {
     expectSame(events);
     expectSame(events, undefined);
   });
+
+  it('writes the two records of every call (their own shapes) exactly as the general way, whatever their values', () => {
+    const events: object[] = [];
+    for (const [keys, type] of [
+      [CALL_START_KEYS, 'call_start'],
+      [CALL_KEYS, 'call'],
+    ] as const) {
+      events.push(stageShaped(keys, type), stageShaped(keys, type), stageShaped(keys, type, { ms: 7.5 }));
+      for (const key of keys) {
+        for (const value of ODD_VALUES) events.push(stageShaped(keys, type, { [key]: value }));
+      }
+      // The other kind's name, or none, in a record of this shape.
+      events.push(stageShaped(keys, type, { type: type === 'call' ? 'call_start' : 'call' }));
+    }
+    expectSame(events);
+    expectSame(events, undefined);
+    // A pattern of the user's that matches the kinds' own names.
+    expectSame(events, createRedactor({ secretPatterns: ['call'] }));
+    for (const event of events) {
+      expectSame([event]);
+      expectSame([event], undefined);
+    }
+    const fields = new RecordFields(redactor);
+    const general = vi.spyOn(fields, 'prepare');
+    fields.members(stageShaped(CALL_START_KEYS, 'call_start'));
+    fields.members(stageShaped(CALL_KEYS, 'call'));
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('knows the shapes of the records the audit stage writes', async () => {
+    const written: object[] = [];
+    const log = {
+      writeAhead: (event: object) => {
+        written.push(event);
+        return Promise.resolve();
+      },
+      append: (event: object) => void written.push(event),
+    } as unknown as AuditLog;
+    const stage = createAuditStage({
+      log,
+      config: { onFailure: 'block', logResults: false } as unknown as AuditConfig,
+      session: 'S',
+      client: () => ({ name: 'host', version: '1' }),
+      logger: { error: () => {} } as unknown as Logger,
+    });
+    const message = {
+      kind: 'tools/call',
+      direction: 'upstream',
+      exposedName: 'up__echo',
+      server: 'up',
+      target: 'echo',
+      arguments: { text: 'hi' },
+      record: { repairs: [] },
+    } as unknown as RoutedMessage;
+    await stage(message, () => Promise.resolve(Outcome.of({ content: [] })));
+    expect(written.map((event) => Object.keys(event))).toEqual([CALL_START_KEYS, CALL_KEYS]);
+  });
+
+  it('reuses the text of a frozen object only while what JSON reads of it cannot change', () => {
+    const principal = Object.freeze({ source: 'os', subject: 'me', hostname: 'box' });
+    let version = '1';
+    const changing = Object.freeze(
+      Object.defineProperty({ name: 'host' }, 'version', { enumerable: true, get: () => version }),
+    );
+    const fields = new RecordFields(redactor);
+    const check = (event: object): void => expect(fields.members(event)).toBe(reference(event, redactor));
+    for (const next of ['1', '2', '2', '3']) {
+      version = next;
+      check(stageShaped(CALL_KEYS, 'call', { principal, client: changing }));
+      check(stageShaped(CALL_START_KEYS, 'call_start', { principal }));
+    }
+    // Another frozen object with other members under the same field.
+    check(stageShaped(CALL_KEYS, 'call', { principal: Object.freeze({ source: 'os', subject: 'you' }) }));
+    check(stageShaped(CALL_KEYS, 'call', { principal }));
+  });
 });
+
+/** A record with the fields of one the audit stage writes, in its order, `overrides` in place. */
+function stageShaped(
+  keys: readonly string[],
+  type: string,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const usual = { ...call(), type, principal: { source: 'os', subject: 'me', hostname: 'box' }, call: 3 };
+  const event: Record<string, unknown> = {};
+  for (const key of keys) event[key] = key in overrides ? overrides[key] : usual[key];
+  return event;
+}

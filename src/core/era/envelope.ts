@@ -98,9 +98,13 @@ function checkEnvelope(method: string, meta: unknown): Envelope {
     const { name, version: v } = (info ?? {}) as Params;
     if (typeof info !== 'object' || info === null || typeof name !== 'string' || typeof v !== 'string')
       throw malformed(method, `_meta["${META.clientInfo}"] must be an object with a name and a version`);
-    // A host sends the same identity with every request: the copy of it is made once.
+    // A host sends the same identity with every request: the copy of it is made once, frozen
+    // (the audit trail then writes its text once).
     const last = lastClientInfo;
-    clientInfo = last?.name === name && last.version === v ? last : (lastClientInfo = { name, version: v });
+    clientInfo =
+      last?.name === name && last.version === v
+        ? last
+        : (lastClientInfo = Object.freeze({ name, version: v }));
   }
   const level = fields[META.logLevel];
   if (level !== undefined && (typeof level !== 'string' || !LOG_LEVELS.includes(level)))

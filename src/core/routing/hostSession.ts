@@ -131,8 +131,12 @@ export class InitializedHostSession implements HostSession {
     this.capabilities =
       typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {};
     const info = params.clientInfo as Params | undefined;
+    // Frozen: it names the host in every audit record, which can then write its text once.
     if (typeof info?.name === 'string')
-      this._info = { name: info.name, version: typeof info.version === 'string' ? info.version : '' };
+      this._info = Object.freeze({
+        name: info.name,
+        version: typeof info.version === 'string' ? info.version : '',
+      });
     this._protocolVersion = protocolVersion;
   }
 

@@ -15,6 +15,12 @@ import type { Redactor } from './redact.js';
  * exactly as `JSON.stringify` would (a bigint, a `toJSON` method, a `toJSON` field, a value
  * whose serialisation throws) goes the general way, for the whole record: the bytes, and so
  * the hashes, never depend on which way a record went (test/unit/auditRecordFields.test.ts).
+ *
+ * The two records every tool call writes (`call_start` and `call`) have one shape each, made by
+ * one object literal in the audit stage: for those, `members` reads the known members by name
+ * and writes them in their known order, where any other record is walked key by key. Reading
+ * members by a key that varies costs a lookup in a shared cache each time; by name, the load is
+ * compiled for the one shape.
  */
 
 /** Fields the writer sets itself (ChainFields), and one JSON would read as a prototype. */
@@ -35,11 +41,72 @@ const REPEATED_CACHE_SIZE = 4096;
 /** Field lists whose names are remembered: every kind of record the gateway writes in a burst. */
 const SHAPES_KEPT = 8;
 
+/** The members of a `call_start` record, in the order the audit stage writes them. */
+export const CALL_START_KEYS: readonly string[] = [
+  'type',
+  'session',
+  'principal',
+  'call',
+  'method',
+  'tool',
+  'server',
+  'upstreamTool',
+  'args',
+];
+
+/** The members of a `call` record, in the order the audit stage writes them. */
+export const CALL_KEYS: readonly string[] = [
+  'type',
+  'session',
+  'principal',
+  'client',
+  'hostEra',
+  'upstreamEra',
+  'tool',
+  'server',
+  'upstreamTool',
+  'args',
+  'decision',
+  'pin',
+  'outcome',
+  'ms',
+  'repairs',
+  'resultBytes',
+  'error',
+  'structured',
+  'call',
+  'trace',
+];
+
+/** Which writer a field list gets: the general walk, or one of the fixed ones. */
+type Writer = 'general' | 'call_start' | 'call';
+
+/** What a field list's records are written with: the names of its fields and its writer. */
+interface Shape {
+  readonly keys: readonly string[];
+  /** `"name":` per field; undefined for a reserved one. */
+  readonly names: readonly (string | undefined)[];
+  /** Per field, whether its string value is one of REPEATED_FIELDS (text remembered). */
+  readonly repeated: readonly boolean[];
+  readonly writer: Writer;
+}
+
+/**
+ * Thrown by a member writer that cannot be sure to write what `JSON.stringify` would: `members`
+ * then takes the general way for the whole record.
+ */
+const NOT_SURE = new Error('the general way writes this record');
+
+/** The record members a fixed writer reads by name. */
+type Members = Readonly<Record<string, unknown>>;
+
 /** A flat object written before (see #flatJson): its members and its text. */
 interface FlatMemo {
   readonly keys: readonly string[];
   readonly values: readonly unknown[];
   readonly json: string;
+  /** The object itself when it is frozen with data members only: it cannot change. */
+  readonly fixed: object | undefined;
 }
 
 export class RecordFields {
@@ -55,7 +122,14 @@ export class RecordFields {
    */
   constructor(redactor?: Redactor) {
     this.#redactor = redactor;
+    // Redacted like any other value of `type`: a pattern of the user's may match even these.
+    this.#callStartType = `"type":${this.#repeatedJson('call_start')}`;
+    this.#callType = `"type":${this.#repeatedJson('call')}`;
   }
+
+  /** `"type":"call_start"` and `"type":"call"`, as redaction leaves them. */
+  readonly #callStartType: string;
+  readonly #callType: string;
 
   /** The fields of a record as `JSON.stringify` is given them: redacted, writer fields left out. */
   prepare(event: object): Record<string, unknown> {
@@ -82,49 +156,112 @@ export class RecordFields {
     try {
       fast = this.#members(event as Record<string, unknown>);
     } catch {
-      // A getter or toJSON that throws: the general way maps it to text.
+      // A getter or toJSON that throws, or a value only the general way writes right (NOT_SURE):
+      // the general way maps it to text.
     }
     return fast ?? recordJson(this.prepare(event)).slice(1, -1);
   }
 
-  /** The fast way; undefined where it cannot be sure to match `JSON.stringify`. */
+  /** The fast way; undefined where it cannot be sure to match `JSON.stringify` (or throws NOT_SURE). */
   #members(source: Record<string, unknown>): string | undefined {
-    const redactor = this.#redactor;
-    let out = '';
     const keys = Object.keys(source);
-    const names = this.#namesOf(keys);
-    if (names === undefined) return undefined;
+    const shape = this.#shapeOf(keys);
+    if (shape === undefined) return undefined;
+    switch (shape.writer) {
+      case 'call_start':
+        if (source['type'] === 'call_start') return this.#callStart(source);
+        break;
+      case 'call':
+        if (source['type'] === 'call') return this.#call(source);
+        break;
+    }
+    const { names, repeated } = shape;
+    let out = '';
     for (let i = 0; i < keys.length; i++) {
       const name = names[i];
       if (name === undefined) continue; // a reserved field
       const key = keys[i]!;
-      const value = source[key];
-      let json: string | undefined;
-      switch (typeof value) {
-        case 'string':
-          json = REPEATED_FIELDS.has(key)
-            ? this.#repeatedJson(value)
-            : JSON.stringify(redactor === undefined ? value : redactor.redactText(value));
-          break;
-        case 'number':
-          // What JSON.stringify writes: the shortest round-trip text, `null` for NaN and ±Infinity.
-          json = Number.isFinite(value) ? `${value}` : 'null';
-          break;
-        case 'boolean':
-          json = value ? 'true' : 'false';
-          break;
-        case 'object':
-          json = value === null ? 'null' : this.#objectJson(key, value);
-          if (json === undefined) return undefined;
-          break;
-        case 'bigint':
-          return undefined; // JSON.stringify throws; the general way writes its digits
-        default:
-          continue; // undefined, functions and symbols: JSON leaves the member out
-      }
-      out += out === '' ? name + json : `,${name}${json}`;
+      const json = this.#valueJson(key, source[key], repeated[i]!);
+      if (json !== undefined) out += out === '' ? name + json : `,${name}${json}`;
     }
     return out;
+  }
+
+  /** The members of a `call_start` record with CALL_START_KEYS, `type` being `call_start`. */
+  #callStart(e: Members): string {
+    return (
+      this.#callStartType +
+      this.#member(',"session":', 'session', e['session'], true) +
+      this.#member(',"principal":', 'principal', e['principal'], false) +
+      this.#member(',"call":', 'call', e['call'], false) +
+      this.#member(',"method":', 'method', e['method'], false) +
+      this.#member(',"tool":', 'tool', e['tool'], true) +
+      this.#member(',"server":', 'server', e['server'], true) +
+      this.#member(',"upstreamTool":', 'upstreamTool', e['upstreamTool'], true) +
+      this.#member(',"args":', 'args', e['args'], false)
+    );
+  }
+
+  /** The members of a `call` record with CALL_KEYS, `type` being `call`. */
+  #call(e: Members): string {
+    return (
+      this.#callType +
+      this.#member(',"session":', 'session', e['session'], true) +
+      this.#member(',"principal":', 'principal', e['principal'], false) +
+      this.#member(',"client":', 'client', e['client'], false) +
+      this.#member(',"hostEra":', 'hostEra', e['hostEra'], false) +
+      this.#member(',"upstreamEra":', 'upstreamEra', e['upstreamEra'], false) +
+      this.#member(',"tool":', 'tool', e['tool'], true) +
+      this.#member(',"server":', 'server', e['server'], true) +
+      this.#member(',"upstreamTool":', 'upstreamTool', e['upstreamTool'], true) +
+      this.#member(',"args":', 'args', e['args'], false) +
+      this.#member(',"decision":', 'decision', e['decision'], false) +
+      this.#member(',"pin":', 'pin', e['pin'], false) +
+      this.#member(',"outcome":', 'outcome', e['outcome'], true) +
+      this.#member(',"ms":', 'ms', e['ms'], false) +
+      this.#member(',"repairs":', 'repairs', e['repairs'], false) +
+      this.#member(',"resultBytes":', 'resultBytes', e['resultBytes'], false) +
+      this.#member(',"error":', 'error', e['error'], false) +
+      this.#member(',"structured":', 'structured', e['structured'], false) +
+      this.#member(',"call":', 'call', e['call'], false) +
+      this.#member(',"trace":', 'trace', e['trace'], false)
+    );
+  }
+
+  /** `name` and the value's text, or nothing for a value JSON leaves out. */
+  #member(name: string, key: string, value: unknown, repeated: boolean): string {
+    const json = this.#valueJson(key, value, repeated);
+    return json === undefined ? '' : name + json;
+  }
+
+  /**
+   * A member's value as JSON.stringify writes it in the record, redacted; undefined for a value
+   * it leaves out (undefined, a function, a symbol). Throws NOT_SURE for what only the general
+   * way writes right. `repeated`: the field is one of REPEATED_FIELDS.
+   */
+  #valueJson(key: string, value: unknown, repeated: boolean): string | undefined {
+    switch (typeof value) {
+      case 'string': {
+        if (repeated) return this.#repeatedJson(value);
+        const redactor = this.#redactor;
+        return JSON.stringify(redactor === undefined ? value : redactor.redactText(value));
+      }
+      case 'number':
+        // What JSON.stringify writes: the shortest round-trip text, `null` for NaN and ±Infinity.
+        return Number.isFinite(value) ? `${value}` : 'null';
+      case 'boolean':
+        return value ? 'true' : 'false';
+      case 'object': {
+        if (value === null) return 'null';
+        const json = this.#objectJson(key, value);
+        if (json === undefined) throw NOT_SURE;
+        return json;
+      }
+      case 'bigint':
+        throw NOT_SURE; // JSON.stringify throws; the general way writes its digits
+      default:
+        return undefined; // undefined, functions and symbols: JSON leaves the member out
+    }
   }
 
   /** An object member's text; undefined to take the general way. */
@@ -166,19 +303,26 @@ export class RecordFields {
    * it has the same members as the last one written under `key`: `client` and `decision` are
    * the same from call to call, and redacting and writing them anew was a good part of a
    * record's cost. Their redaction (pattern rule) depends on those members alone, so equal
-   * members give equal text. Remembered: the last such object per field (never `args`).
+   * members give equal text. Remembered: the last such object per field (never `args`). The
+   * very same frozen object (a principal, a host's identity) is not even compared: a frozen
+   * object's data members cannot change.
    */
   #flatJson(key: string, value: object, redactor: Redactor): string | undefined {
     if (Array.isArray(value)) {
       // `repairs`, usually empty; an array with a `toJSON` of its own is left to the general way.
       return value.length === 0 && (value as { toJSON?: unknown }).toJSON === undefined ? '[]' : undefined;
     }
+    const memo = this.#flat.get(key);
+    if (memo !== undefined && memo.fixed === value) return memo.json;
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) return undefined;
     const keys = Object.keys(value);
+    const record = value as Record<string, unknown>;
+    // The remembered values are all primitives: equal to them, this object's are too.
+    if (memo !== undefined && sameMembers(memo, keys, record)) return memo.json;
     const values: unknown[] = [];
     for (let i = 0; i < keys.length; i++) {
-      const item = (value as Record<string, unknown>)[keys[i]!];
+      const item = record[keys[i]!];
       if (
         typeof item === 'object'
           ? item !== null
@@ -187,38 +331,41 @@ export class RecordFields {
         return undefined;
       values.push(item);
     }
-    const memo = this.#flat.get(key);
-    if (memo !== undefined && sameMembers(memo, keys, values)) return memo.json;
     if (keys.includes('toJSON')) return undefined; // a data member, but rare enough to not reason about
     const json = JSON.stringify(redactor.redactStrings(value));
     if (this.#flat.size < REPEATED_CACHE_SIZE || this.#flat.has(key))
-      this.#flat.set(key, { keys, values, json });
+      this.#flat.set(key, { keys, values, json, fixed: frozenData(value, keys) ? value : undefined });
     return json;
   }
 
   /**
-   * `"name":` for each of `keys`, undefined for a reserved one; undefined for all when one is
-   * `toJSON` (JSON.stringify would call a `toJSON` field of the record object itself). Records
-   * of a kind have the same fields in the same order (one object literal makes them), and a
-   * call's records alternate between two kinds (`call_start`, `call`), so the answers for the
-   * last few field lists are kept and compared first: the names are usually the very same
-   * strings. Remembering only the last list missed on every record of a call (measured).
+   * The shape of a record with fields `keys`; undefined when one is `toJSON` (JSON.stringify
+   * would call a `toJSON` field of the record object itself). Records of a kind have the same
+   * fields in the same order (one object literal makes them), and a call's records alternate
+   * between two kinds (`call_start`, `call`), so the last few shapes are kept and compared
+   * first: their keys are usually the very same strings. Remembering only the last one missed on
+   * every record of a call (measured).
    */
-  #namesOf(keys: readonly string[]): readonly (string | undefined)[] | undefined {
+  #shapeOf(keys: readonly string[]): Shape | undefined {
     const shapes = this.#shapes;
     for (let s = 0; s < shapes.length; s++) {
       const shape = shapes[s]!;
-      if (sameKeys(shape.keys, keys)) return shape.names;
+      if (sameKeys(shape.keys, keys)) return shape;
     }
     if (keys.includes('toJSON')) return undefined;
-    const names = keys.map((key) => (RESERVED_FIELDS.has(key) ? undefined : `${JSON.stringify(key)}:`));
+    const shape: Shape = {
+      keys,
+      names: keys.map((key) => (RESERVED_FIELDS.has(key) ? undefined : `${JSON.stringify(key)}:`)),
+      repeated: keys.map((key) => REPEATED_FIELDS.has(key)),
+      writer: sameKeys(keys, CALL_KEYS) ? 'call' : sameKeys(keys, CALL_START_KEYS) ? 'call_start' : 'general',
+    };
     if (shapes.length >= SHAPES_KEPT) shapes.pop();
-    shapes.unshift({ keys, names });
-    return names;
+    shapes.unshift(shape);
+    return shape;
   }
 
-  /** The field lists of recent records and their names, newest first (at most SHAPES_KEPT). */
-  #shapes: { readonly keys: readonly string[]; readonly names: readonly (string | undefined)[] }[] = [];
+  /** The shapes of recent records, newest first (at most SHAPES_KEPT). */
+  #shapes: Shape[] = [];
 
   /** The JSON text of a REPEATED_FIELDS value, redacted with the pattern rule. */
   #repeatedJson(text: string): string {
@@ -243,10 +390,20 @@ function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
-function sameMembers(memo: FlatMemo, keys: readonly string[], values: readonly unknown[]): boolean {
+function sameMembers(memo: FlatMemo, keys: readonly string[], record: Record<string, unknown>): boolean {
   if (memo.keys.length !== keys.length) return false;
   for (let i = 0; i < keys.length; i++) {
-    if (memo.keys[i] !== keys[i] || !Object.is(memo.values[i], values[i])) return false;
+    const key = keys[i]!;
+    if (memo.keys[i] !== key || !Object.is(memo.values[i], record[key])) return false;
+  }
+  return true;
+}
+
+/** Frozen, and every member a value rather than a getter: what JSON reads of it never changes. */
+function frozenData(value: object, keys: readonly string[]): boolean {
+  if (!Object.isFrozen(value)) return false;
+  for (const key of keys) {
+    if (!('value' in Object.getOwnPropertyDescriptor(value, key)!)) return false;
   }
   return true;
 }
