@@ -422,25 +422,8 @@ function youngGenerationGrowth(grows: boolean): void {
   setFlagsFromString(`--semi-space-growth-factor=${grows ? 2 : 1}`);
 }
 
-/**
- * Node puts `performance` on the global object as a lazy accessor, so every read of the name
- * calls a getter (about 0.2k instructions per call under callgrind: the timeout's clock, the
- * peer's, the audit writer's). A plain property holding the same object makes each read a load.
- * Still writable and configurable, as before: whatever replaces it (a test's fake clock) still can.
- */
-function performanceAsValue(): void {
-  const { performance } = globalThis;
-  Object.defineProperty(globalThis, 'performance', {
-    value: performance,
-    writable: true,
-    configurable: true,
-    enumerable: true,
-  });
-}
-
 async function serve(file: string | undefined, flags: { readonly http?: string } = {}): Promise<void> {
   youngGenerationGrowth(false);
-  performanceAsValue();
   const loaded = await loadConfigFile(file, { badServers: 'mark-failed' });
   const { redactor, warnings, refusals, managed } = loaded;
   // From the config layer, not the listener's module: a stdio gateway loads no HTTP code.
