@@ -359,7 +359,12 @@ function stageShaped(
   type: string,
   overrides: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  const usual = { ...call(), type, principal: { source: 'os', subject: 'me', hostname: 'box' }, call: 3 };
+  const usual: Record<string, unknown> = {
+    ...call(),
+    type,
+    principal: { source: 'os', subject: 'me', hostname: 'box' },
+    call: 3,
+  };
   const event: Record<string, unknown> = {};
   for (const key of keys) event[key] = key in overrides ? overrides[key] : usual[key];
   return event;
