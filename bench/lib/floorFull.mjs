@@ -524,7 +524,9 @@ export class FloorFull {
     for (const call of this.calls.values()) {
       if (call.hostId !== hostId) continue;
       const reason = String(message.params?.reason ?? 'no reason given');
-      if (this.finish(call)) this.cancelUpstream(call.id, reason);
+      // The server hears of it before a waiting call takes the slot.
+      if (!call.waiting) this.cancelUpstream(call.id, reason);
+      this.finish(call);
       this.audit.finish(call.id, 'cancelled', undefined, `The host cancelled the call: ${reason}`);
       return true;
     }
@@ -606,7 +608,8 @@ export class FloorFull {
       const text = max
         ? `Tool "${name}" on server "${this.server}" timed out: it ran for ${limit} ms, its maximum, despite progress; the call was cancelled upstream.`
         : `Tool "${name}" on server "${this.server}" timed out: no answer or progress for ${limit} ms (its timeout); the call was cancelled upstream.`;
-      if (this.finish(call)) this.cancelUpstream(call.id, text);
+      if (!call.waiting) this.cancelUpstream(call.id, text);
+      this.finish(call);
       this.audit.finish(call.id, 'timeout', undefined, text);
       this.toHost(toolError(call.hostId, 'CALL_TIMEOUT', text));
     }
