@@ -324,7 +324,7 @@ export class FloorFull {
       return true;
     }
     const upstreamName = tool.name;
-    const route = { tool: name, server: this.server, upstreamTool: upstreamName };
+    const route = tool.route;
     // Validation first, as warden orders them: policy judges arguments as the server gets them.
     const problem = this.invalidArguments(tool, args ?? {});
     if (problem !== undefined) {
@@ -479,7 +479,7 @@ export class FloorFull {
     if (this.tools !== undefined && !later) this.tools = new Map();
     for (const definition of tools) {
       if (typeof definition?.name !== 'string') continue;
-      this.tools?.set(definition.name, toolOf(definition));
+      this.tools?.set(definition.name, this.toolOf(definition));
       definition.name = `${this.prefix}${definition.name}`;
     }
   }
@@ -498,7 +498,7 @@ export class FloorFull {
   ownList(result) {
     const { tools } = this.listing;
     for (const definition of Array.isArray(result?.tools) ? result.tools : [])
-      if (typeof definition?.name === 'string') tools.set(definition.name, toolOf(definition));
+      if (typeof definition?.name === 'string') tools.set(definition.name, this.toolOf(definition));
     if (typeof result?.nextCursor === 'string') {
       this.listing.id = this.newId();
       this.toChild(
@@ -516,6 +516,17 @@ export class FloorFull {
     const held = this.held;
     this.held = [];
     for (const [message, id] of held) this.request(message, id);
+  }
+
+  /**
+   * A tool as the floor keeps it: its own name apart (the definition's is exposed), its route
+   * (the names its records carry, one object per tool so the trail writes their text once), its
+   * validators and its rules, made on its first call.
+   */
+  toolOf(definition) {
+    const { name } = definition;
+    const route = { tool: `${this.prefix}${name}`, server: this.server, upstreamTool: name };
+    return { name, route, definition, input: undefined, output: undefined, rules: undefined };
   }
 
   /** The host cancelled a request: true when it was a tool call of ours (then handled here). */
@@ -615,11 +626,6 @@ export class FloorFull {
     }
     if (this.head !== undefined && this.timer === undefined) this.arm(this.head.deadline);
   }
-}
-
-/** A tool as the floor keeps it; its own name is kept apart, the definition's is exposed. */
-function toolOf(definition) {
-  return { name: definition.name, definition, input: undefined, output: undefined, rules: undefined };
 }
 
 function rpcError(id, code, message) {
