@@ -9,7 +9,10 @@
 // the rate at 32 in flight), split into user and system time, and each one's read and write
 // syscalls per call. `floor-audit` is the floor with the least audit trail that keeps warden's
 // default guarantees (FLOOR_AUDIT, see floor.mjs): set against `full` and `full-noaudit`, it
-// shows how much of the audit trail's cost any gateway with those guarantees pays.
+// shows how much of the audit trail's cost any gateway with those guarantees pays. `floor-full`
+// adds to it, at their least, the per-call jobs warden-full does beyond the trail (FLOOR_FULL, see
+// floor.mjs): set against `full`, it shows how much of warden-full's cost any gateway doing the
+// same work pays.
 //
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
@@ -94,6 +97,7 @@ const VARIANTS = {
   // A second floor, identical: its ratios to the first are the noise of the pass.
   floor2: undefined,
   'floor-audit': undefined,
+  'floor-full': undefined,
   bare: () => bare,
   'bare-audit': (n) => ({ ...bare, audit: audit(n) }),
   full,
@@ -121,7 +125,8 @@ function launch(name, callgrindOut) {
   delete env.NODE_OPTIONS;
   let args;
   if (name.startsWith('floor')) {
-    if (name === 'floor-audit') env.FLOOR_AUDIT = audit(name).file;
+    if (name === 'floor-audit' || name === 'floor-full') env.FLOOR_AUDIT = audit(name).file;
+    if (name === 'floor-full') env.FLOOR_FULL = policyOf(name);
     args = [...flags['node-arg'], path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
     const file = path.join(folderOf(name), 'config.json');
@@ -144,7 +149,8 @@ async function start(name, callgrindOut) {
   await deadline(child.request('initialize', JSON.stringify(hello)), wait, `${name} initialize`);
   child.notify('notifications/initialized');
   await deadline(child.request('tools/list'), wait, `${name} tools/list`);
-  const tool = name.startsWith('floor') ? 'echo' : 'bench__echo';
+  // The floors pass the server's names on as they are, but floor-full exposes them as the gateway does.
+  const tool = name.startsWith('floor') && name !== 'floor-full' ? 'echo' : 'bench__echo';
   return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
 }
 

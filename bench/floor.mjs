@@ -24,6 +24,15 @@
 // secrets in the arguments redacted. What that costs over the plain floor is what those
 // guarantees cost any gateway (bench/run.mjs reports it as json-floor-audit).
 //
+// With FLOOR_FULL=POLICYFILE as well (it needs FLOOR_AUDIT) it also does, for each tool call,
+// what mcp-warden's full configuration does with one, in the least form it allows
+// (bench/lib/floorFull.mjs): the tools exposed as `bench__NAME`, the arguments validated against
+// the tool's inputSchema, the policy of POLICYFILE decided, a deadline and a concurrency slot
+// per call, the result repaired, and the decision, outcome and repairs in the call's record.
+// What that costs over the plain floor is the least any gateway doing warden-full's per-call
+// work pays (bench/run.mjs reports it as json-floor-full). FLOOR_TIMEOUT_MS sets its idle
+// deadline (warden's default, 5 minutes, without it).
+//
 //   node bench/floor.mjs COMMAND [ARGS...]
 
 import { spawn } from 'node:child_process';
@@ -107,15 +116,25 @@ let nextId = 1;
 const AUDIT_FILE = process.env.FLOOR_AUDIT;
 const { FloorAudit } =
   AUDIT_FILE === undefined || AUDIT_FILE === '' ? {} : await import('./lib/floorAudit.mjs');
-/** Requests (the floor's ids) refused in this turn because their record was not written. */
+const FULL_POLICY = process.env.FLOOR_FULL;
+const FULL = FULL_POLICY !== undefined && FULL_POLICY !== '';
+if (FULL && (FloorAudit === undefined || MODERN)) {
+  process.stderr.write('bench floor: FLOOR_FULL needs FLOOR_AUDIT, and does not go with FLOOR_MODERN\n');
+  process.exit(2);
+}
+const { FloorFull } = FULL ? await import('./lib/floorFull.mjs') : {};
+/** Requests (the floor's ids) refused because their record was not written, until taken out. */
 const refused = new Set();
 const audit =
   FloorAudit === undefined
     ? undefined
     : new FloorAudit(AUDIT_FILE, (id) => {
-        const hostId = hostIds.get(id);
+        const call = full?.refused(id);
+        const hostId = call === undefined ? hostIds.get(id) : call.hostId;
+        if (hostId === undefined) return;
         hostIds.delete(id);
-        refused.add(id);
+        // A tool call still waiting for a slot was never in the writes to the server.
+        if (call === undefined || call.sent) refused.add(id);
         toHost(
           JSON.stringify({
             jsonrpc: '2.0',
@@ -127,14 +146,14 @@ const audit =
 
 /** The turn's forwards to the server once their records are written: refused requests taken out. */
 function aheadOfServer(text) {
-  if (audit.flush()) return text;
+  if (audit.flush() && refused.size === 0) return text;
   let kept = '';
   for (const line of text.split('\n')) {
     if (line === '') continue;
     const message = JSON.parse(line);
-    if (message.method === undefined || !refused.has(message.id)) kept += `${line}\n`;
+    if (message.method === undefined || message.id === undefined || !refused.delete(message.id))
+      kept += `${line}\n`;
   }
-  refused.clear();
   return kept;
 }
 
@@ -146,20 +165,45 @@ function aheadOfHost(text) {
 
 const toChild = lineWriter(child.stdin, audit && aheadOfServer);
 const toHost = lineWriter(process.stdout, audit && aheadOfHost);
+const full = FULL
+  ? new FloorFull({ policyFile: FULL_POLICY, audit, toChild, toHost, newId: () => nextId++, ...timeouts() })
+  : undefined;
+
+/** FLOOR_TIMEOUT_MS, for tests: the idle deadline (and the hard one, if shorter). */
+function timeouts() {
+  const ms = Number(process.env.FLOOR_TIMEOUT_MS);
+  return Number.isInteger(ms) && ms > 0 ? { idleMs: ms } : {};
+}
+
+/** The host cancelled a request the floor forwarded: the server is told under the floor's id. */
+function hostCancelled(message) {
+  const hostId = message.params?.requestId;
+  for (const [id, host] of hostIds)
+    if (host === hostId) {
+      message.params.requestId = id;
+      return;
+    }
+}
 
 readLines(process.stdin, (line) => {
   const message = JSON.parse(line);
   if (message.method !== undefined && message.id !== undefined) {
     const id = nextId++;
+    if (full?.request(message, id)) return;
     hostIds.set(id, message.id);
     message.id = id;
     if (MODERN && dropEnvelope(message)) modernIds.add(id);
     audit?.request(message);
+  } else if (full !== undefined && message.method === 'notifications/cancelled') {
+    if (full.hostCancelled(message)) return;
+    hostCancelled(message);
   }
   toChild(JSON.stringify(message));
+  if (full !== undefined && message.method === 'notifications/initialized') full.initialized();
 });
 readLines(child.stdout, (line) => {
   const message = JSON.parse(line);
+  if (full?.fromServer(message, line)) return;
   if (message.method === undefined && message.id !== undefined) {
     const id = message.id;
     audit?.answer(message, line);

@@ -16,6 +16,12 @@
 //                 (FLOOR_AUDIT, see floor.mjs): its ratios to json-floor are what those guarantees
 //                 cost any gateway, and warden-full's ratios to it how far warden-full is from
 //                 the least that keeps them (reported, not judged)
+//   json-floor-full the floor plus the least audit trail plus, at their least, the per-call jobs
+//                 warden-full does beyond it (FLOOR_FULL, see floor.mjs): namespacing, argument
+//                 validation, the bench policy, a deadline and a concurrency slot per call, result
+//                 repair; its ratios to json-floor are the least any gateway doing warden-full's
+//                 per-call work pays, warden-full's ratios to it how far warden-full is from that
+//                 (reported, not judged)
 //   json-floor-modern (with --modern) the same floor spoken to as warden-modern is, doing the
 //                 least any proxy must for such a host (FLOOR_MODERN=1, see floor.mjs): its ratio
 //                 to json-floor is what the revision's larger messages cost by themselves
@@ -264,19 +270,26 @@ const FULL_EXTRAS = [
 ];
 
 /**
- * json-floor-audit's audit file for a tool count: on the filesystem of warden-full's, in a
- * folder of its own, because warden-full watches the folder of its policy and audit file and
- * would be woken by the floor's writes too.
+ * json-floor-audit's (or json-floor-full's) audit file for a tool count: on the filesystem of
+ * warden-full's, in a folder of its own, because warden-full watches the folder of its policy
+ * and audit file and would be woken by the floor's writes too.
  */
-function floorAuditFile(tools) {
-  const dir = path.join(work, `tools-${tools}`, 'floor-audit');
+function floorAuditFile(tools, name = 'floor-audit') {
+  const dir = path.join(work, `tools-${tools}`, name);
   mkdirSync(dir, { recursive: true });
   return path.join(dir, 'audit.jsonl');
 }
 
-/** Bytes in json-floor-audit's audit files (rotated ones included) for a tool count. */
-function floorAuditBytes(tools) {
-  const file = floorAuditFile(tools);
+/** json-floor-full's policy file: warden-full's bench policy, as JSON, beside its audit file. */
+function floorFullPolicy(tools) {
+  const file = path.join(path.dirname(floorAuditFile(tools, 'floor-full')), 'policy.json');
+  writeFileSync(file, JSON.stringify(BENCH_POLICY));
+  return file;
+}
+
+/** Bytes in json-floor-audit's (or json-floor-full's) audit files, rotated ones included. */
+function floorAuditBytes(tools, config = 'floor-audit') {
+  const file = floorAuditFile(tools, config);
   const name = path.basename(file);
   const dir = path.dirname(file);
   return readdirSync(dir)
@@ -416,6 +429,19 @@ function configurations(gatewayFiles, otlpEndpoint) {
         command: NODE,
         args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
         env: childEnv({ FLOOR_AUDIT: floorAuditFile(tools) }),
+      }),
+    },
+    {
+      name: 'json-floor-full',
+      // It exposes the server's tools under the server's name, as the gateway does.
+      toolPrefix: 'bench__',
+      launch: (tools) => ({
+        command: NODE,
+        args: [FLOOR_PROXY, NODE, FIXTURE, '--tools', String(tools)],
+        env: childEnv({
+          FLOOR_AUDIT: floorAuditFile(tools, 'floor-full'),
+          FLOOR_FULL: floorFullPolicy(tools),
+        }),
       }),
     },
     ...(MODERN
@@ -668,7 +694,19 @@ async function runRound(configs, round, extras) {
       await sequential(inst, inst.blob, 1, checkBlob, 'blob', blobs.get(inst), rep);
   for (const [inst, us] of blobs) r[inst.cfg.name].blobMs = median([...us]) / 1000;
 
-  // Are warden-full's extras doing their work? (See FULL_EXTRAS.)
+  // Are warden-full's extras doing their work? (See FULL_EXTRAS.) And is json-floor-full's
+  // policy? A floor that stopped judging calls would flatter every ratio made with it.
+  const floorFull = main.find((inst) => inst.cfg.name === 'json-floor-full');
+  const probe = await deadline(
+    floorFull.child.request(
+      'tools/call',
+      JSON.stringify({ name: 'bench__echo', arguments: { text: DENY_PROBE_TEXT } }),
+    ),
+    S.phaseTimeoutMs,
+    'json-floor-full policy probe',
+  );
+  if (probe?._meta?.['floor/error'] !== 'DENIED')
+    throw new Error(`json-floor-full answered the call its policy denies: ${JSON.stringify(probe)}`);
   const full = main.find((inst) => inst.cfg.name === 'warden-full');
   const active = FULL_EXTRAS.map(() => undefined);
   for (const [i, extra] of FULL_EXTRAS.entries())
@@ -680,6 +718,8 @@ async function runRound(configs, round, extras) {
   // A floor that stopped auditing would make its ratios meaningless: that is a failed run.
   r.floorAuditBytes = floorAuditBytes(0);
   if (r.floorAuditBytes === 0) throw new Error('json-floor-audit wrote no audit records');
+  r.floorFullAuditBytes = floorAuditBytes(0, 'floor-full');
+  if (r.floorFullAuditBytes === 0) throw new Error('json-floor-full wrote no audit records');
 
   // Listing: fresh instances with many tools (steady-state lists after the first), then the
   // peak RSS of the reported process once the large list has been served.
@@ -778,6 +818,8 @@ const RATIO_PAIRS = [
   ['warden-full', 'json-floor'],
   ['json-floor-audit', 'json-floor'],
   ['warden-full', 'json-floor-audit'],
+  ['json-floor-full', 'json-floor'],
+  ['warden-full', 'json-floor-full'],
   ...(TELEMETRY
     ? [
         ['warden-traces', 'warden-full'],
@@ -788,8 +830,16 @@ const RATIO_PAIRS = [
   ...(BASELINE_CLI !== undefined ? [['warden-full', 'warden-base']] : []),
 ];
 
-/** The ratios that show what the audit trail's guarantees cost (see json-floor-audit). */
-const GUARANTEE_RATIOS = ['json-floor-audit/json-floor', 'warden-full/json-floor-audit'];
+/**
+ * The ratios that show what the audit trail's guarantees cost (see json-floor-audit), and what
+ * warden-full's per-call work costs at its least (see json-floor-full).
+ */
+const GUARANTEE_RATIOS = [
+  'json-floor-audit/json-floor',
+  'warden-full/json-floor-audit',
+  'json-floor-full/json-floor',
+  'warden-full/json-floor-full',
+];
 
 function summarize(rounds) {
   const names = [
@@ -800,6 +850,7 @@ function summarize(rounds) {
     ...(MODERN ? ['warden-modern'] : []),
     'json-floor',
     'json-floor-audit',
+    'json-floor-full',
     ...(MODERN ? ['json-floor-modern'] : []),
     ...(TELEMETRY ? ['warden-traces', 'warden-shipping'] : []),
     ...(BASELINE_CLI !== undefined ? ['warden-base'] : []),
@@ -876,7 +927,9 @@ function report({ medians, ratios, targets }, meta) {
     ),
   );
   out.push('');
-  out.push("The audit trail's guarantees, on the per-call targets (information: not judged above)");
+  out.push(
+    "The audit trail's guarantees and warden-full's per-call work at their least, on the per-call targets (information: not judged above)",
+  );
   const perCall = targets.filter((t) => t.vs === 'json-floor');
   const within = (t, v) =>
     !Number.isFinite(v) ? 'n/a' : (t.op === '<=' ? v <= t.limit : v >= t.limit) ? 'within' : 'beyond';
@@ -902,6 +955,18 @@ function report({ medians, ratios, targets }, meta) {
   );
   out.push(
     `    the least with the same guarantees (json-floor-audit wrote ${(meta.floorAuditBytes / 2 ** 20).toFixed(1)} MiB of audit records so far).`,
+  );
+  out.push(
+    "  json-floor-full/json-floor: what doing warden-full's per-call work (the trail, validation, policy,",
+  );
+  out.push(
+    '    deadlines, the concurrency limit, repair) costs any gateway at its least; where it is beyond a target,',
+  );
+  out.push(
+    '    no gateway doing that work meets the target. warden-full/json-floor-full: how far warden-full is from',
+  );
+  out.push(
+    `    that least (json-floor-full wrote ${(meta.floorFullAuditBytes / 2 ** 20).toFixed(1)} MiB of audit records so far).`,
   );
   const missing = meta.extras.filter((e) => !e.on || e.active?.startsWith('NOT'));
   if (missing.length > 0)
@@ -1023,6 +1088,7 @@ async function main() {
   // The last round's probe says how things stood at the end (an audit file's size grows).
   extras.forEach((e, i) => (e.active = rounds.at(-1).extrasActive[i]));
   meta.floorAuditBytes = rounds.at(-1).floorAuditBytes;
+  meta.floorFullAuditBytes = rounds.at(-1).floorFullAuditBytes;
   const summary = summarize(rounds);
   // Medians of the client's own CPU are reported in the notes, not as a column.
   for (const name of Object.keys(summary.medians))

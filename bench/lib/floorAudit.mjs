@@ -141,6 +141,10 @@ export class FloorAudit {
     this.error = '';
     this.nowMs = NaN;
     this.nowIso = '';
+    this.second = NaN;
+    this.secondText = '';
+    /** Per route of json-floor-full (one per tool), its names' record text. */
+    this.routes = new WeakMap();
     this.size = 0;
     const user = userInfo().username;
     const host = hostname();
@@ -150,8 +154,13 @@ export class FloorAudit {
     this.client = '';
   }
 
-  /** A request from the host, with the floor's id (`message.id`); before it is forwarded. */
-  request(message) {
+  /**
+   * A request from the host, before it is forwarded, by the floor's id for it. `route` and
+   * `decision` are json-floor-full's (floorFull.mjs): the exposed and upstream names, and the
+   * policy's decision as JSON; without them the request is recorded by the name it was sent with
+   * on server `upstream`, allowed, as by a gateway without policy or namespaces.
+   */
+  request(message, id = message.id, route = undefined, decision = '{"effect":"allow","rule":null}') {
     const method = message.method;
     if (method === 'initialize') {
       const info = message.params?.clientInfo;
@@ -162,38 +171,59 @@ export class FloorAudit {
     if (!RECORDED.has(method)) return;
     const params = message.params ?? {};
     const call = ++this.number;
-    const target = JSON.stringify(redactText(String(params.name ?? params.uri ?? params.ref?.name ?? '')));
     const args = redactArgs(params.arguments);
     const kind = method === 'tools/call' ? '' : `,"method":"${method}"`;
-    const named = `"tool":${target},"server":"upstream","upstreamTool":${target}`;
+    let named;
+    if (route === undefined) {
+      const target = JSON.stringify(redactText(String(params.name ?? params.uri ?? params.ref?.name ?? '')));
+      named = `"tool":${target},"server":"upstream","upstreamTool":${target}`;
+    } else {
+      named = this.routes.get(route);
+      if (named === undefined) {
+        named = `"tool":${JSON.stringify(redactText(route.tool))},"server":${JSON.stringify(route.server)},"upstreamTool":${JSON.stringify(redactText(route.upstreamTool))}`;
+        this.routes.set(route, named);
+      }
+    }
     this.queue.push({
       ts: this.now(),
       members: `"type":"call_start",${this.shared},"call":${call}${kind},${named}${args === undefined ? '' : `,"args":${args}`}`,
     });
-    this.ahead.push(message.id);
-    this.calls.set(message.id, {
+    this.ahead.push(id);
+    this.calls.set(id, {
       call,
       start: performance.now(),
       // The answer's record: all but what the answer tells, made now from the same texts.
-      members: `${this.shared}${this.client}${kind},${named}${args === undefined ? '' : `,"args":${args}`},"decision":{"effect":"allow","rule":null}`,
+      members: `${this.shared}${this.client}${kind},${named}${args === undefined ? '' : `,"args":${args}`},"decision":${decision}`,
       type: method === 'tools/call' ? 'call' : 'request',
     });
   }
 
-  /** An answer from the server (`line` as read), before its id is mapped back. */
-  answer(message, line) {
-    const call = this.calls.get(message.id);
-    if (call === undefined) return;
-    this.calls.delete(message.id);
-    const ms = Math.round((performance.now() - call.start) * 1000) / 1000;
+  /**
+   * An answer from the server (`line` as read), before its id is mapped back; `repairs` the JSON
+   * of the repairs json-floor-full made to its result.
+   */
+  answer(message, line, repairs = '[]') {
     const error = message.error;
     const outcome =
       error !== undefined ? 'protocol_error' : message.result?.isError === true ? 'tool_error' : 'ok';
-    const failure =
-      error === undefined ? '' : `,"error":${JSON.stringify(redactText(String(error?.message ?? error)))}`;
+    const failure = error === undefined ? undefined : String(error?.message ?? error);
+    this.finish(message.id, outcome, Buffer.byteLength(line), failure, repairs);
+  }
+
+  /**
+   * A request's end, by the floor's id: its outcome, the bytes of its answer (undefined when the
+   * floor answered it itself), the error's message, and the JSON of the repairs made.
+   */
+  finish(id, outcome, bytes, error, repairs = '[]') {
+    const call = this.calls.get(id);
+    if (call === undefined) return;
+    this.calls.delete(id);
+    const ms = Math.round((performance.now() - call.start) * 1000) / 1000;
+    const size = bytes === undefined ? '' : `,"resultBytes":${bytes}`;
+    const failure = error === undefined ? '' : `,"error":${JSON.stringify(redactText(error))}`;
     this.queue.push({
       ts: this.now(),
-      members: `"type":"${call.type}",${call.members},"outcome":"${outcome}","ms":${ms},"repairs":[],"resultBytes":${Buffer.byteLength(line)}${failure},"call":${call.call}`,
+      members: `"type":"${call.type}",${call.members},"outcome":"${outcome}","ms":${ms},"repairs":${repairs}${size}${failure},"call":${call.call}`,
     });
   }
 
@@ -311,12 +341,21 @@ export class FloorAudit {
     this.ensureFile();
   }
 
-  /** The time as ISO 8601, made once per millisecond (records come in bursts). */
+  /**
+   * The time as ISO 8601 (`toISOString`'s text). V8 writes that text with an `snprintf` per
+   * number, thousands of instructions, so it is made once per second and only the milliseconds
+   * are written per record.
+   */
   now() {
     const ms = Date.now();
     if (ms !== this.nowMs) {
       this.nowMs = ms;
-      this.nowIso = new Date(ms).toISOString();
+      const inSecond = ms % 1000;
+      if (ms - inSecond !== this.second) {
+        this.second = ms - inSecond;
+        this.secondText = new Date(this.second).toISOString().slice(0, 20);
+      }
+      this.nowIso = `${this.secondText}${inSecond < 10 ? '00' : inSecond < 100 ? '0' : ''}${inSecond}Z`;
     }
     return this.nowIso;
   }

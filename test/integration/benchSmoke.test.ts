@@ -42,7 +42,15 @@ describe('bench/run.mjs --quick', () => {
         const out = path.join(dir, 'quick.json');
         const { code, stdout, stderr } = await runQuickBench(out);
         expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
-        const configs = ['direct', 'pipe', 'warden-bare', 'warden-full', 'json-floor', 'json-floor-audit'];
+        const configs = [
+          'direct',
+          'pipe',
+          'warden-bare',
+          'warden-full',
+          'json-floor',
+          'json-floor-audit',
+          'json-floor-full',
+        ];
         for (const config of configs)
           expect(stdout).toMatch(new RegExp(`^${config}\\s+\\d+\\s+\\d+\\s+\\d+`, 'm'));
         expect(stdout).toMatch(/^warden-full\/pipe\s+[\d.]+×/m);
@@ -50,6 +58,9 @@ describe('bench/run.mjs --quick', () => {
         // What the audit trail's guarantees cost, beside the targets.
         expect(stdout).toMatch(/^json-floor-audit\/json-floor\s+[\d.]+× (within|beyond)/m);
         expect(stdout).toMatch(/^warden-full\/json-floor-audit\s+[\d.]+× (within|beyond)/m);
+        // What warden-full's per-call work costs at its least, beside them.
+        expect(stdout).toMatch(/^json-floor-full\/json-floor\s+[\d.]+× (within|beyond)/m);
+        expect(stdout).toMatch(/^warden-full\/json-floor-full\s+[\d.]+× (within|beyond)/m);
         const json = JSON.parse(readFileSync(out, 'utf8')) as { rounds: unknown[]; medians: object };
         expect(json.rounds).toHaveLength(1);
         expect(Object.keys(json.medians)).toEqual(configs);
