@@ -305,6 +305,29 @@ describe('RecordFields.members', () => {
     expect(general).not.toHaveBeenCalled();
   });
 
+  it("keeps each call's arguments text from its call_start to its last record, other calls' records between", () => {
+    const counting = { ...redactor, redactValue: vi.fn(redactor.redactValue) };
+    const fields = new RecordFields(counting);
+    const check = (event: object): void => expect(fields.members(event)).toBe(reference(event, redactor));
+    const inFlight: Record<string, unknown>[] = [];
+    for (let i = 0; i < 40; i++) {
+      const args = { path: `/tmp/${i}`, token: `secret-${i}`, note: i % 3 === 0 ? GITHUB : 'plain' };
+      inFlight.push(args);
+      check(stageShaped(CALL_START_KEYS, 'call_start', { args, call: i }));
+      // 32 in flight: the oldest call ends as each new one starts.
+      if (inFlight.length === 32) check(stageShaped(CALL_KEYS, 'call', { args: inFlight.shift(), call: i }));
+    }
+    for (const args of inFlight.splice(0)) check(stageShaped(CALL_KEYS, 'call', { args }));
+    // One redaction per call: its last record took the text its call_start wrote.
+    expect(counting.redactValue).toHaveBeenCalledTimes(40);
+    // Taken, not kept: a later record with the same arguments object is written afresh.
+    const again = { path: '/tmp/again' };
+    check(stageShaped(CALL_START_KEYS, 'call_start', { args: again }));
+    check(stageShaped(CALL_KEYS, 'call', { args: again }));
+    check(stageShaped(CALL_KEYS, 'call', { args: again }));
+    expect(counting.redactValue).toHaveBeenCalledTimes(42);
+  });
+
   it('knows the shapes of the records the audit stage writes', async () => {
     const written: object[] = [];
     const log = {

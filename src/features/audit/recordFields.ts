@@ -38,6 +38,9 @@ function fullRule(key: string): boolean {
 const REPEATED_CACHE_CHARS = 256;
 const REPEATED_CACHE_SIZE = 4096;
 
+/** Bound of the arguments' texts kept between a call's first and last record (see #startArgs). */
+const ARGS_KEPT = 1024;
+
 /** Field lists whose names are remembered: every kind of record the gateway writes in a burst. */
 const SHAPES_KEPT = 8;
 
@@ -198,7 +201,7 @@ export class RecordFields {
       this.#member(',"tool":', 'tool', e['tool'], true) +
       this.#member(',"server":', 'server', e['server'], true) +
       this.#member(',"upstreamTool":', 'upstreamTool', e['upstreamTool'], true) +
-      this.#member(',"args":', 'args', e['args'], false)
+      this.#startArgs(e['args'])
     );
   }
 
@@ -271,8 +274,14 @@ export class RecordFields {
       const memo = this.#flatJson(key, value, redactor);
       if (memo !== undefined) return memo;
     }
-    const args = key === 'args';
-    if (args && value === this.#lastArgs) return this.#lastArgsJson;
+    if (key === 'args') {
+      // Remembered by the call's call_start; this is the call's last record, which takes it.
+      const known = this.#argsText.get(value);
+      if (known !== undefined) {
+        this.#argsText.delete(value);
+        return known;
+      }
+    }
     const redacted =
       redactor === undefined
         ? value
@@ -281,22 +290,32 @@ export class RecordFields {
           : redactor.redactStrings(value);
     // JSON.stringify would call it with the member's name, which a lone JSON.stringify does not.
     if (typeof (redacted as { toJSON?: unknown } | null)?.toJSON === 'function') return undefined;
-    const json = JSON.stringify(redacted);
-    if (args && typeof json === 'string') {
-      this.#lastArgs = value;
-      this.#lastArgsJson = json;
-    }
-    return json;
+    return JSON.stringify(redacted);
   }
 
   /**
-   * The last `args` object written and its text. A call's `call_start` and `call` records are
-   * given the very same arguments object, which nothing changes on the way (the pipeline's
-   * contract for `RoutedMessage.arguments`): the second record takes the text of the first
-   * instead of redacting and serialising the arguments again.
+   * The `args` member of a call_start, its text remembered for the call's last record (`call`
+   * or `request`). A call's records are given the very same arguments object, which nothing
+   * changes on the way (the pipeline's contract for `RoutedMessage.arguments`): the last record
+   * takes the text of the first instead of redacting and serialising the arguments again. Kept
+   * per arguments object, for every call in flight: with many calls in flight, other calls'
+   * records come between a call's two.
    */
-  #lastArgs: object | undefined;
-  #lastArgsJson = '';
+  #startArgs(value: unknown): string {
+    if (typeof value !== 'object' || value === null) return this.#member(',"args":', 'args', value, false);
+    let json = this.#argsText.get(value);
+    if (json === undefined) {
+      json = this.#valueJson('args', value, false);
+      if (json === undefined) return '';
+      // Calls whose last record never came (the gateway stopped) must not pile up.
+      if (this.#argsText.size >= ARGS_KEPT) this.#argsText.clear();
+      this.#argsText.set(value, json);
+    }
+    return `,"args":${json}`;
+  }
+
+  /** Arguments objects of calls in flight → their text in the records (see #startArgs). */
+  readonly #argsText = new Map<object, string>();
 
   /**
    * The text of a plain object whose members are all strings, numbers, booleans or null, when
