@@ -4,7 +4,7 @@
 //
 //   node bench/depthCheck.mjs
 
-import { HOST_MAX_DEPTH, nestingExceeds } from '../dist/core/rpc/jsonRpc.js';
+import { HOST_MAX_DEPTH, nestingExceeds } from '../dist/core/protocol/jsonRpc.js';
 
 const call = (args) =>
   JSON.stringify({

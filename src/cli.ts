@@ -457,7 +457,7 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
     import('./features/audit/openTrail.js'),
     import('./gateway.js'),
     import('./core/logger.js'),
-    import('./core/rpc/jsonRpc.js'),
+    import('./core/protocol/jsonRpc.js'),
     import('./core/transports/streamTransport.js'),
     import('./core/era/envelopeReuse.js'),
   ]);

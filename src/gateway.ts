@@ -25,7 +25,7 @@ import { TaskHandles } from './core/tasks/handles.js';
 import type { TaskMemory } from './core/tasks/taskRouting.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { IncomingRequest } from './core/rpc/peer.js';
-import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/rpc/jsonRpc.js';
+import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/protocol/jsonRpc.js';
 import { StreamTransport, type MessageTransport } from './core/transports/streamTransport.js';
 import type { EarlyStart } from './core/upstreams/earlySpawn.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from './core/upstreams/upstream.js';

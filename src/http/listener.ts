@@ -9,7 +9,7 @@ import { isLoopback } from '../config/team.js';
 import type { AuthConfig, ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import { ANONYMOUS, describePrincipal, principalKey, type Principal } from '../core/principal.js';
-import { HOST_MAX_DEPTH, nestingExceeds } from '../core/rpc/jsonRpc.js';
+import { HOST_MAX_DEPTH, nestingExceeds } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/transports/streamTransport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
-import { isRequest, isResponse, type JsonRpcMessage } from '../core/rpc/jsonRpc.js';
+import { isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
 
 /** Over HTTP the host's ids are parsed JSON: strings or numbers. */

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { META } from '../core/era/envelope.js';
-import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/era/httpHeaders.js';
+import { META } from '../core/protocol/envelope.js';
+import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
 import { STATE_PREFIX } from '../core/era/inputBridge.js';
-import { paramHeaderMismatch, paramHeadersOf } from '../core/era/paramHeaders.js';
+import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeaders.js';
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
@@ -14,7 +14,7 @@ import {
   type JsonRpcMessage,
   type JsonRpcResponse,
   type Params,
-} from '../core/rpc/jsonRpc.js';
+} from '../core/protocol/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
 

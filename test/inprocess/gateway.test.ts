@@ -8,7 +8,7 @@ import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseMessage, type JsonRpcRequest } from '../../src/core/rpc/jsonRpc.js';
+import { parseMessage, type JsonRpcRequest } from '../../src/core/protocol/jsonRpc.js';
 import { MemoryTransport, startInProcess, type InProcessGateway } from './harness.js';
 
 const POLICY = `

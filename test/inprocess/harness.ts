@@ -18,7 +18,7 @@ import {
   rawResultHead,
   serializeMessage,
   type JsonRpcMessage,
-} from '../../src/core/rpc/jsonRpc.js';
+} from '../../src/core/protocol/jsonRpc.js';
 import type {
   MessageExtra,
   MessageTransport,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModernAnswer } from '../../src/core/era/answerShape.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
-import { readEnvelope, withoutEnvelope } from '../../src/core/era/envelope.js';
+import { readEnvelope, withoutEnvelope } from '../../src/core/protocol/envelope.js';
 
 const envelope = readEnvelope('tools/list', {
   _meta: {

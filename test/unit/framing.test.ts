@@ -8,7 +8,7 @@ import {
   truncateForEcho,
   serializeMessage,
   serializeRawResult,
-} from '../../src/core/rpc/jsonRpc.js';
+} from '../../src/core/protocol/jsonRpc.js';
 import { EncodedResult } from '../../src/core/rpc/encoded.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseMessage, RawId } from '../../src/core/rpc/jsonRpc.js';
+import { parseMessage, RawId } from '../../src/core/protocol/jsonRpc.js';
 import { LONG_STRING_BYTES, parseLargeMessage, WholeLine } from '../../src/core/transports/largeLine.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
 import { ByteParts } from '../../src/lib/byteParts.js';

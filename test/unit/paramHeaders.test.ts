@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { mirroredHeaders, paramHeaderMismatch, paramHeadersOf } from '../../src/core/era/paramHeaders.js';
+import {
+  mirroredHeaders,
+  paramHeaderMismatch,
+  paramHeadersOf,
+} from '../../src/core/protocol/paramHeaders.js';
 
 const schema = (properties: Record<string, unknown>) => ({ type: 'object', properties });
 const invalid = (s: unknown) => {

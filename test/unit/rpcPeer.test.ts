@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
-import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
+import type { JsonRpcMessage } from '../../src/core/protocol/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { PROGRESS_CONFIRM_MS, RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
 import { ByteParts } from '../../src/lib/byteParts.js';

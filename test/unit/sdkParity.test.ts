@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import * as sdk from '@modelcontextprotocol/sdk/types.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../src/core/rpc/versions.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../src/core/protocol/versions.js';
 import { childEnvironment } from '../../src/core/upstreams/childEnvironment.js';
 
 describe('parity with the SDK', () => {

@@ -3,7 +3,7 @@ import { bridgeTaskRequest, type TaskBridgeOptions } from '../../src/core/era/ta
 import { TaskInput } from '../../src/core/era/taskInput.js';
 import { QuestionWithdrawnError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
-import type { Params } from '../../src/core/rpc/jsonRpc.js';
+import type { Params } from '../../src/core/protocol/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';

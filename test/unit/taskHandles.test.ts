@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_SEALED_CHARS, TaskHandles } from '../../src/core/tasks/handles.js';
-import { retagRelatedTask, RELATED_TASK } from '../../src/core/tasks/taskMessages.js';
+import { retagRelatedTask, RELATED_TASK } from '../../src/core/protocol/taskMessages.js';
 
 describe('task handles', () => {
   const handles = new TaskHandles();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js';
-import type { JsonRpcMessage } from '../../src/core/rpc/jsonRpc.js';
+import type { JsonRpcMessage } from '../../src/core/protocol/jsonRpc.js';
 import { RpcPeer } from '../../src/core/rpc/peer.js';
 import { SENT, type MessageTransport } from '../../src/core/transports/streamTransport.js';
 import { TaskProgress } from '../../src/core/rpc/taskProgress.js';

@@ -4,7 +4,7 @@ import { TaskRelay, type RelayContext } from '../../src/core/era/taskRelay.js';
 import { DeniedError, InvalidParamsError, UpstreamFailedError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
-import type { Params } from '../../src/core/rpc/jsonRpc.js';
+import type { Params } from '../../src/core/protocol/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 
 const LIMITS = { maxTasks: 1, maxQuestions: 16, firstQuestionMs: 10_000 };

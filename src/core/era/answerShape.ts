@@ -1,8 +1,8 @@
 import { ByteParts } from '../../lib/byteParts.js';
-import type { Params, JsonRpcErrorObject } from '../rpc/jsonRpc.js';
+import type { Params, JsonRpcErrorObject } from '../protocol/jsonRpc.js';
 import type { AnswerShape } from '../rpc/peer.js';
 import type { RawResult } from '../rpc/rawResult.js';
-import { META, type Envelope } from './envelope.js';
+import { META, type Envelope } from '../protocol/envelope.js';
 
 /** How long a result may be cached, and by whom (the revision's caching hints). */
 export interface CacheHint {

@@ -1,5 +1,5 @@
-import { parseMessage, type Params, type ParseOutcome } from '../rpc/jsonRpc.js';
-import { META, shareEnvelopeMeta } from './envelope.js';
+import { parseMessage, type Params, type ParseOutcome } from '../protocol/jsonRpc.js';
+import { META, shareEnvelopeMeta } from '../protocol/envelope.js';
 
 /**
  * A 2026-07-28 host puts the same envelope (protocol version, capabilities, identity) in the

@@ -1,6 +1,6 @@
 import { UpstreamFailedError } from '../errors.js';
 import type { RoutedMessage } from '../pipeline/types.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import { CAPABILITY_FOR } from '../routing/hostSession.js';
 

@@ -4,7 +4,7 @@ import { sha256Hex } from '../../lib/hash.js';
 import { MethodNotFoundError, ProtocolError } from '../errors.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import { DeadlineQueue, type DeadlineEntry } from '../rpc/deadlines.js';
-import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
+import { RpcErrorCode, type Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest, OutgoingOptions } from '../rpc/peer.js';
 import {

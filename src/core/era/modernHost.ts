@@ -8,7 +8,7 @@ import {
   NotServingError,
   ProtocolError,
 } from '../errors.js';
-import { RpcErrorCode, truncateForEcho, type Params } from '../rpc/jsonRpc.js';
+import { RpcErrorCode, truncateForEcho, type Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest, OutgoingOptions, RpcPeer } from '../rpc/peer.js';
 import {
@@ -37,7 +37,7 @@ import {
   readEnvelope,
   unsupportedVersion,
   type Envelope,
-} from './envelope.js';
+} from '../protocol/envelope.js';
 import type { InputBridge } from './inputBridge.js';
 import type { TaskInput } from './taskInput.js';
 import { declaresTasks, TASKS_EXTENSION } from './taskBridge.js';

@@ -1,10 +1,10 @@
 import { InvalidParamsError, MethodNotFoundError, NotServingError } from '../errors.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
 import { CAPABILITY_FOR } from '../routing/hostSession.js';
-import { RELATED_TASK } from '../tasks/taskMessages.js';
+import { RELATED_TASK } from '../protocol/taskMessages.js';
 
 /**
  * Questions of 2025-11-25 servers' tasks, for a 2026-07-28 host. A 2025-11-25 server asks what a

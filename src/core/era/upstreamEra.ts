@@ -1,8 +1,8 @@
 import { UpstreamFailedError, UpstreamRpcError } from '../errors.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import type { OutgoingOptions, RpcPeer } from '../rpc/peer.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
-import { META, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, withEnvelope } from './envelope.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { META, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, withEnvelope } from '../protocol/envelope.js';
 
 /**
  * Which protocol era an upstream speaks. Learnt by probing, as the stdio binding says a dual-era

@@ -1,7 +1,7 @@
-import { withoutEnvelope } from '../era/envelope.js';
+import { withoutEnvelope } from '../protocol/envelope.js';
 import type { UpstreamEra } from '../era/upstreamEra.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import { driveTask } from '../tasks/drive.js';
 import type { Next, ProtocolEra, RoutedMessage } from './types.js';

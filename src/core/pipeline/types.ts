@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Cancellation } from '../rpc/cancellation.js';
-import type { Params, RequestId } from '../rpc/jsonRpc.js';
+import type { Params, RequestId } from '../protocol/jsonRpc.js';
 import type { ProgressListener } from '../rpc/progress.js';
 import type { Decision } from './decision.js';
 import type { Outcome } from '../rpc/outcome.js';

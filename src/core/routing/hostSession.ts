@@ -1,7 +1,7 @@
 import type { ClientRequestsConfig } from '../../config/types.js';
 import type { ClientInfo } from '../events.js';
 import { MethodNotFoundError } from '../errors.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import type { OutgoingOptions, RpcPeer } from '../rpc/peer.js';
 

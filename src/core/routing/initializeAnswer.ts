@@ -1,5 +1,5 @@
 import type { ServerConfig } from '../../config/types.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import { declaresTasks } from '../era/taskBridge.js';
 
 /** What the initialize answer needs to know of one upstream. */

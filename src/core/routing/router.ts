@@ -32,10 +32,10 @@ import {
   type JsonRpcErrorObject,
   type JsonRpcNotification,
   type Params,
-} from '../rpc/jsonRpc.js';
+} from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest } from '../rpc/peer.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';

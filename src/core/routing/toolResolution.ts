@@ -3,7 +3,7 @@ import { originalUiUri, toolVisibility, UI_EXTENSION } from '../catalog/appUi.js
 import type { ListedItem } from '../catalog/catalogs.js';
 import type { CatalogEntry, NamedCatalog } from '../catalog/namedCatalog.js';
 import { InvalidParamsError } from '../errors.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 
 /**
  * Which tool a `tools/call` names, and whether the caller may call it.

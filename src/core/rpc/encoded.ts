@@ -1,5 +1,5 @@
 import type { ByteParts } from '../../lib/byteParts.js';
-import type { JsonRpcSuccess, RequestId } from './jsonRpc.js';
+import type { JsonRpcSuccess, RequestId } from '../protocol/jsonRpc.js';
 import type { RawResult } from './rawResult.js';
 
 /**

@@ -23,7 +23,7 @@ import {
   type JsonRpcResponse,
   type Params,
   type RequestId,
-} from './jsonRpc.js';
+} from '../protocol/jsonRpc.js';
 import {
   retagProgress,
   splitProgressToken,

@@ -1,4 +1,4 @@
-import type { Params } from './jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 
 /**
  * Progress, re-tagged across the gateway. A request's sender names its own progress token; the

@@ -1,5 +1,5 @@
-import { TERMINAL_STATUSES } from '../tasks/taskMessages.js';
-import type { Params } from './jsonRpc.js';
+import { TERMINAL_STATUSES } from '../protocol/taskMessages.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import type { ProgressListener } from './progress.js';
 
 /**

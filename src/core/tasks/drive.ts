@@ -1,8 +1,8 @@
 import type { RoutedMessage } from '../pipeline/types.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
-import { RELATED_TASK, TERMINAL_STATUSES, taskOf } from './taskMessages.js';
+import { RELATED_TASK, TERMINAL_STATUSES, taskOf } from '../protocol/taskMessages.js';
 
 /** The upstream a driven task runs on (the pipeline's recipient, seen from here). */
 export interface TaskPeer {

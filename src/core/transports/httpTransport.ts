@@ -1,11 +1,11 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { JsonRpcMessage } from '../rpc/jsonRpc.js';
+import type { JsonRpcMessage } from '../protocol/jsonRpc.js';
 import type { MessageTransport } from './streamTransport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
-import { MODERN_VERSION } from '../era/envelope.js';
-import { encodeHeaderValue, MCP_NAME_PARAM } from '../era/httpHeaders.js';
-import { mirroredHeaders, type ParamHeader } from '../era/paramHeaders.js';
+import { MODERN_VERSION } from '../protocol/envelope.js';
+import { encodeHeaderValue, MCP_NAME_PARAM } from '../protocol/httpHeaders.js';
+import { mirroredHeaders, type ParamHeader } from '../protocol/paramHeaders.js';
 
 export interface HttpTransportOptions {
   readonly url: string;

@@ -18,7 +18,7 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import { ByteParts } from '../../lib/byteParts.js';
 import { ControlBytes } from '../../lib/json/controlBytes.js';
-import { parseMessage, type JsonRpcMessage, type ParseFailure } from '../rpc/jsonRpc.js';
+import { parseMessage, type JsonRpcMessage, type ParseFailure } from '../protocol/jsonRpc.js';
 
 /** Strings at least this long (in bytes, between the quotes) are left in the bytes. */
 export const LONG_STRING_BYTES = 1024;

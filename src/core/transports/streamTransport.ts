@@ -13,7 +13,7 @@ import {
   type JsonRpcMessage,
   type ParseFailure,
   type ParseOutcome,
-} from '../rpc/jsonRpc.js';
+} from '../protocol/jsonRpc.js';
 import { parseLargeMessage, type LargeLine } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 

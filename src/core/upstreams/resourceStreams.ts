@@ -2,9 +2,9 @@ import { describeError } from '../../lib/describeError.js';
 import { NotServingError, UpstreamFailedError, UpstreamRpcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { Cancellation } from '../rpc/cancellation.js';
-import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
+import { RpcErrorCode, type Params } from '../protocol/jsonRpc.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
-import { META } from '../era/envelope.js';
+import { META } from '../protocol/envelope.js';
 
 export interface ResourceStreamsOptions {
   /** Sends `subscriptions/listen` with this filter on the connection; settles when the stream ends. */

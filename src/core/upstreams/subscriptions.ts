@@ -1,7 +1,7 @@
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from '../protocol/jsonRpc.js';
 
 const SUBSCRIBE = 'resources/subscribe';
 const UNSUBSCRIBE = 'resources/unsubscribe';

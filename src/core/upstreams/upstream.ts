@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import type {
   UpstreamExitEvent,
   UpstreamFailedEvent,
@@ -16,7 +16,7 @@ import type { GatewayConfig, ServerConfig } from '../../config/types.js';
 import { UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
-import { RpcErrorCode, type JsonRpcNotification, type Params } from '../rpc/jsonRpc.js';
+import { RpcErrorCode, type JsonRpcNotification, type Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer.js';
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
@@ -28,10 +28,10 @@ import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceStreams } from './resourceStreams.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import type { CacheHint } from '../era/answerShape.js';
-import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../era/envelope.js';
+import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../protocol/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
 import { declaresTasks, TASKS_EXTENSION } from '../era/taskBridge.js';
-import { paramHeadersOf, type ParamHeader } from '../era/paramHeaders.js';
+import { paramHeadersOf, type ParamHeader } from '../protocol/paramHeaders.js';
 
 export type UpstreamState =
   'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';

@@ -5,7 +5,7 @@ import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
 import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
-import type { JsonRpcErrorObject, Params } from '../../core/rpc/jsonRpc.js';
+import type { JsonRpcErrorObject, Params } from '../../core/protocol/jsonRpc.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
 import { runConfirmationCommand } from './command.js';
 import { principalKey } from '../../core/principal.js';

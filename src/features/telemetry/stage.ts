@@ -3,7 +3,7 @@ import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/ap
 import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { StageName } from '../../core/pipeline/order.js';
 import type { CallRecord, RoutedMessage, Stage } from '../../core/pipeline/types.js';
-import type { Params } from '../../core/rpc/jsonRpc.js';
+import type { Params } from '../../core/protocol/jsonRpc.js';
 import type { TelemetryRuntime } from './runtime.js';
 
 /** How a side of the gateway is connected, as `network.transport` names it. */

@@ -1,6 +1,6 @@
 import { ProtocolError } from '../errors.js';
-import { RpcErrorCode, type Params } from '../rpc/jsonRpc.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../rpc/versions.js';
+import { RpcErrorCode, type Params } from './jsonRpc.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from './versions.js';
 
 /**
  * The per-request envelope of the stateless protocol revision (2026-07-28): every request

@@ -1,4 +1,4 @@
-import type { Params } from '../rpc/jsonRpc.js';
+import type { Params } from './jsonRpc.js';
 
 /** The `_meta` key that ties a message to a task (results, notifications, requests). */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
