@@ -459,7 +459,7 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
     import('./core/logger.js'),
     import('./core/protocol/jsonRpc.js'),
     import('./core/transports/streamTransport.js'),
-    import('./core/era/envelopeReuse.js'),
+    import('./core/host/envelopeReuse.js'),
   ]);
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },

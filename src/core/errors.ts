@@ -1,5 +1,5 @@
 /**
- * Typed errors. Every error the gateway makes up is one of these; `src/wire/errorsToWire.ts`
+ * Typed errors. Every error the gateway makes up is one of these; `rpc/errorsToWire.ts`
  * is the one place they are mapped to JSON-RPC errors or `isError` tool results.
  *
  * `expose` says whether `message` is safe to show the host (and so the model). When false,

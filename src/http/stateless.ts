@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { META } from '../core/protocol/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
-import { STATE_PREFIX } from '../core/era/inputBridge.js';
+import { STATE_PREFIX } from '../core/tasks/inputBridge.js';
 import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeaders.js';
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';

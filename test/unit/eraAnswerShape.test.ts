@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ModernAnswer } from '../../src/core/era/answerShape.js';
+import { ModernAnswer } from '../../src/core/host/answerShape.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
 import { readEnvelope, withoutEnvelope } from '../../src/core/protocol/envelope.js';
 

@@ -12,7 +12,7 @@ import {
   WardenError,
 } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
-import { errorToWire, requestErrorToWire } from '../../src/core/errorsToWire.js';
+import { errorToWire, requestErrorToWire } from '../../src/core/rpc/errorsToWire.js';
 
 function recordingLogger() {
   const lines: string[] = [];

@@ -9,7 +9,7 @@ import { createPinStage } from '../../src/features/pins/stage.js';
 import { PinGuard, type PinEvent } from '../../src/features/pins/pinGuard.js';
 import { addPins, newPin, readPinFile } from '../../src/features/pins/pinFile.js';
 import { definitionHash, pinnedDefinition } from '../../src/features/pins/toolDefinitionHash.js';
-import { errorToWire } from '../../src/core/errorsToWire.js';
+import { errorToWire } from '../../src/core/rpc/errorsToWire.js';
 import type { CallRecord, RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';

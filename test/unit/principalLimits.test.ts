@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorToWire, PRINCIPAL_LIMIT_CODE } from '../../src/core/errorsToWire.js';
+import { errorToWire, PRINCIPAL_LIMIT_CODE } from '../../src/core/rpc/errorsToWire.js';
 import { PrincipalLimitError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bridgeTaskRequest, type TaskBridgeOptions } from '../../src/core/era/taskBridge.js';
-import { TaskInput } from '../../src/core/era/taskInput.js';
+import { bridgeTaskRequest, type TaskBridgeOptions } from '../../src/core/tasks/taskBridge.js';
+import { TaskInput } from '../../src/core/tasks/taskInput.js';
 import { QuestionWithdrawnError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { Params } from '../../src/core/protocol/jsonRpc.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RpcPeer } from '../../src/core/rpc/peer.js';
-import { InitializedHostSession } from '../../src/core/routing/hostSession.js';
-import { gatewayCapabilities, type UpstreamFacts } from '../../src/core/routing/initializeAnswer.js';
+import { InitializedHostSession } from '../../src/core/host/hostSession.js';
+import { gatewayCapabilities, type UpstreamFacts } from '../../src/core/host/initializeAnswer.js';
 
 function upstream(name: string, capabilities: Record<string, unknown>): UpstreamFacts {
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TaskInput } from '../../src/core/era/taskInput.js';
+import { TaskInput } from '../../src/core/tasks/taskInput.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { InvalidParamsError, MethodNotFoundError, NotServingError } from '../../src/core/errors.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TaskInput } from '../../src/core/era/taskInput.js';
-import { TaskRelay, type RelayContext } from '../../src/core/era/taskRelay.js';
+import { TaskInput } from '../../src/core/tasks/taskInput.js';
+import { TaskRelay, type RelayContext } from '../../src/core/tasks/taskRelay.js';
 import { DeniedError, InvalidParamsError, UpstreamFailedError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';

@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/issues.js';
 import { loadConfig } from '../../src/config/load.js';
 import { PeerRpcError } from '../../src/core/errors.js';
-import type { Feature } from '../../src/core/feature.js';
+import type { Feature } from '../../src/core/routing/feature.js';
 import { compose } from '../../src/core/pipeline/compose.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';

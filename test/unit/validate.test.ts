@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { InvalidArgumentsError } from '../../src/core/errors.js';
-import { errorToWire } from '../../src/core/errorsToWire.js';
+import { errorToWire } from '../../src/core/rpc/errorsToWire.js';
 import type { Logger } from '../../src/core/logger.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';

@@ -1,9 +1,9 @@
 import { withoutEnvelope } from '../protocol/envelope.js';
-import type { UpstreamEra } from '../era/upstreamEra.js';
+import type { UpstreamEra } from '../upstreams/upstreamEra.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
-import { driveTask } from '../tasks/drive.js';
+import { driveTask } from './drive.js';
 import type { Next, ProtocolEra, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */

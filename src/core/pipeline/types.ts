@@ -5,7 +5,7 @@ import type { ProgressListener } from '../rpc/progress.js';
 import type { Decision } from './decision.js';
 import type { Outcome } from '../rpc/outcome.js';
 import type { Principal } from '../principal.js';
-import type { HostSession } from '../routing/hostSession.js';
+import type { HostSession } from '../host/hostSession.js';
 
 /**
  * Every request the gateway routes, in either direction, is one of these kinds, and passes the

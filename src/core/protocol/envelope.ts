@@ -53,7 +53,7 @@ let lastClientInfo: Envelope['clientInfo'];
 
 /**
  * The envelope value the host's transport hands out again for every request that carries the
- * same text (see envelopeReuse.ts), frozen; what is read from it is worked out once.
+ * same text (see host/envelopeReuse.ts), frozen; what is read from it is worked out once.
  */
 let shared: { readonly meta: Params; envelope?: Envelope; rest?: Params | undefined } | undefined;
 

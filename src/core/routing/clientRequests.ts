@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import type { ServerConfig } from '../../config/types.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import { Outcome } from '../rpc/outcome.js';
-import { CAPABILITY_FOR } from './hostSession.js';
+import { CAPABILITY_FOR } from '../host/hostSession.js';
 
 /**
  * What the config says about the requests a server makes of the host (`sampling`, `elicitation`

@@ -20,7 +20,7 @@ import {
   UnknownToolError,
   WardenError,
 } from '../errors.js';
-import { errorToWire, requestErrorToWire } from '../errorsToWire.js';
+import { errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { answersAs } from '../pipeline/forward.js';
@@ -42,7 +42,7 @@ import { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import type { Principal } from '../principal.js';
 import { followsHostRoots } from './clientRequests.js';
-import { gatewayCapabilities, mergedInstructions } from './initializeAnswer.js';
+import { gatewayCapabilities, mergedInstructions } from '../host/initializeAnswer.js';
 import {
   ambiguousName,
   appOrigin,
@@ -58,11 +58,11 @@ import {
   TASKS_LIST,
   type HostList,
   type HostSession,
-} from './hostSession.js';
-import { ModernHost } from '../era/modernHost.js';
-import { ModernInputBridge } from '../era/inputBridge.js';
-import { envelopeOf } from '../era/answerShape.js';
-import { declaresTasks } from '../era/taskBridge.js';
+} from '../host/hostSession.js';
+import { ModernHost } from '../host/modernHost.js';
+import { ModernInputBridge } from '../tasks/inputBridge.js';
+import { envelopeOf } from '../host/answerShape.js';
+import { declaresTasks } from '../tasks/taskBridge.js';
 import { Cancellation } from '../rpc/cancellation.js';
 import { describeError } from '../../lib/describeError.js';
 
@@ -152,9 +152,9 @@ export class Router {
   private readonly log: Logger;
   readonly peer: RpcPeer;
   private readonly session: InitializedHostSession;
-  /** The host's era, and the host of the stateless revision (era/modernHost.ts). */
+  /** The host's era, and the host of the stateless revision (host/modernHost.ts). */
   readonly modern: ModernHost;
-  /** Questions for a modern host, through Multi Round-Trip Requests (era/inputBridge.ts). */
+  /** Questions for a modern host, through Multi Round-Trip Requests (tasks/inputBridge.ts). */
   private readonly bridge: ModernInputBridge;
   private readonly methods: ReadonlyMap<string, Handler>;
   private closing = false;

@@ -8,10 +8,10 @@ import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
 import { RELATED_TASK, retagRelatedTask, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
 import { Cancellation } from '../rpc/cancellation.js';
-import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from '../era/taskBridge.js';
-import { envelopeOf } from '../era/answerShape.js';
-import { TaskInput } from '../era/taskInput.js';
-import { TaskRelay, type RelayContext } from '../era/taskRelay.js';
+import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from './taskBridge.js';
+import { envelopeOf } from '../host/answerShape.js';
+import { TaskInput } from './taskInput.js';
+import { TaskRelay, type RelayContext } from './taskRelay.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -91,8 +91,8 @@ const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel', 'tasks/update
 
 /**
  * What the gateway holds of one host's tasks: the questions of 2025-11-25 servers' tasks held
- * for a modern host (era/taskInput.ts), and those of modern servers' tasks, which the gateway
- * asks and relays (era/taskRelay.ts). A connection that lasts has its own; the stateless
+ * for a modern host (taskInput.ts), and those of modern servers' tasks, which the gateway
+ * asks and relays (taskRelay.ts). A connection that lasts has its own; the stateless
  * requests of one principal, each a connection of its own, share one, so that the questions one
  * request's `tasks/get` showed are answered by a later request's `tasks/update`.
  */
@@ -121,7 +121,7 @@ export class TaskMemory {
 export class TaskRouting {
   private readonly handles: TaskHandles;
   private readonly input: TaskInput;
-  /** Questions of modern servers' tasks, asked of a modern host by the gateway (era/taskRelay.ts). */
+  /** Questions of modern servers' tasks, asked of a modern host by the gateway (taskRelay.ts). */
   private readonly relay: TaskRelay;
   private hostTasks = false;
   /** `server\0taskId` → the upstream's tool name, so `tasks/result` can be repaired against it. */
@@ -427,7 +427,7 @@ export class TaskRouting {
   /**
    * A modern host's request about a modern server's task: `tasks/get` shows the server's
    * questions as the gateway's own, `tasks/update` answers them and relays the answers under the
-   * server's keys, `tasks/cancel` lets go of them (see era/taskRelay.ts).
+   * server's keys, `tasks/cancel` lets go of them (see taskRelay.ts).
    */
   private async relayed(
     ref: TaskRef,

@@ -27,10 +27,10 @@ import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceStreams } from './resourceStreams.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
-import type { CacheHint } from '../era/answerShape.js';
+import type { CacheHint } from '../host/answerShape.js';
 import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../protocol/envelope.js';
-import { PROBE_MS, probeModern, type UpstreamEra } from '../era/upstreamEra.js';
-import { declaresTasks, TASKS_EXTENSION } from '../era/taskBridge.js';
+import { PROBE_MS, probeModern, type UpstreamEra } from './upstreamEra.js';
+import { declaresTasks, TASKS_EXTENSION } from '../tasks/taskBridge.js';
 import { paramHeadersOf, type ParamHeader } from '../protocol/paramHeaders.js';
 
 export type UpstreamState =

@@ -1,5 +1,5 @@
 import type { AuditConfig } from '../../config/types.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import { createAuditStage, type AuditStageOptions } from './stage.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { WardenConfig } from '../../config/types.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import { createConcurrencyLimitStage } from './stage.js';
 
 /** At most `maxConcurrency` requests at once per upstream, and a bounded queue behind them. */

@@ -1,5 +1,5 @@
 import type { WardenConfig } from '../../config/types.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import { createPrincipalLimitStage } from './principalLimits.js';
 
 /**

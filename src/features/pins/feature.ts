@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { PinsConfig, WardenConfig } from '../../config/types.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import type { Logger } from '../../core/logger.js';
 import { watchFiles } from '../../lib/watchFiles.js';
 import { readPinFile, type PinSet } from './pinFile.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { WardenConfig } from '../../config/types.js';
 import type { PolicyLoadEvent, PolicyRejectEvent } from '../../core/events.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import type { Logger } from '../../core/logger.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';

@@ -1,4 +1,4 @@
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import { createTelemetryStages, type TelemetryStageOptions } from './stage.js';
 
 /**

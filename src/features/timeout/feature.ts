@@ -1,5 +1,5 @@
 import type { WardenConfig } from '../../config/types.js';
-import type { Feature } from '../../core/feature.js';
+import type { Feature } from '../../core/routing/feature.js';
 import { createTimeoutStage, timeoutLimitsFromConfig } from './stage.js';
 
 /** Time limits on every request sent upstream: per tool, per server, and the gateway's. */

@@ -18,8 +18,8 @@ import {
   type HostList,
   type AskOrigin,
   type HostSession,
-} from '../routing/hostSession.js';
-import { gatewayCapabilities, mergedInstructions, type UpstreamFacts } from '../routing/initializeAnswer.js';
+} from './hostSession.js';
+import { gatewayCapabilities, mergedInstructions, type UpstreamFacts } from './initializeAnswer.js';
 import {
   envelopeOf,
   ModernAnswer,
@@ -38,9 +38,9 @@ import {
   unsupportedVersion,
   type Envelope,
 } from '../protocol/envelope.js';
-import type { InputBridge } from './inputBridge.js';
-import type { TaskInput } from './taskInput.js';
-import { declaresTasks, TASKS_EXTENSION } from './taskBridge.js';
+import type { InputBridge } from '../tasks/inputBridge.js';
+import type { TaskInput } from '../tasks/taskInput.js';
+import { declaresTasks, TASKS_EXTENSION } from '../tasks/taskBridge.js';
 
 /**
  * The host's era, and the stateless (2026-07-28) host: the gateway serves one host per process,
@@ -70,7 +70,7 @@ export interface ModernHostOptions {
   bridge?: InputBridge;
   /**
    * Questions of 2025-11-25 servers' tasks: a request tagged with a task held there is kept for
-   * the host's `tasks/get` (see taskInput.ts); undefined for any other request.
+   * the host's `tasks/get` (see tasks/taskInput.ts); undefined for any other request.
    */
   readonly taskInput?: Pick<TaskInput, 'ask'>;
   /**

@@ -6,9 +6,9 @@ import {
   ResourceNotFoundError,
   WardenError,
   type WardenErrorCode,
-} from './errors.js';
-import type { Logger } from './logger.js';
-import { RpcErrorCode, type JsonRpcErrorObject } from './protocol/jsonRpc.js';
+} from '../errors.js';
+import type { Logger } from '../logger.js';
+import { RpcErrorCode, type JsonRpcErrorObject } from '../protocol/jsonRpc.js';
 
 /** `_meta` key on results the gateway made up, so clients can tell them from the upstream's own. */
 export const WARDEN_ERROR_META_KEY = 'mcp-warden/error';

@@ -1,7 +1,7 @@
-import type { ListedItem } from './catalog/catalogs.js';
-import type { StageName } from './pipeline/order.js';
-import type { RoutedMessage, Stage } from './pipeline/types.js';
-import type { ListKind, Upstream, UpstreamLifecycleEvent } from './upstreams/upstream.js';
+import type { ListedItem } from '../catalog/catalogs.js';
+import type { StageName } from '../pipeline/order.js';
+import type { RoutedMessage, Stage } from '../pipeline/types.js';
+import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../upstreams/upstream.js';
 
 /**
  * What a feature contributes to the gateway. Each feature folder exports one factory,

@@ -3,7 +3,7 @@ import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
-import { CAPABILITY_FOR } from '../routing/hostSession.js';
+import { CAPABILITY_FOR } from '../host/hostSession.js';
 import { RELATED_TASK } from '../protocol/taskMessages.js';
 
 /**

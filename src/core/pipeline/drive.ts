@@ -1,4 +1,4 @@
-import type { RoutedMessage } from '../pipeline/types.js';
+import type { RoutedMessage } from './types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { OutgoingOptions } from '../rpc/peer.js';

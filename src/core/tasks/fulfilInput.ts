@@ -2,7 +2,7 @@ import { UpstreamFailedError } from '../errors.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
-import { CAPABILITY_FOR } from '../routing/hostSession.js';
+import { CAPABILITY_FOR } from '../host/hostSession.js';
 
 /** A modern upstream may ask again after each retry; past this many rounds the call fails. */
 export const MAX_INPUT_ROUNDS = 8;

@@ -1,10 +1,10 @@
 import { NotServingError, QuestionWithdrawnError, UpstreamFailedError } from '../errors.js';
-import { requestErrorToWire } from '../errorsToWire.js';
+import { requestErrorToWire } from '../rpc/errorsToWire.js';
 import type { Logger } from '../logger.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
-import { CAPABILITY_FOR } from '../routing/hostSession.js';
+import { CAPABILITY_FOR } from '../host/hostSession.js';
 import { RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
 import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
 import type { TaskSend } from './taskBridge.js';

@@ -9,8 +9,8 @@ import {
 import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation } from '../rpc/cancellation.js';
-import { CAPABILITY_FOR } from '../routing/hostSession.js';
-import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../tasks/drive.js';
+import { CAPABILITY_FOR } from '../host/hostSession.js';
+import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../pipeline/drive.js';
 import { RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
 import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
 import type { TaskInput } from './taskInput.js';

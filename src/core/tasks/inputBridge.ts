@@ -12,8 +12,8 @@ import {
   FORWARDED_CLIENT_CAPABILITIES,
   type AskOrigin,
   type HostSession,
-} from '../routing/hostSession.js';
-import { envelopeOf } from './answerShape.js';
+} from '../host/hostSession.js';
+import { envelopeOf } from '../host/answerShape.js';
 
 /**
  * Server-to-client questions (sampling, elicitation, roots) for a host of the stateless
