@@ -10,7 +10,7 @@ import type { AuthConfig, ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import { ANONYMOUS, describePrincipal, principalKey, type Principal } from '../core/principal.js';
 import { HOST_MAX_DEPTH, nestingExceeds } from '../core/protocol/jsonRpc.js';
-import type { MessageTransport } from '../core/transports/streamTransport.js';
+import type { MessageTransport } from '../core/rpc/transport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
 import { SessionTransport } from './sessionTransport.js';

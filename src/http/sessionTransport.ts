@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
 import { isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
-import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
+import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 
 /** Over HTTP the host's ids are parsed JSON: strings or numbers. */
 type RequestId = string | number;

@@ -15,7 +15,7 @@ import {
   type JsonRpcResponse,
   type Params,
 } from '../core/protocol/jsonRpc.js';
-import type { MessageTransport, OutgoingMessage } from '../core/transports/streamTransport.js';
+import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
 
 /** The revision's code for headers that are missing, malformed or disagree with the body. */

@@ -19,11 +19,7 @@ import {
   serializeMessage,
   type JsonRpcMessage,
 } from '../../src/core/protocol/jsonRpc.js';
-import type {
-  MessageExtra,
-  MessageTransport,
-  OutgoingMessage,
-} from '../../src/core/transports/streamTransport.js';
+import type { MessageExtra, MessageTransport, OutgoingMessage } from '../../src/core/rpc/transport.js';
 import { openAuditLog, type AuditLog } from '../../src/features/audit/auditWriter.js';
 import { createRedactor } from '../../src/features/audit/redact.js';
 import { loadPolicies } from '../../src/features/policy/loadPolicies.js';

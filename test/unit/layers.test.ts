@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
  * The import rules of docs/architecture.md, checked on the source itself:
  *   lib/ imports nothing of ours; config/ only lib/; core/ only lib/ and config/;
  *   a feature only lib/, config/, core/ and its own folder; gateway, cli and commands anything.
- * And no import cycle anywhere, type-only imports included (they still couple the modules).
+ * Inside core/, each sub-folder imports only the sub-layers below it (CORE_MAY_IMPORT).
+ * And no import cycle anywhere, type-only imports included (they still couple the modules), nor
+ * among core's sub-folders taken as wholes.
  */
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
@@ -50,6 +52,63 @@ function allowed(from: string, to: string): boolean {
   return MAY_IMPORT[from]!.includes(to);
 }
 
+/**
+ * Core's sub-layers, bottom first, and what each may import besides itself. The files at core's
+ * root (errors, logger, principal, events) are the base every sub-layer may use; they import no
+ * sub-folder. host/ and upstreams/ sit side by side: neither imports the other.
+ */
+const CORE_MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
+  '(root)': [],
+  protocol: ['(root)'],
+  rpc: ['(root)', 'protocol'],
+  transports: ['(root)', 'protocol', 'rpc'],
+  host: ['(root)', 'protocol', 'rpc', 'transports'],
+  upstreams: ['(root)', 'protocol', 'rpc', 'transports'],
+  pipeline: ['(root)', 'protocol', 'rpc', 'transports', 'host', 'upstreams'],
+  catalog: ['(root)', 'protocol', 'rpc', 'transports', 'host', 'upstreams', 'pipeline'],
+  tasks: ['(root)', 'protocol', 'rpc', 'transports', 'host', 'upstreams', 'pipeline', 'catalog'],
+  routing: ['(root)', 'protocol', 'rpc', 'transports', 'host', 'upstreams', 'pipeline', 'catalog', 'tasks'],
+};
+
+/** The core sub-folder a file is in (`(root)` for core's own files); undefined outside core/. */
+function coreLayerOf(file: string): string | undefined {
+  const parts = path.relative(SRC, file).split(path.sep);
+  if (parts[0] !== 'core') return undefined;
+  return parts.length > 2 ? parts[1] : '(root)';
+}
+
+/** The cycles of a directed graph, one per strongly connected part with more than one node. */
+function cyclesOf(edges: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const connect = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of edges.get(node) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const part: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      part.push(member);
+    } while (member !== node);
+    if (part.length > 1) found.push(part.sort());
+  };
+  for (const node of edges.keys()) if (!index.has(node)) connect(node);
+  return found;
+}
+
 const files = sources(SRC);
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 
@@ -63,6 +122,42 @@ describe('layers', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it("every import inside core/ points down core's sub-layers, or stays in its own folder", () => {
+    const wrong: string[] = [];
+    for (const [file, targets] of graph) {
+      const from = coreLayerOf(file);
+      if (from === undefined) continue;
+      for (const target of targets) {
+        const to = coreLayerOf(target);
+        if (to === undefined || to === from) continue;
+        const may = CORE_MAY_IMPORT[from];
+        if (may === undefined || !may.includes(to))
+          wrong.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)} (${from} → ${to})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('places every core sub-folder in the table of sub-layers', () => {
+    const folders = new Set(files.flatMap((f) => coreLayerOf(f) ?? []));
+    expect([...folders].filter((f) => !(f in CORE_MAY_IMPORT))).toEqual([]);
+  });
+
+  it("has no cycle among core's sub-folders", () => {
+    const edges = new Map<string, Set<string>>();
+    for (const [file, targets] of graph) {
+      const from = coreLayerOf(file);
+      if (from === undefined) continue;
+      const out = edges.get(from) ?? new Set<string>();
+      edges.set(from, out);
+      for (const target of targets) {
+        const to = coreLayerOf(target);
+        if (to !== undefined && to !== from) out.add(to);
+      }
+    }
+    expect(cyclesOf(edges)).toEqual([]);
   });
 
   it('has no import cycle', () => {

@@ -5,12 +5,8 @@ import type { JsonRpcMessage } from '../../src/core/protocol/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { PROGRESS_CONFIRM_MS, RpcPeer, type IncomingRequest } from '../../src/core/rpc/peer.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
-import {
-  SENT,
-  StreamTransport,
-  type MessageTransport,
-  type OutgoingMessage,
-} from '../../src/core/transports/streamTransport.js';
+import { SENT, type MessageTransport, type OutgoingMessage } from '../../src/core/rpc/transport.js';
+import { StreamTransport } from '../../src/core/transports/streamTransport.js';
 
 /**
  * A transport that records what is sent and lets the test answer. `sendNeverRejects`: its sends

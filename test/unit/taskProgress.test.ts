@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { UpstreamFailedError, UpstreamRpcError } from '../../src/core/errors.js';
 import type { JsonRpcMessage } from '../../src/core/protocol/jsonRpc.js';
 import { RpcPeer } from '../../src/core/rpc/peer.js';
-import { SENT, type MessageTransport } from '../../src/core/transports/streamTransport.js';
+import { SENT, type MessageTransport } from '../../src/core/rpc/transport.js';
 import { TaskProgress } from '../../src/core/rpc/taskProgress.js';
 
 /** An upstream peer whose answers the test writes. */

@@ -2,7 +2,7 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import { toolFilter, type CatalogEntry, type NamedCatalog } from './namedCatalog.js';
 import type { ResourceCatalog } from './resourceCatalog.js';
-import { declaresTasks } from '../tasks/taskBridge.js';
+import { declaresTasks } from '../protocol/taskMessages.js';
 
 export interface Catalogs {
   readonly tools: NamedCatalog<Tool>;

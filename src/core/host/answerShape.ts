@@ -2,13 +2,7 @@ import { ByteParts } from '../../lib/byteParts.js';
 import type { Params, JsonRpcErrorObject } from '../protocol/jsonRpc.js';
 import type { AnswerShape } from '../rpc/peer.js';
 import type { RawResult } from '../rpc/rawResult.js';
-import { META, type Envelope } from '../protocol/envelope.js';
-
-/** How long a result may be cached, and by whom (the revision's caching hints). */
-export interface CacheHint {
-  readonly ttlMs: number;
-  readonly cacheScope: 'public' | 'private';
-}
+import { META, type CacheHint, type Envelope } from '../protocol/envelope.js';
 
 /** What a modern request's answers carry besides their result. */
 export interface ModernAnswerOptions {

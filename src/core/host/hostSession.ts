@@ -57,6 +57,18 @@ export interface AskOrigin {
   readonly server?: string;
 }
 
+/** Carries a question for the host (sampling, elicitation, roots) to a host of the stateless revision. */
+export type InputBridge = Pick<HostSession, 'ask'>;
+
+/**
+ * Where a server's request that belongs to a task held for the host is kept, as a question for
+ * the host's next `tasks/get` (tasks/taskInput.ts): undefined for any other request. The host's
+ * session is handed one rather than reaching up for it.
+ */
+export interface TaskQuestions {
+  ask(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> | undefined;
+}
+
 /** The lists a host may have seen (and so may be told have changed). */
 export type HostList = 'tools' | 'prompts' | 'resources';
 

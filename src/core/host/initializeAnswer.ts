@@ -1,6 +1,6 @@
 import type { ServerConfig } from '../../config/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
-import { declaresTasks } from '../tasks/taskBridge.js';
+import { declaresTasks } from '../protocol/taskMessages.js';
 
 /** What the initialize answer needs to know of one upstream. */
 export interface UpstreamFacts {

@@ -18,15 +18,11 @@ import {
   type HostList,
   type AskOrigin,
   type HostSession,
+  type InputBridge,
+  type TaskQuestions,
 } from './hostSession.js';
 import { gatewayCapabilities, mergedInstructions, type UpstreamFacts } from './initializeAnswer.js';
-import {
-  envelopeOf,
-  ModernAnswer,
-  resultTypeAndServer,
-  type CacheHint,
-  type ModernAnswerOptions,
-} from './answerShape.js';
+import { envelopeOf, ModernAnswer, resultTypeAndServer, type ModernAnswerOptions } from './answerShape.js';
 import {
   ALL_VERSIONS,
   hasEnvelope,
@@ -36,11 +32,10 @@ import {
   MODERN_VERSIONS,
   readEnvelope,
   unsupportedVersion,
+  type CacheHint,
   type Envelope,
 } from '../protocol/envelope.js';
-import type { InputBridge } from '../tasks/inputBridge.js';
-import type { TaskInput } from '../tasks/taskInput.js';
-import { declaresTasks, TASKS_EXTENSION } from '../tasks/taskBridge.js';
+import { declaresTasks, TASKS_EXTENSION } from '../protocol/taskMessages.js';
 
 /**
  * The host's era, and the stateless (2026-07-28) host: the gateway serves one host per process,
@@ -72,7 +67,7 @@ export interface ModernHostOptions {
    * Questions of 2025-11-25 servers' tasks: a request tagged with a task held there is kept for
    * the host's `tasks/get` (see tasks/taskInput.ts); undefined for any other request.
    */
-  readonly taskInput?: Pick<TaskInput, 'ask'>;
+  readonly taskInput?: TaskQuestions;
   /**
    * Subscribes (or unsubscribes) the owner of `uri` to its updates for a listening stream
    * (`signal`: the stream's request); resolves false when no server can be subscribed to it.

@@ -48,6 +48,12 @@ export interface Envelope {
   readonly logLevel: string | undefined;
 }
 
+/** How long a result may be cached, and by whom (the revision's caching hints). */
+export interface CacheHint {
+  readonly ttlMs: number;
+  readonly cacheScope: 'public' | 'private';
+}
+
 /** The client identity the last envelope read named (immutable, so shared by every reader). */
 let lastClientInfo: Envelope['clientInfo'];
 

@@ -3,6 +3,15 @@ import type { Params } from './jsonRpc.js';
 /** The `_meta` key that ties a message to a task (results, notifications, requests). */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
+/** The 2026-07-28 tasks extension's name, as capabilities declare it. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+/** Whether modern capabilities (a server's, or a request's client capabilities) declare tasks. */
+export function declaresTasks(capabilities: Params | undefined): boolean {
+  const extensions = capabilities?.extensions;
+  return typeof extensions === 'object' && extensions !== null && TASKS_EXTENSION in extensions;
+}
+
 /** Statuses after which a task changes no more. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 

@@ -25,7 +25,8 @@ import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { answersAs } from '../pipeline/forward.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
-import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
+import type { MessageTransport } from '../rpc/transport.js';
+import { StreamTransport } from '../transports/streamTransport.js';
 import {
   RpcErrorCode,
   truncateForEcho,
@@ -62,7 +63,7 @@ import {
 import { ModernHost } from '../host/modernHost.js';
 import { ModernInputBridge } from '../tasks/inputBridge.js';
 import { envelopeOf } from '../host/answerShape.js';
-import { declaresTasks } from '../tasks/taskBridge.js';
+import { declaresTasks } from '../protocol/taskMessages.js';
 import { Cancellation } from '../rpc/cancellation.js';
 import { describeError } from '../../lib/describeError.js';
 

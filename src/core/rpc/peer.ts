@@ -6,7 +6,7 @@
 import type { ByteParts } from '../../lib/byteParts.js';
 import { describeError } from '../../lib/describeError.js';
 import { Deferred } from '../../lib/deferred.js';
-import { SENT, type MessageExtra, type MessageTransport } from '../transports/streamTransport.js';
+import { SENT, type MessageExtra, type MessageTransport } from './transport.js';
 import { Cancellation, type CancelListener, type CancelSignal } from './cancellation.js';
 import { DeadlineQueue, type DeadlineEntry } from './deadlines.js';
 import { EncodedResult } from './encoded.js';

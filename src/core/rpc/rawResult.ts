@@ -4,8 +4,29 @@
  */
 
 import type { ByteParts } from '../../lib/byteParts.js';
-import type { LargeLine } from '../transports/largeLine.js';
 import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
+
+/**
+ * A large line: its bytes, and the text the gateway parses in its place (transports/largeLine.ts
+ * makes them).
+ */
+export interface LargeLine {
+  /** In the parts the line arrived in (never joined unless a reader needs them contiguous). */
+  readonly bytes: ByteParts;
+  /** The line's text, or with its long strings replaced by placeholders (see `whole`). */
+  readonly text: string;
+  /** True when `text` is the whole line, decoded. */
+  readonly whole: boolean;
+  /**
+   * False when the line is not valid UTF-8: each bad byte was decoded as U+FFFD, so offsets in
+   * `text` no longer tell offsets in `bytes`, and nothing may be cut from the bytes by them.
+   */
+  readonly offsetsExact: boolean;
+  /** Offset in `bytes` of character `index` of `text`, where `index` is not inside a placeholder. */
+  byteOffset(index: number): number;
+  /** Puts the long strings back into the value parsed from `text` (each decoded when first read). */
+  restore(parsed: unknown): void;
+}
 
 /** Where the text of an upstream's response travels with its parsed result. */
 const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');

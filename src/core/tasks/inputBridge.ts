@@ -11,7 +11,7 @@ import {
   CAPABILITY_FOR,
   FORWARDED_CLIENT_CAPABILITIES,
   type AskOrigin,
-  type HostSession,
+  type InputBridge,
 } from '../host/hostSession.js';
 import { envelopeOf } from '../host/answerShape.js';
 
@@ -28,9 +28,6 @@ import { envelopeOf } from '../host/answerShape.js';
  * belongs to (a single-use token), the method, target and a digest of the arguments, the host
  * and an expiry: a forged state, one presented for another call, or one used twice is refused.
  */
-
-/** Carries a question for the host (sampling, elicitation, roots) to a host of the stateless revision. */
-export type InputBridge = Pick<HostSession, 'ask'>;
 
 export interface ModernInputBridgeOptions {
   /** How long a call waits for the host's retry after asking; then its questions fail. */

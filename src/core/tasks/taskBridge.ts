@@ -25,14 +25,6 @@ import type { TaskInput } from './taskInput.js';
  * `tasks/update`. Lifetimes are `ttlMs`/`pollIntervalMs` there and `ttl`/`pollInterval` here.
  */
 
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-
-/** Whether modern capabilities (a server's, or a request's client capabilities) declare tasks. */
-export function declaresTasks(capabilities: Params | undefined): boolean {
-  const extensions = capabilities?.extensions;
-  return typeof extensions === 'object' && extensions !== null && TASKS_EXTENSION in extensions;
-}
-
 /** How each era spells a task's lifetime and its polling interval. */
 const SPELLINGS = {
   legacy: { ttl: 'ttl', poll: 'pollInterval' },

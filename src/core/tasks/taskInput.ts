@@ -3,7 +3,7 @@ import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation, type CancelSignal } from '../rpc/cancellation.js';
 import type { OutgoingOptions } from '../rpc/peer.js';
-import { CAPABILITY_FOR } from '../host/hostSession.js';
+import { CAPABILITY_FOR, type TaskQuestions } from '../host/hostSession.js';
 import { RELATED_TASK } from '../protocol/taskMessages.js';
 
 /**
@@ -105,7 +105,7 @@ class HeldTask {
   }
 }
 
-export class TaskInput {
+export class TaskInput implements TaskQuestions {
   private readonly tasks = new Map<string, HeldTask>();
   /** Key → the handle of the task it was answered for. */
   private readonly answered = new Map<string, string>();

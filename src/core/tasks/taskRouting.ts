@@ -6,9 +6,14 @@ import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import { TaskHandles, type TaskRef } from './handles.js';
-import { RELATED_TASK, retagRelatedTask, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
+import {
+  declaresTasks,
+  RELATED_TASK,
+  retagRelatedTask,
+  TERMINAL_STATUSES,
+} from '../protocol/taskMessages.js';
 import { Cancellation } from '../rpc/cancellation.js';
-import { bridgeTaskRequest, createdTask, declaresTasks, legacyTask, modernTask } from './taskBridge.js';
+import { bridgeTaskRequest, createdTask, legacyTask, modernTask } from './taskBridge.js';
 import { envelopeOf } from '../host/answerShape.js';
 import { TaskInput } from './taskInput.js';
 import { TaskRelay, type RelayContext } from './taskRelay.js';

@@ -1,7 +1,7 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonRpcMessage } from '../protocol/jsonRpc.js';
-import type { MessageTransport } from './streamTransport.js';
+import type { MessageTransport } from '../rpc/transport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
 import { MODERN_VERSION } from '../protocol/envelope.js';
 import { encodeHeaderValue, MCP_NAME_PARAM } from '../protocol/httpHeaders.js';

@@ -19,6 +19,7 @@ import { isAscii, isUtf8 } from 'node:buffer';
 import { ByteParts } from '../../lib/byteParts.js';
 import { ControlBytes } from '../../lib/json/controlBytes.js';
 import { parseMessage, type JsonRpcMessage, type ParseFailure } from '../protocol/jsonRpc.js';
+import type { LargeLine } from '../rpc/rawResult.js';
 
 /** Strings at least this long (in bytes, between the quotes) are left in the bytes. */
 export const LONG_STRING_BYTES = 1024;
@@ -42,25 +43,6 @@ const BACKSLASH = 0x5c;
  */
 const MARK = '\u0000mcp-warden:long-string:';
 const MARK_JSON = JSON.stringify(MARK).slice(0, -1);
-
-/** A large line: its bytes, and the text the gateway parses in its place. */
-export interface LargeLine {
-  /** In the parts the line arrived in (never joined unless a reader needs them contiguous). */
-  readonly bytes: ByteParts;
-  /** The line's text, or with its long strings replaced by placeholders (see `whole`). */
-  readonly text: string;
-  /** True when `text` is the whole line, decoded. */
-  readonly whole: boolean;
-  /**
-   * False when the line is not valid UTF-8: each bad byte was decoded as U+FFFD, so offsets in
-   * `text` no longer tell offsets in `bytes`, and nothing may be cut from the bytes by them.
-   */
-  readonly offsetsExact: boolean;
-  /** Offset in `bytes` of character `index` of `text`, where `index` is not inside a placeholder. */
-  byteOffset(index: number): number;
-  /** Puts the long strings back into the value parsed from `text` (each decoded when first read). */
-  restore(parsed: unknown): void;
-}
 
 export interface LargeLineOptions {
   /**

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { EncodedResult } from '../rpc/encoded.js';
+import { SENT, type MessageExtra, type MessageTransport, type OutgoingMessage } from '../rpc/transport.js';
 import {
   invalidMessageReply,
   isRequest,
@@ -14,49 +15,8 @@ import {
   type ParseFailure,
   type ParseOutcome,
 } from '../protocol/jsonRpc.js';
-import { parseLargeMessage, type LargeLine } from './largeLine.js';
+import { parseLargeMessage } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
-
-/**
- * The connection interface every part of the gateway speaks: the SDK's `Transport` members
- * (start, send, close, onmessage, onclose, onerror), typed with our lean message types, so the
- * SDK's HTTP transports fit behind it.
- *
- * Two conventions keep the hot path cheap without widening the interface:
- * - `send` may be given an `EncodedResult`, a response whose result is already JSON text (an
- *   upstream's own bytes, a cached list). A transport that writes text writes it as it is; any
- *   other sends the parsed value.
- * - A transport whose sends cannot fail returns `SENT`, and reports a broken connection through
- *   `onerror` and `onclose`; callers then need not handle the promise (see rpc/peer.ts).
- */
-export interface MessageTransport {
-  start(): Promise<void>;
-  send(message: OutgoingMessage): Promise<void>;
-  close(): Promise<void>;
-  /** `extra` carries the text the message was parsed from, when the transport has it. */
-  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-}
-
-/**
- * The text a message was parsed from (stdio), for byte-exact forwarding; `large` its bytes when
- * it is large (see LARGE_LINE_BYTES), in which case `line` may have its long strings left out.
- */
-export interface MessageExtra {
-  readonly line: string;
-  readonly large?: LargeLine;
-  /**
-   * Set on a request the transport would not deliver whole (its params nest deeper than
-   * `maxDepth`): it comes without its params, and is to be answered with this error.
-   */
-  readonly refused?: JsonRpcErrorObject;
-}
-
-export type OutgoingMessage = JsonRpcMessage | EncodedResult;
-
-/** What a send that cannot fail returns: one settled promise for every message. */
-export const SENT: Promise<void> = Promise.resolve();
 
 export interface StreamTransportOptions {
   readonly input: Readable;

@@ -22,15 +22,15 @@ import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer
 import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { oversizeMessage, type HttpOversize } from '../transports/httpLimits.js';
-import { StreamTransport, type MessageTransport } from '../transports/streamTransport.js';
+import type { MessageTransport } from '../rpc/transport.js';
+import { StreamTransport } from '../transports/streamTransport.js';
 import { CrashLoopDetector, restartDelay } from './backoff.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
 import { ResourceStreams } from './resourceStreams.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
-import type { CacheHint } from '../host/answerShape.js';
-import { envelopeMeta, META, withEnvelope, withoutEnvelope } from '../protocol/envelope.js';
+import { envelopeMeta, META, withEnvelope, withoutEnvelope, type CacheHint } from '../protocol/envelope.js';
 import { PROBE_MS, probeModern, type UpstreamEra } from './upstreamEra.js';
-import { declaresTasks, TASKS_EXTENSION } from '../tasks/taskBridge.js';
+import { declaresTasks, TASKS_EXTENSION } from '../protocol/taskMessages.js';
 import { paramHeadersOf, type ParamHeader } from '../protocol/paramHeaders.js';
 
 export type UpstreamState =
