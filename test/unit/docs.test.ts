@@ -112,3 +112,39 @@ describe('README.md', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(401);
   });
 });
+
+describe('docs/reference/configuration.md', () => {
+  // Every key the config's JSON Schema accepts, at the top and one level down (a server entry's
+  // keys included), is named on the configuration page, so the reference cannot fall behind
+  // the schema without this failing.
+  interface SchemaNode {
+    properties?: Record<string, SchemaNode>;
+    definitions?: Record<string, SchemaNode>;
+    oneOf?: SchemaNode[];
+    anyOf?: SchemaNode[];
+    allOf?: SchemaNode[];
+  }
+  const schema = JSON.parse(
+    readFileSync(path.join(ROOT, 'schema/proxy.config.schema.json'), 'utf8'),
+  ) as SchemaNode;
+  const keysOf = (node: SchemaNode | undefined): string[] =>
+    node === undefined
+      ? []
+      : [
+          ...Object.keys(node.properties ?? {}),
+          ...[...(node.oneOf ?? []), ...(node.anyOf ?? []), ...(node.allOf ?? [])].flatMap(keysOf),
+        ];
+  const sections = Object.entries(schema.properties ?? {}).filter(([key]) => key !== '$schema');
+  const expected = [
+    ...sections.map(([key]) => key),
+    ...sections.flatMap(([key, node]) => keysOf(node).map((sub) => `${key}.${sub}`)),
+    ...keysOf(schema.definitions?.server).map((key) => `servers.<name>.${key}`),
+  ];
+
+  it('names every key of the config schema', () => {
+    expect(expected).toEqual(expect.arrayContaining(['auth.clockSkew', 'servers.<name>.shared']));
+    const page = readFileSync(path.join(ROOT, 'docs/reference/configuration.md'), 'utf8');
+    const missing = expected.filter((key) => !new RegExp(`\\b${key.split('.').at(-1)}\\b`).test(page));
+    expect(missing).toEqual([]);
+  });
+});
