@@ -4,7 +4,7 @@
  * Durations are milliseconds; paths are absolute.
  */
 
-/** How exposed tool names are formed and bounded (see docs/how-it-behaves.md, "Tool names"). */
+/** How exposed tool names are formed and bounded (see docs/reference/how-it-behaves.md, "Tool names"). */
 export interface NamingConfig {
   /** Between namespace and tool name. Default `__`. */
   readonly separator: string;
@@ -28,7 +28,7 @@ export interface RestartConfig {
 
 /**
  * Result repair: what the gateway does to tool results that a strict or a lenient
- * host would mishandle. Each repair can be turned off; see docs/how-it-behaves.md, "Result repair".
+ * host would mishandle. Each repair can be turned off; see docs/reference/how-it-behaves.md, "Result repair".
  */
 export interface RepairConfig {
   /** `structuredContent` without any text block: add one with its JSON. Default true. */
@@ -285,7 +285,7 @@ export interface OtlpSinkConfig extends AuditSinkCommon {
 export type AuditSinkConfig = SyslogSinkConfig | OtlpSinkConfig;
 
 /**
- * Pinning of tool definitions (see docs/how-it-behaves.md, "Pinning tool definitions"). Absent when the config has
+ * Pinning of tool definitions (see docs/reference/how-it-behaves.md, "Pinning tool definitions"). Absent when the config has
  * no `pins:` section: nothing is pinned or checked, and calls take no extra step.
  */
 export interface PinsConfig {

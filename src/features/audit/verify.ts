@@ -71,7 +71,7 @@ export type VerifyResult =
  * that fires on normal logs teaches people to ignore it.
  *
  * A record cut short (a write torn by a kill, a crash or a full disk) is told from tampering by
- * what follows it (docs/audit.md, "Crash or tampering"). A cut line is one that does not parse
+ * what follows it (docs/reference/audit-records.md, "Crash or tampering"). A cut line is one that does not parse
  * and is a beginning of a record line (`{"seq":`...). It is a crash gap, reported in `warnings`,
  * when the next record is the writer's recovery: an `audit_gap` record with `torn: true` whose
  * `prev` and `seq` follow the last whole record before the cut line, with the `seq` the cut

@@ -51,7 +51,7 @@ export interface ListedTools {
 }
 
 /**
- * The gateway's side of pinning (docs/how-it-behaves.md, "Pinning tool definitions"): holds each upstream's tools
+ * The gateway's side of pinning (docs/reference/how-it-behaves.md, "Pinning tool definitions"): holds each upstream's tools
  * against the pins file whenever they are listed, pins new ones, and keeps the set of tools that
  * are blocked. That set is all the call path reads: one Map lookup per call (`refusal`).
  */
