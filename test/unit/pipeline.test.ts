@@ -9,6 +9,8 @@ import {
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { compose } from '../../src/core/pipeline/compose.js';
 import { derive, routedMessage } from '../../src/core/pipeline/routedMessage.js';
+import type { Logger } from '../../src/core/logger.js';
+import { createConfirmationStage } from '../../src/features/confirmation/stage.js';
 import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
 import type { Next, RoutedMessage, Stage } from '../../src/core/pipeline/types.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
@@ -93,21 +95,24 @@ describe('pipeline order', () => {
   });
 });
 
+/** Runs `stage` alone before a terminal that counts what reaches it: the count, once refused. */
+async function sentWhenRefused(stage: Stage): Promise<number> {
+  let sent = 0;
+  const pipeline = compose([stage], async () => {
+    sent++;
+    return ok;
+  });
+  await expect(pipeline(makeCall())).rejects.toThrow('a pipeline stage called next() twice for one message');
+  return sent;
+}
+
 describe('compose', () => {
   it('refuses a second next() from one stage for one message, so nothing is sent twice', async () => {
-    let sent = 0;
     const twice: Stage = async (message, next) => {
       await next(message);
       return next(message);
     };
-    const pipeline = compose([twice], async () => {
-      sent++;
-      return ok;
-    });
-    await expect(pipeline(makeCall())).rejects.toThrow(
-      'a pipeline stage called next() twice for one message',
-    );
-    expect(sent).toBe(1);
+    expect(await sentWhenRefused(twice)).toBe(1);
   });
 
   it('lets each message through once, however many pass', async () => {
@@ -116,20 +121,12 @@ describe('compose', () => {
   });
 
   it('refuses a stage that passes a derived message inward twice', async () => {
-    let sent = 0;
     const twice: Stage = async (message, next) => {
       const copy = derive(message, { arguments: { approved: true } });
       await next(copy);
       return next(copy);
     };
-    const pipeline = compose([twice], async () => {
-      sent++;
-      return ok;
-    });
-    await expect(pipeline(makeCall())).rejects.toThrow(
-      'a pipeline stage called next() twice for one message',
-    );
-    expect(sent).toBe(1);
+    expect(await sentWhenRefused(twice)).toBe(1);
   });
 
   it('lets a message derived from one that went through pass from the start, and refuses the old one again', async () => {
@@ -181,6 +178,42 @@ describe('routedMessage', () => {
   it('gives each message a record of its own unless given one', () => {
     const signal = new Cancellation();
     expect(routedMessage({ ...given, signal }).record).not.toBe(routedMessage({ ...given, signal }).record);
+  });
+});
+
+describe('confirmation', () => {
+  const quiet = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as unknown as Logger;
+
+  it("runs the approved copy with every member of the call (its task, id and answer's shape too), the arguments frozen", async () => {
+    const stage = createConfirmationStage({
+      config: { methods: ['elicitation'], timeoutMs: 5000, offerRemember: false },
+      askHost: async () => ({ result: { action: 'accept' } }),
+      redact: (value) => value,
+      logger: quiet,
+    });
+    const answerAs = (outcome: Outcome) => outcome;
+    const call = makeCall({
+      arguments: { path: '/tmp/x' },
+      decision: { effect: 'confirm', ruleId: 'ask', reason: 'writes files', source: null },
+      task: { params: { ttl: 60000 }, drivenBy: 'gateway' },
+      requestId: 5,
+      hostEra: 'modern',
+      upstreamEra: 'legacy',
+      answerAs,
+    });
+    let ran: RoutedMessage | undefined;
+    await stage(call, async (message) => {
+      ran = message;
+      return ok;
+    });
+    expect(ran).not.toBe(call);
+    expect(ran!.task).toBe(call.task);
+    expect(ran!.requestId).toBe(5);
+    expect(ran!.answerAs).toBe(answerAs);
+    expect(ran!.arguments).toEqual({ path: '/tmp/x' });
+    expect(Object.isFrozen(ran!.arguments)).toBe(true);
+    expect(ran!.record).toBe(call.record);
+    expect(ran!.record.decision?.confirmed).toBe(true);
   });
 });
 
