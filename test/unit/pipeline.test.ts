@@ -8,6 +8,9 @@ import {
 } from '../../src/features/timeout/stage.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { compose } from '../../src/core/pipeline/compose.js';
+import { derive, routedMessage } from '../../src/core/pipeline/routedMessage.js';
+import type { Logger } from '../../src/core/logger.js';
+import { createConfirmationStage } from '../../src/features/confirmation/stage.js';
 import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
 import type { Next, RoutedMessage, Stage } from '../../src/core/pipeline/types.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
@@ -92,26 +95,144 @@ describe('pipeline order', () => {
   });
 });
 
+/** Runs `stage` alone before a terminal that counts what reaches it: the count, once refused. */
+async function sentWhenRefused(stage: Stage): Promise<number> {
+  let sent = 0;
+  const pipeline = compose([stage], async () => {
+    sent++;
+    return ok;
+  });
+  await expect(pipeline(makeCall())).rejects.toThrow('a pipeline stage called next() twice for one message');
+  return sent;
+}
+
 describe('compose', () => {
   it('refuses a second next() from one stage for one message, so nothing is sent twice', async () => {
-    let sent = 0;
     const twice: Stage = async (message, next) => {
       await next(message);
       return next(message);
     };
-    const pipeline = compose([twice], async () => {
-      sent++;
-      return ok;
-    });
-    await expect(pipeline(makeCall())).rejects.toThrow(
-      'a pipeline stage called next() twice for one message',
-    );
-    expect(sent).toBe(1);
+    expect(await sentWhenRefused(twice)).toBe(1);
   });
 
   it('lets each message through once, however many pass', async () => {
     const pipeline = compose([(message, next) => next(message)], async () => ok);
     expect(await Promise.all([pipeline(makeCall()), pipeline(makeCall())])).toEqual([ok, ok]);
+  });
+
+  it('refuses a stage that passes a derived message inward twice', async () => {
+    const twice: Stage = async (message, next) => {
+      const copy = derive(message, { arguments: { approved: true } });
+      await next(copy);
+      return next(copy);
+    };
+    expect(await sentWhenRefused(twice)).toBe(1);
+  });
+
+  it('lets a message derived from one that went through pass from the start, and refuses the old one again', async () => {
+    const seen: RoutedMessage[] = [];
+    const pipeline = compose([(message, next) => next(message)], async (message) => {
+      seen.push(message);
+      return ok;
+    });
+    const first = makeCall();
+    await pipeline(first);
+    const again = derive(first, { params: { again: true } });
+    expect(await pipeline(again)).toBe(ok);
+    // Nor does a plain copy carry it: how deep a message went is not kept on the message.
+    expect(await pipeline({ ...first })).toBe(ok);
+    await expect(pipeline(first)).rejects.toThrow('a pipeline stage called next() twice for one message');
+    expect(seen).toHaveLength(3);
+    expect(seen[1]).toBe(again);
+  });
+});
+
+describe('routedMessage', () => {
+  const given = {
+    kind: 'prompts/get',
+    direction: 'upstream',
+    server: 'up',
+    target: 'p',
+    exposedName: 'up__p',
+  } as const;
+
+  it('makes every message with the same members in the same order, whatever it is given', () => {
+    const bare = routedMessage({ ...given, signal: new Cancellation() });
+    const full = routedMessage({
+      ...given,
+      signal: new Cancellation(),
+      principal: { kind: 'local' } as unknown as RoutedMessage['principal'],
+      answerAs: (outcome) => outcome,
+      upstreamEra: 'modern',
+      hostEra: 'modern',
+      requestId: 7,
+      meta: { a: 1 },
+      params: { name: 'p' },
+    });
+    expect(Object.keys(full)).toEqual(Object.keys(bare));
+    expect(bare.record).toEqual({ repairs: [] });
+    expect(bare.params).toBeUndefined();
+    expect(full.requestId).toBe(7);
+  });
+
+  it('gives each message a record of its own unless given one', () => {
+    const signal = new Cancellation();
+    expect(routedMessage({ ...given, signal }).record).not.toBe(routedMessage({ ...given, signal }).record);
+  });
+});
+
+describe('confirmation', () => {
+  const quiet = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as unknown as Logger;
+
+  it("runs the approved copy with every member of the call (its task, id and answer's shape too), the arguments frozen", async () => {
+    const stage = createConfirmationStage({
+      config: { methods: ['elicitation'], timeoutMs: 5000, offerRemember: false },
+      askHost: async () => ({ result: { action: 'accept' } }),
+      redact: (value) => value,
+      logger: quiet,
+    });
+    const answerAs = (outcome: Outcome) => outcome;
+    const call = makeCall({
+      arguments: { path: '/tmp/x' },
+      decision: { effect: 'confirm', ruleId: 'ask', reason: 'writes files', source: null },
+      task: { params: { ttl: 60000 }, drivenBy: 'gateway' },
+      requestId: 5,
+      hostEra: 'modern',
+      upstreamEra: 'legacy',
+      answerAs,
+    });
+    let ran: RoutedMessage | undefined;
+    await stage(call, async (message) => {
+      ran = message;
+      return ok;
+    });
+    expect(ran).not.toBe(call);
+    expect(ran!.task).toBe(call.task);
+    expect(ran!.requestId).toBe(5);
+    expect(ran!.answerAs).toBe(answerAs);
+    expect(ran!.arguments).toEqual({ path: '/tmp/x' });
+    expect(Object.isFrozen(ran!.arguments)).toBe(true);
+    expect(ran!.record).toBe(call.record);
+    expect(ran!.record.decision?.confirmed).toBe(true);
+  });
+});
+
+describe('derive', () => {
+  it("takes the old message's members with the changes over them, and nothing besides", () => {
+    const extra = Symbol('extra');
+    const old = Object.assign(makeCall({ meta: { m: 1 }, requestId: 3 }), { [extra]: 1, stray: true });
+    const made = derive(old, { arguments: { x: 2 } });
+    expect(made).not.toBe(old);
+    expect(made.arguments).toEqual({ x: 2 });
+    expect(old.arguments).toEqual({});
+    expect(made.meta).toBe(old.meta);
+    expect(made.requestId).toBe(3);
+    expect(made.signal).toBe(old.signal);
+    // What the stages write reaches the same audit record.
+    expect(made.record).toBe(old.record);
+    expect(Object.getOwnPropertySymbols(made)).toEqual([]);
+    expect('stray' in made).toBe(false);
+    expect(Object.keys(made)).toEqual(Object.keys(routedMessage(old)));
   });
 });
 

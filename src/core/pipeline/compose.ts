@@ -1,18 +1,21 @@
 import type { Next, RoutedMessage, Stage } from './types.js';
 
-/** What compose writes on a message: how deep into the stages it has gone. */
-const DEPTH = Symbol('mcp-warden.pipelineDepth');
-type Tracked = RoutedMessage & { [DEPTH]?: number };
+/**
+ * How deep into the stages each message has gone, kept off the message itself: a message made
+ * from another (derive(), or any copy) starts with no depth of its own, rather than carrying its
+ * original's and being refused for it. Weakly held: a message that is done with is let go.
+ */
+const reached = new WeakMap<RoutedMessage, { depth: number }>();
 
 /**
  * Wraps `terminal` in `stages`, the first outermost. Built once at start-up: a message walks a
- * fixed chain of functions, with no per-message allocation beyond what the stages do.
+ * fixed chain of functions, with no per-message allocation beyond what the stages do and one
+ * small record of its depth.
  *
  * A stage may call `next` at most once per message: a second call would send the request to
- * the other side twice. As koa-compose does, that second call is refused (it rejects); here the
- * depth reached is kept on the message itself, so the check costs no closure per message. A
- * stage that passes a copy inward (confirmation's approved copy) starts the copy at the depth
- * it was given.
+ * the other side twice. As koa-compose does, that second call is refused (it rejects). A stage
+ * that passes a new message inward (confirmation's approved copy, made with derive()) starts
+ * that message at the depth it was given.
  */
 export function compose(stages: readonly Stage[], terminal: Next): Next {
   let next: Next = guard(stages.length, terminal);
@@ -25,11 +28,12 @@ export function compose(stages: readonly Stage[], terminal: Next): Next {
 }
 
 function guard(depth: number, run: Next): Next {
-  return function enter(message: Tracked) {
-    const reached = message[DEPTH];
-    if (reached !== undefined && reached >= depth)
+  return function enter(message: RoutedMessage) {
+    const seen = reached.get(message);
+    if (seen === undefined) reached.set(message, { depth });
+    else if (seen.depth >= depth)
       return Promise.reject(new Error('a pipeline stage called next() twice for one message'));
-    message[DEPTH] = depth;
+    else seen.depth = depth;
     return run(message);
   };
 }

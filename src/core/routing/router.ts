@@ -24,6 +24,7 @@ import { errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { answersAs } from '../pipeline/forward.js';
+import { derive, routedMessage } from '../pipeline/routedMessage.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import { StreamTransport } from '../transports/streamTransport.js';
@@ -456,27 +457,22 @@ export class Router {
     signal: Cancellation,
     requestId?: RoutedMessage['requestId'],
   ): RoutedMessage {
-    return {
+    return routedMessage({
       kind: method as MessageKind,
       direction: 'host',
       server: upstream.name,
       target: '',
       exposedName: '',
-      definition: undefined,
       arguments: params,
       params: method === 'elicitation/create' ? namedQuestion(upstream.name, params) : params,
       meta,
       requestId,
       signal,
-      onProgress: undefined,
-      record: { repairs: [] },
-      task: undefined,
       hostEra: this.modern.hostEra,
       upstreamEra: upstream.era,
-      answerAs: undefined,
       host: this.host,
       principal: this.options.principal,
-    };
+    });
   }
 
   /**
@@ -499,7 +495,7 @@ export class Router {
       arguments: { uri },
     });
     // Unsubscribing follows the stream's cancellation, so it gets a signal of its own.
-    await this.options.pipeline(subscribe ? message : { ...message, signal: new Cancellation() });
+    await this.options.pipeline(subscribe ? message : derive(message, { signal: new Cancellation() }));
     return true;
   }
 
@@ -569,25 +565,19 @@ export class Router {
         : undefined;
     const { record } = this.options;
     if (entry === undefined || record === undefined || !this.initialized) return request.fail(error);
-    const message: RoutedMessage = {
+    const message = routedMessage({
       kind: 'tools/call',
       direction: 'upstream',
       server: entry.server,
       target: entry.item.name,
       exposedName: name as string,
       definition: entry.item,
-      arguments: undefined,
-      params: undefined,
-      meta: undefined,
       signal: request,
-      onProgress: undefined,
-      record: { repairs: [] },
       hostEra: this.modern.hostEra,
       upstreamEra: this.options.pool.byName.get(entry.server)?.era,
-      answerAs: undefined,
       host: this.host,
       principal: this.options.principal,
-    };
+    });
     record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
       (outcome) => request.respond(outcome),
       () => request.fail(error),
@@ -770,10 +760,7 @@ export class Router {
   ): RoutedMessage {
     const task = this.tasks.augmentation(request.params, entry.item, request);
     const upstreamEra = this.options.pool.byName.get(entry.server)?.era;
-    // Every message the router makes has the same members in the same order, none spread in: a
-    // literal with a spread is built member by member in the runtime, and the stages' reads of
-    // messages of differing shapes go the slow way (both measured on every call).
-    return {
+    return routedMessage({
       kind: 'tools/call',
       direction: 'upstream',
       server: entry.server,
@@ -781,19 +768,17 @@ export class Router {
       exposedName: name,
       definition: entry.item,
       arguments: args,
-      params: undefined,
       meta: this.tasks.metaForUpstream(entry.server, request.meta),
       requestId: request.id,
       signal: request,
       onProgress: request.onProgress,
-      record: { repairs: [] },
       task,
       hostEra: this.modern.hostEra,
       upstreamEra,
       answerAs: answersAs(this.modern.hostEra, upstreamEra),
       host: this.host,
       principal: this.options.principal,
-    };
+    });
   }
 
   private async getPrompt(request: IncomingRequest): Promise<void> {
@@ -868,27 +853,24 @@ export class Router {
     what: { readonly params: Params | undefined; readonly arguments: Params | undefined },
   ): RoutedMessage {
     const upstreamEra = this.options.pool.byName.get(server)?.era;
-    return {
+    return routedMessage({
       kind,
       direction: 'upstream',
       server,
       target,
       exposedName,
-      definition: undefined,
       arguments: what.arguments,
       params: what.params,
       meta: this.tasks.metaForUpstream(server, request.meta),
       requestId: request.id,
       signal: request,
       onProgress: request.onProgress,
-      record: { repairs: [] },
-      task: undefined,
       hostEra: this.modern.hostEra,
       upstreamEra,
       answerAs: answersAs(this.modern.hostEra, upstreamEra),
       host: this.host,
       principal: this.options.principal,
-    };
+    });
   }
 
   // -------------------------------------------------------------------------------------------

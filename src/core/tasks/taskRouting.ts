@@ -2,6 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { HostCancelledError, InvalidParamsError, PeerRpcError, QuestionWithdrawnError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage, TaskAugmentation } from '../pipeline/types.js';
+import { derive, routedMessage } from '../pipeline/routedMessage.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
@@ -408,12 +409,11 @@ export class TaskRouting {
     // Whatever else the request says (a tasks/update's answers) goes on with the upstream's id.
     const { _meta: _meta, ...own } = request.params ?? {};
     const params = { ...own, taskId: ref.taskId };
-    const message: RoutedMessage = {
-      ...this.taskMessage(request, kind, 'upstream', ref.server, params),
+    const message = derive(this.taskMessage(request, kind, 'upstream', ref.server, params), {
       target: tool ?? '',
       exposedName: handle as string,
       definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
-    };
+    });
     const hostModern = request.shape !== undefined;
     if (upstream !== undefined && hostModern !== (upstream.era === 'modern')) {
       // The task's server speaks the other era: its task requests are translated both ways.
@@ -451,7 +451,7 @@ export class TaskRouting {
       }
       if (responses === undefined) return this.recorded(message, () => Promise.resolve(Outcome.of({})));
       const params = { taskId: ref.taskId, inputResponses: responses };
-      return this.options.pipeline({ ...message, params, arguments: params });
+      return this.options.pipeline(derive(message, { params, arguments: params }));
     }
     const outcome = this.taskResultForHost(ref, await this.polled(handle, message));
     if (kind === 'tasks/cancel') {
@@ -469,21 +469,12 @@ export class TaskRouting {
     capabilities: Params | undefined,
     polled: string | undefined,
   ): RelayContext {
-    // Copied before `message` enters the pipeline, which marks the messages it has seen.
-    const base: RoutedMessage = { ...message };
     return {
       ...(polled === 'tasks/get' && { sentAfter: this.relay.listed() }),
       handle,
       server: ref.server,
       taskId: ref.taskId,
-      send: (method, sent, signal) =>
-        this.options.pipeline({
-          ...base,
-          kind: method as MessageKind,
-          params: sent,
-          arguments: sent,
-          ...(signal !== undefined && { signal, onProgress: undefined }),
-        }),
+      send: (method, sent, signal) => this.resend(message, method, sent, signal),
       ask: (method, params, meta, signal) => this.options.ask(ref.server, method, params, signal, meta),
       capabilities,
       signal: message.signal,
@@ -510,10 +501,9 @@ export class TaskRouting {
     const upstream = this.modernServerOf(handle);
     if (ref === undefined || upstream === undefined) return undefined;
     const { taskId } = ref;
-    const message: RoutedMessage = {
-      ...this.taskMessage(undefined, 'tasks/get', 'upstream', ref.server, { taskId }),
+    const message = derive(this.taskMessage(undefined, 'tasks/get', 'upstream', ref.server, { taskId }), {
       target: this.tools.get(key(ref.server, taskId)) ?? '',
-    };
+    });
     const context = this.relayContext(
       ref,
       handle,
@@ -571,14 +561,7 @@ export class TaskRouting {
       taskId: ref.taskId,
       handle,
       hostModern,
-      send: (method, sent, signal) =>
-        this.options.pipeline({
-          ...message,
-          kind: method as MessageKind,
-          params: sent,
-          arguments: sent,
-          ...(signal !== undefined && { signal, onProgress: undefined }),
-        }),
+      send: (method, sent, signal) => this.resend(message, method, sent, signal),
       ask: (method, asked, signal) => this.options.ask(ref.server, method, asked, signal),
       signal: message.signal,
       input: this.input,
@@ -629,7 +612,7 @@ export class TaskRouting {
     const tool = this.tools.get(key(ref.server, ref.taskId));
     const upstream = this.options.upstreams().find((u) => u.name === ref.server);
     const params = { taskId: ref.taskId };
-    const message: RoutedMessage = {
+    const message = routedMessage({
       kind: 'tasks/get',
       direction: 'upstream',
       server: ref.server,
@@ -638,12 +621,9 @@ export class TaskRouting {
       definition: tool === undefined ? undefined : upstream?.tools.find((t) => t.name === tool),
       arguments: params,
       params,
-      meta: undefined,
       signal,
-      onProgress: undefined,
-      record: { repairs: [] },
       ...this.options.stamp?.(ref.server),
-    };
+    });
     const { resultType: _resultType, ...task } = (
       await this.bridge(ref, handle, 'tasks/get', message, true, undefined)
     ).result;
@@ -740,21 +720,34 @@ export class TaskRouting {
     params: Params,
   ): RoutedMessage {
     const toUpstream = direction === 'upstream';
-    return {
+    return routedMessage({
       kind,
       direction,
       server,
       target: '',
       exposedName: '',
-      definition: undefined,
       arguments: params,
       params,
       meta: toUpstream && request !== undefined ? this.metaForUpstream(server, request.meta) : undefined,
       signal: request ?? new Cancellation(),
       onProgress: toUpstream ? request?.onProgress : undefined,
-      record: { repairs: [] },
       ...this.options.stamp?.(server),
-    };
+    });
+  }
+
+  /**
+   * A request a bridge or relay makes about the task `message` is about: through the pipeline as
+   * a message of its own, with its own signal when it has one.
+   */
+  private resend(message: RoutedMessage, method: string, sent: Params, signal: Cancellation | undefined) {
+    return this.options.pipeline(
+      derive(message, {
+        kind: method as MessageKind,
+        params: sent,
+        arguments: sent,
+        ...(signal !== undefined && { signal, onProgress: undefined }),
+      }),
+    );
   }
 
   /** The handle a host must present, opened; a -32602 naming the method otherwise. */

@@ -4,6 +4,7 @@ import { DeniedError, formatMs, HostCancelledError, MissingCapabilityError } fro
 import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
 import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import { derive } from '../../core/pipeline/routedMessage.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
 import type { JsonRpcErrorObject, Params } from '../../core/protocol/jsonRpc.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
@@ -110,26 +111,10 @@ export function createConfirmationStage(options: ConfirmationOptions): Stage {
       return next(call);
     }
     // What the human approves is what runs: a frozen copy, taken before asking.
-    // Member by member: the router's call is a class instance, with fields of its own besides.
-    const approved: RoutedMessage = {
-      kind: call.kind,
-      direction: call.direction,
-      exposedName: call.exposedName,
-      server: call.server,
-      target: call.target,
-      definition: call.definition,
+    const approved = derive(call, {
       arguments: deepFreeze(structuredClone(call.arguments)),
       params: deepFreeze(structuredClone(call.params)),
-      meta: call.meta,
-      signal: call.signal,
-      onProgress: call.onProgress,
-      decision: call.decision,
-      record: call.record,
-      hostEra: call.hostEra,
-      upstreamEra: call.upstreamEra,
-      ...(call.host && { host: call.host }),
-      ...(call.principal && { principal: call.principal }),
-    };
+    });
     const why = `${decision.reason} (${describeDecision(decision)})`;
 
     for (const method of config.methods) {

@@ -3,6 +3,7 @@ import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/ap
 import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { StageName } from '../../core/pipeline/order.js';
 import type { CallRecord, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import { derive } from '../../core/pipeline/routedMessage.js';
 import type { Params } from '../../core/protocol/jsonRpc.js';
 import type { TelemetryRuntime } from './runtime.js';
 
@@ -126,7 +127,7 @@ export function createTelemetryStages(options: TelemetryStageOptions): {
       // The other side continues our CLIENT span: its traceparent replaces the sender's.
       const carrier: Params = {};
       runtime.propagator.inject(api.trace.setSpan(state.context, span), carrier, api.defaultTextMapSetter);
-      sent = { ...message, meta: { ...message.meta, ...carrier } };
+      sent = derive(message, { meta: { ...message.meta, ...carrier } });
     }
     const started = performance.now();
     let errorType: string | undefined;
