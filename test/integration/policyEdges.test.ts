@@ -1,0 +1,85 @@
+/**
+ * Policy edges through the built binary, with the SDK Client as host and a recording fixture
+ * upstream that serves any resource URI it is asked for: every spelling of a denied file meets
+ * the rule, and a denial is answered with its own JSON-RPC code, never as a gateway fault.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRecord } from '../fixtures/fixtureProcess.js';
+import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+
+/** The code a policy denial of a request other than a tool call is answered with. */
+const DENIED_CODE = -32030;
+
+describe('resource rules through the binary', () => {
+  let host: HostSession;
+  let record: string;
+
+  beforeAll(async () => {
+    const dir = tempDir();
+    record = path.join(dir, 'record.jsonl');
+    writeFileSync(
+      path.join(dir, 'policy.yaml'),
+      [
+        'default: allow',
+        'rules:',
+        '  - id: no-etc',
+        "    match: { resource: 'file:///etc/*' }",
+        '    action: deny',
+        '    reason: System files are not for the model.',
+        '',
+      ].join('\n'),
+    );
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        policies: ['policy.yaml'],
+        servers: { up: fixture(['--resources', '--record', record]) },
+      },
+      dir,
+    );
+    host = await connectHost(config);
+  });
+  afterAll(async () => {
+    await host?.close();
+  });
+
+  const refusal = async (uri: string): Promise<McpError> => {
+    const error: unknown = await host.client.readResource({ uri }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error, uri).toBeInstanceOf(McpError);
+    return error as McpError;
+  };
+
+  it.each([
+    'file:///etc/passwd',
+    'file:/etc/passwd',
+    'file:etc/passwd',
+    'file://localhost/etc/passwd',
+    'FILE://LOCALHOST./etc/passwd',
+    'file:////etc/passwd',
+    'file:///tmp/../etc/passwd',
+    'file:/srv/./../etc/%70asswd',
+  ])(
+    'denies %s by the rule, with the denial code and the rule named, never reaching the upstream',
+    async (uri) => {
+      const error = await refusal(uri);
+      expect(error.code).toBe(DENIED_CODE);
+      expect(error.message).toContain('System files are not for the model.');
+      expect(error.message).toContain('policy rule "no-etc"');
+      expect(error.data).toEqual({ 'mcp-warden/error': 'DENIED', rule: 'no-etc' });
+      // Answered before anything reached the upstream.
+      expect(readRecord(record).filter((m) => m.method === 'resources/read')).toEqual([]);
+    },
+  );
+
+  it('lets another file through to the upstream, which answers for itself', async () => {
+    const error = await refusal('file:///srv/notes.txt');
+    expect(error.code).toBe(-32002);
+    expect(readRecord(record).filter((m) => m.method === 'resources/read')).toHaveLength(1);
+  });
+});
