@@ -1,14 +1,27 @@
 /**
- * Policy edges through the built binary, with the SDK Client as host and a recording fixture
+ * Policy edges through the built binary, with the SDK Client as host. A recording fixture
  * upstream that serves any resource URI it is asked for: every spelling of a denied file meets
- * the rule, and a denial is answered with its own JSON-RPC code, never as a gateway fault.
+ * the rule, and a denial is answered with its own JSON-RPC code, never as a gateway fault. The
+ * shipped locked-down-org.yaml in front of the real filesystem server: a path that climbs out of
+ * the shared folder is never put to the user as a shared-folder write.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRecord } from '../fixtures/fixtureProcess.js';
-import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  NODE,
+  ROOT,
+  serverBin,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
 
 /** The code a policy denial of a request other than a tool call is answered with. */
 const DENIED_CODE = -32030;
@@ -81,5 +94,62 @@ describe('resource rules through the binary', () => {
     const error = await refusal('file:///srv/notes.txt');
     expect(error.code).toBe(-32002);
     expect(readRecord(record).filter((m) => m.method === 'resources/read')).toHaveLength(1);
+  });
+});
+
+describe('locked-down-org.yaml: writes to the shared folder, however the path is spelt', () => {
+  let host: HostSession;
+  const asked: string[] = [];
+
+  beforeAll(async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        policies: [path.join(ROOT, 'policies/locked-down-org.yaml')],
+        servers: { fs: { command: NODE, args: [serverBin('filesystem'), dir] } },
+      },
+      dir,
+    );
+    host = await connectHost(config, {
+      capabilities: { elicitation: { form: {} } },
+      beforeConnect: (client) => {
+        // A user who says no: what matters is whether, and what, they were asked.
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push(request.params.message);
+          return { action: 'decline' };
+        });
+      },
+    });
+  });
+  afterAll(async () => {
+    await host?.close();
+  });
+
+  it('asks the user about a write inside the folder', async () => {
+    const result = await host.client.callTool({
+      name: 'fs__write_file',
+      arguments: { path: '/srv/shared//notes/./plan.md', content: 'plan' },
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain('Declined');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('Writing to the shared project folder needs your confirmation.');
+    asked.length = 0;
+  });
+
+  it.each([
+    '/srv/shared/../../etc/cron.d/evil',
+    '/srv/shared/./../../etc/cron.d/evil',
+    '/srv//shared/../shared/../../etc/cron.d/evil',
+  ])('denies %s without asking anyone, by the catch-all rule', async (escape) => {
+    const result = await host.client.callTool({
+      name: 'fs__write_file',
+      arguments: { path: escape, content: '* * * * * root evil\n' },
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("This is not on the organisation's approved list.");
+    expect(textOf(result)).toContain('policy rule "not-approved"');
+    expect(asked).toEqual([]);
   });
 });
