@@ -16,6 +16,7 @@ import {
   fixture,
   NODE,
   ROOT,
+  runCli,
   serverBin,
   tempDir,
   textOf,
@@ -151,5 +152,41 @@ describe('locked-down-org.yaml: writes to the shared folder, however the path is
     expect(textOf(result)).toContain("This is not on the organisation's approved list.");
     expect(textOf(result)).toContain('policy rule "not-approved"');
     expect(asked).toEqual([]);
+  });
+});
+
+describe('a rule that can never match', () => {
+  it('check refuses it, and the gateway serves with a warning naming file and line, at start and on reload', async () => {
+    const dir = tempDir();
+    const policy = path.join(dir, 'policy.yaml');
+    writeFileSync(
+      policy,
+      'rules:\n  - id: no-crash\n    match: { server: upp, tool: crash }\n    action: deny\n',
+    );
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } },
+      dir,
+    );
+
+    const check = await runCli(['check', '--config', config]);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain(
+      `${policy}:2:5: rules[0].match.server: "upp" matches no server in the config`,
+    );
+
+    const host = await connectHost(config);
+    try {
+      await host.waitForStderr(
+        `policy rule can never match (mcp-warden check fails on it): ${policy}:2:5: rules[0].match.server: "upp" matches no server in the config (up); did you mean "up"?`,
+      );
+      // Served as written: the dead rule decides nothing.
+      const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } });
+      expect(result.isError).not.toBe(true);
+
+      writeFileSync(policy, 'rules:\n  - id: no-echo\n    match: { tool: "up__echo" }\n    action: deny\n');
+      await host.waitForStderr(`${policy}:2:5: rules[0].match.tool: "up__echo" is the name the host sees`);
+    } finally {
+      await host.close();
+    }
   });
 });
