@@ -184,6 +184,39 @@ describe('redaction', () => {
     expect(audit).toContain('"user":"ada"');
     expect(diagnostic).toContain('[up]: stderr: Authorization: Bearer');
   });
+
+  it('a secret in YAML text as a block scalar, on the next line, or behind a tag or an anchor is redacted', async () => {
+    const { file, config } = setup({ logResults: true });
+    const secrets = [
+      'Zq7wX9vK2mP4-block',
+      'Zq7wX9vK2mP4-folded',
+      'Zq7wX9vK2mP4-below',
+      'Zq7wX9vK2mP4-tag',
+      'Zq7wX9vK2mP4-anchor',
+    ];
+    const yaml = [
+      'db:',
+      '  host: db.internal',
+      '  password: |',
+      `    ${secrets[0]}`,
+      '  api_token: >-',
+      `    ${secrets[1]}`,
+      '  secret:',
+      `    ${secrets[2]}`,
+      `  passphrase: !!str ${secrets[3]}`,
+      `  client_secret: &shared ${secrets[4]}`,
+      '  port: 5432',
+      '',
+    ].join('\n');
+    const host = await connectHost(config);
+    await host.client.callTool({ name: 'up__echo', arguments: { text: yaml } });
+    await host.close();
+
+    const audit = readFileSync(file, 'utf8');
+    for (const secret of secrets) expect(audit).not.toContain(secret);
+    expect(audit).toContain('host: db.internal');
+    expect(audit).toContain('port: 5432');
+  });
 });
 
 describe('tamper evidence', () => {

@@ -20,7 +20,7 @@ import {
   UnknownToolError,
   WardenError,
 } from '../errors.js';
-import { errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
+import { DENIED_CODE, errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { answersAs } from '../pipeline/forward.js';
@@ -913,7 +913,10 @@ export class Router {
       return request.respond(Outcome.of(outcome.result));
     }
     const wire = requestErrorToWire(error, this.log);
-    if (message?.direction === 'host' && wire.code === RpcErrorCode.InternalError)
+    if (
+      message?.direction === 'host' &&
+      (wire.code === RpcErrorCode.InternalError || wire.code === DENIED_CODE)
+    )
       this.log.warn(`${request.method} from ${message.server}: ${wire.message}`);
     request.fail(wire);
   }
