@@ -14,7 +14,8 @@
  * servers against the allow and deny lists needs the file system and the spawner's PATH rules,
  * so it lives in core (`core/upstreams/managedServers.ts`).
  */
-import { readFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from './issues.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
@@ -24,20 +25,138 @@ import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from '
 /** The file the managed folder holds. */
 export const MANAGED_FILE_NAME = 'managed.yaml';
 
-/** The environment variable that moves the managed folder (for administrators and tests). */
+/**
+ * The environment variable that moves the managed folder. Anyone can set it (in a host entry's
+ * `env`, in a shell profile), so it is honoured only where it cannot switch managed settings off:
+ * see `locateManaged`.
+ */
 export const MANAGED_DIR_VARIABLE = 'MCP_WARDEN_MANAGED_DIR';
 
-/** Where the managed folder is on each operating system, unless the variable above says otherwise. */
-export function managedDirectory(
+/**
+ * A system location a test puts in place of the real one, by code it loads into the gateway
+ * before it starts (`node --import`). It is deliberately not an environment variable or a
+ * command-line option: whoever can load code into the process controls it whatever we check.
+ */
+const TEST_SYSTEM_DIR = Symbol.for('mcp-warden.test.systemManagedDir');
+
+/** The system folders managed settings are looked for in, most trusted first. */
+function systemDirectories(
   env: Readonly<Record<string, string | undefined>>,
-  platform = process.platform,
-): string {
+  platform: NodeJS.Platform,
+): string[] {
+  const injected = (globalThis as Record<symbol, unknown>)[TEST_SYSTEM_DIR];
+  if (typeof injected === 'string') return [path.resolve(injected)];
+  if (platform === 'darwin') return ['/Library/Application Support/mcp-warden'];
+  if (platform === 'win32') {
+    // %ProgramData% comes from the environment, which the user can change: the default place
+    // is looked at first, so pointing the variable elsewhere cannot hide a file kept there.
+    const fixed = 'C:\\ProgramData\\mcp-warden';
+    const fromEnv = path.win32.join(env.ProgramData ?? env.PROGRAMDATA ?? 'C:\\ProgramData', 'mcp-warden');
+    return fromEnv.toLowerCase() === fixed.toLowerCase() ? [fixed] : [fixed, fromEnv];
+  }
+  return ['/etc/mcp-warden'];
+}
+
+/** Where the managed settings are read from, and whether the variable was honoured or ignored. */
+export interface ManagedLocation {
+  readonly dir: string;
+  /** The folder is the one `MCP_WARDEN_MANAGED_DIR` names. */
+  readonly fromVariable: boolean;
+  /** Why `MCP_WARDEN_MANAGED_DIR` was set and ignored: said to the user, never silent. */
+  readonly ignored?: string;
+}
+
+/**
+ * Where the managed folder is. The system folder of the operating system (/etc/mcp-warden,
+ * /Library/Application Support/mcp-warden, C:\ProgramData\mcp-warden) unless
+ * `MCP_WARDEN_MANAGED_DIR` names another and one of these holds:
+ *
+ * - there is no managed file in the system folder (nothing managed to escape: a machine without
+ *   managed settings, a test, an administrator trying a file out);
+ * - the folder it names, every folder above it, and the managed file in it belong to root and
+ *   only root can change them (no write bit for others, for the group only when it is root's),
+ *   so only an administrator can have put them there. The file must exist: an override may move
+ *   the managed settings, never switch them off by pointing at an empty root-owned folder.
+ *
+ * Windows ownership (Administrators) is not checked here, so there an override is honoured only
+ * when no system file exists. Otherwise the system folder is used and `ignored` says why.
+ */
+export async function locateManaged(
+  env: Readonly<Record<string, string | undefined>>,
+  platform: NodeJS.Platform = process.platform,
+): Promise<ManagedLocation> {
+  const systems = systemDirectories(env, platform);
+  const withFile: string[] = [];
+  for (const dir of systems) if (await mayExist(path.join(dir, MANAGED_FILE_NAME))) withFile.push(dir);
+  const system = withFile[0] ?? systems[0]!;
   const set = env[MANAGED_DIR_VARIABLE];
-  if (set !== undefined && set !== '') return path.resolve(set);
-  if (platform === 'darwin') return '/Library/Application Support/mcp-warden';
-  if (platform === 'win32')
-    return path.join(env.ProgramData ?? env.PROGRAMDATA ?? 'C:\\ProgramData', 'mcp-warden');
-  return '/etc/mcp-warden';
+  if (set === undefined || set === '') return { dir: system, fromVariable: false };
+  const wanted = path.resolve(set);
+  if (withFile.length === 0 || wanted === system) return { dir: wanted, fromVariable: true };
+  const untrusted =
+    platform === 'win32'
+      ? 'on Windows a moved managed folder is honoured only while there is no system managed file'
+      : await notAdministrators(wanted);
+  if (untrusted === undefined) return { dir: wanted, fromVariable: true };
+  return {
+    dir: system,
+    fromVariable: false,
+    ignored: `${MANAGED_DIR_VARIABLE}=${set} is ignored: ${untrusted}; the managed settings in ${path.join(system, MANAGED_FILE_NAME)} are in force`,
+  };
+}
+
+/** False only when the file is surely not there: a file we cannot look at may well exist. */
+async function mayExist(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+}
+
+/**
+ * Why `dir` could have been set up by someone other than an administrator, or undefined when
+ * only root can have made it, its folders above and its managed file what they are.
+ */
+async function notAdministrators(dir: string): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await realpath(dir);
+  } catch (error) {
+    return `${dir} cannot be used (${osReason(error)})`;
+  }
+  for (let at = real; ; at = path.dirname(at)) {
+    let info: Stats;
+    try {
+      info = await stat(at);
+    } catch (error) {
+      return `${at} cannot be checked (${osReason(error)})`;
+    }
+    const found = writableByOthers(at, info, { sticky: at !== real });
+    if (found !== undefined) return found;
+    if (path.dirname(at) === at) break;
+  }
+  const file = path.join(real, MANAGED_FILE_NAME);
+  try {
+    return writableByOthers(file, await stat(file), { sticky: false });
+  } catch {
+    return `${dir} holds no ${MANAGED_FILE_NAME}, and a moved managed folder cannot switch managed settings off`;
+  }
+}
+
+/**
+ * Why a user other than root could change `file`: it is not root's, or its group (not root's)
+ * or everyone may write it. A folder above with the sticky bit (/tmp) lets nobody rename or
+ * delete what others own in it, so its write bits do not matter.
+ */
+function writableByOthers(file: string, info: Stats, options: { sticky: boolean }): string | undefined {
+  if (info.uid !== 0) return `${file} belongs to uid ${info.uid}, not root`;
+  if (options.sticky && (info.mode & 0o1000) !== 0) return undefined;
+  if ((info.mode & 0o002) !== 0) return `${file} may be written by anyone`;
+  if ((info.mode & 0o020) !== 0 && info.gid !== 0)
+    return `${file} may be written by its group (gid ${info.gid})`;
+  return undefined;
 }
 
 /**
