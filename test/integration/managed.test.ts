@@ -140,6 +140,72 @@ servers:
     );
     expect(checked.stdout).not.toContain('server "fx" is blocked');
   });
+
+  it('a denied npm package is blocked behind a shell, env or npm x too', async () => {
+    const dir = managedDir('servers:\n  deny:\n    - npm: "@modelcontextprotocol/server-filesystem"\n');
+    const config = writeConfig({
+      servers: {
+        shell: { command: 'sh', args: ['-c', 'npx -y @modelcontextprotocol/server-filesystem /tmp'] },
+        wrapped: {
+          command: 'env',
+          args: ['A=1', 'npx', '-y', '@modelcontextprotocol/server-filesystem', '/tmp'],
+        },
+        npmx: { command: 'npm', args: ['x', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+        fx: fixture(),
+      },
+    });
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    for (const name of ['shell', 'wrapped', 'npmx'])
+      expect(checked.stdout).toContain(
+        `server "${name}" is blocked by managed settings and will not be started: denied by servers.deny[0]`,
+      );
+    expect(checked.stdout).not.toContain('server "fx" is blocked');
+  });
+
+  it('an allowed npm package runs only as itself: a launcher form or env that could run other code is refused, saying why', async () => {
+    const work = tempDir();
+    const marker = path.join(work, 'user-code-ran');
+    const evil = path.join(work, 'evil.cjs');
+    writeFileSync(evil, `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    const dir = managedDir(`
+servers:
+  allow:
+    - command: node
+    - npm: "@modelcontextprotocol/server-memory"
+`);
+    const memory = '@modelcontextprotocol/server-memory';
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        fx: fixture(),
+        pkgcmd: { command: 'npx', args: ['-y', '-p', memory, 'node', evil] },
+        alias: { command: 'npx', args: ['-y', `${memory}@npm:left-pad`] },
+        registry: {
+          command: 'npx',
+          args: ['-y', memory],
+          env: { npm_config_registry: 'http://127.0.0.1:9/' },
+        },
+        preload: { command: 'npx', args: ['-y', memory], env: { NODE_OPTIONS: `--require ${evil}` } },
+        nodeopt: { command: 'npx', args: ['-y', `--node-options=--require=${evil}`, memory] },
+      },
+    });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    const instructions = host.client.getInstructions() ?? '';
+    const reason = (name: string) =>
+      new RegExp(
+        `server "${name}" is blocked by managed settings: not on the allow list of [^\\n]*\\(servers\\.allow\\): ([^\\n]*)`,
+      ).exec(instructions)?.[1];
+    expect(reason('pkgcmd')).toContain('runs the command "node"');
+    expect(reason('alias')).toContain('is not a npm package name with a version');
+    expect(reason('registry')).toContain('npm_config_registry');
+    expect(reason('preload')).toContain('NODE_OPTIONS');
+    expect(reason('nodeopt')).toContain('--node-options runs node with options of its own');
+    // The other server still starts and serves.
+    const called = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'still here' } });
+    expect(textOf(called)).toContain('still here');
+    expect(existsSync(marker)).toBe(false);
+  });
 });
 
 describe('managed audit minimums and locks', () => {
