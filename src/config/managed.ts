@@ -20,6 +20,7 @@ import path from 'node:path';
 import { ConfigError, type ConfigIssue } from './issues.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
+import { parseDuration } from './duration.js';
 import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
 
 /** The file the managed folder holds. */
@@ -653,8 +654,88 @@ export function applyManagedToData(
       });
     setAtPath(out, locked.path, structuredClone(locked.value));
     managedPaths.set(dotted, locked.line);
+    lockServerEntries(out, locked, where(`lock.${dotted}`, locked.line), refusals);
   }
   return { data: out, managedPaths, managedSinks, refusals, errors };
+}
+
+/**
+ * How a gateway setting that a server entry (or its tools) may also set is held under a lock.
+ * A server value may only be stricter than the managed one: a shorter timeout, validation on;
+ * anything else (a longer timeout, validation off, another repair) is refused and the managed
+ * value used, loudly, as at the gateway level. Stricter values stay, since they take nothing
+ * from what the organisation asked for.
+ */
+const SERVER_LEVEL_LOCKS: Readonly<Record<string, 'shorter' | 'true' | 'same'>> = {
+  timeout: 'shorter',
+  maxTimeout: 'shorter',
+  validateArguments: 'true',
+  'repair.textForStructured': 'same',
+  'repair.invalidStructured': 'same',
+  'repair.structuredFromText': 'same',
+  'repair.missingStructured': 'same',
+};
+
+function lockServerEntries(
+  out: Record<string, unknown>,
+  locked: LockedSetting,
+  where: string,
+  refusals: { path: KeyPath; message: string }[],
+): void {
+  if (locked.path[0] !== 'gateway') return;
+  const key = locked.path.slice(1);
+  const rule = SERVER_LEVEL_LOCKS[key.join('.')];
+  if (rule === undefined) return;
+  const lockedMs = rule === 'shorter' ? durationMs(locked.value, false) : undefined;
+  const allowed = (user: unknown, bareIsMs: boolean): boolean => {
+    if (sameValue(user, locked.value)) return true;
+    if (rule === 'true') return user === true;
+    if (rule === 'same') return false;
+    const userMs = durationMs(user, bareIsMs);
+    // A value that is no duration is the schema's to report, at its line.
+    return userMs === undefined || lockedMs === undefined || userMs <= lockedMs;
+  };
+  const hold = (entry: Record<string, unknown>, at: KeyPath, bareIsMs: boolean, what: string) => {
+    const user = valueAtPath(entry, at.slice(2) as string[]);
+    if (user === undefined || allowed(user, bareIsMs)) return;
+    refusals.push({
+      path: at,
+      message: `refused: ${what} ${JSON.stringify(user)} would ${rule === 'shorter' ? 'outlast' : 'undo'} ${where}, which locks it to ${JSON.stringify(locked.value)}; ${JSON.stringify(locked.value)} is used instead${rule === 'shorter' ? ' (a shorter value may be set here)' : rule === 'true' ? ' (only true may be set here)' : ''}`,
+    });
+    setAtPath(entry, at.slice(2) as string[], structuredClone(locked.value));
+  };
+  for (const section of ['servers', 'mcpServers']) {
+    const servers = asRecord(out[section]);
+    if (servers === undefined) continue;
+    for (const [name, value] of Object.entries(servers)) {
+      const entry = asRecord(value);
+      if (entry === undefined) continue;
+      // Claude Code's files give a server's timeout in milliseconds, as bare numbers.
+      const bareIsMs = section === 'mcpServers' && key[0] === 'timeout';
+      hold(entry, [section, name, ...key], bareIsMs, `server "${name}" ${key.join('.')}`);
+      // A per-tool timeout is a timeout too: it may not outlast a locked one either.
+      const timeouts = asRecord(asRecord(entry.tools)?.timeouts);
+      if (key[0] === 'timeout' && timeouts !== undefined)
+        for (const glob of Object.keys(timeouts))
+          hold(
+            entry,
+            [section, name, 'tools', 'timeouts', glob],
+            false,
+            `server "${name}" tools.timeouts "${glob}"`,
+          );
+    }
+  }
+}
+
+/** Milliseconds of a duration as written in a config, or undefined when it is none. */
+function durationMs(value: unknown, bareIsMs: boolean): number | undefined {
+  if (typeof value === 'number') return bareIsMs || value === 0 ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  try {
+    return parseDuration(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Re-points the problems found in managed values at the managed file, where they were written. */

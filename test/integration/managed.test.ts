@@ -274,6 +274,60 @@ lock:
     );
   });
 
+  it('a server entry cannot undo a gateway lock: validation stays on and a longer timeout is cut to the managed one, with file:line', async () => {
+    const dir = managedDir(`
+lock:
+  gateway:
+    validateArguments: true
+    timeout: 800ms
+    repair:
+      invalidStructured: error
+`);
+    const config = writeConfig(
+      [
+        'gateway:',
+        '  startupTimeout: 5s',
+        'servers:',
+        '  fx:',
+        `    command: ${NODE}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '    validateArguments: false',
+        '    timeout: 60s',
+        '    repair:',
+        '      invalidStructured: "off"',
+        '    tools:',
+        '      timeouts:',
+        '        hang: 90s',
+        '        echo: 200ms',
+        '',
+      ].join('\n'),
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const managedFile = path.join(dir, 'managed.yaml');
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:7:24: servers.fx.validateArguments: refused: server "fx" validateArguments false would undo ${managedFile}:4 lock.gateway.validateArguments, which locks it to true; true is used instead (only true may be set here)`,
+    );
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:8:14: servers.fx.timeout: refused: server "fx" timeout "60s" would outlast ${managedFile}:5 lock.gateway.timeout, which locks it to "800ms"; "800ms" is used instead (a shorter value may be set here)`,
+    );
+    expect(checked.stdout).toContain(
+      'servers.fx.tools.timeouts.hang: refused: server "fx" tools.timeouts "hang" "90s" would outlast',
+    );
+    expect(checked.stdout).toContain('servers.fx.repair.invalidStructured: refused');
+    // A shorter one narrows the managed value and stays.
+    expect(checked.stdout).not.toContain('tools.timeouts.echo');
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    await host.waitForStderr('servers.fx.validateArguments: refused');
+    const invalid = await host.client.callTool({ name: 'fx__add', arguments: { a: 'one', b: 2 } });
+    expect(textOf(invalid)).toContain('Invalid arguments for tool "add" on server "fx"');
+    const slow = await host.client.callTool({ name: 'fx__hang', arguments: {} });
+    expect(textOf(slow)).toMatch(/timed out: no answer or progress for 800 ?ms/);
+  });
+
   it('an invalid locked value is reported at the managed file and stops the gateway', async () => {
     const dir = managedDir('lock:\n  confirmation:\n    timeout: 20\n');
     const config = writeConfig('servers:\n  fx:\n    command: node\n');
