@@ -21,6 +21,7 @@ import { ConfigError, type ConfigIssue } from './issues.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { parseDuration } from './duration.js';
+import type { AuditConfig } from './types.js';
 import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
 
 /** The file the managed folder holds. */
@@ -735,6 +736,80 @@ function durationMs(value: unknown, bareIsMs: boolean): number | undefined {
     return parseDuration(value);
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Words every audit trail is made of (record types, decisions, tool and server names): a
+ * redaction pattern that matches one of them blanks the trail, not a secret in it.
+ */
+const TRAIL_WORDS = [
+  'call',
+  'call_start',
+  'server_blocked',
+  'tools/call',
+  'allow',
+  'deny',
+  'echo',
+  'read_file',
+  'github',
+];
+
+/**
+ * What the user's audit settings may not do to a trail the managed settings ask for. The trail
+ * is the organisation's record, so under a managed `audit:` section:
+ *
+ * - a user redaction pattern that matches the words every trail is made of (`[\s\S]+`, `\w+`)
+ *   would blank the records, in the file and at the managed sinks: it is refused and not used;
+ * - rotation may not keep less than the default retention (`maxSize` 50 MiB, `maxFiles` 5):
+ *   smaller values would delete required records within minutes, so they are refused and the
+ *   default used. Larger values keep more and stay.
+ *
+ * Each refusal names the user's key; the managed file and line say who asks.
+ */
+export function holdManagedTrail(
+  audit: AuditConfig,
+  managed: ManagedSettings,
+  floor: { readonly maxBytes: number; readonly maxFiles: number },
+): { audit: AuditConfig; refusals: { path: KeyPath; message: string }[] } {
+  if (managed.audit === undefined) return { audit, refusals: [] };
+  const firstLine = Math.min(...Object.values(managed.audit.lines));
+  const where = `${managed.file}:${Number.isFinite(firstLine) ? firstLine : 0} audit`;
+  const refusals: { path: KeyPath; message: string }[] = [];
+  const patterns = audit.redact.patterns.filter((pattern, index) => {
+    const word = TRAIL_WORDS.find((w) => matchesWord(pattern, w));
+    if (word === undefined) return true;
+    refusals.push({
+      path: ['audit', 'redact', 'patterns', index],
+      message: `refused: the redaction pattern "${pattern}" also matches "${word}", a word every audit record is made of, so it would blank the trail ${where} requires; it is not used (a pattern must match the secret only)`,
+    });
+    return false;
+  });
+  const kept = { ...audit, redact: { ...audit.redact, patterns } };
+  if (audit.maxBytes < floor.maxBytes) {
+    refusals.push({
+      path: ['audit', 'maxSize'],
+      message: `refused: rotating at ${audit.maxBytes} bytes would delete records the trail ${where} requires; the default ${floor.maxBytes} bytes is used (a larger size may be set)`,
+    });
+    kept.maxBytes = floor.maxBytes;
+  }
+  if (audit.maxFiles < floor.maxFiles) {
+    refusals.push({
+      path: ['audit', 'maxFiles'],
+      message: `refused: keeping ${audit.maxFiles} rotated file(s) would delete records the trail ${where} requires; the default ${floor.maxFiles} is used (more may be kept)`,
+    });
+    kept.maxFiles = floor.maxFiles;
+  }
+  return { audit: kept, refusals };
+}
+
+/** Whether a redaction pattern (`text` or `/text/flags`) matches in `word`; an invalid one is the redactor's to report. */
+function matchesWord(pattern: string, word: string): boolean {
+  const literal = /^\/(.+)\/([a-z]*)$/s.exec(pattern);
+  try {
+    return new RegExp(literal?.[1] ?? pattern, (literal?.[2] ?? '').replace(/[^imsu]/g, '')).test(word);
+  } catch {
+    return false;
   }
 }
 

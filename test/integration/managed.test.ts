@@ -338,6 +338,74 @@ lock:
   });
 });
 
+describe('the managed trail against user audit settings', () => {
+  it('a redaction pattern matching everything and a tiny rotation are refused: every record is kept, readable, also at the sink', async () => {
+    const receiver = await startOtlpReceiver();
+    receivers.push(receiver);
+    const work = tempDir();
+    const trail = path.join(work, 'org-audit.jsonl');
+    const dir = managedDir(`
+audit:
+  required: true
+  file: ${trail}
+  sinks:
+    - name: org-siem
+      type: otlp
+      endpoint: ${receiver.endpoint}/v1/logs
+`);
+    const config = writeConfig(
+      [
+        'gateway:',
+        '  startupTimeout: 5s',
+        'audit:',
+        `  file: ${trail}`,
+        '  maxSize: 1KiB',
+        '  maxFiles: 1',
+        '  redact:',
+        "    patterns: ['[\\s\\S]+', 'sk-live-[a-z0-9]+']",
+        'servers:',
+        '  fx:',
+        `    command: ${NODE}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '',
+      ].join('\n'),
+      work,
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(0);
+    const managedFile = path.join(dir, 'managed.yaml');
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:8:16: audit.redact.patterns[0]: refused: the redaction pattern "[\\s\\S]+" also matches "call", a word every audit record is made of, so it would blank the trail ${managedFile}:3 audit requires`,
+    );
+    expect(checked.stdout).toMatch(
+      /proxy\.config\.yaml:5:\d+: audit\.maxSize: refused: rotating at 1024 bytes would delete records/,
+    );
+    expect(checked.stdout).toMatch(
+      /proxy\.config\.yaml:6:\d+: audit\.maxFiles: refused: keeping 1 rotated file\(s\) would delete records/,
+    );
+    expect(checked.stdout).not.toContain('patterns[1]');
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    for (let i = 0; i < 30; i += 1)
+      await host.client.callTool({ name: 'fx__echo', arguments: { text: `note ${i} sk-live-abc123` } });
+    await host.close();
+    const calls = readAudit(trail).filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(30);
+    expect(calls.every((r) => r.tool === 'fx__echo' && r.upstreamTool === 'echo' && r.server === 'fx')).toBe(
+      true,
+    );
+    // The user's other pattern, which matches a secret only, still applies.
+    expect(JSON.stringify(calls)).not.toContain('sk-live-abc123');
+    await expect
+      .poll(() => shippedRecords(receiver).filter((r) => r.type === 'call' && r.tool === 'fx__echo').length, {
+        timeout: 10_000,
+      })
+      .toBe(30);
+  });
+});
+
 describe('managed audit sinks', () => {
   it('a managed sink gets the records though the user config says nothing of it; a user entry that redirects it is refused', async () => {
     const receiver = await startOtlpReceiver();
