@@ -113,6 +113,8 @@ servers:
     expect(checked.code).toBe(0);
     expect(checked.stdout).toContain('server "remote" is blocked by managed settings');
     expect(checked.stdout).toContain(`layers: managed ${path.join(dir, 'managed.yaml')}`);
+    // Administrators are reminded that the host's own server list must be locked too.
+    expect(checked.stdout).toContain("lock each host's own server list too");
   });
 
   it('a denied npm package is blocked whatever version or launcher flags are written', async () => {

@@ -102,6 +102,7 @@ describe.skipIf(!asRoot)('MCP_WARDEN_MANAGED_DIR set by the user', () => {
       `managed settings from ${moved}/managed.yaml (set by MCP_WARDEN_MANAGED_DIR)`,
     );
     expect(result.stdout).toContain('allow: none (every server is blocked)');
+    expect(result.stdout).toContain("lock each host's own server list too");
   });
 
   it('is honoured wherever it points when the machine has no managed settings', async () => {
