@@ -15,7 +15,7 @@ import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js'
 import { createSessionIds, type SessionIds } from './sessionIds.js';
 import { SessionTransport } from './sessionTransport.js';
 
-/** What the listener needs of a host connection the gateway serves (gateway.ts `Connection`). */
+/** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
   readonly beforeWrite: () => void;
   /** Whether `requestState` continues one of this connection's calls waiting for a host's retry. */

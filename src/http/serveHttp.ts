@@ -3,7 +3,7 @@ import type { Logger } from '../core/logger.js';
 import { NotServingError } from '../core/errors.js';
 import { principalKey } from '../core/principal.js';
 import { TaskMemory } from '../core/tasks/taskRouting.js';
-import type { Gateway } from '../gateway.js';
+import type { Gateway } from '../gateway/gateway.js';
 import { startListener, type Listener } from './listener.js';
 import { createStatelessDispatch } from './stateless.js';
 

@@ -23,7 +23,7 @@ import type { MessageExtra, MessageTransport, OutgoingMessage } from '../../src/
 import { openAuditLog, type AuditLog } from '../../src/features/audit/auditWriter.js';
 import { createRedactor } from '../../src/features/audit/redact.js';
 import { loadPolicies } from '../../src/features/policy/loadPolicies.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
+import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
 
 /**
  * One end of an in-memory connection. Messages cross as text, as they would over a pipe, so the

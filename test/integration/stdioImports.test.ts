@@ -39,7 +39,7 @@ describe('a stdio gateway', () => {
     host = undefined;
     const loaded = readFileSync(imports, 'utf8');
     const own = ownModulesLoaded(loaded);
-    expect(own).toContain('dist/gateway.js');
+    expect(own).toContain('dist/gateway/gateway.js');
     expect(own.filter((module) => module.startsWith('dist/http/'))).toEqual([]);
     for (const module of [
       '/node_modules/jose/',

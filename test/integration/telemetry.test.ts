@@ -273,7 +273,7 @@ describe('with telemetry off', () => {
 
   it('loads no OpenTelemetry module at all (and with it on, it does)', async () => {
     const off = await importsWhileServing(undefined);
-    expect(ownModulesLoaded(off)).toContain('dist/gateway.js');
+    expect(ownModulesLoaded(off)).toContain('dist/gateway/gateway.js');
     expect(off).not.toContain('@opentelemetry');
     // A section with every signal off loads nothing either.
     expect(await importsWhileServing({ traces: false, metrics: false })).not.toContain('@opentelemetry');

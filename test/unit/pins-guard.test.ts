@@ -281,7 +281,7 @@ describe('the pins stage', () => {
 
 describe('the call pipeline with and without pins', () => {
   it('has a pins stage, right inside audit, only when the config has pins:', async () => {
-    const { buildPipelineStages } = await import('../../src/gateway.js');
+    const { buildPipelineStages } = await import('../../src/gateway/features.js');
     const { parseConfigText } = await import('../../src/config/load.js');
     const { createPolicyEngine } = await import('../../src/features/policy/index.js');
     const base = 'audit: { file: a.jsonl }\nservers:\n  fx: { command: x }\n';

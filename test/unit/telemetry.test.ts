@@ -23,7 +23,7 @@ import { compose } from '../../src/core/pipeline/compose.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
-import { pipelineStages } from '../../src/gateway.js';
+import { pipelineStages } from '../../src/gateway/features.js';
 import { createTelemetry } from '../../src/features/telemetry/feature.js';
 import { createInstruments } from '../../src/features/telemetry/instruments.js';
 import { protocolFor } from '../../src/features/telemetry/sdk.js';

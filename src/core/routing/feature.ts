@@ -5,8 +5,8 @@ import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../upstreams/up
 
 /**
  * What a feature contributes to the gateway. Each feature folder exports one factory,
- * `create<Feature>(config, deps)`, that returns this; `gateway.ts` folds them together and is the
- * only module that knows every feature. Every member is optional.
+ * `create<Feature>(config, deps)`, that returns this; `gateway/features.ts` folds them together
+ * and is the only module that knows every feature. Every member is optional.
  */
 export interface Feature {
   /** Its stage, placed by name at its position in STAGE_ORDER (core/pipeline/order.ts). */

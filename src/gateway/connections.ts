@@ -1,0 +1,151 @@
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig, WardenConfig } from '../config/types.js';
+import { rebuildCatalogs, type Catalogs, type ListedItem } from '../core/catalog/catalogs.js';
+import { NamedCatalog } from '../core/catalog/namedCatalog.js';
+import { ResourceCatalog } from '../core/catalog/resourceCatalog.js';
+import type { Logger } from '../core/logger.js';
+import type { Principal } from '../core/principal.js';
+import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
+import {
+  isolatedServers,
+  loggerFor,
+  PrincipalPools,
+  sharedServers,
+  type PrincipalView,
+} from '../core/upstreams/principalPools.js';
+import type { ListKind } from '../core/upstreams/upstream.js';
+import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
+import type { Connection, Scope } from './hosts.js';
+import { upstreamHooks, type UpstreamHookDeps } from './upstreamHooks.js';
+
+/** What a reload may change: every list the host sees. */
+export const ALL_LISTS = ['tools', 'prompts', 'resources', 'resourceTemplates'] as const;
+
+export interface UpstreamConnectionsOptions {
+  readonly config: WardenConfig;
+  readonly logger: Logger;
+  /** Upstream processes already spawned for this config (`spawnEarly`), to be taken over. */
+  readonly early?: EarlyStart;
+  /** Every host connection the gateway serves. */
+  readonly connections: Set<Connection>;
+  /** Who the shared pool's lifecycle records are written for. */
+  readonly principal: Principal;
+  readonly hooks: UpstreamHookDeps;
+  /** What the host's lists show, and the definitions served for an upstream's tools. */
+  readonly lists: {
+    readonly listed: (item: ListedItem) => boolean;
+    readonly served: (server: string, tools: readonly Tool[], runsTasks: boolean) => readonly Tool[];
+  };
+  /** Every configured server as the managed settings in force let it run or block it. */
+  readonly servers: () => readonly ServerConfig[];
+}
+
+/**
+ * The upstreams the gateway runs and the lists made from them: one pool every principal shares
+ * and, with an HTTP listener, each principal's own processes of the isolated servers (see
+ * principalPools.ts), each with the lists its principal's connections see.
+ */
+export class UpstreamConnections {
+  readonly pool: UpstreamPool;
+  readonly principalPools: PrincipalPools | undefined;
+  /**
+   * Every connection's view of the upstreams and its lists, when no server is per principal.
+   * Otherwise no connection uses it (each has its principal's), and its lists hold the shared
+   * servers only.
+   */
+  readonly main: Scope;
+  private readonly scopes = new WeakMap<PrincipalView, Scope>();
+
+  constructor(private readonly options: UpstreamConnectionsOptions) {
+    const { config } = options;
+    const isolated = config.listen === undefined ? [] : isolatedServers(config.servers);
+    this.pool = new UpstreamPool({
+      config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config) },
+      ...(options.early && { early: options.early }),
+      ...upstreamHooks(options.hooks, {
+        connections: () => options.connections,
+        relist: (kinds) => this.relistAll(kinds),
+        principal: options.principal,
+      }),
+    });
+    this.main = {
+      view: this.pool,
+      catalogs: this.newCatalogs(),
+      connections: isolated.length === 0 ? options.connections : new Set(),
+    };
+    this.principalPools =
+      isolated.length === 0
+        ? undefined
+        : new PrincipalPools({
+            servers: config.servers,
+            shared: this.pool,
+            limits: config.listen!.perPrincipal,
+            logger: options.logger,
+            makePool: (view) => this.principalPool(view),
+          });
+  }
+
+  /** The scope of a connection made by `principal`, and its principal's view when it has one. */
+  scopeFor(principal: Principal): { readonly scope: Scope; readonly view: PrincipalView | undefined } {
+    const view = this.principalPools?.view(principal);
+    return { scope: view === undefined ? this.main : this.scopeOf(view), view };
+  }
+
+  /** Every scope: the shared one and each principal's. */
+  all(): Scope[] {
+    return [this.main, ...(this.principalPools?.all.map((view) => this.scopeOf(view)) ?? [])];
+  }
+
+  /** Rebuilds `kinds` of every scope's lists, telling each connection whose lists changed. */
+  relistAll(kinds: readonly ListKind[]): void {
+    for (const scope of this.all()) this.relist(scope, kinds);
+  }
+
+  relist(scope: Scope, kinds: readonly ListKind[]): void {
+    const changed = rebuildCatalogs(scope.catalogs, scope.view.upstreams, kinds, this.options.lists);
+    if (changed.length > 0) for (const c of scope.connections) c.router.listsChanged(changed);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.pool.stop(), this.principalPools?.stop()]);
+  }
+
+  /** The connections, view and lists of one principal (its own processes' tools among them). */
+  private scopeOf(view: PrincipalView): Scope {
+    let scope = this.scopes.get(view);
+    if (scope === undefined) {
+      scope = { view, catalogs: this.newCatalogs(), connections: new Set() };
+      this.scopes.set(view, scope);
+      rebuildCatalogs(scope.catalogs, view.upstreams, ALL_LISTS, this.options.lists);
+    }
+    return scope;
+  }
+
+  private newCatalogs(): Catalogs {
+    const { naming } = this.options.config.gateway;
+    const warn = (warning: string) => this.options.logger.warn(warning);
+    return {
+      tools: new NamedCatalog<Tool>('tools', naming, warn),
+      prompts: new NamedCatalog<Prompt>('prompts', naming, warn),
+      resources: new ResourceCatalog(warn),
+    };
+  }
+
+  /**
+   * One principal's own processes of the isolated servers: what they send reaches only that
+   * principal's connections, and their lifecycle records name that principal.
+   */
+  private principalPool(view: PrincipalView): UpstreamPool {
+    return new UpstreamPool({
+      config: { ...this.options.config, servers: isolatedServers(this.options.servers()) },
+      children: this.pool.children,
+      ...upstreamHooks(this.options.hooks, {
+        view,
+        logger: loggerFor(this.options.logger, view.principal),
+        connections: () => this.scopeOf(view).connections,
+        relist: (kinds) => this.relist(this.scopeOf(view), kinds),
+        principal: view.principal,
+      }),
+    });
+  }
+}

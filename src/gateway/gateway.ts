@@ -1,0 +1,428 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import type { ServerConfig, WardenConfig } from '../config/types.js';
+import { definitionRevision } from '../core/catalog/definitionCheck.js';
+import type { NamedCatalog } from '../core/catalog/namedCatalog.js';
+import { loggedDefinitions } from '../core/catalog/servedDefinitions.js';
+import type { LifecycleEvent } from '../core/events.js';
+import type { Logger } from '../core/logger.js';
+import type { RoutedMessage } from '../core/pipeline/types.js';
+import { osPrincipal, type Principal } from '../core/principal.js';
+import type { Feature } from '../core/routing/feature.js';
+import type { MessageTransport } from '../core/rpc/transport.js';
+import { TaskHandles } from '../core/tasks/handles.js';
+import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
+import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
+import type { AuditLog } from '../features/audit/auditWriter.js';
+import type { Redactor } from '../features/audit/redact.js';
+import type { PinSet } from '../features/pins/pinFile.js';
+import { fileSha256 } from '../features/policy/feature.js';
+import type { PolicySet } from '../features/policy/types.js';
+import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
+import { ALL_LISTS, UpstreamConnections } from './connections.js';
+import {
+  buildFeatures,
+  managedPipeline,
+  visible,
+  type FeatureDependencies,
+  type LifecycleEventWithoutSession,
+  type ManagedPipeline,
+} from './features.js';
+import { askHost, hostConnections } from './hostConnection.js';
+import { firstOf, type Connection, type ConnectOptions, type HostConnections } from './hosts.js';
+
+export interface GatewayOptions {
+  readonly config: WardenConfig;
+  readonly logger: Logger;
+  /**
+   * The host connection (stdin/stdout in production, in-memory in tests); absent when hosts
+   * connect only over HTTP (see `Gateway.connect`).
+   */
+  readonly host?: MessageTransport;
+  /** Who the process-wide principal is (the stdio host, the gateway's own records); default the OS user. */
+  readonly principal?: Principal;
+  readonly version: string;
+  /** The policies loaded at start (an invalid set never gets this far). */
+  readonly policies: PolicySet;
+  /** Redacts what the gateway shows or records (confirmation questions, audit records). */
+  readonly redactor: Redactor;
+  /** The audit trail, opened by the caller when the config has `audit:`. */
+  readonly audit?: AuditLog;
+  /** This process's session id (its audit writer's records carry it too); default a fresh one. */
+  readonly session?: string;
+  /**
+   * On close, how long calls in flight may take to finish on their own before their upstreams
+   * are stopped (which fails them). Shutdown must end within 2 s. Default 500 ms.
+   */
+  readonly shutdownGraceMs?: number;
+  /** Upstream processes already spawned for this config (`spawnEarly`), to be taken over. */
+  readonly early?: EarlyStart;
+  /**
+   * The pins file as read at start, when the config has `pins:` (the CLI refuses to start with
+   * an invalid one). Absent: the gateway reads it itself.
+   */
+  readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
+  /**
+   * A connection to an upstream instead of starting it as configured (undefined: start it). For
+   * embedding the gateway in-process: tests connect in-memory servers this way.
+   */
+  readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+  /** The started OpenTelemetry SDK, when the config has `telemetry:` (see features/telemetry/sdk.ts). */
+  readonly telemetry?: TelemetryRuntime;
+}
+
+export interface Gateway {
+  readonly pool: UpstreamPool;
+  readonly tools: NamedCatalog<Tool>;
+  /**
+   * Serves one more host connection (an HTTP session) made by `principal`, beside the one given
+   * as `host`. Config, policies, audit, features and upstreams are shared; the connection has
+   * its own peer, host session and router. Close it through the returned connection.
+   */
+  connect(transport: MessageTransport, principal: Principal, options?: ConnectOptions): Connection;
+  start(): Promise<void>;
+  /** Answers or fails what is in flight, stops every upstream, flushes the host connection. */
+  close(reason?: string): Promise<void>;
+  /** Synchronous last resort: kill every child process group now. */
+  killChildrenNow(): void;
+  /**
+   * Puts a changed `managed.yaml` in force while serving: its policy files (loaded first, for the
+   * next call), and which servers may run (`servers`: every configured server, in config order,
+   * with `blockedByManaged` as the new settings say). A server now blocked is stopped, its items
+   * leave the host's lists and it is audited as `server_blocked`; one now allowed is started.
+   * Throws `ConfigError` when the new policy files cannot be used: then nothing changes.
+   */
+  applyManaged(next: ManagedChange): Promise<void>;
+}
+
+/** What a valid edit of the managed settings changes while serving (see `Gateway.applyManaged`). */
+export interface ManagedChange {
+  readonly policies: readonly string[];
+  readonly servers: readonly ServerConfig[];
+  /**
+   * The config with the new managed locks and audit minimums in place (the user's file as read
+   * at start): the settings the pipeline reads per call (argument validation, confirmation,
+   * time limits, result repair, the audit's `onFailure`) follow it from the next call on.
+   */
+  readonly settings?: WardenConfig;
+}
+
+export type { Connection, ConnectOptions } from './hosts.js';
+
+/** What a gateway changes while it serves. */
+interface ServingState {
+  /** Every configured server as the managed settings in force let it run or block it. */
+  servers: readonly ServerConfig[];
+  managedPolicies: readonly string[];
+  /** The audit's `onFailure` in force: a managed edit may tighten it (or let it go back). */
+  auditMode: NonNullable<WardenConfig['audit']>['onFailure'] | undefined;
+  closing?: Promise<void>;
+}
+
+/** The parts of one gateway, as its start, close and managed edits use them. */
+interface Parts {
+  readonly options: GatewayOptions;
+  readonly record: Recorder;
+  readonly features: readonly Feature[];
+  readonly policy: ReturnType<typeof buildFeatures>['policy'];
+  readonly pipeline: ManagedPipeline;
+  readonly upstreams: UpstreamConnections;
+  readonly hosts: HostConnections;
+  readonly state: ServingState;
+  readonly startedAt: number;
+}
+
+type Recorder = (event: LifecycleEventWithoutSession, principal?: Principal) => void;
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const { config, logger, audit } = options;
+  /** One id per gateway process: every audit record of this session carries it. */
+  const session = options.session ?? randomUUID();
+  /** Who the gateway's own records (start, stop, upstreams, config) are written for. */
+  const principal = options.principal ?? osPrincipal();
+  const record = recorder(audit, session, principal);
+  const hosts: HostConnections = { all: new Set(), lastUser: new Map(), overHttp: new WeakSet() };
+  const state: ServingState = {
+    servers: config.servers,
+    managedPolicies: config.managed?.policies ?? [],
+    auditMode: config.audit?.onFailure,
+  };
+  const { features, policy, settingsFeatures } = buildFeatures(
+    featureDependencies(options, { record, session, principal, hosts, state }),
+  );
+  const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
+  const upstreams = new UpstreamConnections({
+    config,
+    logger,
+    ...(options.early && { early: options.early }),
+    connections: hosts.all,
+    principal,
+    hooks: {
+      logger,
+      version: options.version,
+      features,
+      lastUser: hosts.lastUser,
+      ...(audit && { record }),
+      ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
+    },
+    lists,
+    servers: () => state.servers,
+  });
+  const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
+  const connect = hostConnections({
+    config,
+    logger,
+    version: options.version,
+    hosts,
+    upstreams,
+    features,
+    stages: pipeline.stages,
+    // One key for the process's task handles: each handle names its owner, which is what keeps
+    // connections apart, and one key lets every stateless request of a principal open its tasks.
+    taskHandles: new TaskHandles(),
+    ...notServedNotes(config.gateway.naming.separator, () => state.servers),
+    revisionKnown: lists.revisionKnown,
+  });
+  const relist = () => upstreams.relistAll(ALL_LISTS);
+  const watchers = features.flatMap((f) =>
+    f.watch ? [f.watch({ upstreams: () => upstreams.pool.upstreams, relist })] : [],
+  );
+  if (options.host !== undefined) connect(options.host, principal, { taskOwner: session });
+  const parts: Parts = {
+    options,
+    record,
+    features,
+    policy,
+    pipeline,
+    upstreams,
+    hosts,
+    state,
+    startedAt: Date.now(),
+  };
+  return {
+    pool: upstreams.pool,
+    tools: upstreams.main.catalogs.tools,
+    connect: (transport, who, connectOptions) => {
+      const connection = connect(transport, who, connectOptions);
+      hosts.overHttp.add(connection.router.host);
+      return connection;
+    },
+    start: () => start(parts),
+    close: (reason = 'closed') => (state.closing ??= close(parts, watchers, reason)),
+    killChildrenNow: () => upstreams.pool.killAllNow(),
+    applyManaged: (next) => applyManaged(parts, next, relist),
+  };
+}
+
+/**
+ * Writes the gateway's own records. Lifecycle records never stop the gateway: in `block` mode
+ * the audit stage refuses calls, but a start, exit or reload must still happen (the writer
+ * reports the failure itself).
+ */
+function recorder(audit: AuditLog | undefined, session: string, processPrincipal: Principal): Recorder {
+  return (event, principal = processPrincipal) => {
+    try {
+      audit?.append({ ...event, session, principal } as LifecycleEvent);
+    } catch {
+      // Already reported through the audit log's onStatus; calls are refused by the audit stage.
+    }
+  };
+}
+
+/** What the features are given: the gateway's questions, records and per-call facts. */
+function featureDependencies(
+  options: GatewayOptions,
+  gateway: {
+    readonly record: Recorder;
+    readonly session: string;
+    readonly principal: Principal;
+    readonly hosts: HostConnections;
+    readonly state: ServingState;
+  },
+): FeatureDependencies {
+  const { config, audit, hosts } = { ...options, ...gateway };
+  /** The host a call came from, or the one an upstream is told about: the first one set up. */
+  const hostOf = (call: RoutedMessage) => call.host ?? firstOf(hosts.all)?.router.host;
+  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
+  return {
+    config,
+    logger: options.logger,
+    policies: options.policies,
+    askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
+    redact: (value) => options.redactor.redactValue(value),
+    record: gateway.record,
+    ...(audit && {
+      audit: {
+        log: audit,
+        session: gateway.session,
+        principal: gateway.principal,
+        client: (call: RoutedMessage) => hostOf(call)?.info,
+        onFailure: () => gateway.state.auditMode ?? 'block',
+      },
+    }),
+    ...(options.pins && { pins: options.pins }),
+    ...(options.telemetry && {
+      telemetry: {
+        runtime: options.telemetry,
+        protocolVersion: (message: RoutedMessage) => hostOf(message)?.protocolVersion,
+        hostTransport: (message: RoutedMessage) =>
+          message.host !== undefined && hosts.overHttp.has(message.host) ? 'tcp' : 'pipe',
+        upstreamTransport: (server: string) => {
+          const transport = serversByName.get(server)?.transport;
+          return transport === undefined ? undefined : transport === 'stdio' ? 'pipe' : 'tcp';
+        },
+      },
+    }),
+  };
+}
+
+/**
+ * What the host's lists show and the definitions they serve. The lists are shared by every
+ * connection, so with several it is the first host that decides: whether app-only tools are
+ * listed, and the revision definitions are checked against.
+ */
+function hostLists(
+  features: readonly Feature[],
+  hosts: HostConnections,
+  logger: Logger,
+  record: Recorder,
+  relistTools: () => void,
+) {
+  const primary = () => firstOf(hosts.all)?.router.host;
+  const definitions = loggedDefinitions(logger, record);
+  const hostRevision = () => definitionRevision(primary()?.protocolVersion);
+  let servedRevision = hostRevision();
+  return {
+    listed: visible(features, primary),
+    served: (server: string, tools: readonly Tool[], runsTasks: boolean) =>
+      definitions.tools(server, tools, (servedRevision = hostRevision()), runsTasks),
+    /** Rebuilds the tool lists when a host's revision asks for other definitions than served. */
+    revisionKnown: () => {
+      if (hostRevision() !== servedRevision) relistTools();
+    },
+  };
+}
+
+/** Why servers are left out, for the initialize answer and for a tool name that is unknown. */
+function notServedNotes(separator: string, servers: () => readonly ServerConfig[]) {
+  /** Why `server` is not served (blocked by managed settings, or a broken entry), if it is not. */
+  const notServed = (server: ServerConfig): string | undefined =>
+    server.blockedByManaged !== undefined
+      ? `server "${server.name}" is blocked by managed settings: ${server.blockedByManaged}`
+      : server.failedAtLoad === undefined
+        ? undefined
+        : `server "${server.name}" is not available, because its config entry has problems: ${server.failedAtLoad}`;
+  return {
+    // A host shows a server's stderr in a log few users open; the initialize answer's
+    // instructions reach the host (and often the model) at once, so a server left out is not a
+    // mystery. Read from the current server list, which a managed edit replaces.
+    notes: (): readonly string[] =>
+      servers().flatMap((server) => {
+        const why = notServed(server);
+        return why === undefined ? [] : [`mcp-warden: ${why}`];
+      }),
+    /**
+     * A tool name in the namespace of a server that is not served: the error says why, so the
+     * host (and the model) learn it is blocked or broken, not only that the name is unknown.
+     */
+    whyUnknown: (name: string): string | undefined => {
+      const server = servers().find((s) => s.namespace !== null && name.startsWith(s.namespace + separator));
+      return server === undefined ? undefined : notServed(server);
+    },
+  };
+}
+
+async function start(parts: Parts): Promise<void> {
+  const { options, record } = parts;
+  const { config } = options;
+  if (options.audit) {
+    record({ type: 'gateway_start', version: options.version, pid: process.pid, config: config.file });
+    record({
+      type: 'config_load',
+      file: config.file,
+      sha256: fileSha256(config.file),
+      servers: config.servers.map((s) => s.name),
+    });
+    for (const server of config.servers)
+      if (server.blockedByManaged !== undefined && config.managed !== undefined)
+        record({
+          type: 'server_blocked',
+          server: server.name,
+          reason: server.blockedByManaged,
+          managed: config.managed.file,
+        });
+    for (const feature of parts.features) feature.started?.();
+  }
+  await options.host?.start();
+}
+
+/**
+ * Calls about to finish get a moment; then stopping the upstreams fails the rest at once, which
+ * the router answers, so every request still gets a response.
+ */
+async function close(parts: Parts, watchers: readonly { close(): void }[], reason: string): Promise<void> {
+  const { options, hosts } = parts;
+  for (const watcher of watchers) watcher.close();
+  const open = [...hosts.all];
+  const drained = Promise.all(open.map((c) => c.router.drain()));
+  await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
+  await parts.upstreams.stop();
+  await drained;
+  if (options.audit) {
+    parts.record({ type: 'gateway_stop', reason, uptimeMs: Date.now() - parts.startedAt });
+    options.audit.close();
+  }
+  hosts.all.clear();
+  await Promise.all(open.map((c) => c.transport.close()));
+}
+
+async function applyManaged(parts: Parts, next: ManagedChange, relist: () => void): Promise<void> {
+  const { state } = parts;
+  // The policies first: a server this change lets run must not serve before their rules rule.
+  if (JSON.stringify(next.policies) !== JSON.stringify(state.managedPolicies)) {
+    await parts.policy.retarget(next.policies);
+    state.managedPolicies = next.policies;
+  }
+  const before = new Map(state.servers.map((s) => [s.name, s.blockedByManaged]));
+  const changed = next.servers.filter((s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged);
+  state.servers = next.servers;
+  if (next.settings !== undefined) {
+    parts.pipeline.applySettings(next.settings);
+    state.auditMode = next.settings.audit?.onFailure ?? state.auditMode;
+  }
+  // A gateway shutting down starts nothing more.
+  if (changed.length === 0 || state.closing !== undefined) return;
+  const stopping = changed.map((server) => switchServer(parts, server));
+  // The swap is done (the old upstreams are only stopping): the hosts' lists lose their items now.
+  parts.upstreams.principalPools?.reset(state.servers);
+  relist();
+  await Promise.all(stopping);
+}
+
+/** Stops a server the managed settings now block, or starts one they now allow. */
+function switchServer(parts: Parts, server: ServerConfig): Promise<void> {
+  const { logger, config } = parts.options;
+  const blocked = server.blockedByManaged;
+  if (blocked !== undefined) {
+    logger.error(`server "${server.name}" is stopped, it is now blocked by managed settings: ${blocked}`);
+    if (config.managed !== undefined)
+      parts.record({
+        type: 'server_blocked',
+        server: server.name,
+        reason: blocked,
+        managed: config.managed.file,
+      });
+  } else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
+  const { pool } = parts.upstreams;
+  if (!pool.byName.has(server.name)) return Promise.resolve();
+  return pool.replace(
+    server,
+    blocked === undefined
+      ? 'the managed settings changed'
+      : `it is now blocked by managed settings: ${blocked}`,
+  );
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,78 @@
+import type { ServerConfig } from '../config/types.js';
+import { InitializedHostSession, type HostSession } from '../core/host/hostSession.js';
+import type { Logger } from '../core/logger.js';
+import type { Principal } from '../core/principal.js';
+import type { JsonRpcNotification } from '../core/protocol/jsonRpc.js';
+import type { Feature } from '../core/routing/feature.js';
+import type { IncomingRequest } from '../core/rpc/peer.js';
+import type { MessageTransport } from '../core/rpc/transport.js';
+import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../core/upstreams/upstream.js';
+import type { PrincipalView } from '../core/upstreams/principalPools.js';
+import { firstOf, userKey, type Connection } from './hosts.js';
+
+/** What every pool's upstreams need of the gateway, whoever their events reach. */
+export interface UpstreamHookDeps {
+  readonly logger: Logger;
+  readonly version: string;
+  readonly features: readonly Feature[];
+  /** Which connection last sent each upstream a request (see `userKey`). */
+  readonly lastUser: ReadonlyMap<string, Connection>;
+  /** Records an upstream's lifecycle event for `principal`; undefined when nothing records them. */
+  readonly record?: (event: UpstreamLifecycleEvent, principal: Principal) => void;
+  /** A connection to an upstream instead of starting it as configured (in-process embedding). */
+  readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+}
+
+/** Whose events one pool's upstreams raise: every connection's, or one principal's. */
+export interface HookReach {
+  readonly view?: PrincipalView;
+  readonly logger?: Logger;
+  readonly connections: () => ReadonlySet<Connection>;
+  readonly relist: (kinds: readonly ListKind[]) => void;
+  readonly principal: Principal;
+}
+
+/** The host session of nobody: what upstreams are told when no host has connected yet. */
+const NO_HOST: Pick<HostSession, 'capabilitiesFor'> = new InitializedHostSession(undefined as never);
+
+/**
+ * What a pool's upstreams tell the gateway, delivered to `reach.connections` only: every
+ * connection for the shared pool, one principal's for that principal's own processes. The
+ * upstreams are told what the first host can do (none yet when an HTTP listener starts them:
+ * then only what the config fixes).
+ */
+export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
+  const first = () => firstOf(reach.connections());
+  const lifecycle = deps.features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
+  const { record } = deps;
+  return {
+    ...(deps.connectUpstream && { connect: deps.connectUpstream }),
+    logger: reach.logger ?? deps.logger,
+    clientInfo: { name: 'mcp-warden', version: deps.version },
+    clientCapabilities: (server: ServerConfig) =>
+      (first()?.router.host ?? NO_HOST).capabilitiesFor(server.clientRequests),
+    onReady: (upstream: Upstream) => {
+      for (const c of reach.connections()) c.router.upstreamReady(upstream);
+    },
+    prefersModern: () => first()?.router.modern.era === 'modern',
+    onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
+      for (const feature of deps.features) feature.onListsChanged?.(upstream, kinds);
+      reach.relist(kinds);
+    },
+    onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
+      for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
+    },
+    // A server's question goes to the connection that last asked that server something.
+    onRequest: (upstream: Upstream, request: IncomingRequest) => {
+      const to = deps.lastUser.get(userKey(upstream.name, reach.view)) ?? first();
+      if (to !== undefined) to.router.upstreamRequest(upstream, request);
+      else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+    },
+    ...((record !== undefined || lifecycle.length > 0) && {
+      onLifecycle: (event: UpstreamLifecycleEvent) => {
+        record?.(event, reach.principal);
+        for (const told of lifecycle) told(event);
+      },
+    }),
+  };
+}
