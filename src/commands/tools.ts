@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { rebuildCatalogs } from '../core/catalog/catalogs.js';
+import { rebuildCatalogs, type ListedItem } from '../core/catalog/catalogs.js';
 import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
 import { ServedDefinitions } from '../core/catalog/servedDefinitions.js';
 import type { WardenConfig } from '../config/types.js';
@@ -9,6 +9,8 @@ import { paletteFor, type Palette } from '../lib/colour.js';
 import type { Logger } from '../core/logger.js';
 import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { UpstreamState } from '../core/upstreams/upstream.js';
+import type { Feature } from '../core/routing/feature.js';
+import { visible } from '../gateway/features.js';
 
 export interface CatalogListing {
   readonly tools: readonly {
@@ -60,7 +62,7 @@ function summarize(state: UpstreamState): CatalogListing['servers'][number]['sta
 }
 
 export interface CollectedTools {
-  /** As the host would see them: policy-hidden tools left out when `hidden` is given. */
+  /** As the host would see them: what `listed` rejects left out, when it is given. */
   readonly entries: readonly CatalogEntry<Tool>[];
   readonly servers: CatalogListing['servers'];
   readonly definitions: DefinitionFindings;
@@ -74,7 +76,8 @@ export async function collectTools(options: {
   config: WardenConfig;
   logger: Logger;
   version: string;
-  hidden?: (server: string, tool: Tool) => boolean;
+  /** What the host's tool list shows (see `visible` in gateway/features.ts); default everything. */
+  listed?: (item: ListedItem) => boolean;
   progress?: StartupProgress;
   /**
    * `upstream` (default): each server's definitions as it sends them (what pins hold).
@@ -82,7 +85,7 @@ export async function collectTools(options: {
    */
   definitions?: 'upstream' | 'served';
 }): Promise<CollectedTools> {
-  const { config, logger, hidden, progress } = options;
+  const { config, logger, listed, progress } = options;
   const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
   const definitions = {
     repaired: [] as DefinitionFindings['repaired'][number][],
@@ -105,7 +108,7 @@ export async function collectTools(options: {
     }),
     onListsChanged: () =>
       void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools'], {
-        ...(hidden !== undefined && { hidden }),
+        ...(listed !== undefined && { listed }),
         ...(options.definitions === 'served' && {
           served: (server: string, tools: readonly Tool[]) => served.tools(server, tools),
         }),
@@ -122,7 +125,9 @@ export async function collectTools(options: {
     await pool.start();
     return {
       entries:
-        hidden === undefined ? catalog.entries : catalog.entries.filter((e) => !hidden(e.server, e.item)),
+        listed === undefined
+          ? catalog.entries
+          : catalog.entries.filter((e) => listed({ list: 'tools', server: e.server, item: e.item })),
       servers: pool.upstreams.map((u) => ({
         name: u.name,
         state: summarize(u.state),
@@ -142,23 +147,31 @@ export async function collectTools(options: {
 
 /** `mcp-warden tools`: the merged catalog as rows for people (or JSON). */
 export async function listCatalog(
-  options: Parameters<typeof collectTools>[0] & {
+  options: Omit<Parameters<typeof collectTools>[0], 'listed'> & {
     /** Says whether the policy hides a tool; those are left out, and counted. */
     readonly hiddenByPolicy?: (server: string, tool: Tool) => boolean;
+    /** Says whether something else hides a tool (its pin blocks it); those are left out. */
+    readonly hidden?: (server: string, tool: Tool) => boolean;
   },
 ): Promise<CatalogListing> {
   const { hiddenByPolicy, hidden, ...rest } = options;
   const byPolicy = new Set<string>();
+  const rules: Feature[] = [
+    {
+      visible: toolsOnly((server, tool) => {
+        if (hiddenByPolicy?.(server, tool) !== true) return false;
+        byPolicy.add(`${server}/${tool.name}`);
+        return true;
+      }),
+    },
+    ...(hidden === undefined ? [] : [{ visible: toolsOnly(hidden) }]),
+  ];
   const { entries, servers, definitions } = await collectTools({
     ...rest,
     definitions: 'served',
-    hidden: (server, tool) => {
-      if (hiddenByPolicy?.(server, tool) === true) {
-        byPolicy.add(`${server}/${tool.name}`);
-        return true;
-      }
-      return hidden?.(server, tool) === true;
-    },
+    // The gateway's own rule, as for a host that does not run MCP Apps: what this prints is what
+    // such a host's tools/list holds.
+    listed: visible(rules, () => undefined),
   });
   return {
     tools: entries.map((e) => ({
@@ -171,6 +184,11 @@ export async function listCatalog(
     hiddenByPolicy: byPolicy.size,
     definitions,
   };
+}
+
+/** A feature's visibility rule from a rule that hides tools (and nothing else). */
+function toolsOnly(hides: (server: string, tool: Tool) => boolean): Feature['visible'] {
+  return (item) => item.list !== 'tools' || !hides(item.server, item.item);
 }
 
 /** What a ready server speaks, for its line: `, fixture 1.0.0, MCP 2025-11-25 (legacy)`. */

@@ -144,6 +144,36 @@ describe('mcp-warden tools', () => {
       expect.objectContaining({ name: 'up__add', server: 'up', tool: 'add' }),
     );
   });
+
+  it('leaves out exactly what tools/list through the gateway leaves out: policy-hidden and app-only tools', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'hide.yaml'),
+      'rules:\n  - id: no-add\n    match: { server: up, tool: add }\n    action: deny\n',
+    );
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        policies: ['./hide.yaml'],
+        servers: { up: fixture(), fx: fixture(['--tools', 'apps', '--name', 'fx']) },
+      },
+      dir,
+    );
+    const { code, stdout } = await runCli(['tools', '--json', '--config', config]);
+    expect(code).toBe(0);
+    const printed = (JSON.parse(stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
+    const host = await connectHost(config);
+    let served: string[];
+    try {
+      served = (await host.client.listTools()).tools.map((t) => t.name);
+    } finally {
+      await host.close();
+    }
+    expect(served).toContain('fx__app_show');
+    expect(served).not.toContain('up__add');
+    expect(served).not.toContain('fx__app_refresh');
+    expect([...printed].sort()).toEqual([...served].sort());
+  });
 });
 
 describe('a Claude Desktop file as the config', () => {
