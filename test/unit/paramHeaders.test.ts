@@ -63,6 +63,15 @@ describe('x-mcp-header annotations', () => {
 
   it('reads nothing into data keywords', () => {
     expect(headersOf(schema({ a: { type: 'object', default: { 'x-mcp-header': 'NotReal' } } }))).toEqual([]);
+    // OpenAPI's singular `example` and `$vocabulary` hold data too (the shared keyword table).
+    expect(headersOf(schema({ a: { type: 'object', example: { 'x-mcp-header': 'NotReal' } } }))).toEqual([]);
+    expect(headersOf({ ...schema({}), $vocabulary: { 'x-mcp-header': true } })).toEqual([]);
+  });
+
+  it('reads the keys of a name map as names: a definition called `enum` is still a schema', () => {
+    expect(invalid({ ...schema({}), $defs: { enum: { type: 'string', 'x-mcp-header': 'Hidden' } } })).toMatch(
+      /not reached/,
+    );
   });
 });
 

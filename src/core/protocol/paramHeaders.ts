@@ -1,3 +1,4 @@
+import { DATA_KEYWORDS, NAME_MAP_KEYWORDS } from '../../lib/schema/keywords.js';
 import { decodeHeaderValue, encodeHeaderValue } from './httpHeaders.js';
 
 /**
@@ -26,8 +27,6 @@ const NONE: ParamHeaders = { headers: [] };
 /** RFC 9110's field-name token characters (`tchar`). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const PRIMITIVE = new Set(['string', 'integer', 'boolean']);
-/** Keywords whose values are data, not subschemas: an `x-mcp-header` key inside them means nothing. */
-const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
 const KEYWORD = 'x-mcp-header';
 
 /** Parsed once per schema object: definitions are kept as they were listed. */
@@ -54,10 +53,13 @@ export function paramHeadersOf(inputSchema: unknown): ParamHeaders {
     const schema = node as Record<string, unknown>;
     if (KEYWORD in schema) invalid = annotation(schema, path, found);
     for (const [key, value] of Object.entries(schema)) {
+      // An `x-mcp-header` key inside data means nothing; inside a name map it names a property.
       if (key === KEYWORD || DATA_KEYWORDS.has(key)) continue;
-      if (key === 'properties' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-        for (const [property, child] of Object.entries(value))
-          visit(child, path === undefined ? undefined : [...path, property]);
+      const names = NAME_MAP_KEYWORDS.has(key) && typeof value === 'object' && value !== null;
+      if (names && !Array.isArray(value)) {
+        const through = key === 'properties' && path !== undefined;
+        for (const [name, child] of Object.entries(value))
+          visit(child, through ? [...path, name] : undefined);
       } else visit(value, undefined);
     }
   };

@@ -23,6 +23,7 @@ import { translateErrors, type SchemaProblem } from '../../config/schemaErrors.j
 import type { Dialect } from '../../lib/schema/dialectAjv.js';
 import { createConditionAjv } from './conditionAjv.js';
 import { dialectChecks, type DialectChecks } from './conditionDialects.js';
+import { DATA_KEYWORDS, NAME_MAP_KEYWORDS } from '../../lib/schema/keywords.js';
 import { findSchemaBoundProblem } from '../../lib/schema/schemaBounds.js';
 import {
   analysePattern,
@@ -59,21 +60,6 @@ const DIALECT_URIS: readonly [RegExp, Dialect][] = [
   [/^https?:\/\/json-schema\.org\/draft\/2019-09\/schema#?$/, '2019-09'],
   [/^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/, '2020-12'],
 ];
-
-/** Keywords whose values are data, never schemas: keys inside them are not keywords. */
-const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', '$vocabulary']);
-
-/** Keywords whose values map names (of properties, definitions) to schemas. */
-const NAME_MAP_KEYWORDS = new Set([
-  'properties',
-  'patternProperties',
-  '$defs',
-  'definitions',
-  'dependentSchemas',
-  'dependencies',
-  // Maps names to lists of names rather than schemas; the lists hold nothing to check.
-  'dependentRequired',
-]);
 
 /**
  * Known to ajv but refused: `$async` makes `validate` return a promise, which is truthy, so the

@@ -10,37 +10,12 @@
  * caller could stop it at a limit.
  */
 
+import { childRole, REF_KEYWORDS, type SchemaRole } from './keywords.js';
+
 export interface SchemaBoundLimits {
   readonly maxSchemaBytes: number;
   readonly maxSchemaDepth: number;
   readonly maxSchemaNodes: number;
-}
-
-/**
- * Keywords whose values are data, not schemas: a `$ref` string inside an `enum` or an example is
- * just a value and must not make the schema unverifiable.
- */
-const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
-
-/** Keywords whose values map names to schemas: there a key `default` names a property. */
-const NAME_MAP_KEYWORDS = new Set([
-  'properties',
-  'patternProperties',
-  '$defs',
-  'definitions',
-  'dependentSchemas',
-  'dependencies',
-]);
-
-const REF_KEYWORDS = new Set(['$ref', '$dynamicRef', '$recursiveRef']);
-
-/** What a value is, seen from the schema: a schema (or array of them), a name map, or data. */
-type Role = 'schema' | 'names' | 'data';
-
-function childRole(parent: Role, key: string): Role {
-  if (parent !== 'schema') return parent === 'names' ? 'schema' : 'data';
-  if (DATA_KEYWORDS.has(key)) return 'data';
-  return NAME_MAP_KEYWORDS.has(key) ? 'names' : 'schema';
 }
 
 /** Returns why the schema is refused, or null when it is within bounds. */
@@ -49,7 +24,7 @@ export function findSchemaBoundProblem(schema: unknown, limits: SchemaBoundLimit
   // huge schema is refused without ever serialising it.
   let bytes = 0;
   let nodes = 0;
-  const stack: { value: unknown; depth: number; role: Role }[] = [
+  const stack: { value: unknown; depth: number; role: SchemaRole }[] = [
     { value: schema, depth: 1, role: 'schema' },
   ];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
