@@ -4,7 +4,6 @@
  * tool replaced with the policy. The folder deleted and created again, and a file written in two
  * steps, go through the built binary in test/integration/policyReload.test.ts.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -12,23 +11,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { textOf } from '../integration/harness.js';
 import { startInProcess, type InProcessGateway } from './harness.js';
+import { ALLOW_ALL, NO_ECHO, version } from '../integration/policyTexts.js';
 
 let running: InProcessGateway | undefined;
 afterEach(async () => {
   await running?.close();
   running = undefined;
 });
-
-const ALLOW_ALL = 'default: allow\n';
-const NO_ECHO = `default: allow
-rules:
-  - id: no-echo
-    match: { tool: echo }
-    action: deny
-    reason: Echo is off for now.
-`;
-
-const version = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
 
 async function start(policy: string) {
   let echoes = 0;

@@ -4,7 +4,6 @@
  * valid policy. The folder renamed away and replaced, and the rules remembered per tool, are
  * covered in-process (test/inprocess/policyReload.test.ts).
  */
-import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,23 +17,13 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
+import { ALLOW_ALL, NO_ECHO, version } from './policyTexts.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
   await host?.close();
   host = undefined;
 });
-
-const ALLOW_ALL = 'default: allow\n';
-const NO_ECHO = `default: allow
-rules:
-  - id: no-echo
-    match: { tool: echo }
-    action: deny
-    reason: Echo is off for now.
-`;
-
-const version = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
 
 function setup(policy: string) {
   const dir = tempDir();
