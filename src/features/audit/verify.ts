@@ -297,6 +297,14 @@ function checkShape(parsed: unknown): { seq: number; prev: string; hash: string;
     return 'not an audit record: not a JSON object';
   }
   const { seq, ts, writer, prev, hash, type } = parsed as Record<string, unknown>;
+  const { sink, lost, firstSeq, lastSeq } = parsed as Record<string, unknown>;
+  if (type === 'audit_gap' && typeof sink === 'string' && seq === undefined) {
+    return (
+      `the gateway told sink ${sink} that ${String(lost)} records (seq ${String(firstSeq)} to ${String(lastSeq)}) ` +
+      'were not sent to it (its spool was full or could not be written): this copy of the trail is incomplete; ' +
+      'the audit file has them'
+    );
+  }
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) return 'not an audit record: bad seq';
   if (typeof ts !== 'string') return 'not an audit record: bad ts';
   if (typeof writer !== 'string' || writer === '') return 'not an audit record: bad writer';
