@@ -24,6 +24,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ClosableLogger } from './core/logger.js';
 import type { ManagedSettings } from './config/managed.js';
 import type { TelemetryRuntime } from './features/telemetry/runtime.js';
+import { MissingPackageError } from './lib/optionalPackage.js';
 
 // Every other module is imported where it is needed (measured): `--version` loads none of them,
 // `check` only the config's, and serving spawns the upstreams (earlySpawn.ts) before it loads
@@ -496,6 +497,7 @@ async function serve(file: string | undefined, flags: { readonly http?: string }
             sinksMayChange: managed !== undefined,
           });
   } catch (error) {
+    if (error instanceof MissingPackageError) throw error;
     // An unusable checkpoint key, or a sink's spool folder that cannot be made.
     fail(`invalid config:\n${config.file}: audit: ${(error as Error).message}`);
   }
@@ -1163,6 +1165,8 @@ async function auditReport(base: string, out: string): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  // A feature the config turns on needs a package that is not installed: nothing is started.
+  if (error instanceof MissingPackageError) fail(error.message);
   process.stderr.write(
     `mcp-warden: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );
