@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { ownPackage } from './ownPackage.js';
 
 /**
  * What a feature needs that mcp-warden does not install with itself: the packages it imports
@@ -66,16 +66,10 @@ export function installCommand(packages: readonly string[]): string {
   return `npm install ${packages.map((name) => (ranges[name] ? `${name}@${ranges[name]}` : name)).join(' ')}`;
 }
 
-/**
- * The optional packages' version ranges, from our own package.json: two folders up both from
- * this file in src/lib/ and from the bundle's chunks in dist/chunks/.
- */
+/** The optional packages' version ranges, as our package.json declares them. */
 function peerRanges(): Readonly<Record<string, string>> {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      peerDependencies?: Record<string, string>;
-    };
-    return pkg.peerDependencies ?? {};
+    return ownPackage().peerDependencies ?? {};
   } catch {
     // Without the ranges the command still installs the packages, at their latest versions.
     return {};
