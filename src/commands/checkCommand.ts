@@ -1,5 +1,7 @@
 /** `mcp-warden check`: validates the config, its policy files and pins file, starting nothing (unless --live). */
 import { formatConfigIssue, type ConfigIssue } from '../config/issues.js';
+import type { WardenConfig } from '../config/types.js';
+import { missingPackage, type OptionalNeed } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
 import { load, loadPinsFile } from './loading.js';
 import {
@@ -23,6 +25,7 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
     ...(values.managed !== undefined && { managedFile: values.managed }),
   });
   if (config.pins !== undefined) await loadPinsFile(config);
+  await refuseMissingPackages(config);
   const [{ commandsNotFound }, { lintPolicies, lintPoliciesLive }] = await Promise.all([
     import('./check.js'),
     import('./policyLint.js'),
@@ -55,4 +58,24 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
     `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
   );
   return undefined;
+}
+
+/**
+ * What serving would stop at: telemetry or an `otlp` audit sink turned on where OpenTelemetry,
+ * an optional package, is not installed. The message is the one start-up gives.
+ */
+async function refuseMissingPackages(config: WardenConfig): Promise<void> {
+  const needs: OptionalNeed[] = [];
+  const telemetry = config.telemetry;
+  if (telemetry !== undefined && (telemetry.traces || telemetry.metrics))
+    needs.push((await import('../features/telemetry/sdk.js')).TELEMETRY_NEEDS);
+  const sinks = (config.audit?.sinks ?? []).filter((sink) => sink.type === 'otlp');
+  if (sinks.length > 0) {
+    const { otlpSinkNeeds } = await import('../features/audit/shipping/otlp.js');
+    needs.push(...sinks.map((sink) => otlpSinkNeeds(sink.name)));
+  }
+  for (const need of needs) {
+    const missing = missingPackage(need);
+    if (missing !== undefined) throw new CommandError(missing.message);
+  }
 }

@@ -44,6 +44,23 @@ export async function importOptional<T>(load: () => Promise<T>, need: OptionalNe
   }
 }
 
+/**
+ * The error starting the feature would stop with, found without loading anything: the first of
+ * its packages that cannot be resolved from here (where the feature's modules import them).
+ * A package that is there but broken is only found by loading it.
+ */
+export function missingPackage(need: OptionalNeed): MissingPackageError | undefined {
+  for (const name of need.packages) {
+    try {
+      import.meta.resolve(name);
+    } catch (error) {
+      if (missingPackageOf(error) !== undefined) return new MissingPackageError(name, need);
+      throw error;
+    }
+  }
+  return undefined;
+}
+
 /** The package an import or require could not find, from Node's error; else undefined. */
 export function missingPackageOf(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;

@@ -136,4 +136,29 @@ describe('installed without its optional and development packages', () => {
     expect(run.stderr).toMatch(/\n {2}npm install .*@opentelemetry\/sdk-logs@\^[\d.]+.*\n/);
     expect(run.stderr).not.toMatch(/^\s+at /m);
   });
+
+  it('check says so too, before anything is started, and passes where the packages are', async () => {
+    const telemetry = serveConfig({ telemetry: { metrics: true } });
+    const run = await runProcess(NODE, [cli, 'check', '--config', telemetry]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^mcp-warden: telemetry is configured, but the package @opentelemetry\/api is not installed/,
+    );
+    expect(run.stderr).toMatch(/\n {2}npm install @opentelemetry\/api@\S+ .*@opentelemetry\/sdk-metrics@/);
+    const sink = serveConfig({
+      audit: {
+        file: './audit.jsonl',
+        sinks: [{ type: 'otlp', name: 'siem', endpoint: 'http://127.0.0.1:9/v1/logs' }],
+      },
+    });
+    const sinkRun = await runProcess(NODE, [cli, 'check', '--config', sink]);
+    expect(sinkRun.code).toBe(2);
+    expect(sinkRun.stderr).toContain('the audit sink "siem" (type: otlp) is configured, but the package');
+    // This checkout has them (as development dependencies): the same configs are valid here.
+    for (const config of [telemetry, sink]) {
+      const here = await runProcess(NODE, [path.join(ROOT, 'dist/cli.js'), 'check', '--config', config]);
+      expect(here.stderr).toBe('');
+      expect(here.code).toBe(0);
+    }
+  });
 });
