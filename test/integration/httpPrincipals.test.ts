@@ -374,6 +374,57 @@ describe('isolation between principals', () => {
     expect(asked).toEqual(['alice', 'bob']);
   });
 
+  it("puts a shared server's question only to the user whose call caused it; one outside any call to no one", async () => {
+    const dir = tempDir();
+    const recorded = path.join(dir, 'upstream.jsonl');
+    const [go, later] = [path.join(dir, 'go'), path.join(dir, 'later')];
+    const { config } = setup({ up: fixture(['--record', recorded], { shared: true }) });
+    gateway = await startHttpGateway(config);
+    const asked: string[] = [];
+    const answering = (who: string) => (client: HttpHost['client']) =>
+      client.setRequestHandler(ElicitRequestSchema, (request) => {
+        asked.push(`${who}: ${request.params.message}`);
+        return { action: 'accept', content: { by: who } };
+      });
+    const elicits = { capabilities: { elicitation: {} } };
+    const alice = await hostAs('alice', { ...elicits, beforeConnect: answering('alice') });
+    const bob = await hostAs('bob', { ...elicits, beforeConnect: answering('bob') });
+    const params = {
+      mode: 'form',
+      message: "alice's private question",
+      requestedSchema: { type: 'object', properties: { by: { type: 'string' } } },
+    };
+    const ask = (extra: Record<string, unknown>) =>
+      alice.client.callTool({
+        name: 'up__ask_client',
+        arguments: { method: 'elicitation/create', params, ...extra },
+      });
+    const call = ask({ waitFor: go });
+    const upstreamGot = () => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '');
+    await expect.poll(upstreamGot).toMatch(/ask_client/);
+    // Bob uses the same server while alice's call is at it: he is the server's last user now.
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    writeFileSync(go, '');
+    expect(JSON.parse(textOf(await call))).toEqual({
+      result: { action: 'accept', content: { by: 'alice' } },
+    });
+    expect(asked).toEqual([expect.stringMatching(/^alice: .*alice's private question/)]);
+    // Asked after the call was answered, the question belongs to no call: it is put to no one.
+    expect(textOf(await ask({ waitFor: later, detach: true }))).toBe('will ask');
+    writeFileSync(later, '');
+    const answers = () =>
+      upstreamGot()
+        .split('\n')
+        .filter((line) => line.includes('"fixture-2"'))
+        .map((line) => JSON.parse(line) as { error?: { message: string } });
+    await expect.poll(answers).toHaveLength(1);
+    expect(answers()[0]!.error?.message).toMatch(
+      /refuses elicitation\/create from server "up": it came while no call to that server was in flight/,
+    );
+    expect(asked).toHaveLength(1);
+    expect(gateway.stderr()).toMatch(/refuses elicitation\/create from server "up"/);
+  });
+
   it("sends notifications/resources/updated of alice's own server to alice only", async () => {
     const { config } = setup({ files: fixture(['--resources', '--name', 'files']) });
     gateway = await startHttpGateway(config);
