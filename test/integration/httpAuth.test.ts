@@ -167,6 +167,10 @@ describe('HTTP listener with auth:', () => {
       ['alg none', unsigned, 401, 'invalid_token'],
       ['unknown kid', unknownKid, 401, 'invalid_token'],
       ['no scope', await token((p) => (p.scope = 'other')), 403, 'insufficient_scope'],
+      // A subject that names nobody must not pass as one shared stand-in principal.
+      ['numeric sub', await token((p) => (p.sub = 12345)), 401, 'sub claim is a number, not a string'],
+      ['empty sub', await token((p) => (p.sub = '')), 401, 'sub claim is empty'],
+      ['no sub', await token((p) => delete p.sub), 401, 'error_description="the token has no sub claim'],
     ];
     for (const [what, bad, status, says] of cases) {
       const refused = await postRpc(
@@ -199,6 +203,7 @@ describe('HTTP listener with auth:', () => {
     expect(other.status).toBe(403);
     await host.close();
     expect(callsReachedUpstream(record)).toBe(false);
+    expect(gateway.stderr()).toMatch(/refused with 401: the token's sub claim is a number/);
   });
 
   it('takes a token it has checked from memory only until the token expires', async () => {
