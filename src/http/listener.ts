@@ -92,8 +92,21 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     ...(options.replica !== undefined && { replica: options.replica }),
   });
   const sessions = new Map<string, Session>();
-  /** Sessions set up but not yet initialized count against the bound too. */
+  /** Sessions set up but not yet initialized count against the bounds too (by owner). */
   let starting = 0;
+  const startingBy = new Map<string, number>();
+  const countStarting = (owner: string, by: 1 | -1): void => {
+    starting += by;
+    const left = (startingBy.get(owner) ?? 0) + by;
+    if (left > 0) startingBy.set(owner, left);
+    else startingBy.delete(owner);
+  };
+  /** The sessions `owner` holds now, initialized or being set up. */
+  const sessionsOf = (owner: string): number => {
+    let n = startingBy.get(owner) ?? 0;
+    for (const session of sessions.values()) if (session.owner === owner) n++;
+    return n;
+  };
   let port = listen.port;
 
   const server: Server = createServer((req, res) => {
@@ -212,17 +225,33 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         `too many sessions (listen.maxSessions is ${listen.maxSessions}); retry later`,
       );
     }
-    starting++;
+    const owner = principalKey(principal);
+    const { maxSessions: ownLimit } = listen.perPrincipal;
+    if (sessionsOf(owner) >= ownLimit) {
+      // 429, not 503: the gateway has room; this principal has used its share of it, and can
+      // make room itself by ending one of its own sessions.
+      logger.warn(
+        `refused a new session for ${describePrincipal(principal)}: it holds ${ownLimit} (listen.perPrincipal.maxSessions)`,
+      );
+      res.setHeader('Retry-After', '30');
+      return sendRpcError(
+        res,
+        429,
+        -32000,
+        `too many sessions for ${describePrincipal(principal)} (listen.perPrincipal.maxSessions is ${ownLimit}); end one of them (DELETE) or retry later`,
+      );
+    }
+    countStarting(owner, 1);
     let session: Session | undefined;
     const transport = new SessionTransport({
       sessionId: () => ids.mint(),
       onInitialized: (id) => {
-        starting--;
+        countStarting(owner, -1);
         session = {
           transport,
           connection: undefined,
           principal,
-          owner: principalKey(principal),
+          owner,
           lastSeen: Date.now(),
           streams: 0,
         };
@@ -239,7 +268,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     } finally {
       if (session === undefined) {
         // The initialize was refused by the transport (a batch, a bad request): nothing to keep.
-        starting--;
+        countStarting(owner, -1);
         await connection.close();
       } else session.connection = connection;
     }

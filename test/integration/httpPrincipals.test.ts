@@ -32,6 +32,7 @@ import {
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import {
   connectHttpHost,
+  INITIALIZE,
   postRpc,
   startHttpGateway,
   type HttpGateway,
@@ -257,6 +258,41 @@ describe('isolation between principals', () => {
     expect(result.stderr).toMatch(
       /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.idleTimeout: invalid duration "soon"/,
     );
+    const over = setup(
+      { up: fixture() },
+      { listen: { http: '127.0.0.1:0', maxSessions: 4, perPrincipal: { maxSessions: 5 } } },
+    );
+    const refused = await runCli(['--config', over.config]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.maxSessions: 5 is more than listen\.maxSessions \(4\)/,
+    );
+  });
+
+  it("bounds each principal's sessions, so one user cannot take every slot: 429 naming the bound", async () => {
+    const { config } = setup(
+      { up: fixture([], { shared: true }) },
+      { listen: { http: '127.0.0.1:0', maxSessions: 4, perPrincipal: { maxSessions: 2 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const first = await hostAs('alice');
+    await hostAs('alice');
+    const third = await postRpc(gateway.url, INITIALIZE, { Authorization: `Bearer ${await token('alice')}` });
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('30');
+    expect(JSON.parse(third.text)).toMatchObject({
+      error: {
+        message: expect.stringMatching(
+          /too many sessions for alice@\S+ \(listen\.perPrincipal\.maxSessions is 2\)/,
+        ),
+      },
+    });
+    // The other slots are still there for everyone else.
+    const bob = await hostAs('bob');
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'in' } }))).toBe('in');
+    // Ending one of her sessions gives alice her slot back.
+    await first.close();
+    await hostAs('alice');
   });
 
   it("bounds each principal's calls at once and per minute, with a JSON-RPC error naming the bound", async () => {
