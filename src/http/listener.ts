@@ -9,7 +9,8 @@ import { isLoopback } from '../config/team.js';
 import type { AuthConfig, ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import { ANONYMOUS, describePrincipal, principalKey, type Principal } from '../core/principal.js';
-import { HOST_MAX_DEPTH, nestingExceeds } from '../core/rpc/jsonRpc.js';
+import { hasEnvelope } from '../core/era/envelope.js';
+import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/rpc/jsonRpc.js';
 import type { MessageTransport } from '../core/transports/streamTransport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
@@ -189,7 +190,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     }
     const id = req.headers['mcp-session-id'];
     if (typeof id === 'string' && id !== '') return inSession(req, res, id, principal, body);
-    if (req.method === 'POST' && isInitialize(body)) return newSession(req, res, principal, body);
+    // An initialize carrying the per-request envelope is a stateless request (one the stateless
+    // revision refuses, saying what to send instead), not the handshake of a session.
+    if (req.method === 'POST' && isInitialize(body) && !(options.stateless !== undefined && enveloped(body)))
+      return newSession(req, res, principal, body);
     if (req.method === 'POST' && options.stateless !== undefined)
       return options.stateless({ req, res, body, principal });
     return sendRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first');
@@ -400,6 +404,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       server.close();
     },
   };
+}
+
+function enveloped(body: unknown): boolean {
+  return hasEnvelope((body as { params?: Params }).params);
 }
 
 function isInitialize(body: unknown): boolean {
