@@ -458,7 +458,7 @@ describe('isolation between principals', () => {
       /refuses elicitation\/create from server "up": it came while no call to that server was in flight/,
     );
     expect(asked).toHaveLength(1);
-    expect(gateway.stderr()).toMatch(/refuses elicitation\/create from server "up"/);
+    await gateway.waitForStderr(/refuses elicitation\/create from server "up"/);
   });
 
   it("sends notifications/resources/updated of alice's own server to alice only", async () => {
