@@ -207,11 +207,13 @@ export class ModernHost implements HostSession {
         throw unsupportedVersion(typeof requested === 'string' ? requested : '(none)', MODERN_VERSIONS);
       }
       if (enveloped) {
-        // An enveloped initialize names a version that has no initialize: say which ones do.
+        // An enveloped initialize names a version that has no initialize: say which ones do,
+        // and what a client of the version it names sends instead.
         const version = (params?._meta as Params)[META.protocolVersion];
         throw unsupportedVersion(
           String(version),
           ALL_VERSIONS.filter((v) => !MODERN_VERSIONS.includes(v)),
+          ` with initialize (without the per-request envelope: the session it opens serves them); a client of ${MODERN_VERSIONS.join(', ')} has no initialize and sends server/discover instead`,
         );
       }
       this._era = 'legacy';

@@ -283,6 +283,11 @@ export class Router {
     return this.bridge.retryWindowMs();
   }
 
+  /** Whether this connection started `server`'s task `taskId` (a question may name it). */
+  ownsUpstreamTask(server: string, taskId: string): boolean {
+    return this.tasks.ownsTask(server, taskId);
+  }
+
   /** The `inputSchema` of the tool the host knows as `exposed`, if one is listed now. */
   toolInputSchema(exposed: string): unknown {
     return this.options.tools.resolve(exposed)?.item.inputSchema;
