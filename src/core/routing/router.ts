@@ -620,10 +620,12 @@ export class Router {
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
     this.options.revisionKnown?.();
-    // The upstreams connect declaring what the host can do; the answer waits for the start-up
-    // window (as the first list would anyway), so it can say what they offer and pass on their
-    // instructions. A server slower than the window joins later, through list_changed.
-    await this.options.pool.start();
+    // The upstreams connect declaring what the host can do, so their handshakes start only now.
+    // The answer waits for them a short while (fast servers answer within milliseconds), so it
+    // can say what they offer and pass on their instructions; never longer, as hosts give up on
+    // a slow initialize. A server slower than that joins later, through list_changed, without
+    // its instructions or the capabilities only it would have added.
+    await answerWindow(this.options.pool.start());
     const { upstreams } = this.options.pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
       this.log.warn(cut),
@@ -994,4 +996,17 @@ function withExposedUri(server: string, params: Params | undefined): Params | un
 /** A name from a peer, cut for a log line (a method name can be megabytes long). */
 function truncated(text: string): string {
   return text.length <= 200 ? text : `${text.slice(0, 200)}… (${text.length} characters)`;
+}
+
+/**
+ * How long the initialize answer waits for the upstreams' handshakes, at most (less when the
+ * start-up window, `gateway.startupTimeout`, is shorter).
+ */
+export const INITIALIZE_WAIT_MS = 2000;
+
+/** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
+function answerWindow(started: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  return Promise.race([started, waited]).finally(() => clearTimeout(timer));
 }
