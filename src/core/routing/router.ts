@@ -617,6 +617,8 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
+    if (protocolVersion === BATCHING_VERSION)
+      (this.options.host as { acceptBatches?: () => void }).acceptBatches?.();
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
     this.options.revisionKnown?.();
@@ -1003,6 +1005,9 @@ function truncated(text: string): string {
  * start-up window, `gateway.startupTimeout`, is shorter).
  */
 export const INITIALIZE_WAIT_MS = 2000;
+
+/** The one protocol revision in which a host may send JSON-RPC batches. */
+const BATCHING_VERSION = '2025-03-26';
 
 /** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
 function answerWindow(started: Promise<void>): Promise<void> {
