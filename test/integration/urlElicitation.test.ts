@@ -60,6 +60,20 @@ describe('a 2025-11-25 host', () => {
     expect(textOf(result)).toContain('User completed the URL elicitation flow');
   });
 
+  it('gets a server’s URL-elicitation-required error (-32042) as the server sent it', async () => {
+    host = await connectHost(config(), { capabilities: { elicitation: { form: {}, url: {} } } });
+    const error = await host.client
+      .callTool({ name: TOOL, arguments: { url: URL_ASKED, errorPath: true } })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code: number; data?: { elicitations?: { mode: string; url: string }[] } },
+      );
+    expect(error?.code).toBe(-32042);
+    expect(error?.data?.elicitations).toEqual([
+      expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' }),
+    ]);
+  });
+
   it('that declares form mode only does not see the tool', async () => {
     host = await connectHost(config(), { capabilities: { elicitation: {} } });
     const { tools } = await host.client.listTools();
