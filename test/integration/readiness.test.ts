@@ -6,12 +6,17 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixture, spawnGateway, tempDir, writeConfig } from './harness.js';
+import { startModernHost, type ModernHost } from '../fixtures/modernHost.js';
+import { CLI, fixture, spawnGateway, tempDir, writeConfig } from './harness.js';
+import { modernResult } from './modernWire.js';
 
 let child: ReturnType<typeof spawnGateway> | undefined;
-afterEach(() => {
+let modern: ModernHost | undefined;
+afterEach(async () => {
   child?.kill('SIGKILL');
   child = undefined;
+  await modern?.close();
+  modern = undefined;
 });
 
 describe('readiness per server', () => {
@@ -69,6 +74,17 @@ describe('readiness per server', () => {
       params: { name: 'up__echo', arguments: { text: 'hi' } },
     });
     expect(((await gateway.answer(1)) as { result?: { isError?: boolean } }).result?.isError).not.toBe(true);
+  });
+
+  it('answers a 2026-07-28 host’s server/discover while a server is still blocked in its handshake', async () => {
+    const config = writeConfig({
+      gateway: { startupTimeout: '20s', connectTimeout: '60s' },
+      servers: { up: fixture(), stuck: fixture(['--hang-on-initialize']) },
+    });
+    modern = startModernHost(CLI, config);
+    const discovered = modernResult('server/discover', await modern.request('server/discover'));
+    expect(modern.stderr()).not.toContain('startup deadline');
+    expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
   });
 });
 

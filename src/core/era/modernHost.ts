@@ -60,8 +60,13 @@ export interface ModernUpstreamFacts extends UpstreamFacts {
 export interface ModernHostOptions {
   readonly peer: RpcPeer;
   readonly upstreams: () => readonly ModernUpstreamFacts[];
-  /** Resolves when the upstreams' startup window has passed (as for `initialize`). */
+  /** Resolves when the upstreams' startup window has passed. */
   readonly started: () => Promise<void>;
+  /**
+   * Resolves when the `server/discover` answer may be given: once the upstreams have connected,
+   * or after a short bound (as for `initialize`), so that a slow server does not hold it.
+   */
+  readonly introduced: () => Promise<void>;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Lines for the instructions after the upstreams' own, as things stand when asked. */
   readonly notes: () => readonly string[];
@@ -342,7 +347,7 @@ export class ModernHost implements HostSession {
   }
 
   private async discover(request: IncomingRequest): Promise<void> {
-    await this.options.started();
+    await this.options.introduced();
     const upstreams = this.options.upstreams();
     const instructions = mergedInstructions(upstreams, this.options.notes(), this.options.warn);
     // `resources.subscribe` keeps its meaning in this revision: the server honours

@@ -207,6 +207,7 @@ export class Router {
       peer: this.peer,
       upstreams: () => options.pool.upstreams,
       started: () => options.pool.start(),
+      introduced: () => answerWindow(options.pool.start()),
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
@@ -1001,8 +1002,8 @@ function truncated(text: string): string {
 }
 
 /**
- * How long the initialize answer waits for the upstreams' handshakes, at most (less when the
- * start-up window, `gateway.startupTimeout`, is shorter).
+ * How long the initialize answer (and a modern host's `server/discover`) waits for the upstreams'
+ * handshakes, at most (less when the start-up window, `gateway.startupTimeout`, is shorter).
  */
 export const INITIALIZE_WAIT_MS = 2000;
 
