@@ -1,4 +1,4 @@
-import { idKey, type RequestId } from '../rpc/jsonRpc.js';
+import { idKey, type RequestId } from '../protocol/jsonRpc.js';
 
 /** The answers one batch is owed, and those it has. */
 interface Batch {
