@@ -29,7 +29,13 @@ import {
   type ManagedPipeline,
 } from './features.js';
 import { askHost, hostConnections } from './hostConnection.js';
-import { firstOf, type Connection, type ConnectOptions, type HostConnections } from './hosts.js';
+import {
+  firstOf,
+  hostConnectionSet,
+  type Connection,
+  type ConnectOptions,
+  type HostConnections,
+} from './hosts.js';
 
 export interface GatewayOptions {
   readonly config: WardenConfig;
@@ -141,7 +147,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   /** Who the gateway's own records (start, stop, upstreams, config) are written for. */
   const principal = options.principal ?? osPrincipal();
   const record = recorder(audit, session, principal);
-  const hosts: HostConnections = { all: new Set(), lastUser: new Map(), overHttp: new WeakSet() };
+  const hosts = hostConnectionSet();
   const state: ServingState = {
     servers: config.servers,
     managedPolicies: config.managed?.policies ?? [],
@@ -161,7 +167,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       logger,
       version: options.version,
       features,
-      lastUser: hosts.lastUser,
+      hosts,
+      listening: config.listen !== undefined,
       ...(audit && { record }),
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
     },

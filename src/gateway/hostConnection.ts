@@ -1,4 +1,4 @@
-import type { WardenConfig } from '../config/types.js';
+import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { MalformedAnswerError, PeerRpcError } from '../core/errors.js';
 import type { HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
@@ -54,30 +54,6 @@ export function hostConnections(deps: HostConnectionDeps) {
   const beforeWrite = () => writing.forEach((f) => f());
   const serversByName = new Map(deps.config.servers.map((s) => [s.name, s]));
 
-  /** The pipeline's terminal, sending to the upstream (or answering locally what the config fixes). */
-  function forwardOf(scope: Scope, router: () => Router): Next {
-    const forward = createForward({
-      upstream: (server) => scope.view.byName.get(server),
-      host: {
-        requestOutcome: (method, params, options, origin) =>
-          router().host.ask(method, params, options, origin),
-      },
-      fulfilInput: (message, outcome, retry) =>
-        fulfilInput({
-          message,
-          outcome,
-          retry,
-          ask: (method, params) => router().askHostFor(message.server, method, params, message.signal),
-        }),
-      answerLocally: (message) => fixedRoots(message, serversByName),
-    });
-    if (observe === undefined) return forward;
-    return (message) => {
-      observe('forward', message);
-      return forward(message);
-    };
-  }
-
   return function connect(
     transport: MessageTransport,
     principal: Principal,
@@ -90,16 +66,18 @@ export function hostConnections(deps: HostConnectionDeps) {
     }
     const shared = compose(
       deps.stages as Stage[],
-      forwardOf(scope, () => router),
+      forwardOf(scope, () => router, observe, serversByName),
     );
     const router: Router = new Router({
       host: transport,
       ...scope.catalogs,
       pool: scope.view,
       pipeline: (message) => {
-        if (message.direction === 'upstream')
-          deps.hosts.lastUser.set(userKey(message.server, view), connection);
-        return view === undefined ? shared(message) : view.run(message.server, () => shared(message));
+        const answer = view === undefined ? shared(message) : view.run(message.server, () => shared(message));
+        if (message.direction !== 'upstream') return answer;
+        const key = userKey(message.server, view);
+        deps.hosts.lastUser.set(key, connection);
+        return deps.hosts.callsInFlight.track(key, connection, answer);
       },
       // What the gateway answers itself (a call refused at the edge, a host's answers to a task's
       // questions) is recorded, and nothing else: no other stage may judge it.
@@ -121,6 +99,34 @@ export function hostConnections(deps: HostConnectionDeps) {
     });
     const connection = served(deps, { router, transport, principal, beforeWrite }, scope, view);
     return connection;
+  };
+}
+
+/** The pipeline's terminal, sending to the upstream (or answering locally what the config fixes). */
+function forwardOf(
+  scope: Scope,
+  router: () => Router,
+  observe: Feature['observeStage'],
+  serversByName: ReadonlyMap<string, ServerConfig>,
+): Next {
+  const forward = createForward({
+    upstream: (server) => scope.view.byName.get(server),
+    host: {
+      requestOutcome: (method, params, options, origin) => router().host.ask(method, params, options, origin),
+    },
+    fulfilInput: (message, outcome, retry) =>
+      fulfilInput({
+        message,
+        outcome,
+        retry,
+        ask: (method, params) => router().askHostFor(message.server, method, params, message.signal),
+      }),
+    answerLocally: (message) => fixedRoots(message, serversByName),
+  });
+  if (observe === undefined) return forward;
+  return (message) => {
+    observe('forward', message);
+    return forward(message);
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Catalogs } from '../core/catalog/catalogs.js';
 import type { HostSession } from '../core/host/hostSession.js';
 import type { Principal } from '../core/principal.js';
+import { CallsInFlight } from '../core/routing/questionRouting.js';
 import type { Router } from '../core/routing/router.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import type { TaskMemory } from '../core/tasks/taskRouting.js';
@@ -51,6 +52,8 @@ export interface HostConnections {
    * Keyed by `userKey`.
    */
   readonly lastUser: Map<string, Connection>;
+  /** Each connection's requests in flight on each upstream (keyed as `lastUser`). */
+  readonly callsInFlight: CallsInFlight<Connection>;
   /** The hosts connected through the HTTP listener; the rest came over stdio. */
   readonly overHttp: WeakSet<HostSession>;
 }
@@ -61,6 +64,11 @@ export interface HostConnections {
  */
 export function userKey(server: string, view: PrincipalView | undefined): string {
   return view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
+}
+
+/** No connection yet. */
+export function hostConnectionSet(): HostConnections {
+  return { all: new Set(), lastUser: new Map(), callsInFlight: new CallsInFlight(), overHttp: new WeakSet() };
 }
 
 /** The first of a set of connections that has initialized, else the first. */

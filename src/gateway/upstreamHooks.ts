@@ -2,21 +2,24 @@ import type { ServerConfig } from '../config/types.js';
 import { InitializedHostSession, type HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
-import type { JsonRpcNotification } from '../core/protocol/jsonRpc.js';
+import { RpcErrorCode, type JsonRpcNotification } from '../core/protocol/jsonRpc.js';
+import { askerOf } from '../core/routing/questionRouting.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { IncomingRequest } from '../core/rpc/peer.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../core/upstreams/upstream.js';
 import type { PrincipalView } from '../core/upstreams/principalPools.js';
-import { firstOf, userKey, type Connection } from './hosts.js';
+import { firstOf, userKey, type Connection, type HostConnections } from './hosts.js';
 
 /** What every pool's upstreams need of the gateway, whoever their events reach. */
 export interface UpstreamHookDeps {
   readonly logger: Logger;
   readonly version: string;
   readonly features: readonly Feature[];
-  /** Which connection last sent each upstream a request (see `userKey`). */
-  readonly lastUser: ReadonlyMap<string, Connection>;
+  /** Which connection last sent each upstream a request, and what each has in flight there. */
+  readonly hosts: Pick<HostConnections, 'lastUser' | 'callsInFlight'>;
+  /** Whether hosts connect over the HTTP listener (then there may be several). */
+  readonly listening: boolean;
   /** Records an upstream's lifecycle event for `principal`; undefined when nothing records them. */
   readonly record?: (event: UpstreamLifecycleEvent, principal: Principal) => void;
   /** A connection to an upstream instead of starting it as configured (in-process embedding). */
@@ -62,11 +65,25 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
     onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
       for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
     },
-    // A server's question goes to the connection that last asked that server something.
+    // A server's question goes to the connection whose call caused it (questionRouting.ts).
     onRequest: (upstream: Upstream, request: IncomingRequest) => {
-      const to = deps.lastUser.get(userKey(upstream.name, reach.view)) ?? first();
-      if (to !== undefined) to.router.upstreamRequest(upstream, request);
-      else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+      const key = userKey(upstream.name, reach.view);
+      const lastOrFirst = () => deps.hosts.lastUser.get(key) ?? first();
+      const to = askerOf({
+        server: upstream.name,
+        method: request.method,
+        meta: request.meta,
+        callers: deps.hosts.callsInFlight.callers(key),
+        reachable: [...reach.connections()],
+        ownsTask: (c, taskId) => c.router.ownsUpstreamTask(upstream.name, taskId),
+        // Without a listener there is one host; a principal's own process serves one user.
+        fallback: !deps.listening || reach.view !== undefined ? lastOrFirst : undefined,
+      });
+      if (typeof to !== 'string') return to.router.upstreamRequest(upstream, request);
+      if (reach.connections().size === 0)
+        return request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+      (reach.logger ?? deps.logger).warn(to);
+      request.fail({ code: RpcErrorCode.InvalidRequest, message: to });
     },
     ...((record !== undefined || lifecycle.length > 0) && {
       onLifecycle: (event: UpstreamLifecycleEvent) => {

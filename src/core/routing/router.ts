@@ -17,6 +17,7 @@ import {
   NotServingError,
   PeerRpcError,
   ResourceNotFoundError,
+  UnknownPromptError,
   UnknownToolError,
   WardenError,
 } from '../errors.js';
@@ -209,6 +210,7 @@ export class Router {
       peer: this.peer,
       upstreams: () => options.pool.upstreams,
       started: () => options.pool.start(),
+      introduced: () => answerWindow(options.pool.start()),
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
@@ -280,6 +282,11 @@ export class Router {
   /** How long this connection still waits for a host's retry (MRTR), or undefined if it does not. */
   retryWindowMs(): number | undefined {
     return this.bridge.retryWindowMs();
+  }
+
+  /** Whether this connection started `server`'s task `taskId` (a question may name it). */
+  ownsUpstreamTask(server: string, taskId: string): boolean {
+    return this.tasks.ownsTask(server, taskId);
   }
 
   /** The `inputSchema` of the tool the host knows as `exposed`, if one is listed now. */
@@ -565,18 +572,13 @@ export class Router {
         : undefined;
     const { record } = this.options;
     if (entry === undefined || record === undefined || !this.initialized) return request.fail(error);
-    const message = routedMessage({
+    const message = this.answeredHere(request, {
       kind: 'tools/call',
-      direction: 'upstream',
       server: entry.server,
       target: entry.item.name,
       exposedName: name as string,
       definition: entry.item,
-      signal: request,
-      hostEra: this.modern.hostEra,
-      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
-      host: this.host,
-      principal: this.options.principal,
+      arguments: undefined,
     });
     record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
       (outcome) => request.respond(outcome),
@@ -608,13 +610,17 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
+    if (protocolVersion === BATCHING_VERSION)
+      (this.options.host as { acceptBatches?: () => void }).acceptBatches?.();
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
     this.options.revisionKnown?.();
-    // The upstreams connect declaring what the host can do; the answer waits for the start-up
-    // window (as the first list would anyway), so it can say what they offer and pass on their
-    // instructions. A server slower than the window joins later, through list_changed.
-    await this.options.pool.start();
+    // The upstreams connect declaring what the host can do, so their handshakes start only now.
+    // The answer waits for them a short while (fast servers answer within milliseconds), so it
+    // can say what they offer and pass on their instructions; never longer, as hosts give up on
+    // a slow initialize. A server slower than that joins later, through list_changed, without
+    // its instructions or the capabilities only it would have added.
+    await answerWindow(this.options.pool.start());
     const { upstreams } = this.options.pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
       this.log.warn(cut),
@@ -688,7 +694,14 @@ export class Router {
     app: AppOrigin | undefined,
   ): Promise<void> {
     return this.untilFound(() => lookUpTool(this.options.tools, name, app)).then((later) => {
-      if (later === undefined) throw new UnknownToolError(name, this.options.whyUnknown?.(name));
+      if (later === undefined)
+        return this.unserved(
+          request,
+          'tools/call',
+          name,
+          args,
+          new UnknownToolError(name, this.options.whyUnknown?.(name)),
+        );
       return this.callFound(request, name, later, args, app);
     });
   }
@@ -786,13 +799,17 @@ export class Router {
     const name = params?.name;
     if (typeof name !== 'string') throw new InvalidParamsError('prompts/get needs params.name (a string)');
     const entry = await this.resolveNamed(this.options.prompts, name);
-    if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${name}`);
-    const args = params?.arguments;
+    const args =
+      typeof params?.arguments === 'object' && params.arguments !== null
+        ? (params.arguments as Params)
+        : undefined;
+    if (entry === undefined)
+      return this.unserved(request, 'prompts/get', name, args, new UnknownPromptError(name));
     this.route(
       request,
       this.upstreamMessage(request, 'prompts/get', entry.server, entry.item.name, name, {
         params: { ...forwardedParams(params), name: entry.item.name },
-        arguments: typeof args === 'object' && args !== null ? (args as Params) : undefined,
+        arguments: args,
       }),
     );
   }
@@ -802,7 +819,8 @@ export class Router {
       throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
     await this.options.pool.start();
     const target = this.options.resources.route(uri);
-    if (target === undefined) throw new ResourceNotFoundError(uri);
+    if (target === undefined)
+      return this.unserved(request, kind, uri, forwardedParams(params), new ResourceNotFoundError(uri));
     const { server } = target;
     // An App's namespaced URI goes to its server as the server's own (see appUi.ts).
     const renamed = target.uri !== uri;
@@ -815,6 +833,50 @@ export class Router {
       this.upstreamMessage(request, kind, server, target.uri, uri, { params: sent, arguments: sent }),
       renamed ? (outcome) => withContentsUri(outcome, target.uri, uri) : undefined,
     );
+  }
+
+  /**
+   * A request for a name no server serves, answered with `error`: recorded first (by the stages
+   * that record, and no other), so that probing for names shows in the audit trail. Nothing
+   * serves it, so the message names no server.
+   */
+  private unserved(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    error: Error,
+  ): void {
+    const { record } = this.options;
+    if (record === undefined) return this.answerError(request, error);
+    const message = this.answeredHere(request, {
+      kind,
+      server: '',
+      target: name,
+      exposedName: name,
+      definition: undefined,
+      arguments: args,
+    });
+    record(message, () => Promise.reject(error)).then(
+      (outcome) => request.respond(outcome),
+      (failure: unknown) => this.answerError(request, failure),
+    );
+  }
+
+  /** A host's request the gateway answers itself, as the stages that record see it. */
+  private answeredHere(
+    request: IncomingRequest,
+    what: Pick<RoutedMessage, 'kind' | 'server' | 'target' | 'exposedName' | 'definition' | 'arguments'>,
+  ): RoutedMessage {
+    return routedMessage({
+      ...what,
+      direction: 'upstream',
+      signal: request,
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(what.server)?.era,
+      host: this.host,
+      principal: this.options.principal,
+    });
   }
 
   private async complete(request: IncomingRequest): Promise<void> {
@@ -980,4 +1042,20 @@ function withExposedUri(server: string, params: Params | undefined): Params | un
 /** A name from a peer, cut for a log line (a method name can be megabytes long). */
 function truncated(text: string): string {
   return text.length <= 200 ? text : `${text.slice(0, 200)}… (${text.length} characters)`;
+}
+
+/**
+ * How long the initialize answer (and a modern host's `server/discover`) waits for the upstreams'
+ * handshakes, at most (less when the start-up window, `gateway.startupTimeout`, is shorter).
+ */
+export const INITIALIZE_WAIT_MS = 2000;
+
+/** The one protocol revision in which a host may send JSON-RPC batches. */
+const BATCHING_VERSION = '2025-03-26';
+
+/** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
+function answerWindow(started: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  return Promise.race([started, waited]).finally(() => clearTimeout(timer));
 }

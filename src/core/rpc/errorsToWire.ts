@@ -44,6 +44,7 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
 /** Our errors that are JSON-RPC errors whatever the method, with their codes. */
 const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCode, number>([
   ['UNKNOWN_TOOL', RpcErrorCode.InvalidParams],
+  ['UNKNOWN_PROMPT', RpcErrorCode.InvalidParams],
   ['INVALID_PARAMS', RpcErrorCode.InvalidParams],
   ['METHOD_NOT_FOUND', RpcErrorCode.MethodNotFound],
   ['RESOURCE_NOT_FOUND', -32002],
