@@ -539,125 +539,168 @@ export function applyManagedToData(
   data: Readonly<Record<string, unknown>>,
   managed: ManagedSettings,
 ): ManagedApplication {
-  const out = structuredClone(data) as Record<string, unknown>;
-  const managedPaths = new Map<string, number>();
-  const managedSinks = new Map<string, ManagedSink>();
-  const refusals: { path: KeyPath; message: string }[] = [];
-  const errors: ConfigIssue[] = [];
-  const where = (key: string, line: number) => `${managed.file}:${line} ${key}`;
-
+  const app: Application = {
+    managed,
+    data: structuredClone(data) as Record<string, unknown>,
+    managedPaths: new Map(),
+    managedSinks: new Map(),
+    refusals: [],
+    errors: [],
+  };
   const audit = managed.audit;
   if (audit !== undefined) {
-    let section = asRecord(out.audit);
-    const sinksNeedTrail = audit.sinks.length > 0;
-    if (section === undefined && (audit.required || sinksNeedTrail || audit.file !== undefined)) {
-      const why = audit.required ? 'audit.required' : 'audit.sinks';
-      if (audit.file === undefined)
-        errors.push({
-          file: managed.file,
-          line: audit.lines[audit.required ? 'required' : 'sinks'] ?? 0,
-          column: 0,
-          path: why,
-          message: audit.required
-            ? 'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config'
-            : 'the managed sinks need an audit trail (their records wait in its spool folder), and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
-        });
-      else {
-        if (audit.required || sinksNeedTrail)
-          refusals.push({
-            path: [],
-            message: `the config has no audit: section, but ${where(why, audit.lines[audit.required ? 'required' : 'sinks'] ?? 0)} requires one: auditing to ${audit.file}`,
-          });
-        section = {};
-        out.audit = section;
-      }
-    }
-    if (section !== undefined) {
-      const set = (
-        key: string,
-        value: unknown,
-        weaker: (user: unknown) => boolean,
-        describe: string,
-        line: number,
-        managedKey = `audit.${key}`,
-      ) => {
-        const user = section![key];
-        if (user !== undefined && weaker(user))
-          refusals.push({
-            path: ['audit', key],
-            message: `refused: ${describe}; ${where(managedKey, line)} requires ${JSON.stringify(value)}, which is used instead`,
-          });
-        if (user === undefined || weaker(user)) {
-          section![key] = value;
-          managedPaths.set(`audit.${key}`, line);
-        }
-      };
-      if (audit.file !== undefined)
-        set(
-          'file',
-          audit.file,
-          (user) => typeof user !== 'string' || path.resolve(path.dirname(managed.file), user) !== audit.file,
-          'the audit trail goes to the managed file',
-          audit.lines.file ?? 0,
-        );
-      // A required sink refuses calls it cannot take only in block mode: requiring one asks for it.
-      const requiredSink = audit.sinks.find((sink) => sink.entry.required === true);
-      if (audit.onFailure === 'block' || requiredSink !== undefined)
-        set(
-          'onFailure',
-          'block',
-          (user) => user !== 'block',
-          audit.onFailure === 'block'
-            ? 'onFailure: continue would serve calls that cannot be audited'
-            : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
-          audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
-          audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
-        );
-      if (audit.fsync === true)
-        set(
-          'fsync',
-          true,
-          (user) => user !== true,
-          'fsync: false would let records be lost on power loss',
-          audit.lines.fsync ?? 0,
-        );
-      if (sinksNeedTrail) addManagedSinks(section, audit.sinks);
-    }
+    const section = auditSection(app, audit);
+    if (section !== undefined) applyAuditMinimums(app, audit, section);
   }
-
-  /**
-   * Every managed sink goes into the user's list: in place of a user sink of the same name (which
-   * is refused if it says anything else), or at the end. The user's other sinks stay.
-   */
-  function addManagedSinks(section: Record<string, unknown>, sinks: readonly ManagedSink[]): void {
-    const list: unknown[] = Array.isArray(section.sinks) ? section.sinks : [];
-    section.sinks = list;
-    for (const sink of sinks) {
-      const index = list.findIndex((entry) => asRecord(entry)?.name === sink.name);
-      const at = index === -1 ? list.length : index;
-      if (index !== -1 && !sameValue(list[index], sink.entry))
-        refusals.push({
-          path: ['audit', 'sinks', index],
-          message: `refused: the sink "${sink.name}" is set by ${where(sink.key, sink.line)} and cannot be changed or made optional here; the managed sink is used instead`,
-        });
-      list[at] = structuredClone(sink.entry);
-      managedSinks.set(`audit.sinks[${at}]`, sink);
-    }
-  }
-
   for (const locked of managed.lock) {
     const dotted = formatKeyPath(locked.path);
-    const user = valueAtPath(out, locked.path);
+    const user = valueAtPath(app.data, locked.path);
     if (user !== undefined && !sameValue(user, locked.value))
-      refusals.push({
+      app.refusals.push({
         path: locked.path,
-        message: `refused: ${where(`lock.${dotted}`, locked.line)} locks this setting to ${JSON.stringify(locked.value)}, which is used instead of ${JSON.stringify(user)}`,
+        message: `refused: ${where(app, `lock.${dotted}`, locked.line)} locks this setting to ${JSON.stringify(locked.value)}, which is used instead of ${JSON.stringify(user)}`,
       });
-    setAtPath(out, locked.path, structuredClone(locked.value));
-    managedPaths.set(dotted, locked.line);
-    lockServerEntries(out, locked, where(`lock.${dotted}`, locked.line), refusals);
+    setAtPath(app.data, locked.path, structuredClone(locked.value));
+    app.managedPaths.set(dotted, locked.line);
+    lockServerEntries(app.data, locked, where(app, `lock.${dotted}`, locked.line), app.refusals);
   }
+  const { data: out, managedPaths, managedSinks, refusals, errors } = app;
   return { data: out, managedPaths, managedSinks, refusals, errors };
+}
+
+/** The managed settings being put into a copy of the user's data, and what that has refused so far. */
+interface Application {
+  readonly managed: ManagedSettings;
+  readonly data: Record<string, unknown>;
+  readonly managedPaths: Map<string, number>;
+  readonly managedSinks: Map<string, ManagedSink>;
+  readonly refusals: { path: KeyPath; message: string }[];
+  readonly errors: ConfigIssue[];
+}
+
+/** `file:line key` of a managed setting, for refusals. */
+function where(app: Application, key: string, line: number): string {
+  return `${app.managed.file}:${line} ${key}`;
+}
+
+/**
+ * The user's `audit:` section, made (and said so) when the managed settings need a trail and
+ * name its file; undefined, with an error when they need one and cannot name it.
+ */
+function auditSection(app: Application, audit: ManagedAudit): Record<string, unknown> | undefined {
+  const section = asRecord(app.data.audit);
+  const sinksNeedTrail = audit.sinks.length > 0;
+  if (section !== undefined || !(audit.required || sinksNeedTrail || audit.file !== undefined))
+    return section;
+  const why = audit.required ? 'audit.required' : 'audit.sinks';
+  const line = audit.lines[audit.required ? 'required' : 'sinks'] ?? 0;
+  if (audit.file === undefined) {
+    app.errors.push({
+      file: app.managed.file,
+      line,
+      column: 0,
+      path: why,
+      message: audit.required
+        ? 'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config'
+        : 'the managed sinks need an audit trail (their records wait in its spool folder), and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
+    });
+    return undefined;
+  }
+  if (audit.required || sinksNeedTrail)
+    app.refusals.push({
+      path: [],
+      message: `the config has no audit: section, but ${where(app, why, line)} requires one: auditing to ${audit.file}`,
+    });
+  const made: Record<string, unknown> = {};
+  app.data.audit = made;
+  return made;
+}
+
+/** One managed audit minimum: the key, the value it requires, and when a user value falls short. */
+interface AuditMinimum {
+  readonly key: string;
+  readonly value: unknown;
+  readonly weaker: (user: unknown) => boolean;
+  /** Why the user's value is refused, for the refusal. */
+  readonly describe: string;
+  readonly line: number;
+  /** The managed key that requires it; default `audit.<key>`. */
+  readonly managedKey?: string;
+}
+
+function requireAuditValue(app: Application, section: Record<string, unknown>, minimum: AuditMinimum): void {
+  const { key, value, weaker, line } = minimum;
+  const user = section[key];
+  if (user !== undefined && weaker(user))
+    app.refusals.push({
+      path: ['audit', key],
+      message: `refused: ${minimum.describe}; ${where(app, minimum.managedKey ?? `audit.${key}`, line)} requires ${JSON.stringify(value)}, which is used instead`,
+    });
+  if (user === undefined || weaker(user)) {
+    section[key] = value;
+    app.managedPaths.set(`audit.${key}`, line);
+  }
+}
+
+/** The managed file, block mode, fsync and sinks, put into the user's audit section. */
+function applyAuditMinimums(app: Application, audit: ManagedAudit, section: Record<string, unknown>): void {
+  const managedFile = app.managed.file;
+  if (audit.file !== undefined)
+    requireAuditValue(app, section, {
+      key: 'file',
+      value: audit.file,
+      weaker: (user) =>
+        typeof user !== 'string' || path.resolve(path.dirname(managedFile), user) !== audit.file,
+      describe: 'the audit trail goes to the managed file',
+      line: audit.lines.file ?? 0,
+    });
+  // A required sink refuses calls it cannot take only in block mode: requiring one asks for it.
+  const requiredSink = audit.sinks.find((sink) => sink.entry.required === true);
+  if (audit.onFailure === 'block' || requiredSink !== undefined)
+    requireAuditValue(app, section, {
+      key: 'onFailure',
+      value: 'block',
+      weaker: (user) => user !== 'block',
+      describe:
+        audit.onFailure === 'block'
+          ? 'onFailure: continue would serve calls that cannot be audited'
+          : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
+      line: audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
+      managedKey: audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
+    });
+  if (audit.fsync === true)
+    requireAuditValue(app, section, {
+      key: 'fsync',
+      value: true,
+      weaker: (user) => user !== true,
+      describe: 'fsync: false would let records be lost on power loss',
+      line: audit.lines.fsync ?? 0,
+    });
+  if (audit.sinks.length > 0) addManagedSinks(app, section, audit.sinks);
+}
+
+/**
+ * Every managed sink goes into the user's list: in place of a user sink of the same name (which
+ * is refused if it says anything else), or at the end. The user's other sinks stay.
+ */
+function addManagedSinks(
+  app: Application,
+  section: Record<string, unknown>,
+  sinks: readonly ManagedSink[],
+): void {
+  const list: unknown[] = Array.isArray(section.sinks) ? section.sinks : [];
+  section.sinks = list;
+  for (const sink of sinks) {
+    const index = list.findIndex((entry) => asRecord(entry)?.name === sink.name);
+    const at = index === -1 ? list.length : index;
+    if (index !== -1 && !sameValue(list[index], sink.entry))
+      app.refusals.push({
+        path: ['audit', 'sinks', index],
+        message: `refused: the sink "${sink.name}" is set by ${where(app, sink.key, sink.line)} and cannot be changed or made optional here; the managed sink is used instead`,
+      });
+    list[at] = structuredClone(sink.entry);
+    app.managedSinks.set(`audit.sinks[${at}]`, sink);
+  }
 }
 
 /**
