@@ -17,10 +17,11 @@ import {
   NotServingError,
   PeerRpcError,
   ResourceNotFoundError,
+  UnknownPromptError,
   UnknownToolError,
   WardenError,
 } from '../errors.js';
-import { errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
+import { DENIED_CODE, errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
 import type { Logger } from '../logger.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import { answersAs } from '../pipeline/forward.js';
@@ -565,18 +566,13 @@ export class Router {
         : undefined;
     const { record } = this.options;
     if (entry === undefined || record === undefined || !this.initialized) return request.fail(error);
-    const message = routedMessage({
+    const message = this.answeredHere(request, {
       kind: 'tools/call',
-      direction: 'upstream',
       server: entry.server,
       target: entry.item.name,
       exposedName: name as string,
       definition: entry.item,
-      signal: request,
-      hostEra: this.modern.hostEra,
-      upstreamEra: this.options.pool.byName.get(entry.server)?.era,
-      host: this.host,
-      principal: this.options.principal,
+      arguments: undefined,
     });
     record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
       (outcome) => request.respond(outcome),
@@ -688,7 +684,14 @@ export class Router {
     app: AppOrigin | undefined,
   ): Promise<void> {
     return this.untilFound(() => lookUpTool(this.options.tools, name, app)).then((later) => {
-      if (later === undefined) throw new UnknownToolError(name, this.options.whyUnknown?.(name));
+      if (later === undefined)
+        return this.unserved(
+          request,
+          'tools/call',
+          name,
+          args,
+          new UnknownToolError(name, this.options.whyUnknown?.(name)),
+        );
       return this.callFound(request, name, later, args, app);
     });
   }
@@ -786,13 +789,17 @@ export class Router {
     const name = params?.name;
     if (typeof name !== 'string') throw new InvalidParamsError('prompts/get needs params.name (a string)');
     const entry = await this.resolveNamed(this.options.prompts, name);
-    if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${name}`);
-    const args = params?.arguments;
+    const args =
+      typeof params?.arguments === 'object' && params.arguments !== null
+        ? (params.arguments as Params)
+        : undefined;
+    if (entry === undefined)
+      return this.unserved(request, 'prompts/get', name, args, new UnknownPromptError(name));
     this.route(
       request,
       this.upstreamMessage(request, 'prompts/get', entry.server, entry.item.name, name, {
         params: { ...forwardedParams(params), name: entry.item.name },
-        arguments: typeof args === 'object' && args !== null ? (args as Params) : undefined,
+        arguments: args,
       }),
     );
   }
@@ -802,7 +809,8 @@ export class Router {
       throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
     await this.options.pool.start();
     const target = this.options.resources.route(uri);
-    if (target === undefined) throw new ResourceNotFoundError(uri);
+    if (target === undefined)
+      return this.unserved(request, kind, uri, forwardedParams(params), new ResourceNotFoundError(uri));
     const { server } = target;
     // An App's namespaced URI goes to its server as the server's own (see appUi.ts).
     const renamed = target.uri !== uri;
@@ -815,6 +823,50 @@ export class Router {
       this.upstreamMessage(request, kind, server, target.uri, uri, { params: sent, arguments: sent }),
       renamed ? (outcome) => withContentsUri(outcome, target.uri, uri) : undefined,
     );
+  }
+
+  /**
+   * A request for a name no server serves, answered with `error`: recorded first (by the stages
+   * that record, and no other), so that probing for names shows in the audit trail. Nothing
+   * serves it, so the message names no server.
+   */
+  private unserved(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    error: Error,
+  ): void {
+    const { record } = this.options;
+    if (record === undefined) return this.answerError(request, error);
+    const message = this.answeredHere(request, {
+      kind,
+      server: '',
+      target: name,
+      exposedName: name,
+      definition: undefined,
+      arguments: args,
+    });
+    record(message, () => Promise.reject(error)).then(
+      (outcome) => request.respond(outcome),
+      (failure: unknown) => this.answerError(request, failure),
+    );
+  }
+
+  /** A host's request the gateway answers itself, as the stages that record see it. */
+  private answeredHere(
+    request: IncomingRequest,
+    what: Pick<RoutedMessage, 'kind' | 'server' | 'target' | 'exposedName' | 'definition' | 'arguments'>,
+  ): RoutedMessage {
+    return routedMessage({
+      ...what,
+      direction: 'upstream',
+      signal: request,
+      hostEra: this.modern.hostEra,
+      upstreamEra: this.options.pool.byName.get(what.server)?.era,
+      host: this.host,
+      principal: this.options.principal,
+    });
   }
 
   private async complete(request: IncomingRequest): Promise<void> {
@@ -913,7 +965,10 @@ export class Router {
       return request.respond(Outcome.of(outcome.result));
     }
     const wire = requestErrorToWire(error, this.log);
-    if (message?.direction === 'host' && wire.code === RpcErrorCode.InternalError)
+    if (
+      message?.direction === 'host' &&
+      (wire.code === RpcErrorCode.InternalError || wire.code === DENIED_CODE)
+    )
       this.log.warn(`${request.method} from ${message.server}: ${wire.message}`);
     request.fail(wire);
   }

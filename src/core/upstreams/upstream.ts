@@ -15,7 +15,7 @@ import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { ChildHandle } from '../transports/childProcess.js';
-import { CrashLoopDetector, restartDelay } from './backoff.js';
+import { CrashLoopDetector, RepeatedFailures, restartDelay } from './backoff.js';
 import type { ConnectionFactory, UpstreamConnection } from './connection.js';
 import { startupDeadline, type Handshake, type Handshaken, type HandshakeOptions } from './handshake.js';
 import { LIST_KINDS, type ListKind, type ListSync } from './listSync.js';
@@ -107,6 +107,7 @@ export class Upstream {
   private connecting: Live | undefined;
   private readonly stopController = new AbortController();
   private readonly crashes: CrashLoopDetector;
+  private readonly repeated = new RepeatedFailures();
   /** What the host subscribed to here; outlives each process so a restart can restore it. */
   private readonly subscriptions = new ResourceSubscriptions();
   private firstAttemptDone!: () => void;
@@ -338,7 +339,7 @@ export class Upstream {
   /** Records a connection's end (or a failed attempt). */
   private recordEnd({ endedWith, connectedAt }: { endedWith: Error; connectedAt?: number }): void {
     this._lastError = endedWith.message;
-    this.log.error(endedWith.message);
+    this.log.error(this.repeated.line(endedWith.message, { connected: connectedAt !== undefined }));
     this.options.onLifecycle?.(
       connectedAt === undefined
         ? { type: 'upstream_failed', server: this.name, error: endedWith.message }
