@@ -210,6 +210,7 @@ export class Router {
       peer: this.peer,
       upstreams: () => options.pool.upstreams,
       started: () => options.pool.start(),
+      introduced: () => answerWindow(options.pool.start()),
       serverInfo: options.serverInfo,
       notes: options.notes ?? (() => []),
       warn: (message) => this.log.warn(message),
@@ -281,6 +282,11 @@ export class Router {
   /** How long this connection still waits for a host's retry (MRTR), or undefined if it does not. */
   retryWindowMs(): number | undefined {
     return this.bridge.retryWindowMs();
+  }
+
+  /** Whether this connection started `server`'s task `taskId` (a question may name it). */
+  ownsUpstreamTask(server: string, taskId: string): boolean {
+    return this.tasks.ownsTask(server, taskId);
   }
 
   /** The `inputSchema` of the tool the host knows as `exposed`, if one is listed now. */
@@ -604,13 +610,17 @@ export class Router {
       ? requested
       : LATEST_PROTOCOL_VERSION;
     this.session.initialized(params!, protocolVersion);
+    if (protocolVersion === BATCHING_VERSION)
+      (this.options.host as { acceptBatches?: () => void }).acceptBatches?.();
     this.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this.initialized = true;
     this.options.revisionKnown?.();
-    // The upstreams connect declaring what the host can do; the answer waits for the start-up
-    // window (as the first list would anyway), so it can say what they offer and pass on their
-    // instructions. A server slower than the window joins later, through list_changed.
-    await this.options.pool.start();
+    // The upstreams connect declaring what the host can do, so their handshakes start only now.
+    // The answer waits for them a short while (fast servers answer within milliseconds), so it
+    // can say what they offer and pass on their instructions; never longer, as hosts give up on
+    // a slow initialize. A server slower than that joins later, through list_changed, without
+    // its instructions or the capabilities only it would have added.
+    await answerWindow(this.options.pool.start());
     const { upstreams } = this.options.pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
       this.log.warn(cut),
@@ -1032,4 +1042,20 @@ function withExposedUri(server: string, params: Params | undefined): Params | un
 /** A name from a peer, cut for a log line (a method name can be megabytes long). */
 function truncated(text: string): string {
   return text.length <= 200 ? text : `${text.slice(0, 200)}… (${text.length} characters)`;
+}
+
+/**
+ * How long the initialize answer (and a modern host's `server/discover`) waits for the upstreams'
+ * handshakes, at most (less when the start-up window, `gateway.startupTimeout`, is shorter).
+ */
+export const INITIALIZE_WAIT_MS = 2000;
+
+/** The one protocol revision in which a host may send JSON-RPC batches. */
+const BATCHING_VERSION = '2025-03-26';
+
+/** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
+function answerWindow(started: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  return Promise.race([started, waited]).finally(() => clearTimeout(timer));
 }
