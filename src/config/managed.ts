@@ -22,7 +22,13 @@ import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { parseDuration } from './duration.js';
 import type { AuditConfig } from './types.js';
-import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
+import {
+  parseYamlSource,
+  requireTopLevelMapping,
+  toPlainData,
+  osReason,
+  type YamlSource,
+} from './yamlSource.js';
 
 /** The file the managed folder holds. */
 export const MANAGED_FILE_NAME = 'managed.yaml';
@@ -268,233 +274,264 @@ export function parseManagedText(text: string, file: string): ManagedSettings {
   source.issues.throwIfAny();
   const data = asRecord(toPlainData(source)) ?? {};
   const { issues, locator } = source;
-  const lineOf = (keyPath: KeyPath): number => locator.position(keyPath, 'key').line;
-  const dir = path.dirname(file);
-
+  const reader: ManagedReader = {
+    issues,
+    lineOf: (keyPath) => locator.position(keyPath, 'key').line,
+    dir: path.dirname(file),
+  };
   for (const key of Object.keys(data))
     if (!(TOP_KEYS as readonly string[]).includes(key))
       issues.add([key], 'key', `unknown key "${key}"; the managed settings file has ${TOP_KEYS.join(', ')}`);
-
-  const policies: string[] = [];
-  if (data.policies !== undefined) {
-    if (!Array.isArray(data.policies))
-      issues.add(['policies'], 'value', 'must be a list of policy file paths');
-    else
-      data.policies.forEach((entry, index) => {
-        if (typeof entry !== 'string' || entry === '')
-          issues.add(
-            ['policies', index],
-            'value',
-            "must be a policy file path (relative to this file's folder, or absolute)",
-          );
-        else policies.push(path.resolve(dir, entry));
-      });
-  }
-
-  let allow: ServerRule[] | undefined;
-  const deny: ServerRule[] = [];
-  const servers = data.servers;
-  if (servers !== undefined) {
-    const section = asRecord(servers);
-    if (section === undefined)
-      issues.add(['servers'], 'value', 'must be a mapping with allow and/or deny lists');
-    else {
-      for (const key of Object.keys(section))
-        if (key !== 'allow' && key !== 'deny')
-          issues.add(['servers', key], 'key', `unknown key "${key}"; servers has allow and deny`);
-      if (section.allow !== undefined) allow = readRules(section.allow, 'allow');
-      if (section.deny !== undefined) deny.push(...readRules(section.deny, 'deny'));
-    }
-  }
-
-  function readRules(value: unknown, list: 'allow' | 'deny'): ServerRule[] {
-    if (!Array.isArray(value)) {
-      issues.add(
-        ['servers', list],
-        'value',
-        'must be a list of rules such as {npm: "@scope/package"}, {command: /usr/bin/tool}, {url: "https://host/path"} or {sha256: "..."}',
-      );
-      return [];
-    }
-    const rules: ServerRule[] = [];
-    value.forEach((entry, index) => {
-      const at: KeyPath = ['servers', list, index];
-      const rule = asRecord(entry);
-      if (rule === undefined) {
-        issues.add(at, 'value', 'must be a mapping with one of command, npm, pypi, url, sha256');
-        return;
-      }
-      for (const key of Object.keys(rule))
-        if (!(RULE_KEYS as readonly string[]).includes(key))
-          issues.add(
-            [...at, key],
-            'key',
-            `unknown key "${key}"; a server rule has one of command (with args), npm, pypi, url, sha256`,
-          );
-      const kinds = (['command', 'npm', 'pypi', 'url', 'sha256'] as const).filter(
-        (k) => rule[k] !== undefined,
-      );
-      if (kinds.length !== 1) {
-        issues.add(
-          at,
-          'value',
-          kinds.length === 0
-            ? 'needs one of command, npm, pypi, url, sha256'
-            : `has ${kinds.join(' and ')}: give exactly one way of matching per rule`,
-        );
-        return;
-      }
-      const kind = kinds[0]!;
-      const text = rule[kind];
-      if (typeof text !== 'string' || text.trim() === '') {
-        issues.add([...at, kind], 'value', 'must be a non-empty string');
-        return;
-      }
-      if (kind === 'url') {
-        let url: URL | undefined;
-        try {
-          url = new URL(text);
-        } catch {
-          /* reported below */
-        }
-        if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-          issues.add([...at, kind], 'value', `"${text}" is not an http(s) URL`);
-      }
-      if (kind === 'sha256' && !/^[0-9a-f]{64}$/i.test(text))
-        issues.add([...at, kind], 'value', 'must be 64 hexadecimal digits (sha256sum of the executable)');
-      if (kind === 'command' && !path.isAbsolute(text) && /[\\/]/.test(text))
-        issues.add(
-          [...at, kind],
-          'value',
-          'must be an absolute path or a bare command name looked up on PATH',
-        );
-      let args: string[] | undefined;
-      if (rule.args !== undefined) {
-        if (kind !== 'command') issues.add([...at, 'args'], 'key', 'args goes with command only');
-        else if (!Array.isArray(rule.args) || rule.args.some((a) => typeof a !== 'string'))
-          issues.add([...at, 'args'], 'value', 'must be a list of strings');
-        else args = rule.args as string[];
-      }
-      rules.push({
-        key: `servers.${list}[${index}]`,
-        line: lineOf(at),
-        [kind]: kind === 'sha256' ? text.toLowerCase() : text,
-        ...(args && { args }),
-      });
-    });
-    return rules;
-  }
-
-  let audit: ManagedAudit | undefined;
-  if (data.audit !== undefined) {
-    const section = asRecord(data.audit);
-    if (section === undefined)
-      issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
-    else {
-      const lines: Record<string, number> = {};
-      for (const key of Object.keys(section)) {
-        lines[key] = lineOf(['audit', key]);
-        if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
-          issues.add(
-            ['audit', key],
-            'key',
-            `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
-          );
-      }
-      const { required = false, file: auditFile, onFailure, fsync } = section;
-      if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
-      if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
-        issues.add(
-          ['audit', 'file'],
-          'value',
-          "must be an absolute path (the user's folders differ from machine to machine)",
-        );
-      if (onFailure !== undefined && onFailure !== 'block' && onFailure !== 'continue')
-        issues.add(['audit', 'onFailure'], 'value', 'must be block or continue');
-      if (fsync !== undefined && typeof fsync !== 'boolean')
-        issues.add(['audit', 'fsync'], 'value', 'must be true or false');
-      audit = {
-        required: required === true,
-        ...(typeof auditFile === 'string' && { file: auditFile }),
-        ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
-        ...(typeof fsync === 'boolean' && { fsync }),
-        sinks: readSinks(section.sinks),
-        lines,
-      };
-    }
-  }
-
-  /**
-   * `audit.sinks`: each entry is checked here for what makes it a managed sink (a name the user's
-   * entries are matched by, a type); its other keys are checked with the user config's own schema
-   * once it is added there, and problems found then are reported at this file's lines.
-   */
-  function readSinks(value: unknown): ManagedSink[] {
-    if (value === undefined) return [];
-    if (!Array.isArray(value)) {
-      issues.add(['audit', 'sinks'], 'value', 'must be a list of sinks, as in the config file (audit.sinks)');
-      return [];
-    }
-    const sinks: ManagedSink[] = [];
-    value.forEach((item, index) => {
-      const at: KeyPath = ['audit', 'sinks', index];
-      const entry = asRecord(item);
-      if (entry === undefined) {
-        issues.add(at, 'value', 'must be a mapping with name and type (syslog or otlp)');
-        return;
-      }
-      const { name, type, ca } = entry;
-      if (typeof name !== 'string' || name.trim() === '')
-        issues.add(
-          [...at, ...(name === undefined ? [] : ['name'])],
-          'value',
-          'a managed sink needs a name: the user config cannot change or remove a sink of that name',
-        );
-      else if (sinks.some((s) => s.name === name))
-        issues.add(
-          [...at, 'name'],
-          'value',
-          `a second sink named "${name}"; each sink needs a name of its own`,
-        );
-      if (type !== 'syslog' && type !== 'otlp')
-        issues.add([...at, ...(type === undefined ? [] : ['type'])], 'value', 'type must be syslog or otlp');
-      if (ca !== undefined && (typeof ca !== 'string' || !path.isAbsolute(ca)))
-        issues.add(
-          [...at, 'ca'],
-          'value',
-          "must be an absolute path (the user's folders differ from machine to machine)",
-        );
-      if (typeof name === 'string')
-        sinks.push({ name, key: `audit.sinks[${index}]`, line: lineOf(at), entry });
-    });
-    return sinks;
-  }
-
-  const lock: LockedSetting[] = [];
-  if (data.lock !== undefined) {
-    const section = asRecord(data.lock);
-    if (section === undefined)
-      issues.add(
-        ['lock'],
-        'value',
-        'must be a mapping in the shape of the config file, e.g. lock: {confirmation: {timeout: 30s}}',
-      );
-    else
-      for (const [key, value] of Object.entries(section)) {
-        if (!(LOCKABLE_SECTIONS as readonly string[]).includes(key)) {
-          issues.add(
-            ['lock', key],
-            'key',
-            `"${key}" cannot be locked; lock holds ${LOCKABLE_SECTIONS.join(', ')} (servers, policies and audit have their own managed keys)`,
-          );
-          continue;
-        }
-        collectLeaves(value, [key], lock, (keyPath) => lineOf(['lock', ...keyPath]));
-      }
-  }
-
+  const policies = readPolicies(reader, data.policies);
+  const { allow, deny } = readServerRules(reader, data.servers);
+  const audit = data.audit === undefined ? undefined : readAudit(reader, data.audit);
+  const lock = readLock(reader, data.lock);
   issues.throwIfAny();
   return deepFreeze({ file, policies, ...(allow && { allow }), deny, ...(audit && { audit }), lock });
+}
+
+/** What the readers of the managed file's sections share: where to report, and where keys are. */
+interface ManagedReader {
+  readonly issues: YamlSource['issues'];
+  readonly lineOf: (keyPath: KeyPath) => number;
+  /** The managed file's folder, which relative policy paths resolve against. */
+  readonly dir: string;
+}
+
+function readPolicies({ issues, dir }: ManagedReader, value: unknown): string[] {
+  const policies: string[] = [];
+  if (value === undefined) return policies;
+  if (!Array.isArray(value)) {
+    issues.add(['policies'], 'value', 'must be a list of policy file paths');
+    return policies;
+  }
+  value.forEach((entry, index) => {
+    if (typeof entry !== 'string' || entry === '')
+      issues.add(
+        ['policies', index],
+        'value',
+        "must be a policy file path (relative to this file's folder, or absolute)",
+      );
+    else policies.push(path.resolve(dir, entry));
+  });
+  return policies;
+}
+
+function readServerRules(
+  reader: ManagedReader,
+  servers: unknown,
+): { allow: ServerRule[] | undefined; deny: ServerRule[] } {
+  let allow: ServerRule[] | undefined;
+  const deny: ServerRule[] = [];
+  if (servers === undefined) return { allow, deny };
+  const section = asRecord(servers);
+  if (section === undefined) {
+    reader.issues.add(['servers'], 'value', 'must be a mapping with allow and/or deny lists');
+    return { allow, deny };
+  }
+  for (const key of Object.keys(section))
+    if (key !== 'allow' && key !== 'deny')
+      reader.issues.add(['servers', key], 'key', `unknown key "${key}"; servers has allow and deny`);
+  if (section.allow !== undefined) allow = readRules(reader, section.allow, 'allow');
+  if (section.deny !== undefined) deny.push(...readRules(reader, section.deny, 'deny'));
+  return { allow, deny };
+}
+
+function readRules(reader: ManagedReader, value: unknown, list: 'allow' | 'deny'): ServerRule[] {
+  if (!Array.isArray(value)) {
+    reader.issues.add(
+      ['servers', list],
+      'value',
+      'must be a list of rules such as {npm: "@scope/package"}, {command: /usr/bin/tool}, {url: "https://host/path"} or {sha256: "..."}',
+    );
+    return [];
+  }
+  const rules: ServerRule[] = [];
+  value.forEach((entry, index) => {
+    const rule = readRule(reader, entry, ['servers', list, index]);
+    if (rule !== undefined) rules.push({ key: `servers.${list}[${index}]`, ...rule });
+  });
+  return rules;
+}
+
+/** One server rule at `at`, without its key, or undefined when it cannot be used (reported). */
+function readRule(reader: ManagedReader, entry: unknown, at: KeyPath): Omit<ServerRule, 'key'> | undefined {
+  const { issues } = reader;
+  const rule = asRecord(entry);
+  if (rule === undefined) {
+    issues.add(at, 'value', 'must be a mapping with one of command, npm, pypi, url, sha256');
+    return undefined;
+  }
+  for (const key of Object.keys(rule))
+    if (!(RULE_KEYS as readonly string[]).includes(key))
+      issues.add(
+        [...at, key],
+        'key',
+        `unknown key "${key}"; a server rule has one of command (with args), npm, pypi, url, sha256`,
+      );
+  const kinds = (['command', 'npm', 'pypi', 'url', 'sha256'] as const).filter((k) => rule[k] !== undefined);
+  if (kinds.length !== 1) {
+    issues.add(
+      at,
+      'value',
+      kinds.length === 0
+        ? 'needs one of command, npm, pypi, url, sha256'
+        : `has ${kinds.join(' and ')}: give exactly one way of matching per rule`,
+    );
+    return undefined;
+  }
+  const kind = kinds[0]!;
+  const text = rule[kind];
+  if (typeof text !== 'string' || text.trim() === '') {
+    issues.add([...at, kind], 'value', 'must be a non-empty string');
+    return undefined;
+  }
+  checkRuleText(reader, [...at, kind], kind, text);
+  let args: string[] | undefined;
+  if (rule.args !== undefined) {
+    if (kind !== 'command') issues.add([...at, 'args'], 'key', 'args goes with command only');
+    else if (!Array.isArray(rule.args) || rule.args.some((a) => typeof a !== 'string'))
+      issues.add([...at, 'args'], 'value', 'must be a list of strings');
+    else args = rule.args as string[];
+  }
+  return {
+    line: reader.lineOf(at),
+    [kind]: kind === 'sha256' ? text.toLowerCase() : text,
+    ...(args && { args }),
+  };
+}
+
+/** Reports a rule's url that is not http(s), sha256 that is not a digest, or relative command path. */
+function checkRuleText(
+  { issues }: ManagedReader,
+  at: KeyPath,
+  kind: 'command' | 'npm' | 'pypi' | 'url' | 'sha256',
+  text: string,
+): void {
+  if (kind === 'url') {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      /* reported below */
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      issues.add(at, 'value', `"${text}" is not an http(s) URL`);
+  }
+  if (kind === 'sha256' && !/^[0-9a-f]{64}$/i.test(text))
+    issues.add(at, 'value', 'must be 64 hexadecimal digits (sha256sum of the executable)');
+  if (kind === 'command' && !path.isAbsolute(text) && /[\\/]/.test(text))
+    issues.add(at, 'value', 'must be an absolute path or a bare command name looked up on PATH');
+}
+
+function readAudit(reader: ManagedReader, value: unknown): ManagedAudit | undefined {
+  const { issues } = reader;
+  const section = asRecord(value);
+  if (section === undefined) {
+    issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
+    return undefined;
+  }
+  const lines: Record<string, number> = {};
+  for (const key of Object.keys(section)) {
+    lines[key] = reader.lineOf(['audit', key]);
+    if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
+      issues.add(
+        ['audit', key],
+        'key',
+        `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
+      );
+  }
+  const { required = false, file: auditFile, onFailure, fsync } = section;
+  if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
+  if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
+    issues.add(
+      ['audit', 'file'],
+      'value',
+      "must be an absolute path (the user's folders differ from machine to machine)",
+    );
+  if (onFailure !== undefined && onFailure !== 'block' && onFailure !== 'continue')
+    issues.add(['audit', 'onFailure'], 'value', 'must be block or continue');
+  if (fsync !== undefined && typeof fsync !== 'boolean')
+    issues.add(['audit', 'fsync'], 'value', 'must be true or false');
+  return {
+    required: required === true,
+    ...(typeof auditFile === 'string' && { file: auditFile }),
+    ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
+    ...(typeof fsync === 'boolean' && { fsync }),
+    sinks: readSinks(reader, section.sinks),
+    lines,
+  };
+}
+
+/**
+ * `audit.sinks`: each entry is checked here for what makes it a managed sink (a name the user's
+ * entries are matched by, a type); its other keys are checked with the user config's own schema
+ * once it is added there, and problems found then are reported at this file's lines.
+ */
+function readSinks({ issues, lineOf }: ManagedReader, value: unknown): ManagedSink[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    issues.add(['audit', 'sinks'], 'value', 'must be a list of sinks, as in the config file (audit.sinks)');
+    return [];
+  }
+  const sinks: ManagedSink[] = [];
+  value.forEach((item, index) => {
+    const at: KeyPath = ['audit', 'sinks', index];
+    const entry = asRecord(item);
+    if (entry === undefined) {
+      issues.add(at, 'value', 'must be a mapping with name and type (syslog or otlp)');
+      return;
+    }
+    const { name, type, ca } = entry;
+    if (typeof name !== 'string' || name.trim() === '')
+      issues.add(
+        [...at, ...(name === undefined ? [] : ['name'])],
+        'value',
+        'a managed sink needs a name: the user config cannot change or remove a sink of that name',
+      );
+    else if (sinks.some((s) => s.name === name))
+      issues.add(
+        [...at, 'name'],
+        'value',
+        `a second sink named "${name}"; each sink needs a name of its own`,
+      );
+    if (type !== 'syslog' && type !== 'otlp')
+      issues.add([...at, ...(type === undefined ? [] : ['type'])], 'value', 'type must be syslog or otlp');
+    if (ca !== undefined && (typeof ca !== 'string' || !path.isAbsolute(ca)))
+      issues.add(
+        [...at, 'ca'],
+        'value',
+        "must be an absolute path (the user's folders differ from machine to machine)",
+      );
+    if (typeof name === 'string') sinks.push({ name, key: `audit.sinks[${index}]`, line: lineOf(at), entry });
+  });
+  return sinks;
+}
+
+function readLock({ issues, lineOf }: ManagedReader, value: unknown): LockedSetting[] {
+  const lock: LockedSetting[] = [];
+  if (value === undefined) return lock;
+  const section = asRecord(value);
+  if (section === undefined) {
+    issues.add(
+      ['lock'],
+      'value',
+      'must be a mapping in the shape of the config file, e.g. lock: {confirmation: {timeout: 30s}}',
+    );
+    return lock;
+  }
+  for (const [key, item] of Object.entries(section)) {
+    if (!(LOCKABLE_SECTIONS as readonly string[]).includes(key)) {
+      issues.add(
+        ['lock', key],
+        'key',
+        `"${key}" cannot be locked; lock holds ${LOCKABLE_SECTIONS.join(', ')} (servers, policies and audit have their own managed keys)`,
+      );
+      continue;
+    }
+    collectLeaves(item, [key], lock, (keyPath) => lineOf(['lock', ...keyPath]));
+  }
+  return lock;
 }
 
 /** Every leaf (a scalar or a list) under `value`, with its key path: each is one locked setting. */
