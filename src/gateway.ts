@@ -17,7 +17,8 @@ import { orderStages, type StageName } from './core/pipeline/order.js';
 import type { RoutedMessage, Stage } from './core/pipeline/types.js';
 import { fulfilInput } from './core/tasks/fulfilInput.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
-import { Router } from './core/routing/router.js';
+import type { Router } from './core/routing/router.js';
+import { connectHost } from './core/routing/connectHost.js';
 import { withAppVisibility } from './core/routing/toolResolution.js';
 import { InitializedHostSession, type HostSession } from './core/host/hostSession.js';
 import { osPrincipal, type Principal } from './core/principal.js';
@@ -452,7 +453,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       onReady: (upstream: Upstream) => {
         for (const c of reach.connections()) c.router.upstreamReady(upstream);
       },
-      prefersModern: () => first()?.router.modern.era === 'modern',
+      prefersModern: () => first()?.router.dialect.prefersModern ?? false,
       onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
         for (const feature of features) feature.onListsChanged?.(upstream, kinds);
         reach.relist(kinds);
@@ -650,7 +651,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             return forward(message);
           },
     );
-    const router: Router = new Router({
+    const router: Router = connectHost({
       host: transport,
       ...scope.catalogs,
       pool: scope.view,
