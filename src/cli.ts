@@ -22,7 +22,7 @@ import type { PolicySet } from './features/policy/index.js';
 import type { PinSet } from './features/pins/pinFile.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ClosableLogger } from './core/logger.js';
-import type { ManagedSettings } from './config/managed.js';
+import type { ManagedLocation, ManagedSettings } from './config/managed.js';
 import type { TelemetryRuntime } from './features/telemetry/runtime.js';
 
 // Every other module is imported where it is needed (measured): `--version` loads none of them,
@@ -225,19 +225,38 @@ interface LoadConfigOptions {
  * but cannot be used stops everything, because an organisation's settings must never be
  * skipped silently.
  */
-async function loadManaged(managedFile: string | undefined): Promise<ManagedSettings | undefined> {
-  const { loadManagedSettings, managedDirectory } = await import('./config/managed.js');
+async function loadManaged(
+  managedFile: string | undefined,
+): Promise<{ managed?: ManagedSettings; location: ManagedLocation }> {
+  const { loadManagedSettings, locateManaged } = await import('./config/managed.js');
+  const location: ManagedLocation =
+    managedFile !== undefined
+      ? { dir: path.dirname(path.resolve(managedFile)), fromVariable: false }
+      : await locateManaged(process.env);
   try {
-    return await loadManagedSettings(
-      managedFile !== undefined
-        ? { file: path.resolve(managedFile) }
-        : { dir: managedDirectory(process.env) },
+    const managed = await loadManagedSettings(
+      managedFile !== undefined ? { file: path.resolve(managedFile) } : { dir: location.dir },
     );
+    return { location, ...(managed && { managed }) };
   } catch (error) {
     if (error instanceof ConfigError)
       fail(`invalid managed settings (nothing is started until they are fixed):\n${error.message}`);
     throw error;
   }
+}
+
+function ignoredOverride(location: ManagedLocation): ConfigIssue[] {
+  return location.ignored === undefined
+    ? []
+    : [
+        {
+          file: path.join(location.dir, 'managed.yaml'),
+          line: 0,
+          column: 0,
+          path: '',
+          message: location.ignored,
+        },
+      ];
 }
 
 /** The config and the redactor it sets up, or an exit with every problem found. */
@@ -247,13 +266,14 @@ async function loadConfigFile(
 ): Promise<Omit<Loaded, 'policies'>> {
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '') fail(`no config file given (use --config FILE)\n\n${USAGE}`);
-  const [{ parseConfigText }, { readSourceFile }, { createRedactor, RedactorConfigError }, managed] =
+  const [{ parseConfigText }, { readSourceFile }, { createRedactor, RedactorConfigError }, found] =
     await Promise.all([
       import('./config/load.js'),
       import('./config/yamlSource.js'),
       import('./features/audit/redact.js'),
       loadManaged(options.managedFile),
     ]);
+  const { managed } = found;
   const absolute = path.resolve(chosen);
   let loaded: LoadedConfig;
   let reload: Loaded['reload'];
@@ -280,7 +300,8 @@ async function loadConfigFile(
       servers: await applyServerRules(config.servers, managed, process.env),
     });
   }
-  const refusals = loaded.refusals;
+  // An ignored MCP_WARDEN_MANAGED_DIR is said as loudly as a refused user setting.
+  const refusals = [...ignoredOverride(found.location), ...loaded.refusals];
   const warnings = [...refusals, ...loaded.warnings];
   if (config.audit !== undefined) {
     // The audit trail must never land in the protocol stream.
@@ -1065,21 +1086,11 @@ async function main(argv: string[]): Promise<void> {
       const [sub, ...extra] = rest;
       if (sub !== 'show') fail(`usage: mcp-warden managed show [--managed FILE]\n\n${usageOf('managed')}`);
       noMore(extra);
-      const managed = await loadManaged(values.managed);
-      const [{ formatManaged }, { managedDirectory, MANAGED_DIR_VARIABLE }] = await Promise.all([
-        import('./commands/managed.js'),
-        import('./config/managed.js'),
-      ]);
-      const variable = process.env[MANAGED_DIR_VARIABLE];
-      process.stdout.write(
-        formatManaged(managed, {
-          dir:
-            values.managed !== undefined
-              ? path.dirname(path.resolve(values.managed))
-              : managedDirectory(process.env),
-          fromVariable: values.managed === undefined && variable !== undefined && variable !== '',
-        }),
-      );
+      const { managed, location } = await loadManaged(values.managed);
+      const { formatManaged } = await import('./commands/managed.js');
+      for (const issue of ignoredOverride(location))
+        process.stderr.write(`mcp-warden: ${formatConfigIssue(issue)}\n`);
+      process.stdout.write(formatManaged(managed, location));
       return;
     }
     case 'audit': {

@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { ConfigError, formatConfigIssue } from '../config/issues.js';
 import { workspaceFolder } from '../config/hostVariables.js';
+import { interpolate } from '../config/interpolate.js';
 import { loadConfig } from '../config/load.js';
 import { createRedactor, RedactorConfigError } from '../features/audit/redact.js';
 import { loadPolicies } from '../features/policy/loadPolicies.js';
@@ -169,7 +170,7 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     return 1;
   }
   io.stdout(`\nChecked: ${configFile} is valid.\n\n`);
-  io.stdout(hostInstructions(host, launcher(configFile, io), source));
+  io.stdout(hostInstructions(host, launcher(configFile, io), source, variablesRead(servers, configFile)));
   return 0;
 }
 
@@ -285,21 +286,66 @@ function shellQuote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+/**
+ * The environment variables the config reads without a default (`${NAME}`, `${env:NAME}`),
+ * sorted: mcp-warden cannot start unless the host passes them, and a host started from the
+ * desktop does not pass the terminal's variables.
+ */
+export function variablesRead(servers: Record<string, unknown>, configFile: string): string[] {
+  const names = new Set<string>();
+  interpolate(servers, {
+    env: {},
+    configFile,
+    onVariable: (name, { hasDefault }) => {
+      if (!hasDefault) names.add(name);
+    },
+  });
+  return [...names].sort();
+}
+
+/** What a host entry holds for a variable the user must fill in; never a value init saw. */
+function placeholder(name: string): string {
+  return `<value of ${name}>`;
+}
+
 /** What to put in the host, and what to take out of it. */
 export function hostInstructions(
   host: HostKind,
   run: { command: string; args: string[] },
   source: HostServers | undefined,
+  variables: readonly string[] = [],
 ): string {
   const removeOld =
     source === undefined
       ? ''
       : `Remove the servers listed above from ${source.file}:\nmcp-warden starts them now, and the host would otherwise start them a second time.\n`;
+  const fillIn =
+    variables.length === 0
+      ? ''
+      : `The config reads ${variables.length === 1 ? 'the environment variable' : 'the environment variables'} ${variables.join(', ')}, and the host starts mcp-warden with only the environment it is given: replace each ${placeholder('…')} above with its value (init never copies a secret into the entry).\n`;
   if (host === 'claude-code') {
-    const words = ['claude', 'mcp', 'add', '--scope', 'user', 'warden', '--', run.command, ...run.args];
-    return `Add mcp-warden to Claude Code:\n\n  ${words.map(shellQuote).join(' ')}\n\n${removeOld}`;
+    const env = variables.flatMap((name) => ['-e', `${name}=${placeholder(name)}`]);
+    const words = [
+      'claude',
+      'mcp',
+      'add',
+      '--scope',
+      'user',
+      'warden',
+      ...env,
+      '--',
+      run.command,
+      ...run.args,
+    ];
+    return `Add mcp-warden to Claude Code:\n\n  ${words.map(shellQuote).join(' ')}\n\n${fillIn}${removeOld}`;
   }
-  const entry = { command: run.command, args: run.args };
+  const entry = {
+    command: run.command,
+    args: run.args,
+    ...(variables.length > 0 && {
+      env: Object.fromEntries(variables.map((name) => [name, placeholder(name)])),
+    }),
+  };
   const json =
     host === 'vscode'
       ? { servers: { warden: { type: 'stdio', ...entry } } }
@@ -312,7 +358,7 @@ export function hostInstructions(
   };
   const indented = JSON.stringify(json, null, 2).replace(/^/gm, '  ');
   const restart = host === 'claude-desktop' ? 'Then quit and restart Claude Desktop.\n' : '';
-  return `Put this entry in ${where[host]}, merged with what is there:\n\n${indented}\n\n${removeOld}${restart}`;
+  return `Put this entry in ${where[host]}, merged with what is there:\n\n${indented}\n\n${fillIn}${removeOld}${restart}`;
 }
 
 /** Every problem `mcp-warden check` would report for the config just written, formatted. */

@@ -60,8 +60,16 @@ export function formatManaged(
     lines.push(
       `  ${formatKeyPath(locked.path)}: ${JSON.stringify(locked.value)}  (${managed.file}:${locked.line})`,
     );
+  lines.push('', HOST_LIST_REMINDER);
   return `${lines.join('\n')}\n`;
 }
+
+/**
+ * Managed settings govern only the servers a host starts through the gateway: said wherever
+ * they are shown, since a host whose own server list is open lets users go around them.
+ */
+const HOST_LIST_REMINDER =
+  "reminder: these settings govern only servers started through mcp-warden; lock each host's own server list too (Claude Code managed-mcp.json, VS Code / Copilot MCP policies, Cursor team settings), see docs/guides/managed-settings-enforcement.md";
 
 /** Where a sink's records go, and whether calls wait on it. */
 function describeSink(entry: Readonly<Record<string, unknown>>): string {
@@ -83,7 +91,7 @@ export function layersLine(config: WardenConfig, managed: ManagedSettings | unde
     `layers: managed ${managed.file} (${managed.policies.length} policy file(s) first, ` +
     `${managed.allow === undefined ? 'no allow list' : `${managed.allow.length} allow rule(s)`}, ` +
     `${managed.deny.length} deny rule(s), ${managed.lock.length} lock(s)${managed.audit ? ', audit minimums' : ''}), ` +
-    `then user ${config.file} (${userPolicies} policy file(s))\n`
+    `then user ${config.file} (${userPolicies} policy file(s))\n${HOST_LIST_REMINDER}\n`
   );
 }
 

@@ -22,6 +22,8 @@ export interface InterpolationProblem {
 export interface InterpolateOptions extends HostVariableOptions {
   /** Where `${NAME}` and `${env:NAME}` are looked up; usually `process.env`. */
   readonly env: Env;
+  /** Told of every environment variable a string reads, and whether it has a default. */
+  readonly onVariable?: (name: string, options: { readonly hasDefault: boolean }) => void;
 }
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
@@ -79,6 +81,7 @@ export function expandString(
       continue;
     }
     const [, name = '', fallback] = match;
+    options.onVariable?.(name, { hasDefault: fallback !== undefined });
     // hasOwn, so `${constructor}` does not find Object.prototype.constructor in a plain env object.
     const value = Object.hasOwn(env, name) ? env[name] : undefined;
     if (fallback !== undefined) {

@@ -20,7 +20,12 @@ import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { formatKeyPath, interpolate, type Env, type KeyPath } from './interpolate.js';
-import { applyManagedToData, relocateManagedIssues, type ManagedSettings } from './managed.js';
+import {
+  applyManagedToData,
+  holdManagedTrail,
+  relocateManagedIssues,
+  type ManagedSettings,
+} from './managed.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeTeam } from './team.js';
 import {
@@ -145,7 +150,12 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     locator,
     declaredIn: new Map(),
   };
-  const config = normalize(asRecord(document) ?? {}, ctx);
+  const normalized = normalize(asRecord(document) ?? {}, ctx);
+  const held =
+    managed === undefined || normalized.audit === undefined
+      ? undefined
+      : holdManagedTrail(normalized.audit, managed, DEFAULTS.audit);
+  const config = held === undefined ? normalized : { ...normalized, audit: held.audit };
   const failed =
     options.badServers === 'mark-failed' ? takeServerIssues(ctx) : new Map<string, ConfigIssue[]>();
   try {
@@ -156,7 +166,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
       throw relocateManagedIssues(error, managed, applied);
     throw error;
   }
-  const refusals = (applied?.refusals ?? []).map((refusal): ConfigIssue => ({
+  const refusals = [...(applied?.refusals ?? []), ...(held?.refusals ?? [])].map((refusal): ConfigIssue => ({
     file,
     ...locator.position(refusal.path, 'value'),
     path: formatKeyPath(refusal.path),

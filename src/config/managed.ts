@@ -14,30 +14,151 @@
  * servers against the allow and deny lists needs the file system and the spawner's PATH rules,
  * so it lives in core (`core/upstreams/managedServers.ts`).
  */
-import { readFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from './issues.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
+import { parseDuration } from './duration.js';
+import type { AuditConfig } from './types.js';
 import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
 
 /** The file the managed folder holds. */
 export const MANAGED_FILE_NAME = 'managed.yaml';
 
-/** The environment variable that moves the managed folder (for administrators and tests). */
+/**
+ * The environment variable that moves the managed folder. Anyone can set it (in a host entry's
+ * `env`, in a shell profile), so it is honoured only where it cannot switch managed settings off:
+ * see `locateManaged`.
+ */
 export const MANAGED_DIR_VARIABLE = 'MCP_WARDEN_MANAGED_DIR';
 
-/** Where the managed folder is on each operating system, unless the variable above says otherwise. */
-export function managedDirectory(
+/**
+ * A system location a test puts in place of the real one, by code it loads into the gateway
+ * before it starts (`node --import`). It is deliberately not an environment variable or a
+ * command-line option: whoever can load code into the process controls it whatever we check.
+ */
+const TEST_SYSTEM_DIR = Symbol.for('mcp-warden.test.systemManagedDir');
+
+/** The system folders managed settings are looked for in, most trusted first. */
+function systemDirectories(
   env: Readonly<Record<string, string | undefined>>,
-  platform = process.platform,
-): string {
+  platform: NodeJS.Platform,
+): string[] {
+  const injected = (globalThis as Record<symbol, unknown>)[TEST_SYSTEM_DIR];
+  if (typeof injected === 'string') return [path.resolve(injected)];
+  if (platform === 'darwin') return ['/Library/Application Support/mcp-warden'];
+  if (platform === 'win32') {
+    // %ProgramData% comes from the environment, which the user can change: the default place
+    // is looked at first, so pointing the variable elsewhere cannot hide a file kept there.
+    const fixed = 'C:\\ProgramData\\mcp-warden';
+    const fromEnv = path.win32.join(env.ProgramData ?? env.PROGRAMDATA ?? 'C:\\ProgramData', 'mcp-warden');
+    return fromEnv.toLowerCase() === fixed.toLowerCase() ? [fixed] : [fixed, fromEnv];
+  }
+  return ['/etc/mcp-warden'];
+}
+
+/** Where the managed settings are read from, and whether the variable was honoured or ignored. */
+export interface ManagedLocation {
+  readonly dir: string;
+  /** The folder is the one `MCP_WARDEN_MANAGED_DIR` names. */
+  readonly fromVariable: boolean;
+  /** Why `MCP_WARDEN_MANAGED_DIR` was set and ignored: said to the user, never silent. */
+  readonly ignored?: string;
+}
+
+/**
+ * Where the managed folder is. The system folder of the operating system (/etc/mcp-warden,
+ * /Library/Application Support/mcp-warden, C:\ProgramData\mcp-warden) unless
+ * `MCP_WARDEN_MANAGED_DIR` names another and one of these holds:
+ *
+ * - there is no managed file in the system folder (nothing managed to escape: a machine without
+ *   managed settings, a test, an administrator trying a file out);
+ * - the folder it names, every folder above it, and the managed file in it belong to root and
+ *   only root can change them (no write bit for others, for the group only when it is root's),
+ *   so only an administrator can have put them there. The file must exist: an override may move
+ *   the managed settings, never switch them off by pointing at an empty root-owned folder.
+ *
+ * Windows ownership (Administrators) is not checked here, so there an override is honoured only
+ * when no system file exists. Otherwise the system folder is used and `ignored` says why.
+ */
+export async function locateManaged(
+  env: Readonly<Record<string, string | undefined>>,
+  platform: NodeJS.Platform = process.platform,
+): Promise<ManagedLocation> {
+  const systems = systemDirectories(env, platform);
+  const withFile: string[] = [];
+  for (const dir of systems) if (await mayExist(path.join(dir, MANAGED_FILE_NAME))) withFile.push(dir);
+  const system = withFile[0] ?? systems[0]!;
   const set = env[MANAGED_DIR_VARIABLE];
-  if (set !== undefined && set !== '') return path.resolve(set);
-  if (platform === 'darwin') return '/Library/Application Support/mcp-warden';
-  if (platform === 'win32')
-    return path.join(env.ProgramData ?? env.PROGRAMDATA ?? 'C:\\ProgramData', 'mcp-warden');
-  return '/etc/mcp-warden';
+  if (set === undefined || set === '') return { dir: system, fromVariable: false };
+  const wanted = path.resolve(set);
+  if (withFile.length === 0 || wanted === system) return { dir: wanted, fromVariable: true };
+  const untrusted =
+    platform === 'win32'
+      ? 'on Windows a moved managed folder is honoured only while there is no system managed file'
+      : await notAdministrators(wanted);
+  if (untrusted === undefined) return { dir: wanted, fromVariable: true };
+  return {
+    dir: system,
+    fromVariable: false,
+    ignored: `${MANAGED_DIR_VARIABLE}=${set} is ignored: ${untrusted}; the managed settings in ${path.join(system, MANAGED_FILE_NAME)} are in force`,
+  };
+}
+
+/** False only when the file is surely not there: a file we cannot look at may well exist. */
+async function mayExist(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+}
+
+/**
+ * Why `dir` could have been set up by someone other than an administrator, or undefined when
+ * only root can have made it, its folders above and its managed file what they are.
+ */
+async function notAdministrators(dir: string): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await realpath(dir);
+  } catch (error) {
+    return `${dir} cannot be used (${osReason(error)})`;
+  }
+  for (let at = real; ; at = path.dirname(at)) {
+    let info: Stats;
+    try {
+      info = await stat(at);
+    } catch (error) {
+      return `${at} cannot be checked (${osReason(error)})`;
+    }
+    const found = writableByOthers(at, info, { sticky: at !== real });
+    if (found !== undefined) return found;
+    if (path.dirname(at) === at) break;
+  }
+  const file = path.join(real, MANAGED_FILE_NAME);
+  try {
+    return writableByOthers(file, await stat(file), { sticky: false });
+  } catch {
+    return `${dir} holds no ${MANAGED_FILE_NAME}, and a moved managed folder cannot switch managed settings off`;
+  }
+}
+
+/**
+ * Why a user other than root could change `file`: it is not root's, or its group (not root's)
+ * or everyone may write it. A folder above with the sticky bit (/tmp) lets nobody rename or
+ * delete what others own in it, so its write bits do not matter.
+ */
+function writableByOthers(file: string, info: Stats, options: { sticky: boolean }): string | undefined {
+  if (info.uid !== 0) return `${file} belongs to uid ${info.uid}, not root`;
+  if (options.sticky && (info.mode & 0o1000) !== 0) return undefined;
+  if ((info.mode & 0o002) !== 0) return `${file} may be written by anyone`;
+  if ((info.mode & 0o020) !== 0 && info.gid !== 0)
+    return `${file} may be written by its group (gid ${info.gid})`;
+  return undefined;
 }
 
 /**
@@ -534,8 +655,162 @@ export function applyManagedToData(
       });
     setAtPath(out, locked.path, structuredClone(locked.value));
     managedPaths.set(dotted, locked.line);
+    lockServerEntries(out, locked, where(`lock.${dotted}`, locked.line), refusals);
   }
   return { data: out, managedPaths, managedSinks, refusals, errors };
+}
+
+/**
+ * How a gateway setting that a server entry (or its tools) may also set is held under a lock.
+ * A server value may only be stricter than the managed one: a shorter timeout, validation on;
+ * anything else (a longer timeout, validation off, another repair) is refused and the managed
+ * value used, loudly, as at the gateway level. Stricter values stay, since they take nothing
+ * from what the organisation asked for.
+ */
+const SERVER_LEVEL_LOCKS: Readonly<Record<string, 'shorter' | 'true' | 'same'>> = {
+  timeout: 'shorter',
+  maxTimeout: 'shorter',
+  validateArguments: 'true',
+  'repair.textForStructured': 'same',
+  'repair.invalidStructured': 'same',
+  'repair.structuredFromText': 'same',
+  'repair.missingStructured': 'same',
+};
+
+function lockServerEntries(
+  out: Record<string, unknown>,
+  locked: LockedSetting,
+  where: string,
+  refusals: { path: KeyPath; message: string }[],
+): void {
+  if (locked.path[0] !== 'gateway') return;
+  const key = locked.path.slice(1);
+  const rule = SERVER_LEVEL_LOCKS[key.join('.')];
+  if (rule === undefined) return;
+  const lockedMs = rule === 'shorter' ? durationMs(locked.value, false) : undefined;
+  const allowed = (user: unknown, bareIsMs: boolean): boolean => {
+    if (sameValue(user, locked.value)) return true;
+    if (rule === 'true') return user === true;
+    if (rule === 'same') return false;
+    const userMs = durationMs(user, bareIsMs);
+    // A value that is no duration is the schema's to report, at its line.
+    return userMs === undefined || lockedMs === undefined || userMs <= lockedMs;
+  };
+  const hold = (entry: Record<string, unknown>, at: KeyPath, bareIsMs: boolean, what: string) => {
+    const user = valueAtPath(entry, at.slice(2) as string[]);
+    if (user === undefined || allowed(user, bareIsMs)) return;
+    refusals.push({
+      path: at,
+      message: `refused: ${what} ${JSON.stringify(user)} would ${rule === 'shorter' ? 'outlast' : 'undo'} ${where}, which locks it to ${JSON.stringify(locked.value)}; ${JSON.stringify(locked.value)} is used instead${rule === 'shorter' ? ' (a shorter value may be set here)' : rule === 'true' ? ' (only true may be set here)' : ''}`,
+    });
+    setAtPath(entry, at.slice(2) as string[], structuredClone(locked.value));
+  };
+  for (const section of ['servers', 'mcpServers']) {
+    const servers = asRecord(out[section]);
+    if (servers === undefined) continue;
+    for (const [name, value] of Object.entries(servers)) {
+      const entry = asRecord(value);
+      if (entry === undefined) continue;
+      // Claude Code's files give a server's timeout in milliseconds, as bare numbers.
+      const bareIsMs = section === 'mcpServers' && key[0] === 'timeout';
+      hold(entry, [section, name, ...key], bareIsMs, `server "${name}" ${key.join('.')}`);
+      // A per-tool timeout is a timeout too: it may not outlast a locked one either.
+      const timeouts = asRecord(asRecord(entry.tools)?.timeouts);
+      if (key[0] === 'timeout' && timeouts !== undefined)
+        for (const glob of Object.keys(timeouts))
+          hold(
+            entry,
+            [section, name, 'tools', 'timeouts', glob],
+            false,
+            `server "${name}" tools.timeouts "${glob}"`,
+          );
+    }
+  }
+}
+
+/** Milliseconds of a duration as written in a config, or undefined when it is none. */
+function durationMs(value: unknown, bareIsMs: boolean): number | undefined {
+  if (typeof value === 'number') return bareIsMs || value === 0 ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  try {
+    return parseDuration(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Words every audit trail is made of (record types, decisions, tool and server names): a
+ * redaction pattern that matches one of them blanks the trail, not a secret in it.
+ */
+const TRAIL_WORDS = [
+  'call',
+  'call_start',
+  'server_blocked',
+  'tools/call',
+  'allow',
+  'deny',
+  'echo',
+  'read_file',
+  'github',
+];
+
+/**
+ * What the user's audit settings may not do to a trail the managed settings ask for. The trail
+ * is the organisation's record, so under a managed `audit:` section:
+ *
+ * - a user redaction pattern that matches the words every trail is made of (`[\s\S]+`, `\w+`)
+ *   would blank the records, in the file and at the managed sinks: it is refused and not used;
+ * - rotation may not keep less than the default retention (`maxSize` 50 MiB, `maxFiles` 5):
+ *   smaller values would delete required records within minutes, so they are refused and the
+ *   default used. Larger values keep more and stay.
+ *
+ * Each refusal names the user's key; the managed file and line say who asks.
+ */
+export function holdManagedTrail(
+  audit: AuditConfig,
+  managed: ManagedSettings,
+  floor: { readonly maxBytes: number; readonly maxFiles: number },
+): { audit: AuditConfig; refusals: { path: KeyPath; message: string }[] } {
+  if (managed.audit === undefined) return { audit, refusals: [] };
+  const firstLine = Math.min(...Object.values(managed.audit.lines));
+  const where = `${managed.file}:${Number.isFinite(firstLine) ? firstLine : 0} audit`;
+  const refusals: { path: KeyPath; message: string }[] = [];
+  const patterns = audit.redact.patterns.filter((pattern, index) => {
+    const word = TRAIL_WORDS.find((w) => matchesWord(pattern, w));
+    if (word === undefined) return true;
+    refusals.push({
+      path: ['audit', 'redact', 'patterns', index],
+      message: `refused: the redaction pattern "${pattern}" also matches "${word}", a word every audit record is made of, so it would blank the trail ${where} requires; it is not used (a pattern must match the secret only)`,
+    });
+    return false;
+  });
+  const kept = { ...audit, redact: { ...audit.redact, patterns } };
+  if (audit.maxBytes < floor.maxBytes) {
+    refusals.push({
+      path: ['audit', 'maxSize'],
+      message: `refused: rotating at ${audit.maxBytes} bytes would delete records the trail ${where} requires; the default ${floor.maxBytes} bytes is used (a larger size may be set)`,
+    });
+    kept.maxBytes = floor.maxBytes;
+  }
+  if (audit.maxFiles < floor.maxFiles) {
+    refusals.push({
+      path: ['audit', 'maxFiles'],
+      message: `refused: keeping ${audit.maxFiles} rotated file(s) would delete records the trail ${where} requires; the default ${floor.maxFiles} is used (more may be kept)`,
+    });
+    kept.maxFiles = floor.maxFiles;
+  }
+  return { audit: kept, refusals };
+}
+
+/** Whether a redaction pattern (`text` or `/text/flags`) matches in `word`; an invalid one is the redactor's to report. */
+function matchesWord(pattern: string, word: string): boolean {
+  const literal = /^\/(.+)\/([a-z]*)$/s.exec(pattern);
+  try {
+    return new RegExp(literal?.[1] ?? pattern, (literal?.[2] ?? '').replace(/[^imsu]/g, '')).test(word);
+  } catch {
+    return false;
+  }
 }
 
 /** Re-points the problems found in managed values at the managed file, where they were written. */

@@ -11,6 +11,7 @@ export type WardenErrorCode =
   | 'RESOURCE_NOT_FOUND'
   | 'NOT_SERVING'
   | 'UNKNOWN_TOOL'
+  | 'UNKNOWN_PROMPT'
   | 'INVALID_PARAMS'
   | 'UPSTREAM_UNAVAILABLE'
   | 'UPSTREAM_FAILED'
@@ -79,6 +80,13 @@ export class UnknownToolError extends WardenError {
   /** `why`: what the gateway knows of the name, when it knows more than that it is not listed. */
   constructor(name: string, why?: string) {
     super('UNKNOWN_TOOL', why === undefined ? `Unknown tool: ${name}` : `Unknown tool: ${name}; ${why}`);
+  }
+}
+
+/** A request named a prompt the catalog does not have. Maps to JSON-RPC -32602. */
+export class UnknownPromptError extends WardenError {
+  constructor(name: string) {
+    super('UNKNOWN_PROMPT', `Unknown prompt: ${name}`);
   }
 }
 

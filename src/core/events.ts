@@ -100,6 +100,8 @@ export type CallOutcome =
   | 'invalid_arguments'
   | 'protocol_error'
   | 'queue_full'
+  /** No server serves the tool, prompt or resource named (`server` is then empty). */
+  | 'unknown_name'
   | 'internal_error';
 
 /** Fields common to the events a gateway writes. */

@@ -148,6 +148,63 @@ describe('what a call record says', () => {
   });
 });
 
+describe('names nobody serves', () => {
+  it('a call of a tool, prompt or resource no server has is recorded, redacted, and still refused', async () => {
+    const { file, config } = setup(
+      {},
+      { servers: { up: fixture(['--resources']), other: fixture(['--resources']) } },
+    );
+    const s = rawSession(config);
+    await initialize(s);
+    const request = (id: number, method: string, params: object) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method, params });
+    const answers = Promise.all([1, 2, 3, 4].map((id) => s.next((m) => m.id === id)));
+    s.send(call(1, 'up__nope', { password: 'hunter2', text: 'x' }));
+    s.send(call(2, 'admin?api_key=probe-secret-value', {}));
+    s.send(request(3, 'prompts/get', { name: 'nope', arguments: { token: 'tok-secret-value' } }));
+    s.send(request(4, 'resources/read', { uri: 'file:///nowhere/x' }));
+    const [tool, secretName, prompt, resource] = await answers;
+    expect(tool!.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Unknown tool: up__nope'),
+    });
+    expect(secretName!.error).toMatchObject({ code: -32602 });
+    expect(prompt!.error).toMatchObject({ code: -32602, message: 'Unknown prompt: nope' });
+    expect(resource!.error).toMatchObject({
+      code: -32002,
+      message: 'Resource not found: file:///nowhere/x',
+    });
+    s.child.stdin.end();
+    expect(await s.exited).toBe(0);
+
+    const records = readAudit(file);
+    const unserved = { server: '', outcome: 'unknown_name', decision: { effect: 'deny', rule: null } };
+    const calls = records.filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(2);
+    expect(calls[0]).toMatchObject({
+      ...unserved,
+      tool: 'up__nope',
+      args: { password: '[REDACTED]', text: 'x' },
+      error: expect.stringContaining('Unknown tool: up__nope'),
+    });
+    expect(calls[1]).toMatchObject({ ...unserved, tool: 'admin?api_key=[REDACTED]' });
+    const requests = records.filter((r) => r.type === 'request');
+    expect(requests).toHaveLength(2);
+    expect(requests.find((r) => r.method === 'prompts/get')).toMatchObject({
+      ...unserved,
+      target: 'nope',
+      args: { token: '[REDACTED]' },
+    });
+    expect(requests.find((r) => r.method === 'resources/read')).toMatchObject({
+      ...unserved,
+      target: 'file:///nowhere/x',
+    });
+    const text = readFileSync(file, 'utf8');
+    for (const secret of ['hunter2', 'probe-secret-value', 'tok-secret-value'])
+      expect(text).not.toContain(secret);
+  });
+});
+
 describe('redaction', () => {
   it('seeded secrets appear nowhere in the audit or the diagnostic log', async () => {
     const { file, config, diagnosticLog } = setup({ logResults: true });
@@ -183,6 +240,39 @@ describe('redaction', () => {
     expect(audit).toContain('deploy with');
     expect(audit).toContain('"user":"ada"');
     expect(diagnostic).toContain('[up]: stderr: Authorization: Bearer');
+  });
+
+  it('a secret in YAML text as a block scalar, on the next line, or behind a tag or an anchor is redacted', async () => {
+    const { file, config } = setup({ logResults: true });
+    const secrets = [
+      'Zq7wX9vK2mP4-block',
+      'Zq7wX9vK2mP4-folded',
+      'Zq7wX9vK2mP4-below',
+      'Zq7wX9vK2mP4-tag',
+      'Zq7wX9vK2mP4-anchor',
+    ];
+    const yaml = [
+      'db:',
+      '  host: db.internal',
+      '  password: |',
+      `    ${secrets[0]}`,
+      '  api_token: >-',
+      `    ${secrets[1]}`,
+      '  secret:',
+      `    ${secrets[2]}`,
+      `  passphrase: !!str ${secrets[3]}`,
+      `  client_secret: &shared ${secrets[4]}`,
+      '  port: 5432',
+      '',
+    ].join('\n');
+    const host = await connectHost(config);
+    await host.client.callTool({ name: 'up__echo', arguments: { text: yaml } });
+    await host.close();
+
+    const audit = readFileSync(file, 'utf8');
+    for (const secret of secrets) expect(audit).not.toContain(secret);
+    expect(audit).toContain('host: db.internal');
+    expect(audit).toContain('port: 5432');
   });
 });
 

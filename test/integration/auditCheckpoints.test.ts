@@ -194,6 +194,54 @@ describe('signed checkpoints', () => {
     expect(result.stdout).toContain('is not in the trail: records were removed from its end');
   });
 
+  it('fails a chain of an invented writer slipped in before the last checkpoint, naming it; records after a checkpoint are not yet anchored', async () => {
+    const dir = tempDir();
+    const { key, pub } = await keygen(dir, 'k');
+    const { config, file } = setup(key);
+    await run(config, 2);
+    await run(config, 2, 10);
+    const intact = lines(file);
+    const genuine = intact.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(new Set(genuine.map((r) => r.writer)).size).toBe(2);
+
+    // A writer nobody ran: its own chain from genesis, each record sealed like the gateway's.
+    const template = genuine.find((r) => r.type === 'call')!;
+    const forged: string[] = [];
+    let prev = '0'.repeat(64);
+    for (let seq = 0; seq < 3; seq++) {
+      const { hash: _hash, ...fields } = template;
+      const line = reseal({ ...fields, seq, writer: 'w-invented', prev, hash: '' });
+      forged.push(line);
+      prev = (JSON.parse(line) as { hash: string }).hash;
+    }
+    // Slipped in after the first run's checkpoint, before the second run's records.
+    const at = genuine.findIndex((r) => r.type === 'checkpoint') + 1;
+    expect(at).toBeLessThan(intact.length - 1);
+    writeFileSync(file, [...intact.slice(0, at), ...forged, ...intact.slice(at)].join('\n') + '\n');
+    // The chains alone hold: only the key can tell.
+    const chainOnly = await runCli(['audit', 'verify', file]);
+    expect(chainOnly.code, chainOnly.stdout).toBe(0);
+    let result = await runCli(['audit', 'verify', file, '--key', pub]);
+    expect(result.code, result.stdout).toBe(1);
+    expect(result.stdout).toContain(
+      `${file}:${at + 1}: seq 0: records of writer w-invented (3 records from ${file}:${at + 1})`,
+    );
+    expect(result.stdout).toContain('covered by no checkpoint signed with key');
+
+    // The same chain at the end, after the last checkpoint: not yet anchored, not called forged.
+    writeFileSync(file, [...intact, ...forged].join('\n') + '\n');
+    result = await runCli(['audit', 'verify', file, '--key', pub]);
+    expect(result.code, result.stdout).toBe(1);
+    expect(result.stdout).toContain(
+      `${file}:${intact.length + 1}: seq 0: not yet anchored: writer w-invented`,
+    );
+    expect(result.stdout).not.toContain('covered by no checkpoint');
+
+    writeFileSync(file, intact.join('\n') + '\n');
+    result = await runCli(['audit', 'verify', file, '--key', pub]);
+    expect(result.code, result.stdout).toBe(0);
+  });
+
   it('an unusable key stops the gateway with the reason', async () => {
     const dir = tempDir();
     const bad = path.join(dir, 'bad.key');

@@ -4,8 +4,10 @@
  * receiver refuses them.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { killRawSessions, readAudit } from './harness.js';
+import path from 'node:path';
+import { killRawSessions, readAudit, runCli } from './harness.js';
 import { gatewayWithSinks, until } from './sinkHelpers.js';
 
 afterEach(() => killRawSessions());
@@ -101,6 +103,71 @@ describe('audit shipped as OTLP logs', () => {
     });
     expect(log.severityText).toBe('INFO');
     expect(JSON.stringify(otlp.resources[0])).toContain('mcp-warden');
+    otlp.close();
+  }, 120_000);
+});
+
+describe('a sink whose spool overflowed while it was down', () => {
+  it('is told, in its own format and in its place, how many records it missed and which', async () => {
+    const otlp = await receiver();
+    const { s, file, callOnce } = await gatewayWithSinks(
+      [{ type: 'otlp', endpoint: otlp.url, spoolMaxSize: '1KiB' }],
+      undefined,
+      { onFailure: 'continue' },
+    );
+    await callOnce();
+    await until('the first call at the receiver', () => otlp.logs.length >= readAudit(file).length);
+
+    // Down long enough for its 1 KiB spool to overflow: calls go on, records are lost for it.
+    otlp.state.up = false;
+    for (let i = 0; i < 12; i++) await callOnce();
+    await until('the full spool in the log', () => /the spool for audit sink otlp is full/.test(s.stderr()));
+    otlp.state.up = true;
+    // Back: what its spool kept drains; the next record it keeps comes after a gap record.
+    await expect
+      .poll(async () => (await runCli(['audit', 'summary', file])).stdout, { timeout: 30_000, interval: 200 })
+      .not.toMatch(/waiting for sink otlp/);
+    await callOnce();
+    s.child.stdin.end();
+    expect(await s.exited).toBe(0);
+    const written = readAudit(file);
+    await until('the last record', () => otlp.logs.some((l) => l.body.includes('"gateway_stop"')));
+
+    const got = otlp.logs.map((l) => JSON.parse(l.body) as Record<string, unknown>);
+    const sent = new Set(got.map((r) => r.seq));
+    const missed = written.filter((r) => !sent.has(r.seq));
+    expect(missed.length).toBeGreaterThan(0);
+    const gaps = got.flatMap((r, at) => (r.type === 'audit_gap' ? [{ gap: r, at }] : []));
+    expect(gaps.length).toBeGreaterThan(0);
+    let told = 0;
+    for (const { gap, at } of gaps) {
+      const range = missed.filter(
+        (r) => r.seq >= (gap.firstSeq as number) && r.seq <= (gap.lastSeq as number),
+      );
+      expect(gap).toMatchObject({
+        sink: 'otlp',
+        lost: range.length,
+        since: range[0]!.ts,
+        until: range.at(-1)!.ts,
+        error: expect.stringContaining('the spool for audit sink otlp is full'),
+      });
+      // In its place: after every record sent before the loss, before every record after it.
+      const seqs = (records: Record<string, unknown>[]) =>
+        records.filter((r) => r.type !== 'audit_gap').map((r) => r.seq as number);
+      expect(Math.max(...seqs(got.slice(0, at)))).toBeLessThan(gap.firstSeq as number);
+      expect(Math.min(...seqs(got.slice(at + 1)))).toBeGreaterThan(gap.lastSeq as number);
+      expect(otlp.logs[at]!.severityText).toBe('ERROR');
+      told += range.length;
+    }
+    expect(told).toBe(missed.length);
+    // The sink's copy, verified: it stops at the gap, naming what it lacks.
+    const copy = path.join(path.dirname(file), 'from-sink.jsonl');
+    writeFileSync(copy, otlp.logs.map((l) => `${l.body}\n`).join(''));
+    const verify = await runCli(['audit', 'verify', copy]);
+    expect(verify.code).toBe(1);
+    expect(verify.stdout).toContain(
+      `${copy}:${gaps[0]!.at + 1}: the gateway told sink otlp that ${String(gaps[0]!.gap.lost)} records`,
+    );
     otlp.close();
   }, 120_000);
 });

@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { killRawSessions, readAudit, runCli, tempDir } from './harness.js';
 import {
@@ -149,6 +150,88 @@ describe.skipIf(rsyslogMissing)('a trail without a local file (audit.file: false
     expect(verify.code).toBe(0);
     const summary = await runCli(['audit', 'summary', path.join(dir, 'spool')]);
     expect(summary.stdout).toMatch(/^nothing waits in .*spool: the sinks have every record/);
+  }, 120_000);
+});
+
+/** A bare RFC 6587 receiver: the octet-counted frames it is sent, as PRI, MSGID and payload. */
+async function frameReceiver(port: number) {
+  const messages: { pri: number; msgid: string; body: string }[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    let pending = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        const space = pending.indexOf(0x20);
+        if (space === -1) return;
+        const length = Number(pending.subarray(0, space).toString('latin1'));
+        if (pending.length < space + 1 + length) return;
+        const text = pending.subarray(space + 1, space + 1 + length).toString('utf8');
+        pending = pending.subarray(space + 1 + length);
+        const parts = text.split(' ');
+        messages.push({
+          pri: Number(/^<(\d+)>/.exec(text)![1]),
+          msgid: parts[5]!,
+          body: text.slice(text.indexOf('{"')),
+        });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    messages,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('a syslog sink whose spool overflowed before it could be reached', () => {
+  it('gets an audit_gap message (severity err) in place of the records it missed', async () => {
+    const port = await freePort(); // nothing listens there yet
+    const { s, file, callOnce } = await gatewayWithSinks(
+      [{ type: 'syslog', host: '127.0.0.1', port, spoolMaxSize: '1KiB', facility: 13 }],
+      undefined,
+      { onFailure: 'continue' },
+    );
+    for (let i = 0; i < 12; i++) await callOnce();
+    await until('the full spool in the log', () =>
+      /the spool for audit sink syslog is full/.test(s.stderr()),
+    );
+    const receiver = await frameReceiver(port);
+    try {
+      await expect
+        .poll(async () => (await runCli(['audit', 'summary', file])).stdout, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .not.toMatch(/waiting for sink syslog/);
+      await callOnce();
+      s.child.stdin.end();
+      expect(await s.exited).toBe(0);
+      await until('the last record', () => receiver.messages.some((m) => m.msgid === 'gateway_stop'));
+      const written = readAudit(file);
+      const got = receiver.messages.map((m) => JSON.parse(m.body) as Record<string, unknown>);
+      const sent = new Set(got.map((r) => r.seq));
+      const missed = written.filter((r) => !sent.has(r.seq));
+      const at = got.findIndex((r) => r.type === 'audit_gap');
+      expect(at).toBeGreaterThan(-1);
+      const gap = got[at]!;
+      expect(receiver.messages[at]).toMatchObject({ msgid: 'audit_gap', pri: 13 * 8 + 3 });
+      expect(gap).toMatchObject({
+        sink: 'syslog',
+        lost: missed.length,
+        firstSeq: missed[0]!.seq,
+        lastSeq: missed.at(-1)!.seq,
+        since: missed[0]!.ts,
+        until: missed.at(-1)!.ts,
+      });
+      expect(got.slice(at + 1).every((r) => (r.seq as number) > missed.at(-1)!.seq)).toBe(true);
+    } finally {
+      receiver.close();
+    }
   }, 120_000);
 });
 

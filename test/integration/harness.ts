@@ -45,9 +45,10 @@ export function tempDir(prefix = 'warden-test-'): string {
 }
 
 /**
- * Every gateway a test starts looks for managed settings in an empty folder, so a machine that
- * has real ones (/etc/mcp-warden) cannot change what the tests see. A test of managed settings
- * passes its own MCP_WARDEN_MANAGED_DIR in `env`, which wins.
+ * Every gateway a test starts looks for managed settings in an empty folder. The gateway
+ * honours that only while the machine has no managed file of its own (/etc/mcp-warden): a
+ * variable must not switch real managed settings off, so the tests expect a machine without
+ * them. A test of managed settings passes its own MCP_WARDEN_MANAGED_DIR in `env`, which wins.
  */
 const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-') };
 

@@ -39,6 +39,32 @@ describe('mcp-warden init from a Claude Desktop config', () => {
   });
 });
 
+describe('mcp-warden init from a host config that reads environment variables', () => {
+  it('prints an entry that names them with placeholders, and works once they are filled in', async () => {
+    const { home, project, desktopConfig } = homeWithClaudeDesktop();
+    const desktop = JSON.parse(readFileSync(desktopConfig, 'utf8')) as {
+      mcpServers: { memory: { env: Record<string, string> } };
+    };
+    desktop.mcpServers.memory.env = { MEMORY_FILE_PATH: '${WARDEN_MEMORY_FILE}' };
+    writeFileSync(desktopConfig, JSON.stringify(desktop));
+    const memoryFile = path.join(home, 'memory-from-env.jsonl');
+    // The terminal init runs in has the variable; the host that starts the entry will not.
+    const run = await runProcess(NODE, [CLI, 'init', '--policy', 'none'], {
+      cwd: project,
+      env: { HOME: home, WARDEN_MEMORY_FILE: memoryFile },
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('The config reads the environment variable WARDEN_MEMORY_FILE');
+    expect(run.stdout).not.toContain(memoryFile);
+
+    const entry = printedEntry(run.stdout);
+    expect(entry.env).toEqual({ WARDEN_MEMORY_FILE: '<value of WARDEN_MEMORY_FILE>' });
+    expect(await echoThrough({ ...entry, env: { WARDEN_MEMORY_FILE: memoryFile } }, home)).toBe(
+      'Echo: via init',
+    );
+  });
+});
+
 describe('mcp-warden init on a terminal', () => {
   it('asks which host config to use when several hold servers, and uses the answer', async () => {
     const { home, project } = homeWithClaudeDesktop();

@@ -43,24 +43,32 @@ export function homeWithClaudeDesktop(): { home: string; project: string; deskto
 }
 
 /** The `mcpServers.warden` entry init printed for Claude Desktop. */
-export function printedEntry(stdout: string): { command: string; args: string[] } {
+export function printedEntry(stdout: string): {
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+} {
   const start = stdout.indexOf('\n  {\n');
   const end = stdout.indexOf('\n  }\n', start);
   expect(start, stdout).toBeGreaterThan(0);
   const json = JSON.parse(stdout.slice(start, end + 4)) as {
-    mcpServers: { warden: { command: string; args: string[] } };
+    mcpServers: { warden: { command: string; args: string[]; env?: Record<string, string> } };
   };
   return json.mcpServers.warden;
 }
 
 /** Launches what a host entry says and calls `everything__echo` through it. */
-export async function echoThrough(entry: { command: string; args: string[] }, home: string): Promise<string> {
+export async function echoThrough(
+  entry: { command: string; args: string[]; env?: Record<string, string> },
+  home: string,
+): Promise<string> {
   const client = new Client({ name: 'init-test-host', version: '1.0.0' });
   await client.connect(
     new StdioClientTransport({
       command: entry.command,
       args: entry.args,
-      env: { PATH: process.env.PATH ?? '', HOME: home },
+      // What a desktop host gives: its own few variables and the entry's env, not the terminal's.
+      env: { PATH: process.env.PATH ?? '', HOME: home, ...entry.env },
       stderr: 'ignore',
     }),
   );

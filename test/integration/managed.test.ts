@@ -113,6 +113,8 @@ servers:
     expect(checked.code).toBe(0);
     expect(checked.stdout).toContain('server "remote" is blocked by managed settings');
     expect(checked.stdout).toContain(`layers: managed ${path.join(dir, 'managed.yaml')}`);
+    // Administrators are reminded that the host's own server list must be locked too.
+    expect(checked.stdout).toContain("lock each host's own server list too");
   });
 
   it('a denied npm package is blocked whatever version or launcher flags are written', async () => {
@@ -139,6 +141,72 @@ servers:
       'server "b" is blocked by managed settings and will not be started: denied by servers.deny[0]',
     );
     expect(checked.stdout).not.toContain('server "fx" is blocked');
+  });
+
+  it('a denied npm package is blocked behind a shell, env or npm x too', async () => {
+    const dir = managedDir('servers:\n  deny:\n    - npm: "@modelcontextprotocol/server-filesystem"\n');
+    const config = writeConfig({
+      servers: {
+        shell: { command: 'sh', args: ['-c', 'npx -y @modelcontextprotocol/server-filesystem /tmp'] },
+        wrapped: {
+          command: 'env',
+          args: ['A=1', 'npx', '-y', '@modelcontextprotocol/server-filesystem', '/tmp'],
+        },
+        npmx: { command: 'npm', args: ['x', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+        fx: fixture(),
+      },
+    });
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    for (const name of ['shell', 'wrapped', 'npmx'])
+      expect(checked.stdout).toContain(
+        `server "${name}" is blocked by managed settings and will not be started: denied by servers.deny[0]`,
+      );
+    expect(checked.stdout).not.toContain('server "fx" is blocked');
+  });
+
+  it('an allowed npm package runs only as itself: a launcher form or env that could run other code is refused, saying why', async () => {
+    const work = tempDir();
+    const marker = path.join(work, 'user-code-ran');
+    const evil = path.join(work, 'evil.cjs');
+    writeFileSync(evil, `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    const dir = managedDir(`
+servers:
+  allow:
+    - command: node
+    - npm: "@modelcontextprotocol/server-memory"
+`);
+    const memory = '@modelcontextprotocol/server-memory';
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        fx: fixture(),
+        pkgcmd: { command: 'npx', args: ['-y', '-p', memory, 'node', evil] },
+        alias: { command: 'npx', args: ['-y', `${memory}@npm:left-pad`] },
+        registry: {
+          command: 'npx',
+          args: ['-y', memory],
+          env: { npm_config_registry: 'http://127.0.0.1:9/' },
+        },
+        preload: { command: 'npx', args: ['-y', memory], env: { NODE_OPTIONS: `--require ${evil}` } },
+        nodeopt: { command: 'npx', args: ['-y', `--node-options=--require=${evil}`, memory] },
+      },
+    });
+    const host = await connectHost(config, { env: { MCP_WARDEN_MANAGED_DIR: dir } });
+    sessions.push(host);
+    const instructions = host.client.getInstructions() ?? '';
+    const reason = (name: string) =>
+      new RegExp(
+        `server "${name}" is blocked by managed settings: not on the allow list of [^\\n]*\\(servers\\.allow\\): ([^\\n]*)`,
+      ).exec(instructions)?.[1];
+    expect(reason('pkgcmd')).toContain('runs the command "node"');
+    expect(reason('alias')).toContain('is not a npm package name with a version');
+    expect(reason('registry')).toContain('npm_config_registry');
+    expect(reason('preload')).toContain('NODE_OPTIONS');
+    expect(reason('nodeopt')).toContain('--node-options runs node with options of its own');
+    // The other server still starts and serves.
+    const called = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'still here' } });
+    expect(textOf(called)).toContain('still here');
+    expect(existsSync(marker)).toBe(false);
   });
 });
 
@@ -208,6 +276,60 @@ lock:
     );
   });
 
+  it('a server entry cannot undo a gateway lock: validation stays on and a longer timeout is cut to the managed one, with file:line', async () => {
+    const dir = managedDir(`
+lock:
+  gateway:
+    validateArguments: true
+    timeout: 800ms
+    repair:
+      invalidStructured: error
+`);
+    const config = writeConfig(
+      [
+        'gateway:',
+        '  startupTimeout: 5s',
+        'servers:',
+        '  fx:',
+        `    command: ${NODE}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '    validateArguments: false',
+        '    timeout: 60s',
+        '    repair:',
+        '      invalidStructured: "off"',
+        '    tools:',
+        '      timeouts:',
+        '        hang: 90s',
+        '        echo: 200ms',
+        '',
+      ].join('\n'),
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const managedFile = path.join(dir, 'managed.yaml');
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:7:24: servers.fx.validateArguments: refused: server "fx" validateArguments false would undo ${managedFile}:4 lock.gateway.validateArguments, which locks it to true; true is used instead (only true may be set here)`,
+    );
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:8:14: servers.fx.timeout: refused: server "fx" timeout "60s" would outlast ${managedFile}:5 lock.gateway.timeout, which locks it to "800ms"; "800ms" is used instead (a shorter value may be set here)`,
+    );
+    expect(checked.stdout).toContain(
+      'servers.fx.tools.timeouts.hang: refused: server "fx" tools.timeouts "hang" "90s" would outlast',
+    );
+    expect(checked.stdout).toContain('servers.fx.repair.invalidStructured: refused');
+    // A shorter one narrows the managed value and stays.
+    expect(checked.stdout).not.toContain('tools.timeouts.echo');
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    await host.waitForStderr('servers.fx.validateArguments: refused');
+    const invalid = await host.client.callTool({ name: 'fx__add', arguments: { a: 'one', b: 2 } });
+    expect(textOf(invalid)).toContain('Invalid arguments for tool "add" on server "fx"');
+    const slow = await host.client.callTool({ name: 'fx__hang', arguments: {} });
+    expect(textOf(slow)).toMatch(/timed out: no answer or progress for 800 ?ms/);
+  });
+
   it('an invalid locked value is reported at the managed file and stops the gateway', async () => {
     const dir = managedDir('lock:\n  confirmation:\n    timeout: 20\n');
     const config = writeConfig('servers:\n  fx:\n    command: node\n');
@@ -215,6 +337,74 @@ lock:
     expect(checked.code).toBe(2);
     expect(checked.stderr).toContain(`${path.join(dir, 'managed.yaml')}:3`);
     expect(checked.stderr).toContain('lock.confirmation.timeout');
+  });
+});
+
+describe('the managed trail against user audit settings', () => {
+  it('a redaction pattern matching everything and a tiny rotation are refused: every record is kept, readable, also at the sink', async () => {
+    const receiver = await startOtlpReceiver();
+    receivers.push(receiver);
+    const work = tempDir();
+    const trail = path.join(work, 'org-audit.jsonl');
+    const dir = managedDir(`
+audit:
+  required: true
+  file: ${trail}
+  sinks:
+    - name: org-siem
+      type: otlp
+      endpoint: ${receiver.endpoint}/v1/logs
+`);
+    const config = writeConfig(
+      [
+        'gateway:',
+        '  startupTimeout: 5s',
+        'audit:',
+        `  file: ${trail}`,
+        '  maxSize: 1KiB',
+        '  maxFiles: 1',
+        '  redact:',
+        "    patterns: ['[\\s\\S]+', 'sk-live-[a-z0-9]+']",
+        'servers:',
+        '  fx:',
+        `    command: ${NODE}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '',
+      ].join('\n'),
+      work,
+    );
+    const env = { MCP_WARDEN_MANAGED_DIR: dir };
+    const checked = await runCli(['check', '--config', config], env);
+    expect(checked.code).toBe(0);
+    const managedFile = path.join(dir, 'managed.yaml');
+    expect(checked.stdout).toContain(
+      `proxy.config.yaml:8:16: audit.redact.patterns[0]: refused: the redaction pattern "[\\s\\S]+" also matches "call", a word every audit record is made of, so it would blank the trail ${managedFile}:3 audit requires`,
+    );
+    expect(checked.stdout).toMatch(
+      /proxy\.config\.yaml:5:\d+: audit\.maxSize: refused: rotating at 1024 bytes would delete records/,
+    );
+    expect(checked.stdout).toMatch(
+      /proxy\.config\.yaml:6:\d+: audit\.maxFiles: refused: keeping 1 rotated file\(s\) would delete records/,
+    );
+    expect(checked.stdout).not.toContain('patterns[1]');
+
+    const host = await connectHost(config, { env });
+    sessions.push(host);
+    for (let i = 0; i < 30; i += 1)
+      await host.client.callTool({ name: 'fx__echo', arguments: { text: `note ${i} sk-live-abc123` } });
+    await host.close();
+    const calls = readAudit(trail).filter((r) => r.type === 'call');
+    expect(calls).toHaveLength(30);
+    expect(calls.every((r) => r.tool === 'fx__echo' && r.upstreamTool === 'echo' && r.server === 'fx')).toBe(
+      true,
+    );
+    // The user's other pattern, which matches a secret only, still applies.
+    expect(JSON.stringify(calls)).not.toContain('sk-live-abc123');
+    await expect
+      .poll(() => shippedRecords(receiver).filter((r) => r.type === 'call' && r.tool === 'fx__echo').length, {
+        timeout: 10_000,
+      })
+      .toBe(30);
   });
 });
 

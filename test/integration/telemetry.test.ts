@@ -215,6 +215,39 @@ describe('traces', () => {
     expect(attributes['gen_ai.tool.call.result']).toContain('traceparent');
   });
 
+  it('a resource URI goes on its span as the audit record keeps it: a password in it redacted', async () => {
+    receiver = await startOtlpReceiver();
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl' },
+        telemetry: { traces: true },
+        servers: { up: fixture(['--resources']) },
+      },
+      dir,
+    );
+    host = await connectHost(config, { env: otelEnv(receiver.endpoint) });
+    const uri = 'https://alice:hunter2-s3cret@files.example/report?api_key=sk-live-0123456789abcdef';
+    await host.client.readResource({ uri }).catch(() => undefined);
+    await receiver.until(() => byName(receiver!.spans(), 'resources/read').length >= 2, 'both spans');
+    const record = readFileSync(path.join(dir, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((r) => r.type === 'request' && r.method === 'resources/read');
+    expect(record?.target).toBeTypeOf('string');
+    expect(record?.target).toBe(
+      'https://alice:[REDACTED:url_password]@files.example/report?api_key=[REDACTED:api_key]',
+    );
+    for (const span of byName(receiver.spans(), 'resources/read')) {
+      const attributes = attributesOf(span.attributes);
+      expect(attributes['mcp.resource.uri']).toBe(record?.target);
+      expect(JSON.stringify(span)).not.toContain('hunter2');
+      expect(JSON.stringify(span)).not.toContain('sk-live-0123456789abcdef');
+    }
+  });
+
   it('http/protobuf sends protobuf to the same endpoint', async () => {
     receiver = await startOtlpReceiver();
     const { config } = setup({ traces: true, metrics: true });

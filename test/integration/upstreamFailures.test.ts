@@ -12,6 +12,31 @@ afterEach(async () => {
   host = undefined;
 });
 
+describe('a server that fails the same way on every restart', () => {
+  it('is logged in full once, with the PATH it searched, then counted', async () => {
+    const searched = ['/opt/warden-test/bin', '/usr/local/bin', '/usr/bin', '/bin'].join(':');
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { good: fixture(), missing: { command: 'warden-no-such-command', env: { PATH: searched } } },
+    });
+    host = await connectHost(config);
+    await host.waitForStderr('[missing]: marked failed');
+    const lines = host
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('[missing]'));
+    const full = lines.filter((line) => line.includes(`(searched PATH: ${searched})`));
+    expect(full, lines.join('\n')).toHaveLength(1);
+    expect(lines.join('\n')).not.toMatch(/searched PATH[\s\S]*searched PATH/);
+    // maxRestarts: 3, so four attempts: one in full, three counted.
+    expect(lines.filter((line) => line.includes('failed again, the same way as logged above'))).toEqual([
+      expect.stringContaining('(2 times in a row)'),
+      expect.stringContaining('(3 times in a row)'),
+      expect.stringContaining('(4 times in a row)'),
+    ]);
+  });
+});
+
 describe('upstream failures are contained', () => {
   it('a server that crashes at start, one that is not installed, and one that hangs leave the good one serving', async () => {
     const config = writeConfig({

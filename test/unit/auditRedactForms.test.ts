@@ -64,6 +64,18 @@ const forms: [string, unknown][] = [
   ['password: line in YAML text', { file: `db:\n  host: db.internal\n  password: ${S}\n  port: 5432\n` }],
   ['quoted YAML value', { file: `api:\n  api_key: "${S}"\n` }],
   ['.env text', { file: `NODE_ENV=production\nSTRIPE_SECRET=${S}\n` }],
+  ['YAML block scalar |', { file: `db:\n  password: |\n    ${S}\n  port: 5432\n` }],
+  ['YAML folded block >-', { file: `api:\n  api_key: >-\n    ${S}\n` }],
+  ['YAML block with indentation indicator', { file: `token: |2\n    ${S}\n` }],
+  ['YAML block under a quoted key', { file: `"client_secret": |+\n  ${S}\n` }],
+  ['YAML block in a list item', { file: `users:\n  - password: |\n      ${S}\n` }],
+  ['YAML value on the next line', { file: `secret:\n  ${S}\n` }],
+  ['YAML value behind a tag', { file: `password: !!str ${S}\n` }],
+  ['YAML value behind a local tag', { file: `password: !vault ${S}\n` }],
+  ['YAML value behind an anchor', { file: `password: &pw ${S}\nother: *pw\n` }],
+  ['YAML tag and anchor before a block', { file: `password: !!str &pw |\n  ${S}\n` }],
+  ['YAML quoted key, flow mapping', { file: `db: {'password': ${S}, port: 1}\n` }],
+  ['YAML in the second document', { file: `---\nname: app\n---\npassword: ${S}\n` }],
 ];
 
 describe('secret forms are all redacted', () => {
@@ -121,6 +133,8 @@ describe('no false positives on ordinary text', () => {
     '<dict><key>CFBundleName</key><string>Notes</string></dict>',
     '<user><name>Ada</name><role>admin</role></user>',
     'server:\n  port: 8080\n  host: 0.0.0.0\n  key_file: /etc/ssl/private/server.key.pem\n',
+    'description: |\n  A tool that reads files.\n  It never writes.\nname: reader\n',
+    'steps:\n  - name: build\n    run: >-\n      npm ci &&\n      npm test\n',
     // Paths, identifiers, dates.
     '/home/ada/projects/keyring/src/passkeys/index.ts',
     'C:\\Users\\Ada\\AppData\\Roaming\\Claude\\claude_desktop_config.json',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  DeniedError,
   InvalidParamsError,
   MethodNotFoundError,
   NotServingError,
@@ -12,7 +13,7 @@ import {
   WardenError,
 } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
-import { errorToWire, requestErrorToWire } from '../../src/core/rpc/errorsToWire.js';
+import { DENIED_CODE, errorToWire, requestErrorToWire } from '../../src/core/rpc/errorsToWire.js';
 
 function recordingLogger() {
   const lines: string[] = [];
@@ -88,6 +89,26 @@ describe('the errors the router throws', () => {
     const expected = { code, message: error.message, ...(data && { data }) };
     expect(errorToWire(error, recordingLogger().logger)).toEqual({ kind: 'error', error: expected });
     expect(requestErrorToWire(error, recordingLogger().logger)).toEqual(expected);
+  });
+
+  it('answers a denial with its own code and rule, so it does not read as a gateway fault', () => {
+    const denied = new DeniedError(
+      '[reason] (policy rule "no-etc", p.yaml) Resource "x" was not read.',
+      'no-etc',
+    );
+    expect(requestErrorToWire(denied, recordingLogger().logger)).toEqual({
+      code: DENIED_CODE,
+      message: `[mcp-warden] ${denied.message}`,
+      data: { 'mcp-warden/error': 'DENIED', rule: 'no-etc' },
+    });
+    expect(DENIED_CODE).not.toBe(-32603);
+    const byDefault = new DeniedError('denied by the policy default', null);
+    expect(requestErrorToWire(byDefault, recordingLogger().logger)).toMatchObject({
+      code: DENIED_CODE,
+      data: { 'mcp-warden/error': 'DENIED' },
+    });
+    // A tool call's denial stays an isError result the model reads.
+    expect(errorToWire(denied, recordingLogger().logger)).toMatchObject({ kind: 'result' });
   });
 
   it("passes the host's own error to a question through, code, message and data", () => {

@@ -227,6 +227,49 @@ describe('mcp-warden init', () => {
     expect(readFileSync(config, 'utf8')).not.toMatch(/^#? ?policies:/m);
   });
 
+  it('puts the environment variables the config reads in the entry, as placeholders, and says so', async () => {
+    const where = machine();
+    const from = put(path.join(where.home, 'h.json'), {
+      mcpServers: {
+        gh: {
+          command: 'node',
+          args: ['${env:GH_HOST}'],
+          env: { GITHUB_TOKEN: '${GITHUB_TOKEN}', LOG: '${LOG:-info}' },
+        },
+      },
+    });
+    const run = async (host: string) => {
+      let out = '';
+      const code = await runInit(['--from', from, '--host', host, '--force'], {
+        ...where,
+        platform: 'linux',
+        env: { GITHUB_TOKEN: 'ghp_realvalue_never_printed', GH_HOST: 'github.com' },
+        execPath: '/usr/bin/node',
+        stdout: (t) => (out += t),
+        stderr: () => {},
+      });
+      return { code, out };
+    };
+    const { code, out } = await run('claude-desktop');
+    expect(code).toBe(0);
+    expect(out).toContain(
+      [
+        '"env": {',
+        '          "GH_HOST": "<value of GH_HOST>",',
+        '          "GITHUB_TOKEN": "<value of GITHUB_TOKEN>"',
+        '        }',
+      ].join('\n'),
+    );
+    expect(out).toContain('The config reads the environment variables GH_HOST, GITHUB_TOKEN');
+    expect(out).not.toContain('ghp_realvalue_never_printed');
+    expect(out).not.toContain('"LOG"');
+
+    const claude = await run('claude-code');
+    expect(claude.out).toContain(
+      `claude mcp add --scope user warden -e 'GH_HOST=<value of GH_HOST>' -e 'GITHUB_TOKEN=<value of GITHUB_TOKEN>' -- /usr/bin/node `,
+    );
+  });
+
   it('writes an example server when no host config is found, or none of its servers can be used', async () => {
     const { code, out } = await init(machine(), []);
     expect(code).toBe(0);

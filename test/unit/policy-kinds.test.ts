@@ -89,8 +89,35 @@ rules:
     'file:///home/ada/notes/../.ssh/id_rsa',
     'file:///home/ada/%2Essh/id_rsa',
     'file:///tmp/../home/ada/.ssh/id_rsa',
+    'file:/home/ada/.ssh/id_rsa',
+    'file:home/ada/.ssh/id_rsa',
+    'file:/home/ada/notes/../.ssh/id_rsa',
+    'file:////home/ada/.ssh/id_rsa',
+    'file://LOCALHOST/home/ada/.ssh/id_rsa',
+    'file://localhost./home/ada/.ssh/id_rsa',
+    'file://%6Cocalhost/home/ada/.ssh/id_rsa',
+    'File:/home/ada/%2e%2e/ada/.ssh/id%5Frsa',
+    'file:///home/ada/.ssh/./keys/../id_rsa',
   ])('matches resource URIs after normalising them: %s', (uri) => {
     expect(decide(engine, resource('fs', uri))).toEqual(['deny', 'no-ssh-resources']);
+  });
+
+  it('writes every spelling of one file as the same URI', () => {
+    const one = normalizeResourceUri('file:///etc/passwd');
+    for (const spelling of [
+      'file:/etc/passwd',
+      'file:etc/passwd',
+      'file://localhost/etc/passwd',
+      'FILE://LocalHost./etc/passwd',
+      'file:///etc/./passwd',
+      'file:///tmp/../etc/passwd',
+      'file:/etc//%70asswd',
+    ])
+      expect(normalizeResourceUri(spelling), spelling).toBe(one);
+    // A rule written in a short form means the same file as well.
+    expect(normalizeResourceUri('file:/etc/*')).toBe('file:///etc/*');
+    // A file on another host stays another host's.
+    expect(normalizeResourceUri('file://fileserver./etc/passwd')).toBe('file://fileserver/etc/passwd');
   });
 
   it('explains a kind that does not match', () => {

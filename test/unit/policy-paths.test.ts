@@ -22,11 +22,11 @@ symlinkSync(path.join(tmp, 'loop-b'), path.join(tmp, 'loop-a'));
 symlinkSync(path.join(tmp, 'loop-a'), path.join(tmp, 'loop-b'));
 
 const etc = compilePathCondition(
-  { under: ['/etc'], includingAncestors: false, pathArguments: null },
+  { under: ['/etc'], includingAncestors: false, pathArguments: null, every: false },
   { homedir: home },
 );
 const ssh = compilePathCondition(
-  { under: ['~/.ssh'], includingAncestors: false, pathArguments: null },
+  { under: ['~/.ssh'], includingAncestors: false, pathArguments: null, every: false },
   { homedir: home },
 );
 
@@ -88,7 +88,7 @@ describe('the paths condition on ~/.ssh', () => {
 
   it('matches a folder written as a symlink by its target too', () => {
     const byLink = compilePathCondition(
-      { under: ['~/keys'], includingAncestors: false, pathArguments: null },
+      { under: ['~/keys'], includingAncestors: false, pathArguments: null, every: false },
       { homedir: home },
     );
     expect(byLink.test({ path: '~/.ssh/id_rsa' }).kind).toBe('match');
@@ -96,7 +96,7 @@ describe('the paths condition on ~/.ssh', () => {
 
   it('resolves a relative path against every base it may be resolved against', () => {
     const relative = compilePathCondition(
-      { under: ['~/.ssh'], includingAncestors: false, pathArguments: null },
+      { under: ['~/.ssh'], includingAncestors: false, pathArguments: null, every: false },
       { homedir: home, relativeTo: [tmp, home] },
     );
     expect(relative.test({ path: '.ssh/id_rsa' }).kind).toBe('match');
@@ -105,7 +105,7 @@ describe('the paths condition on ~/.ssh', () => {
 
   it('with includingAncestors, also matches a folder that contains it', () => {
     const tree = compilePathCondition(
-      { under: ['~/.ssh'], includingAncestors: true, pathArguments: null },
+      { under: ['~/.ssh'], includingAncestors: true, pathArguments: null, every: false },
       { homedir: home },
     );
     expect(tree.test({ path: '~' }).kind).toBe('match');
@@ -116,7 +116,7 @@ describe('the paths condition on ~/.ssh', () => {
 
   it('with pathArguments, looks only at the named properties, at any depth', () => {
     const named = compilePathCondition(
-      { under: ['~/.ssh'], includingAncestors: false, pathArguments: ['source'] },
+      { under: ['~/.ssh'], includingAncestors: false, pathArguments: ['source'], every: false },
       { homedir: home },
     );
     expect(named.test({ moves: [{ source: '/tmp/x' }] }).kind).toBe('mismatch');
@@ -124,9 +124,43 @@ describe('the paths condition on ~/.ssh', () => {
     expect(named.test({ other: '~/.ssh/id_rsa' }).kind).toBe('mismatch');
   });
 
+  it('with every, matches only when each path lands in the folder by every reading of it', () => {
+    const shared = path.join(tmp, 'shared');
+    mkdirSync(path.join(shared, 'docs'), { recursive: true });
+    symlinkSync('/etc', path.join(shared, 'out'));
+    symlinkSync(path.join(shared, 'docs'), path.join(tmp, 'docs-link'));
+    const inside = compilePathCondition(
+      { under: [shared], includingAncestors: false, pathArguments: null, every: true },
+      { homedir: home, relativeTo: [tmp, home] },
+    );
+    const kind = (args: Record<string, unknown>) => inside.test(args).kind;
+    expect(kind({ path: path.join(shared, 'docs', 'plan.md') })).toBe('match');
+    expect(kind({ path: `${shared}//docs/./new/../plan.md` })).toBe('match');
+    expect(kind({ paths: [path.join(shared, 'a'), path.join(shared, 'b')] })).toBe('match');
+    // A link from outside into the folder is not in it as written: it errs towards not granting.
+    expect(kind({ path: path.join(tmp, 'docs-link', 'plan.md') })).toBe('mismatch');
+    // Out by dot-dot, through a symlink in the folder, or with one path of two outside.
+    expect(kind({ path: `${shared}/../../etc/cron.d/evil` })).toBe('mismatch');
+    expect(kind({ path: path.join(shared, 'out', 'cron.d', 'evil') })).toBe('mismatch');
+    expect(kind({ path: `${shared}/docs/../out/passwd` })).toBe('mismatch');
+    expect(kind({ source: path.join(shared, 'a'), destination: '/tmp/a' })).toBe('mismatch');
+    // A relative path is resolved against every base, and is not inside under all of them.
+    expect(kind({ path: 'shared/a' })).toBe('mismatch');
+    expect(kind({ count: 1 })).toBe('mismatch');
+    expect(inside.test({ path: path.join(shared, 'out', 'x') })).toMatchObject({
+      why: expect.stringContaining('(as "/etc/x")'),
+    });
+    // Without every, one reading in the folder is enough: right for a deny, wrong for a grant.
+    const any = compilePathCondition(
+      { under: [shared], includingAncestors: false, pathArguments: null, every: false },
+      { homedir: home },
+    );
+    expect(any.test({ path: path.join(shared, 'out', 'cron.d', 'evil') }).kind).toBe('match');
+  });
+
   it('compares without case when asked to (case-insensitive filesystems)', () => {
     const folded = compilePathCondition(
-      { under: ['~/.ssh'], includingAncestors: false, pathArguments: null },
+      { under: ['~/.ssh'], includingAncestors: false, pathArguments: null, every: false },
       { homedir: home, caseInsensitive: true },
     );
     expect(folded.test({ path: '~/.SSH/id_rsa' }).kind).toBe('match');

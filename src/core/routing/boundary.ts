@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.js';
 import type { Next, RoutedMessage } from '../pipeline/types.js';
 import { RpcErrorCode } from '../protocol/jsonRpc.js';
-import { errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
+import { DENIED_CODE, errorToWire, requestErrorToWire } from '../rpc/errorsToWire.js';
 import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import type { ModernInputBridge } from '../tasks/inputBridge.js';
@@ -61,7 +61,10 @@ export class RouteBoundary {
       return request.respond(Outcome.of(outcome.result));
     }
     const wire = requestErrorToWire(error, log);
-    if (message?.direction === 'host' && wire.code === RpcErrorCode.InternalError)
+    if (
+      message?.direction === 'host' &&
+      (wire.code === RpcErrorCode.InternalError || wire.code === DENIED_CODE)
+    )
       log.warn(`${request.method} from ${message.server}: ${wire.message}`);
     request.fail(wire);
   }

@@ -17,6 +17,7 @@ import { ModernInputBridge } from '../tasks/inputBridge.js';
 import { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
+import { AnsweredHere } from './answeredHere.js';
 import { RouteBoundary } from './boundary.js';
 import { HostMethods } from './hostMethods.js';
 import { HostRequests } from './hostRequests.js';
@@ -110,7 +111,12 @@ export function connectHost(options: RouterOptions): Router {
   });
   const feed = new TaskStatusFeed({ tasks, modern, peer, logger });
   const listed = new UntilListed(() => pool.start());
-  const parts = { pool, pipeline, session, tasks, boundary, stamps, listed, logger };
+  const answeredHere = new AnsweredHere({
+    stamps,
+    boundary,
+    ...(options.record !== undefined && { record: options.record }),
+  });
+  const parts = { pool, pipeline, session, tasks, boundary, stamps, listed, answeredHere, logger };
   const hostMethods = new HostMethods({
     ...parts,
     prompts: options.prompts,

@@ -2,7 +2,7 @@ import type { Prompt } from '@modelcontextprotocol/sdk/types.js';
 import { ByteParts } from '../../lib/byteParts.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import type { ResourceCatalog } from '../catalog/resourceCatalog.js';
-import { InvalidParamsError, ResourceNotFoundError } from '../errors.js';
+import { InvalidParamsError, ResourceNotFoundError, UnknownPromptError } from '../errors.js';
 import { gatewayCapabilities, mergedInstructions } from '../host/initializeAnswer.js';
 import type { HostList, InitializedHostSession } from '../host/hostSession.js';
 import type { Logger } from '../logger.js';
@@ -16,6 +16,7 @@ import type { IncomingRequest } from '../rpc/peer.js';
 import type { TaskRouting } from '../tasks/taskRouting.js';
 import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
+import type { AnsweredHere } from './answeredHere.js';
 import type { RouteBoundary } from './boundary.js';
 import type { MessageStamps } from './stamps.js';
 import type { UntilListed } from './untilListed.js';
@@ -31,6 +32,7 @@ export interface HostMethodsOptions {
   readonly boundary: RouteBoundary;
   readonly stamps: MessageStamps;
   readonly listed: UntilListed;
+  readonly answeredHere: AnsweredHere;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Lines for the initialize answer's instructions after the upstreams' own. */
@@ -117,13 +119,23 @@ export class HostMethods {
     const name = params?.name;
     if (typeof name !== 'string') throw new InvalidParamsError('prompts/get needs params.name (a string)');
     const entry = await this.resolveNamed(this.options.prompts, name);
-    if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${name}`);
-    const args = params?.arguments;
+    const args =
+      typeof params?.arguments === 'object' && params.arguments !== null
+        ? (params.arguments as Params)
+        : undefined;
+    if (entry === undefined)
+      return this.options.answeredHere.unserved(
+        request,
+        'prompts/get',
+        name,
+        args,
+        new UnknownPromptError(name),
+      );
     this.options.boundary.route(
       request,
       this.upstreamMessage(request, 'prompts/get', entry.server, entry.item.name, name, {
         params: { ...forwardedParams(params), name: entry.item.name },
-        arguments: typeof args === 'object' && args !== null ? (args as Params) : undefined,
+        arguments: args,
       }),
     );
   }
@@ -133,7 +145,14 @@ export class HostMethods {
       throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
     await this.options.pool.start();
     const target = this.options.resources.route(uri);
-    if (target === undefined) throw new ResourceNotFoundError(uri);
+    if (target === undefined)
+      return this.options.answeredHere.unserved(
+        request,
+        kind,
+        uri,
+        forwardedParams(params),
+        new ResourceNotFoundError(uri),
+      );
     const { server } = target;
     // An App's namespaced URI goes to its server as the server's own (see appUi.ts).
     const renamed = target.uri !== uri;

@@ -12,6 +12,7 @@ import type { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import type { TaskRouting } from '../tasks/taskRouting.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
+import type { AnsweredHere } from './answeredHere.js';
 import type { RouteBoundary } from './boundary.js';
 import type { MessageStamps } from './stamps.js';
 import {
@@ -33,6 +34,7 @@ export interface ToolCallsOptions {
   readonly boundary: RouteBoundary;
   readonly stamps: MessageStamps;
   readonly listed: UntilListed;
+  readonly answeredHere: AnsweredHere;
   /** Records a call the gateway answers itself, passing only the stages that record. */
   readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
   /** Why a tool name nobody lists may still mean something, for the error. */
@@ -72,19 +74,13 @@ export class ToolCalls {
         : undefined;
     const { record } = this.options;
     if (entry === undefined || record === undefined) return request.fail(error);
-    const stamp = this.options.stamps.unanswered(entry.server);
-    const message = routedMessage({
+    const message = this.options.answeredHere.message(request, {
       kind: 'tools/call',
-      direction: 'upstream',
       server: entry.server,
       target: entry.item.name,
       exposedName: name as string,
       definition: entry.item,
-      signal: request,
-      hostEra: stamp.hostEra,
-      upstreamEra: stamp.upstreamEra,
-      host: stamp.host,
-      principal: stamp.principal,
+      arguments: undefined,
     });
     record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
       (outcome) => request.respond(outcome),
@@ -111,7 +107,14 @@ export class ToolCalls {
     return this.options.listed
       .find(() => lookUpTool(this.options.tools, name, app))
       .then((later) => {
-        if (later === undefined) throw new UnknownToolError(name, this.options.whyUnknown?.(name));
+        if (later === undefined)
+          return this.options.answeredHere.unserved(
+            request,
+            'tools/call',
+            name,
+            args,
+            new UnknownToolError(name, this.options.whyUnknown?.(name)),
+          );
         return this.callFound(request, name, later, args, app);
       });
   }

@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
+  DeniedError,
   PeerRpcError,
   ProtocolError,
   PrincipalLimitError,
@@ -20,6 +21,14 @@ export type WireOutcome =
 /** The JSON-RPC error code of a request refused by a per-principal bound. */
 export const PRINCIPAL_LIMIT_CODE = -32029;
 
+/**
+ * The JSON-RPC error code of a request other than a tool call that was refused on purpose: a
+ * policy rule or default denied it, or its confirmation was declined. Distinct from -32603, which
+ * says the gateway failed and invites a retry; a denial will be denied again. Its `data` carries
+ * `mcp-warden/error: "DENIED"` and, when a rule decided, the rule's id as `rule`.
+ */
+export const DENIED_CODE = -32030;
+
 /** Errors the model can act on are results with `isError`, per the spec's advice on tool errors. */
 const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
   'UPSTREAM_UNAVAILABLE',
@@ -35,6 +44,7 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
 /** Our errors that are JSON-RPC errors whatever the method, with their codes. */
 const AS_RPC_ERROR: ReadonlyMap<WardenErrorCode, number> = new Map<WardenErrorCode, number>([
   ['UNKNOWN_TOOL', RpcErrorCode.InvalidParams],
+  ['UNKNOWN_PROMPT', RpcErrorCode.InvalidParams],
   ['INVALID_PARAMS', RpcErrorCode.InvalidParams],
   ['METHOD_NOT_FOUND', RpcErrorCode.MethodNotFound],
   ['RESOURCE_NOT_FOUND', -32002],
@@ -86,16 +96,23 @@ export function errorToWire(error: unknown, logger: Logger): WireOutcome {
 }
 
 /**
- * For requests other than `tools/call`, which have no `isError` result to carry a message: the same mapping, with our own failures as JSON-RPC errors whose message says what
- * happened (they are written for users; unexpected errors still stay in the log).
+ * For requests other than `tools/call`, which have no `isError` result to carry a message: the
+ * same mapping, with our own failures as JSON-RPC errors whose message says what happened (they
+ * are written for users; unexpected errors still stay in the log). A denial gets `DENIED_CODE`
+ * and names its rule in `data`; the other failures -32603.
  */
 export function requestErrorToWire(error: unknown, logger: Logger): JsonRpcErrorObject {
   const outcome = errorToWire(error, logger);
   if (outcome.kind === 'error') return outcome.error;
   const first = outcome.result.content[0];
-  return {
-    code: RpcErrorCode.InternalError,
-    message: first?.type === 'text' ? first.text : 'mcp-warden could not complete the request',
-    data: outcome.result._meta,
-  };
+  const message = first?.type === 'text' ? first.text : 'mcp-warden could not complete the request';
+  if (error instanceof WardenError && error.code === 'DENIED') {
+    const rule = error instanceof DeniedError ? error.ruleId : null;
+    return {
+      code: DENIED_CODE,
+      message,
+      data: rule === null ? outcome.result._meta : { ...outcome.result._meta, rule },
+    };
+  }
+  return { code: RpcErrorCode.InternalError, message, data: outcome.result._meta };
 }

@@ -191,6 +191,12 @@ export class Upstream {
   private readonly staleLists = new Set<ListKind>();
   private refreshing = false;
   private _lastError: string | undefined;
+  /**
+   * The last failure logged in full and how many times in a row it has happened: a server that
+   * fails the same way on every restart (a command not on PATH, whose message lists the whole
+   * PATH) is logged once in full, then counted.
+   */
+  private sameFailure: { readonly message: string; times: number } | undefined;
   private live: Live | undefined;
   /** The connection being set up, so a stop during a slow start can still kill it. */
   private connecting: Live | undefined;
@@ -483,7 +489,7 @@ export class Upstream {
       if (stopSignal.aborted) return;
       await this.teardown(endedWith);
       this._lastError = endedWith.message;
-      this.log.error(endedWith.message);
+      this.logFailure(endedWith.message, { connected: connectedAt !== undefined });
       this.options.onLifecycle?.(
         connectedAt === undefined
           ? { type: 'upstream_failed', server: this.name, error: endedWith.message }
@@ -514,6 +520,22 @@ export class Upstream {
       });
       await sleep(delay, stopSignal);
     }
+  }
+
+  /**
+   * Logs why the server ended: in full the first time, and when it failed the same way on the
+   * attempt before (without connecting in between) as a count, so the log does not repeat a long
+   * message (a whole PATH) on every restart.
+   */
+  private logFailure(message: string, options: { readonly connected: boolean }): void {
+    const previous = this.sameFailure;
+    if (!options.connected && previous !== undefined && previous.message === message) {
+      previous.times += 1;
+      this.log.error(`failed again, the same way as logged above (${previous.times} times in a row)`);
+      return;
+    }
+    this.sameFailure = options.connected ? undefined : { message, times: 1 };
+    this.log.error(message);
   }
 
   /** Subscribes a new process to what the host subscribed to on the ones before it. */

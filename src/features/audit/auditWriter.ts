@@ -1,34 +1,27 @@
 /*
- * Longer than most modules because the writer's guarantees (one write per turn, the hash chain
- * across processes and rotation, torn-write recovery, write-ahead, block or continue) hold only
- * together.
+ * The audit writer: records queued and written one write(2) per turn, each sealed into the
+ * writer's hash chain. Its parts are in their own files: the file it appends to and rotates
+ * (segmentFile.ts), the chain's sealing (lineBatch.ts), its health and retries
+ * (writerHealth.ts), and signed checkpoints (checkpointer.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import {
-  closeSync,
-  constants,
-  fdatasyncSync,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { WardenError } from '../../core/errors.js';
-import { chainHeadOf, recordJson, SEAL_SUFFIX_BYTES, sealSuffix, type ChainHead } from './chain.js';
-import { sha256HexOfBytes } from '../../lib/hash.js';
+import { chainHeadOf, recordJson, type ChainHead } from './chain.js';
+import { Checkpointer } from './checkpointer.js';
 import { IsoClock } from './isoClock.js';
+import { LineBatch, sealLine, ShortWrite } from './lineBatch.js';
 import { RecordFields } from './recordFields.js';
+import { SegmentFile } from './segmentFile.js';
+import { codedError, type AuditWriteError } from './writeError.js';
+import { WriterHealth, type AuditStatus } from './writerHealth.js';
 import { GENESIS_HASH, type AuditEvent, type AuditGapEvent } from '../../core/events.js';
 import type { Redactor } from './redact.js';
-import { checkpointMessage, type CheckpointSigner } from './checkpoint.js';
+import type { CheckpointSigner } from './checkpoint.js';
+
+export { AuditWriteError } from './writeError.js';
+export type { AuditStatus } from './writerHealth.js';
 
 /*
  * The audit trail is written here with plain synchronous file appends, not through the logger.
@@ -74,20 +67,6 @@ import { checkpointMessage, type CheckpointSigner } from './checkpoint.js';
  * writer compares the inode of `file` with its open descriptor and reopens when another
  * writer (or logrotate) has moved the file, so records follow the name.
  */
-
-/** How long a rotation lock may exist before it is taken as left behind by a killed process. */
-const STALE_LOCK_MS = 10_000;
-
-/** How far back from the end of a file to look for the last record when starting a chain. */
-const MAX_TAIL_SCAN = 64 * 1024 * 1024;
-
-/**
- * While writing fails, the log tries again on its own after these delays (the last repeats), so
- * it recovers within about two seconds of the disk becoming writable even when nothing is
- * appended meanwhile: `block` mode refuses calls while unhealthy, so without a timer nothing
- * would ever try again until some lifecycle event happened to be written.
- */
-const RETRY_DELAYS_MS = [250, 500, 1000, 2000] as const;
 
 /** What a gateway killed mid-write left at the end of the file, found when a writer starts. */
 const TORN_ERROR =
@@ -165,14 +144,6 @@ export interface AuditLogOptions {
   readonly output?: { readonly write: (lines: string) => void; readonly lastLine?: string };
 }
 
-export type AuditStatus =
-  /** Writing failed after working (or failed at open); `lastError` says why. */
-  | { readonly kind: 'failed'; readonly error: AuditWriteError }
-  /** Writing works again; `lost` records were dropped meanwhile (an `audit_gap` record says so). */
-  | { readonly kind: 'recovered'; readonly lost: number }
-  /** Rotation failed; records keep going into the current file, beyond `maxBytes`. */
-  | { readonly kind: 'rotate_failed'; readonly error: AuditWriteError };
-
 export interface AuditLog {
   /**
    * Writes one record durably (see the comment at the top of auditWriter.ts): before returning
@@ -217,39 +188,6 @@ export interface AuditLog {
 }
 
 /**
- * The audit file cannot be written. A `DENIED` WardenError, so in `block` mode the pipeline can
- * let it through to the host as an `isError` result with this message.
- */
-export class AuditWriteError extends WardenError {
-  readonly file: string;
-  /** The errno code (`ENOSPC`, `EACCES`, `EISDIR`, ...), `SHORT_WRITE` or `CLOSED`. */
-  readonly reason: string;
-  readonly detail: string;
-
-  constructor(file: string, onFailure: 'block' | 'continue', cause: unknown) {
-    const reason =
-      cause instanceof Error && typeof (cause as NodeJS.ErrnoException).code === 'string'
-        ? String((cause as NodeJS.ErrnoException).code)
-        : 'UNKNOWN';
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    super(
-      'DENIED',
-      onFailure === 'block'
-        ? `Calls are refused: the audit log "${file}" cannot be written (${detail}) and audit.onFailure is "block".`
-        : `The audit log "${file}" cannot be written (${detail}); calls continue unaudited (audit.onFailure is "continue").`,
-      { cause },
-    );
-    this.file = file;
-    this.reason = reason;
-    this.detail = detail;
-  }
-}
-
-function codedError(code: string, message: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: ${message}`), { code });
-}
-
-/**
  * Opens (creating if needed) an audit log. Never rejects because the file cannot be written:
  * the log is then returned unhealthy, with `lastError` set and `onStatus` told, and behaves as
  * `onFailure` says. Rejects only for invalid options.
@@ -276,30 +214,30 @@ export async function openAuditLog(options: AuditLogOptions): Promise<AuditLog> 
   return log;
 }
 
+/** One write of the queue as it is assembled: the chain head so far and what the write did. */
+interface WritePass {
+  head: ChainHead;
+  /** The lines in the batch not yet written. */
+  lines: BatchLine[];
+  /** Records of the caller's written so far. */
+  written: number;
+  /** Records lost earlier that a gap record written in this pass accounts for. */
+  recoveredFrom: number;
+  /** Waiters of the records written so far, settled once the whole write is known. */
+  readonly done: Waiter[];
+}
+
 class FileAuditLog implements AuditLog {
   readonly file: string;
   readonly writer: string;
   #options: AuditLogOptions & { maxFiles: number };
-  #fd: number | undefined;
-  #ino = 0;
-  #dev = 0;
-  #size = 0;
-  #regular = true;
-  /** The file does not end with a newline (a torn write): start the next line with one. */
-  #needsNewline = false;
-  /** Whether the end of the file was checked for a torn line (done once, at the first open). */
-  #checkedTail = false;
-  /** The descriptor was opened read-write (else write-only: the file's permissions). */
-  #readable = false;
+  readonly #segment: SegmentFile;
+  readonly #health: WriterHealth;
+  readonly #checkpointer: Checkpointer | undefined;
   /** This writer's last record; undefined until the first append looks at the file. */
   #head: ChainHead | undefined;
-  #healthy = true;
-  #lastError: AuditWriteError | undefined;
-  #lost = 0;
-  #lostSince: string | undefined;
   #closed = false;
   readonly #fields: RecordFields;
-  readonly #writerJson: string;
   /** `"host":...,"writer":...` : the writer's own members, written into every record. */
   readonly #writerMembers: string;
   /** Records appended and not yet written: their time and the JSON of their fields (members). */
@@ -312,30 +250,43 @@ class FileAuditLog implements AuditLog {
   #tornBefore = false;
   /** `ts` of the cut record (or of the file's last change) when a predecessor's write was torn. */
   #tornSince: string | undefined;
-  #retryTimer: NodeJS.Timeout | undefined;
-  #retries = 0;
-  #checkpointTimer: NodeJS.Timeout | undefined;
-  /** Records this writer wrote since its last checkpoint (a checkpoint of nothing new is skipped). */
-  #sinceCheckpoint = 0;
-  /** A checkpoint is queued and not yet written. */
-  #checkpointQueued = false;
   /** `"session":...` for the writer's own records, or empty. */
   readonly #sessionMember: string;
+  readonly #clock = new IsoClock();
+  /** The lines of the write being assembled (one buffer, reused from write to write). */
+  readonly #batch = new LineBatch();
 
   constructor(options: AuditLogOptions & { file: string; maxFiles: number }) {
     this.#options = options;
     this.file = options.file;
     this.writer = options.writer ?? randomBytes(6).toString('hex');
     // A writer id given by the caller may hold any character: written as JSON, like any value.
-    this.#writerJson = JSON.stringify(this.writer);
-    this.#writerMembers = `"host":${JSON.stringify(options.host ?? hostname())},"writer":${this.#writerJson}`;
+    this.#writerMembers = `"host":${JSON.stringify(options.host ?? hostname())},"writer":${JSON.stringify(this.writer)}`;
     this.#fields = new RecordFields(options.redactor);
     this.#sessionMember =
       options.session === undefined ? '' : `,"session":${JSON.stringify(options.session)}`;
+    this.#health = new WriterHealth({
+      file: this.file,
+      onFailure: () => this.#options.onFailure,
+      onStatus: options.onStatus,
+      closeFile: () => this.#segment.close(),
+      isClosed: () => this.#closed,
+      retry: () => this.#writeQueue(),
+    });
+    this.#segment = new SegmentFile(this.file, () => this.#options, {
+      rotateFailed: (error) => this.#health.rotateFailed(error),
+      torn: () => {
+        this.#tornBefore = true;
+      },
+    });
     const checkpoints = options.checkpoints;
     if (checkpoints !== undefined) {
-      this.#checkpointTimer = setInterval(() => this.checkpoint(), checkpoints.intervalMs);
-      this.#checkpointTimer.unref();
+      this.#checkpointer = new Checkpointer({
+        ...checkpoints,
+        writer: this.writer,
+        sessionMember: this.#sessionMember,
+        tick: () => this.checkpoint(),
+      });
     }
   }
 
@@ -344,42 +295,32 @@ class FileAuditLog implements AuditLog {
   }
 
   checkpoint(): void {
-    if (this.#options.checkpoints === undefined || this.#closed || this.#checkpointQueued) return;
-    if (this.#sinceCheckpoint === 0 && !this.#queue.some((record) => record.checkpoint !== true)) return;
-    this.#checkpointQueued = true;
+    const checkpointer = this.#checkpointer;
+    if (checkpointer === undefined || this.#closed) return;
+    if (!checkpointer.wanted(this.#queue.some((record) => record.checkpoint !== true))) return;
     this.#queue.push({ ts: this.#now(), members: '', waiter: undefined, checkpoint: true });
     this.#scheduleWrite();
   }
 
-  /** The members of a checkpoint record sealed after `head` at `ts`. */
-  #checkpointMembers(head: ChainHead, ts: string): string {
-    const signer = this.#options.checkpoints!.signer;
-    const seq = head.seq + 1;
-    const sig = signer.sign(
-      checkpointMessage({ writer: this.writer, seq, ts, prev: head.hash, records: seq }),
-    );
-    return `"type":"checkpoint","records":${seq},"key":"${signer.keyId}","sig":"${sig}"${this.#sessionMember}`;
-  }
-
   get healthy(): boolean {
-    return this.#healthy;
+    return this.#health.healthy;
   }
 
   get lastError(): AuditWriteError | undefined {
-    return this.#lastError;
+    return this.#health.lastError;
   }
 
   get lost(): number {
-    return this.#lost;
+    return this.#health.lost;
   }
 
   /** First open, from `openAuditLog`: a failure is recorded, not thrown. */
   open(): void {
     if (this.#options.output !== undefined) return;
     try {
-      this.#ensureFile();
+      this.#segment.ensure();
     } catch (error) {
-      this.#markFailed(error);
+      this.#health.markFailed(error);
     }
   }
 
@@ -402,7 +343,7 @@ class FileAuditLog implements AuditLog {
    */
   #enqueue(event: AuditEvent, waiter: Waiter | undefined): AuditWriteError | undefined {
     const ts = this.#now();
-    if (this.#closed) return this.#fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
+    if (this.#closed) return this.#health.fail(codedError('CLOSED', 'the audit log was closed'), ts, 1);
     // Serialised now, so the record is what the caller had at this moment, whenever it is written.
     this.#queue.push({ ts, members: this.#fields.members(event), waiter });
     return this.#scheduleWrite();
@@ -433,19 +374,18 @@ class FileAuditLog implements AuditLog {
 
   close(): void {
     if (this.#closed) return;
-    clearInterval(this.#checkpointTimer);
+    this.#checkpointer?.stop();
     this.checkpoint();
     this.flush();
     this.#closed = true;
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
-    if (this.#fd !== undefined) {
+    this.#health.stop();
+    if (this.#segment.isOpen) {
       try {
-        fdatasyncSync(this.#fd);
+        this.#segment.datasync();
       } catch {
         // Best effort: the records are already in the kernel's hands.
       }
-      this.#closeFd();
+      this.#segment.close();
     }
   }
 
@@ -462,10 +402,6 @@ class FileAuditLog implements AuditLog {
   #now(): string {
     return this.#clock.now();
   }
-
-  readonly #clock = new IsoClock();
-  /** When the file was last changed before this writer opened it: a torn record's time, at worst. */
-  #mtime: string | undefined;
 
   /** Writes what is queued, timed for `onWrite` when the caller asked to be told. */
   #writeQueue(): AuditWriteError | undefined {
@@ -488,126 +424,133 @@ class FileAuditLog implements AuditLog {
     const queue = this.#queue;
     this.#queue = [];
     const firstTs = queue[0]?.ts ?? this.#now();
-    let recoveredFrom = 0;
-    /** Waiters of the records written so far, settled once the whole write is known. */
-    const done: Waiter[] = [];
-    let written = 0;
+    let pass: WritePass | undefined;
     try {
-      this.#ensureFile();
-      if (this.#head === undefined) {
-        const start = this.#findChainStart();
-        this.#head = start.head;
-        if (start.torn) {
-          this.#tornBefore = true;
-          this.#tornSince = start.tornTs ?? this.#mtime;
-        }
-      }
-      let head = this.#head;
-      const limit = this.#options.maxBytes;
-      let lines: BatchLine[] = [];
-      const batch = this.#batch;
-      batch.clear();
-      const write = () => {
-        try {
-          this.#writeLines(batch);
-        } catch (error) {
-          // Lines wholly in the file before a short write count as written: the chain moves on
-          // to the last of them, so the gap record that follows links to what is really there.
-          if (error instanceof ShortWrite)
-            for (const line of lines) if (line.end <= error.textBytes) commit(line);
-          throw error;
-        }
-        for (const line of lines) commit(line);
-        if (this.#options.onWritten !== undefined) this.#shipped(batch.text());
-        lines = [];
-        batch.clear();
-      };
-      const commit = (line: BatchLine) => {
-        this.#head = line.head;
-        if (line.checkpoint === true) {
-          this.#sinceCheckpoint = 0;
-          this.#checkpointQueued = false;
-          return;
-        }
-        this.#sinceCheckpoint++;
-        if (line.gap === undefined) {
-          written++;
-          if (line.waiter !== undefined) done.push(line.waiter);
-          return;
-        }
-        recoveredFrom += line.gap;
-        this.#lost -= line.gap;
-        this.#lostSince = undefined;
-        this.#tornBefore = false;
-        this.#tornSince = undefined;
-      };
-      const add = (
-        ts: string,
-        members: string,
-        waiter: Waiter | undefined,
-        gap: number | undefined,
-        checkpoint: true | undefined,
-      ) => {
-        const mark = batch.bytes;
-        head = this.#seal(batch, head, ts, members);
-        // Lines that fit go into the current file; rotation happens before the one that does not.
-        if (limit !== undefined && mark > 0 && this.#size + batch.bytes > limit) {
-          batch.moveTail(mark, () => write());
-        }
-        // One shape for every line of a batch, so reading them back stays monomorphic.
-        lines.push({ end: batch.bytes, head, gap, waiter, checkpoint });
-      };
-      if (this.#lost > 0 || this.#tornBefore) {
-        // A predecessor's cut record counts as lost too: it is in the file, but unreadable.
-        const cut = this.#tornBefore && this.#lost === 0 ? 1 : 0;
-        const gap: AuditGapEvent = {
-          type: 'audit_gap',
-          lost: this.#lost + cut,
-          since: this.#lostSince ?? this.#tornSince ?? firstTs,
-          error: this.#lastError?.detail ?? TORN_ERROR,
-          ...(this.#tornBefore && { torn: true }),
-        };
-        add(
-          firstTs,
-          recordJson({ ...gap }).slice(1, -1) + this.#sessionMember,
-          undefined,
-          this.#lost,
-          undefined,
-        );
-        write();
-      }
+      pass = this.#startPass();
+      if (this.#health.lost > 0 || this.#tornBefore) this.#addGap(pass, firstTs);
       for (const { ts, members, waiter, checkpoint } of queue) {
-        if (checkpoint === true) add(ts, this.#checkpointMembers(head, ts), undefined, undefined, checkpoint);
-        else add(ts, members, waiter, undefined, undefined);
+        if (checkpoint === true)
+          this.#add(pass, ts, this.#checkpointer!.members(pass.head, ts), undefined, undefined, checkpoint);
+        else this.#add(pass, ts, members, waiter, undefined, undefined);
       }
-      if (batch.bytes > 0) write();
+      if (this.#batch.bytes > 0) this.#write(pass);
     } catch (error) {
       // A checkpoint not written is not a lost record: the next one covers the same records.
-      this.#checkpointQueued = false;
+      this.#checkpointer?.dropped();
       const records = queue.filter((record) => record.checkpoint !== true).length;
-      const failure = this.#fail(error, firstTs, records - written);
-      this.#settle(queue, done, failure);
+      const failure = this.#health.fail(error, firstTs, records - (pass?.written ?? 0));
+      this.#settle(queue, pass?.done ?? [], failure);
       return failure;
     }
-    if (this.#options.fsync === true && this.#fd !== undefined) {
+    if (this.#options.fsync === true && this.#segment.isOpen) {
       try {
-        fdatasyncSync(this.#fd);
+        this.#segment.datasync();
       } catch (error) {
         // The records are in the file, but not known to be on disk: a failure, not a loss.
-        const failure = this.#fail(error, firstTs, 0);
+        const failure = this.#health.fail(error, firstTs, 0);
         this.#settle(queue, [], failure);
         return failure;
       }
     }
-    this.#settle(queue, done, undefined);
-    if (!this.#healthy) {
-      this.#healthy = true;
-      this.#retries = 0;
-      clearTimeout(this.#retryTimer);
-      this.#retryTimer = undefined;
-      this.#notify({ kind: 'recovered', lost: recoveredFrom });
-    }
+    this.#settle(queue, pass.done, undefined);
+    this.#health.succeeded(pass.recoveredFrom);
     return undefined;
+  }
+
+  /** Opens the file if needed, finds where the chain goes on, and starts an empty batch. */
+  #startPass(): WritePass {
+    if (this.#options.output === undefined) this.#segment.ensure();
+    if (this.#head === undefined) {
+      const start = this.#findChainStart();
+      this.#head = start.head;
+      if (start.torn) {
+        this.#tornBefore = true;
+        this.#tornSince = start.tornTs ?? this.#segment.mtime;
+      }
+    }
+    this.#batch.clear();
+    return { head: this.#head, lines: [], written: 0, recoveredFrom: 0, done: [] };
+  }
+
+  /** The `audit_gap` record counting the records lost (and a predecessor's cut one), written at once. */
+  #addGap(pass: WritePass, firstTs: string): void {
+    const lost = this.#health.lost;
+    // A predecessor's cut record counts as lost too: it is in the file, but unreadable.
+    const cut = this.#tornBefore && lost === 0 ? 1 : 0;
+    const gap: AuditGapEvent = {
+      type: 'audit_gap',
+      lost: lost + cut,
+      since: this.#health.lostSince ?? this.#tornSince ?? firstTs,
+      error: this.#health.lastError?.detail ?? TORN_ERROR,
+      ...(this.#tornBefore && { torn: true }),
+    };
+    this.#add(
+      pass,
+      firstTs,
+      recordJson({ ...gap }).slice(1, -1) + this.#sessionMember,
+      undefined,
+      lost,
+      undefined,
+    );
+    this.#write(pass);
+  }
+
+  /** Seals a record into the batch; lines that would take the file past `maxBytes` go in the next write. */
+  #add(
+    pass: WritePass,
+    ts: string,
+    members: string,
+    waiter: Waiter | undefined,
+    gap: number | undefined,
+    checkpoint: true | undefined,
+  ): void {
+    const batch = this.#batch;
+    const limit = this.#options.maxBytes;
+    const mark = batch.bytes;
+    pass.head = sealLine(batch, pass.head, ts, members, this.#writerMembers);
+    // Lines that fit go into the current file; rotation happens before the one that does not.
+    if (limit !== undefined && mark > 0 && this.#segment.size + batch.bytes > limit) {
+      batch.moveTail(mark, () => this.#write(pass));
+    }
+    // One shape for every line of a batch, so reading them back stays monomorphic.
+    pass.lines.push({ end: batch.bytes, head: pass.head, gap, waiter, checkpoint });
+  }
+
+  /** Writes the batch's lines and commits them to the chain; throws on any failure. */
+  #write(pass: WritePass): void {
+    const batch = this.#batch;
+    try {
+      this.#writeLines(batch);
+    } catch (error) {
+      // Lines wholly in the file before a short write count as written: the chain moves on
+      // to the last of them, so the gap record that follows links to what is really there.
+      if (error instanceof ShortWrite)
+        for (const line of pass.lines) if (line.end <= error.textBytes) this.#commit(pass, line);
+      throw error;
+    }
+    for (const line of pass.lines) this.#commit(pass, line);
+    if (this.#options.onWritten !== undefined) this.#shipped(batch.text());
+    pass.lines = [];
+    batch.clear();
+  }
+
+  /** A line is in the file: the chain, the counts and the waiters move on. */
+  #commit(pass: WritePass, line: BatchLine): void {
+    this.#head = line.head;
+    if (line.checkpoint === true) {
+      this.#checkpointer?.written();
+      return;
+    }
+    this.#checkpointer?.counted();
+    if (line.gap === undefined) {
+      pass.written++;
+      if (line.waiter !== undefined) pass.done.push(line.waiter);
+      return;
+    }
+    pass.recoveredFrom += line.gap;
+    this.#health.gapWritten(line.gap);
+    this.#tornBefore = false;
+    this.#tornSince = undefined;
   }
 
   /**
@@ -626,232 +569,24 @@ class FileAuditLog implements AuditLog {
     }
   }
 
-  /**
-   * Appends to `batch` the line of a record whose fields are `members` (JSON object members, see
-   * RecordFields) as the record after `head` in this writer's chain; returns the new head.
-   */
-  #seal(batch: LineBatch, head: ChainHead, ts: string, members: string): ChainHead {
-    const seq = head.seq + 1;
-    // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
-    const fields = members === '' ? '' : `${members},`;
-    const hash = batch.sealOpen(
-      `{"seq":${seq},"ts":"${ts}",${fields}${this.#writerMembers},"prev":"${head.hash}"`,
-    );
-    return { seq, hash };
-  }
-
-  /** The lines of the write being assembled (one buffer, reused from write to write). */
-  readonly #batch = new LineBatch();
-
-  /**
-   * Appends whole lines with one write(2), rotating first when they would take the file past
-   * `maxBytes`; throws on any failure (`ShortWrite` when only part of `text` went in).
-   */
+  /** Whole lines to the output, or to the file with one write(2) (see segmentFile.ts). */
   #writeLines(batch: LineBatch): void {
     const output = this.#options.output;
     if (output !== undefined) return output.write(batch.text());
-    const bytes = batch.bytes;
-    // Rotate first: a fresh file needs no newline in front of the lines.
-    this.#maybeRotate(bytes);
-    const newline = this.#needsNewline ? 1 : 0;
-    const length = bytes + newline;
-    const fd = this.#fd;
-    if (fd === undefined) throw codedError('EBADF', 'the audit file is not open');
-    // One write(2) of whole lines: the atomicity argument at the top of this file. The lines
-    // are already UTF-8 in the batch's buffer (they were hashed there), with a byte kept free
-    // in front of them for the newline a torn line before them needs.
-    const written = batch.writeTo(fd, newline === 1);
-    if (written !== length) {
-      this.#size += written;
-      if (written >= newline) this.#needsNewline = false;
-      const textBytes = Math.max(0, written - newline);
-      // Part of a line is in the file: the next line must start on a new one, and the first
-      // record after it is the recovery record that tells verify this was a crash, not an edit.
-      if (textBytes > 0 && !batch.isLineEnd(textBytes)) {
-        this.#needsNewline = true;
-        this.#tornBefore = true;
-      }
-      throw new ShortWrite(written, length, textBytes);
-    }
-    this.#needsNewline = false;
-    this.#size += length;
+    this.#segment.write(batch);
   }
 
-  /** Opens `file` if needed, and reopens it when it was moved or removed since. */
-  #ensureFile(): void {
-    if (this.#options.output !== undefined) return;
-    const stat = statSync(this.file, { throwIfNoEntry: false });
-    if (this.#fd !== undefined) {
-      if (stat !== undefined && stat.ino === this.#ino && stat.dev === this.#dev) {
-        this.#size = stat.size;
-        return;
-      }
-      this.#closeFd();
-    }
-    // Read-write, so the chain start and the torn-line check read the very file this writer
-    // appends to (see #findChainStart); write-only if the file's permissions allow no more.
-    let fd: number;
-    try {
-      fd = openSync(this.file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT, 0o600);
-      this.#readable = true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error;
-      fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
-      this.#readable = false;
-    }
-    try {
-      const opened = fstatSync(fd);
-      this.#ino = opened.ino;
-      this.#dev = opened.dev;
-      this.#size = opened.size;
-      this.#mtime = opened.mtime.toISOString();
-      this.#regular = opened.isFile();
-      // A torn last line (another writer's short write on a full disk, before we started) would
-      // swallow our first record. Checked once only: a reader can see another writer's line
-      // half copied (the size grows page by page during one write), and a wrong guess costs an
-      // empty line, which verify skips.
-      if (!this.#checkedTail) {
-        this.#checkedTail = true;
-        if (this.#regular && this.#readable && opened.size > 0 && !endsWithNewline(fd, opened.size)) {
-          this.#needsNewline = true;
-        }
-      }
-    } catch (error) {
-      closeSync(fd);
-      throw error;
-    }
-    this.#fd = fd;
-  }
-
-  /**
-   * Where this writer's chain starts: the last record of the file it appends to, or of `file.1`
-   * if that file is empty. Read through the append descriptor itself, not by name: between this
-   * writer's check of the name and its write, another writer may rotate, and a first record
-   * appended to the old file must not link to a record in the newer one (verify requires the
-   * record a chain starts from to come earlier). A file is rotated only when it is not empty,
-   * so an empty one is the newest and `file.1` precedes it.
-   */
+  /** Where this writer's chain starts: the newest record kept by the output, or the file's last. */
   #findChainStart(): { head: ChainHead; torn: boolean; tornTs?: string } {
     const output = this.#options.output;
-    if (output !== undefined) {
-      let head: ChainHead | undefined;
-      try {
-        head = output.lastLine === undefined ? undefined : chainHeadOf(JSON.parse(output.lastLine));
-      } catch {
-        // Not a record: a new chain.
-      }
-      return { head: head ?? { seq: -1, hash: GENESIS_HASH }, torn: false };
-    }
-    const fd = this.#fd;
-    const current = fd !== undefined && this.#readable ? lastRecordInFd(fd) : lastRecordIn(this.file);
-    // A cut line is at the end only if this writer will append right after it (#needsNewline):
-    // read by name, a file may have been rotated meanwhile.
-    const torn = current.torn !== undefined && this.#needsNewline;
-    const tornInfo = torn
-      ? { torn, ...(current.torn?.ts !== undefined && { tornTs: current.torn.ts }) }
-      : { torn };
-    if (current.head !== undefined) return { head: current.head, ...tornInfo };
-    if (current.empty) {
-      const rotated = lastRecordIn(`${this.file}.1`);
-      if (rotated.head !== undefined) return { head: rotated.head, torn: false };
-    }
-    return { head: { seq: -1, hash: GENESIS_HASH }, ...tornInfo };
-  }
-
-  #maybeRotate(nextBytes: number): void {
-    const { maxBytes } = this.#options;
-    if (maxBytes === undefined || !this.#regular) return;
-    if (this.#size === 0 || this.#size + nextBytes <= maxBytes) return;
+    if (output === undefined) return this.#segment.chainStart();
+    let head: ChainHead | undefined;
     try {
-      this.#rotate();
-    } catch (error) {
-      const wrapped = new AuditWriteError(this.file, this.#options.onFailure, error);
-      this.#lastError = wrapped;
-      this.#notify({ kind: 'rotate_failed', error: wrapped });
-      // Keep writing to whatever is open (reopening if the rename went through).
-      this.#ensureFile();
-    }
-  }
-
-  #rotate(): void {
-    const lock = `${this.file}.lock`;
-    const lockFd = takeLock(lock);
-    if (lockFd === undefined) return; // another writer is rotating; this record goes in as is
-    try {
-      const stat = statSync(this.file, { throwIfNoEntry: false });
-      if (stat === undefined || stat.ino !== this.#ino || stat.dev !== this.#dev) {
-        this.#closeFd(); // someone rotated between our check and the lock: follow them
-      } else {
-        shiftRotated(this.file, this.#options.maxFiles);
-        renameSync(this.file, `${this.file}.1`);
-        this.#closeFd();
-        if (this.#options.fsync === true) syncDirectory(path.dirname(this.file));
-      }
-      this.#ensureFile();
-    } finally {
-      closeSync(lockFd);
-      try {
-        unlinkSync(lock);
-      } catch {
-        // Already gone (judged stale by another writer): nothing to release.
-      }
-    }
-  }
-
-  #closeFd(): void {
-    if (this.#fd === undefined) return;
-    try {
-      closeSync(this.#fd);
+      head = output.lastLine === undefined ? undefined : chainHeadOf(JSON.parse(output.lastLine));
     } catch {
-      // The descriptor is unusable either way; a fresh open follows.
+      // Not a record: a new chain.
     }
-    this.#fd = undefined;
-  }
-
-  /** Records a failure that cost `lost` records; returns it for the caller to throw or not. */
-  #fail(error: unknown, ts: string, lost: number): AuditWriteError {
-    if (lost > 0) {
-      this.#lost += lost;
-      this.#lostSince ??= ts;
-    }
-    return this.#markFailed(error);
-  }
-
-  #markFailed(error: unknown): AuditWriteError {
-    const wrapped = new AuditWriteError(this.file, this.#options.onFailure, error);
-    this.#lastError = wrapped;
-    // Reopen on the next record: the descriptor may be what is broken (a removed mount, EBADF).
-    this.#closeFd();
-    if (this.#healthy) {
-      this.#healthy = false;
-      this.#notify({ kind: 'failed', error: wrapped });
-    }
-    this.#scheduleRetry();
-    return wrapped;
-  }
-
-  /** Tries writing again after a bounded delay while unhealthy; never keeps the process alive. */
-  #scheduleRetry(): void {
-    if (this.#closed || this.#retryTimer !== undefined) return;
-    const delay = RETRY_DELAYS_MS[Math.min(this.#retries, RETRY_DELAYS_MS.length - 1)]!;
-    this.#retries++;
-    this.#retryTimer = setTimeout(this.#retry, delay);
-    this.#retryTimer.unref();
-  }
-
-  readonly #retry = (): void => {
-    this.#retryTimer = undefined;
-    if (this.#closed || this.#healthy) return;
-    // Whatever is queued goes too; with nothing queued, the gap record is the probe.
-    this.#writeQueue();
-  };
-
-  #notify(status: AuditStatus): void {
-    try {
-      this.#options.onStatus?.(status);
-    } catch {
-      // A failing listener must not turn a handled audit failure into an unhandled one.
-    }
+    return { head: head ?? { seq: -1, hash: GENESIS_HASH }, torn: false };
   }
 }
 
@@ -877,258 +612,4 @@ interface BatchLine {
   readonly gap: number | undefined;
   readonly waiter: Waiter | undefined;
   readonly checkpoint: true | undefined;
-}
-
-/** A write(2) that wrote only part of its data (a full disk, or a signal mid-write). */
-class ShortWrite extends Error {
-  readonly code = 'SHORT_WRITE';
-  /** Bytes of the records' text that went in (a leading newline not counted). */
-  readonly textBytes: number;
-
-  constructor(written: number, length: number, textBytes: number) {
-    super(`SHORT_WRITE: wrote ${written} of ${length} bytes (disk full?)`);
-    this.textBytes = textBytes;
-  }
-}
-
-/** A batch buffer grown past this for one large write is not kept for the next. */
-const BATCH_KEPT_BYTES = 1024 * 1024;
-
-/**
- * The lines of one write(2), assembled as UTF-8 in one buffer: each record's text is encoded
- * once, hashed where it lies and written from there, where the text of a batch used to be
- * encoded for the hash, counted for its length and encoded again for the write (measured: about
- * half of the sealing and writing cost of a record). The first byte is kept for a newline.
- */
-class LineBatch {
-  #buffer = Buffer.allocUnsafe(64 * 1024);
-  /** Bytes of lines, after the reserved first byte. */
-  bytes = 0;
-
-  clear(): void {
-    this.bytes = 0;
-    if (this.#buffer.length > BATCH_KEPT_BYTES) this.#buffer = Buffer.allocUnsafe(64 * 1024);
-  }
-
-  /** Appends `open` + the hash member + `"}` + newline; returns the hash (see `sealOpenRecord`). */
-  sealOpen(open: string): string {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    this.#reserve(open.length * 3 + SEAL_SUFFIX_BYTES);
-    const start = 1 + this.bytes;
-    const end = start + this.#buffer.write(open, start, 'utf8');
-    const hash = sha256HexOfBytes(this.#buffer.subarray(start, end));
-    const sealed = end + this.#buffer.write(sealSuffix(hash), end, 'latin1');
-    this.bytes = sealed - 1;
-    return hash;
-  }
-
-  /**
-   * Writes the lines before `mark` with `write` (which clears the batch), then keeps the lines
-   * from `mark` on as the batch's only ones.
-   */
-  moveTail(mark: number, write: () => void): void {
-    const tail = Buffer.from(this.#buffer.subarray(1 + mark, 1 + this.bytes));
-    this.bytes = mark;
-    write();
-    this.#reserve(tail.length);
-    tail.copy(this.#buffer, 1);
-    this.bytes = tail.length;
-  }
-
-  /**
-   * Writes the lines to `fd` with one write(2), a newline in front of them when asked; returns
-   * the bytes written. From the buffer itself, at an offset: no view of it is made per write.
-   */
-  writeTo(fd: number, newline: boolean): number {
-    if (newline) this.#buffer[0] = 0x0a;
-    return writeSync(fd, this.#buffer, newline ? 0 : 1, this.bytes + (newline ? 1 : 0), null);
-  }
-
-  /** The lines as text (for the shippers and an output other than the file). */
-  text(): string {
-    return this.#buffer.toString('utf8', 1, 1 + this.bytes);
-  }
-
-  /** Whether the first `bytes` bytes of the lines end at the end of a line. */
-  isLineEnd(bytes: number): boolean {
-    return this.#buffer[bytes] === 0x0a;
-  }
-
-  #reserve(more: number): void {
-    const needed = 1 + this.bytes + more;
-    if (needed <= this.#buffer.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
-    this.#buffer.copy(grown, 0, 0, 1 + this.bytes);
-    this.#buffer = grown;
-  }
-}
-
-function takeLock(lock: string): number | undefined {
-  try {
-    return openSync(lock, 'wx', 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const stat = statSync(lock, { throwIfNoEntry: false });
-  if (stat !== undefined && Date.now() - stat.mtimeMs <= STALE_LOCK_MS) return undefined;
-  try {
-    unlinkSync(lock);
-  } catch {
-    // Another writer removed it first; race for it below like everyone else.
-  }
-  try {
-    return openSync(lock, 'wx', 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
-    throw error;
-  }
-}
-
-/**
- * Makes room for `file.1`: `file.N` becomes `file.N+1`, newest last so nothing is overwritten,
- * and `file.N` for N ≥ maxFiles is deleted (the oldest, and leftovers of a larger maxFiles).
- * Only the files that exist are touched: the lock is held meanwhile, so this must be quick.
- */
-function shiftRotated(file: string, maxFiles: number): void {
-  const dir = path.dirname(file);
-  const name = path.basename(file);
-  const numbers: number[] = [];
-  for (const entry of readdirSync(dir)) {
-    if (!entry.startsWith(`${name}.`)) continue;
-    const suffix = entry.slice(name.length + 1);
-    if (/^[1-9][0-9]{0,8}$/.test(suffix)) numbers.push(Number(suffix));
-  }
-  numbers.sort((a, b) => b - a);
-  for (const n of numbers) {
-    const from = `${file}.${n}`;
-    if (n >= maxFiles) unlinkIfExists(from);
-    else renameIfExists(from, `${file}.${n + 1}`);
-  }
-}
-
-function renameIfExists(from: string, to: string): void {
-  try {
-    renameSync(from, to);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-}
-
-function unlinkIfExists(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-}
-
-function syncDirectory(dir: string): void {
-  try {
-    const fd = openSync(dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Not supported everywhere (some filesystems refuse fsync on directories).
-  }
-}
-
-/**
- * The last record of `file` (see `lastRecordInFd`). `empty`: the file is missing or has no bytes.
- */
-function lastRecordIn(file: string): TailScan {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch {
-    return { empty: statSync(file, { throwIfNoEntry: false }) === undefined };
-  }
-  try {
-    return lastRecordInFd(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-interface TailScan {
-  readonly head?: ChainHead;
-  readonly empty: boolean;
-  /** The file ends with a line cut short; `ts` is the cut record's time when it got that far. */
-  readonly torn?: { readonly ts?: string };
-}
-
-function endsWithNewline(fd: number, size: number): boolean {
-  const byte = Buffer.alloc(1);
-  try {
-    readSync(fd, byte, 0, 1, size - 1);
-  } catch {
-    return true; // cannot tell: assume whole lines
-  }
-  return byte[0] === 0x0a;
-}
-
-/**
- * The last record of an open file, read backwards in chunks with positioned reads (the offset
- * is untouched). Only `seq` and `hash` are needed to continue the chain, so the record's own
- * hash is not checked here (verify does that). Complete lines that do not parse are skipped. A
- * last line without a newline is a torn write (reported in `torn`) unless it parses as a whole
- * record: a write cut right before its newline lost nothing.
- */
-function lastRecordInFd(fd: number): TailScan {
-  const stat = fstatSync(fd);
-  if (!stat.isFile()) return { empty: true };
-  const size = stat.size;
-  if (size === 0) return { empty: true };
-  const chunkSize = 64 * 1024;
-  let pos = size;
-  // Bytes from `pos` up to the earliest newline seen so far (or everything read, before one).
-  let carry = Buffer.alloc(0);
-  let seenNewline = false;
-  let torn: { ts?: string } | undefined;
-  const tryLine = (line: Buffer): ChainHead | undefined => {
-    try {
-      return chainHeadOf(JSON.parse(line.toString('utf8')));
-    } catch {
-      return undefined;
-    }
-  };
-  /** The piece after the last newline: a whole record, nothing, or a torn one. */
-  const tail = (piece: Buffer): ChainHead | undefined => {
-    if (piece.length === 0) return undefined;
-    const head = tryLine(piece);
-    if (head === undefined) torn = { ...tornTime(piece) };
-    return head;
-  };
-  while (pos > 0 && size - pos < MAX_TAIL_SCAN) {
-    const n = Math.min(chunkSize, pos);
-    pos -= n;
-    const chunk = Buffer.alloc(n);
-    readSync(fd, chunk, 0, n, pos);
-    const buffer = Buffer.concat([chunk, carry]);
-    let end = buffer.length;
-    for (
-      let i = buffer.lastIndexOf(0x0a, end - 1);
-      i !== -1;
-      i = i > 0 ? buffer.lastIndexOf(0x0a, i - 1) : -1
-    ) {
-      const head = seenNewline ? tryLine(buffer.subarray(i + 1, end)) : tail(buffer.subarray(i + 1, end));
-      if (head !== undefined) return { head, empty: false, ...(torn && { torn }) };
-      seenNewline = true;
-      end = i;
-    }
-    carry = buffer.subarray(0, end);
-  }
-  if (pos === 0) {
-    const head = seenNewline ? tryLine(carry) : tail(carry);
-    if (head !== undefined) return { head, empty: false, ...(torn && { torn }) };
-  }
-  return { empty: false, ...(torn && { torn }) };
-}
-
-/** The `ts` of a cut record line, when the cut came after it (it is the line's second member). */
-function tornTime(piece: Buffer): { ts?: string } {
-  const match = /^\{"seq":\d+,"ts":"([0-9T:.Z-]{10,40})"/.exec(piece.subarray(0, 80).toString('latin1'));
-  return match?.[1] === undefined ? {} : { ts: match[1] };
 }

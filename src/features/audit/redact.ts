@@ -10,7 +10,7 @@ import { analysePattern } from '../../lib/schema/safeRegExp.js';
  *    one was given.
  * 2. **Patterns.** In every other string, at any depth, substrings that look like credentials
  *    (key prefixes, JWTs, private key blocks, `Bearer` tokens, passwords in URLs, `key=value`
- *    with a secret key name) are replaced with `[REDACTED:<kind>]`, or with `[REDACTED]` for a
+ *    with a secret key name, and YAML's block scalars, tags and anchors under one) are replaced with `[REDACTED:<kind>]`, or with `[REDACTED]` for a
  *    `key=value` or a configured pattern. Only the secret part is replaced where the pattern
  *    says which part that is (`Bearer [REDACTED:bearer]`, `postgres://u:[REDACTED:url_password]@h`).
  *
@@ -355,6 +355,8 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
     const value = groups.secretBare ?? groups.secretDq ?? groups.secretSq ?? '';
     return value.length >= 12 || /[^\p{L}]/u.test(value);
   });
+  // Before the assignment pattern, which would take a block indicator (`|`) or a tag for the value.
+  if (useDefaults) patterns.push(...yamlPatterns(keyEntries, lastWords, isSecretName));
   if (assignment !== undefined) patterns.push(assignment);
   if (useDefaults) patterns.push(...namedPatterns(isSecretName));
   for (const source of options.secretPatterns ?? []) patterns.push(compileCustomPattern(source));
@@ -552,11 +554,7 @@ function assignmentPattern(
   accept: NonNullable<SecretPattern['accept']>,
 ): SecretPattern | undefined {
   if (entries.length === 0 && lastWords.size === 0) return undefined;
-  // Longest first, so `secret_key` is tried before `secret`.
-  const names = [...entries.map((entry) => entry.words), ...[...lastWords].map((word) => [word])]
-    .sort((a, b) => b.join('').length - a.join('').length)
-    .map((words) => words.map(escapeRegExp).join('[_\\-. ]?'));
-  const key = `(?<![\\p{L}\\p{N}_-])(?<name>[\\p{L}\\p{N}_-]{0,40}?(?:${names.join('|')}))(?![\\p{L}\\p{N}])`;
+  const key = secretKeySource(entries, lastWords);
   // The separator first, and the key looked for behind it: the scan then stops only at `:` and
   // `=`, instead of trying every key name at every position of the text.
   // Spaces and tabs only around the separator: `password:` at the end of a line is a prompt,
@@ -567,6 +565,56 @@ function assignmentPattern(
     `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
     `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]<]+))`;
   return { kind: '', hint: '[:=]', regex: new RegExp(separator + value, 'dgiu'), accept };
+}
+
+/**
+ * A key containing a secret key name, as a regular expression whose `name` group the key rule
+ * then judges. The key's own prefix is bounded (40 characters) and must start a word.
+ */
+function secretKeySource(entries: readonly KeyEntry[], lastWords: ReadonlySet<string>): string {
+  // Longest first, so `secret_key` is tried before `secret`.
+  const names = [...entries.map((entry) => entry.words), ...[...lastWords].map((word) => [word])]
+    .sort((a, b) => b.join('').length - a.join('').length)
+    .map((words) => words.map(escapeRegExp).join('[_\\-. ]?'));
+  return `(?<![\\p{L}\\p{N}_-])(?<name>[\\p{L}\\p{N}_-]{0,40}?(?:${names.join('|')}))(?![\\p{L}\\p{N}])`;
+}
+
+/**
+ * YAML forms the `key: value` pattern does not see whole, under a secret key (quoted or not,
+ * also as a list item): a block scalar (`password: |`, `>-`, `|2`) or a value on the lines
+ * below (`password:` then an indented line), whose lines are every following line indented
+ * deeper than the key; and a value behind node properties, a tag or an anchor
+ * (`password: !!str X`, `password: &pw X`). The value, with its properties, is replaced.
+ */
+function yamlPatterns(
+  entries: readonly KeyEntry[],
+  lastWords: ReadonlySet<string>,
+  isSecretName: (groups: Groups) => boolean,
+): SecretPattern[] {
+  if (entries.length === 0 && lastWords.size === 0) return [];
+  const key = `(?<q>["']?)${secretKeySource(entries, lastWords)}\\k<q>[ \\t]*:`;
+  // A tag or an anchor, then a space or the end of the line.
+  const property = `(?:[!&][^\\s]{0,200}(?:[ \\t]+|(?=\\r?\\n)))`;
+  // A line of the block: deeper than the key's own indentation, or blank.
+  const blockLines = `(?:\\r?\\n(?:\\k<indent>[ \\t]+[^\\n]*|[ \\t]*(?=\\r?\\n)))+`;
+  const accept = (_secret: string, groups: Groups): boolean => isSecretName(groups);
+  return [
+    {
+      kind: '',
+      hint: ':',
+      regex: new RegExp(
+        `^(?<indent>[ \\t]*)(?:-[ \\t]+)*${key}[ \\t]*(?<secret>${property}{0,4}(?:[|>][1-9+-]{0,2})?[ \\t]*(?:#[^\\n]*)?${blockLines})`,
+        'dgmu',
+      ),
+      accept,
+    },
+    {
+      kind: '',
+      hint: ':',
+      regex: new RegExp(`${key}[ \\t]+(?<secret>${property}{1,4}[^\\s#][^\\n]*)`, 'dgu'),
+      accept,
+    },
+  ];
 }
 
 /**

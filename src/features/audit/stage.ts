@@ -1,6 +1,13 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLog } from './auditWriter.js';
-import type { CallEvent, CallOutcome, CallStartEvent, ClientInfo, RequestEvent } from '../../core/events.js';
+import type {
+  CallEvent,
+  CallOutcome,
+  CallStartEvent,
+  ClientInfo,
+  Decision,
+  RequestEvent,
+} from '../../core/events.js';
 import type { AuditConfig } from '../../config/types.js';
 import { PeerRpcError, WardenError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
@@ -28,6 +35,9 @@ export interface AuditStageOptions {
 /** The decision recorded when no policy stage ran (no policies configured). */
 const ALLOWED_BY_DEFAULT = Object.freeze({ effect: 'allow' as const, rule: null });
 
+/** The decision recorded for a name no server serves: refused before any policy was asked. */
+const UNSERVED = Object.freeze({ effect: 'deny' as const, rule: null, reason: 'no server serves this name' });
+
 function outcomeOf(error: unknown): CallOutcome {
   if (error instanceof PeerRpcError) return 'protocol_error';
   if (!(error instanceof WardenError)) return 'internal_error';
@@ -45,6 +55,10 @@ function outcomeOf(error: unknown): CallOutcome {
       return 'queue_full';
     case 'INVALID_PARAMS':
       return 'protocol_error';
+    case 'UNKNOWN_TOOL':
+    case 'UNKNOWN_PROMPT':
+    case 'RESOURCE_NOT_FOUND':
+      return 'unknown_name';
     case 'UPSTREAM_FAILED':
     case 'UPSTREAM_UNAVAILABLE':
       return 'upstream_failure';
@@ -133,7 +147,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       server: call.server,
       upstreamTool: call.target,
       args: call.arguments,
-      decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
+      decision: decisionOf(call, outcome),
       pin: call.record.pin,
       outcome,
       ms: Math.round(ms * 1000) / 1000,
@@ -175,7 +189,7 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       server: call.server,
       target: call.target === '' ? undefined : call.target,
       args: call.arguments,
-      decision: call.record.decision ?? ALLOWED_BY_DEFAULT,
+      decision: decisionOf(call, outcome),
       outcome,
       ms: Math.round(ms * 1000) / 1000,
       resultBytes: result === undefined ? undefined : resultBytes(result),
@@ -192,6 +206,10 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       );
     }
   }
+}
+
+function decisionOf(call: RoutedMessage, outcome: CallOutcome): Decision {
+  return call.record.decision ?? (outcome === 'unknown_name' ? UNSERVED : ALLOWED_BY_DEFAULT);
 }
 
 /**

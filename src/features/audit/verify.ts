@@ -100,8 +100,8 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
   }
 
   const writers = new Map<string, ChainHead>();
-  /** Hash → seq of every record read so far: where a writer's first record may link. */
-  const known = new Map<string, number>();
+  /** Hash → seq and writer of every record read so far: where a writer's first record may link. */
+  const known = new Map<string, { readonly seq: number; readonly writer: string }>();
   let records = 0;
   let fromGenesis = false;
   let unanchored = 0;
@@ -176,6 +176,7 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
           return fail(file, number, seq, 'hash mismatch: the record was changed after it was written');
         }
         const last = writers.get(writer);
+        let link: { readonly seq: number; readonly writer: string } | undefined;
         if (records === 0) {
           fromGenesis = prev === GENESIS_HASH;
           firstSeq = seq;
@@ -201,14 +202,14 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
           if (seq !== 0)
             return fail(file, number, seq, `the record starts a chain but its seq is ${seq}, not 0`);
         } else {
-          const linked = known.get(prev);
-          if (linked !== undefined) {
-            if (seq !== linked + 1) {
+          link = known.get(prev);
+          if (link !== undefined) {
+            if (seq !== link.seq + 1) {
               return fail(
                 file,
                 number,
                 seq,
-                `seq ${seq} does not follow seq ${linked} of the record it links to`,
+                `seq ${seq} does not follow seq ${link.seq} of the record it links to`,
               );
             }
           } else if (!fromGenesis) {
@@ -222,10 +223,14 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
             );
           }
         }
-        const signed = checkpoints?.record(parsed as Record<string, unknown>);
+        const signed = checkpoints?.record(parsed as Record<string, unknown>, {
+          file,
+          line: number,
+          ...(link && { link }),
+        });
         if (signed !== undefined) return fail(file, number, seq, signed);
         writers.set(writer, { seq, hash });
-        known.set(hash, seq);
+        known.set(hash, { seq, writer });
         lastHash = hash;
         lastRecord = { seq, hash };
         records++;
@@ -243,8 +248,9 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
   let report: CheckpointReport | undefined;
   if (checkpoints !== undefined) {
     const end = checkpoints.finish();
-    const lastFile = list[list.length - 1] ?? '';
-    if (typeof end === 'string') return fail(lastFile, 0, null, end);
+    if ('problem' in end) {
+      return fail(end.file ?? list[list.length - 1] ?? '', end.line ?? 0, end.seq ?? null, end.problem);
+    }
     report = end;
   }
   return {
@@ -291,6 +297,14 @@ function checkShape(parsed: unknown): { seq: number; prev: string; hash: string;
     return 'not an audit record: not a JSON object';
   }
   const { seq, ts, writer, prev, hash, type } = parsed as Record<string, unknown>;
+  const { sink, lost, firstSeq, lastSeq } = parsed as Record<string, unknown>;
+  if (type === 'audit_gap' && typeof sink === 'string' && seq === undefined) {
+    return (
+      `the gateway told sink ${sink} that ${String(lost)} records (seq ${String(firstSeq)} to ${String(lastSeq)}) ` +
+      'were not sent to it (its spool was full or could not be written): this copy of the trail is incomplete; ' +
+      'the audit file has them'
+    );
+  }
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) return 'not an audit record: bad seq';
   if (typeof ts !== 'string') return 'not an audit record: bad ts';
   if (typeof writer !== 'string' || writer === '') return 'not an audit record: bad writer';

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { formatConfigIssue } from '../../config/issues.js';
 import type { WardenConfig } from '../../config/types.js';
 import type { PolicyLoadEvent, PolicyRejectEvent } from '../../core/events.js';
 import type { Feature } from '../../core/routing/feature.js';
 import type { Logger } from '../../core/logger.js';
 import { sha256Hex } from '../../lib/hash.js';
+import { lintPolicies } from './deadRules.js';
 import { createPolicyEngine, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
 import { policyVersion, watchPolicies } from './policyWatcher.js';
@@ -38,6 +40,7 @@ export function createPolicy(
   retarget(managed: readonly string[]): Promise<void>;
 } {
   let engine = createPolicyEngine(deps.policies);
+  warnDeadRules(deps.policies);
   /** Every policy file in force, the managed ones first, and which of them are managed. */
   let files = config.policies;
   let managedFiles = config.managed?.policies;
@@ -88,8 +91,23 @@ export function createPolicy(
     },
   };
 
+  /**
+   * Rules that can never match, the findings `check` refuses with exit 2. Served with a warning,
+   * not refused: such a rule allows and denies nothing, so the rules around it still decide
+   * every call as written, and refusing would take every server from the host (or, on reload,
+   * keep rules the user meant to replace) over a rule that changes nothing. The warning names
+   * the file and line so the rule can be fixed.
+   */
+  function warnDeadRules(set: PolicySet): void {
+    for (const issue of lintPolicies(config, set))
+      deps.logger.warn(
+        `policy rule can never match (mcp-warden check fails on it): ${formatConfigIssue(issue)}`,
+      );
+  }
+
   function inForce(next: PolicyEngine, set: PolicySet, version: string): void {
     engine = next;
+    warnDeadRules(set);
     recordPolicies(set);
     deps.logger.info(`policies reloaded from ${files.join(', ')}; in force: ${version}`);
     relistHost();

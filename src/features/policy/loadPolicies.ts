@@ -329,6 +329,7 @@ function pathCondition(ctx: Context, keyPath: KeyPath, value: unknown): PathCond
     under,
     includingAncestors: record['includingAncestors'] === true,
     pathArguments: Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : null,
+    every: record['every'] === true,
   };
   if (!ok || under.length === 0) return null;
   try {

@@ -13,7 +13,7 @@ import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PathCondition, PathConditionSpec } from './types.js';
+import type { ArgumentVerdict, PathCondition, PathConditionSpec } from './types.js';
 
 /** What a compiled condition needs to know about the machine; every field has a default. */
 export interface PathConditionOptions {
@@ -182,21 +182,25 @@ export function compilePathCondition(
       try {
         const found = collectPaths(args, names);
         if (found.kind === 'unverifiable') return found;
+        const relation = (folded: string, root: string): 'in' | 'contains' | null =>
+          isInside(folded, root)
+            ? 'in'
+            : spec.includingAncestors && isInside(root, folded)
+              ? 'contains'
+              : null;
+        if (spec.every) return testEvery(found.paths, relation);
         for (const raw of found.paths) {
           const normalised = normaliseWith(raw, resolver);
           if (normalised.kind === 'unverifiable') return normalised;
           for (const form of normalised.forms) {
             const folded = resolver.fold(form);
             for (const root of roots) {
-              if (isInside(folded, root)) {
-                return { kind: 'match', why: `path ${quote(raw)} is in ${quote(root)}, under ${described}` };
-              }
-              if (spec.includingAncestors && isInside(root, folded)) {
+              const how = relation(folded, root);
+              if (how !== null)
                 return {
                   kind: 'match',
-                  why: `path ${quote(raw)} contains ${quote(root)}, under ${described}`,
+                  why: `path ${quote(raw)} ${how === 'in' ? 'is in' : 'contains'} ${quote(root)}, under ${described}`,
                 };
-              }
             }
           }
         }
@@ -212,6 +216,34 @@ export function compilePathCondition(
       }
     },
   };
+
+  /**
+   * `every`: the call names at least one path, and each of them, by every name it has (collapsed,
+   * symlinks followed, each base of a relative path), is in a folder. A path that leaves the
+   * folders by `..` or through a symlink fails, so a rule that grants something inside a folder
+   * never grants it outside.
+   */
+  function testEvery(
+    paths: readonly string[],
+    relation: (folded: string, root: string) => 'in' | 'contains' | null,
+  ): ArgumentVerdict {
+    if (paths.length === 0) return { kind: 'mismatch', why: 'no argument holds a path' };
+    for (const raw of paths) {
+      const normalised = normaliseWith(raw, resolver);
+      if (normalised.kind === 'unverifiable') return normalised;
+      for (const form of normalised.forms) {
+        const folded = resolver.fold(form);
+        if (!roots.some((root) => relation(folded, root) !== null)) {
+          const shown = form === raw ? '' : ` (as ${quote(form)})`;
+          return {
+            kind: 'mismatch',
+            why: `path ${quote(raw)}${shown} is not ${spec.includingAncestors ? 'in or above' : 'in'} ${described}`,
+          };
+        }
+      }
+    }
+    return { kind: 'match', why: `every path argument is in ${described}` };
+  }
 }
 
 /** Why a folder may not be written in `under`, or null. */

@@ -1,10 +1,12 @@
 /**
  * Resource URIs as a rule compares them. A server reads `file:///tmp/../etc/passwd`,
- * `FILE:///etc//passwd` and `file://localhost/etc/%70asswd` as the same file, so a rule on
- * `file:///etc/*` must see them as that file too: the scheme and host are lowercased,
- * `localhost` is dropped from `file:` URIs, percent-escapes are decoded, and the path's repeated
- * slashes, `.` and `..` are collapsed (never above its root). The query and fragment are kept as
- * they are. A string that is not a URI with a scheme is only trimmed.
+ * `FILE:///etc//passwd`, `file:/etc/passwd`, `file://localhost./etc/passwd` and
+ * `file://localhost/etc/%70asswd` as the same file, so a rule on `file:///etc/*` must see them as
+ * that file too: the scheme and host are lowercased and lose the trailing dots a DNS name may
+ * carry, `localhost` is dropped from `file:` URIs, a `file:` URI without an authority (one slash,
+ * or none) gets the empty one, percent-escapes are decoded, and the path's repeated slashes, `.`
+ * and `..` are collapsed (never above its root). The query and fragment are kept as they are. A
+ * string that is not a URI with a scheme is only trimmed.
  */
 
 const URI = /^([A-Za-z][A-Za-z0-9+.-]*):(.*)$/s;
@@ -22,9 +24,16 @@ export function normalizeResourceUri(uri: string): string {
   let path = rest;
   if (rest.startsWith('//')) {
     const slash = rest.indexOf('/', 2);
-    authority = (slash === -1 ? rest.slice(2) : rest.slice(2, slash)).toLowerCase();
+    authority = decode(slash === -1 ? rest.slice(2) : rest.slice(2, slash))
+      .toLowerCase()
+      .replace(/\.+$/, '');
     path = slash === -1 ? '' : rest.slice(slash);
     if (scheme === 'file' && authority === 'localhost') authority = '';
+  } else if (scheme === 'file') {
+    // `file:/etc/passwd` and `file:etc/passwd` name the same local file as `file:///etc/passwd`
+    // (RFC 8089's short forms, which file-URL parsers accept): give them its empty authority.
+    authority = '';
+    if (!path.startsWith('/')) path = `/${path}`;
   }
   path = collapse(decode(path));
   return `${scheme}:${authority === undefined ? '' : `//${authority}`}${path}${tail}`;

@@ -58,6 +58,11 @@ export interface PathConditionSpec {
   readonly includingAncestors: boolean;
   /** Property names holding paths, matched at any depth; null: the heuristic picks them. */
   readonly pathArguments: readonly string[] | null;
+  /**
+   * Match only when the call names a path and every one, by every name it has, is in the
+   * folders; for rules that grant something inside them. False: any one path is enough.
+   */
+  readonly every: boolean;
 }
 
 /** A rule's `paths` condition, compiled once when the file is loaded (paths.ts). */

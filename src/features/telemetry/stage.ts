@@ -283,8 +283,10 @@ function spanAttributes(
   options: TelemetryStageOptions,
 ): Attributes {
   const attributes = commonAttributes(message, side, options);
+  // A URI is the host's text and may carry a credential (a token in its query, a password in
+  // its authority): it leaves the machine only as the audit record keeps it.
   if (message.kind.startsWith('resources/') && message.target !== '')
-    attributes['mcp.resource.uri'] = message.target;
+    attributes['mcp.resource.uri'] = String(options.redact(message.target));
   // Our own id towards the other side is the peer's to choose; the sender's is known here.
   if (side === 'server' && message.requestId !== undefined)
     attributes['jsonrpc.request.id'] = String(message.requestId);

@@ -175,6 +175,8 @@ async function openSink(
   const label = `audit sink ${config.name}`;
   let problem: Error | undefined;
   let dropped = 0;
+  /** The first and the last record not kept for this sink since it last kept one. */
+  let droppedRange: { first: RecordMark; last: RecordMark } | undefined;
   let sending = false;
   let failures = 0;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -241,16 +243,22 @@ async function openSink(
     accept(lines, count) {
       let kept = false;
       try {
-        if (spool.append(lines, count)) {
+        // After records were lost for this sink, the next ones it keeps come after a record
+        // saying so, in the same write: the sink itself is told, not only the local log.
+        const gap =
+          problem === undefined ? '' : gapLine(config.name, product.host, dropped, droppedRange, problem);
+        if (spool.append(gap + lines, count + (gap === '' ? 0 : 1))) {
           kept = true;
           if (problem !== undefined) {
             logger.warn(
-              `${label}: the spool takes records again; ${plural(dropped, 'record')} were not kept for this sink meanwhile`,
+              `${label}: the spool takes records again; ${plural(dropped, 'record')} were not kept for this sink meanwhile (an audit_gap record tells the sink)`,
             );
             problem = undefined;
             dropped = 0;
+            droppedRange = undefined;
           }
         } else {
+          droppedRange = widened(droppedRange, lines);
           dropped += count;
           if (problem === undefined) {
             problem = Object.assign(
@@ -265,6 +273,7 @@ async function openSink(
           }
         }
       } catch (error) {
+        droppedRange = widened(droppedRange, lines);
         dropped += count;
         if (problem === undefined) {
           problem = error as Error;
@@ -286,4 +295,56 @@ async function openSink(
       settleIdle();
     },
   };
+}
+
+/** Where a record line sits in its writer's chain and in time, read from its first members. */
+interface RecordMark {
+  readonly seq: number | undefined;
+  readonly ts: string | undefined;
+}
+
+/** Every record line starts so (the writer puts `seq` and `ts` first). */
+const MARK = /^\{"seq":(\d{1,15}),"ts":"([^"]{1,40})"/;
+
+function markOf(line: string): RecordMark {
+  const match = MARK.exec(line);
+  return { seq: match === null ? undefined : Number(match[1]), ts: match?.[2] };
+}
+
+/** `range` grown by the record lines `lines` (each ending in a newline), which were not kept. */
+function widened(
+  range: { first: RecordMark; last: RecordMark } | undefined,
+  lines: string,
+): { first: RecordMark; last: RecordMark } {
+  const end = lines.lastIndexOf('\n', lines.length - 2);
+  const last = markOf(lines.slice(end + 1));
+  return { first: range?.first ?? markOf(lines), last };
+}
+
+/**
+ * The record a sink gets before the first record it keeps after some were not kept for it: how
+ * many, which `seq` and time range, and why. It is the sink's alone, outside the hash chain (the
+ * file's chain lost nothing), so it has no `seq`, `prev` or `hash`; `audit verify` of the sink's
+ * copy names it.
+ */
+function gapLine(
+  sink: string,
+  host: string,
+  lost: number,
+  range: { first: RecordMark; last: RecordMark } | undefined,
+  problem: Error,
+): string {
+  const record = {
+    type: 'audit_gap',
+    ts: new Date().toISOString(),
+    sink,
+    lost,
+    firstSeq: range?.first.seq,
+    lastSeq: range?.last.seq,
+    since: range?.first.ts,
+    until: range?.last.ts,
+    error: problem.message,
+    host,
+  };
+  return `${JSON.stringify(record)}\n`;
 }

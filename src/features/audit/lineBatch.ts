@@ -1,0 +1,112 @@
+import { writeSync } from 'node:fs';
+import { SEAL_SUFFIX_BYTES, sealSuffix, type ChainHead } from './chain.js';
+import { sha256HexOfBytes } from '../../lib/hash.js';
+
+/*
+ * The hash chain as the writer extends it: each record's line is sealed where it lies in the
+ * write being assembled, as the record after the writer's chain head (see chain.ts for the seal,
+ * auditWriter.ts for why chains are per writer).
+ */
+
+/**
+ * Appends to `batch` the line of a record whose fields are `members` (JSON object members, see
+ * RecordFields) as the record after `head` in a writer's chain; returns the new head.
+ * `writerMembers`: the writer's own members (`"host":...,"writer":...`).
+ */
+export function sealLine(
+  batch: LineBatch,
+  head: ChainHead,
+  ts: string,
+  members: string,
+  writerMembers: string,
+): ChainHead {
+  const seq = head.seq + 1;
+  // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
+  const fields = members === '' ? '' : `${members},`;
+  const hash = batch.sealOpen(`{"seq":${seq},"ts":"${ts}",${fields}${writerMembers},"prev":"${head.hash}"`);
+  return { seq, hash };
+}
+
+/** A write(2) that wrote only part of its data (a full disk, or a signal mid-write). */
+export class ShortWrite extends Error {
+  readonly code = 'SHORT_WRITE';
+  /** Bytes of the records' text that went in (a leading newline not counted). */
+  readonly textBytes: number;
+
+  constructor(written: number, length: number, textBytes: number) {
+    super(`SHORT_WRITE: wrote ${written} of ${length} bytes (disk full?)`);
+    this.textBytes = textBytes;
+  }
+}
+
+/** A batch buffer grown past this for one large write is not kept for the next. */
+const BATCH_KEPT_BYTES = 1024 * 1024;
+
+/**
+ * The lines of one write(2), assembled as UTF-8 in one buffer: each record's text is encoded
+ * once, hashed where it lies and written from there, where the text of a batch used to be
+ * encoded for the hash, counted for its length and encoded again for the write (measured: about
+ * half of the sealing and writing cost of a record). The first byte is kept for a newline.
+ */
+export class LineBatch {
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  /** Bytes of lines, after the reserved first byte. */
+  bytes = 0;
+
+  clear(): void {
+    this.bytes = 0;
+    if (this.#buffer.length > BATCH_KEPT_BYTES) this.#buffer = Buffer.allocUnsafe(64 * 1024);
+  }
+
+  /** Appends `open` + the hash member + `"}` + newline; returns the hash (see `sealOpenRecord`). */
+  sealOpen(open: string): string {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    this.#reserve(open.length * 3 + SEAL_SUFFIX_BYTES);
+    const start = 1 + this.bytes;
+    const end = start + this.#buffer.write(open, start, 'utf8');
+    const hash = sha256HexOfBytes(this.#buffer.subarray(start, end));
+    const sealed = end + this.#buffer.write(sealSuffix(hash), end, 'latin1');
+    this.bytes = sealed - 1;
+    return hash;
+  }
+
+  /**
+   * Writes the lines before `mark` with `write` (which clears the batch), then keeps the lines
+   * from `mark` on as the batch's only ones.
+   */
+  moveTail(mark: number, write: () => void): void {
+    const tail = Buffer.from(this.#buffer.subarray(1 + mark, 1 + this.bytes));
+    this.bytes = mark;
+    write();
+    this.#reserve(tail.length);
+    tail.copy(this.#buffer, 1);
+    this.bytes = tail.length;
+  }
+
+  /**
+   * Writes the lines to `fd` with one write(2), a newline in front of them when asked; returns
+   * the bytes written. From the buffer itself, at an offset: no view of it is made per write.
+   */
+  writeTo(fd: number, newline: boolean): number {
+    if (newline) this.#buffer[0] = 0x0a;
+    return writeSync(fd, this.#buffer, newline ? 0 : 1, this.bytes + (newline ? 1 : 0), null);
+  }
+
+  /** The lines as text (for the shippers and an output other than the file). */
+  text(): string {
+    return this.#buffer.toString('utf8', 1, 1 + this.bytes);
+  }
+
+  /** Whether the first `bytes` bytes of the lines end at the end of a line. */
+  isLineEnd(bytes: number): boolean {
+    return this.#buffer[bytes] === 0x0a;
+  }
+
+  #reserve(more: number): void {
+    const needed = 1 + this.bytes + more;
+    if (needed <= this.#buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
+    this.#buffer.copy(grown, 0, 0, 1 + this.bytes);
+    this.#buffer = grown;
+  }
+}
