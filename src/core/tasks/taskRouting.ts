@@ -217,9 +217,7 @@ export class TaskRouting {
     // A 2025-11-25 host that runs tasks is told their statuses; a modern server says them only
     // on a stream that names the task.
     if (message.hostEra !== 'modern' && this.hostTasks)
-      this.options
-        .upstreams()
-        .find((u) => u.name === message.server && u.era === 'modern')
+      this.modernServer(message.server)
         ?.watchTask?.(taskId)
         .catch(() => false);
     if (message.hostEra === 'modern') {
@@ -398,9 +396,15 @@ export class TaskRouting {
   /** The modern server that holds the task `handle` of this host; undefined for any other. */
   modernServerOf(handle: string): TaskUpstream | undefined {
     const ref = this.handles.openHandle(handle, this.options.owner());
-    return ref === undefined
-      ? undefined
-      : this.options.upstreams().find((u) => u.name === ref.server && u.era === 'modern');
+    return ref === undefined ? undefined : this.modernServer(ref.server);
+  }
+
+  /**
+   * The upstream named `server` when it speaks the stateless revision: only such a server's
+   * tasks are pushed on a stream the gateway opens per task, and have their questions relayed.
+   */
+  private modernServer(server: string): TaskUpstream | undefined {
+    return this.options.upstreams().find((u) => u.name === server && u.era === 'modern');
   }
 
   /**
@@ -505,10 +509,7 @@ export class TaskRouting {
   unwatch(handle: string): void {
     const ref = this.handles.openHandle(handle, this.options.owner());
     if (ref === undefined) return;
-    this.options
-      .upstreams()
-      .find((u) => u.name === ref.server && u.era === 'modern')
-      ?.unwatchTask?.(ref.taskId);
+    this.modernServer(ref.server)?.unwatchTask?.(ref.taskId);
   }
 
   /** The handle of `server`'s task `taskId`, as this host knows it. */
