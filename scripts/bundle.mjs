@@ -16,6 +16,7 @@
 // the generated validators are copied beside the chunks for the same reason.
 
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
@@ -56,3 +57,10 @@ for (const from of ['config/generated', 'features/policy/generated']) {
   if (!existsSync(dir)) throw new Error(`${dir} is missing: run scripts/generate-validators.mjs first`);
   cpSync(dir, generated, { recursive: true });
 }
+
+// The audit report inlines Chart.js's browser build into each page it writes: the file is
+// copied here, beside the chunk that reads it, so the installed package carries it and chart.js
+// stays a development dependency.
+const chart = path.join(path.dirname(createRequire(import.meta.url).resolve('chart.js')), 'chart.umd.min.js');
+mkdirSync(path.join(CHUNKS, 'assets'), { recursive: true });
+cpSync(chart, path.join(CHUNKS, 'assets', 'chart.umd.min.js'));

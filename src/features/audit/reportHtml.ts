@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AuditReport, Listed, Row } from './report.js';
 import { formatVerifyResult } from './verify.js';
 
@@ -11,7 +12,7 @@ import { formatVerifyResult } from './verify.js';
  * records shown are text a model or an upstream chose, and must never be able to load or send
  * anything.
  *
- * Charts use Chart.js, inlined from its UMD build in node_modules when the report is written.
+ * Charts use Chart.js, inlined from its UMD build when the report is written.
  */
 export function renderAuditReportHtml(
   report: AuditReport,
@@ -66,11 +67,19 @@ ${table(
 `;
 }
 
-/** The charting library's browser build, read from node_modules. */
+/**
+ * The charting library's browser build. The build copies it beside the bundle's chunks
+ * (scripts/bundle.mjs), so an installed gateway carries it and needs no chart.js package; run
+ * from source (the unit tests), it is read from the chart.js development dependency.
+ */
 function chartLibrary(): string {
-  const entry = createRequire(import.meta.url).resolve('chart.js');
-  return readFileSync(path.join(path.dirname(entry), 'chart.umd.min.js'), 'utf8');
+  const file = import.meta.url.endsWith('.ts')
+    ? path.join(path.dirname(createRequire(import.meta.url).resolve('chart.js')), CHART_FILE)
+    : fileURLToPath(new URL(`./assets/${CHART_FILE}`, import.meta.url));
+  return readFileSync(file, 'utf8');
 }
+
+const CHART_FILE = 'chart.umd.min.js';
 
 /** The numbers the charts draw (the tables are written as HTML). */
 function chartData(report: AuditReport): object {

@@ -1,21 +1,34 @@
-import * as api from '@opentelemetry/api';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import {
-  defaultResource,
-  detectResources,
-  envDetector,
-  resourceFromAttributes,
-} from '@opentelemetry/resources';
-import {
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type PushMetricExporter,
-} from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TelemetryConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
 import { createInstruments } from './instruments.js';
 import type { TelemetryRuntime } from './runtime.js';
+import { importOptional, type OptionalNeed } from '../../lib/optionalPackage.js';
+
+/**
+ * Every OpenTelemetry package telemetry may load. They are optional peer dependencies: each is
+ * imported here, when the config turns a signal on, and a missing one stops start-up with the
+ * command that installs them.
+ */
+export const TELEMETRY_NEEDS: OptionalNeed = {
+  feature: 'telemetry',
+  packages: [
+    '@opentelemetry/api',
+    '@opentelemetry/core',
+    '@opentelemetry/resources',
+    '@opentelemetry/sdk-trace-base',
+    '@opentelemetry/sdk-metrics',
+    '@opentelemetry/exporter-trace-otlp-proto',
+    '@opentelemetry/exporter-trace-otlp-http',
+    '@opentelemetry/exporter-metrics-otlp-proto',
+    '@opentelemetry/exporter-metrics-otlp-http',
+  ],
+};
+
+function otel<T>(load: () => Promise<T>): Promise<T> {
+  return importOptional(load, TELEMETRY_NEEDS);
+}
 
 /** The OTLP encodings over HTTP this gateway can send, as OTEL_EXPORTER_OTLP_PROTOCOL names them. */
 export type OtlpProtocol = 'http/json' | 'http/protobuf';
@@ -44,6 +57,14 @@ export interface StartTelemetryOptions {
  */
 export async function startTelemetry(options: StartTelemetryOptions): Promise<TelemetryRuntime> {
   const { config, env, logger } = options;
+  const [api, { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator }, resources] =
+    await otel(() =>
+      Promise.all([
+        import('@opentelemetry/api'),
+        import('@opentelemetry/core'),
+        import('@opentelemetry/resources'),
+      ]),
+    );
   const disabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
   const traces = config.traces && !disabled;
   const metrics = config.metrics && !disabled;
@@ -54,13 +75,19 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     { error: warn, warn, info: () => {}, debug: () => {}, verbose: () => {} },
     api.DiagLogLevel.WARN,
   );
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': 'mcp-warden', 'service.version': options.version }))
-    .merge(detectResources({ detectors: [envDetector] }));
+  const resource = resources
+    .defaultResource()
+    .merge(
+      resources.resourceFromAttributes({ 'service.name': 'mcp-warden', 'service.version': options.version }),
+    )
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
 
   let tracerProvider: BasicTracerProvider | undefined;
   if (traces) {
     const exporter = await traceExporter(protocolFor('TRACES', env));
+    const { BasicTracerProvider, BatchSpanProcessor } = await otel(
+      () => import('@opentelemetry/sdk-trace-base'),
+    );
     tracerProvider = new BasicTracerProvider({
       resource,
       spanProcessors: [new BatchSpanProcessor(exporter)],
@@ -69,6 +96,9 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   let meterProvider: MeterProvider | undefined;
   if (metrics) {
     const exporter = await metricExporter(protocolFor('METRICS', env));
+    const { MeterProvider, PeriodicExportingMetricReader } = await otel(
+      () => import('@opentelemetry/sdk-metrics'),
+    );
     meterProvider = new MeterProvider({
       resource,
       readers: [
@@ -130,18 +160,18 @@ export function protocolFor(signal: 'TRACES' | 'METRICS', env: NodeJS.ProcessEnv
 /** Only the chosen encoding's exporter is loaded. */
 async function traceExporter(protocol: OtlpProtocol): Promise<SpanExporter> {
   if (protocol === 'http/json') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    const { OTLPTraceExporter } = await otel(() => import('@opentelemetry/exporter-trace-otlp-http'));
     return new OTLPTraceExporter();
   }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } = await otel(() => import('@opentelemetry/exporter-trace-otlp-proto'));
   return new OTLPTraceExporter();
 }
 
 async function metricExporter(protocol: OtlpProtocol): Promise<PushMetricExporter> {
   if (protocol === 'http/json') {
-    const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-http');
+    const { OTLPMetricExporter } = await otel(() => import('@opentelemetry/exporter-metrics-otlp-http'));
     return new OTLPMetricExporter();
   }
-  const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-proto');
+  const { OTLPMetricExporter } = await otel(() => import('@opentelemetry/exporter-metrics-otlp-proto'));
   return new OTLPMetricExporter();
 }

@@ -1,6 +1,20 @@
 import type { OtlpSinkConfig } from '../../../config/types.js';
 import { keyFields, payloadOf, severityOf, type Severity, type ShippedRecord } from './format.js';
 import type { SinkTransport } from './transport.js';
+import { importOptional, type OptionalNeed } from '../../../lib/optionalPackage.js';
+
+/** What an `otlp` sink loads: optional peer dependencies, installed by whoever configures one. */
+export const OTLP_SINK_PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-logs',
+  '@opentelemetry/exporter-logs-otlp-http',
+];
+
+/** What the `otlp` sink `name` needs installed. */
+export function otlpSinkNeeds(name: string): OptionalNeed {
+  return { feature: `the audit sink "${name}" (type: otlp)`, packages: OTLP_SINK_PACKAGES };
+}
 
 /** OpenTelemetry severity numbers (logs data model): INFO, INFO4 (notice), WARN, ERROR. */
 const OTEL_SEVERITY: Record<Severity, { number: number; text: string }> = {
@@ -21,11 +35,15 @@ export async function createOtlpTransport(
   config: OtlpSinkConfig,
   product: { readonly version: string; readonly host: string },
 ): Promise<SinkTransport> {
-  const [logsSdk, { OTLPLogExporter }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/sdk-logs'),
-    import('@opentelemetry/exporter-logs-otlp-http'),
-    import('@opentelemetry/resources'),
-  ]);
+  const [logsSdk, { OTLPLogExporter }, { resourceFromAttributes }] = await importOptional(
+    () =>
+      Promise.all([
+        import('@opentelemetry/sdk-logs'),
+        import('@opentelemetry/exporter-logs-otlp-http'),
+        import('@opentelemetry/resources'),
+      ]),
+    otlpSinkNeeds(config.name),
+  );
   const memory = new logsSdk.InMemoryLogRecordExporter();
   const provider = new logsSdk.LoggerProvider({
     resource: resourceFromAttributes({

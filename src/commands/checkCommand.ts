@@ -1,0 +1,81 @@
+/** `mcp-warden check`: validates the config, its policy files and pins file, starting nothing (unless --live). */
+import { formatConfigIssue, type ConfigIssue } from '../config/issues.js';
+import type { WardenConfig } from '../config/types.js';
+import { missingPackage, type OptionalNeed } from '../lib/optionalPackage.js';
+import { plural } from '../lib/plural.js';
+import { load, loadPinsFile } from './loading.js';
+import {
+  closeLogger,
+  colour,
+  CommandError,
+  noMore,
+  version,
+  warningLines,
+  type CommandInput,
+} from './support.js';
+
+export async function runCheck({ values, args }: CommandInput): Promise<undefined> {
+  noMore(args);
+  const {
+    config,
+    policies,
+    warnings: fileWarnings,
+    managed,
+  } = await load(values.config, {
+    ...(values.managed !== undefined && { managedFile: values.managed }),
+  });
+  if (config.pins !== undefined) await loadPinsFile(config);
+  await refuseMissingPackages(config);
+  const [{ commandsNotFound }, { lintPolicies, lintPoliciesLive }] = await Promise.all([
+    import('./check.js'),
+    import('./policyLint.js'),
+  ]);
+  const dead = lintPolicies(config, policies);
+  if (dead.length > 0) throw new CommandError(`invalid policy:\n${dead.map(formatConfigIssue).join('\n')}`);
+  const live: ConfigIssue[] = [];
+  if (values.live === true) {
+    const { createLogger } = await import('../core/logger.js');
+    const logger = createLogger({ level: 'error' });
+    live.push(...(await lintPoliciesLive(config, policies, { logger, version: version() })));
+    await closeLogger(logger);
+  }
+  const { blockedServerIssues, layersLine } = await import('./managed.js');
+  const warnings = [
+    ...fileWarnings,
+    ...blockedServerIssues(config),
+    ...(await commandsNotFound(config)),
+    ...live,
+  ];
+  const enabled = config.servers.filter((s) => !s.disabled).length;
+  const rules = policies.files.reduce((n, f) => n + f.rules.length, 0);
+  const policyText =
+    policies.files.length === 0
+      ? 'no policy files'
+      : `${plural(policies.files.length, 'policy file')}, ${plural(rules, 'rule')}`;
+  const warningText = warnings.length === 0 ? '' : `; ${plural(warnings.length, 'warning')}`;
+  const ok = colour.out.green('ok');
+  process.stdout.write(
+    `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
+  );
+  return undefined;
+}
+
+/**
+ * What serving would stop at: telemetry or an `otlp` audit sink turned on where OpenTelemetry,
+ * an optional package, is not installed. The message is the one start-up gives.
+ */
+async function refuseMissingPackages(config: WardenConfig): Promise<void> {
+  const needs: OptionalNeed[] = [];
+  const telemetry = config.telemetry;
+  if (telemetry !== undefined && (telemetry.traces || telemetry.metrics))
+    needs.push((await import('../features/telemetry/sdk.js')).TELEMETRY_NEEDS);
+  const sinks = (config.audit?.sinks ?? []).filter((sink) => sink.type === 'otlp');
+  if (sinks.length > 0) {
+    const { otlpSinkNeeds } = await import('../features/audit/shipping/otlp.js');
+    needs.push(...sinks.map((sink) => otlpSinkNeeds(sink.name)));
+  }
+  for (const need of needs) {
+    const missing = missingPackage(need);
+    if (missing !== undefined) throw new CommandError(missing.message);
+  }
+}

@@ -1,0 +1,382 @@
+/**
+ * `mcp-warden [serve] --config FILE [--http HOST:PORT]`: the gateway itself. In serve mode stdout
+ * carries JSON-RPC only and everything else goes to stderr (or the log file).
+ *
+ * Modules are imported where they are needed (measured): serving spawns the upstreams
+ * (earlySpawn.ts) before it loads the gateway's modules, so that the servers' own start-up
+ * overlaps that loading, and a stdio gateway loads no HTTP code.
+ */
+import { randomUUID } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
+import { formatConfigIssue } from '../config/issues.js';
+import type { WardenConfig } from '../config/types.js';
+import type { ManagedSettings } from '../config/managed.js';
+import type { AuditTrail } from '../features/audit/openTrail.js';
+import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
+import type { ClosableLogger } from '../core/logger.js';
+import type { StreamTransport } from '../core/transports/streamTransport.js';
+import type { Gateway } from '../gateway.js';
+import type { Listener } from '../http/listener.js';
+import { MissingPackageError } from '../lib/optionalPackage.js';
+import { plural } from '../lib/plural.js';
+import { loadConfigFile, loadPinsFile, loadPolicyFiles, type Loaded } from './loading.js';
+import { closeLogger, CommandError, UsageError, version, type CommandInput } from './support.js';
+
+type LoadedFile = Omit<Loaded, 'policies'>;
+
+export async function serve({ values, args }: CommandInput): Promise<undefined> {
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
+  youngGenerationGrowth(false);
+  const loaded = await loadConfigFile(values.config, { badServers: 'mark-failed' });
+  // From the config layer, not the listener's module: a stdio gateway loads no HTTP code.
+  const { listenFrom } = await import('../config/team.js');
+  const listening = listenFrom(loaded.config, values.http);
+  if (typeof listening === 'string') throw new UsageError(listening);
+  const config = listening;
+  // Like an invalid config, an invalid pins file stops us before any server is started.
+  const pins = config.pins === undefined ? undefined : await loadPinsFile(config);
+  // The config is valid: start the upstream processes now, and load the policies and the
+  // gateway's modules while they boot. Should a policy file be invalid, they are killed with
+  // the exit that reports it, before any of them was spoken to.
+  const { spawnEarly } = await import('../core/upstreams/earlySpawn.js');
+  const { sharedServers } = await import('../core/upstreams/principalPools.js');
+  // Per-principal servers start on their principal's first use, never ahead.
+  const early = spawnEarly(sharedServers(config));
+  const shutdown = new Shutdown(config);
+  shutdown.killOnExit(early.children);
+  const policies = await loadPolicyFiles(config);
+  const [{ createGateway }, logger] = await Promise.all([
+    import('../gateway.js'),
+    openLogger(config, loaded),
+  ]);
+  const telemetry = await startTelemetryIfConfigured(config, logger);
+  /** One id per gateway process: every audit record of this session carries it. */
+  const session = randomUUID();
+  const trail = await openTrail(config, { loaded, logger, telemetry, session });
+  const host = await hostTransport(config, logger);
+  const servesStdio = config.listen === undefined || config.listen.stdio;
+  const gateway = createGateway({
+    config,
+    policies,
+    redactor: loaded.redactor,
+    logger,
+    ...(servesStdio && { host }),
+    // Hosts over HTTP have calls in flight when a replica is stopped: give them time to finish.
+    ...(config.listen && { shutdownGraceMs: 5000 }),
+    version: version(),
+    early,
+    ...(trail?.log && { audit: trail.log }),
+    ...(pins && { pins }),
+    ...(telemetry && { telemetry }),
+    session,
+  });
+  const managedWatcher =
+    loaded.managed === undefined
+      ? undefined
+      : await watchManagedWhileServing({ managed: loaded.managed, loaded, config, gateway, trail, logger });
+  shutdown.serving({ logger, gateway, trail, telemetry, managedWatcher });
+  shutdown.watch(servesStdio ? host : undefined);
+  logger.info(
+    `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
+  );
+  growYoungGenerationOnceStarted(config, gateway);
+  await gateway.start();
+  if (config.listen !== undefined) await listen(config, gateway, logger, shutdown);
+  return undefined;
+}
+
+/** The log, and in it what the config file holds that was refused or left out. */
+async function openLogger(config: WardenConfig, loaded: LoadedFile): Promise<ClosableLogger> {
+  const { redactor, warnings, refusals } = loaded;
+  const { createLogger } = await import('../core/logger.js');
+  const logger = createLogger(config.gateway.log, {
+    redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
+  });
+  // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
+  for (const warning of warnings)
+    if (refusals.includes(warning)) logger.error(formatConfigIssue(warning));
+    else logger.warn(formatConfigIssue(warning));
+  for (const server of config.servers)
+    if (server.blockedByManaged !== undefined)
+      logger.error(
+        `server "${server.name}" is not started, it is blocked by managed settings: ${server.blockedByManaged}`,
+      );
+    else if (server.failedAtLoad !== undefined)
+      logger.error(
+        `server "${server.name}" is not started, its config entry has problems: ${server.failedAtLoad}`,
+      );
+  return logger;
+}
+
+/** The audit trail the config asks for, or undefined. */
+async function openTrail(
+  config: WardenConfig,
+  options: {
+    readonly loaded: LoadedFile;
+    readonly logger: ClosableLogger;
+    readonly telemetry: TelemetryRuntime | undefined;
+    readonly session: string;
+  },
+): Promise<AuditTrail | undefined> {
+  if (config.audit === undefined) return undefined;
+  const { loaded, logger, session } = options;
+  const { openAuditTrail } = await import('../features/audit/openTrail.js');
+  const auditWrite = options.telemetry?.instruments?.auditWrite;
+  let trail: AuditTrail;
+  try {
+    trail = await openAuditTrail(config.audit, {
+      redactor: loaded.redactor,
+      logger,
+      session,
+      version: version(),
+      ...(auditWrite && { onWrite: (write: { ms: number }) => auditWrite.record(write.ms / 1000) }),
+      // A managed edit may add sinks while serving.
+      sinksMayChange: loaded.managed !== undefined,
+    });
+  } catch (error) {
+    if (error instanceof MissingPackageError) throw error;
+    // An unusable checkpoint key, or a sink's spool folder that cannot be made.
+    throw new CommandError(`invalid config:\n${config.file}: audit: ${(error as Error).message}`);
+  }
+  const audit = trail.log;
+  if (!audit.healthy && audit.lastError !== undefined) logger.error(`AUDIT: ${audit.lastError.message}`);
+  return trail;
+}
+
+/** The host's side of stdio: JSON-RPC lines in on stdin, out on stdout. */
+async function hostTransport(config: WardenConfig, logger: ClosableLogger): Promise<StreamTransport> {
+  const [{ HOST_MAX_DEPTH, truncateForEcho }, { StreamTransport }, { EnvelopeReuse }] = await Promise.all([
+    import('../core/protocol/jsonRpc.js'),
+    import('../core/transports/streamTransport.js'),
+    import('../core/host/envelopeReuse.js'),
+  ]);
+  return new StreamTransport({
+    input: process.stdin,
+    output: process.stdout,
+    maxLineBytes: config.gateway.maxMessageBytes,
+    // The host is waiting on its requests: a malformed one is answered under its id.
+    answerInvalid: true,
+    maxDepth: HOST_MAX_DEPTH,
+    // A modern host's envelope, the same text on every request, is parsed once.
+    parse: new EnvelopeReuse().parse,
+    onJunk: (line, reason) =>
+      logger.warn(
+        `host sent a line that is not a JSON-RPC message we serve (${reason})${line === '' ? '' : `: ${truncateForEcho(line)}`}`,
+      ),
+    onOversize: (info) =>
+      logger.error(`host sent a message of ${info.bytes} bytes, over gateway.maxMessageSize; refused`),
+  });
+}
+
+/** Team mode: the HTTP listener, or a stop with exit code 1 when it cannot listen. */
+async function listen(
+  config: WardenConfig,
+  gateway: Gateway,
+  logger: ClosableLogger,
+  shutdown: Shutdown,
+): Promise<void> {
+  const { startHttp } = await import('../http/serveHttp.js');
+  const { host, port } = config.listen!;
+  try {
+    shutdown.listener = await startHttp({ config, gateway, logger });
+  } catch (error) {
+    logger.error(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
+    await shutdown.stop('the HTTP listener could not start', 1);
+  }
+}
+
+/** What is running once the gateway serves, stopped in this order. */
+interface Serving {
+  readonly logger: ClosableLogger;
+  readonly gateway: Gateway;
+  readonly trail: AuditTrail | undefined;
+  readonly telemetry: TelemetryRuntime | undefined;
+  readonly managedWatcher: { close(): void } | undefined;
+}
+
+/**
+ * How a serving gateway ends: on the host closing stdin, a signal, or an internal error. It owns
+ * the exit code, the hard stop inside the time a host gives us, and the child processes, which
+ * never outlive us. Stops once, however many reasons arrive.
+ */
+export class Shutdown {
+  listener: Listener | undefined;
+  private running: Serving | undefined;
+  private exiting = false;
+  /** Hard stop well inside the 2 s a host gives us; an HTTP listener's hosts get longer. */
+  private readonly hardStopMs: number;
+
+  constructor(config: WardenConfig) {
+    this.hardStopMs = config.listen === undefined ? 1900 : 10_000;
+  }
+
+  /** Whatever happens, no child process outlives us; the gateway's pool keeps its children here. */
+  killOnExit(children: ReadonlySet<{ killNow(): void }>): void {
+    process.on('exit', () => {
+      for (const child of children) child.killNow();
+    });
+  }
+
+  serving(running: Serving): void {
+    this.running = running;
+  }
+
+  /** Stops on the host closing stdin (when it serves stdio), on SIGTERM, SIGINT, SIGHUP, and on a crash. */
+  watch(host: StreamTransport | undefined): void {
+    const logger = this.running?.logger;
+    if (host !== undefined) host.onclose = () => void this.stop('the host closed stdin', 0);
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+      process.on(signal, () => void this.stop(signal, 0));
+    process.on('uncaughtException', (error) => {
+      logger?.error(`uncaught exception: ${error.stack ?? error.message}`);
+      void this.stop('an internal error', 1);
+    });
+    process.on('unhandledRejection', (reason) => {
+      logger?.error(
+        `unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`,
+      );
+    });
+  }
+
+  async stop(why: string, code: number): Promise<void> {
+    if (this.exiting || this.running === undefined) return;
+    this.exiting = true;
+    const { logger, gateway, trail, telemetry, managedWatcher } = this.running;
+    managedWatcher?.close();
+    logger.info(`shutting down: ${why}`);
+    setTimeout(() => {
+      gateway.killChildrenNow();
+      process.exit(code);
+    }, this.hardStopMs).unref();
+    try {
+      // No new connections; requests in flight are answered (the routers drain), then sessions end.
+      this.listener?.stopAccepting();
+      await gateway.close(why);
+      await this.listener?.close();
+      // The last records (the stop, the final checkpoint) go to the sinks if they can in time.
+      await trail?.drain(1000);
+    } catch (error) {
+      logger.error(`error while shutting down: ${String(error)}`);
+    }
+    // What the exporters still hold goes out now, within the hard stop above.
+    if (telemetry !== undefined) await within(1000, telemetry.shutdown());
+    await closeLogger(logger);
+    // The last answers to the host are handed to the OS before we exit.
+    await within(500, drained(process.stdout));
+    process.exit(code);
+  }
+}
+
+/** Resolves once nothing waits to be written to `stream` (or it is closed). */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.writableLength === 0 || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('drain', resolve);
+    stream.once('close', resolve);
+  });
+}
+
+function within(ms: number, work: Promise<unknown>): Promise<unknown> {
+  return Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+}
+
+/**
+ * The OpenTelemetry SDK, started when the config has `telemetry:` with a signal on. Its modules
+ * are imported only then: without it, serving loads none of them. An OTEL_* setting it cannot
+ * honour stops start-up like an invalid config; so does a missing OpenTelemetry package.
+ */
+async function startTelemetryIfConfigured(
+  config: WardenConfig,
+  logger: ClosableLogger,
+): Promise<TelemetryRuntime | undefined> {
+  const wanted = config.telemetry;
+  if (wanted === undefined || (!wanted.traces && !wanted.metrics)) return undefined;
+  const { startTelemetry, TelemetrySetupError } = await import('../features/telemetry/sdk.js');
+  try {
+    return await startTelemetry({ config: wanted, env: process.env, logger, version: version() });
+  } catch (error) {
+    if (error instanceof TelemetrySetupError)
+      throw new CommandError(`invalid telemetry setting: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * Puts each valid edit of `managed.yaml` in force while serving: the config file as read at
+ * start is loaded again under the new settings (an edit that makes it invalid is refused, with
+ * file:line, and the last good version stays), then the new policies, server lists, locked
+ * settings and audit minimums apply. Each user setting the edit now overrides is logged like at
+ * start; what cannot change in a running process is logged as an error naming key and file.
+ */
+async function watchManagedWhileServing(options: {
+  readonly managed: ManagedSettings;
+  readonly loaded: LoadedFile;
+  readonly config: WardenConfig;
+  readonly gateway: Gateway;
+  readonly trail: AuditTrail | undefined;
+  readonly logger: ClosableLogger;
+}): Promise<{ close(): void }> {
+  const { managed, loaded, config, gateway, trail, logger } = options;
+  const [{ watchManaged }, { applyServerRules }, { managedSettingsNotes }] = await Promise.all([
+    import('./managed.js'),
+    import('../core/upstreams/managedServers.js'),
+    import('../config/managedReload.js'),
+  ]);
+  // Each server is judged afresh against the new lists, from its entry as configured.
+  const configured = config.servers.map(({ blockedByManaged: _blocked, ...server }) => server);
+  let inForce = config;
+  let refused = new Set(loaded.refusals.map(formatConfigIssue));
+  return watchManaged(managed, logger, async (next, before) => {
+    const reloaded = loaded.reload(next);
+    const notes = managedSettingsNotes({
+      atStart: managed,
+      before,
+      after: next,
+      startAudit: config.audit,
+      audit: inForce.audit,
+      nextAudit: reloaded.config.audit,
+    });
+    await gateway.applyManaged({
+      policies: next.policies,
+      servers: await applyServerRules(configured, next, process.env),
+      settings: reloaded.config,
+    });
+    if (trail !== undefined && reloaded.config.audit !== undefined) await trail.retune(reloaded.config.audit);
+    for (const refusal of reloaded.refusals.map(formatConfigIssue))
+      if (!refused.has(refusal)) logger.error(refusal);
+    for (const line of notes.info) logger.info(line);
+    for (const line of notes.errors) logger.error(line);
+    refused = new Set(reloaded.refusals.map(formatConfigIssue));
+    inForce = reloaded.config;
+  });
+}
+
+/**
+ * Until the upstreams' first lists are in; at the latest once their start-up window has passed
+ * (no host has asked anything yet, or every server is started per principal, later).
+ */
+function growYoungGenerationOnceStarted(config: WardenConfig, gateway: Gateway): void {
+  const growAgain = setTimeout(() => youngGenerationGrowth(true), config.gateway.startupTimeoutMs);
+  growAgain.unref();
+  void gateway.pool.startedUp.then(() => {
+    clearTimeout(growAgain);
+    youngGenerationGrowth(true);
+  });
+}
+
+/**
+ * Keeps V8's young generation at the size it starts with (a few MB) while the gateway starts,
+ * where V8 would grow it (to 16 MB, then 32 MB) after collections in which much survived. That
+ * is what start-up is: the modules, and with a long tool list its parsed definitions, its served
+ * text and bytes, all long-lived, so growing the young generation for them buys nothing, and the
+ * pages grown into stay resident for the rest of the run. Measured with 10,000 tools
+ * (bench/listRss.mjs): the peak resident size fell by about 7 MB. Once the upstreams' first
+ * lists are in (see `serve`), V8's own rule applies again: kept small under call traffic, the young generation
+ * cost about 3.5% more instructions per call (more frequent collections, measured under
+ * callgrind), so a busy gateway's young generation still grows as before. V8 reads this flag
+ * at each growth it considers (on the command line it would not take a value below 2); a Node
+ * without it says so on stderr and grows as before.
+ */
+function youngGenerationGrowth(grows: boolean): void {
+  setFlagsFromString(`--semi-space-growth-factor=${grows ? 2 : 1}`);
+}
