@@ -17,6 +17,7 @@ import { orderStages, type StageName } from './core/pipeline/order.js';
 import type { RoutedMessage, Stage } from './core/pipeline/types.js';
 import { fulfilInput } from './core/tasks/fulfilInput.js';
 import { fixedRoots, refusedByConfig } from './core/routing/clientRequests.js';
+import { askerOf, CallsInFlight } from './core/routing/questionRouting.js';
 import type { Router } from './core/routing/router.js';
 import { connectHost } from './core/routing/connectHost.js';
 import { withAppVisibility } from './core/routing/toolResolution.js';
@@ -26,7 +27,12 @@ import { TaskHandles } from './core/tasks/handles.js';
 import type { TaskMemory } from './core/tasks/taskRouting.js';
 import type { CancelSignal } from './core/rpc/cancellation.js';
 import type { IncomingRequest } from './core/rpc/peer.js';
-import type { JsonRpcErrorObject, JsonRpcNotification, Params } from './core/protocol/jsonRpc.js';
+import {
+  RpcErrorCode,
+  type JsonRpcErrorObject,
+  type JsonRpcNotification,
+  type Params,
+} from './core/protocol/jsonRpc.js';
 import type { MessageTransport } from './core/rpc/transport.js';
 import { StreamTransport } from './core/transports/streamTransport.js';
 import type { EarlyStart } from './core/upstreams/earlySpawn.js';
@@ -349,6 +355,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const lastUser = new Map<string, Connection>();
   const userKey = (server: string, view: PrincipalView | undefined): string =>
     view !== undefined && view.ownsServer(server) ? `${view.key}\u0000${server}` : server;
+  /** Each connection's requests in flight on each upstream (keyed as `lastUser`). */
+  const callsInFlight = new CallsInFlight<Connection>();
   /** The hosts connected through the HTTP listener (`connect`); the rest came over stdio. */
   const overHttp = new WeakSet<HostSession>();
   // One key for the process's task handles: each handle names its owner, which is what keeps
@@ -461,11 +469,25 @@ export function createGateway(options: GatewayOptions): Gateway {
       onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
         for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
       },
-      // A server's question goes to the connection that last asked that server something.
+      // A server's question goes to the connection whose call caused it (questionRouting.ts).
       onRequest: (upstream: Upstream, request: IncomingRequest) => {
-        const to = lastUser.get(userKey(upstream.name, reach.view)) ?? first();
-        if (to !== undefined) to.router.upstreamRequest(upstream, request);
-        else request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+        const key = userKey(upstream.name, reach.view);
+        const lastOrFirst = () => lastUser.get(key) ?? first();
+        const to = askerOf({
+          server: upstream.name,
+          method: request.method,
+          meta: request.meta,
+          callers: callsInFlight.callers(key),
+          reachable: [...reach.connections()],
+          ownsTask: (c, taskId) => c.router.ownsUpstreamTask(upstream.name, taskId),
+          // Without a listener there is one host; a principal's own process serves one user.
+          fallback: config.listen === undefined || reach.view !== undefined ? lastOrFirst : undefined,
+        });
+        if (typeof to !== 'string') return to.router.upstreamRequest(upstream, request);
+        if (reach.connections().size === 0)
+          return request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });
+        (reach.logger ?? logger).warn(to);
+        request.fail({ code: RpcErrorCode.InvalidRequest, message: to });
       },
       ...((audit || lifecycle.length > 0) && {
         onLifecycle: (event: UpstreamLifecycleEvent) => {
@@ -656,8 +678,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...scope.catalogs,
       pool: scope.view,
       pipeline: (message) => {
-        if (message.direction === 'upstream') lastUser.set(userKey(message.server, view), connection);
-        return view === undefined ? shared(message) : view.run(message.server, () => shared(message));
+        const answer = view === undefined ? shared(message) : view.run(message.server, () => shared(message));
+        if (message.direction !== 'upstream') return answer;
+        const key = userKey(message.server, view);
+        lastUser.set(key, connection);
+        return callsInFlight.track(key, connection, answer);
       },
       // What the gateway answers itself (a call refused at the edge, a host's answers to a task's
       // questions) is recorded, and nothing else: no other stage may judge it.

@@ -94,23 +94,25 @@ function normalizeListen(value: unknown, auth: AuthConfig | undefined, ctx: Team
     }
   }
   const sessionKey = typeof section['sessionKey'] === 'string' ? section['sessionKey'] : undefined;
-  const maxSessions = section['maxSessions'];
+  const configured = section['maxSessions'];
+  const maxSessions =
+    typeof configured === 'number' && Number.isInteger(configured) ? configured : LISTEN_DEFAULTS.maxSessions;
   const listen: ListenConfig = {
     ...address,
     stdio: section['stdio'] === true,
     allowedHosts: strings(section['allowedHosts']),
     allowedOrigins: strings(section['allowedOrigins']),
-    maxSessions: typeof maxSessions === 'number' && Number.isInteger(maxSessions) ? maxSessions : 100,
+    maxSessions,
     sessionIdleMs:
       ctx.duration(['listen', 'sessionIdleTimeout'], section['sessionIdleTimeout']) ?? 30 * 60_000,
     ...(sessionKey !== undefined && { sessionKey }),
-    perPrincipal: normalizePerPrincipal(section['perPrincipal'], ctx),
+    perPrincipal: normalizePerPrincipal(section['perPrincipal'], maxSessions, ctx),
   };
   return listen;
 }
 
 /** `listen.perPrincipal` as written; its keys are checked against the JSON schema first. */
-function normalizePerPrincipal(value: unknown, ctx: TeamContext): PerPrincipalConfig {
+function normalizePerPrincipal(value: unknown, maxSessions: number, ctx: TeamContext): PerPrincipalConfig {
   const section = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Data) : {};
   const count = (key: string): number | undefined => {
     const n = section[key];
@@ -118,25 +120,48 @@ function normalizePerPrincipal(value: unknown, ctx: TeamContext): PerPrincipalCo
   };
   const maxConcurrency = count('maxConcurrency');
   const ratePerMinute = count('ratePerMinute');
+  const sessions = count('maxSessions');
+  if (sessions !== undefined && sessions > maxSessions)
+    ctx.add(
+      ['listen', 'perPrincipal', 'maxSessions'],
+      'value',
+      `${sessions} is more than listen.maxSessions (${maxSessions}), the sessions of all principals together`,
+    );
   return {
     idleMs:
       ctx.duration(['listen', 'perPrincipal', 'idleTimeout'], section['idleTimeout']) ??
       PER_PRINCIPAL_DEFAULTS.idleMs,
     maxProcesses: count('maxProcesses') ?? PER_PRINCIPAL_DEFAULTS.maxProcesses,
+    maxSessions: sessions ?? sessionsPerPrincipal(maxSessions),
     ...(maxConcurrency !== undefined && { maxConcurrency }),
     ...(ratePerMinute !== undefined && { ratePerMinute }),
   };
 }
 
+/**
+ * Sessions one principal may hold when the config does not say: a quarter of all of them, so
+ * one user (or one leaked token) leaves most slots to the others, and a user with a few hosts
+ * open (an editor, a desktop app, a script) is never refused at the default.
+ */
+function sessionsPerPrincipal(maxSessions: number): number {
+  return Math.max(1, Math.ceil(maxSessions / 4));
+}
+
+const DEFAULT_MAX_SESSIONS = 100;
+
 /** What `listen.perPrincipal` holds when the config does not say. */
-export const PER_PRINCIPAL_DEFAULTS: PerPrincipalConfig = { idleMs: 10 * 60_000, maxProcesses: 64 };
+export const PER_PRINCIPAL_DEFAULTS: PerPrincipalConfig = {
+  idleMs: 10 * 60_000,
+  maxProcesses: 64,
+  maxSessions: sessionsPerPrincipal(DEFAULT_MAX_SESSIONS),
+};
 
 /** What `listen:` holds when only `--http` was given. */
 const LISTEN_DEFAULTS: Omit<ListenConfig, 'host' | 'port'> = {
   stdio: false,
   allowedHosts: [],
   allowedOrigins: [],
-  maxSessions: 100,
+  maxSessions: DEFAULT_MAX_SESSIONS,
   sessionIdleMs: 30 * 60_000,
   perPrincipal: PER_PRINCIPAL_DEFAULTS,
 };

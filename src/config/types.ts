@@ -369,6 +369,11 @@ export interface PerPrincipalConfig {
   readonly idleMs: number;
   /** Per-principal server processes running at once, all principals together. Default 64. */
   readonly maxProcesses: number;
+  /**
+   * HTTP sessions one principal may hold open at once, so that one user cannot take every slot
+   * of `listen.maxSessions`. Default a quarter of maxSessions (at least 1).
+   */
+  readonly maxSessions: number;
   /** Requests one principal may have in flight at once; absent: no bound. */
   readonly maxConcurrency?: number;
   /** Requests one principal may make in any 60 s; absent: no bound. */

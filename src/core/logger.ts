@@ -65,7 +65,7 @@ export function createLogger(config: LogConfig, options: LoggerOptions = {}): Cl
     }
     const tag = scope === undefined ? '' : ` [${scope}]`;
     const line = `${new Date().toISOString()} mcp-warden ${level}${tag}: ${text}${extra}\n`;
-    process.stderr.write(line);
+    if (stderrOpen()) process.stderr.write(line);
     if (file !== undefined && !file.destroyed) file.write(line);
   };
   const scoped = (scope?: string): Logger => ({
@@ -86,6 +86,26 @@ export function createLogger(config: LogConfig, options: LoggerOptions = {}): Cl
   };
 }
 
+let stderrBroken = false;
+let stderrWatched = false;
+
+/**
+ * Whether stderr still has a reader. Once a write to it fails (its reader is gone: EPIPE), it
+ * is written no more. Without a listener, that failure is an uncaught exception, whose report
+ * is logged to stderr, which fails again: a loop on the microtask queue that keeps a core busy
+ * and starves timers and signal handlers, so SIGTERM is never acted on. The listener is set
+ * on first use, for every writer of stderr in the process.
+ */
+function stderrOpen(): boolean {
+  if (!stderrWatched) {
+    stderrWatched = true;
+    process.stderr.on('error', () => {
+      stderrBroken = true;
+    });
+  }
+  return !stderrBroken && !process.stderr.destroyed;
+}
+
 /** The log file, appended to (its folder made if missing); a failure to write it is said once on stderr. */
 function openLogFile(file: string): WriteStream {
   try {
@@ -98,9 +118,10 @@ function openLogFile(file: string): WriteStream {
   stream.on('error', (error) => {
     if (told) return;
     told = true;
-    process.stderr.write(
-      `${new Date().toISOString()} mcp-warden error: cannot write the log file ${file}: ${error.message}\n`,
-    );
+    if (stderrOpen())
+      process.stderr.write(
+        `${new Date().toISOString()} mcp-warden error: cannot write the log file ${file}: ${error.message}\n`,
+      );
   });
   return stream;
 }

@@ -115,7 +115,8 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
           audience: config.audience,
           clockTolerance: toleranceSeconds,
           algorithms: ALGORITHMS,
-          requiredClaims: ['exp', 'sub'],
+          // `sub` is checked below, with a message of its own.
+          requiredClaims: ['exp'],
         }));
       } catch (error) {
         if (error instanceof joseErrors.JWKSTimeout)
@@ -124,6 +125,9 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
         options.logger.info(`refused a bearer token: ${why}`);
         throw new AuthRefusal(401, 'invalid_token', why);
       }
+      const unusable = subjectProblem(payload.sub);
+      // The listener logs the refusal with this reason.
+      if (unusable !== undefined) throw new AuthRefusal(401, 'invalid_token', unusable);
       const scopes = scopesOf(payload);
       const missing = config.requiredScopes.filter((scope) => !scopes.has(scope));
       if (missing.length > 0)
@@ -138,6 +142,19 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
       return principal;
     },
   };
+}
+
+/**
+ * Why a token's `sub` cannot name its principal, or undefined when it can. The subject keys
+ * everything kept apart between users (sessions, processes, confirmations, tasks), so a token
+ * without a usable one must not pass as some shared stand-in principal.
+ */
+function subjectProblem(sub: unknown): string | undefined {
+  if (sub === undefined) return 'the token has no sub claim: it names no principal';
+  if (typeof sub !== 'string')
+    return `the token's sub claim is ${sub === null ? 'null' : `a ${typeof sub}`}, not a string: it names no principal`;
+  if (sub.trim() === '') return "the token's sub claim is empty: it names no principal";
+  return undefined;
 }
 
 /** The token's scopes: `scope` (space-separated, RFC 8693/9068) or `scp` (a list, some providers). */

@@ -9,7 +9,8 @@ import { isLoopback } from '../config/team.js';
 import type { AuthConfig, ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import { ANONYMOUS, describePrincipal, principalKey, type Principal } from '../core/principal.js';
-import { HOST_MAX_DEPTH, nestingExceeds } from '../core/protocol/jsonRpc.js';
+import { hasEnvelope } from '../core/protocol/envelope.js';
+import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
@@ -75,6 +76,22 @@ interface Session {
   streams: number;
 }
 
+/** A request body that stopped coming: its connection is already closed, nothing is answered. */
+class SlowBodyError extends Error {
+  override readonly name = 'SlowBodyError';
+}
+
+/** How long a client has to send a request's headers, and the whole request. */
+const HEADERS_TIMEOUT_MS = 30_000;
+const REQUEST_TIMEOUT_MS = 120_000;
+/** How long a request body may pause between two chunks before the request is given up. */
+const BODY_IDLE_MS = 15_000;
+/**
+ * How long a connection lives after an answer sent before its request was read whole (a
+ * refusal): long enough for the answer to reach the client, too short to be held open.
+ */
+const CLOSE_GRACE_MS = 1000;
+
 /** JSON-RPC's code for a session the server does not know, as the SDK's clients expect it. */
 const SESSION_NOT_FOUND = -32001;
 
@@ -92,20 +109,39 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     ...(options.replica !== undefined && { replica: options.replica }),
   });
   const sessions = new Map<string, Session>();
-  /** Sessions set up but not yet initialized count against the bound too. */
+  /** Sessions set up but not yet initialized count against the bounds too (by owner). */
   let starting = 0;
+  const startingBy = new Map<string, number>();
+  const countStarting = (owner: string, by: 1 | -1): void => {
+    starting += by;
+    const left = (startingBy.get(owner) ?? 0) + by;
+    if (left > 0) startingBy.set(owner, left);
+    else startingBy.delete(owner);
+  };
+  /** The sessions `owner` holds now, initialized or being set up. */
+  const sessionsOf = (owner: string): number => {
+    let n = startingBy.get(owner) ?? 0;
+    for (const session of sessions.values()) if (session.owner === owner) n++;
+    return n;
+  };
   let port = listen.port;
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (error instanceof SlowBodyError) {
+        logger.info(`HTTP ${req.method} ${req.url}: ${error.message}; the connection was closed`);
+        return;
+      }
       logger.error(`HTTP ${req.method} ${req.url}: ${(error as Error).stack ?? String(error)}`);
       if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
       else res.end();
     });
   });
-  // A slow client may not hold a socket open without sending: headers must come promptly.
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0; // SSE streams are long-lived by design; idle sessions are swept below.
+  // A slow client may not hold a socket open without sending: headers must come promptly, and
+  // the whole request (headers and body) within a bound. This bounds receiving the request
+  // only: an SSE answer streams as long as it needs, and idle sessions are swept below.
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -154,7 +190,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     }
     const id = req.headers['mcp-session-id'];
     if (typeof id === 'string' && id !== '') return inSession(req, res, id, principal, body);
-    if (req.method === 'POST' && isInitialize(body)) return newSession(req, res, principal, body);
+    // An initialize carrying the per-request envelope is a stateless request (one the stateless
+    // revision refuses, saying what to send instead), not the handshake of a session.
+    if (req.method === 'POST' && isInitialize(body) && !(options.stateless !== undefined && enveloped(body)))
+      return newSession(req, res, principal, body);
     if (req.method === 'POST' && options.stateless !== undefined)
       return options.stateless({ req, res, body, principal });
     return sendRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first');
@@ -212,17 +251,33 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         `too many sessions (listen.maxSessions is ${listen.maxSessions}); retry later`,
       );
     }
-    starting++;
+    const owner = principalKey(principal);
+    const { maxSessions: ownLimit } = listen.perPrincipal;
+    if (sessionsOf(owner) >= ownLimit) {
+      // 429, not 503: the gateway has room; this principal has used its share of it, and can
+      // make room itself by ending one of its own sessions.
+      logger.warn(
+        `refused a new session for ${describePrincipal(principal)}: it holds ${ownLimit} (listen.perPrincipal.maxSessions)`,
+      );
+      res.setHeader('Retry-After', '30');
+      return sendRpcError(
+        res,
+        429,
+        -32000,
+        `too many sessions for ${describePrincipal(principal)} (listen.perPrincipal.maxSessions is ${ownLimit}); end one of them (DELETE) or retry later`,
+      );
+    }
+    countStarting(owner, 1);
     let session: Session | undefined;
     const transport = new SessionTransport({
       sessionId: () => ids.mint(),
       onInitialized: (id) => {
-        starting--;
+        countStarting(owner, -1);
         session = {
           transport,
           connection: undefined,
           principal,
-          owner: principalKey(principal),
+          owner,
           lastSeen: Date.now(),
           streams: 0,
         };
@@ -239,7 +294,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     } finally {
       if (session === undefined) {
         // The initialize was refused by the transport (a batch, a bad request): nothing to keep.
-        starting--;
+        countStarting(owner, -1);
         await connection.close();
       } else session.connection = connection;
     }
@@ -351,34 +406,68 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   };
 }
 
+function enveloped(body: unknown): boolean {
+  return hasEnvelope((body as { params?: Params }).params);
+}
+
 function isInitialize(body: unknown): boolean {
   return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
 }
 
-/** The body as text, or undefined when it passes `max` bytes (the rest is not read). */
+/**
+ * The body as text, or undefined when it passes `max` bytes (the rest is not read: the answer
+ * closes the connection). A body that pauses for BODY_IDLE_MS fails the request.
+ */
 function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const idle = setTimeout(() => {
+      req.removeAllListeners('data');
+      // Nothing more is read; the connection goes at once, it has sent nothing for a while.
+      req.socket.destroy();
+      reject(new SlowBodyError(`the request body paused for ${BODY_IDLE_MS / 1000} s`));
+    }, BODY_IDLE_MS);
+    idle.unref();
     req.on('data', (chunk: Buffer) => {
+      idle.refresh();
       size += chunk.length;
       if (size > max) {
+        clearTimeout(idle);
         req.removeAllListeners('data');
-        req.resume();
+        req.pause();
         resolve(undefined);
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('end', () => {
+      clearTimeout(idle);
+      resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', (error) => {
+      clearTimeout(idle);
+      reject(error);
+    });
   });
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  const unread = !res.req.complete;
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    // Answered before its request was read whole (a refusal, a body over the bound): what the
+    // client still sends is not read, so the connection ends, rather than being held open by a
+    // client that sends its body a byte at a time.
+    ...(unread && { Connection: 'close' }),
+  });
   res.end(text);
+  if (unread) {
+    const { socket } = res.req;
+    setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+  }
 }
 
 function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { META } from '../core/protocol/envelope.js';
+import { INVALID_ENVELOPE, META } from '../core/protocol/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
 import { STATE_PREFIX } from '../core/tasks/inputBridge.js';
 import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeaders.js';
@@ -402,5 +402,9 @@ class StatelessTransport implements MessageTransport {
 }
 
 function statusOf(response: JsonRpcResponse): number {
-  return 'error' in response ? (STATUS_FOR_CODE.get(response.error.code) ?? 200) : 200;
+  if (!('error' in response)) return 200;
+  const { code, message } = response.error;
+  // A malformed envelope is a malformed request, whatever code the revision gives it.
+  if (code === RpcErrorCode.InvalidParams && message.startsWith(INVALID_ENVELOPE)) return 400;
+  return STATUS_FOR_CODE.get(code) ?? 200;
 }

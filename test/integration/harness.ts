@@ -259,6 +259,7 @@ export function rawSession(configFile: string, env: Record<string, string> = {})
 export async function initialize(
   s: ReturnType<typeof rawSession>,
   capabilities: Record<string, unknown> = {},
+  protocolVersion = '2025-06-18',
 ): Promise<void> {
   const answered = s.next((m) => m.id === 0);
   s.send(
@@ -266,7 +267,7 @@ export async function initialize(
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'raw', version: '1' } },
+      params: { protocolVersion, capabilities, clientInfo: { name: 'raw', version: '1' } },
     }),
   );
   await answered;

@@ -92,6 +92,45 @@ describe('malformed messages', () => {
     ]);
   });
 
+  it('a host on 2025-03-26 gets a batch served: one array with an answer per request, none per notification', async () => {
+    const s = session();
+    await initialize(s, {}, '2025-03-26');
+    const batch = s.next((_m, line) => line.startsWith('['));
+    s.send(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 'b1', method: 'ping' },
+        { jsonrpc: '2.0', method: 'notifications/roots/list_changed' },
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: 'in a batch' } },
+        },
+        { jsonrpc: '2.0', id: 3, method: 'no/such/method' },
+        { jsonrpc: '2.0', id: 4 },
+      ]),
+    );
+    const answers = (await batch) as unknown as Answer[];
+    expect(answers).toHaveLength(4);
+    const byId = new Map(answers.map((a) => [a.id, a]));
+    expect(byId.get('b1')).toEqual({ jsonrpc: '2.0', id: 'b1', result: {} });
+    expect(byId.get(2)?.result).toMatchObject({ content: [{ type: 'text', text: 'in a batch' }] });
+    expect(byId.get(3)?.error?.code).toBe(-32601);
+    expect(byId.get(4)?.error?.code).toBe(-32600);
+    // Nothing of the batch was answered on a line of its own.
+    expect(s.lines.filter((l) => /"id":("b1"|2|3|4)[,}]/.test(l) && !l.startsWith('['))).toEqual([]);
+  });
+
+  it('a host on 2025-03-26 gets one -32600 for an empty batch', async () => {
+    const s = session();
+    await initialize(s, {}, '2025-03-26');
+    const refused = s.next((m) => m.id === null);
+    s.send('[]');
+    expect(await refused).toMatchObject({
+      error: { code: -32600, message: expect.stringContaining('empty') },
+    });
+  });
+
   it('a leading byte order mark is ignored', async () => {
     const s = session();
     await initialize(s);

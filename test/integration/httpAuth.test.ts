@@ -4,8 +4,8 @@
  * right status, and none of them gets a request through to an upstream.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { OAuth2Server } from 'oauth2-mock-server';
@@ -167,6 +167,10 @@ describe('HTTP listener with auth:', () => {
       ['alg none', unsigned, 401, 'invalid_token'],
       ['unknown kid', unknownKid, 401, 'invalid_token'],
       ['no scope', await token((p) => (p.scope = 'other')), 403, 'insufficient_scope'],
+      // A subject that names nobody must not pass as one shared stand-in principal.
+      ['numeric sub', await token((p) => (p.sub = 12345)), 401, 'sub claim is a number, not a string'],
+      ['empty sub', await token((p) => (p.sub = '')), 401, 'sub claim is empty'],
+      ['no sub', await token((p) => delete p.sub), 401, 'error_description="the token has no sub claim'],
     ];
     for (const [what, bad, status, says] of cases) {
       const refused = await postRpc(
@@ -199,6 +203,51 @@ describe('HTTP listener with auth:', () => {
     expect(other.status).toBe(403);
     await host.close();
     expect(callsReachedUpstream(record)).toBe(false);
+    expect(gateway.stderr()).toMatch(/refused with 401: the token's sub claim is a number/);
+  });
+
+  it('closes the connections of refused clients that drip their body: open descriptors return to baseline', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    const openFds = () => readdirSync(`/proc/${gateway!.child.pid}/fd`).length;
+    const baseline = openFds();
+    const port = Number(new URL(gateway.url).port);
+    const clients: Socket[] = [];
+    const closed = new Set<Socket>();
+    const heads: Promise<string>[] = [];
+    for (let i = 0; i < 60; i++) {
+      const socket = connect(port, '127.0.0.1');
+      clients.push(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => closed.add(socket));
+      let text = '';
+      heads.push(
+        new Promise((resolve) => {
+          socket.on('data', (chunk: Buffer) => {
+            text += chunk.toString('latin1');
+            if (text.includes('\r\n\r\n')) resolve(text);
+          });
+          socket.on('close', () => resolve(text));
+        }),
+      );
+      // No token, and a body announced far larger than what comes, a byte at a time.
+      socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+      );
+    }
+    const drip = setInterval(() => {
+      for (const socket of clients) if (!socket.destroyed) socket.write('x');
+    }, 50);
+    try {
+      for (const head of await Promise.all(heads))
+        expect(head).toMatch(/^HTTP\/1\.1 401[^]*connection: close/i);
+      // The gateway ends each connection itself while the clients are still sending.
+      await expect.poll(() => closed.size, { timeout: 10_000 }).toBe(clients.length);
+      await expect.poll(openFds, { timeout: 10_000 }).toBeLessThanOrEqual(baseline + 2);
+    } finally {
+      clearInterval(drip);
+      for (const socket of clients) socket.destroy();
+    }
   });
 
   it('takes a token it has checked from memory only until the token expires', async () => {

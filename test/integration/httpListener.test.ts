@@ -140,6 +140,33 @@ describe('HTTP listener', () => {
     expect(seen).not.toContain('tools/call');
   });
 
+  it('goes on serving, and stops promptly on SIGTERM, once the reader of its log is gone', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    const pid = gateway.child.pid!;
+    // Utime plus stime, in clock ticks (the fields after the command, which may hold spaces).
+    const cpuTicks = () => {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ');
+      return Number(fields[11]) + Number(fields[12]);
+    };
+    // The reader goes away: every later line the gateway logs meets a broken pipe.
+    gateway.child.stderr.destroy();
+    // Each of these is logged (a new session, a refused Origin).
+    expect((await postRpc(gateway.url, INITIALIZE)).status).toBe(200);
+    expect((await postRpc(gateway.url, INITIALIZE, { Origin: 'http://evil.example' })).status).toBe(403);
+    const before = cpuTicks();
+    for (let i = 0; i < 10; i++) {
+      const health = await fetch(`${gateway.base}/healthz`, { signal: AbortSignal.timeout(5000) });
+      expect(health.status).toBe(200);
+    }
+    // Ten health checks cost the gateway a few ticks; a spinning process burns a core meanwhile.
+    expect(cpuTicks() - before).toBeLessThan(50);
+    gateway.child.kill('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+  });
+
   it('serves /healthz and /readyz', async () => {
     const { config } = setup();
     gateway = await startHttpGateway(config);

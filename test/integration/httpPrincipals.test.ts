@@ -32,6 +32,7 @@ import {
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import {
   connectHttpHost,
+  INITIALIZE,
   postRpc,
   startHttpGateway,
   type HttpGateway,
@@ -257,6 +258,41 @@ describe('isolation between principals', () => {
     expect(result.stderr).toMatch(
       /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.idleTimeout: invalid duration "soon"/,
     );
+    const over = setup(
+      { up: fixture() },
+      { listen: { http: '127.0.0.1:0', maxSessions: 4, perPrincipal: { maxSessions: 5 } } },
+    );
+    const refused = await runCli(['--config', over.config]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /proxy\.config\.json:\d+:\d+: listen\.perPrincipal\.maxSessions: 5 is more than listen\.maxSessions \(4\)/,
+    );
+  });
+
+  it("bounds each principal's sessions, so one user cannot take every slot: 429 naming the bound", async () => {
+    const { config } = setup(
+      { up: fixture([], { shared: true }) },
+      { listen: { http: '127.0.0.1:0', maxSessions: 4, perPrincipal: { maxSessions: 2 } } },
+    );
+    gateway = await startHttpGateway(config);
+    const first = await hostAs('alice');
+    await hostAs('alice');
+    const third = await postRpc(gateway.url, INITIALIZE, { Authorization: `Bearer ${await token('alice')}` });
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('30');
+    expect(JSON.parse(third.text)).toMatchObject({
+      error: {
+        message: expect.stringMatching(
+          /too many sessions for alice@\S+ \(listen\.perPrincipal\.maxSessions is 2\)/,
+        ),
+      },
+    });
+    // The other slots are still there for everyone else.
+    const bob = await hostAs('bob');
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'in' } }))).toBe('in');
+    // Ending one of her sessions gives alice her slot back.
+    await first.close();
+    await hostAs('alice');
   });
 
   it("bounds each principal's calls at once and per minute, with a JSON-RPC error naming the bound", async () => {
@@ -372,6 +408,57 @@ describe('isolation between principals', () => {
     expect(asked).toEqual(['alice']);
     expect(await echo(bob, 'b1')).toBe('b1'); // bob is asked himself
     expect(asked).toEqual(['alice', 'bob']);
+  });
+
+  it("puts a shared server's question only to the user whose call caused it; one outside any call to no one", async () => {
+    const dir = tempDir();
+    const recorded = path.join(dir, 'upstream.jsonl');
+    const [go, later] = [path.join(dir, 'go'), path.join(dir, 'later')];
+    const { config } = setup({ up: fixture(['--record', recorded], { shared: true }) });
+    gateway = await startHttpGateway(config);
+    const asked: string[] = [];
+    const answering = (who: string) => (client: HttpHost['client']) =>
+      client.setRequestHandler(ElicitRequestSchema, (request) => {
+        asked.push(`${who}: ${request.params.message}`);
+        return { action: 'accept', content: { by: who } };
+      });
+    const elicits = { capabilities: { elicitation: {} } };
+    const alice = await hostAs('alice', { ...elicits, beforeConnect: answering('alice') });
+    const bob = await hostAs('bob', { ...elicits, beforeConnect: answering('bob') });
+    const params = {
+      mode: 'form',
+      message: "alice's private question",
+      requestedSchema: { type: 'object', properties: { by: { type: 'string' } } },
+    };
+    const ask = (extra: Record<string, unknown>) =>
+      alice.client.callTool({
+        name: 'up__ask_client',
+        arguments: { method: 'elicitation/create', params, ...extra },
+      });
+    const call = ask({ waitFor: go });
+    const upstreamGot = () => (existsSync(recorded) ? readFileSync(recorded, 'utf8') : '');
+    await expect.poll(upstreamGot).toMatch(/ask_client/);
+    // Bob uses the same server while alice's call is at it: he is the server's last user now.
+    expect(textOf(await bob.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    writeFileSync(go, '');
+    expect(JSON.parse(textOf(await call))).toEqual({
+      result: { action: 'accept', content: { by: 'alice' } },
+    });
+    expect(asked).toEqual([expect.stringMatching(/^alice: .*alice's private question/)]);
+    // Asked after the call was answered, the question belongs to no call: it is put to no one.
+    expect(textOf(await ask({ waitFor: later, detach: true }))).toBe('will ask');
+    writeFileSync(later, '');
+    const answers = () =>
+      upstreamGot()
+        .split('\n')
+        .filter((line) => line.includes('"fixture-2"'))
+        .map((line) => JSON.parse(line) as { error?: { message: string } });
+    await expect.poll(answers).toHaveLength(1);
+    expect(answers()[0]!.error?.message).toMatch(
+      /refuses elicitation\/create from server "up": it came while no call to that server was in flight/,
+    );
+    expect(asked).toHaveLength(1);
+    await gateway.waitForStderr(/refuses elicitation\/create from server "up"/);
   });
 
   it("sends notifications/resources/updated of alice's own server to alice only", async () => {

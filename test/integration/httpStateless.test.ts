@@ -197,6 +197,45 @@ describe('stateless requests on the HTTP listener', () => {
     );
     expect(future.status).toBe(400);
     expect(JSON.parse(future.text)).toMatchObject({ id: 8, error: { code: -32022 } });
+    // The versions the error lists are those server/discover lists.
+    const discover = await postRpc(
+      gateway.url,
+      { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: envelope() } },
+      headers('server/discover'),
+    );
+    const { supportedVersions } = (JSON.parse(discover.text) as { result: { supportedVersions: string[] } })
+      .result;
+    const error = (JSON.parse(future.text) as { error: { data: { supported: string[] }; message: string } })
+      .error;
+    expect(error.data.supported).toEqual(supportedVersions);
+    expect(error.message).toContain(`mcp-warden serves ${supportedVersions.join(', ')} per request`);
+  });
+
+  it('answers a malformed envelope with 400, an enveloped initialize with its id and what to send instead', async () => {
+    const malformed = await postRpc(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/list',
+        params: { _meta: { ...envelope(), 'io.modelcontextprotocol/clientCapabilities': 'none' } },
+      },
+      headers('tools/list'),
+    );
+    expect(malformed.status).toBe(400);
+    expect(JSON.parse(malformed.text)).toMatchObject({
+      id: 9,
+      error: { code: -32602, message: expect.stringContaining('Invalid request envelope on tools/list') },
+    });
+    const init = await postRpc(
+      gateway.url,
+      { jsonrpc: '2.0', id: 5, method: 'initialize', params: { _meta: envelope() } },
+      headers('initialize'),
+    );
+    expect(init.status).toBe(400);
+    expect(JSON.parse(init.text)).toMatchObject({ id: 5, error: { code: -32022 } });
+    expect(messageOf(init.text)).toMatch(/sends server\/discover instead/);
+    expect(messageOf(init.text)).toMatch(/with initialize \(without the per-request envelope/);
   });
 
   it("streams a call's progress as SSE before its answer, and sends plain JSON to a client that takes only JSON", async () => {

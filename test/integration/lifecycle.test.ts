@@ -115,6 +115,42 @@ describe('orphans', () => {
     expect(survivors).toEqual([]);
   });
 
+  // A server that exits as soon as its stdin closes (most do) loses the race with a watcher that
+  // only looks afterwards: its orphaned setsid child can no longer be traced to it.
+  it.each([
+    [
+      'a node grandchild that calls setsid',
+      (pidFile: string) => fixture(['--spawn-setsid-grandchild', pidFile]),
+    ],
+    [
+      '`setsid sleep 1000` behind a launcher',
+      (pidFile: string) => ({
+        command: 'sh',
+        args: ['-c', `setsid sleep 1000 & echo $! > "${pidFile}"; exec "${NODE}" "${FIXTURE}"`],
+      }),
+    ],
+  ])(
+    'a SIGKILLed gateway leaves no setsid descendant behind (%s) of a server that exits on end of input',
+    async (_what, server) => {
+      const dir = tempDir();
+      const pidFile = path.join(dir, 'setsid.pid');
+      const config = writeConfig({ gateway: FAST_GATEWAY, servers: { quick: server(pidFile) } }, dir);
+      const s = rawSession(config);
+      await initialize(s);
+      const listed = s.next((m) => m.id === 1);
+      s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+      await listed;
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      expect(isAlive(pid)).toBe(true);
+
+      s.child.kill('SIGKILL');
+      await s.exited;
+      const gone = await waitForExit(pid, 5000);
+      if (!gone) process.kill(pid, 'SIGKILL');
+      expect(gone).toBe(true);
+    },
+  );
+
   it('a clean shutdown also stops a grandchild that left the process group (setsid)', async () => {
     const dir = tempDir();
     const setsidPid = path.join(dir, 'setsid.pid');

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startHttpFixture } from '../fixtures/http-fixture-server.mjs';
 import { connectHost, FAST_GATEWAY, fixture, textOf, writeConfig, type HostSession } from './harness.js';
 
 let host: HostSession | undefined;
@@ -170,6 +171,27 @@ describe('upstream failures are contained', () => {
     await host.client.listTools();
     await changed;
     expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('up__late_tool');
+  });
+});
+
+describe('odd handshakes', () => {
+  it('an HTTP server that answers server/discover with an empty success is initialized and serves', async () => {
+    const server = await startHttpFixture({ unknownMethods: 'empty' });
+    try {
+      const config = writeConfig({
+        gateway: FAST_GATEWAY,
+        servers: { remote: { url: `http://127.0.0.1:${server.port}/mcp` } },
+      });
+      host = await connectHost(config);
+      const { tools } = await host.client.listTools();
+      expect(tools.map((t) => t.name)).toContain('remote__echo');
+      const result = await host.client.callTool({ name: 'remote__echo', arguments: { text: 'connected' } });
+      expect(textOf(result)).toBe('echo: connected');
+    } finally {
+      await host?.close();
+      host = undefined;
+      await server.close();
+    }
   });
 });
 

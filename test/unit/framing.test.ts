@@ -4,6 +4,7 @@ import {
   idKey,
   nestingExceeds,
   OwnRequest,
+  BATCHES_REFUSED,
   parseMessage,
   truncateForEcho,
   serializeMessage,
@@ -194,7 +195,7 @@ describe('parseMessage', () => {
 
   it.each([
     ['not json', 'not JSON', -32700, null],
-    ['[1,2]', 'JSON-RPC batches are not supported', -32600, null, [null, null]],
+    ['[1,2]', BATCHES_REFUSED, -32600, null, [null, null]],
     ['"str"', 'not an object', -32600, null],
     ['{"id":1,"method":"x"}', 'missing "jsonrpc": "2.0"', -32600, 1],
     ['{"jsonrpc":"2.0","id":{},"method":"x"}', 'id must be a string or a number', -32600, null],

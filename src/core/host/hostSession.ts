@@ -49,6 +49,20 @@ function hostTasksFor(tasks: unknown, forwarded: Params): Params | undefined {
   return out;
 }
 
+/**
+ * Why an `elicitation/create` cannot be put to a host that declared `declared` as its elicitation
+ * capability, or undefined when it can. An empty object means form mode only (as before URL mode
+ * existed); otherwise each mode is declared by its own key.
+ */
+export function elicitationModeRefused(params: Params | undefined, declared: unknown): string | undefined {
+  if (typeof declared !== 'object' || declared === null) return undefined;
+  const mode = params?.mode === 'url' ? 'url' : 'form';
+  const modes = declared as Params;
+  const formOnly = modes.form === undefined && modes.url === undefined;
+  if (mode === 'form' ? formOnly || modes.form !== undefined : modes.url !== undefined) return undefined;
+  return `the host connected to mcp-warden did not declare ${mode}-mode elicitation (elicitation.${mode})`;
+}
+
 /** Where a question for the host comes from (a host of the stateless revision is asked within a call). */
 export interface AskOrigin {
   /** The host request being served (the gateway's own questions: confirmation). */
@@ -202,6 +216,11 @@ export class InitializedHostSession implements HostSession {
           `the host connected to mcp-warden did not declare the ${capability} capability`,
         ),
       );
+    const refused =
+      capability === 'elicitation'
+        ? elicitationModeRefused(params, this.capabilities.elicitation)
+        : undefined;
+    if (refused !== undefined) return Promise.reject(new MethodNotFoundError(refused));
     return this.peer.requestOutcome(method, params, options);
   }
 

@@ -55,8 +55,13 @@ export interface ModernUpstreamFacts extends UpstreamFacts {
 export interface ModernHostOptions {
   readonly peer: RpcPeer;
   readonly upstreams: () => readonly ModernUpstreamFacts[];
-  /** Resolves when the upstreams' startup window has passed (as for `initialize`). */
+  /** Resolves when the upstreams' startup window has passed. */
   readonly started: () => Promise<void>;
+  /**
+   * Resolves when the `server/discover` answer may be given: once the upstreams have connected,
+   * or after a short bound (as for `initialize`), so that a slow server does not hold it.
+   */
+  readonly introduced: () => Promise<void>;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Lines for the instructions after the upstreams' own, as things stand when asked. */
   readonly notes: () => readonly string[];
@@ -166,6 +171,8 @@ export class ModernHost implements HostSession {
   private lastClientInfo: ClientInfo | undefined;
   /** The extensions the latest request declared: a modern host declares them per request. */
   private lastExtensions: Params | undefined;
+  /** Some request declared URL-mode elicitation, so upstreams are told the client has it. */
+  private urlElicitation = false;
   /** What every complete result starts with, as text: the same for every request. */
   private readonly fieldsText: string;
   /** The answer options last made by `plainOptions`. */
@@ -223,11 +230,13 @@ export class ModernHost implements HostSession {
         throw unsupportedVersion(typeof requested === 'string' ? requested : '(none)', MODERN_VERSIONS);
       }
       if (enveloped) {
-        // An enveloped initialize names a version that has no initialize: say which ones do.
+        // An enveloped initialize names a version that has no initialize: say which ones do,
+        // and what a client of the version it names sends instead.
         const version = (params?._meta as Params)[META.protocolVersion];
         throw unsupportedVersion(
           String(version),
           ALL_VERSIONS.filter((v) => !MODERN_VERSIONS.includes(v)),
+          ` with initialize (without the per-request envelope: the session it opens serves them); a client of ${MODERN_VERSIONS.join(', ')} has no initialize and sends server/discover instead`,
         );
       }
       this._era = 'legacy';
@@ -249,6 +258,7 @@ export class ModernHost implements HostSession {
     const extensions = (envelope.capabilities as Params).extensions;
     this.lastExtensions =
       typeof extensions === 'object' && extensions !== null ? (extensions as Params) : undefined;
+    if (!this.urlElicitation) this.urlElicitation = declaresUrlElicitation(envelope.capabilities as Params);
     const level = envelope.logLevel === undefined ? -1 : LOG_LEVELS.indexOf(envelope.logLevel);
     if (level >= 0) this.levelCounts[level]!++;
     const cacheable = CACHEABLE.has(method);
@@ -350,7 +360,7 @@ export class ModernHost implements HostSession {
   }
 
   private async discover(request: IncomingRequest): Promise<void> {
-    await this.options.started();
+    await this.options.introduced();
     const upstreams = this.options.upstreams();
     const instructions = mergedInstructions(upstreams, this.options.notes(), this.options.warn);
     // `resources.subscribe` keeps its meaning in this revision: the server honours
@@ -503,6 +513,10 @@ export class ModernHost implements HostSession {
   /**
    * Upstreams are told the client can do what the config lets them ask: a modern host declares
    * its capabilities per request, and a request that lacks one is refused when it is asked.
+   * URL-mode elicitation is declared once a request of this host has declared it (upstreams
+   * connect when the first request arrives, so it is that request's word that counts), since a
+   * server hides what needs it from a client without it; a plain `elicitation: {}` means form
+   * mode only.
    */
   capabilitiesFor(requests: ClientRequestsConfig): Params {
     const declared: Params = {};
@@ -510,6 +524,8 @@ export class ModernHost implements HostSession {
       if (requests[name] === false) continue;
       declared[name] = name === 'roots' ? { listChanged: false } : {};
     }
+    if (declared.elicitation !== undefined && this.urlElicitation)
+      declared.elicitation = { form: {}, url: {} };
     return declared;
   }
 
@@ -537,4 +553,10 @@ export class ModernHost implements HostSession {
   }
   /** Connection-wide notifications do not exist for a modern host; list changes go to listeners. */
   notify(): void {}
+}
+
+/** Whether these client capabilities include URL-mode elicitation. */
+function declaresUrlElicitation(capabilities: Params): boolean {
+  const elicitation = capabilities.elicitation;
+  return typeof elicitation === 'object' && elicitation !== null && (elicitation as Params).url !== undefined;
 }

@@ -118,22 +118,33 @@ function checkEnvelope(method: string, meta: unknown): Envelope {
   return { protocolVersion: version, capabilities: capabilities as Params, clientInfo, logLevel: level };
 }
 
-/** -32022 for a request in `requested`, listing what is served instead. */
+/**
+ * What a client whose version is refused can do instead: the per-request revisions are the
+ * ones `server/discover` lists (and the only ones an error about an envelope lists, so the two
+ * agree); the handshake revisions are served after an `initialize` without the envelope.
+ */
+const ELSEWHERE = ` per request (as server/discover lists); a client of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')} sends initialize, without the per-request envelope, and is served in the session it opens`;
+
+/** -32022 for a request in `requested`, listing what is served instead and how. */
 export function unsupportedVersion(
   requested: string,
-  supported: readonly string[] = ALL_VERSIONS,
+  supported: readonly string[] = MODERN_VERSIONS,
+  advice: string = ELSEWHERE,
 ): ProtocolError {
   return new ProtocolError(
     UNSUPPORTED_PROTOCOL_VERSION,
-    `Unsupported protocol version ${JSON.stringify(requested).slice(0, 100)}: mcp-warden serves ${supported.join(', ')}`,
+    `Unsupported protocol version ${JSON.stringify(requested).slice(0, 100)}: mcp-warden serves ${supported.join(', ')}${advice}`,
     { supported: [...supported], requested },
   );
 }
 
+/** How the error about a malformed envelope begins (the HTTP binding answers it with 400). */
+export const INVALID_ENVELOPE = 'Invalid request envelope';
+
 function malformed(method: string, problem: string): ProtocolError {
   return new ProtocolError(
     RpcErrorCode.InvalidParams,
-    `Invalid request envelope on ${method.slice(0, 100)}: ${problem}`,
+    `${INVALID_ENVELOPE} on ${method.slice(0, 100)}: ${problem}`,
   );
 }
 

@@ -96,6 +96,10 @@ export type ParseOutcome = { ok: true; message: JsonRpcMessage } | ParseFailure;
 
 const BOM = 0xfeff;
 
+/** Why a batch is refused, for a host on any other revision than 2025-03-26 (or before initialize). */
+export const BATCHES_REFUSED =
+  'JSON-RPC batches are not supported: MCP allows them only in protocol version 2025-03-26, after initialize';
+
 function failure(
   reason: string,
   code: number,
@@ -157,8 +161,9 @@ export function parseMessage(line: string): ParseOutcome {
   if (typeof value !== 'object' || value === null)
     return failure('not an object', RpcErrorCode.InvalidRequest, null);
   if (Array.isArray(value)) {
-    // JSON-RPC batches were removed from MCP in 2025-06-18; we do not accept them.
-    const reason = 'JSON-RPC batches are not supported';
+    // JSON-RPC batches were allowed in MCP 2025-03-26 only: a host transport that negotiated that
+    // revision serves them itself (see transports/batches.ts); everywhere else they are refused.
+    const reason = BATCHES_REFUSED;
     return failure(reason, RpcErrorCode.InvalidRequest, null, true, batchElementIds(value));
   }
   const m = value as Record<string, unknown>;

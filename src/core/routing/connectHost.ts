@@ -19,7 +19,7 @@ import { StreamTransport } from '../transports/streamTransport.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import { AnsweredHere } from './answeredHere.js';
 import { RouteBoundary } from './boundary.js';
-import { HostMethods } from './hostMethods.js';
+import { answerWindow, HostMethods } from './hostMethods.js';
 import { HostRequests } from './hostRequests.js';
 import { Router } from './router.js';
 import { MessageStamps } from './stamps.js';
@@ -124,6 +124,7 @@ export function connectHost(options: RouterOptions): Router {
     serverInfo: options.serverInfo,
     ...(options.notes !== undefined && { notes: options.notes }),
     ...(options.revisionKnown !== undefined && { revisionKnown: options.revisionKnown }),
+    acceptBatches: () => (options.host as { acceptBatches?: () => void }).acceptBatches?.(),
   });
   modern.serveStreams({
     subscribeResource: (uri, subscribe, stream) => hostMethods.streamSubscription(uri, subscribe, stream),
@@ -197,6 +198,7 @@ function hostEdge(options: RouterOptions, memory: TaskMemory, inbox: { readonly 
     peer,
     upstreams: () => pool.upstreams,
     started: () => pool.start(),
+    introduced: () => answerWindow(pool.start()),
     serverInfo: options.serverInfo,
     notes: options.notes ?? (() => []),
     warn: (message) => logger.warn(message),

@@ -39,6 +39,24 @@ export interface HostMethodsOptions {
   readonly notes?: () => readonly string[];
   /** The host's protocol revision became known (its initialize). */
   readonly revisionKnown?: () => void;
+  /** The host initialized with the one revision that allows JSON-RPC batches: its transport takes them. */
+  readonly acceptBatches?: () => void;
+}
+
+/**
+ * How long the initialize answer (and a modern host's `server/discover`) waits for the upstreams'
+ * handshakes, at most (less when the start-up window, `gateway.startupTimeout`, is shorter).
+ */
+export const INITIALIZE_WAIT_MS = 2000;
+
+/** The one protocol revision in which a host may send JSON-RPC batches. */
+const BATCHING_VERSION = '2025-03-26';
+
+/** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
+export function answerWindow(started: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  return Promise.race([started, waited]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -67,13 +85,16 @@ export class HostMethods {
       : LATEST_PROTOCOL_VERSION;
     const { pool } = this.options;
     this.options.session.initialized(params!, protocolVersion);
+    if (protocolVersion === BATCHING_VERSION) this.options.acceptBatches?.();
     this.options.tasks.hostInitialized(params!.capabilities as Params | undefined);
     this._initialized = true;
     this.options.revisionKnown?.();
-    // The upstreams connect declaring what the host can do; the answer waits for the start-up
-    // window (as the first list would anyway), so it can say what they offer and pass on their
-    // instructions. A server slower than the window joins later, through list_changed.
-    await pool.start();
+    // The upstreams connect declaring what the host can do, so their handshakes start only now.
+    // The answer waits for them a short while (fast servers answer within milliseconds), so it
+    // can say what they offer and pass on their instructions; never longer, as hosts give up on
+    // a slow initialize. A server slower than that joins later, through list_changed, without
+    // its instructions or the capabilities only it would have added.
+    await answerWindow(pool.start());
     const { upstreams } = pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
       this.options.logger.warn(cut),

@@ -112,6 +112,11 @@ export class Router {
     return this.parts.bridge.retryWindowMs();
   }
 
+  /** Whether this connection started `server`'s task `taskId` (a question may name it). */
+  ownsUpstreamTask(server: string, taskId: string): boolean {
+    return this.parts.tasks.ownsTask(server, taskId);
+  }
+
   /** The `inputSchema` of the tool the host knows as `exposed`, if one is listed now. */
   toolInputSchema(exposed: string): unknown {
     return this.parts.tools.resolve(exposed)?.item.inputSchema;

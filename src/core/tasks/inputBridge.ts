@@ -9,6 +9,7 @@ import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest, OutgoingOptions } from '../rpc/peer.js';
 import {
   CAPABILITY_FOR,
+  elicitationModeRefused,
   FORWARDED_CLIENT_CAPABILITIES,
   type AskOrigin,
   type InputBridge,
@@ -258,12 +259,15 @@ export class ModernInputBridge implements InputBridge {
         ),
       );
     const capability = CAPABILITY_FOR.get(method)!;
-    if (envelopeOf(call.origin)?.capabilities[capability] === undefined)
+    const declared = envelopeOf(call.origin)?.capabilities[capability];
+    if (declared === undefined)
       return Promise.reject(
         new MethodNotFoundError(
           `the host connected to mcp-warden did not declare the ${capability} capability`,
         ),
       );
+    const refused = capability === 'elicitation' ? elicitationModeRefused(params, declared) : undefined;
+    if (refused !== undefined) return Promise.reject(new MethodNotFoundError(refused));
     if (this.pending >= this.options.maxPending)
       return Promise.reject(
         new MethodNotFoundError(

@@ -698,9 +698,14 @@ export class TaskRouting {
     return retagged === undefined ? rest : { ...rest, _meta: retagged };
   }
 
+  /** Whether this host started `server`'s task `taskId` (it knows which tool runs it). */
+  ownsTask(server: string, taskId: string): boolean {
+    return this.tools.has(key(server, taskId));
+  }
+
   /** Whether this host may see `server`'s task `taskId`: any, unless others share the server. */
   private mayKnow(server: string, taskId: string): boolean {
-    return this.options.sharedServer?.(server) !== true || this.tools.has(key(server, taskId));
+    return this.options.sharedServer?.(server) !== true || this.ownsTask(server, taskId);
   }
 
   private remember(server: string, taskId: string, tool: string): void {

@@ -82,48 +82,68 @@ export async function resolveCommand(command: string, env: Readonly<Record<strin
 const LIFELINE_GRACE_S = 1;
 
 /**
- * The lifeline: a child is started as `sh -c LIFELINE_SCRIPT`, which forks a watcher and then
+ * The lifeline: a child is started as `sh -c LIFELINE_SCRIPT`, which starts a watcher and then
  * execs the real command (same pid, so nothing else changes). The watcher blocks reading fd 3,
  * a pipe whose other end only the gateway holds. The kernel closes that end when the gateway
  * dies, however it dies (SIGKILL included), so the read returns and the watcher signals the
- * whole process group: SIGTERM, then SIGKILL after a short grace. The watcher ignores SIGTERM so
- * it survives its own first signal; the SIGKILL ends it too. Node cannot set PR_SET_PDEATHSIG
- * without native code, and one `sh` costs a millisecond or two where an extra `node` would cost
- * tens. The server itself gets neither fd 3 nor the watcher's ignored signal.
+ * whole process group: SIGTERM, then SIGKILL after a short grace. Node cannot set
+ * PR_SET_PDEATHSIG without native code, and one `sh` costs a millisecond or two where an extra
+ * `node` would cost tens. The server itself gets neither fd 3 nor the watcher's ignored signals.
  *
- * Before signalling, while the server still runs (the watcher is still its child), the watcher
- * lists the server's descendants from /proc by parent pid, so that those which left the group
- * (`setsid`) are signalled too. Where there is no /proc the list is empty. `$$` is the server's
- * pid (the shell's, kept through `exec`); the watcher reads its own from /proc/self.
+ * Descendants that left the group (`setsid`) are found from /proc by parent pid, which works only
+ * while the chain from the server down to them is intact: once a process exits, its children are
+ * re-parented and no longer traceable to us. The gateway's death closes the server's stdin at the
+ * same instant as the lifeline, and most servers exit at once on end of input, so the watcher's
+ * first act is to stop (SIGSTOP) the server's whole group: nothing in it can exit, and so orphan
+ * its children, while the watcher walks /proc. Then SIGTERM to the group and every descendant
+ * found, SIGCONT (a stopped process acts on SIGTERM only once continued), and SIGKILL after the
+ * grace. For that the watcher runs in a session of its own (util-linux `setsid`), or it would stop
+ * itself; without `setsid` it stays in the group and only signals it, as it does where there is
+ * no /proc (macOS), and a descendant that left the group there survives the gateway's SIGKILL.
+ *
+ * The watcher is `/bin/sh -c LIFELINE_WATCHER mcp-warden-lifeline SERVER_PID own|shared`; it is
+ * the server's child (`setsid` execs it without forking), which it checks before walking, so that
+ * a reused pid is never walked.
  */
 const LIFELINE_WATCHER = [
   "trap '' TERM INT HUP",
+  'server=$1 group=$2',
   'read _ <&3',
+  '[ "$group" = own ] && kill -STOP -$server 2>/dev/null',
   'read -r self 2>/dev/null </proc/self/stat',
-  'me=${self%% *}',
   'set -- ${self##*") "}',
   'all=',
   // Only while the server is alive and still our parent: a reused pid must not be walked.
-  'if [ "$2" = "$$" ]; then',
-  '  parents=$$',
+  'if [ "$2" = "$server" ]; then',
+  '  parents=$server',
   '  while [ -n "$parents" ]; do',
   '    found=',
   '    for f in /proc/[0-9]*/stat; do',
   '      read -r line 2>/dev/null <"$f" || continue',
   '      set -- ${line##*") "}',
   '      pid=${f#/proc/}; pid=${pid%/stat}',
-  '      [ "$pid" = "$me" ] && continue',
+  '      [ "$pid" = "$$" ] && continue',
   '      for parent in $parents; do [ "$2" = "$parent" ] && found="$found $pid"; done',
   '    done',
   '    all="$all$found"; parents=$found',
   '  done',
   'fi',
-  'kill -TERM 0 $all',
+  'kill -TERM -$server $all 2>/dev/null',
+  '[ "$group" = own ] && kill -CONT -$server $all 2>/dev/null',
   `sleep ${LIFELINE_GRACE_S}`,
-  'kill -KILL $all 0',
+  'kill -KILL -$server $all 2>/dev/null',
 ].join('\n');
 
-const LIFELINE_SCRIPT = `(${LIFELINE_WATCHER}\n) </dev/null >/dev/null 2>&1 & exec 3<&-; exec "$@"`;
+/**
+ * `$1` is the watcher's script, the rest the command. The watcher is started as a simple command
+ * in the background, so that it is the server's own child; `setsid` is looked for where
+ * util-linux puts it, since the server's PATH is whatever its config says.
+ */
+const LIFELINE_SCRIPT = [
+  'w=$1; shift; s=; g=shared',
+  'for c in /usr/bin/setsid /bin/setsid; do [ -x "$c" ] && { s=$c; g=own; break; }; done',
+  '$s /bin/sh -c "$w" mcp-warden-lifeline $$ $g </dev/null >/dev/null 2>&1 & exec 3<&-; exec "$@"',
+].join('\n');
 
 /** `sh` exports PWD whether or not it was given one; a child must see only the environment we chose. */
 const LIFELINE_SCRIPT_NO_PWD = `unset PWD; ${LIFELINE_SCRIPT}`;
@@ -134,8 +154,9 @@ function lifelineArgs(
   env: Readonly<Record<string, string>>,
 ): string[] {
   const script = env.PWD === undefined ? LIFELINE_SCRIPT_NO_PWD : LIFELINE_SCRIPT;
-  // After the script, `sh -c` takes $0 (a name for `ps`), then the command and its arguments.
-  return ['-c', script, 'mcp-warden-lifeline', file, ...args];
+  // After the script, `sh -c` takes $0 (a name for `ps`), then the watcher's script, the command
+  // and its arguments.
+  return ['-c', script, 'mcp-warden-lifeline', LIFELINE_WATCHER, file, ...args];
 }
 
 export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandle> {

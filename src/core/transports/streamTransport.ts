@@ -3,7 +3,9 @@ import { EncodedResult } from '../rpc/encoded.js';
 import { SENT, type MessageExtra, type MessageTransport, type OutgoingMessage } from '../rpc/transport.js';
 import {
   invalidMessageReply,
+  isNotification,
   isRequest,
+  isResponse,
   nestingExceeds,
   parseMessage,
   RawId,
@@ -14,7 +16,9 @@ import {
   type JsonRpcMessage,
   type ParseFailure,
   type ParseOutcome,
+  type RequestId,
 } from '../protocol/jsonRpc.js';
+import { BatchAnswers } from './batches.js';
 import { parseLargeMessage } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
@@ -54,6 +58,17 @@ export interface StreamTransportOptions {
 const HEAD_ID = /^\s*\{(?:[^{}[\]"]|"(?:[^"\\]|\\.)*")*?"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")/;
 const TAIL_ID = /[,{]\s*"id"\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")\s*\}\s*$/;
 
+const CANCELLED = 'notifications/cancelled';
+
+/** How an element of a batch that is no message is refused. */
+const INVALID_ELEMENT: ParseFailure = {
+  ok: false,
+  reason: '',
+  code: RpcErrorCode.InvalidRequest,
+  id: null,
+  answer: true,
+};
+
 export function oversizeLineId(info: OversizeLine): RawId | null {
   const raw = HEAD_ID.exec(info.head)?.[1] ?? TAIL_ID.exec(info.tail)?.[1];
   return raw === undefined ? null : new RawId(raw);
@@ -91,6 +106,32 @@ export class StreamTransport implements MessageTransport {
       if (maxDepth !== undefined && line.length > maxDepth && nestingExceeds(line, maxDepth))
         this.refuse(message, line, maxDepth);
       else this.onmessage?.(message, extra);
+      if (this.batches !== undefined && isNotification(message) && message.method === CANCELLED)
+        this.batchCancelled(message.params?.requestId);
+    };
+    const batch = (line: string, answers: BatchAnswers) => {
+      const elements = JSON.parse(line.charCodeAt(0) === 0xfeff ? line.slice(1) : line) as unknown[];
+      if (elements.length === 0) return junk(line, { ...INVALID_ELEMENT, reason: 'an empty JSON-RPC batch' });
+      const ids: RequestId[] = [];
+      const errors: string[] = [];
+      const messages: [JsonRpcMessage, string][] = [];
+      for (const element of elements) {
+        const text = JSON.stringify(element);
+        const one = Array.isArray(element)
+          ? { ...INVALID_ELEMENT, reason: 'a batch within a batch' }
+          : parse(text);
+        if (one.ok) {
+          if (isRequest(one.message)) ids.push(one.message.id);
+          messages.push([one.message, text]);
+          continue;
+        }
+        onJunk(text, one.reason);
+        const reply = invalidMessageReply(one);
+        if (reply !== undefined) errors.push(reply);
+      }
+      const complete = answers.open(ids, errors);
+      if (complete !== undefined) void this.queueText(complete);
+      for (const [message, text] of messages) deliver(message, { line: text });
     };
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
@@ -106,6 +147,7 @@ export class StreamTransport implements MessageTransport {
       onLine: (line) => {
         const parsed = parse(line);
         if (parsed.ok) deliver(parsed.message, { line });
+        else if (parsed.batchIds !== undefined && this.batches !== undefined) batch(line, this.batches);
         else junk(line, parsed);
       },
       onLargeLine: (bytes, facts) => {
@@ -152,11 +194,38 @@ export class StreamTransport implements MessageTransport {
   }
 
   /**
+   * Accepts JSON-RPC batches from now on (the host negotiated 2025-03-26, the one revision that
+   * allows them): each element is served as if it came alone, and the answers to its requests
+   * leave together as one array. Until then, and on other revisions, a batch is refused.
+   */
+  acceptBatches(): void {
+    this.batches ??= new BatchAnswers();
+  }
+  private batches: BatchAnswers | undefined;
+
+  private batchCancelled(requestId: unknown): void {
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const complete = this.batches!.cancelled(requestId);
+    if (complete !== undefined) void this.queueText(complete);
+  }
+
+  /**
    * Queues a message for the end of this turn; never rejects (returns `SENT`): a failed write is
    * an `output` error, reported as a close.
    */
   send(message: OutgoingMessage): Promise<void> {
     if (this.outputClosed || this.options.output.destroyed) return SENT;
+    if (this.batches !== undefined) {
+      const id = message instanceof EncodedResult ? message.id : isResponse(message) ? message.id : null;
+      if (id !== null && this.batches.owes(id)) {
+        const text =
+          message instanceof EncodedResult
+            ? `${rawResultHead(message.id)}${message.text}}`
+            : serializeMessage(message);
+        const complete = this.batches.answer(id, text);
+        return complete === undefined ? SENT : this.queueText(complete);
+      }
+    }
     const { maxUnreadBytes } = this.options;
     if (maxUnreadBytes !== undefined) {
       // The peer is not reading what it was sent: refuse more rather than hold it all in memory.

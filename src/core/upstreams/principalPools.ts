@@ -32,7 +32,7 @@ export interface PrincipalPoolsOptions {
   readonly servers: readonly ServerConfig[];
   /** The one pool of the servers every principal shares. */
   readonly shared: UpstreamPool;
-  readonly limits: PerPrincipalConfig;
+  readonly limits: Pick<PerPrincipalConfig, 'idleMs' | 'maxProcesses'>;
   /** Makes a fresh, unstarted pool of one principal's own servers (its hooks know the view). */
   readonly makePool: (view: PrincipalView) => UpstreamPool;
   readonly logger: Logger;

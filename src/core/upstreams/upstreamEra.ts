@@ -8,7 +8,8 @@ import { META, MODERN_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION, withEnvelope } fro
  * Which protocol era an upstream speaks. Learnt by probing, as the stdio binding says a dual-era
  * client does: `server/discover` first, carrying the modern envelope; an answer (or a modern
  * error naming a version we share) makes it modern; any other error, or silence within the
- * probe's bound, makes it legacy, and the client falls back to `initialize`.
+ * probe's bound, or a success that is no discover result, makes it legacy, and the client falls
+ * back to `initialize`.
  */
 export type UpstreamEra = 'legacy' | 'modern';
 
@@ -67,7 +68,11 @@ export async function probeModern(options: {
       `speaks protocol versions ${versions.join(', ') || '(none named)'}, none of which mcp-warden speaks (it speaks ${[...MODERN_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS].join(', ')})`,
     );
   }
-  const versions = Array.isArray(answer.supportedVersions) ? (answer.supportedVersions as unknown[]) : [];
+  // Some legacy servers answer any method they do not know with an empty success: an answer that
+  // is not a discover result (no list of versions) says nothing of the modern era, so the server
+  // is initialized like any legacy one.
+  if (!Array.isArray(answer.supportedVersions)) return undefined;
+  const versions = answer.supportedVersions as unknown[];
   const shared = MODERN_VERSIONS.find((v) => versions.includes(v));
   if (shared === undefined) {
     if (versions.some((v) => typeof v === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(v)))
