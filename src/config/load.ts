@@ -635,93 +635,12 @@ function normalizeServer(
   // Neither or both: the schema's oneOf has said so, naming the server.
   if (hasCommand === hasUrl) return undefined;
   const transport = hasCommand ? 'stdio' : 'http';
-
-  const declared = entry['type'];
-  const declaredTransport =
-    declared === 'stdio'
-      ? 'stdio'
-      : declared === 'http' || declared === 'streamable-http'
-        ? 'http'
-        : undefined;
-  if (declaredTransport !== undefined && declaredTransport !== transport) {
-    ctx.issues.add(
-      at('type'),
-      'value',
-      transport === 'stdio'
-        ? `type "${String(declared)}" does not match "command": a server with "command" is a stdio server`
-        : `type "stdio" does not match "url": a server with "url" is an HTTP server`,
-    );
-  }
-  // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'envFile', 'cwd'];
-  for (const key of foreign.filter((k) => entry[k] !== undefined)) {
-    ctx.issues.add(
-      at(key),
-      'key',
-      transport === 'stdio'
-        ? `"${key}" applies only to HTTP servers (with "url"), and this one has "command"`
-        : `"${key}" applies only to stdio servers (with "command"), and this one has "url"`,
-    );
-  }
-
-  const defaults = DEFAULTS.server;
-  const { gateway } = inherited;
-  // The limit this server's calls run under: its own `maxTimeout`, else the gateway's. Undefined
-  // when the one that applies is invalid (already reported), so nothing is compared with it.
-  const maxTimeoutMs = duration(ctx, at('maxTimeout'), entry['maxTimeout']);
-  const limitMs =
-    entry['maxTimeout'] !== undefined
-      ? maxTimeoutMs
-      : inherited.maxTimeoutValid
-        ? gateway.maxCallTimeoutMs
-        : undefined;
-  const tools = asRecord(entry['tools']) ?? {};
-  const timeouts = asRecord(tools['timeouts']) ?? {};
-  const toolFilter: ToolFilter = {
-    include: strings(tools['include']),
-    exclude: strings(tools['exclude']),
-    timeouts: ctx.locator.orderedKeys(at('tools', 'timeouts'), timeouts).map((glob) => {
-      const keyPath = at('tools', 'timeouts', glob);
-      const timeoutMs = duration(ctx, keyPath, timeouts[glob]);
-      checkWithinLimit(ctx, keyPath, timeouts[glob], timeoutMs, limitMs);
-      return { glob, timeoutMs: timeoutMs ?? 0 };
-    }),
-  };
-  const written = duration(ctx, at('timeout'), entry['timeout']);
-  checkWithinLimit(ctx, at('timeout'), entry['timeout'], written, limitMs);
-  // Not written here: the gateway's idle timeout applies, cut to this server's limit. Only when
-  // that differs from the gateway's own value (this server has a limit of its own) is it stated.
-  const idleMs = limitMs === undefined ? inherited.idleMs : Math.min(inherited.idleMs, limitMs);
-  const timeoutMs = written ?? (idleMs === gateway.callTimeoutMs ? undefined : idleMs);
+  checkTransportKeys(ctx, entry, transport, at);
   const namespace = entry['namespace'];
   const common = {
     name,
     namespace: namespace === false ? null : typeof namespace === 'string' ? namespace : name,
-    ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
-    repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
-    validateArguments:
-      typeof entry['validateArguments'] === 'boolean'
-        ? entry['validateArguments']
-        : gateway.validateArguments,
-    maxConcurrency: integer(entry['maxConcurrency']) ?? defaults.maxConcurrency,
-    maxQueue: integer(entry['maxQueue']) ?? defaults.maxQueue,
-    tools: toolFilter,
-    disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
-    trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
-    shared: entry['shared'] === true,
-    clientRequests: {
-      sampling: entry['sampling'] !== false,
-      elicitation: entry['elicitation'] !== false,
-      // Folders resolve against the config file's folder, as `cwd` does.
-      roots: Array.isArray(entry['roots'])
-        ? strings(entry['roots']).map((folder) => path.resolve(ctx.dir, folder))
-        : entry['roots'] !== false,
-    },
-    instructions:
-      typeof entry['instructions'] === 'string' || typeof entry['instructions'] === 'boolean'
-        ? entry['instructions']
-        : true,
+    ...commonServerFields(ctx, inherited, entry, at),
     source: { file: ctx.file, line },
   };
 
@@ -752,6 +671,112 @@ function normalizeServer(
     headers: stringMap(entry['headers']),
   };
   return http;
+}
+
+/** Where a key of the server entry being read is: `servers.<name>.<keys>`. */
+type ServerKeyPath = (...keys: string[]) => KeyPath;
+
+/** Reports a `type` that contradicts `command` or `url`, and keys of the other transport. */
+function checkTransportKeys(ctx: Context, entry: Data, transport: 'stdio' | 'http', at: ServerKeyPath): void {
+  const declared = entry['type'];
+  const declaredTransport =
+    declared === 'stdio'
+      ? 'stdio'
+      : declared === 'http' || declared === 'streamable-http'
+        ? 'http'
+        : undefined;
+  if (declaredTransport !== undefined && declaredTransport !== transport) {
+    ctx.issues.add(
+      at('type'),
+      'value',
+      transport === 'stdio'
+        ? `type "${String(declared)}" does not match "command": a server with "command" is a stdio server`
+        : `type "stdio" does not match "url": a server with "url" is an HTTP server`,
+    );
+  }
+  // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
+  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'envFile', 'cwd'];
+  for (const key of foreign.filter((k) => entry[k] !== undefined)) {
+    ctx.issues.add(
+      at(key),
+      'key',
+      transport === 'stdio'
+        ? `"${key}" applies only to HTTP servers (with "url"), and this one has "command"`
+        : `"${key}" applies only to stdio servers (with "command"), and this one has "url"`,
+    );
+  }
+}
+
+/** The settings every server has whatever its transport, from its entry and the gateway's. */
+function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at: ServerKeyPath) {
+  const defaults = DEFAULTS.server;
+  const { gateway } = inherited;
+  const { timeoutMs, maxTimeoutMs, tools } = serverTimeouts(ctx, inherited, entry, at);
+  return {
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
+    repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
+    validateArguments:
+      typeof entry['validateArguments'] === 'boolean'
+        ? entry['validateArguments']
+        : gateway.validateArguments,
+    maxConcurrency: integer(entry['maxConcurrency']) ?? defaults.maxConcurrency,
+    maxQueue: integer(entry['maxQueue']) ?? defaults.maxQueue,
+    tools,
+    disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
+    trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
+    shared: entry['shared'] === true,
+    clientRequests: {
+      sampling: entry['sampling'] !== false,
+      elicitation: entry['elicitation'] !== false,
+      // Folders resolve against the config file's folder, as `cwd` does.
+      roots: Array.isArray(entry['roots'])
+        ? strings(entry['roots']).map((folder) => path.resolve(ctx.dir, folder))
+        : entry['roots'] !== false,
+    },
+    instructions:
+      typeof entry['instructions'] === 'string' || typeof entry['instructions'] === 'boolean'
+        ? entry['instructions']
+        : true,
+  };
+}
+
+/** The server's call timeout, its limit and its per-tool timeouts, each checked against the limit. */
+function serverTimeouts(
+  ctx: Context,
+  inherited: Inherited,
+  entry: Data,
+  at: ServerKeyPath,
+): { timeoutMs: number | undefined; maxTimeoutMs: number | undefined; tools: ToolFilter } {
+  const { gateway } = inherited;
+  // The limit this server's calls run under: its own `maxTimeout`, else the gateway's. Undefined
+  // when the one that applies is invalid (already reported), so nothing is compared with it.
+  const maxTimeoutMs = duration(ctx, at('maxTimeout'), entry['maxTimeout']);
+  const limitMs =
+    entry['maxTimeout'] !== undefined
+      ? maxTimeoutMs
+      : inherited.maxTimeoutValid
+        ? gateway.maxCallTimeoutMs
+        : undefined;
+  const tools = asRecord(entry['tools']) ?? {};
+  const timeouts = asRecord(tools['timeouts']) ?? {};
+  const toolFilter: ToolFilter = {
+    include: strings(tools['include']),
+    exclude: strings(tools['exclude']),
+    timeouts: ctx.locator.orderedKeys(at('tools', 'timeouts'), timeouts).map((glob) => {
+      const keyPath = at('tools', 'timeouts', glob);
+      const timeoutMs = duration(ctx, keyPath, timeouts[glob]);
+      checkWithinLimit(ctx, keyPath, timeouts[glob], timeoutMs, limitMs);
+      return { glob, timeoutMs: timeoutMs ?? 0 };
+    }),
+  };
+  const written = duration(ctx, at('timeout'), entry['timeout']);
+  checkWithinLimit(ctx, at('timeout'), entry['timeout'], written, limitMs);
+  // Not written here: the gateway's idle timeout applies, cut to this server's limit. Only when
+  // that differs from the gateway's own value (this server has a limit of its own) is it stated.
+  const idleMs = limitMs === undefined ? inherited.idleMs : Math.min(inherited.idleMs, limitMs);
+  const timeoutMs = written ?? (idleMs === gateway.callTimeoutMs ? undefined : idleMs);
+  return { timeoutMs, maxTimeoutMs, tools: toolFilter };
 }
 
 /**

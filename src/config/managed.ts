@@ -22,7 +22,13 @@ import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { parseDuration } from './duration.js';
 import type { AuditConfig } from './types.js';
-import { parseYamlSource, requireTopLevelMapping, toPlainData, osReason } from './yamlSource.js';
+import {
+  parseYamlSource,
+  requireTopLevelMapping,
+  toPlainData,
+  osReason,
+  type YamlSource,
+} from './yamlSource.js';
 
 /** The file the managed folder holds. */
 export const MANAGED_FILE_NAME = 'managed.yaml';
@@ -268,233 +274,264 @@ export function parseManagedText(text: string, file: string): ManagedSettings {
   source.issues.throwIfAny();
   const data = asRecord(toPlainData(source)) ?? {};
   const { issues, locator } = source;
-  const lineOf = (keyPath: KeyPath): number => locator.position(keyPath, 'key').line;
-  const dir = path.dirname(file);
-
+  const reader: ManagedReader = {
+    issues,
+    lineOf: (keyPath) => locator.position(keyPath, 'key').line,
+    dir: path.dirname(file),
+  };
   for (const key of Object.keys(data))
     if (!(TOP_KEYS as readonly string[]).includes(key))
       issues.add([key], 'key', `unknown key "${key}"; the managed settings file has ${TOP_KEYS.join(', ')}`);
-
-  const policies: string[] = [];
-  if (data.policies !== undefined) {
-    if (!Array.isArray(data.policies))
-      issues.add(['policies'], 'value', 'must be a list of policy file paths');
-    else
-      data.policies.forEach((entry, index) => {
-        if (typeof entry !== 'string' || entry === '')
-          issues.add(
-            ['policies', index],
-            'value',
-            "must be a policy file path (relative to this file's folder, or absolute)",
-          );
-        else policies.push(path.resolve(dir, entry));
-      });
-  }
-
-  let allow: ServerRule[] | undefined;
-  const deny: ServerRule[] = [];
-  const servers = data.servers;
-  if (servers !== undefined) {
-    const section = asRecord(servers);
-    if (section === undefined)
-      issues.add(['servers'], 'value', 'must be a mapping with allow and/or deny lists');
-    else {
-      for (const key of Object.keys(section))
-        if (key !== 'allow' && key !== 'deny')
-          issues.add(['servers', key], 'key', `unknown key "${key}"; servers has allow and deny`);
-      if (section.allow !== undefined) allow = readRules(section.allow, 'allow');
-      if (section.deny !== undefined) deny.push(...readRules(section.deny, 'deny'));
-    }
-  }
-
-  function readRules(value: unknown, list: 'allow' | 'deny'): ServerRule[] {
-    if (!Array.isArray(value)) {
-      issues.add(
-        ['servers', list],
-        'value',
-        'must be a list of rules such as {npm: "@scope/package"}, {command: /usr/bin/tool}, {url: "https://host/path"} or {sha256: "..."}',
-      );
-      return [];
-    }
-    const rules: ServerRule[] = [];
-    value.forEach((entry, index) => {
-      const at: KeyPath = ['servers', list, index];
-      const rule = asRecord(entry);
-      if (rule === undefined) {
-        issues.add(at, 'value', 'must be a mapping with one of command, npm, pypi, url, sha256');
-        return;
-      }
-      for (const key of Object.keys(rule))
-        if (!(RULE_KEYS as readonly string[]).includes(key))
-          issues.add(
-            [...at, key],
-            'key',
-            `unknown key "${key}"; a server rule has one of command (with args), npm, pypi, url, sha256`,
-          );
-      const kinds = (['command', 'npm', 'pypi', 'url', 'sha256'] as const).filter(
-        (k) => rule[k] !== undefined,
-      );
-      if (kinds.length !== 1) {
-        issues.add(
-          at,
-          'value',
-          kinds.length === 0
-            ? 'needs one of command, npm, pypi, url, sha256'
-            : `has ${kinds.join(' and ')}: give exactly one way of matching per rule`,
-        );
-        return;
-      }
-      const kind = kinds[0]!;
-      const text = rule[kind];
-      if (typeof text !== 'string' || text.trim() === '') {
-        issues.add([...at, kind], 'value', 'must be a non-empty string');
-        return;
-      }
-      if (kind === 'url') {
-        let url: URL | undefined;
-        try {
-          url = new URL(text);
-        } catch {
-          /* reported below */
-        }
-        if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-          issues.add([...at, kind], 'value', `"${text}" is not an http(s) URL`);
-      }
-      if (kind === 'sha256' && !/^[0-9a-f]{64}$/i.test(text))
-        issues.add([...at, kind], 'value', 'must be 64 hexadecimal digits (sha256sum of the executable)');
-      if (kind === 'command' && !path.isAbsolute(text) && /[\\/]/.test(text))
-        issues.add(
-          [...at, kind],
-          'value',
-          'must be an absolute path or a bare command name looked up on PATH',
-        );
-      let args: string[] | undefined;
-      if (rule.args !== undefined) {
-        if (kind !== 'command') issues.add([...at, 'args'], 'key', 'args goes with command only');
-        else if (!Array.isArray(rule.args) || rule.args.some((a) => typeof a !== 'string'))
-          issues.add([...at, 'args'], 'value', 'must be a list of strings');
-        else args = rule.args as string[];
-      }
-      rules.push({
-        key: `servers.${list}[${index}]`,
-        line: lineOf(at),
-        [kind]: kind === 'sha256' ? text.toLowerCase() : text,
-        ...(args && { args }),
-      });
-    });
-    return rules;
-  }
-
-  let audit: ManagedAudit | undefined;
-  if (data.audit !== undefined) {
-    const section = asRecord(data.audit);
-    if (section === undefined)
-      issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
-    else {
-      const lines: Record<string, number> = {};
-      for (const key of Object.keys(section)) {
-        lines[key] = lineOf(['audit', key]);
-        if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
-          issues.add(
-            ['audit', key],
-            'key',
-            `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
-          );
-      }
-      const { required = false, file: auditFile, onFailure, fsync } = section;
-      if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
-      if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
-        issues.add(
-          ['audit', 'file'],
-          'value',
-          "must be an absolute path (the user's folders differ from machine to machine)",
-        );
-      if (onFailure !== undefined && onFailure !== 'block' && onFailure !== 'continue')
-        issues.add(['audit', 'onFailure'], 'value', 'must be block or continue');
-      if (fsync !== undefined && typeof fsync !== 'boolean')
-        issues.add(['audit', 'fsync'], 'value', 'must be true or false');
-      audit = {
-        required: required === true,
-        ...(typeof auditFile === 'string' && { file: auditFile }),
-        ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
-        ...(typeof fsync === 'boolean' && { fsync }),
-        sinks: readSinks(section.sinks),
-        lines,
-      };
-    }
-  }
-
-  /**
-   * `audit.sinks`: each entry is checked here for what makes it a managed sink (a name the user's
-   * entries are matched by, a type); its other keys are checked with the user config's own schema
-   * once it is added there, and problems found then are reported at this file's lines.
-   */
-  function readSinks(value: unknown): ManagedSink[] {
-    if (value === undefined) return [];
-    if (!Array.isArray(value)) {
-      issues.add(['audit', 'sinks'], 'value', 'must be a list of sinks, as in the config file (audit.sinks)');
-      return [];
-    }
-    const sinks: ManagedSink[] = [];
-    value.forEach((item, index) => {
-      const at: KeyPath = ['audit', 'sinks', index];
-      const entry = asRecord(item);
-      if (entry === undefined) {
-        issues.add(at, 'value', 'must be a mapping with name and type (syslog or otlp)');
-        return;
-      }
-      const { name, type, ca } = entry;
-      if (typeof name !== 'string' || name.trim() === '')
-        issues.add(
-          [...at, ...(name === undefined ? [] : ['name'])],
-          'value',
-          'a managed sink needs a name: the user config cannot change or remove a sink of that name',
-        );
-      else if (sinks.some((s) => s.name === name))
-        issues.add(
-          [...at, 'name'],
-          'value',
-          `a second sink named "${name}"; each sink needs a name of its own`,
-        );
-      if (type !== 'syslog' && type !== 'otlp')
-        issues.add([...at, ...(type === undefined ? [] : ['type'])], 'value', 'type must be syslog or otlp');
-      if (ca !== undefined && (typeof ca !== 'string' || !path.isAbsolute(ca)))
-        issues.add(
-          [...at, 'ca'],
-          'value',
-          "must be an absolute path (the user's folders differ from machine to machine)",
-        );
-      if (typeof name === 'string')
-        sinks.push({ name, key: `audit.sinks[${index}]`, line: lineOf(at), entry });
-    });
-    return sinks;
-  }
-
-  const lock: LockedSetting[] = [];
-  if (data.lock !== undefined) {
-    const section = asRecord(data.lock);
-    if (section === undefined)
-      issues.add(
-        ['lock'],
-        'value',
-        'must be a mapping in the shape of the config file, e.g. lock: {confirmation: {timeout: 30s}}',
-      );
-    else
-      for (const [key, value] of Object.entries(section)) {
-        if (!(LOCKABLE_SECTIONS as readonly string[]).includes(key)) {
-          issues.add(
-            ['lock', key],
-            'key',
-            `"${key}" cannot be locked; lock holds ${LOCKABLE_SECTIONS.join(', ')} (servers, policies and audit have their own managed keys)`,
-          );
-          continue;
-        }
-        collectLeaves(value, [key], lock, (keyPath) => lineOf(['lock', ...keyPath]));
-      }
-  }
-
+  const policies = readPolicies(reader, data.policies);
+  const { allow, deny } = readServerRules(reader, data.servers);
+  const audit = data.audit === undefined ? undefined : readAudit(reader, data.audit);
+  const lock = readLock(reader, data.lock);
   issues.throwIfAny();
   return deepFreeze({ file, policies, ...(allow && { allow }), deny, ...(audit && { audit }), lock });
+}
+
+/** What the readers of the managed file's sections share: where to report, and where keys are. */
+interface ManagedReader {
+  readonly issues: YamlSource['issues'];
+  readonly lineOf: (keyPath: KeyPath) => number;
+  /** The managed file's folder, which relative policy paths resolve against. */
+  readonly dir: string;
+}
+
+function readPolicies({ issues, dir }: ManagedReader, value: unknown): string[] {
+  const policies: string[] = [];
+  if (value === undefined) return policies;
+  if (!Array.isArray(value)) {
+    issues.add(['policies'], 'value', 'must be a list of policy file paths');
+    return policies;
+  }
+  value.forEach((entry, index) => {
+    if (typeof entry !== 'string' || entry === '')
+      issues.add(
+        ['policies', index],
+        'value',
+        "must be a policy file path (relative to this file's folder, or absolute)",
+      );
+    else policies.push(path.resolve(dir, entry));
+  });
+  return policies;
+}
+
+function readServerRules(
+  reader: ManagedReader,
+  servers: unknown,
+): { allow: ServerRule[] | undefined; deny: ServerRule[] } {
+  let allow: ServerRule[] | undefined;
+  const deny: ServerRule[] = [];
+  if (servers === undefined) return { allow, deny };
+  const section = asRecord(servers);
+  if (section === undefined) {
+    reader.issues.add(['servers'], 'value', 'must be a mapping with allow and/or deny lists');
+    return { allow, deny };
+  }
+  for (const key of Object.keys(section))
+    if (key !== 'allow' && key !== 'deny')
+      reader.issues.add(['servers', key], 'key', `unknown key "${key}"; servers has allow and deny`);
+  if (section.allow !== undefined) allow = readRules(reader, section.allow, 'allow');
+  if (section.deny !== undefined) deny.push(...readRules(reader, section.deny, 'deny'));
+  return { allow, deny };
+}
+
+function readRules(reader: ManagedReader, value: unknown, list: 'allow' | 'deny'): ServerRule[] {
+  if (!Array.isArray(value)) {
+    reader.issues.add(
+      ['servers', list],
+      'value',
+      'must be a list of rules such as {npm: "@scope/package"}, {command: /usr/bin/tool}, {url: "https://host/path"} or {sha256: "..."}',
+    );
+    return [];
+  }
+  const rules: ServerRule[] = [];
+  value.forEach((entry, index) => {
+    const rule = readRule(reader, entry, ['servers', list, index]);
+    if (rule !== undefined) rules.push({ key: `servers.${list}[${index}]`, ...rule });
+  });
+  return rules;
+}
+
+/** One server rule at `at`, without its key, or undefined when it cannot be used (reported). */
+function readRule(reader: ManagedReader, entry: unknown, at: KeyPath): Omit<ServerRule, 'key'> | undefined {
+  const { issues } = reader;
+  const rule = asRecord(entry);
+  if (rule === undefined) {
+    issues.add(at, 'value', 'must be a mapping with one of command, npm, pypi, url, sha256');
+    return undefined;
+  }
+  for (const key of Object.keys(rule))
+    if (!(RULE_KEYS as readonly string[]).includes(key))
+      issues.add(
+        [...at, key],
+        'key',
+        `unknown key "${key}"; a server rule has one of command (with args), npm, pypi, url, sha256`,
+      );
+  const kinds = (['command', 'npm', 'pypi', 'url', 'sha256'] as const).filter((k) => rule[k] !== undefined);
+  if (kinds.length !== 1) {
+    issues.add(
+      at,
+      'value',
+      kinds.length === 0
+        ? 'needs one of command, npm, pypi, url, sha256'
+        : `has ${kinds.join(' and ')}: give exactly one way of matching per rule`,
+    );
+    return undefined;
+  }
+  const kind = kinds[0]!;
+  const text = rule[kind];
+  if (typeof text !== 'string' || text.trim() === '') {
+    issues.add([...at, kind], 'value', 'must be a non-empty string');
+    return undefined;
+  }
+  checkRuleText(reader, [...at, kind], kind, text);
+  let args: string[] | undefined;
+  if (rule.args !== undefined) {
+    if (kind !== 'command') issues.add([...at, 'args'], 'key', 'args goes with command only');
+    else if (!Array.isArray(rule.args) || rule.args.some((a) => typeof a !== 'string'))
+      issues.add([...at, 'args'], 'value', 'must be a list of strings');
+    else args = rule.args as string[];
+  }
+  return {
+    line: reader.lineOf(at),
+    [kind]: kind === 'sha256' ? text.toLowerCase() : text,
+    ...(args && { args }),
+  };
+}
+
+/** Reports a rule's url that is not http(s), sha256 that is not a digest, or relative command path. */
+function checkRuleText(
+  { issues }: ManagedReader,
+  at: KeyPath,
+  kind: 'command' | 'npm' | 'pypi' | 'url' | 'sha256',
+  text: string,
+): void {
+  if (kind === 'url') {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      /* reported below */
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      issues.add(at, 'value', `"${text}" is not an http(s) URL`);
+  }
+  if (kind === 'sha256' && !/^[0-9a-f]{64}$/i.test(text))
+    issues.add(at, 'value', 'must be 64 hexadecimal digits (sha256sum of the executable)');
+  if (kind === 'command' && !path.isAbsolute(text) && /[\\/]/.test(text))
+    issues.add(at, 'value', 'must be an absolute path or a bare command name looked up on PATH');
+}
+
+function readAudit(reader: ManagedReader, value: unknown): ManagedAudit | undefined {
+  const { issues } = reader;
+  const section = asRecord(value);
+  if (section === undefined) {
+    issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
+    return undefined;
+  }
+  const lines: Record<string, number> = {};
+  for (const key of Object.keys(section)) {
+    lines[key] = reader.lineOf(['audit', key]);
+    if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
+      issues.add(
+        ['audit', key],
+        'key',
+        `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
+      );
+  }
+  const { required = false, file: auditFile, onFailure, fsync } = section;
+  if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
+  if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
+    issues.add(
+      ['audit', 'file'],
+      'value',
+      "must be an absolute path (the user's folders differ from machine to machine)",
+    );
+  if (onFailure !== undefined && onFailure !== 'block' && onFailure !== 'continue')
+    issues.add(['audit', 'onFailure'], 'value', 'must be block or continue');
+  if (fsync !== undefined && typeof fsync !== 'boolean')
+    issues.add(['audit', 'fsync'], 'value', 'must be true or false');
+  return {
+    required: required === true,
+    ...(typeof auditFile === 'string' && { file: auditFile }),
+    ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
+    ...(typeof fsync === 'boolean' && { fsync }),
+    sinks: readSinks(reader, section.sinks),
+    lines,
+  };
+}
+
+/**
+ * `audit.sinks`: each entry is checked here for what makes it a managed sink (a name the user's
+ * entries are matched by, a type); its other keys are checked with the user config's own schema
+ * once it is added there, and problems found then are reported at this file's lines.
+ */
+function readSinks({ issues, lineOf }: ManagedReader, value: unknown): ManagedSink[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    issues.add(['audit', 'sinks'], 'value', 'must be a list of sinks, as in the config file (audit.sinks)');
+    return [];
+  }
+  const sinks: ManagedSink[] = [];
+  value.forEach((item, index) => {
+    const at: KeyPath = ['audit', 'sinks', index];
+    const entry = asRecord(item);
+    if (entry === undefined) {
+      issues.add(at, 'value', 'must be a mapping with name and type (syslog or otlp)');
+      return;
+    }
+    const { name, type, ca } = entry;
+    if (typeof name !== 'string' || name.trim() === '')
+      issues.add(
+        [...at, ...(name === undefined ? [] : ['name'])],
+        'value',
+        'a managed sink needs a name: the user config cannot change or remove a sink of that name',
+      );
+    else if (sinks.some((s) => s.name === name))
+      issues.add(
+        [...at, 'name'],
+        'value',
+        `a second sink named "${name}"; each sink needs a name of its own`,
+      );
+    if (type !== 'syslog' && type !== 'otlp')
+      issues.add([...at, ...(type === undefined ? [] : ['type'])], 'value', 'type must be syslog or otlp');
+    if (ca !== undefined && (typeof ca !== 'string' || !path.isAbsolute(ca)))
+      issues.add(
+        [...at, 'ca'],
+        'value',
+        "must be an absolute path (the user's folders differ from machine to machine)",
+      );
+    if (typeof name === 'string') sinks.push({ name, key: `audit.sinks[${index}]`, line: lineOf(at), entry });
+  });
+  return sinks;
+}
+
+function readLock({ issues, lineOf }: ManagedReader, value: unknown): LockedSetting[] {
+  const lock: LockedSetting[] = [];
+  if (value === undefined) return lock;
+  const section = asRecord(value);
+  if (section === undefined) {
+    issues.add(
+      ['lock'],
+      'value',
+      'must be a mapping in the shape of the config file, e.g. lock: {confirmation: {timeout: 30s}}',
+    );
+    return lock;
+  }
+  for (const [key, item] of Object.entries(section)) {
+    if (!(LOCKABLE_SECTIONS as readonly string[]).includes(key)) {
+      issues.add(
+        ['lock', key],
+        'key',
+        `"${key}" cannot be locked; lock holds ${LOCKABLE_SECTIONS.join(', ')} (servers, policies and audit have their own managed keys)`,
+      );
+      continue;
+    }
+    collectLeaves(item, [key], lock, (keyPath) => lineOf(['lock', ...keyPath]));
+  }
+  return lock;
 }
 
 /** Every leaf (a scalar or a list) under `value`, with its key path: each is one locked setting. */
@@ -539,125 +576,168 @@ export function applyManagedToData(
   data: Readonly<Record<string, unknown>>,
   managed: ManagedSettings,
 ): ManagedApplication {
-  const out = structuredClone(data) as Record<string, unknown>;
-  const managedPaths = new Map<string, number>();
-  const managedSinks = new Map<string, ManagedSink>();
-  const refusals: { path: KeyPath; message: string }[] = [];
-  const errors: ConfigIssue[] = [];
-  const where = (key: string, line: number) => `${managed.file}:${line} ${key}`;
-
+  const app: Application = {
+    managed,
+    data: structuredClone(data) as Record<string, unknown>,
+    managedPaths: new Map(),
+    managedSinks: new Map(),
+    refusals: [],
+    errors: [],
+  };
   const audit = managed.audit;
   if (audit !== undefined) {
-    let section = asRecord(out.audit);
-    const sinksNeedTrail = audit.sinks.length > 0;
-    if (section === undefined && (audit.required || sinksNeedTrail || audit.file !== undefined)) {
-      const why = audit.required ? 'audit.required' : 'audit.sinks';
-      if (audit.file === undefined)
-        errors.push({
-          file: managed.file,
-          line: audit.lines[audit.required ? 'required' : 'sinks'] ?? 0,
-          column: 0,
-          path: why,
-          message: audit.required
-            ? 'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config'
-            : 'the managed sinks need an audit trail (their records wait in its spool folder), and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
-        });
-      else {
-        if (audit.required || sinksNeedTrail)
-          refusals.push({
-            path: [],
-            message: `the config has no audit: section, but ${where(why, audit.lines[audit.required ? 'required' : 'sinks'] ?? 0)} requires one: auditing to ${audit.file}`,
-          });
-        section = {};
-        out.audit = section;
-      }
-    }
-    if (section !== undefined) {
-      const set = (
-        key: string,
-        value: unknown,
-        weaker: (user: unknown) => boolean,
-        describe: string,
-        line: number,
-        managedKey = `audit.${key}`,
-      ) => {
-        const user = section![key];
-        if (user !== undefined && weaker(user))
-          refusals.push({
-            path: ['audit', key],
-            message: `refused: ${describe}; ${where(managedKey, line)} requires ${JSON.stringify(value)}, which is used instead`,
-          });
-        if (user === undefined || weaker(user)) {
-          section![key] = value;
-          managedPaths.set(`audit.${key}`, line);
-        }
-      };
-      if (audit.file !== undefined)
-        set(
-          'file',
-          audit.file,
-          (user) => typeof user !== 'string' || path.resolve(path.dirname(managed.file), user) !== audit.file,
-          'the audit trail goes to the managed file',
-          audit.lines.file ?? 0,
-        );
-      // A required sink refuses calls it cannot take only in block mode: requiring one asks for it.
-      const requiredSink = audit.sinks.find((sink) => sink.entry.required === true);
-      if (audit.onFailure === 'block' || requiredSink !== undefined)
-        set(
-          'onFailure',
-          'block',
-          (user) => user !== 'block',
-          audit.onFailure === 'block'
-            ? 'onFailure: continue would serve calls that cannot be audited'
-            : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
-          audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
-          audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
-        );
-      if (audit.fsync === true)
-        set(
-          'fsync',
-          true,
-          (user) => user !== true,
-          'fsync: false would let records be lost on power loss',
-          audit.lines.fsync ?? 0,
-        );
-      if (sinksNeedTrail) addManagedSinks(section, audit.sinks);
-    }
+    const section = auditSection(app, audit);
+    if (section !== undefined) applyAuditMinimums(app, audit, section);
   }
-
-  /**
-   * Every managed sink goes into the user's list: in place of a user sink of the same name (which
-   * is refused if it says anything else), or at the end. The user's other sinks stay.
-   */
-  function addManagedSinks(section: Record<string, unknown>, sinks: readonly ManagedSink[]): void {
-    const list: unknown[] = Array.isArray(section.sinks) ? section.sinks : [];
-    section.sinks = list;
-    for (const sink of sinks) {
-      const index = list.findIndex((entry) => asRecord(entry)?.name === sink.name);
-      const at = index === -1 ? list.length : index;
-      if (index !== -1 && !sameValue(list[index], sink.entry))
-        refusals.push({
-          path: ['audit', 'sinks', index],
-          message: `refused: the sink "${sink.name}" is set by ${where(sink.key, sink.line)} and cannot be changed or made optional here; the managed sink is used instead`,
-        });
-      list[at] = structuredClone(sink.entry);
-      managedSinks.set(`audit.sinks[${at}]`, sink);
-    }
-  }
-
   for (const locked of managed.lock) {
     const dotted = formatKeyPath(locked.path);
-    const user = valueAtPath(out, locked.path);
+    const user = valueAtPath(app.data, locked.path);
     if (user !== undefined && !sameValue(user, locked.value))
-      refusals.push({
+      app.refusals.push({
         path: locked.path,
-        message: `refused: ${where(`lock.${dotted}`, locked.line)} locks this setting to ${JSON.stringify(locked.value)}, which is used instead of ${JSON.stringify(user)}`,
+        message: `refused: ${where(app, `lock.${dotted}`, locked.line)} locks this setting to ${JSON.stringify(locked.value)}, which is used instead of ${JSON.stringify(user)}`,
       });
-    setAtPath(out, locked.path, structuredClone(locked.value));
-    managedPaths.set(dotted, locked.line);
-    lockServerEntries(out, locked, where(`lock.${dotted}`, locked.line), refusals);
+    setAtPath(app.data, locked.path, structuredClone(locked.value));
+    app.managedPaths.set(dotted, locked.line);
+    lockServerEntries(app.data, locked, where(app, `lock.${dotted}`, locked.line), app.refusals);
   }
+  const { data: out, managedPaths, managedSinks, refusals, errors } = app;
   return { data: out, managedPaths, managedSinks, refusals, errors };
+}
+
+/** The managed settings being put into a copy of the user's data, and what that has refused so far. */
+interface Application {
+  readonly managed: ManagedSettings;
+  readonly data: Record<string, unknown>;
+  readonly managedPaths: Map<string, number>;
+  readonly managedSinks: Map<string, ManagedSink>;
+  readonly refusals: { path: KeyPath; message: string }[];
+  readonly errors: ConfigIssue[];
+}
+
+/** `file:line key` of a managed setting, for refusals. */
+function where(app: Application, key: string, line: number): string {
+  return `${app.managed.file}:${line} ${key}`;
+}
+
+/**
+ * The user's `audit:` section, made (and said so) when the managed settings need a trail and
+ * name its file; undefined, with an error when they need one and cannot name it.
+ */
+function auditSection(app: Application, audit: ManagedAudit): Record<string, unknown> | undefined {
+  const section = asRecord(app.data.audit);
+  const sinksNeedTrail = audit.sinks.length > 0;
+  if (section !== undefined || !(audit.required || sinksNeedTrail || audit.file !== undefined))
+    return section;
+  const why = audit.required ? 'audit.required' : 'audit.sinks';
+  const line = audit.lines[audit.required ? 'required' : 'sinks'] ?? 0;
+  if (audit.file === undefined) {
+    app.errors.push({
+      file: app.managed.file,
+      line,
+      column: 0,
+      path: why,
+      message: audit.required
+        ? 'the managed settings require an audit trail, and the user config has no audit: section; give audit.file here, or add an audit: section to the config'
+        : 'the managed sinks need an audit trail (their records wait in its spool folder), and the user config has no audit: section; give audit.file here, or add an audit: section to the config',
+    });
+    return undefined;
+  }
+  if (audit.required || sinksNeedTrail)
+    app.refusals.push({
+      path: [],
+      message: `the config has no audit: section, but ${where(app, why, line)} requires one: auditing to ${audit.file}`,
+    });
+  const made: Record<string, unknown> = {};
+  app.data.audit = made;
+  return made;
+}
+
+/** One managed audit minimum: the key, the value it requires, and when a user value falls short. */
+interface AuditMinimum {
+  readonly key: string;
+  readonly value: unknown;
+  readonly weaker: (user: unknown) => boolean;
+  /** Why the user's value is refused, for the refusal. */
+  readonly describe: string;
+  readonly line: number;
+  /** The managed key that requires it; default `audit.<key>`. */
+  readonly managedKey?: string;
+}
+
+function requireAuditValue(app: Application, section: Record<string, unknown>, minimum: AuditMinimum): void {
+  const { key, value, weaker, line } = minimum;
+  const user = section[key];
+  if (user !== undefined && weaker(user))
+    app.refusals.push({
+      path: ['audit', key],
+      message: `refused: ${minimum.describe}; ${where(app, minimum.managedKey ?? `audit.${key}`, line)} requires ${JSON.stringify(value)}, which is used instead`,
+    });
+  if (user === undefined || weaker(user)) {
+    section[key] = value;
+    app.managedPaths.set(`audit.${key}`, line);
+  }
+}
+
+/** The managed file, block mode, fsync and sinks, put into the user's audit section. */
+function applyAuditMinimums(app: Application, audit: ManagedAudit, section: Record<string, unknown>): void {
+  const managedFile = app.managed.file;
+  if (audit.file !== undefined)
+    requireAuditValue(app, section, {
+      key: 'file',
+      value: audit.file,
+      weaker: (user) =>
+        typeof user !== 'string' || path.resolve(path.dirname(managedFile), user) !== audit.file,
+      describe: 'the audit trail goes to the managed file',
+      line: audit.lines.file ?? 0,
+    });
+  // A required sink refuses calls it cannot take only in block mode: requiring one asks for it.
+  const requiredSink = audit.sinks.find((sink) => sink.entry.required === true);
+  if (audit.onFailure === 'block' || requiredSink !== undefined)
+    requireAuditValue(app, section, {
+      key: 'onFailure',
+      value: 'block',
+      weaker: (user) => user !== 'block',
+      describe:
+        audit.onFailure === 'block'
+          ? 'onFailure: continue would serve calls that cannot be audited'
+          : `onFailure: continue would serve calls the required managed sink "${requiredSink?.name ?? ''}" cannot take`,
+      line: audit.onFailure === 'block' ? (audit.lines.onFailure ?? 0) : (requiredSink?.line ?? 0),
+      managedKey: audit.onFailure === 'block' ? 'audit.onFailure' : `${requiredSink?.key ?? ''}.required`,
+    });
+  if (audit.fsync === true)
+    requireAuditValue(app, section, {
+      key: 'fsync',
+      value: true,
+      weaker: (user) => user !== true,
+      describe: 'fsync: false would let records be lost on power loss',
+      line: audit.lines.fsync ?? 0,
+    });
+  if (audit.sinks.length > 0) addManagedSinks(app, section, audit.sinks);
+}
+
+/**
+ * Every managed sink goes into the user's list: in place of a user sink of the same name (which
+ * is refused if it says anything else), or at the end. The user's other sinks stay.
+ */
+function addManagedSinks(
+  app: Application,
+  section: Record<string, unknown>,
+  sinks: readonly ManagedSink[],
+): void {
+  const list: unknown[] = Array.isArray(section.sinks) ? section.sinks : [];
+  section.sinks = list;
+  for (const sink of sinks) {
+    const index = list.findIndex((entry) => asRecord(entry)?.name === sink.name);
+    const at = index === -1 ? list.length : index;
+    if (index !== -1 && !sameValue(list[index], sink.entry))
+      app.refusals.push({
+        path: ['audit', 'sinks', index],
+        message: `refused: the sink "${sink.name}" is set by ${where(app, sink.key, sink.line)} and cannot be changed or made optional here; the managed sink is used instead`,
+      });
+    list[at] = structuredClone(sink.entry);
+    app.managedSinks.set(`audit.sinks[${at}]`, sink);
+  }
 }
 
 /**

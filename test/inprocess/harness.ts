@@ -3,7 +3,7 @@
  * pipes, so a test can drive the whole router and pipeline with the SDK's own Client and
  * McpServer, with fake timers or fakes where it needs them, and no process to spawn.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -107,6 +107,8 @@ export function memoryLogger(lines: string[] = []): Logger & { lines: string[] }
 }
 
 export interface InProcessGateway {
+  /** The temp dir the config and `files` are in. */
+  readonly dir: string;
   readonly gateway: Gateway;
   readonly client: Client;
   /** Every line the gateway wrote to the host. */
@@ -128,12 +130,16 @@ export async function startInProcess(options: {
   readonly config: string;
   /** Per server: an McpServer to connect, or the gateway's end of a connection the test drives. */
   readonly upstreams: Readonly<Record<string, () => McpServer | MemoryTransport>>;
+  /** Files to write in the temp dir before the config is read, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>;
   readonly client?: ConstructorParameters<typeof Client>[1];
   readonly beforeConnect?: (client: Client) => void;
 }): Promise<InProcessGateway> {
   const dir = mkdtempSync(path.join(tmpdir(), 'warden-inproc-'));
-  for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(path.join(dir, name), text);
+  for (const [name, text] of Object.entries(options.files ?? {})) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
   const { config } = parseConfigText(options.config, { file: path.join(dir, 'proxy.config.yaml'), env: {} });
   const logger = memoryLogger();
   const redactor = createRedactor(
@@ -177,6 +183,7 @@ export async function startInProcess(options: {
   await client.connect(sdkTransport(clientEnd));
   const auditFile = config.audit?.file;
   return {
+    dir,
     gateway,
     client,
     hostLines: () => hostEnd.sent,

@@ -351,17 +351,7 @@ describe('timeouts', () => {
     await host.close();
   });
 
-  it('progress keeps a long call alive past its idle timeout', async () => {
-    const config = writeConfig({
-      gateway: FAST_GATEWAY,
-      servers: { up: fixture([], { timeout: '300ms' }) },
-    });
-    const host = await connectHost(config);
-    // sleep reports progress every 100 ms when asked: 800 ms in all, never 300 ms silent.
-    const result = await host.client.callTool({ name: 'up__sleep', arguments: { ms: 800 } });
-    expect(textOf(result)).toBe('slept 800');
-    await host.close();
-  });
+  // Progress keeping a long call alive past its idle timeout: test/inprocess/timeouts.test.ts.
 });
 
 describe('concurrency', () => {

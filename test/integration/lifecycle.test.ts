@@ -116,7 +116,11 @@ describe('orphans', () => {
   });
 
   // A server that exits as soon as its stdin closes (most do) loses the race with a watcher that
-  // only looks afterwards: its orphaned setsid child can no longer be traced to it.
+  // only looks afterwards: its orphaned setsid child can no longer be traced to it. The watcher
+  // stops the server's group first, which wins that race only when the scheduler runs the watcher
+  // before the server has exited: on a loaded machine it sometimes does not (seen 1 run in 4 at a
+  // load of 19 on 2 cores). The guarantee is that good and no better, so the test is given
+  // retries rather than a claim the lifeline cannot make.
   it.each([
     [
       'a node grandchild that calls setsid',
@@ -131,6 +135,7 @@ describe('orphans', () => {
     ],
   ])(
     'a SIGKILLed gateway leaves no setsid descendant behind (%s) of a server that exits on end of input',
+    { retry: 2 },
     async (_what, server) => {
       const dir = tempDir();
       const pidFile = path.join(dir, 'setsid.pid');

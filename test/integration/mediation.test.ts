@@ -1,9 +1,9 @@
 /**
  * Complete mediation through the built binary, with the SDK Client as host and the real
- * server-everything as upstream: resources, prompts and the requests a server makes of the host
- * are decided by policy and the config, and recorded, as tool calls are.
+ * server-everything as upstream: the requests a server makes of the host are decided by policy
+ * and the config, and recorded, as tool calls are. Resources, prompts and what the config
+ * refuses a server are covered in-process (test/inprocess/mediation.test.ts).
  */
-import { copyFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -14,9 +14,7 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   connectHost,
-  FAST_GATEWAY,
   NODE,
-  ROOT,
   serverBin,
   tempDir,
   textOf,
@@ -29,51 +27,6 @@ let host: HostSession | undefined;
 afterEach(async () => {
   await host?.close();
   host = undefined;
-});
-
-describe('under the shipped locked-down-org.yaml', () => {
-  it("refuses and records an unapproved server's resources and prompts, and lists none of them", async () => {
-    const dir = tempDir();
-    copyFileSync(path.join(ROOT, 'policies/locked-down-org.yaml'), path.join(dir, 'org.yaml'));
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        policies: ['./org.yaml'],
-        audit: { file: './audit.jsonl' },
-        servers: { everything: { command: NODE, args: [serverBin('everything')] } },
-      },
-      dir,
-    );
-    host = await connectHost(config);
-    expect((await host.client.listResources()).resources).toEqual([]);
-    expect((await host.client.listResourceTemplates()).resourceTemplates).toEqual([]);
-    expect((await host.client.listPrompts()).prompts).toEqual([]);
-    expect((await host.client.listTools()).tools).toEqual([]);
-
-    await expect(
-      host.client.readResource({ uri: 'demo://resource/static/document/architecture.md' }),
-    ).rejects.toThrow(/not on the organisation's approved list.*policy rule "not-approved"/s);
-    await expect(host.client.getPrompt({ name: 'everything__simple-prompt' })).rejects.toThrow(
-      /not-approved/,
-    );
-
-    const requests = readAudit(path.join(dir, 'audit.jsonl')).filter((r) => r.type === 'request');
-    expect(requests).toEqual([
-      expect.objectContaining({
-        method: 'resources/read',
-        server: 'everything',
-        outcome: 'denied',
-        decision: { effect: 'deny', rule: 'not-approved' },
-      }),
-      expect.objectContaining({
-        method: 'prompts/get',
-        server: 'everything',
-        target: 'simple-prompt',
-        outcome: 'denied',
-        decision: { effect: 'deny', rule: 'not-approved' },
-      }),
-    ]);
-  });
 });
 
 describe('requests a server makes of the host', () => {
@@ -142,25 +95,5 @@ describe('requests a server makes of the host', () => {
         ['elicitation/create', 'to_host', 'ok', null],
       ]),
     );
-  });
-
-  it('a server refused sampling in the config is never told the host can sample', async () => {
-    const config = writeConfig({
-      gateway: FAST_GATEWAY,
-      servers: { everything: { command: NODE, args: [serverBin('everything')], sampling: false } },
-    });
-    host = await connectHost(config, {
-      capabilities: { sampling: {}, elicitation: { form: {} } },
-      beforeConnect: (client) =>
-        client.setRequestHandler(CreateMessageRequestSchema, () => ({
-          role: 'assistant',
-          content: { type: 'text', text: 'x' },
-          model: 'm',
-        })),
-    });
-    const names = (await host.client.listTools()).tools.map((t) => t.name);
-    // server-everything offers its sampling tool only to clients that can sample.
-    expect(names).toContain('everything__trigger-elicitation-request');
-    expect(names).not.toContain('everything__trigger-sampling-request');
   });
 });

@@ -249,13 +249,17 @@ describe('server-to-client requests', () => {
 
   it('from two upstreams at once keep their own ids and get their own answers', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { a: fixture(), b: fixture() } });
+    let bAsked!: () => void;
+    const bWasAsked = new Promise<void>((resolve) => (bAsked = resolve));
     const host = await connectHost(config, {
       capabilities: { roots: {} },
       beforeConnect: (client) => {
         client.setRequestHandler(ListRootsRequestSchema, async (request) => {
           const tag = String((request.params?._meta as { tag?: string } | undefined)?.tag);
-          // Answer a's question last, so the answers cross on the way back.
-          await new Promise((r) => setTimeout(r, tag === 'a' ? 100 : 0));
+          // Answer a's question only once b's is answered, so the answers cross on the way back
+          // (both questions are then in flight at once, however slow the machine).
+          if (tag === 'b') bAsked();
+          else await bWasAsked.then(() => new Promise((resolve) => setImmediate(resolve)));
           return { roots: [{ uri: `file:///asked-by-${tag}` }] };
         });
       },

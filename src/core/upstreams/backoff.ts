@@ -30,3 +30,26 @@ export class CrashLoopDetector {
     this.failures.length = 0;
   }
 }
+
+/**
+ * The last failure logged in full and how many times in a row it has happened: a server that
+ * fails the same way on every restart (a command not on PATH, whose message lists the whole
+ * PATH) is logged once in full, then counted.
+ */
+export class RepeatedFailures {
+  private same: { readonly message: string; times: number } | undefined;
+
+  /**
+   * The line to log for why the server ended: `message` the first time, a count when it failed
+   * the same way on the attempt before (without connecting in between).
+   */
+  line(message: string, options: { readonly connected: boolean }): string {
+    const previous = this.same;
+    if (!options.connected && previous !== undefined && previous.message === message) {
+      previous.times += 1;
+      return `failed again, the same way as logged above (${previous.times} times in a row)`;
+    }
+    this.same = options.connected ? undefined : { message, times: 1 };
+    return message;
+  }
+}

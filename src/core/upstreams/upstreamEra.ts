@@ -88,9 +88,14 @@ export async function probeModern(options: {
     protocolVersion: shared,
     capabilities: typeof capabilities === 'object' && capabilities !== null ? (capabilities as Params) : {},
     instructions: typeof answer.instructions === 'string' ? answer.instructions : undefined,
-    serverInfo:
-      typeof info?.name === 'string'
-        ? { name: info.name, version: typeof info.version === 'string' ? info.version : '' }
-        : undefined,
+    serverInfo: serverInfoOf(info),
   };
+}
+
+/** The name and version a server gave of itself (initialize or server/discover), if it named itself. */
+export function serverInfoOf(
+  info: Params | undefined,
+): { readonly name: string; readonly version: string } | undefined {
+  if (typeof info?.name !== 'string') return undefined;
+  return { name: info.name, version: typeof info.version === 'string' ? info.version : '' };
 }

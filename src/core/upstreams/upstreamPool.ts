@@ -1,7 +1,8 @@
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { ChildHandle } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
-import { Upstream, type UpstreamOptions } from './upstream.js';
+import type { Upstream, UpstreamOptions } from './upstream.js';
+import { createUpstream } from './createUpstream.js';
 
 /** What every upstream shares: the router's hooks and the gateway's identity. */
 export type UpstreamPoolOptions = {
@@ -66,7 +67,7 @@ export class UpstreamPool implements PoolView {
   /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
   private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
     const { config, early: _early, children: _children, ...shared } = this.options;
-    return new Upstream({
+    return createUpstream({
       ...shared,
       config: server,
       gateway: config.gateway,

@@ -323,6 +323,23 @@ function containsRun(haystack: readonly string[], needle: readonly string[]): bo
 
 const MAX_KEY_CACHE = 2048;
 
+/** The key rule: entries and last words from the config, and a bounded memory of keys judged. */
+interface KeyRule {
+  readonly entries: readonly KeyEntry[];
+  readonly lastWords: ReadonlySet<string>;
+  readonly cache: Map<string, boolean>;
+}
+
+/** What a redactor applies, fixed when it is built (but for the key rule's memory). */
+interface RedactorState {
+  readonly maxDepth: number;
+  readonly keys: KeyRule;
+  /** Patterns with a hint, in their order; `anyHint` finds a string that may match one of them. */
+  readonly hinted: readonly CompiledPattern[];
+  readonly anyHint: RegExp | undefined;
+  readonly unhinted: readonly CompiledPattern[];
+}
+
 /** Builds a redactor; throws `RedactorConfigError` for an unusable key or pattern. */
 export function createRedactor(options: RedactorOptions = {}): Redactor {
   const useDefaults = options.defaults ?? true;
@@ -330,169 +347,208 @@ export function createRedactor(options: RedactorOptions = {}): Redactor {
   if (!Number.isInteger(maxDepth) || maxDepth < 1) {
     throw new RedactorConfigError(`Expected maxDepth to be a positive integer, got ${String(maxDepth)}`);
   }
+  const keys: KeyRule = {
+    entries: keyEntriesOf([...(useDefaults ? DEFAULT_SECRET_KEYS : []), ...(options.secretKeys ?? [])]),
+    lastWords: new Set(useDefaults ? DEFAULT_SECRET_LAST_WORDS : []),
+    cache: new Map(),
+  };
+  const ready = secretPatternsOf(keys, options).map(compiled);
+  // Patterns with a hint first (the built-in ones and the key=value one), in their order; a
+  // string that matches no hint cannot match any of them, and most strings match none.
+  const hinted = ready.filter((pattern) => pattern.hint !== undefined);
+  const state: RedactorState = {
+    maxDepth,
+    keys,
+    hinted,
+    anyHint:
+      hinted.length === 0
+        ? undefined
+        : new RegExp([...new Set(hinted.map((pattern) => pattern.hint))].join('|'), 'u'),
+    unhinted: ready.filter((pattern) => pattern.hint === undefined),
+  };
+  return {
+    redactValue: (value) => walk(state, value, 0, [], true),
+    redactText: (text) => redactText(state, text),
+    redactStrings: (value) => walk(state, value, 0, [], false),
+    isSecretKey: (key) => isSecretKey(keys, key),
+  };
+}
 
-  const keyEntries: KeyEntry[] = [];
-  for (const key of [...(useDefaults ? DEFAULT_SECRET_KEYS : []), ...(options.secretKeys ?? [])]) {
+function keyEntriesOf(secretKeys: readonly string[]): KeyEntry[] {
+  return secretKeys.map((key) => {
     const words = keyWords(key);
     if (words.length === 0) {
       throw new RedactorConfigError(`secret key ${JSON.stringify(key)} has no letters or digits`);
     }
-    keyEntries.push({ words, compact: words.join('') });
-  }
+    return { words, compact: words.join('') };
+  });
+}
 
-  const lastWords = new Set(useDefaults ? DEFAULT_SECRET_LAST_WORDS : []);
+/** The pattern rule's patterns, in the order they are applied. */
+function secretPatternsOf(keys: KeyRule, options: RedactorOptions): SecretPattern[] {
+  const useDefaults = options.defaults ?? true;
   const patterns: SecretPattern[] = useDefaults ? [...BUILTIN_PATTERNS] : [];
   // Patterns that find a name next to a value, and let the key rule judge the name.
-  const isSecretName = (groups: Groups): boolean => groups.name !== undefined && isSecretKey(groups.name);
-  const assignment = assignmentPattern(keyEntries, lastWords, (_secret, groups) => {
+  const isSecretName = (groups: Groups): boolean =>
+    groups.name !== undefined && isSecretKey(keys, groups.name);
+  const assignment = assignmentPattern(keys.entries, keys.lastWords, (_secret, groups) => {
     if (!isSecretName(groups)) return false;
     // A short name that is secret only as a last word (`key`, `pin`, `pass`) also shows up in
     // prose ("the key: read the manual") and code (`const key = map.get(id)`): it needs `=`
     // without spaces (`?key=…`, `PIN=…`), or after a colon a value that does not read as a word.
     const name = groups.name ?? '';
-    if (matchesEntry(keyWords(name))) return true;
+    if (matchesEntry(keys, keyWords(name))) return true;
     if (groups.sep === '=') return groups.pre === '' && groups.post === '';
     const value = groups.secretBare ?? groups.secretDq ?? groups.secretSq ?? '';
     return value.length >= 12 || /[^\p{L}]/u.test(value);
   });
   // Before the assignment pattern, which would take a block indicator (`|`) or a tag for the value.
-  if (useDefaults) patterns.push(...yamlPatterns(keyEntries, lastWords, isSecretName));
+  if (useDefaults) patterns.push(...yamlPatterns(keys.entries, keys.lastWords, isSecretName));
   if (assignment !== undefined) patterns.push(assignment);
   if (useDefaults) patterns.push(...namedPatterns(isSecretName));
   for (const source of options.secretPatterns ?? []) patterns.push(compileCustomPattern(source));
-  const ready = patterns.map(compiled);
+  return patterns;
+}
 
-  const keyCache = new Map<string, boolean>();
-  function isSecretKey(key: string): boolean {
-    const cached = keyCache.get(key);
-    if (cached !== undefined) return cached;
-    const words = keyWords(key);
-    const secret = endsWithSecretWord(words, lastWords) || matchesEntry(words);
-    // Keys repeat across calls (the same tools, the same argument names); bound the memory.
-    if (keyCache.size >= MAX_KEY_CACHE) keyCache.clear();
-    keyCache.set(key, secret);
-    return secret;
-  }
+function isSecretKey(keys: KeyRule, key: string): boolean {
+  const cached = keys.cache.get(key);
+  if (cached !== undefined) return cached;
+  const words = keyWords(key);
+  const secret = endsWithSecretWord(words, keys.lastWords) || matchesEntry(keys, words);
+  // Keys repeat across calls (the same tools, the same argument names); bound the memory.
+  if (keys.cache.size >= MAX_KEY_CACHE) keys.cache.clear();
+  keys.cache.set(key, secret);
+  return secret;
+}
 
-  /** The key rule without the last-word names: a run of an entry's words, or its compact suffix. */
-  function matchesEntry(words: readonly string[]): boolean {
-    const compact = words.join('');
-    return keyEntries.some((entry) => containsRun(words, entry.words) || compact.endsWith(entry.compact));
-  }
+/** The key rule without the last-word names: a run of an entry's words, or its compact suffix. */
+function matchesEntry(keys: KeyRule, words: readonly string[]): boolean {
+  const compact = words.join('');
+  return keys.entries.some((entry) => containsRun(words, entry.words) || compact.endsWith(entry.compact));
+}
 
-  // Patterns with a hint first (the built-in ones and the key=value one), in their order; a
-  // string that matches no hint cannot match any of them, and most strings match none.
-  const hinted = ready.filter((pattern) => pattern.hint !== undefined);
-  const unhinted = ready.filter((pattern) => pattern.hint === undefined);
-  const anyHint =
-    hinted.length === 0
-      ? undefined
-      : new RegExp([...new Set(hinted.map((pattern) => pattern.hint))].join('|'), 'u');
+function redactText(state: RedactorState, text: string): string {
+  let result = text;
+  if (state.anyHint?.test(text)) for (const pattern of state.hinted) result = applyPattern(result, pattern);
+  for (const pattern of state.unhinted) result = applyPattern(result, pattern);
+  return result;
+}
 
-  function redactText(text: string): string {
-    let result = text;
-    if (anyHint?.test(text)) for (const pattern of hinted) result = applyPattern(result, pattern);
-    for (const pattern of unhinted) result = applyPattern(result, pattern);
-    return result;
-  }
-
-  /**
-   * Copy on write: a plain object or array in which nothing needs redacting is returned as it
-   * is (most arguments hold no secret, and copying them was most of the cost of a record).
-   * `ancestors` is the path from the root, for cycles (an array: depth is bounded and small).
-   */
-  function walk(value: unknown, depth: number, ancestors: object[], byKey: boolean): unknown {
-    if (typeof value === 'string') return redactText(value);
-    if (typeof value !== 'object' || value === null) return value;
-    if (ancestors.includes(value)) return '[Circular]';
-    if (depth >= maxDepth) return '[Truncated]';
-    ancestors.push(value);
-    try {
-      if (value instanceof Error) {
-        return { name: value.name, message: redactText(value.message) };
-      }
-      const toJSON = (value as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === 'function') return walk(toJSON.call(value), depth + 1, ancestors, byKey);
-      if (Array.isArray(value)) {
-        let out: unknown[] | undefined;
-        for (let i = 0; i < value.length; i++) {
-          const item: unknown = value[i];
-          // An argument vector: `["--password", "x"]` (the `--password=x` form is a pattern).
-          const redacted =
-            byKey && i > 0 && isSecretFlag(value[i - 1])
-              ? secretValue(item)
-              : walk(item, depth + 1, ancestors, byKey);
-          if (out === undefined) {
-            if (redacted === item) continue;
-            out = value.slice(0, i);
-          }
-          out.push(redacted);
-        }
-        return out ?? value;
-      }
-      const proto = Object.getPrototypeOf(value) as unknown;
-      // Anything but a plain object (a class instance, a Map) becomes one, as JSON would see it.
-      let out: Record<string, unknown> | undefined =
-        proto === Object.prototype || proto === null ? undefined : {};
-      const keys = Object.keys(value);
-      // A name/value pair (`{name: "GITHUB_TOKEN", value: "..."}`, `{key: "X-Api-Key", value}`):
-      // the name says whether the value is a secret, and the name itself is not one.
-      const pair = byKey ? pairOf(value as Record<string, unknown>) : undefined;
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i]!;
-        const item = (value as Record<string, unknown>)[key];
-        const redacted =
-          pair !== undefined && (key === pair.nameKey || key === pair.valueKey)
-            ? key === pair.valueKey && pair.secret
-              ? secretValue(item)
-              : walk(item, depth + 1, ancestors, byKey)
-            : byKey && isSecretKey(key)
-              ? secretValue(item)
-              : walk(item, depth + 1, ancestors, byKey);
-        if (out === undefined) {
-          if (redacted === item) continue;
-          out = {};
-          for (let j = 0; j < i; j++) setData(out, keys[j]!, (value as Record<string, unknown>)[keys[j]!]);
-        }
-        setData(out, key, redacted);
-      }
-      return out ?? value;
-    } catch {
-      return '[Unserializable]';
-    } finally {
-      ancestors.pop();
+/**
+ * Copy on write: a plain object or array in which nothing needs redacting is returned as it
+ * is (most arguments hold no secret, and copying them was most of the cost of a record).
+ * `ancestors` is the path from the root, for cycles (an array: depth is bounded and small).
+ * `byKey` false applies the pattern rule only (see `redactStrings`).
+ */
+function walk(
+  state: RedactorState,
+  value: unknown,
+  depth: number,
+  ancestors: object[],
+  byKey: boolean,
+): unknown {
+  if (typeof value === 'string') return redactText(state, value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (ancestors.includes(value)) return '[Circular]';
+  if (depth >= state.maxDepth) return '[Truncated]';
+  ancestors.push(value);
+  try {
+    if (value instanceof Error) {
+      return { name: value.name, message: redactText(state, value.message) };
     }
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return walk(state, toJSON.call(value), depth + 1, ancestors, byKey);
+    if (Array.isArray(value)) return walkArray(state, value, depth, ancestors, byKey);
+    return walkObject(state, value as Record<string, unknown>, depth, ancestors, byKey);
+  } catch {
+    return '[Unserializable]';
+  } finally {
+    ancestors.pop();
   }
+}
 
-  /** `--password`, `-password`, `--api-key`: a flag whose next argument is a secret. */
-  function isSecretFlag(item: unknown): boolean {
-    return typeof item === 'string' && item.length < 64 && item.startsWith('-') && isSecretKey(item);
-  }
-
-  /** The name and value members of a name/value pair object, and whether the name is secret. */
-  function pairOf(
-    object: Record<string, unknown>,
-  ): { nameKey: string; valueKey: string; secret: boolean } | undefined {
-    const valueKey = Object.hasOwn(object, 'value')
-      ? 'value'
-      : Object.hasOwn(object, 'Value')
-        ? 'Value'
-        : undefined;
-    if (valueKey === undefined) return undefined;
-    for (const nameKey of PAIR_NAME_KEYS) {
-      const name = object[nameKey];
-      if (typeof name === 'string' && Object.hasOwn(object, nameKey))
-        return { nameKey, valueKey, secret: isSecretKey(name) };
+function walkArray(
+  state: RedactorState,
+  value: readonly unknown[],
+  depth: number,
+  ancestors: object[],
+  byKey: boolean,
+): unknown {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < value.length; i++) {
+    const item: unknown = value[i];
+    // An argument vector: `["--password", "x"]` (the `--password=x` form is a pattern).
+    const redacted =
+      byKey && i > 0 && isSecretFlag(state.keys, value[i - 1])
+        ? secretValue(item)
+        : walk(state, item, depth + 1, ancestors, byKey);
+    if (out === undefined) {
+      if (redacted === item) continue;
+      out = value.slice(0, i);
     }
-    return undefined;
+    out.push(redacted);
   }
+  return out ?? value;
+}
 
-  return {
-    redactValue: (value) => walk(value, 0, [], true),
-    redactText,
-    redactStrings: (value) => walk(value, 0, [], false),
-    isSecretKey,
-  };
+function walkObject(
+  state: RedactorState,
+  value: Record<string, unknown>,
+  depth: number,
+  ancestors: object[],
+  byKey: boolean,
+): unknown {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  // Anything but a plain object (a class instance, a Map) becomes one, as JSON would see it.
+  let out: Record<string, unknown> | undefined =
+    proto === Object.prototype || proto === null ? undefined : {};
+  const keys = Object.keys(value);
+  // A name/value pair (`{name: "GITHUB_TOKEN", value: "..."}`, `{key: "X-Api-Key", value}`):
+  // the name says whether the value is a secret, and the name itself is not one.
+  const pair = byKey ? pairOf(state.keys, value) : undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const item = value[key];
+    const redacted =
+      pair !== undefined && (key === pair.nameKey || key === pair.valueKey)
+        ? key === pair.valueKey && pair.secret
+          ? secretValue(item)
+          : walk(state, item, depth + 1, ancestors, byKey)
+        : byKey && isSecretKey(state.keys, key)
+          ? secretValue(item)
+          : walk(state, item, depth + 1, ancestors, byKey);
+    if (out === undefined) {
+      if (redacted === item) continue;
+      out = {};
+      for (let j = 0; j < i; j++) setData(out, keys[j]!, value[keys[j]!]);
+    }
+    setData(out, key, redacted);
+  }
+  return out ?? value;
+}
+
+/** `--password`, `-password`, `--api-key`: a flag whose next argument is a secret. */
+function isSecretFlag(keys: KeyRule, item: unknown): boolean {
+  return typeof item === 'string' && item.length < 64 && item.startsWith('-') && isSecretKey(keys, item);
+}
+
+/** The name and value members of a name/value pair object, and whether the name is secret. */
+function pairOf(
+  keys: KeyRule,
+  object: Record<string, unknown>,
+): { nameKey: string; valueKey: string; secret: boolean } | undefined {
+  const valueKey = Object.hasOwn(object, 'value')
+    ? 'value'
+    : Object.hasOwn(object, 'Value')
+      ? 'Value'
+      : undefined;
+  if (valueKey === undefined) return undefined;
+  for (const nameKey of PAIR_NAME_KEYS) {
+    const name = object[nameKey];
+    if (typeof name === 'string' && Object.hasOwn(object, nameKey))
+      return { nameKey, valueKey, secret: isSecretKey(keys, name) };
+  }
+  return undefined;
 }
 
 /**

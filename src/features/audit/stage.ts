@@ -84,13 +84,13 @@ function resultBytes(outcome: Outcome): number {
  * ever reaches an upstream, even when the disk fills during the call before.
  */
 export function createAuditStage(options: AuditStageOptions): Stage {
-  const { log, config, logger } = options;
+  const { log, config } = options;
   const mode = options.onFailure ?? (() => config.onFailure);
   let calls = 0;
   return async function audit(call, next) {
     // Numbered only when a call_start is written: the number pairs it with its record.
     const number = mode() === 'block' ? ++calls : undefined;
-    if (number !== undefined) await log.writeAhead(startEvent(call, number));
+    if (number !== undefined) await log.writeAhead(startEvent(options, call, number));
     const started = performance.now();
     let outcome: CallOutcome = 'ok';
     let result: Outcome | undefined;
@@ -104,107 +104,117 @@ export function createAuditStage(options: AuditStageOptions): Stage {
       outcome = outcomeOf(error);
       throw error;
     } finally {
-      write(call, outcome, performance.now() - started, result, failure, number);
+      write(options, call, outcome, performance.now() - started, result, failure, number);
     }
   };
+}
 
-  function startEvent(call: RoutedMessage, number: number): CallStartEvent {
-    // A literal without a spread: V8 builds one with a spread in it member by member in the
-    // runtime. `method` is undefined for a tool call, which JSON leaves out of the record.
-    return {
-      type: 'call_start',
-      session: options.session,
-      principal: call.principal ?? options.principal,
-      call: number,
-      method: call.kind === 'tools/call' ? undefined : call.kind,
-      tool: call.exposedName,
-      server: call.server,
-      upstreamTool: call.target,
-      args: call.arguments,
-    };
+/*
+ * The records are built by module functions handed the stage's options and the call's facts as
+ * parameters, not an object of them: the stage runs on every call, and this adds no allocation.
+ */
+
+function startEvent(options: AuditStageOptions, call: RoutedMessage, number: number): CallStartEvent {
+  // A literal without a spread: V8 builds one with a spread in it member by member in the
+  // runtime. `method` is undefined for a tool call, which JSON leaves out of the record.
+  return {
+    type: 'call_start',
+    session: options.session,
+    principal: call.principal ?? options.principal,
+    call: number,
+    method: call.kind === 'tools/call' ? undefined : call.kind,
+    tool: call.exposedName,
+    server: call.server,
+    upstreamTool: call.target,
+    args: call.arguments,
+  };
+}
+
+function write(
+  options: AuditStageOptions,
+  call: RoutedMessage,
+  outcome: CallOutcome,
+  ms: number,
+  result?: Outcome,
+  failure?: unknown,
+  number?: number,
+): void {
+  const client = options.client(call);
+  if (call.kind !== 'tools/call')
+    return writeRequest(options, call, client, outcome, ms, result, failure, number);
+  // Always the same members, in the documented order (an absent one is undefined, which JSON
+  // leaves out): one object shape for every call, built without intermediate objects.
+  const event: CallEvent = {
+    type: 'call',
+    session: options.session,
+    principal: call.principal ?? options.principal,
+    client,
+    hostEra: eraOf(call, call.hostEra),
+    upstreamEra: eraOf(call, call.upstreamEra),
+    tool: call.exposedName,
+    server: call.server,
+    upstreamTool: call.target,
+    args: call.arguments,
+    decision: decisionOf(call, outcome),
+    pin: call.record.pin,
+    outcome,
+    ms: Math.round(ms * 1000) / 1000,
+    repairs: call.record.repairs,
+    resultBytes: result === undefined ? undefined : resultBytes(result),
+    error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
+    structured: options.config.logResults
+      ? (result?.result as CallToolResult | undefined)?.structuredContent
+      : undefined,
+    call: number,
+    trace: call.record.traceId,
+  };
+  try {
+    options.log.append(event);
+  } catch (error) {
+    // The call already ran; the next call will be refused (block) or served (continue).
+    options.logger.error(
+      `could not write the audit record of ${call.exposedName}: ${(error as Error).message}`,
+    );
   }
+}
 
-  function write(
-    call: RoutedMessage,
-    outcome: CallOutcome,
-    ms: number,
-    result?: Outcome,
-    failure?: unknown,
-    number?: number,
-  ): void {
-    const client = options.client(call);
-    if (call.kind !== 'tools/call') return writeRequest(call, client, outcome, ms, result, failure, number);
-    // Always the same members, in the documented order (an absent one is undefined, which JSON
-    // leaves out): one object shape for every call, built without intermediate objects.
-    const event: CallEvent = {
-      type: 'call',
-      session: options.session,
-      principal: call.principal ?? options.principal,
-      client,
-      hostEra: eraOf(call, call.hostEra),
-      upstreamEra: eraOf(call, call.upstreamEra),
-      tool: call.exposedName,
-      server: call.server,
-      upstreamTool: call.target,
-      args: call.arguments,
-      decision: decisionOf(call, outcome),
-      pin: call.record.pin,
-      outcome,
-      ms: Math.round(ms * 1000) / 1000,
-      repairs: call.record.repairs,
-      resultBytes: result === undefined ? undefined : resultBytes(result),
-      error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
-      structured: config.logResults
-        ? (result?.result as CallToolResult | undefined)?.structuredContent
-        : undefined,
-      call: number,
-      trace: call.record.traceId,
-    };
-    try {
-      log.append(event);
-    } catch (error) {
-      // The call already ran; the next call will be refused (block) or served (continue).
-      logger.error(`could not write the audit record of ${call.exposedName}: ${(error as Error).message}`);
-    }
-  }
-
-  function writeRequest(
-    call: RoutedMessage,
-    client: ClientInfo | undefined,
-    outcome: CallOutcome,
-    ms: number,
-    result?: Outcome,
-    failure?: unknown,
-    number?: number,
-  ): void {
-    const event: RequestEvent = {
-      type: 'request',
-      session: options.session,
-      principal: call.principal ?? options.principal,
-      client,
-      hostEra: eraOf(call, call.hostEra),
-      upstreamEra: eraOf(call, call.upstreamEra),
-      method: call.kind,
-      direction: call.direction === 'host' ? 'to_host' : 'to_upstream',
-      server: call.server,
-      target: call.target === '' ? undefined : call.target,
-      args: call.arguments,
-      decision: decisionOf(call, outcome),
-      outcome,
-      ms: Math.round(ms * 1000) / 1000,
-      resultBytes: result === undefined ? undefined : resultBytes(result),
-      repairs: call.record.repairs.length > 0 ? call.record.repairs : undefined,
-      error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
-      call: number,
-      trace: call.record.traceId,
-    };
-    try {
-      log.append(event);
-    } catch (error) {
-      logger.error(
-        `could not write the audit record of ${call.kind} for ${call.server}: ${(error as Error).message}`,
-      );
-    }
+function writeRequest(
+  options: AuditStageOptions,
+  call: RoutedMessage,
+  client: ClientInfo | undefined,
+  outcome: CallOutcome,
+  ms: number,
+  result?: Outcome,
+  failure?: unknown,
+  number?: number,
+): void {
+  const event: RequestEvent = {
+    type: 'request',
+    session: options.session,
+    principal: call.principal ?? options.principal,
+    client,
+    hostEra: eraOf(call, call.hostEra),
+    upstreamEra: eraOf(call, call.upstreamEra),
+    method: call.kind,
+    direction: call.direction === 'host' ? 'to_host' : 'to_upstream',
+    server: call.server,
+    target: call.target === '' ? undefined : call.target,
+    args: call.arguments,
+    decision: decisionOf(call, outcome),
+    outcome,
+    ms: Math.round(ms * 1000) / 1000,
+    resultBytes: result === undefined ? undefined : resultBytes(result),
+    repairs: call.record.repairs.length > 0 ? call.record.repairs : undefined,
+    error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
+    call: number,
+    trace: call.record.traceId,
+  };
+  try {
+    options.log.append(event);
+  } catch (error) {
+    options.logger.error(
+      `could not write the audit record of ${call.kind} for ${call.server}: ${(error as Error).message}`,
+    );
   }
 }
 

@@ -98,15 +98,7 @@ interface Accumulator {
 export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary, 'files' | 'unreadable'> {
   const byTool = new Map<string, Accumulator>();
   const byPrincipal = new Map<string, Accumulator>();
-  const total: Accumulator = {
-    tool: 'total',
-    server: '',
-    calls: 0,
-    ok: 0,
-    denied: 0,
-    errors: 0,
-    durations: [],
-  };
+  const total = emptyRow('total', '');
   // Maps, not object literals: `type` and `outcome` come from the file and may be `__proto__`.
   const errorOutcomes = new Map<string, number>();
   const events = new Map<string, number>();
@@ -133,32 +125,9 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
       continue;
     }
     if (record.call !== undefined) started.delete(callKey(record));
-    const tool = typeof record.tool === 'string' ? record.tool : '(unnamed)';
-    const server = typeof record.server === 'string' ? record.server : '';
-    let row = byTool.get(tool);
-    if (row === undefined) {
-      row = { tool, server, calls: 0, ok: 0, denied: 0, errors: 0, durations: [] };
-      byTool.set(tool, row);
-    } else if (row.server !== server) {
-      row.server = ''; // one exposed name, several servers over time: say nothing rather than pick one
-    }
-    const who = principalLabel(record.principal);
-    let mine = byPrincipal.get(who);
-    if (mine === undefined) {
-      mine = { tool: who, server: '', calls: 0, ok: 0, denied: 0, errors: 0, durations: [] };
-      byPrincipal.set(who, mine);
-    }
     const outcome = typeof record.outcome === 'string' ? record.outcome : 'unknown';
-    for (const target of [row, mine, total]) {
-      target.calls++;
-      if (outcome === 'ok') target.ok++;
-      else if (outcome === 'denied') target.denied++;
-      else target.errors++;
-      // Denials answer in microseconds; counting them would make a mostly denied tool look fast.
-      if (outcome !== 'denied' && typeof record.ms === 'number' && Number.isFinite(record.ms)) {
-        target.durations.push(record.ms);
-      }
-    }
+    const targets = [toolRow(byTool, record), principalRow(byPrincipal, record), total];
+    for (const target of targets) countCall(target, outcome, record.ms);
     if (outcome !== 'ok' && outcome !== 'denied')
       errorOutcomes.set(outcome, (errorOutcomes.get(outcome) ?? 0) + 1);
   }
@@ -178,6 +147,45 @@ export function summarizeRecords(records: Iterable<unknown>): Omit<AuditSummary,
     events: Object.fromEntries(events),
     unfinished: started.size,
   };
+}
+
+function emptyRow(tool: string, server: string): Accumulator {
+  return { tool, server, calls: 0, ok: 0, denied: 0, errors: 0, durations: [] };
+}
+
+/** The row of the record's tool, created on first sight. */
+function toolRow(byTool: Map<string, Accumulator>, record: Record<string, unknown>): Accumulator {
+  const tool = typeof record.tool === 'string' ? record.tool : '(unnamed)';
+  const server = typeof record.server === 'string' ? record.server : '';
+  const row = byTool.get(tool);
+  if (row === undefined) {
+    const created = emptyRow(tool, server);
+    byTool.set(tool, created);
+    return created;
+  }
+  if (row.server !== server) row.server = ''; // one exposed name, several servers over time: say nothing rather than pick one
+  return row;
+}
+
+/** The row of the record's principal, created on first sight. */
+function principalRow(byPrincipal: Map<string, Accumulator>, record: Record<string, unknown>): Accumulator {
+  const who = principalLabel(record.principal);
+  let row = byPrincipal.get(who);
+  if (row === undefined) {
+    row = emptyRow(who, '');
+    byPrincipal.set(who, row);
+  }
+  return row;
+}
+
+/** Counts one call record with its outcome and duration into a row. */
+function countCall(target: Accumulator, outcome: string, ms: unknown): void {
+  target.calls++;
+  if (outcome === 'ok') target.ok++;
+  else if (outcome === 'denied') target.denied++;
+  else target.errors++;
+  // Denials answer in microseconds; counting them would make a mostly denied tool look fast.
+  if (outcome !== 'denied' && typeof ms === 'number' && Number.isFinite(ms)) target.durations.push(ms);
 }
 
 /** How a record's principal reads in the summary; `(unknown)` for records without one. */

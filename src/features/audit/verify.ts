@@ -86,161 +86,202 @@ export type VerifyResult =
  * as a cut last line.
  */
 export function verifyAuditFiles(files: string[] | string, checkpoints?: CheckpointCheck): VerifyResult {
-  let list: string[];
-  if (typeof files === 'string') {
-    const set = auditFileSet(files);
-    if (set.files.length === 0) return fail(files, 0, null, 'no such file');
-    const missing = set.missing[0];
-    if (missing !== undefined) {
-      return fail(missing, 0, null, `rotated file is missing: ${set.missing.join(', ')} (removed?)`);
-    }
-    list = set.files;
-  } else {
-    list = files;
-  }
-
-  const writers = new Map<string, ChainHead>();
-  /** Hash → seq and writer of every record read so far: where a writer's first record may link. */
-  const known = new Map<string, { readonly seq: number; readonly writer: string }>();
-  let records = 0;
-  let fromGenesis = false;
-  let unanchored = 0;
-  let firstSeq: number | null = null;
-  let lastHash: string | null = null;
-  /** The last record read, any writer: a cut line's recovery must follow it. */
-  let lastRecord: ChainHead | undefined;
-  /** A cut line waiting for the next record to say whether it was a crash. */
-  let cut: { file: string; line: number; seq: number | null; after: ChainHead | undefined } | undefined;
-  const warnings: string[] = [];
-  const cutProblem =
-    "not valid JSON: a garbled or cut record, and the next record is not the writer's recovery " +
-    '(an audit_gap record with torn: true chained to the record before the cut line): ' +
-    'not a crash, the log was changed';
-
+  const list = filesToVerify(files);
+  if (!Array.isArray(list)) return list;
+  const state: Verification = {
+    checkpoints,
+    writers: new Map(),
+    known: new Map(),
+    records: 0,
+    fromGenesis: false,
+    unanchored: 0,
+    firstSeq: null,
+    lastHash: null,
+    lastRecord: undefined,
+    cut: undefined,
+    warnings: [],
+  };
   for (const file of list) {
     try {
-      for (const { text, number, terminated } of readLinesSync(file)) {
-        // An empty line holds nothing to check (a writer may leave one; see auditWriter.ts), and
-        // removing a record's text leaves a gap in its chain that is reported below.
-        if (text === '') continue;
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        const seqOf = seqField(parsed);
-        if (parsed === undefined) {
-          if (cut !== undefined) return fail(cut.file, cut.line, null, cutProblem);
-          if (!isCutRecord(text)) {
-            return fail(
-              file,
-              number,
-              null,
-              'not valid JSON, and not the beginning of a record: a garbled line',
-            );
-          }
-          cut = { file, line: number, seq: cutSeq(text), after: lastRecord };
-          continue;
-        }
-        if (!terminated) {
-          // A whole record whose newline was not written: nothing is lost, but say so.
-          warnings.push(
-            `${file}:${number}: the last record has no newline (the write was cut right before it)`,
-          );
-        }
-        const shape = checkShape(parsed);
-        if (typeof shape === 'string') return fail(file, number, seqOf, shape);
-        const { seq, prev, hash, writer } = shape;
-        if (cut !== undefined) {
-          const after = cut.after ?? { seq: -1, hash: GENESIS_HASH };
-          const record = parsed as Record<string, unknown>;
-          const recovers =
-            record.type === 'audit_gap' &&
-            record.torn === true &&
-            prev === after.hash &&
-            seq === after.seq + 1 &&
-            (cut.seq === null || cut.seq === seq);
-          if (!recovers) return fail(cut.file, cut.line, null, cutProblem);
-          warnings.push(
-            `${cut.file}:${cut.line}: crash gap: a record cut short (the gateway was killed or crashed, ` +
-              `or the disk filled, while writing it); the writer recovered at ${file}:${number}`,
-          );
-          cut = undefined;
-        }
-        const hashes = lineHashes(text);
-        if (hashes === undefined || hashes.claimed !== hash) {
-          return fail(file, number, seq, 'the record does not end with its "hash" member: it was rewritten');
-        }
-        if (hashes.actual !== hash) {
-          return fail(file, number, seq, 'hash mismatch: the record was changed after it was written');
-        }
-        const last = writers.get(writer);
-        let link: { readonly seq: number; readonly writer: string } | undefined;
-        if (records === 0) {
-          fromGenesis = prev === GENESIS_HASH;
-          firstSeq = seq;
-        }
-        if (last !== undefined) {
-          if (seq !== last.seq + 1) {
-            const why =
-              seq > last.seq + 1
-                ? `${plural(seq - last.seq - 1, 'record')} of this writer ${seq - last.seq - 1 === 1 ? 'is' : 'are'} missing`
-                : 'records are out of order or repeated';
-            return fail(file, number, seq, `seq ${seq} follows seq ${last.seq} of writer ${writer}: ${why}`);
-          }
-          if (prev !== last.hash) {
-            return fail(
-              file,
-              number,
-              seq,
-              `prev is not the hash of writer ${writer}'s previous record (seq ${last.seq}): ` +
-                'a record was removed, replaced or reordered',
-            );
-          }
-        } else if (prev === GENESIS_HASH) {
-          if (seq !== 0)
-            return fail(file, number, seq, `the record starts a chain but its seq is ${seq}, not 0`);
-        } else {
-          link = known.get(prev);
-          if (link !== undefined) {
-            if (seq !== link.seq + 1) {
-              return fail(
-                file,
-                number,
-                seq,
-                `seq ${seq} does not follow seq ${link.seq} of the record it links to`,
-              );
-            }
-          } else if (!fromGenesis) {
-            unanchored++;
-          } else {
-            return fail(
-              file,
-              number,
-              seq,
-              'prev links to no earlier record: the records before it were removed, or it was moved',
-            );
-          }
-        }
-        const signed = checkpoints?.record(parsed as Record<string, unknown>, {
-          file,
-          line: number,
-          ...(link && { link }),
-        });
-        if (signed !== undefined) return fail(file, number, seq, signed);
-        writers.set(writer, { seq, hash });
-        known.set(hash, { seq, writer });
-        lastHash = hash;
-        lastRecord = { seq, hash };
-        records++;
+      for (const line of readLinesSync(file)) {
+        const failure = checkLine(state, file, line);
+        if (failure !== undefined) return failure;
       }
     } catch (error) {
       return fail(file, 0, null, `cannot read: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  return finishVerification(state, list);
+}
+
+type VerifyFailure = Extract<VerifyResult, { ok: false }>;
+
+/** What the check has read so far. */
+interface Verification {
+  readonly checkpoints: CheckpointCheck | undefined;
+  readonly writers: Map<string, ChainHead>;
+  /** Hash → seq and writer of every record read so far: where a writer's first record may link. */
+  readonly known: Map<string, { readonly seq: number; readonly writer: string }>;
+  records: number;
+  fromGenesis: boolean;
+  unanchored: number;
+  firstSeq: number | null;
+  lastHash: string | null;
+  /** The last record read, any writer: a cut line's recovery must follow it. */
+  lastRecord: ChainHead | undefined;
+  /** A cut line waiting for the next record to say whether it was a crash. */
+  cut: { file: string; line: number; seq: number | null; after: ChainHead | undefined } | undefined;
+  readonly warnings: string[];
+}
+
+const CUT_PROBLEM =
+  "not valid JSON: a garbled or cut record, and the next record is not the writer's recovery " +
+  '(an audit_gap record with torn: true chained to the record before the cut line): ' +
+  'not a crash, the log was changed';
+
+/** The files to read, oldest first, or why the file set itself fails. */
+function filesToVerify(files: string[] | string): string[] | VerifyFailure {
+  if (typeof files !== 'string') return files;
+  const set = auditFileSet(files);
+  if (set.files.length === 0) return fail(files, 0, null, 'no such file');
+  const missing = set.missing[0];
+  if (missing !== undefined) {
+    return fail(missing, 0, null, `rotated file is missing: ${set.missing.join(', ')} (removed?)`);
+  }
+  return set.files;
+}
+
+/** Checks one line of `file`; the failure, or undefined when it passes. */
+function checkLine(
+  state: Verification,
+  file: string,
+  { text, number, terminated }: { text: string; number: number; terminated: boolean },
+): VerifyFailure | undefined {
+  // An empty line holds nothing to check (a writer may leave one; see auditWriter.ts), and
+  // removing a record's text leaves a gap in its chain that is reported below.
+  if (text === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined) {
+    if (state.cut !== undefined) return fail(state.cut.file, state.cut.line, null, CUT_PROBLEM);
+    if (!isCutRecord(text)) {
+      return fail(file, number, null, 'not valid JSON, and not the beginning of a record: a garbled line');
+    }
+    state.cut = { file, line: number, seq: cutSeq(text), after: state.lastRecord };
+    return undefined;
+  }
+  if (!terminated) {
+    // A whole record whose newline was not written: nothing is lost, but say so.
+    state.warnings.push(
+      `${file}:${number}: the last record has no newline (the write was cut right before it)`,
+    );
+  }
+  const shape = checkShape(parsed);
+  if (typeof shape === 'string') return fail(file, number, seqField(parsed), shape);
+  const { seq, hash, writer } = shape;
+  const record = parsed as Record<string, unknown>;
+  const recovery = checkRecovery(state, record, shape, `${file}:${number}`);
+  if (recovery !== undefined) return recovery;
+  const hashes = lineHashes(text);
+  if (hashes === undefined || hashes.claimed !== hash) {
+    return fail(file, number, seq, 'the record does not end with its "hash" member: it was rewritten');
+  }
+  if (hashes.actual !== hash) {
+    return fail(file, number, seq, 'hash mismatch: the record was changed after it was written');
+  }
+  if (state.records === 0) {
+    state.fromGenesis = shape.prev === GENESIS_HASH;
+    state.firstSeq = seq;
+  }
+  const link = linkOf(state, shape);
+  if (typeof link === 'string') return fail(file, number, seq, link);
+  const signed = state.checkpoints?.record(record, { file, line: number, ...(link && { link }) });
+  if (signed !== undefined) return fail(file, number, seq, signed);
+  state.writers.set(writer, { seq, hash });
+  state.known.set(hash, { seq, writer });
+  state.lastHash = hash;
+  state.lastRecord = { seq, hash };
+  state.records++;
+  return undefined;
+}
+
+/**
+ * With a cut line pending, whether this record is the writer's recovery from it (a crash gap,
+ * warned about) or not (tampering, the failure returned).
+ */
+function checkRecovery(
+  state: Verification,
+  record: Record<string, unknown>,
+  { seq, prev }: RecordShape,
+  where: string,
+): VerifyFailure | undefined {
+  const { cut } = state;
+  if (cut === undefined) return undefined;
+  const after = cut.after ?? { seq: -1, hash: GENESIS_HASH };
+  const recovers =
+    record.type === 'audit_gap' &&
+    record.torn === true &&
+    prev === after.hash &&
+    seq === after.seq + 1 &&
+    (cut.seq === null || cut.seq === seq);
+  if (!recovers) return fail(cut.file, cut.line, null, CUT_PROBLEM);
+  state.warnings.push(
+    `${cut.file}:${cut.line}: crash gap: a record cut short (the gateway was killed or crashed, ` +
+      `or the disk filled, while writing it); the writer recovered at ${where}`,
+  );
+  state.cut = undefined;
+  return undefined;
+}
+
+/**
+ * Whether a record continues its writer's chain: the record its writer's first record links
+ * to (undefined when there is none to name), or what is wrong with the link.
+ */
+function linkOf(
+  state: Verification,
+  { seq, prev, writer }: RecordShape,
+): { readonly seq: number; readonly writer: string } | undefined | string {
+  const last = state.writers.get(writer);
+  if (last !== undefined) {
+    if (seq !== last.seq + 1) {
+      const why =
+        seq > last.seq + 1
+          ? `${plural(seq - last.seq - 1, 'record')} of this writer ${seq - last.seq - 1 === 1 ? 'is' : 'are'} missing`
+          : 'records are out of order or repeated';
+      return `seq ${seq} follows seq ${last.seq} of writer ${writer}: ${why}`;
+    }
+    if (prev !== last.hash) {
+      return (
+        `prev is not the hash of writer ${writer}'s previous record (seq ${last.seq}): ` +
+        'a record was removed, replaced or reordered'
+      );
+    }
+    return undefined;
+  }
+  if (prev === GENESIS_HASH) {
+    return seq === 0 ? undefined : `the record starts a chain but its seq is ${seq}, not 0`;
+  }
+  const link = state.known.get(prev);
+  if (link !== undefined) {
+    return seq === link.seq + 1
+      ? link
+      : `seq ${seq} does not follow seq ${link.seq} of the record it links to`;
+  }
+  if (state.fromGenesis)
+    return 'prev links to no earlier record: the records before it were removed, or it was moved';
+  state.unanchored++;
+  return undefined;
+}
+
+/** The result once every line passed: a cut last line warned about, the checkpoints' verdict. */
+function finishVerification(state: Verification, list: string[]): VerifyResult {
+  const { cut, checkpoints } = state;
   if (cut !== undefined) {
-    warnings.push(
+    state.warnings.push(
       `${cut.file}:${cut.line}: the last record was cut short and nothing was written after it ` +
         '(the gateway was killed or crashed, or the disk filled, while writing it, and it has not written since)',
     );
@@ -256,14 +297,14 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
   return {
     ok: true,
     ...(report && { checkpoints: report }),
-    records,
-    writers: writers.size,
+    records: state.records,
+    writers: state.writers.size,
     files: list,
-    fromGenesis,
-    firstSeq,
-    unanchored,
-    lastHash,
-    warnings,
+    fromGenesis: state.fromGenesis,
+    firstSeq: state.firstSeq,
+    unanchored: state.unanchored,
+    lastHash: state.lastHash,
+    warnings: state.warnings,
   };
 }
 
@@ -281,7 +322,7 @@ function cutSeq(text: string): number | null {
   return match?.[1] === undefined ? null : Number(match[1]);
 }
 
-function fail(file: string, line: number, seq: number | null, problem: string): VerifyResult {
+function fail(file: string, line: number, seq: number | null, problem: string): VerifyFailure {
   return { ok: false, file, line, seq, problem };
 }
 
@@ -291,8 +332,15 @@ function seqField(parsed: unknown): number | null {
   return typeof seq === 'number' && Number.isSafeInteger(seq) ? seq : null;
 }
 
+interface RecordShape {
+  readonly seq: number;
+  readonly prev: string;
+  readonly hash: string;
+  readonly writer: string;
+}
+
 /** The chain fields of a parsed line, or what is wrong with them. */
-function checkShape(parsed: unknown): { seq: number; prev: string; hash: string; writer: string } | string {
+function checkShape(parsed: unknown): RecordShape | string {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return 'not an audit record: not a JSON object';
   }

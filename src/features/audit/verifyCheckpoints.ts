@@ -114,105 +114,143 @@ interface WriterCoverage {
   unsigned: Array<{ readonly seq: number; readonly file: string; readonly line: number }>;
 }
 
+/** What the checkpoint check was given, and what it has seen so far. */
+interface CheckState {
+  readonly key: KeyObject;
+  readonly keyId: string;
+  readonly anchor: SignedCheckpoint | undefined;
+  /** Valid checkpoints seen, and the last of them. */
+  count: number;
+  last: SignedCheckpoint | undefined;
+  /** Records read, and how many had been read when the last valid checkpoint was. */
+  read: number;
+  lastCheckpointAt: number;
+  anchored: boolean;
+  readonly writers: Map<string, WriterCoverage>;
+}
+
 /** The check for `audit verify --key PUB [--anchor CHECKPOINT]`. */
 export function createCheckpointCheck(options: {
   readonly key: KeyObject;
   readonly keyId: string;
   readonly anchor?: SignedCheckpoint;
 }): CheckpointCheck {
-  const { key, keyId, anchor } = options;
-  let count = 0;
-  let last: SignedCheckpoint | undefined;
-  /** Records read, and how many had been read when the last valid checkpoint was. */
-  let read = 0;
-  let lastCheckpointAt = -1;
-  let anchored = false;
-  const writers = new Map<string, WriterCoverage>();
-  const coverageOf = (writer: string, seq: number, place: RecordPlace): WriterCoverage => {
-    let coverage = writers.get(writer);
-    if (coverage === undefined) {
-      coverage = {
-        order: writers.size,
-        firstSeq: seq,
-        firstAt: read,
-        link: place.link,
-        signedSeq: -1,
-        unsigned: [],
-      };
-      writers.set(writer, coverage);
-    }
-    return coverage;
+  const state: CheckState = {
+    key: options.key,
+    keyId: options.keyId,
+    anchor: options.anchor,
+    count: 0,
+    last: undefined,
+    read: 0,
+    lastCheckpointAt: -1,
+    anchored: false,
+    writers: new Map(),
   };
   return {
-    record(record, place) {
-      read++;
-      const writer = String(record['writer']);
-      const seq = Number(record['seq']);
-      const coverage = coverageOf(writer, seq, place);
-      const checkpoint = signedCheckpointOf(record);
-      if (checkpoint === undefined) {
-        if (record['type'] === 'checkpoint') return 'a checkpoint record without its signed fields';
-        coverage.unsigned.push({ seq, file: place.file, line: place.line });
-        return undefined;
-      }
-      if (checkpoint.key !== keyId) {
-        return `checkpoint signed by key ${checkpoint.key}, not by the given key ${keyId}: re-signed with another key, or the wrong public key was given`;
-      }
-      if (checkpoint.records !== checkpoint.seq) {
-        return `checkpoint counts ${checkpoint.records} records but sits at seq ${checkpoint.seq}`;
-      }
-      if (!checkpointSignatureValid(checkpoint, checkpoint.sig, key)) {
-        return 'checkpoint signature does not match: the checkpoint or the chain head it signs was changed, or it was signed by another key';
-      }
-      if (
-        anchor !== undefined &&
-        anchor.writer === checkpoint.writer &&
-        anchor.seq === checkpoint.seq &&
-        anchor.prev === checkpoint.prev &&
-        anchor.sig === checkpoint.sig
-      ) {
-        anchored = true;
-      }
-      count++;
-      last = checkpoint;
-      lastCheckpointAt = read;
-      coverage.signedSeq = checkpoint.seq;
-      coverage.unsigned = [];
-      return undefined;
-    },
-    finish() {
-      if (
-        anchor !== undefined &&
-        (anchor.key !== keyId || !checkpointSignatureValid(anchor, anchor.sig, key))
-      ) {
-        return { problem: `the anchor is not a checkpoint signed by the given key ${keyId}` };
-      }
-      if (last === undefined) {
-        return {
-          problem: `no checkpoint signed by key ${keyId} in the trail: nothing beyond the hash chain is proven (is audit.checkpoints set?)`,
-        };
-      }
-      if (anchor !== undefined && !anchored) {
-        return {
-          problem:
-            `the anchor checkpoint (writer ${anchor.writer}, seq ${anchor.seq}, ${anchor.ts}) is not in the trail: ` +
-            'records were removed from its end (or the file holding the anchor was rotated away)',
-        };
-      }
-      const uncovered = uncoveredRecords(writers, lastCheckpointAt, keyId, last);
-      if (uncovered !== undefined) return uncovered;
-      const summary =
-        `${plural(count, 'checkpoint')} signed by key ${keyId}; every record up to the last one (seq ${last.seq}, ${last.ts}) is as written` +
-        (anchor === undefined
-          ? ''
-          : `; the anchor (seq ${anchor.seq}, ${anchor.ts}) is in the trail, so nothing up to it was removed`);
-      return {
-        count,
-        last: { writer: last.writer, seq: last.seq, ts: last.ts },
-        anchored,
-        summary,
-      };
-    },
+    record: (record, place) => checkRecord(state, record, place),
+    finish: () => finishCheck(state),
+  };
+}
+
+/** The coverage of `writer`'s chain, begun at this record when it is the writer's first. */
+function coverageOf(state: CheckState, writer: string, seq: number, place: RecordPlace): WriterCoverage {
+  let coverage = state.writers.get(writer);
+  if (coverage === undefined) {
+    coverage = {
+      order: state.writers.size,
+      firstSeq: seq,
+      firstAt: state.read,
+      link: place.link,
+      signedSeq: -1,
+      unsigned: [],
+    };
+    state.writers.set(writer, coverage);
+  }
+  return coverage;
+}
+
+function checkRecord(
+  state: CheckState,
+  record: Record<string, unknown>,
+  place: RecordPlace,
+): string | undefined {
+  state.read++;
+  const writer = String(record['writer']);
+  const seq = Number(record['seq']);
+  const coverage = coverageOf(state, writer, seq, place);
+  const checkpoint = signedCheckpointOf(record);
+  if (checkpoint === undefined) {
+    if (record['type'] === 'checkpoint') return 'a checkpoint record without its signed fields';
+    coverage.unsigned.push({ seq, file: place.file, line: place.line });
+    return undefined;
+  }
+  const problem = checkpointProblem(state, checkpoint);
+  if (problem !== undefined) return problem;
+  const { anchor } = state;
+  if (
+    anchor !== undefined &&
+    anchor.writer === checkpoint.writer &&
+    anchor.seq === checkpoint.seq &&
+    anchor.prev === checkpoint.prev &&
+    anchor.sig === checkpoint.sig
+  ) {
+    state.anchored = true;
+  }
+  state.count++;
+  state.last = checkpoint;
+  state.lastCheckpointAt = state.read;
+  coverage.signedSeq = checkpoint.seq;
+  coverage.unsigned = [];
+  return undefined;
+}
+
+/** Why a checkpoint of the trail vouches for nothing, or undefined when it is valid. */
+function checkpointProblem(state: CheckState, checkpoint: SignedCheckpoint): string | undefined {
+  const { keyId } = state;
+  if (checkpoint.key !== keyId) {
+    return `checkpoint signed by key ${checkpoint.key}, not by the given key ${keyId}: re-signed with another key, or the wrong public key was given`;
+  }
+  if (checkpoint.records !== checkpoint.seq) {
+    return `checkpoint counts ${checkpoint.records} records but sits at seq ${checkpoint.seq}`;
+  }
+  if (!checkpointSignatureValid(checkpoint, checkpoint.sig, state.key)) {
+    return 'checkpoint signature does not match: the checkpoint or the chain head it signs was changed, or it was signed by another key';
+  }
+  return undefined;
+}
+
+function finishCheck(state: CheckState): CheckpointReport | CheckpointFailure {
+  const { anchor, keyId, last, count, anchored } = state;
+  if (
+    anchor !== undefined &&
+    (anchor.key !== keyId || !checkpointSignatureValid(anchor, anchor.sig, state.key))
+  ) {
+    return { problem: `the anchor is not a checkpoint signed by the given key ${keyId}` };
+  }
+  if (last === undefined) {
+    return {
+      problem: `no checkpoint signed by key ${keyId} in the trail: nothing beyond the hash chain is proven (is audit.checkpoints set?)`,
+    };
+  }
+  if (anchor !== undefined && !anchored) {
+    return {
+      problem:
+        `the anchor checkpoint (writer ${anchor.writer}, seq ${anchor.seq}, ${anchor.ts}) is not in the trail: ` +
+        'records were removed from its end (or the file holding the anchor was rotated away)',
+    };
+  }
+  const uncovered = uncoveredRecords(state.writers, state.lastCheckpointAt, keyId, last);
+  if (uncovered !== undefined) return uncovered;
+  const summary =
+    `${plural(count, 'checkpoint')} signed by key ${keyId}; every record up to the last one (seq ${last.seq}, ${last.ts}) is as written` +
+    (anchor === undefined
+      ? ''
+      : `; the anchor (seq ${anchor.seq}, ${anchor.ts}) is in the trail, so nothing up to it was removed`);
+  return {
+    count,
+    last: { writer: last.writer, seq: last.seq, ts: last.ts },
+    anchored,
+    summary,
   };
 }
 

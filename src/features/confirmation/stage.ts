@@ -3,7 +3,7 @@ import type { ConfirmationConfig } from '../../config/types.js';
 import { DeniedError, formatMs, HostCancelledError, MissingCapabilityError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
-import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import type { CallRecord, Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
 import { derive } from '../../core/pipeline/routedMessage.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
 import type { JsonRpcErrorObject, Params } from '../../core/protocol/jsonRpc.js';
@@ -87,155 +87,198 @@ function subject(call: RoutedMessage): string {
  * with exactly the arguments that were shown.
  */
 export function createConfirmationStage(options: ConfirmationOptions): Stage {
-  const { config, logger } = options;
+  const state: ConfirmationState = { options, remembered: new Set<string>() };
+  return function confirmation(call, next) {
+    // Most calls are not asked about: they pass straight through, without a promise of ours.
+    return call.decision?.effect === 'confirm' ? confirm(state, call, next) : next(call);
+  };
+}
+
+/** What the stage keeps between calls. */
+interface ConfirmationState {
+  readonly options: ConfirmationOptions;
   /**
    * Tools the user chose to allow for the rest of this session ("remember"), per principal: with
    * several users on one gateway, one user's "remember" never answers another's question.
    */
-  const remembered = new Set<string>();
+  readonly remembered: Set<string>;
+}
 
-  return function confirmation(call, next) {
-    // Most calls are not asked about: they pass straight through, without a promise of ours.
-    return call.decision?.effect === 'confirm' ? confirm(call, next) : next(call);
-  };
+/** One call being confirmed: what settling its verdict needs. */
+interface PendingConfirmation {
+  readonly call: RoutedMessage;
+  /** The frozen copy the human is shown, which is what runs when approved. */
+  readonly approved: RoutedMessage;
+  readonly record: NonNullable<CallRecord['decision']>;
+  /** The call's entry in `remembered`. */
+  readonly key: string;
+  readonly ruleId: string | null;
+  readonly next: Next;
+}
 
-  async function confirm(call: RoutedMessage, next: Next): Promise<Outcome> {
-    const decision = call.decision!;
-    const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
-    call.record.decision = record;
-    const who = call.principal === undefined ? '' : principalKey(call.principal);
-    const key = `${who}\u0001${call.kind}\u0000${call.server}\u0000${call.target}`;
-    if (remembered.has(key)) {
-      record.confirmed = true;
-      record.how = 'remembered';
-      return next(call);
+async function confirm(state: ConfirmationState, call: RoutedMessage, next: Next): Promise<Outcome> {
+  const { config, logger } = state.options;
+  const decision = call.decision!;
+  const record = call.record.decision ?? { effect: 'confirm', rule: decision.ruleId };
+  call.record.decision = record;
+  const who = call.principal === undefined ? '' : principalKey(call.principal);
+  const key = `${who}\u0001${call.kind}\u0000${call.server}\u0000${call.target}`;
+  if (state.remembered.has(key)) {
+    record.confirmed = true;
+    record.how = 'remembered';
+    return next(call);
+  }
+  // What the human approves is what runs: a frozen copy, taken before asking.
+  const approved = derive(call, {
+    arguments: deepFreeze(structuredClone(call.arguments)),
+    params: deepFreeze(structuredClone(call.params)),
+  });
+  const pending: PendingConfirmation = { call, approved, record, key, ruleId: decision.ruleId, next };
+  const why = `${decision.reason} (${describeDecision(decision)})`;
+
+  for (const method of config.methods) {
+    if (method === 'elicitation') {
+      const verdict = await askThroughHost(state.options, call, why);
+      if (verdict === 'unavailable') continue;
+      record.how = 'elicitation';
+      return settle(state, pending, verdict, 'the user (asked through the host)');
     }
-    // What the human approves is what runs: a frozen copy, taken before asking.
-    const approved = derive(call, {
-      arguments: deepFreeze(structuredClone(call.arguments)),
-      params: deepFreeze(structuredClone(call.params)),
-    });
-    const why = `${decision.reason} (${describeDecision(decision)})`;
-
-    for (const method of config.methods) {
-      if (method === 'elicitation') {
-        const verdict = await askThroughHost(call, why);
-        if (verdict === 'unavailable') continue;
-        record.how = 'elicitation';
-        return settle(verdict, 'the user (asked through the host)');
-      }
-      if (method === 'command' && config.command !== undefined) {
-        record.how = 'command';
-        const verdict = await runConfirmationCommand({
-          command: config.command,
-          call: approved,
-          reason: why,
-          timeoutMs: config.timeoutMs,
-          signal: call.signal,
-          logger,
-        });
-        return settle(verdict, `the confirmation command (${config.command.command})`);
-      }
-    }
-    record.confirmed = false;
-    record.how = 'unavailable';
-    // A 2026-07-28 host declares its capabilities per request: one that left elicitation out is
-    // told so with the revision's error, which names what to declare when it retries.
-    if (call.hostEra === 'modern' && config.methods.includes('elicitation'))
-      throw new MissingCapabilityError(
-        `${subject(call)} needs confirmation (${why}); declare elicitation on the request to be asked, ` +
-          `or set confirmation.command in the mcp-warden config`,
-        { elicitation: { form: {} } },
-      );
-    throw new DeniedError(
-      `${capitalize(subject(call))} needs confirmation (${why}), but there is no way to ask: ` +
-        `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
-        `Use a host that supports elicitation, or set confirmation.command in the mcp-warden config.`,
-      decision.ruleId,
-    );
-
-    async function settle(verdict: Verdict, who: string) {
-      if (verdict === 'yes' || verdict === 'remember') {
-        record.confirmed = true;
-        if (verdict === 'remember') remembered.add(key);
-        return next(approved);
-      }
-      record.confirmed = false;
-      if (verdict === 'timeout') {
-        record.how = 'timeout';
-        throw new DeniedError(
-          `No confirmation from ${who} within ${formatMs(config.timeoutMs)} for ${subject(call)}, so it was not run.`,
-          decision.ruleId,
-        );
-      }
-      if (typeof verdict === 'object' && 'failed' in verdict)
-        throw new DeniedError(
-          `The confirmation request for ${subject(call)} got no answer from ${who} (${verdict.failed}), so it was not run.`,
-          decision.ruleId,
-        );
-      if (typeof verdict === 'object')
-        throw new DeniedError(
-          `The host answered the confirmation request for ${subject(call)} with ${verdict.malformed}, ` +
-            `not an elicitation result (action: accept, decline or cancel), so it was not run.`,
-          decision.ruleId,
-        );
-      throw new DeniedError(`Declined by ${who}: ${subject(call)} was not run.`, decision.ruleId);
+    if (method === 'command' && config.command !== undefined) {
+      record.how = 'command';
+      const verdict = await runConfirmationCommand({
+        command: config.command,
+        call: approved,
+        reason: why,
+        timeoutMs: config.timeoutMs,
+        signal: call.signal,
+        logger,
+      });
+      return settle(state, pending, verdict, `the confirmation command (${config.command.command})`);
     }
   }
+  record.confirmed = false;
+  record.how = 'unavailable';
+  throw noWayToAsk(config, call, why, decision.ruleId);
+}
 
-  /**
-   * What a confirmation came to; `malformed` when the host's answer was not an elicitation result
-   * at all, `failed` when the question got an error instead of an answer (both fail closed,
-   * saying so).
-   */
-  type Verdict =
-    'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string } | { readonly failed: string };
+/** The refusal of a call nobody could be asked about. */
+function noWayToAsk(
+  config: ConfirmationConfig,
+  call: RoutedMessage,
+  why: string,
+  ruleId: string | null,
+): MissingCapabilityError | DeniedError {
+  // A 2026-07-28 host declares its capabilities per request: one that left elicitation out is
+  // told so with the revision's error, which names what to declare when it retries.
+  if (call.hostEra === 'modern' && config.methods.includes('elicitation'))
+    return new MissingCapabilityError(
+      `${subject(call)} needs confirmation (${why}); declare elicitation on the request to be asked, ` +
+        `or set confirmation.command in the mcp-warden config`,
+      { elicitation: { form: {} } },
+    );
+  return new DeniedError(
+    `${capitalize(subject(call))} needs confirmation (${why}), but there is no way to ask: ` +
+      `the host did not declare MCP elicitation and no confirmation.command is configured, so it was not run. ` +
+      `Use a host that supports elicitation, or set confirmation.command in the mcp-warden config.`,
+    ruleId,
+  );
+}
 
-  /** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
-  async function askThroughHost(call: RoutedMessage, why: string): Promise<Verdict | 'unavailable'> {
-    // The question is withdrawn when the confirmation times out or the host cancels the call.
-    const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
-    const timer = setTimeout(() => question.cancel(new Error('confirmation timed out')), config.timeoutMs);
-    try {
-      const answer = options.askHost(
-        {
-          message: `${describeCall(call, options.redact)}\n\nmcp-warden asks because: ${why}\nAllow it?`,
-          requestedSchema: {
-            type: 'object',
-            properties: config.offerRemember
-              ? {
-                  remember: {
-                    type: 'boolean',
-                    title: 'Remember for this session',
-                    description: `Allow "${call.target}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
-                    default: false,
-                  },
-                }
-              : {},
-          },
-        },
-        question,
-        call,
-      );
-      if (answer === undefined) return 'unavailable';
-      const reply = await answer;
-      // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
-      if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
-      if (question.cancelled) return 'timeout';
-      if ('malformed' in reply) return { malformed: String(reply.malformed) };
-      // The question failed on its way (the host answered with an error, or the gateway could
-      // not put it to the host): nobody declined, and the model must not be told so.
-      if (!('result' in reply)) return { failed: reply.error.message };
-      const result: unknown = reply.result;
-      if (typeof result !== 'object' || result === null || Array.isArray(result))
-        return { malformed: result === null ? 'a null result' : `a result that is not an object` };
-      const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
-      if (action !== 'accept') return 'no';
-      return content?.remember === true ? 'remember' : 'yes';
-    } finally {
-      clearTimeout(timer);
-      dispose();
-    }
+/** Runs the approved copy, or refuses the call saying why, by what `who` answered. */
+async function settle(
+  state: ConfirmationState,
+  pending: PendingConfirmation,
+  verdict: Verdict,
+  who: string,
+): Promise<Outcome> {
+  const { call, record, ruleId } = pending;
+  if (verdict === 'yes' || verdict === 'remember') {
+    record.confirmed = true;
+    if (verdict === 'remember') state.remembered.add(pending.key);
+    return pending.next(pending.approved);
+  }
+  record.confirmed = false;
+  if (verdict === 'timeout') {
+    record.how = 'timeout';
+    throw new DeniedError(
+      `No confirmation from ${who} within ${formatMs(state.options.config.timeoutMs)} for ${subject(call)}, so it was not run.`,
+      ruleId,
+    );
+  }
+  if (typeof verdict === 'object' && 'failed' in verdict)
+    throw new DeniedError(
+      `The confirmation request for ${subject(call)} got no answer from ${who} (${verdict.failed}), so it was not run.`,
+      ruleId,
+    );
+  if (typeof verdict === 'object')
+    throw new DeniedError(
+      `The host answered the confirmation request for ${subject(call)} with ${verdict.malformed}, ` +
+        `not an elicitation result (action: accept, decline or cancel), so it was not run.`,
+      ruleId,
+    );
+  throw new DeniedError(`Declined by ${who}: ${subject(call)} was not run.`, ruleId);
+}
+
+/**
+ * What a confirmation came to; `malformed` when the host's answer was not an elicitation result
+ * at all, `failed` when the question got an error instead of an answer (both fail closed,
+ * saying so).
+ */
+type Verdict =
+  'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string } | { readonly failed: string };
+
+/** The elicitation request that asks about `call`, with the "remember" box when offered. */
+function questionFor(options: ConfirmationOptions, call: RoutedMessage, why: string): Params {
+  return {
+    message: `${describeCall(call, options.redact)}\n\nmcp-warden asks because: ${why}\nAllow it?`,
+    requestedSchema: {
+      type: 'object',
+      properties: options.config.offerRemember
+        ? {
+            remember: {
+              type: 'boolean',
+              title: 'Remember for this session',
+              description: `Allow "${call.target}" on "${call.server}" without asking again until the host restarts mcp-warden.`,
+              default: false,
+            },
+          }
+        : {},
+    },
+  };
+}
+
+/** One question through MCP elicitation, bounded by the confirmation timeout and the host's cancel. */
+async function askThroughHost(
+  options: ConfirmationOptions,
+  call: RoutedMessage,
+  why: string,
+): Promise<Verdict | 'unavailable'> {
+  // The question is withdrawn when the confirmation times out or the host cancels the call.
+  const { cancellation: question, dispose } = Cancellation.linkedTo(call.signal);
+  const timer = setTimeout(
+    () => question.cancel(new Error('confirmation timed out')),
+    options.config.timeoutMs,
+  );
+  try {
+    const answer = options.askHost(questionFor(options, call, why), question, call);
+    if (answer === undefined) return 'unavailable';
+    const reply = await answer;
+    // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
+    if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
+    if (question.cancelled) return 'timeout';
+    if ('malformed' in reply) return { malformed: String(reply.malformed) };
+    // The question failed on its way (the host answered with an error, or the gateway could
+    // not put it to the host): nobody declined, and the model must not be told so.
+    if (!('result' in reply)) return { failed: reply.error.message };
+    const result: unknown = reply.result;
+    if (typeof result !== 'object' || result === null || Array.isArray(result))
+      return { malformed: result === null ? 'a null result' : `a result that is not an object` };
+    const { action, content } = reply.result as { action?: unknown; content?: { remember?: unknown } };
+    if (action !== 'accept') return 'no';
+    return content?.remember === true ? 'remember' : 'yes';
+  } finally {
+    clearTimeout(timer);
+    dispose();
   }
 }
 

@@ -111,136 +111,54 @@ interface DefaultRule {
   readonly source: PolicySource;
 }
 
+/** What an engine decides from, fixed when it is built, and its per-tool memory. */
+interface EngineState {
+  readonly rules: readonly PolicyRule[];
+  /** The managed policy files, when managed settings are in force: decisions then name their layer. */
+  readonly managed: ReadonlySet<string> | undefined;
+  /** Decisions are values shared by every call they decide: made once, frozen. */
+  readonly decisions: ReadonlyMap<PolicyRule, Decision>;
+  readonly defaultDecision: Decision;
+  /**
+   * Per tool, the rules whose conditions other than `arguments` hold, in order. Those depend
+   * only on the server, the tool, its trust and its annotations, which change rarely (a list
+   * refresh, a reload makes a new engine), so a call only tests argument schemas and builds
+   * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
+   * By server, then tool: a joined string key would be made (and hashed) on every call.
+   */
+  readonly candidates: Map<string, Map<string, Candidates>>;
+  remembered: number;
+}
+
 /** Builds an engine over a loaded set. The set is not copied: it is frozen by the loader. */
 export function createPolicyEngine(set: PolicySet): PolicyEngine {
   const rules: readonly PolicyRule[] = set.files.flatMap((file) => file.rules);
-  // Decisions are values shared by every call they decide: made once, frozen.
   const managed = set.managedFiles === undefined ? undefined : new Set(set.managedFiles);
-  const layerOf = (file: string | undefined) =>
-    managed === undefined
-      ? {}
-      : { layer: file !== undefined && managed.has(file) ? ('managed' as const) : ('user' as const) };
-  const decisions = new Map(
-    rules.map((rule) => [rule, Object.freeze({ ...ruleDecision(rule), ...layerOf(rule.source.file) })]),
-  );
   let fallback: DefaultRule | null = null;
   for (const file of set.files) {
     if (file.default === null) continue;
     fallback = { effect: file.default.effect, file: file.file, source: file.default.source };
     break;
   }
-  const defaultDecision = Object.freeze({
-    ...makeDefaultDecision(set.files.length, fallback),
-    ...layerOf(fallback?.file),
-  });
-
-  function run(input: PolicyCallInput, trace: TraceEntry[] | null): Decision {
-    const args = input.arguments ?? {};
-    const reader = annotationReader(input);
-    for (const rule of rules) {
-      const outcome = evaluate(rule, input, { reader, args, explain: true });
-      if (outcome.kind === 'mismatch') {
-        trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: false, why: outcome.why });
-        continue;
-      }
-      const why =
-        outcome.kind === 'match'
-          ? outcome.why
-          : `the arguments could not be checked (${outcome.why}); denied, since whether the rule applies is unknown`;
-      trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: true, why });
-      return outcome.kind === 'match'
-        ? (decisions.get(rule) ?? ruleDecision(rule))
-        : { ...uncheckedDecision(rule, outcome.why), ...layerOf(rule.source.file) };
-    }
-    return defaultDecision;
-  }
-
-  function isHiddenFromList(input: PolicySubject): boolean {
-    // One context for every rule: listing asks this of each of thousands of tools.
-    const context = { reader: annotationReader(input), args: null, explain: false };
-    const template = input.kind === 'resource' && input.resource === undefined;
-    for (const rule of rules) {
-      const outcome = evaluate(rule, input, context);
-      if (outcome.kind === 'mismatch') continue; // can never match this subject
-      // A rule with an arguments or paths condition decides some requests, and lets the others
-      // through to later rules. Requests it denies are denied anyway; requests it allows or
-      // confirms mean the subject is usable, so it must stay listed. A resource glob is such a
-      // condition for a template, which stands for many URIs.
-      if (
-        rule.match.arguments !== null ||
-        rule.match.paths !== null ||
-        rule.match.principal !== null ||
-        (template && rule.match.resource !== null)
-      ) {
-        if (rule.action !== 'deny') return false;
-        continue;
-      }
-      // Matches every call that got this far: it decides the rest.
-      return rule.action === 'deny';
-    }
-    return defaultDecision.effect === 'deny';
-  }
-
-  /**
-   * Per tool, the rules whose conditions other than `arguments` hold, in order. Those depend
-   * only on the server, the tool, its trust and its annotations, which change rarely (a list
-   * refresh, a reload makes a new engine), so a call only tests argument schemas and builds
-   * no explanation text. Bounded: a gateway exposes thousands of tools, not millions.
-   */
-  // By server, then tool: a joined string key would be made (and hashed) on every call.
-  const candidates = new Map<string, Map<string, Candidates>>();
-  let remembered = 0;
-  function candidatesFor(input: PolicyToolInput): Candidates {
-    // Tools only: other kinds are rarer, and resource URIs are too many to remember.
-    let byTool = candidates.get(input.server);
-    const hit = byTool?.get(input.tool);
-    if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted)
-      return hit;
-    const reader = annotationReader(input);
-    const matching: PolicyRule[] = [];
-    for (const rule of rules) {
-      if (evaluate(rule, input, { reader, args: null, explain: false }).kind === 'mismatch') continue;
-      matching.push(rule);
-      // A rule with no condition on the call itself matches every call that reaches it: the
-      // rules after it can never decide this tool's calls.
-      if (!testsTheCall(rule)) break;
-    }
-    if (remembered >= 100_000) {
-      candidates.clear();
-      remembered = 0;
-      byTool = undefined;
-    }
-    if (byTool === undefined) candidates.set(input.server, (byTool = new Map()));
-    if (hit === undefined) remembered++;
-    const entry: Candidates = {
-      annotations: input.annotations,
-      trusted: input.trusted,
-      rules: matching,
-      decisions: matching.map((rule) => decisions.get(rule)!),
-    };
-    byTool.set(input.tool, entry);
-    return entry;
-  }
-
-  function decide(input: PolicyCallInput): Decision {
-    if (input.kind !== undefined && input.kind !== 'tool') return run(input, null);
-    // No rules (warden's config without policies): every call has the default's decision.
-    if (rules.length === 0) return defaultDecision;
-    const args = input.arguments ?? {};
-    const { rules: matching, decisions: theirs } = candidatesFor(input);
-    for (let i = 0; i < matching.length; i++) {
-      const rule = matching[i]!;
-      if (!testsTheCall(rule)) return theirs[i]!;
-      const verdict = testCallConditions(rule, args, input.principal);
-      if (verdict.kind === 'match') return theirs[i]!;
-      if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
-    }
-    return defaultDecision;
-  }
-
+  const state: EngineState = {
+    rules,
+    managed,
+    decisions: new Map(
+      rules.map((rule) => [
+        rule,
+        Object.freeze({ ...ruleDecision(rule), ...layerOf(managed, rule.source.file) }),
+      ]),
+    ),
+    defaultDecision: Object.freeze({
+      ...makeDefaultDecision(set.files.length, fallback),
+      ...layerOf(managed, fallback?.file),
+    }),
+    candidates: new Map(),
+    remembered: 0,
+  };
   return {
-    decide,
-    isHiddenFromList,
+    decide: (input) => decide(state, input),
+    isHiddenFromList: (input) => isHiddenFromList(state, input),
     candidates: (input) => {
       const reader = annotationReader(input);
       return rules.filter(
@@ -249,10 +167,114 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     },
     explain(input) {
       const trace: TraceEntry[] = [];
-      const decision = run(input, trace);
+      const decision = run(state, input, trace);
       return { decision, trace };
     },
   };
+}
+
+/** Which layer a decision comes from, when managed settings are in force (nothing otherwise). */
+function layerOf(
+  managed: ReadonlySet<string> | undefined,
+  file: string | undefined,
+): Pick<Decision, 'layer'> {
+  return managed === undefined ? {} : { layer: file !== undefined && managed.has(file) ? 'managed' : 'user' };
+}
+
+/** Every rule in order, explained: for requests other than tool calls, and for `explain`. */
+function run(state: EngineState, input: PolicyCallInput, trace: TraceEntry[] | null): Decision {
+  const args = input.arguments ?? {};
+  const reader = annotationReader(input);
+  for (const rule of state.rules) {
+    const outcome = evaluate(rule, input, { reader, args, explain: true });
+    if (outcome.kind === 'mismatch') {
+      trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: false, why: outcome.why });
+      continue;
+    }
+    const why =
+      outcome.kind === 'match'
+        ? outcome.why
+        : `the arguments could not be checked (${outcome.why}); denied, since whether the rule applies is unknown`;
+    trace?.push({ ruleId: rule.id, source: lineOf(rule.source), matched: true, why });
+    return outcome.kind === 'match'
+      ? (state.decisions.get(rule) ?? ruleDecision(rule))
+      : { ...uncheckedDecision(rule, outcome.why), ...layerOf(state.managed, rule.source.file) };
+  }
+  return state.defaultDecision;
+}
+
+function isHiddenFromList(state: EngineState, input: PolicySubject): boolean {
+  // One context for every rule: listing asks this of each of thousands of tools.
+  const context = { reader: annotationReader(input), args: null, explain: false };
+  const template = input.kind === 'resource' && input.resource === undefined;
+  for (const rule of state.rules) {
+    const outcome = evaluate(rule, input, context);
+    if (outcome.kind === 'mismatch') continue; // can never match this subject
+    // A rule with an arguments or paths condition decides some requests, and lets the others
+    // through to later rules. Requests it denies are denied anyway; requests it allows or
+    // confirms mean the subject is usable, so it must stay listed. A resource glob is such a
+    // condition for a template, which stands for many URIs.
+    if (
+      rule.match.arguments !== null ||
+      rule.match.paths !== null ||
+      rule.match.principal !== null ||
+      (template && rule.match.resource !== null)
+    ) {
+      if (rule.action !== 'deny') return false;
+      continue;
+    }
+    // Matches every call that got this far: it decides the rest.
+    return rule.action === 'deny';
+  }
+  return state.defaultDecision.effect === 'deny';
+}
+
+/** The candidate rules of a tool, remembered until its annotations or trust change. */
+function candidatesFor(state: EngineState, input: PolicyToolInput): Candidates {
+  // Tools only: other kinds are rarer, and resource URIs are too many to remember.
+  let byTool = state.candidates.get(input.server);
+  const hit = byTool?.get(input.tool);
+  if (hit !== undefined && hit.annotations === input.annotations && hit.trusted === input.trusted) return hit;
+  const reader = annotationReader(input);
+  const matching: PolicyRule[] = [];
+  for (const rule of state.rules) {
+    if (evaluate(rule, input, { reader, args: null, explain: false }).kind === 'mismatch') continue;
+    matching.push(rule);
+    // A rule with no condition on the call itself matches every call that reaches it: the
+    // rules after it can never decide this tool's calls.
+    if (!testsTheCall(rule)) break;
+  }
+  if (state.remembered >= 100_000) {
+    state.candidates.clear();
+    state.remembered = 0;
+    byTool = undefined;
+  }
+  if (byTool === undefined) state.candidates.set(input.server, (byTool = new Map()));
+  if (hit === undefined) state.remembered++;
+  const entry: Candidates = {
+    annotations: input.annotations,
+    trusted: input.trusted,
+    rules: matching,
+    decisions: matching.map((rule) => state.decisions.get(rule)!),
+  };
+  byTool.set(input.tool, entry);
+  return entry;
+}
+
+function decide(state: EngineState, input: PolicyCallInput): Decision {
+  if (input.kind !== undefined && input.kind !== 'tool') return run(state, input, null);
+  // No rules (warden's config without policies): every call has the default's decision.
+  if (state.rules.length === 0) return state.defaultDecision;
+  const args = input.arguments ?? {};
+  const { rules: matching, decisions: theirs } = candidatesFor(state, input);
+  for (let i = 0; i < matching.length; i++) {
+    const rule = matching[i]!;
+    if (!testsTheCall(rule)) return theirs[i]!;
+    const verdict = testCallConditions(rule, args, input.principal);
+    if (verdict.kind === 'match') return theirs[i]!;
+    if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
+  }
+  return state.defaultDecision;
 }
 
 /**
@@ -302,28 +324,49 @@ function annotationReader(input: PolicySubject): () => AnnotationReading {
   return () => (reading ??= readAnnotations(annotations, input.trusted));
 }
 
+/** What `evaluate` knows of the request beyond its subject. */
+interface EvaluationContext {
+  readonly reader: () => AnnotationReading;
+  readonly args: Readonly<Record<string, unknown>> | null;
+  readonly explain: boolean;
+}
+
+type RuleMatch = PolicyRule['match'];
+
 /**
  * Checks the rule's conditions, cheapest first, stopping at the first that fails. `args` null:
  * the call's arguments are not known, and an arguments condition counts as holding. `explain`
  * false: no `why` is written (listing asks thousands of tools only whether a rule can match,
  * and their texts were most of the garbage that listing made).
+ *
+ * Each group of conditions below returns the outcome that ends the evaluation, or undefined when
+ * its conditions hold, writing what held into `held` (null when not explaining).
  */
-function evaluate(
-  rule: PolicyRule,
-  input: PolicySubject,
-  context: {
-    readonly reader: () => AnnotationReading;
-    readonly args: Readonly<Record<string, unknown>> | null;
-    readonly explain: boolean;
-  },
-): Outcome {
+function evaluate(rule: PolicyRule, input: PolicySubject, context: EvaluationContext): Outcome {
   const { match } = rule;
-  const { reader, args, explain } = context;
   // Nothing is allocated unless `explain`: listing asks this of every rule for every tool, and
   // the closures and arrays it once made per question were what pushed the gateway's memory
   // up while it listed 10,000 tools.
-  const held: string[] | null = explain ? [] : null;
+  const held: string[] | null = context.explain ? [] : null;
+  const kind: RequestKind = input.kind ?? 'tool';
+  const ended =
+    namesOutcome(match, input, kind, held) ??
+    resourceOutcome(match, input, kind, context.args, held) ??
+    traitsOutcome(match, input, kind, context.reader, held) ??
+    callOutcome(match, input, context.args, held);
+  if (ended !== undefined) return ended;
+  if (held === null) return UNEXPLAINED_MATCH;
+  return { kind: 'match', why: held.length === 0 ? 'the rule matches every request' : held.join('; ') };
+}
 
+/** The server, kind, tool and prompt conditions. */
+function namesOutcome(
+  match: RuleMatch,
+  input: PolicySubject,
+  kind: RequestKind,
+  held: string[] | null,
+): Outcome | undefined {
+  const explain = held !== null;
   if (match.server !== null) {
     const glob = firstMatchingGlob(match.server, input.server);
     if (glob === undefined) {
@@ -333,7 +376,6 @@ function evaluate(
     }
     held?.push(`server "${input.server}" matches "${glob}"`);
   }
-  const kind: RequestKind = input.kind ?? 'tool';
   if (match.kind !== null && !match.kind.includes(kind)) {
     return explain
       ? { kind: 'mismatch', why: `a ${kind} request; the rule is about ${match.kind.join(', ')}` }
@@ -363,27 +405,50 @@ function evaluate(
     }
     held?.push(`prompt "${prompt}" matches "${glob}"`);
   }
-  if (match.resource !== null) {
-    const about = input.kind === 'resource' || input.kind === 'completion';
-    const uri = about ? input.resource : undefined;
-    if (uri === undefined && !(about && input.kind === 'resource' && args === null)) {
-      return explain
-        ? { kind: 'mismatch', why: `a ${kind} request, not about a resource` }
-        : UNEXPLAINED_MISMATCH;
-    }
-    if (uri === undefined) {
-      // A template in a list: whether its URIs match is not known here (isHiddenFromList).
-      held?.push('the resource is a template');
-    } else {
-      const glob = firstMatchingGlob(match.resource, uri);
-      if (glob === undefined) {
-        return explain
-          ? { kind: 'mismatch', why: `resource "${uri}" does not match ${listGlobs(match.resource)}` }
-          : UNEXPLAINED_MISMATCH;
-      }
-      held?.push(`resource "${uri}" matches "${glob}"`);
-    }
+  return undefined;
+}
+
+/** The resource condition; a template in a list (no URI, no arguments) counts as holding. */
+function resourceOutcome(
+  match: RuleMatch,
+  input: PolicySubject,
+  kind: RequestKind,
+  args: EvaluationContext['args'],
+  held: string[] | null,
+): Outcome | undefined {
+  if (match.resource === null) return undefined;
+  const explain = held !== null;
+  const about = input.kind === 'resource' || input.kind === 'completion';
+  const uri = about ? input.resource : undefined;
+  if (uri === undefined && !(about && input.kind === 'resource' && args === null)) {
+    return explain
+      ? { kind: 'mismatch', why: `a ${kind} request, not about a resource` }
+      : UNEXPLAINED_MISMATCH;
   }
+  if (uri === undefined) {
+    // A template in a list: whether its URIs match is not known here (isHiddenFromList).
+    held?.push('the resource is a template');
+    return undefined;
+  }
+  const glob = firstMatchingGlob(match.resource, uri);
+  if (glob === undefined) {
+    return explain
+      ? { kind: 'mismatch', why: `resource "${uri}" does not match ${listGlobs(match.resource)}` }
+      : UNEXPLAINED_MISMATCH;
+  }
+  held?.push(`resource "${uri}" matches "${glob}"`);
+  return undefined;
+}
+
+/** The server's trust and the tool's annotations (read only if a rule asks about them). */
+function traitsOutcome(
+  match: RuleMatch,
+  input: PolicySubject,
+  kind: RequestKind,
+  reader: () => AnnotationReading,
+  held: string[] | null,
+): Outcome | undefined {
+  const explain = held !== null;
   if (match.trusted !== null) {
     const what = input.trusted ? 'trusted' : 'not trusted';
     if (match.trusted !== input.trusted) {
@@ -393,26 +458,36 @@ function evaluate(
     }
     held?.push(`server "${input.server}" is ${what}`);
   }
-  if (match.annotations !== null) {
-    if (kind !== 'tool')
+  if (match.annotations === null) return undefined;
+  if (kind !== 'tool')
+    return explain
+      ? { kind: 'mismatch', why: `a ${kind} request: annotations are a tool's` }
+      : UNEXPLAINED_MISMATCH;
+  const reading = reader();
+  for (const hint of HINT_NAMES) {
+    const wanted = match.annotations[hint];
+    if (wanted === undefined) continue;
+    const { value, from } = reading[hint];
+    if (value === wanted && !explain) continue;
+    const described = `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
+    if (value !== wanted) {
       return explain
-        ? { kind: 'mismatch', why: `a ${kind} request: annotations are a tool's` }
+        ? { kind: 'mismatch', why: `${described}; the rule wants ${String(wanted)}` }
         : UNEXPLAINED_MISMATCH;
-    const reading = reader();
-    for (const hint of HINT_NAMES) {
-      const wanted = match.annotations[hint];
-      if (wanted === undefined) continue;
-      const { value, from } = reading[hint];
-      if (value === wanted && !explain) continue;
-      const described = `${hint} reads as ${String(value)} (${describeOrigin(from, input.server)})`;
-      if (value !== wanted) {
-        return explain
-          ? { kind: 'mismatch', why: `${described}; the rule wants ${String(wanted)}` }
-          : UNEXPLAINED_MISMATCH;
-      }
-      held?.push(described);
     }
+    held?.push(described);
   }
+  return undefined;
+}
+
+/** The conditions known only for a call: principal, arguments, paths (held in a list, where `args` is null). */
+function callOutcome(
+  match: RuleMatch,
+  input: PolicySubject,
+  args: EvaluationContext['args'],
+  held: string[] | null,
+): Outcome | undefined {
+  const explain = held !== null;
   // Like the arguments, who calls is known only for a call: a list shows every principal the same.
   if (match.principal !== null) {
     if (args === null) {
@@ -447,8 +522,7 @@ function evaluate(
       held?.push(verdict.why ?? 'a path argument matches');
     }
   }
-  if (held === null) return UNEXPLAINED_MATCH;
-  return { kind: 'match', why: held.length === 0 ? 'the rule matches every request' : held.join('; ') };
+  return undefined;
 }
 
 /** The first of `globs` that `value` matches (a loop: no closure per question). */

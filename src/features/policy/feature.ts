@@ -39,26 +39,19 @@ export function createPolicy(
    */
   retarget(managed: readonly string[]): Promise<void>;
 } {
-  let engine = createPolicyEngine(deps.policies);
-  warnDeadRules(deps.policies);
-  /** Every policy file in force, the managed ones first, and which of them are managed. */
-  let files = config.policies;
-  let managedFiles = config.managed?.policies;
-  let relistHost: () => void = () => {};
-  let watcher: { close(): void } | undefined;
-  let closed = false;
-  const current = () => engine;
-  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
-  const shown = shownByPolicy(current, config.servers);
-  const recordPolicies = (set: PolicySet): void => {
-    for (const file of set.files)
-      deps.record({
-        type: 'policy_load',
-        file: file.file,
-        sha256: fileSha256(file.file),
-        rules: file.rules.length,
-      });
+  const state: PolicyState = {
+    config,
+    deps,
+    engine: createPolicyEngine(deps.policies),
+    files: config.policies,
+    managedFiles: config.managed?.policies,
+    relistHost: () => {},
+    watcher: undefined,
+    closed: false,
   };
+  warnDeadRules(state, deps.policies);
+  const current = () => state.engine;
+  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
   return {
     engine: current,
     stage: {
@@ -69,67 +62,92 @@ export function createPolicy(
         ...(deps.refusedByConfig && { refusedByConfig: deps.refusedByConfig }),
       }),
     },
-    visible: shown,
-    started: () => recordPolicies(deps.policies),
+    visible: shownByPolicy(current, config.servers),
+    started: () => recordPolicies(deps, deps.policies),
     watch: ({ relist }) => {
-      relistHost = relist;
-      watch();
+      state.relistHost = relist;
+      watch(state);
       return {
         close() {
-          closed = true;
-          watcher?.close();
+          state.closed = true;
+          state.watcher?.close();
         },
       };
     },
     async retarget(managed) {
-      const next = [...managed, ...files.slice(managedFiles?.length ?? 0)];
+      const next = [...managed, ...state.files.slice(state.managedFiles?.length ?? 0)];
       const set = await loadPolicies(next, { managed });
-      files = next;
-      managedFiles = managed;
-      inForce(createPolicyEngine(set), set, policyVersion(set));
-      if (!closed) watch();
+      state.files = next;
+      state.managedFiles = managed;
+      inForce(state, createPolicyEngine(set), set, policyVersion(set));
+      if (!state.closed) watch(state);
     },
   };
+}
 
-  /**
-   * Rules that can never match, the findings `check` refuses with exit 2. Served with a warning,
-   * not refused: such a rule allows and denies nothing, so the rules around it still decide
-   * every call as written, and refusing would take every server from the host (or, on reload,
-   * keep rules the user meant to replace) over a rule that changes nothing. The warning names
-   * the file and line so the rule can be fixed.
-   */
-  function warnDeadRules(set: PolicySet): void {
-    for (const issue of lintPolicies(config, set))
-      deps.logger.warn(
-        `policy rule can never match (mcp-warden check fails on it): ${formatConfigIssue(issue)}`,
-      );
-  }
+/** What the feature keeps while serving: the engine in force and the files it came from. */
+interface PolicyState {
+  readonly config: WardenConfig;
+  readonly deps: PolicyDeps;
+  engine: PolicyEngine;
+  /** Every policy file in force, the managed ones first, and which of them are managed. */
+  files: readonly string[];
+  managedFiles: readonly string[] | undefined;
+  relistHost: () => void;
+  watcher: { close(): void } | undefined;
+  closed: boolean;
+}
 
-  function inForce(next: PolicyEngine, set: PolicySet, version: string): void {
-    engine = next;
-    warnDeadRules(set);
-    recordPolicies(set);
-    deps.logger.info(`policies reloaded from ${files.join(', ')}; in force: ${version}`);
-    relistHost();
-  }
+/** One `policy_load` record per file of the set, with the hash of what was read. */
+function recordPolicies(deps: PolicyDeps, set: PolicySet): void {
+  for (const file of set.files)
+    deps.record({
+      type: 'policy_load',
+      file: file.file,
+      sha256: fileSha256(file.file),
+      rules: file.rules.length,
+    });
+}
 
-  function watch(): void {
-    watcher?.close();
-    watcher =
-      files.length === 0
-        ? undefined
-        : watchPolicies({
-            files,
-            ...(managedFiles && { managed: managedFiles }),
-            onReload: inForce,
-            onReject: (message) => {
-              deps.logger.error(
-                `a policy change was rejected; the previous policies stay in force:\n${message}`,
-              );
-              deps.record({ type: 'policy_reject', file: files.join(', '), error: message });
-            },
-          });
-  }
+/**
+ * Rules that can never match, the findings `check` refuses with exit 2. Served with a warning,
+ * not refused: such a rule allows and denies nothing, so the rules around it still decide
+ * every call as written, and refusing would take every server from the host (or, on reload,
+ * keep rules the user meant to replace) over a rule that changes nothing. The warning names
+ * the file and line so the rule can be fixed.
+ */
+function warnDeadRules(state: PolicyState, set: PolicySet): void {
+  for (const issue of lintPolicies(state.config, set))
+    state.deps.logger.warn(
+      `policy rule can never match (mcp-warden check fails on it): ${formatConfigIssue(issue)}`,
+    );
+}
+
+function inForce(state: PolicyState, next: PolicyEngine, set: PolicySet, version: string): void {
+  state.engine = next;
+  warnDeadRules(state, set);
+  recordPolicies(state.deps, set);
+  state.deps.logger.info(`policies reloaded from ${state.files.join(', ')}; in force: ${version}`);
+  state.relistHost();
+}
+
+function watch(state: PolicyState): void {
+  const { files, managedFiles, deps } = state;
+  state.watcher?.close();
+  state.watcher =
+    files.length === 0
+      ? undefined
+      : watchPolicies({
+          files,
+          ...(managedFiles && { managed: managedFiles }),
+          onReload: (next, set, version) => inForce(state, next, set, version),
+          onReject: (message) => {
+            deps.logger.error(
+              `a policy change was rejected; the previous policies stay in force:\n${message}`,
+            );
+            deps.record({ type: 'policy_reject', file: state.files.join(', '), error: message });
+          },
+        });
 }
 
 /** The content hash of a config or policy file, so the trail shows exactly which version ruled. */

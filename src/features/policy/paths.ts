@@ -172,78 +172,92 @@ export function compilePathCondition(
     if (normalised.kind === 'unverifiable') throw new Error(`folder ${quote(folder)}: ${normalised.why}`);
     for (const form of normalised.forms) folders.add(resolver.fold(form));
   }
-  const roots = [...folders];
+  const compiled: CompiledPaths = {
+    spec,
+    resolver,
+    roots: [...folders],
+    described: spec.under.map(quote).join(', '),
+    relation: (folded, root) =>
+      isInside(folded, root) ? 'in' : spec.includingAncestors && isInside(root, folded) ? 'contains' : null,
+  };
   const names = spec.pathArguments === null ? null : new Set(spec.pathArguments.map((n) => n.toLowerCase()));
-  const described = spec.under.map(quote).join(', ');
-
   return {
     spec,
     test(args) {
       try {
         const found = collectPaths(args, names);
         if (found.kind === 'unverifiable') return found;
-        const relation = (folded: string, root: string): 'in' | 'contains' | null =>
-          isInside(folded, root)
-            ? 'in'
-            : spec.includingAncestors && isInside(root, folded)
-              ? 'contains'
-              : null;
-        if (spec.every) return testEvery(found.paths, relation);
-        for (const raw of found.paths) {
-          const normalised = normaliseWith(raw, resolver);
-          if (normalised.kind === 'unverifiable') return normalised;
-          for (const form of normalised.forms) {
-            const folded = resolver.fold(form);
-            for (const root of roots) {
-              const how = relation(folded, root);
-              if (how !== null)
-                return {
-                  kind: 'match',
-                  why: `path ${quote(raw)} ${how === 'in' ? 'is in' : 'contains'} ${quote(root)}, under ${described}`,
-                };
-            }
-          }
-        }
-        return {
-          kind: 'mismatch',
-          why:
-            found.paths.length === 0
-              ? 'no argument holds a path'
-              : `no path argument is ${spec.includingAncestors ? 'in or above' : 'in'} ${described}`,
-        };
+        return spec.every ? testEvery(compiled, found.paths) : testAny(compiled, found.paths);
       } catch (error) {
         return unverifiable(`the paths could not be checked (${messageOf(error)})`);
       }
     },
   };
+}
 
-  /**
-   * `every`: the call names at least one path, and each of them, by every name it has (collapsed,
-   * symlinks followed, each base of a relative path), is in a folder. A path that leaves the
-   * folders by `..` or through a symlink fails, so a rule that grants something inside a folder
-   * never grants it outside.
-   */
-  function testEvery(
-    paths: readonly string[],
-    relation: (folded: string, root: string) => 'in' | 'contains' | null,
-  ): ArgumentVerdict {
-    if (paths.length === 0) return { kind: 'mismatch', why: 'no argument holds a path' };
-    for (const raw of paths) {
-      const normalised = normaliseWith(raw, resolver);
-      if (normalised.kind === 'unverifiable') return normalised;
-      for (const form of normalised.forms) {
-        const folded = resolver.fold(form);
-        if (!roots.some((root) => relation(folded, root) !== null)) {
-          const shown = form === raw ? '' : ` (as ${quote(form)})`;
+/** What a compiled condition tests paths against, fixed when the policy loads. */
+interface CompiledPaths {
+  readonly spec: PathConditionSpec;
+  readonly resolver: Resolver;
+  /** The `under` folders by every name they have, case-folded as the resolver compares. */
+  readonly roots: readonly string[];
+  /** The `under` folders as the rule wrote them, for verdict texts. */
+  readonly described: string;
+  /** How a folded path stands to a root: inside it, or (with `includingAncestors`) above it. */
+  readonly relation: (folded: string, root: string) => 'in' | 'contains' | null;
+}
+
+/** The default: some path, by some name it has, is in (or above) a folder. */
+function testAny(compiled: CompiledPaths, paths: readonly string[]): ArgumentVerdict {
+  const { spec, resolver, roots, described, relation } = compiled;
+  for (const raw of paths) {
+    const normalised = normaliseWith(raw, resolver);
+    if (normalised.kind === 'unverifiable') return normalised;
+    for (const form of normalised.forms) {
+      const folded = resolver.fold(form);
+      for (const root of roots) {
+        const how = relation(folded, root);
+        if (how !== null)
           return {
-            kind: 'mismatch',
-            why: `path ${quote(raw)}${shown} is not ${spec.includingAncestors ? 'in or above' : 'in'} ${described}`,
+            kind: 'match',
+            why: `path ${quote(raw)} ${how === 'in' ? 'is in' : 'contains'} ${quote(root)}, under ${described}`,
           };
-        }
       }
     }
-    return { kind: 'match', why: `every path argument is in ${described}` };
   }
+  return {
+    kind: 'mismatch',
+    why:
+      paths.length === 0
+        ? 'no argument holds a path'
+        : `no path argument is ${spec.includingAncestors ? 'in or above' : 'in'} ${described}`,
+  };
+}
+
+/**
+ * `every`: the call names at least one path, and each of them, by every name it has (collapsed,
+ * symlinks followed, each base of a relative path), is in a folder. A path that leaves the
+ * folders by `..` or through a symlink fails, so a rule that grants something inside a folder
+ * never grants it outside.
+ */
+function testEvery(compiled: CompiledPaths, paths: readonly string[]): ArgumentVerdict {
+  const { spec, resolver, roots, described, relation } = compiled;
+  if (paths.length === 0) return { kind: 'mismatch', why: 'no argument holds a path' };
+  for (const raw of paths) {
+    const normalised = normaliseWith(raw, resolver);
+    if (normalised.kind === 'unverifiable') return normalised;
+    for (const form of normalised.forms) {
+      const folded = resolver.fold(form);
+      if (!roots.some((root) => relation(folded, root) !== null)) {
+        const shown = form === raw ? '' : ` (as ${quote(form)})`;
+        return {
+          kind: 'mismatch',
+          why: `path ${quote(raw)}${shown} is not ${spec.includingAncestors ? 'in or above' : 'in'} ${described}`,
+        };
+      }
+    }
+  }
+  return { kind: 'match', why: `every path argument is in ${described}` };
 }
 
 /** Why a folder may not be written in `under`, or null. */

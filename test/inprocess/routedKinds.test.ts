@@ -1,44 +1,26 @@
 /**
- * Every kind of routed request passes the one pipeline: through the built binary, with the SDK
- * Client as host and the real server-everything as upstream, a resource read, a prompt, a
+ * Every kind of routed request passes the one pipeline: in-process, with the SDK Client as host
+ * and the real server-everything as upstream over memory, a resource read, a prompt, a
  * completion and an elicitation the upstream asks of the host each leave an audit record that
- * says what was asked, of which server, and how it ended.
+ * says what was asked, of which server, and how it ended; and the built CLI verifies the trail.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  connectHost,
-  FAST_GATEWAY,
-  NODE,
-  runCli,
-  serverBin,
-  tempDir,
-  writeConfig,
-  type HostSession,
-} from './harness.js';
+import { runCli } from '../integration/harness.js';
+import { everything, stopEverything } from './everything.js';
+import { startInProcess, type InProcessGateway } from './harness.js';
 
 type AuditRecord = Record<string, unknown> & { type: string };
 
 describe('every routed request kind is audited', () => {
-  let host: HostSession;
-  let file: string;
+  let running: InProcessGateway;
   const elicited: unknown[] = [];
 
   beforeAll(async () => {
-    const dir = tempDir();
-    file = path.join(dir, 'audit.jsonl');
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        audit: { file: './audit.jsonl' },
-        servers: { everything: { command: NODE, args: [serverBin('everything')] } },
-      },
-      dir,
-    );
-    host = await connectHost(config, {
-      capabilities: { elicitation: { form: {} } },
+    running = await startInProcess({
+      config: 'audit: { file: ./audit.jsonl }\nservers:\n  everything: { command: unused }\n',
+      upstreams: { everything },
+      client: { capabilities: { elicitation: { form: {} } } },
       beforeConnect: (client) => {
         client.setRequestHandler(ElicitRequestSchema, (request) => {
           elicited.push(request.params);
@@ -48,21 +30,17 @@ describe('every routed request kind is audited', () => {
     });
   });
   afterAll(async () => {
-    await host?.close();
+    await running?.close();
+    stopEverything();
   });
-
   /** The records written so far (each is written before its answer reaches the host). */
-  const records = (): AuditRecord[] =>
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as AuditRecord);
+  const records = () => running.auditRecords() as AuditRecord[];
   const requests = (method: string) => records().filter((r) => r.type === 'request' && r.method === method);
 
   it('records a resource read, with the URI it read', async () => {
-    const { resources } = await host.client.listResources();
+    const { resources } = await running.client.listResources();
     const uri = resources[0]!.uri;
-    const read = await host.client.readResource({ uri });
+    const read = await running.client.readResource({ uri });
     expect(read.contents.length).toBeGreaterThan(0);
     expect(requests('resources/read')).toEqual([
       expect.objectContaining({
@@ -76,7 +54,7 @@ describe('every routed request kind is audited', () => {
   });
 
   it('records a prompt, with its arguments', async () => {
-    const prompt = await host.client.getPrompt({
+    const prompt = await running.client.getPrompt({
       name: 'everything__args-prompt',
       arguments: { city: 'Paris' },
     });
@@ -92,7 +70,7 @@ describe('every routed request kind is audited', () => {
   });
 
   it('records a completion, naming the prompt it completes for', async () => {
-    const completion = await host.client.complete({
+    const completion = await running.client.complete({
       ref: { type: 'ref/prompt', name: 'everything__completable-prompt' },
       argument: { name: 'department', value: 'Eng' },
     });
@@ -108,7 +86,7 @@ describe('every routed request kind is audited', () => {
   });
 
   it('records an elicitation the upstream asked of the host, naming the server that asked', async () => {
-    const result = await host.client.callTool({
+    const result = await running.client.callTool({
       name: 'everything__trigger-elicitation-request',
       arguments: {},
     });
@@ -124,7 +102,7 @@ describe('every routed request kind is audited', () => {
   });
 
   it('keeps the trail verifiable with the new records in it', async () => {
-    const { code, stdout } = await runCli(['audit', 'verify', file]);
+    const { code, stdout } = await runCli(['audit', 'verify', running.auditFile!]);
     expect(stdout).toContain('ok');
     expect(code).toBe(0);
   });

@@ -1,0 +1,27 @@
+import type { ConnectionFactory } from './connection.js';
+import { embeddedOr } from './connection.js';
+import { Handshake } from './handshake.js';
+import { HttpConnections } from './httpConnection.js';
+import { ListSync } from './listSync.js';
+import { StdioConnections } from './stdioConnection.js';
+import { Upstream, type UpstreamOptions } from './upstream.js';
+
+/** An upstream and its parts: the connection factory its transport calls for, handshake, list sync. */
+export function createUpstream(options: UpstreamOptions): Upstream {
+  const { config, logger } = options;
+  return new Upstream(options, {
+    connections: connectionsFor(options),
+    handshake: new Handshake({ ...options, log: logger.child(config.name) }),
+    lists: new ListSync({ server: config.name, log: logger.child(config.name) }),
+  });
+}
+
+/** The connection factory of a server entry's transport, behind the embedder's own connections if any. */
+function connectionsFor(options: UpstreamOptions): ConnectionFactory {
+  const { config, children, spawned, connect } = options;
+  const own: ConnectionFactory =
+    config.transport === 'stdio'
+      ? new StdioConnections({ children, ...(spawned && { spawned }) })
+      : new HttpConnections();
+  return connect === undefined ? own : embeddedOr(connect, own);
+}
