@@ -9,7 +9,8 @@ import type { Principal } from '../core/principal.js';
 import type { JsonRpcErrorObject, Params } from '../core/protocol/jsonRpc.js';
 import { fixedRoots } from '../core/routing/clientRequests.js';
 import type { Feature } from '../core/routing/feature.js';
-import { Router } from '../core/routing/router.js';
+import type { Router } from '../core/routing/router.js';
+import { connectHost } from '../core/routing/connectHost.js';
 import type { CancelSignal } from '../core/rpc/cancellation.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { fulfilInput } from '../core/tasks/fulfilInput.js';
@@ -68,7 +69,7 @@ export function hostConnections(deps: HostConnectionDeps) {
       deps.stages as Stage[],
       forwardOf(scope, () => router, observe, serversByName),
     );
-    const router: Router = new Router({
+    const router: Router = connectHost({
       host: transport,
       ...scope.catalogs,
       pool: scope.view,

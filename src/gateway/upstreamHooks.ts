@@ -57,7 +57,7 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
     onReady: (upstream: Upstream) => {
       for (const c of reach.connections()) c.router.upstreamReady(upstream);
     },
-    prefersModern: () => first()?.router.modern.era === 'modern',
+    prefersModern: () => first()?.router.dialect.prefersModern ?? false,
     onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
       for (const feature of deps.features) feature.onListsChanged?.(upstream, kinds);
       reach.relist(kinds);

@@ -1,6 +1,7 @@
 import { ByteParts } from '../../lib/byteParts.js';
 import type { Params, JsonRpcErrorObject } from '../protocol/jsonRpc.js';
 import type { AnswerShape } from '../rpc/peer.js';
+import type { Outcome } from '../rpc/outcome.js';
 import type { RawResult } from '../rpc/rawResult.js';
 import { META, type CacheHint, type Envelope } from '../protocol/envelope.js';
 
@@ -179,4 +180,28 @@ function emptyObjectBytes(bytes: ByteParts): boolean {
 export function envelopeOf(origin: object | undefined): Envelope | undefined {
   const shape = (origin as { shape?: unknown } | undefined)?.shape;
   return shape instanceof ModernAnswer ? shape.envelope : undefined;
+}
+
+/** The members of a 2026-07-28 result that say it is not final (an InputRequiredResult's). */
+const INTERIM_FIELDS: readonly string[] = ['resultType', 'inputRequests', 'requestState'];
+
+/**
+ * A handshake-era server's answer, as a modern host gets it: final. That revision has no result
+ * types, so one that writes `resultType` (an InputRequiredResult, say) is not passed on as one:
+ * the host would show its questions unlabelled and answer them past the gateway's policy and
+ * audit trail, which only a server's real requests go through.
+ */
+export function asComplete(outcome: Outcome): Outcome {
+  const result = outcome.result as Params;
+  // Any of them, not only `resultType`: a complete result must not carry questions or a state
+  // either. The result is parsed JSON, whose members are its own and never undefined.
+  if (
+    result.resultType === undefined &&
+    result.inputRequests === undefined &&
+    result.requestState === undefined
+  )
+    return outcome;
+  const complete: Params = {};
+  for (const key of Object.keys(result)) if (!INTERIM_FIELDS.includes(key)) complete[key] = result[key];
+  return outcome.changed(complete);
 }

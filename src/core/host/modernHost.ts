@@ -66,27 +66,36 @@ export interface ModernHostOptions {
   /** Lines for the instructions after the upstreams' own, as things stand when asked. */
   readonly notes: () => readonly string[];
   readonly warn: (message: string) => void;
-  /** Server-to-client requests carried across the eras (set once the bridge exists). */
-  bridge?: InputBridge;
+  /** Server-to-client requests carried across the eras (a modern host is asked within its call). */
+  readonly bridge?: InputBridge;
   /**
    * Questions of 2025-11-25 servers' tasks: a request tagged with a task held there is kept for
    * the host's `tasks/get` (see tasks/taskInput.ts); undefined for any other request.
    */
   readonly taskInput?: TaskQuestions;
+}
+
+/**
+ * What a modern host's `subscriptions/listen` streams need from the rest of the gateway. The
+ * host edge announces what its streams want through this port; whoever serves them (the router's
+ * subscriptions and task status feed) registers it once, so calls flow from the edge inward and
+ * the edge never reaches back into the router.
+ */
+export interface StreamPort {
   /**
    * Subscribes (or unsubscribes) the owner of `uri` to its updates for a listening stream
    * (`signal`: the stream's request); resolves false when no server can be subscribed to it.
    */
-  readonly subscribeResource?: (uri: string, subscribe: boolean, signal: IncomingRequest) => Promise<boolean>;
+  subscribeResource(uri: string, subscribe: boolean, signal: IncomingRequest): Promise<boolean>;
   /**
    * Of the task handles a stream asks about (`taskIds`), those whose status changes the gateway
    * can tell: tasks of this host on servers that push them (or agree to).
    */
-  readonly watchTasks?: (handles: readonly string[]) => Promise<string[]>;
+  watchTasks(handles: readonly string[]): Promise<string[]>;
   /** A stream now listens for these task handles (it has been acknowledged). */
-  readonly listening?: (handles: readonly string[]) => void;
+  listening(handles: readonly string[]): void;
   /** A stream that listened for these handles ended (the ones no other stream names are let go). */
-  readonly unwatchTasks?: (handles: readonly string[]) => void;
+  unwatchTasks(handles: readonly string[]): void;
 }
 
 /** Methods only the stateless revision has: a request for one without an envelope is malformed. */
@@ -168,9 +177,16 @@ export class ModernHost implements HostSession {
   private readonly fieldsText: string;
   /** The answer options last made by `plainOptions`. */
   private plain: ModernAnswerOptions | undefined;
+  /** Who serves the streams' subscriptions and task statuses (see `serveStreams`). */
+  private streams: StreamPort | undefined;
 
   constructor(private readonly options: ModernHostOptions) {
     this.fieldsText = resultTypeAndServer(options.serverInfo);
+  }
+
+  /** Registers who serves the listening streams' resource subscriptions and task statuses. */
+  serveStreams(port: StreamPort): void {
+    this.streams = port;
   }
 
   get era(): HostEra {
@@ -387,7 +403,8 @@ export class ModernHost implements HostSession {
     // subscribed to are left out of the acknowledgment, which is how a server declines them.
     const uris = new Set<string>();
     const wantedUris = wanted.resourceSubscriptions;
-    const subscribe = this.options.subscribeResource;
+    const streams = this.streams;
+    const subscribe = streams?.subscribeResource.bind(streams);
     if (Array.isArray(wantedUris) && subscribe !== undefined) {
       if (wantedUris.length > MAX_STREAM_RESOURCES)
         throw new InvalidParamsError(
@@ -404,9 +421,7 @@ export class ModernHost implements HostSession {
           uris.add(uri);
       if (uris.size > 0) honoured.resourceSubscriptions = [...uris];
     }
-    const taskIds = new Set(
-      wantedTasks.length === 0 ? [] : ((await this.options.watchTasks?.(wantedTasks)) ?? []),
-    );
+    const taskIds = new Set(wantedTasks.length === 0 ? [] : ((await streams?.watchTasks(wantedTasks)) ?? []));
     if (taskIds.size > 0) honoured.taskIds = [...taskIds];
     const subscription: Subscription = {
       request,
@@ -418,7 +433,7 @@ export class ModernHost implements HostSession {
         // gives back its upstream subscriptions, or they would outlive every listener.
         if (!this.subscriptions.delete(subscription)) return;
         for (const uri of uris) void subscribe?.(uri, false, request).catch(() => false);
-        if (taskIds.size > 0) this.options.unwatchTasks?.([...taskIds]);
+        if (taskIds.size > 0) streams?.unwatchTasks([...taskIds]);
       },
     };
     this.subscriptions.add(subscription);
@@ -427,7 +442,7 @@ export class ModernHost implements HostSession {
       _meta: { [META.subscriptionId]: request.id },
       notifications: honoured,
     });
-    if (taskIds.size > 0) this.options.listening?.([...taskIds]);
+    if (taskIds.size > 0) streams?.listening([...taskIds]);
   }
 
   /**

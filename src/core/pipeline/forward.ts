@@ -4,7 +4,7 @@ import type { OutgoingOptions } from '../rpc/peer.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import { driveTask } from './drive.js';
-import type { Next, ProtocolEra, RoutedMessage } from './types.js';
+import type { Next, RoutedMessage } from './types.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
@@ -69,43 +69,6 @@ export function createForward(options: ForwardOptions): Next {
       ),
     );
   };
-}
-
-/**
- * How the answers to a host's request to an upstream are put before any stage sees them: a
- * handshake-era server's as final for a modern host (`asComplete`), others as they come. The
- * router puts it on the message, and the peer applies it where the answer is read, so no call
- * pays a promise step for it.
- */
-export function answersAs(
-  hostEra: ProtocolEra | undefined,
-  upstreamEra: ProtocolEra | undefined,
-): ((outcome: Outcome) => Outcome) | undefined {
-  return hostEra === 'modern' && upstreamEra !== 'modern' ? asComplete : undefined;
-}
-
-/** The members of a 2026-07-28 result that say it is not final (an InputRequiredResult's). */
-const INTERIM_FIELDS: readonly string[] = ['resultType', 'inputRequests', 'requestState'];
-
-/**
- * A handshake-era server's answer, as a modern host gets it: final. That revision has no result
- * types, so one that writes `resultType` (an InputRequiredResult, say) is not passed on as one:
- * the host would show its questions unlabelled and answer them past the gateway's policy and
- * audit trail, which only a server's real requests go through.
- */
-function asComplete(outcome: Outcome): Outcome {
-  const result = outcome.result as Params;
-  // Any of them, not only `resultType`: a complete result must not carry questions or a state
-  // either. The result is parsed JSON, whose members are its own and never undefined.
-  if (
-    result.resultType === undefined &&
-    result.inputRequests === undefined &&
-    result.requestState === undefined
-  )
-    return outcome;
-  const complete: Params = {};
-  for (const key of Object.keys(result)) if (!INTERIM_FIELDS.includes(key)) complete[key] = result[key];
-  return outcome.changed(complete);
 }
 
 /**

@@ -93,7 +93,7 @@ export interface RoutedMessage {
   readonly upstreamEra?: ProtocolEra | undefined;
   /**
    * Applied to the answer as it arrives, before any stage sees it (a handshake-era server's
-   * answer made final for a modern host: see `answersAs` in forward.ts); set by whoever makes
+   * answer made final for a modern host: see `HostDialect.answersFrom`); set by whoever makes
    * the message.
    */
   readonly answerAs?: ((outcome: Outcome) => Outcome) | undefined;

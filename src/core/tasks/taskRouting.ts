@@ -18,6 +18,8 @@ import { bridgeTaskRequest, createdTask, legacyTask, modernTask } from './taskBr
 import { envelopeOf } from '../host/answerShape.js';
 import { TaskInput } from './taskInput.js';
 import { TaskRelay, type RelayContext } from './taskRelay.js';
+import { HostRunTasks } from './hostRunTasks.js';
+import { fetchedPage, pageOfTasks, type FetchedPage, type ListPosition } from './taskListPaging.js';
 
 /** What task routing needs to know of one upstream. */
 export interface TaskUpstream {
@@ -86,10 +88,7 @@ export interface TaskRoutingOptions {
   readonly memory?: TaskMemory;
 }
 
-/** A host's `tasks/list` page holds at most this many tasks. */
-export const MAX_TASKS_PAGE = 100;
-/** One host `tasks/list` asks upstreams at most this many times (empty pages are skipped). */
-export const MAX_LIST_FETCHES = 16;
+export { MAX_LIST_FETCHES, MAX_TASKS_PAGE } from './taskListPaging.js';
 /** Tools of tasks remembered (for repairing their results); the oldest are forgotten first. */
 export const MAX_REMEMBERED_TASKS = 10_000;
 
@@ -136,17 +135,22 @@ export class TaskRouting {
   private stripped: { from: string; to: string } | undefined;
   /** Servers whose status notifications a host without tasks was not sent (logged once each). */
   private readonly notTold = new Set<string>();
-  /**
-   * The host's own task id → the server that had the host create it: what a server's
-   * `tasks/list` is filtered by, and where the host's status notifications for it go.
-   */
-  private readonly hostTaskServers = new Map<string, string>();
+  /** Tasks the host runs for servers (hostRunTasks.ts). */
+  private readonly hostRun: HostRunTasks;
 
   constructor(private readonly options: TaskRoutingOptions) {
     this.handles = options.handles ?? new TaskHandles();
     const memory = options.memory ?? new TaskMemory(options.logger);
     this.input = memory.input;
     this.relay = memory.relay;
+    this.hostRun = new HostRunTasks({
+      handles: this.handles,
+      route: options.route,
+      pipeline: options.pipeline,
+      message: (request, kind, server, params) => this.taskMessage(request, kind, 'host', server, params),
+      metaForUpstream: (server, meta) => this.metaForUpstream(server, meta),
+      remember,
+    });
   }
 
   /** The methods this serves to the host, with their handlers. */
@@ -213,9 +217,7 @@ export class TaskRouting {
     // A 2025-11-25 host that runs tasks is told their statuses; a modern server says them only
     // on a stream that names the task.
     if (message.hostEra !== 'modern' && this.hostTasks)
-      this.options
-        .upstreams()
-        .find((u) => u.name === message.server && u.era === 'modern')
+      this.modernServer(message.server)
         ?.watchTask?.(taskId)
         .catch(() => false);
     if (message.hostEra === 'modern') {
@@ -289,114 +291,24 @@ export class TaskRouting {
     });
   }
 
-  /**
-   * The host's answer to `server`'s request, its related-task meta translated back. When the
-   * host ran the request as a task, the server is given a handle to it, sealed to that server,
-   * so no other server can follow (or cancel) the task.
-   */
+  /** The host's answer to `server`'s request, its task (if it ran one) under a handle for that server. */
   answerForUpstream(server: string, outcome: Outcome): Outcome {
-    const task = outcome.result.task as Params | undefined;
-    if (typeof task === 'object' && task !== null && typeof task.taskId === 'string') {
-      remember(this.hostTaskServers, task.taskId, server);
-      const handle = this.hostTaskHandle(server, task.taskId);
-      return outcome.changed({ ...outcome.result, task: { ...task, taskId: handle } });
-    }
-    const meta = outcome.result._meta as Params | undefined;
-    if (meta === undefined || !Object.hasOwn(meta, RELATED_TASK)) return outcome;
-    const retagged = this.metaForUpstream(server, meta);
-    const { _meta: _old, ...rest } = outcome.result;
-    return outcome.changed(retagged === undefined ? rest : { ...rest, _meta: retagged });
+    return this.hostRun.answerForUpstream(server, outcome);
   }
 
-  /**
-   * A server follows up a task it had the host create (`tasks/get`, `tasks/result`,
-   * `tasks/cancel`): routed to the host with the host's own id, when the handle is one this
-   * server was given; a -32602 otherwise.
-   */
+  /** A server follows up a task it had the host create (see HostRunTasks). */
   fromUpstream(server: string, request: IncomingRequest): void {
-    const handle = request.params?.taskId;
-    const ref =
-      typeof handle === 'string' ? this.handles.openHandle(handle, upstreamOwner(server)) : undefined;
-    if (ref === undefined || ref.server !== HOST)
-      throw new InvalidParamsError(
-        `${request.method}: params.taskId is not a task of the host that mcp-warden gave server "${server}"`,
-      );
-    const message = this.taskMessage(request, request.method as MessageKind, 'host', server, {
-      taskId: ref.taskId,
-    });
-    this.options.route(request, message, (outcome) => this.hostTaskForUpstream(server, ref.taskId, outcome));
+    this.hostRun.fromUpstream(server, request);
   }
 
-  /**
-   * A server lists the tasks it had the host create: the host's `tasks/list`, page by page,
-   * keeping only that server's tasks (under the handles it was given). Each answer holds (part
-   * of) one host page, at most MAX_TASKS_PAGE tasks; pages with none of its tasks are skipped, up
-   * to MAX_LIST_FETCHES; `nextCursor` is sealed to the server.
-   */
-  async listForUpstream(server: string, request: IncomingRequest): Promise<void> {
-    const owner = upstreamOwner(server);
-    let cursor: string | undefined;
-    let skip = 0;
-    const given = request.params?.cursor;
-    if (given !== undefined) {
-      const position = this.handles.openCursor(given, owner);
-      if (position?.server !== HOST)
-        throw new InvalidParamsError(
-          `tasks/list: params.cursor is not a cursor mcp-warden gave server "${server}"`,
-        );
-      ({ cursor, skip } = position);
-    }
-    const at = (p: { cursor: string | undefined; skip: number }) =>
-      this.handles.cursor({ server: HOST, cursor: p.cursor, skip: p.skip, owner });
-    for (let fetches = 0; fetches < MAX_LIST_FETCHES; fetches++) {
-      const outcome = await this.options.pipeline(
-        this.taskMessage(request, 'tasks/list', 'host', server, cursor === undefined ? {} : { cursor }),
-      );
-      const { tasks, nextCursor } = outcome.result;
-      const own = (Array.isArray(tasks) ? (tasks as unknown[]).filter(isObject) : []).filter(
-        (task) => typeof task.taskId === 'string' && this.hostTaskServers.get(task.taskId) === server,
-      );
-      const taken = own.slice(skip, skip + MAX_TASKS_PAGE);
-      const next = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : undefined;
-      let after: { cursor: string | undefined; skip: number } | undefined;
-      if (skip + taken.length < own.length) after = { cursor, skip: skip + taken.length };
-      else if (next !== undefined) after = { cursor: next, skip: 0 };
-      if (taken.length > 0 || after === undefined) {
-        const mapped = taken.map((task) => ({
-          ...task,
-          taskId: this.hostTaskHandle(server, task.taskId as string),
-        }));
-        request.respond(Outcome.of({ tasks: mapped, ...(after !== undefined && { nextCursor: at(after) }) }));
-        return;
-      }
-      ({ cursor, skip } = after);
-    }
-    // Only pages of other servers' tasks so far: the server continues from here.
-    request.respond(Outcome.of({ tasks: [], nextCursor: at({ cursor, skip }) }));
+  /** A server lists the tasks it had the host create (see HostRunTasks). */
+  listForUpstream(server: string, request: IncomingRequest): Promise<void> {
+    return this.hostRun.listForUpstream(server, request);
   }
 
-  /**
-   * The host's `notifications/tasks/status` for one of its tasks: the server that had the host
-   * create it, and the notification as that server sees it (its handle); undefined for a task no
-   * server asked for.
-   */
+  /** The host's status notification for one of its tasks, for the server that had it run it. */
   hostStatus(params: Params | undefined): { server: string; params: Params } | undefined {
-    const taskId = params?.taskId;
-    const server = typeof taskId === 'string' ? this.hostTaskServers.get(taskId) : undefined;
-    if (server === undefined || params === undefined) return undefined;
-    const meta = params._meta as Params | undefined;
-    const retagged = retagRelatedTask(meta, (id) =>
-      this.hostTaskServers.get(id) === server ? this.hostTaskHandle(server, id) : undefined,
-    );
-    const { _meta: _old, ...rest } = params;
-    return {
-      server,
-      params: {
-        ...rest,
-        taskId: this.hostTaskHandle(server, taskId as string),
-        ...(retagged !== undefined && { _meta: retagged }),
-      },
-    };
+    return this.hostRun.hostStatus(params);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -484,9 +396,15 @@ export class TaskRouting {
   /** The modern server that holds the task `handle` of this host; undefined for any other. */
   modernServerOf(handle: string): TaskUpstream | undefined {
     const ref = this.handles.openHandle(handle, this.options.owner());
-    return ref === undefined
-      ? undefined
-      : this.options.upstreams().find((u) => u.name === ref.server && u.era === 'modern');
+    return ref === undefined ? undefined : this.modernServer(ref.server);
+  }
+
+  /**
+   * The upstream named `server` when it speaks the stateless revision: only such a server's
+   * tasks are pushed on a stream the gateway opens per task, and have their questions relayed.
+   */
+  private modernServer(server: string): TaskUpstream | undefined {
+    return this.options.upstreams().find((u) => u.name === server && u.era === 'modern');
   }
 
   /**
@@ -591,10 +509,7 @@ export class TaskRouting {
   unwatch(handle: string): void {
     const ref = this.handles.openHandle(handle, this.options.owner());
     if (ref === undefined) return;
-    this.options
-      .upstreams()
-      .find((u) => u.name === ref.server && u.era === 'modern')
-      ?.unwatchTask?.(ref.taskId);
+    this.modernServer(ref.server)?.unwatchTask?.(ref.taskId);
   }
 
   /** The handle of `server`'s task `taskId`, as this host knows it. */
@@ -636,40 +551,39 @@ export class TaskRouting {
       .upstreams()
       .filter((u) => u.state === 'ready' && (u.capabilities.tasks as Params | undefined)?.list !== undefined);
     const given = request.params?.cursor;
-    let index = 0;
-    let cursor: string | undefined;
-    let skip = 0;
+    let from: ListPosition = { index: 0, cursor: undefined, skip: 0 };
     if (given !== undefined) {
       const position = this.handles.openCursor(given, owner);
       if (position === undefined)
         throw new InvalidParamsError(
           'tasks/list: params.cursor is not a cursor this mcp-warden session gave (altered, or from before a restart)',
         );
-      index = serving.findIndex((u) => u.name === position.server);
+      const index = serving.findIndex((u) => u.name === position.server);
       if (index < 0)
         throw new InvalidParamsError(
           `tasks/list: server "${position.server}" of this cursor no longer serves tasks; list again from the start`,
         );
-      ({ cursor, skip } = position);
+      from = { index, cursor: position.cursor, skip: position.skip };
     }
-    const at = (p: Position) =>
-      this.handles.cursor({ server: serving[p.index]!.name, cursor: p.cursor, skip: p.skip, owner });
-    // A host page holds (part of) one upstream page: so a cursor is one position in one server's list.
-    for (let fetches = 0; index < serving.length && fetches < MAX_LIST_FETCHES; fetches++) {
-      const server = serving[index]!.name;
-      const page = await this.page(request, server, cursor);
-      page.tasks = page.tasks.filter((t) => typeof t.taskId === 'string' && this.mayKnow(server, t.taskId));
-      const taken = page.tasks.slice(skip, skip + MAX_TASKS_PAGE);
-      let after: Position | undefined;
-      if (skip + taken.length < page.tasks.length) after = { index, cursor, skip: skip + taken.length };
-      else if (page.next !== undefined) after = { index, cursor: page.next, skip: 0 };
-      else if (index + 1 < serving.length) after = { index: index + 1, cursor: undefined, skip: 0 };
-      if (taken.length > 0 || after === undefined)
-        return this.answerList(request, server, taken, after === undefined ? undefined : at(after));
-      ({ index, cursor, skip } = after);
-    }
-    // Only empty pages so far: the host continues from here.
-    return this.answerList(request, '', [], index < serving.length ? at({ index, cursor, skip }) : undefined);
+    const page = await pageOfTasks({
+      lists: serving.length,
+      from,
+      fetch: (index, cursor) => this.page(request, serving[index]!.name, cursor),
+      keep: (index, task) =>
+        typeof task.taskId === 'string' && this.mayKnow(serving[index]!.name, task.taskId),
+    });
+    const { after } = page;
+    const next =
+      after === undefined
+        ? undefined
+        : this.handles.cursor({
+            server: serving[after.index]!.name,
+            cursor: after.cursor,
+            skip: after.skip,
+            owner,
+          });
+    // Only empty pages so far: the tasks' server does not matter then.
+    return this.answerList(request, page.tasks.length > 0 ? serving[page.index]!.name : '', page.tasks, next);
   }
 
   private answerList(
@@ -689,17 +603,13 @@ export class TaskRouting {
     request: IncomingRequest,
     server: string,
     cursor: string | undefined,
-  ): Promise<{ tasks: Params[]; next: string | undefined }> {
+  ): Promise<FetchedPage> {
     const params = cursor === undefined ? {} : { cursor };
     try {
       const outcome = await this.options.pipeline(
         this.taskMessage(request, 'tasks/list', 'upstream', server, params),
       );
-      const { tasks, nextCursor } = outcome.result;
-      return {
-        tasks: Array.isArray(tasks) ? (tasks as unknown[]).filter(isObject) : [],
-        next: typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : undefined,
-      };
+      return fetchedPage(outcome.result);
     } catch (error) {
       this.options.logger.warn(
         `tasks/list: left out the tasks of ${server}: ${error instanceof Error ? error.message : String(error)}`,
@@ -763,25 +673,6 @@ export class TaskRouting {
     return ref;
   }
 
-  /** A host's task as `server` sees it: a handle only that server can open. */
-  private hostTaskHandle(server: string, taskId: string): string {
-    return this.handles.handle({ server: HOST, taskId, owner: upstreamOwner(server) });
-  }
-
-  /** The host's answer about its task `taskId`, with that id turned into `server`'s handle. */
-  private hostTaskForUpstream(server: string, taskId: string, outcome: Outcome): Outcome {
-    const result = outcome.result;
-    const meta = result._meta as Params | undefined;
-    const related = meta === undefined ? undefined : (meta[RELATED_TASK] as Params | undefined);
-    if (result.taskId !== taskId && related?.taskId !== taskId) return outcome;
-    const handle = this.hostTaskHandle(server, taskId);
-    const changed: Params = { ...result };
-    if (result.taskId === taskId) changed.taskId = handle;
-    if (related?.taskId === taskId)
-      changed._meta = { ...meta, [RELATED_TASK]: { ...related, taskId: handle } };
-    return outcome.changed(changed);
-  }
-
   private handle(server: string, taskId: string): string {
     return this.handles.handle({ server, taskId, owner: this.options.owner() });
   }
@@ -831,28 +722,6 @@ function remember(map: Map<string, string>, key: string, value: string): void {
   map.set(key, value);
 }
 
-/** Where a list goes on: which serving upstream, its own cursor, how far into that page. */
-interface Position {
-  readonly index: number;
-  readonly cursor: string | undefined;
-  readonly skip: number;
-}
-
-/**
- * The peer name sealed into handles of the host's own tasks (those a server had the host run):
- * no configured server has an empty name.
- */
-const HOST = '';
-
-/** Handles given to a server are sealed to it: another server presenting one is refused. */
-function upstreamOwner(server: string): string {
-  return `server:${server}`;
-}
-
 function key(server: string, taskId: string): string {
   return `${server}\u0000${taskId}`;
-}
-
-function isObject(value: unknown): value is Params {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

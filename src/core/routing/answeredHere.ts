@@ -1,0 +1,70 @@
+import { routedMessage } from '../pipeline/routedMessage.js';
+import type { MessageKind, RoutedMessage } from '../pipeline/types.js';
+import type { Params } from '../protocol/jsonRpc.js';
+import type { Outcome } from '../rpc/outcome.js';
+import type { IncomingRequest } from '../rpc/peer.js';
+import type { RouteBoundary } from './boundary.js';
+import type { MessageStamps } from './stamps.js';
+
+/** The members a request the gateway answers itself is described by. */
+export type AnsweredWhat = Pick<
+  RoutedMessage,
+  'kind' | 'server' | 'target' | 'exposedName' | 'definition' | 'arguments'
+>;
+
+/**
+ * Host requests the gateway answers itself (a refusal at the edge, a name nobody serves): each
+ * passes only the stages that record, so the audit trail shows it, and no stage may judge it.
+ */
+export class AnsweredHere {
+  constructor(
+    private readonly options: {
+      readonly stamps: MessageStamps;
+      readonly boundary: RouteBoundary;
+      /** Records a request the gateway answers itself; absent, it is answered unrecorded. */
+      readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
+    },
+  ) {}
+
+  /** A host's request the gateway answers itself, as the stages that record see it. */
+  message(request: IncomingRequest, what: AnsweredWhat): RoutedMessage {
+    const stamp = this.options.stamps.unanswered(what.server);
+    return routedMessage({
+      ...what,
+      direction: 'upstream',
+      signal: request,
+      hostEra: stamp.hostEra,
+      upstreamEra: stamp.upstreamEra,
+      host: stamp.host,
+      principal: stamp.principal,
+    });
+  }
+
+  /**
+   * A request for a name no server serves, answered with `error`: recorded first (by the stages
+   * that record, and no other), so that probing for names shows in the audit trail. Nothing
+   * serves it, so the message names no server.
+   */
+  unserved(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    error: Error,
+  ): void {
+    const { record, boundary } = this.options;
+    if (record === undefined) return boundary.answerError(request, error);
+    const message = this.message(request, {
+      kind,
+      server: '',
+      target: name,
+      exposedName: name,
+      definition: undefined,
+      arguments: args,
+    });
+    record(message, () => Promise.reject(error)).then(
+      (outcome) => request.respond(outcome),
+      (failure: unknown) => boundary.answerError(request, failure),
+    );
+  }
+}

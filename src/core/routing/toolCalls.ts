@@ -1,0 +1,188 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { UI_EXTENSION } from '../catalog/appUi.js';
+import type { NamedCatalog } from '../catalog/namedCatalog.js';
+import { InvalidParamsError, UnknownToolError } from '../errors.js';
+import { envelopeOf } from '../host/answerShape.js';
+import type { InitializedHostSession } from '../host/hostSession.js';
+import { routedMessage } from '../pipeline/routedMessage.js';
+import type { RoutedMessage } from '../pipeline/types.js';
+import type { JsonRpcErrorObject, Params } from '../protocol/jsonRpc.js';
+import { declaresTasks } from '../protocol/taskMessages.js';
+import type { Outcome } from '../rpc/outcome.js';
+import type { IncomingRequest } from '../rpc/peer.js';
+import type { TaskRouting } from '../tasks/taskRouting.js';
+import type { PoolView } from '../upstreams/upstreamPool.js';
+import type { AnsweredHere } from './answeredHere.js';
+import type { RouteBoundary } from './boundary.js';
+import type { MessageStamps } from './stamps.js';
+import {
+  ambiguousName,
+  appOrigin,
+  appRefusal,
+  lookUpTool,
+  type AppOrigin,
+  type ToolLookup,
+} from './toolResolution.js';
+import type { UntilListed } from './untilListed.js';
+
+export interface ToolCallsOptions {
+  readonly tools: NamedCatalog<Tool>;
+  readonly pool: PoolView;
+  /** The legacy session: whether the host declared MCP Apps (see toolResolution.ts). */
+  readonly session: InitializedHostSession;
+  readonly tasks: TaskRouting;
+  readonly boundary: RouteBoundary;
+  readonly stamps: MessageStamps;
+  readonly listed: UntilListed;
+  readonly answeredHere: AnsweredHere;
+  /** Records a call the gateway answers itself, passing only the stages that record. */
+  readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
+  /** Why a tool name nobody lists may still mean something, for the error. */
+  readonly whyUnknown?: (name: string) => string | undefined;
+}
+
+/** The host's `tools/call`: the tool looked up (or waited for), refused at the edge, or routed. */
+export class ToolCalls {
+  constructor(private readonly options: ToolCallsOptions) {}
+
+  /** The hot path: no `async`, one promise continuation per call beyond the pipeline's own. */
+  call(request: IncomingRequest): Promise<void> | void {
+    const params = request.params;
+    const name = params?.name;
+    const args = params?.arguments;
+    if (typeof name !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
+      throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
+    // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
+    const meta = request.meta;
+    const app = meta === undefined ? undefined : this.appOrigin(meta);
+    const found = lookUpTool(this.options.tools, name, app);
+    if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
+    return this.callWhenListed(request, name, args as Params | undefined, app);
+  }
+
+  /**
+   * A request the host transport would not deliver whole (params nested too deep): answered
+   * with the transport's error. A call of a known tool is recorded first, passing only the stages
+   * that record; none of them sees its arguments, which it does not carry.
+   */
+  refused(request: IncomingRequest, error: JsonRpcErrorObject): void {
+    const name = request.params?.name;
+    const entry =
+      request.method === 'tools/call' && typeof name === 'string'
+        ? this.options.tools.resolve(name)
+        : undefined;
+    const { record } = this.options;
+    if (entry === undefined || record === undefined) return request.fail(error);
+    const message = this.options.answeredHere.message(request, {
+      kind: 'tools/call',
+      server: entry.server,
+      target: entry.item.name,
+      exposedName: name as string,
+      definition: entry.item,
+      arguments: undefined,
+    });
+    record(message, () => Promise.reject(new InvalidParamsError(error.message))).then(
+      (outcome) => request.respond(outcome),
+      () => request.fail(error),
+    );
+  }
+
+  /** Which server's MCP App makes a call, as its `_meta` says (see toolResolution.ts). */
+  private appOrigin(meta: Params): AppOrigin | undefined {
+    return appOrigin(meta, (server) => this.options.pool.byName.has(server));
+  }
+
+  /**
+   * A call of a tool not listed (yet): waits until it is, or the upstreams' startup window has
+   * passed. Apart from `call`, so that its closures (and the variables they hold) are made
+   * only for such a call, not for every call.
+   */
+  private callWhenListed(
+    request: IncomingRequest,
+    name: string,
+    args: Params | undefined,
+    app: AppOrigin | undefined,
+  ): Promise<void> {
+    return this.options.listed
+      .find(() => lookUpTool(this.options.tools, name, app))
+      .then((later) => {
+        if (later === undefined)
+          return this.options.answeredHere.unserved(
+            request,
+            'tools/call',
+            name,
+            args,
+            new UnknownToolError(name, this.options.whyUnknown?.(name)),
+          );
+        return this.callFound(request, name, later, args, app);
+      });
+  }
+
+  /** A call whose tool was looked up: resolved before the pipeline, so every stage sees that tool. */
+  private callFound(
+    request: IncomingRequest,
+    name: string,
+    found: ToolLookup,
+    args: Params | undefined,
+    app: AppOrigin | undefined,
+  ): void {
+    if ('ambiguous' in found) throw ambiguousName(name, found.ambiguous);
+    const { entry } = found;
+    const refusal = appRefusal(entry, app, this.options.session.declaresExtension(UI_EXTENSION));
+    if (refusal === undefined) return this.runCall(request, entry.exposed, entry, args);
+    const { record } = this.options;
+    if (record === undefined) throw refusal;
+    const message = this.toolMessage(request, entry.exposed, entry, args);
+    this.options.boundary.respond(
+      request,
+      record(message, () => Promise.reject(refusal)),
+      message,
+    );
+  }
+
+  private runCall(
+    request: IncomingRequest,
+    name: string,
+    entry: { readonly server: string; readonly item: Tool },
+    args: Params | undefined,
+  ): void {
+    const message = this.toolMessage(request, name, entry, args);
+    const { boundary, tasks } = this.options;
+    // A modern server may answer a host that declared the tasks extension with a task of its own.
+    const modernTask = message.upstreamEra === 'modern' && declaresTasks(envelopeOf(request)?.capabilities);
+    if (message.task?.drivenBy !== 'host' && !modernTask) return boundary.route(request, message);
+    // The call's answer is the task, under a handle; the timeout stopped when it came back.
+    boundary.route(request, message, (outcome) => tasks.created(message, outcome));
+  }
+
+  private toolMessage(
+    request: IncomingRequest,
+    name: string,
+    entry: { readonly server: string; readonly item: Tool },
+    args: Params | undefined,
+  ): RoutedMessage {
+    const { tasks } = this.options;
+    const task = tasks.augmentation(request.params, entry.item, request);
+    const stamp = this.options.stamps.stamp(entry.server);
+    return routedMessage({
+      kind: 'tools/call',
+      direction: 'upstream',
+      server: entry.server,
+      target: entry.item.name,
+      exposedName: name,
+      definition: entry.item,
+      arguments: args,
+      meta: tasks.metaForUpstream(entry.server, request.meta),
+      requestId: request.id,
+      signal: request,
+      onProgress: request.onProgress,
+      task,
+      hostEra: stamp.hostEra,
+      upstreamEra: stamp.upstreamEra,
+      answerAs: stamp.answerAs,
+      host: stamp.host,
+      principal: stamp.principal,
+    });
+  }
+}
