@@ -198,7 +198,7 @@ function hostEdge(options: RouterOptions, memory: TaskMemory, inbox: { readonly 
     peer,
     upstreams: () => pool.upstreams,
     started: () => pool.start(),
-    introduced: () => answerWindow(pool.start()),
+    introduced: () => answerWindow(pool),
     serverInfo: options.serverInfo,
     notes: options.notes ?? (() => []),
     warn: (message) => logger.warn(message),

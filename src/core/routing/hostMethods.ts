@@ -44,18 +44,28 @@ export interface HostMethodsOptions {
 }
 
 /**
- * How long the initialize answer (and a modern host's `server/discover`) waits for the upstreams'
- * handshakes, at most (less when the start-up window, `gateway.startupTimeout`, is shorter).
+ * How long the initialize answer (and a modern host's `server/discover`) waits for the rest of the
+ * upstreams once one has connected or failed its first attempt. One server stuck in its handshake
+ * then delays the host by this much, not by the whole start-up window; a lone server that is only
+ * slow to start (a cold `npx`) is still waited for, so its capabilities and instructions are in
+ * the answer. The start-up window (`gateway.startupTimeout`) bounds the wait in every case.
  */
 export const INITIALIZE_WAIT_MS = 2000;
 
 /** The one protocol revision in which a host may send JSON-RPC batches. */
 const BATCHING_VERSION = '2025-03-26';
 
-/** Settles when `started` does, or after INITIALIZE_WAIT_MS, whichever is first. */
-export function answerWindow(started: Promise<void>): Promise<void> {
+/**
+ * Settles when the pool's start-up does (every upstream connected or failed, or the start-up
+ * window passed), or INITIALIZE_WAIT_MS after the first upstream settled, whichever is first.
+ */
+export function answerWindow(pool: PoolView): Promise<void> {
+  const started = pool.start();
   let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  const firstSettled = Promise.race(pool.upstreams.map((u) => u.firstAttempt));
+  const waited = firstSettled.then(
+    () => new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS))),
+  );
   return Promise.race([started, waited]).finally(() => clearTimeout(timer));
 }
 
@@ -94,7 +104,7 @@ export class HostMethods {
     // can say what they offer and pass on their instructions; never longer, as hosts give up on
     // a slow initialize. A server slower than that joins later, through list_changed, without
     // its instructions or the capabilities only it would have added.
-    await answerWindow(pool.start());
+    await answerWindow(pool);
     const { upstreams } = pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>
       this.options.logger.warn(cut),
