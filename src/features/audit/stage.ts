@@ -168,14 +168,7 @@ function write(
     call: number,
     trace: call.record.traceId,
   };
-  try {
-    options.log.append(event);
-  } catch (error) {
-    // The call already ran; the next call will be refused (block) or served (continue).
-    options.logger.error(
-      `could not write the audit record of ${call.exposedName}: ${(error as Error).message}`,
-    );
-  }
+  appendOrLog(options, event, call.exposedName);
 }
 
 function writeRequest(
@@ -209,12 +202,18 @@ function writeRequest(
     call: number,
     trace: call.record.traceId,
   };
+  appendOrLog(options, event, `${call.kind} for ${call.server}`);
+}
+
+/**
+ * Appends the record that ends a request. The request already ran, so a failed write is logged
+ * and not thrown: the next request is refused (block) or served (continue) by the writer's health.
+ */
+function appendOrLog(options: AuditStageOptions, event: CallEvent | RequestEvent, what: string): void {
   try {
     options.log.append(event);
   } catch (error) {
-    options.logger.error(
-      `could not write the audit record of ${call.kind} for ${call.server}: ${(error as Error).message}`,
-    );
+    options.logger.error(`could not write the audit record of ${what}: ${(error as Error).message}`);
   }
 }
 
