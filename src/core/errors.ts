@@ -97,6 +97,21 @@ export class UpstreamUnavailableError extends WardenError {
   }
 }
 
+/**
+ * The upstream needs its user to sign in (OAuth) before it can be reached: no stored token, or
+ * one the server refused that could not be refreshed. Not a failure of the server: the gateway
+ * offers the sign-in instead of its tools.
+ */
+export class SignInRequiredError extends WardenError {
+  constructor(
+    readonly server: string,
+    detail: string,
+    options: WardenErrorOptions = {},
+  ) {
+    super('UPSTREAM_UNAVAILABLE', `Upstream server "${server}" needs sign-in: ${detail}`, options);
+  }
+}
+
 /** The upstream died or its connection broke while a request was in flight. */
 export class UpstreamFailedError extends WardenError {
   /** The message without the server prefix, for wrapping with more context. */
