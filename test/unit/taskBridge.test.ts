@@ -16,7 +16,7 @@ function modernHostGet(input: TaskInput, task: Params): Promise<Outcome> {
     params: { taskId: 'up-1' },
     taskId: 'up-1',
     handle: 'h1',
-    hostModern: true,
+    how: 'holdResult',
     send: (method) =>
       Promise.resolve(
         Outcome.of(method === 'tasks/get' ? task : { content: [{ type: 'text', text: 'done' }] }),

@@ -11,7 +11,7 @@ import { Outcome } from '../rpc/outcome.js';
 import { Cancellation } from '../rpc/cancellation.js';
 import { CAPABILITY_FOR } from '../host/hostSession.js';
 import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../pipeline/drive.js';
-import { RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
+import { legacyTask, modernTask, RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
 import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
 import type { TaskInput } from './taskInput.js';
 
@@ -24,56 +24,6 @@ import type { TaskInput } from './taskInput.js';
  * whose answer inlines the result, the error or the questions, and answers questions with
  * `tasks/update`. Lifetimes are `ttlMs`/`pollIntervalMs` there and `ttl`/`pollInterval` here.
  */
-
-/** How each era spells a task's lifetime and its polling interval. */
-const SPELLINGS = {
-  legacy: { ttl: 'ttl', poll: 'pollInterval' },
-  modern: { ttl: 'ttlMs', poll: 'pollIntervalMs' },
-} as const;
-
-/** The task's own fields, whichever era's shape `source` has, in the 2025-11-25 shape. */
-export function legacyTask(source: Params): Params {
-  return taskAs(source, 'legacy', 'modern');
-}
-
-/** The task's own fields, whichever era's shape `source` has, in the 2026-07-28 shape. */
-export function modernTask(source: Params): Params {
-  return taskAs(source, 'modern', 'legacy');
-}
-
-function taskAs(source: Params, era: 'legacy' | 'modern', other: 'legacy' | 'modern'): Params {
-  const to = SPELLINGS[era];
-  const from = SPELLINGS[other];
-  const task: Params = {
-    taskId: source.taskId,
-    status: source.status,
-    createdAt: source.createdAt,
-    lastUpdatedAt: source.lastUpdatedAt,
-    // A lifetime in neither spelling is unlimited (null).
-    [to.ttl]: pick(source[to.ttl], source[from.ttl]) ?? null,
-  };
-  const poll = pick(source[to.poll], source[from.poll]);
-  if (poll !== undefined) task[to.poll] = poll;
-  if (typeof source.statusMessage === 'string') task.statusMessage = source.statusMessage;
-  return task;
-}
-
-/** The first of two spellings that is a number. */
-function pick(first: unknown, second: unknown): number | undefined {
-  if (typeof first === 'number') return first;
-  return typeof second === 'number' ? second : undefined;
-}
-
-/**
- * The task a created-task answer holds, in either era's shape (`{ task }`, or flat with
- * `resultType: "task"`); undefined for an ordinary result.
- */
-export function createdTask(result: Params): Params | undefined {
-  const inner = result.task;
-  if (typeof inner === 'object' && inner !== null && typeof (inner as Params).taskId === 'string')
-    return inner as Params;
-  return result.resultType === 'task' && typeof result.taskId === 'string' ? result : undefined;
-}
 
 /**
  * Sends one task request to the upstream that holds the task (through the pipeline); `signal`,
@@ -95,8 +45,11 @@ export interface TaskBridgeOptions {
   /** The upstream's own task id, and the handle the host knows the task by. */
   readonly taskId: string;
   readonly handle: string;
-  /** Whether the host speaks 2026-07-28 (the upstream speaks the other era). */
-  readonly hostModern: boolean;
+  /**
+   * Which way the eras differ (see TaskTranslation): a 2025-11-25 server's task for a modern
+   * host (`holdResult`), or a modern server's task for a 2025-11-25 host (`pollForResult`).
+   */
+  readonly how: 'holdResult' | 'pollForResult';
   readonly send: TaskSend;
   readonly ask: TaskAsk;
   readonly signal: Cancellation;
@@ -108,7 +61,7 @@ export interface TaskBridgeOptions {
 
 /** A host's task request for a task of an upstream of the other era, answered in the host's era. */
 export function bridgeTaskRequest(options: TaskBridgeOptions): Promise<Outcome> {
-  return options.hostModern ? forModernHost(options) : forLegacyHost(options);
+  return TRANSLATIONS[options.how](options);
 }
 
 /**
@@ -190,6 +143,8 @@ async function forLegacyHost(options: TaskBridgeOptions): Promise<Outcome> {
   if (method === 'tasks/result') return resultByPolling(options);
   throw new MethodNotFoundError(`Method not found: ${method}`);
 }
+
+const TRANSLATIONS = { holdResult: forModernHost, pollForResult: forLegacyHost } as const;
 
 /**
  * `tasks/result` for a server that has none: polls `tasks/get` until the task ends, asking the
