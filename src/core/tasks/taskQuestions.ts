@@ -1,6 +1,7 @@
 import { HostCancelledError, PeerRpcError, QuestionWithdrawnError } from '../errors.js';
 import type { HostTaskDialect } from '../host/hostDialect.js';
 import { derive } from '../pipeline/routedMessage.js';
+import type { Logger } from '../logger.js';
 import type { Next, RoutedMessage } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import { TERMINAL_STATUSES } from '../protocol/taskMessages.js';
@@ -35,6 +36,7 @@ export interface TaskQuestionsOptions {
   readonly input: TaskInput;
   /** The questions of modern servers' tasks the gateway asks (this connection's). */
   readonly relay: TaskRelay;
+  readonly logger: Logger;
 }
 
 /** A task request the gateway answers itself rather than passing it on: how, and about what. */
@@ -174,6 +176,7 @@ export class TaskQuestions {
       signal: message.signal,
       input: this.options.input,
       capabilities: asked.capabilities,
+      logger: this.options.logger,
     });
   }
 }
