@@ -5,6 +5,7 @@ import { QuestionWithdrawnError } from '../../src/core/errors.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import type { Params } from '../../src/core/protocol/jsonRpc.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
+import type { Logger } from '../../src/core/logger.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 
@@ -16,7 +17,7 @@ function modernHostGet(input: TaskInput, task: Params): Promise<Outcome> {
     params: { taskId: 'up-1' },
     taskId: 'up-1',
     handle: 'h1',
-    hostModern: true,
+    how: 'holdResult',
     send: (method) =>
       Promise.resolve(
         Outcome.of(method === 'tasks/get' ? task : { content: [{ type: 'text', text: 'done' }] }),
@@ -25,6 +26,7 @@ function modernHostGet(input: TaskInput, task: Params): Promise<Outcome> {
     signal: new Cancellation(),
     input,
     capabilities: { elicitation: {} },
+    logger: { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger,
   };
   return bridgeTaskRequest(options);
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../../src/core/logger.js';
 import type { RoutedMessage } from '../../src/core/pipeline/types.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import type { IncomingRequest } from '../../src/core/rpc/peer.js';
-import { MAX_TASKS_PAGE, TaskRouting, type TaskUpstream } from '../../src/core/tasks/taskRouting.js';
+import { MAX_TASKS_PAGE, taskRouting, type TaskUpstream } from '../../src/core/tasks/taskRouting.js';
 
 const logger = { error: () => {}, warn: () => {}, info: () => {}, debug: () => {} } as unknown as Logger;
 
@@ -21,7 +21,7 @@ function routing(pages: Record<string, Record<string, { ids: string[]; next?: st
     era: 'legacy' as const,
   }));
   const asked: string[] = [];
-  const tasks = new TaskRouting({
+  const tasks = taskRouting({
     owner: () => 'session',
     upstreams: () => upstreams,
     route: () => {},
@@ -98,7 +98,7 @@ describe('tasks/list across upstreams', () => {
 describe("a server's tasks/list of the tasks it had the host create", () => {
   /** Routing whose host lists `hostPages` (by its own cursor), and answers to server requests. */
   function hostRouting(hostPages: Record<string, { ids: string[]; next?: string }>) {
-    const tasks = new TaskRouting({
+    const tasks = taskRouting({
       owner: () => 'session',
       upstreams: () => [],
       route: () => {},

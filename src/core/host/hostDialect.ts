@@ -1,4 +1,5 @@
 import type { Params } from '../protocol/jsonRpc.js';
+import { legacyTask, modernTask } from '../protocol/taskMessages.js';
 import type { Outcome } from '../rpc/outcome.js';
 import type { RpcPeer } from '../rpc/peer.js';
 import { asComplete } from './answerShape.js';
@@ -42,7 +43,58 @@ export interface HostDialect {
    * out-of-band elicitation finishing) to the host; false when this era has no place for it.
    */
   forward(method: string, params: Params | undefined): boolean;
+  /** How the host is told of a task its call created, and how it asks about the task after. */
+  readonly tasks: HostTaskDialect;
 }
+
+/**
+ * How the host's requests about a task of an upstream are served (see core/tasks), by the eras
+ * of the two: passed on as they are (the same era, the server's questions reaching the host as
+ * its own requests do); the server's listed questions asked by the gateway and shown under its
+ * keys (both 2026-07-28); a 2025-11-25 server's task shown as the tasks extension shows one, its
+ * `tasks/result` held open for its questions (a modern host); a modern server's task shown in
+ * 2025-11-25 shape, `tasks/result` made by polling it (a handshake-era host).
+ */
+export type TaskTranslation = 'passOn' | 'relayQuestions' | 'holdResult' | 'pollForResult';
+
+/** The part of the host's dialect that concerns tasks. */
+export interface HostTaskDialect {
+  /** How a request about a task of an upstream speaking `upstreamEra` is served. */
+  translation(upstreamEra: 'legacy' | 'modern' | undefined): TaskTranslation;
+  /**
+   * The answer to a call run as a task, `task` (in either era's shape) under `handle`; `fields`
+   * are the rest of the server's answer, `flat` whether the server gave the task flat.
+   */
+  created(fields: Params, task: Params, handle: string, flat: boolean): Params;
+  /**
+   * Whether a created task's server is asked at once to push its statuses (the host hears them
+   * on its connection), rather than when one of the host's streams names the task.
+   */
+  readonly watchOnCreation: boolean;
+}
+
+/** Tasks of the 2025-11-25 revision: `{ task }` answers, `tasks/result` fetches the outcome. */
+const CORE_TASKS: HostTaskDialect = {
+  translation: (upstreamEra) => (upstreamEra === 'modern' ? 'pollForResult' : 'passOn'),
+  watchOnCreation: true,
+  created: (fields, task, handle, flat) => ({
+    ...fields,
+    task: { ...(flat ? legacyTask(task) : task), taskId: handle },
+  }),
+};
+
+/** The 2026-07-28 tasks extension: flat answers (`resultType: "task"`), results inlined. */
+const EXTENSION_TASKS: HostTaskDialect = {
+  translation: (upstreamEra) => (upstreamEra === 'modern' ? 'relayQuestions' : 'holdResult'),
+  watchOnCreation: false,
+  created: (fields, task, handle) => {
+    const { task: _task, ...rest } = fields;
+    return { ...rest, resultType: 'task', ...modernTask(task), taskId: handle };
+  },
+};
+
+/** The task dialect of a host whose dialect is not at hand (tests): a 2025-11-25 host's. */
+export const LEGACY_HOST_TASKS: HostTaskDialect = CORE_TASKS;
 
 const LIST_CHANGED_METHOD: Readonly<Record<HostList, string>> = {
   tools: 'notifications/tools/list_changed',
@@ -56,6 +108,7 @@ export class LegacyHostDialect implements HostDialect {
   readonly asksByRequest = true;
   readonly prefersModern = false;
   readonly taskStatus = 'notifications';
+  readonly tasks = CORE_TASKS;
 
   constructor(
     readonly session: InitializedHostSession,
@@ -87,6 +140,7 @@ export class ModernHostDialect implements HostDialect {
   readonly asksByRequest = false;
   readonly prefersModern = true;
   readonly taskStatus = 'streams';
+  readonly tasks = EXTENSION_TASKS;
 
   constructor(readonly session: ModernHost) {}
 

@@ -57,3 +57,53 @@ export function retagRelatedTask(
   if (id === undefined) return Object.keys(rest).length === 0 ? undefined : rest;
   return { ...rest, [RELATED_TASK]: { ...related, taskId: id } };
 }
+
+/** How each era spells a task's lifetime and its polling interval. */
+const SPELLINGS = {
+  legacy: { ttl: 'ttl', poll: 'pollInterval' },
+  modern: { ttl: 'ttlMs', poll: 'pollIntervalMs' },
+} as const;
+
+/** The task's own fields, whichever era's shape `source` has, in the 2025-11-25 shape. */
+export function legacyTask(source: Params): Params {
+  return taskAs(source, 'legacy', 'modern');
+}
+
+/** The task's own fields, whichever era's shape `source` has, in the 2026-07-28 shape. */
+export function modernTask(source: Params): Params {
+  return taskAs(source, 'modern', 'legacy');
+}
+
+function taskAs(source: Params, era: 'legacy' | 'modern', other: 'legacy' | 'modern'): Params {
+  const to = SPELLINGS[era];
+  const from = SPELLINGS[other];
+  const task: Params = {
+    taskId: source.taskId,
+    status: source.status,
+    createdAt: source.createdAt,
+    lastUpdatedAt: source.lastUpdatedAt,
+    // A lifetime in neither spelling is unlimited (null).
+    [to.ttl]: pick(source[to.ttl], source[from.ttl]) ?? null,
+  };
+  const poll = pick(source[to.poll], source[from.poll]);
+  if (poll !== undefined) task[to.poll] = poll;
+  if (typeof source.statusMessage === 'string') task.statusMessage = source.statusMessage;
+  return task;
+}
+
+/** The first of two spellings that is a number. */
+function pick(first: unknown, second: unknown): number | undefined {
+  if (typeof first === 'number') return first;
+  return typeof second === 'number' ? second : undefined;
+}
+
+/**
+ * The task a created-task answer holds, in either era's shape (`{ task }`, or flat with
+ * `resultType: "task"`); undefined for an ordinary result.
+ */
+export function createdTask(result: Params): Params | undefined {
+  const inner = result.task;
+  if (typeof inner === 'object' && inner !== null && typeof (inner as Params).taskId === 'string')
+    return inner as Params;
+  return result.resultType === 'task' && typeof result.taskId === 'string' ? result : undefined;
+}

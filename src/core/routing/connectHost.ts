@@ -14,7 +14,7 @@ import { RpcPeer } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { TaskHandles } from '../tasks/handles.js';
 import { ModernInputBridge } from '../tasks/inputBridge.js';
-import { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';
+import { TaskMemory, taskRouting } from '../tasks/taskRouting.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import { AnsweredHere } from './answeredHere.js';
@@ -95,7 +95,7 @@ export function connectHost(options: RouterOptions): Router {
   const boundary = new RouteBoundary({ pipeline, bridge, logger });
   const hostRequests = new HostRequests({ pool, pipeline, stamps });
   const owner = options.taskOwner ?? randomUUID();
-  const tasks = new TaskRouting({
+  const tasks = taskRouting({
     owner: () => owner,
     ...(options.taskHandles !== undefined && { handles: options.taskHandles }),
     upstreams: () => pool.upstreams,
@@ -107,6 +107,7 @@ export function connectHost(options: RouterOptions): Router {
     pipeline,
     logger,
     memory,
+    dialect: () => dialects.current.tasks,
     ...(options.sharedServer !== undefined && { sharedServer: options.sharedServer }),
   });
   const feed = new TaskStatusFeed({ tasks, modern, peer, logger });
@@ -128,7 +129,7 @@ export function connectHost(options: RouterOptions): Router {
   });
   modern.serveStreams({
     subscribeResource: (uri, subscribe, stream) => hostMethods.streamSubscription(uri, subscribe, stream),
-    watchTasks: (handles) => tasks.watch(handles),
+    watchTasks: (handles) => tasks.statuses.watch(handles),
     listening: (handles) => feed.listening(handles),
     unwatchTasks: (handles) => feed.unwatch(handles),
   });

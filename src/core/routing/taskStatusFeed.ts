@@ -37,11 +37,11 @@ export class TaskStatusFeed {
     this.sinks = {
       notifications: {
         fromLegacyServer: (server, params) => {
-          const status = tasks.status(server, params);
+          const status = tasks.statuses.status(server, params);
           if (status !== undefined) peer.notify('notifications/tasks/status', status);
         },
         fromModernServer: (upstream, params) => {
-          const status = tasks.modernStatus(upstream, params);
+          const status = tasks.statuses.modernStatus(upstream, params);
           if (status !== undefined) peer.notify('notifications/tasks/status', status);
         },
       },
@@ -64,15 +64,15 @@ export class TaskStatusFeed {
   listening(handles: readonly string[]): void {
     const { tasks } = this.options;
     for (const handle of handles) {
-      const server = tasks.modernServerOf(handle)?.name;
-      if (server !== undefined) this.inOrder(handle, server, () => tasks.modernServerState(handle));
+      const server = tasks.statuses.relayedServerOf(handle)?.name;
+      if (server !== undefined) this.inOrder(handle, server, () => tasks.statuses.relayedState(handle));
     }
   }
 
   /** A stream that listened for these handles ended: those no other stream names are let go. */
   unwatch(handles: readonly string[]): void {
     for (const handle of handles)
-      if (!this.options.modern.listensToTask(handle)) this.options.tasks.unwatch(handle);
+      if (!this.options.modern.listensToTask(handle)) this.options.tasks.statuses.unwatch(handle);
   }
 
   /**
@@ -84,7 +84,7 @@ export class TaskStatusFeed {
     if (typeof taskId !== 'string') return;
     const handle = this.options.tasks.handleOf(server, taskId);
     if (!this.options.modern.listensToTask(handle)) return;
-    this.inOrder(handle, server, () => this.options.tasks.modernState(handle, new Cancellation()));
+    this.inOrder(handle, server, () => this.options.tasks.statuses.heldState(handle, new Cancellation()));
   }
 
   /**
@@ -96,7 +96,7 @@ export class TaskStatusFeed {
     if (typeof taskId !== 'string') return;
     const handle = this.options.tasks.handleOf(server, taskId);
     if (!this.options.modern.listensToTask(handle)) return;
-    this.inOrder(handle, server, () => this.options.tasks.modernServerState(handle, params));
+    this.inOrder(handle, server, () => this.options.tasks.statuses.relayedState(handle, params));
   }
 
   /** Tells the streams listening for `handle` the state `state` makes, after the ones before it. */

@@ -149,11 +149,12 @@ export class ToolCalls {
   ): void {
     const message = this.toolMessage(request, name, entry, args);
     const { boundary, tasks } = this.options;
-    // A modern server may answer a host that declared the tasks extension with a task of its own.
-    const modernTask = message.upstreamEra === 'modern' && declaresTasks(envelopeOf(request)?.capabilities);
-    if (message.task?.drivenBy !== 'host' && !modernTask) return boundary.route(request, message);
+    // A server may answer a host that declared the tasks extension with a task of its own (a
+    // handshake-era server never does unasked: its answer is then passed as it is).
+    const mayBeTask = declaresTasks(envelopeOf(request)?.capabilities);
+    if (message.task?.drivenBy !== 'host' && !mayBeTask) return boundary.route(request, message);
     // The call's answer is the task, under a handle; the timeout stopped when it came back.
-    boundary.route(request, message, (outcome) => tasks.created(message, outcome));
+    boundary.route(request, message, (outcome) => tasks.creation.created(message, outcome));
   }
 
   private toolMessage(
@@ -163,7 +164,7 @@ export class ToolCalls {
     args: Params | undefined,
   ): RoutedMessage {
     const { tasks } = this.options;
-    const task = tasks.augmentation(request.params, entry.item, request);
+    const task = tasks.creation.augmentation(request.params, entry.item, request);
     const stamp = this.options.stamps.stamp(entry.server);
     return routedMessage({
       kind: 'tools/call',

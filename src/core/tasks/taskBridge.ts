@@ -9,10 +9,10 @@ import {
 import type { Params } from '../protocol/jsonRpc.js';
 import { Outcome } from '../rpc/outcome.js';
 import { Cancellation } from '../rpc/cancellation.js';
-import { CAPABILITY_FOR } from '../host/hostSession.js';
 import { DEFAULT_POLL_MS, MAX_POLL_MS, MIN_POLL_MS, pause } from '../pipeline/drive.js';
-import { RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
-import { MAX_INPUT_REQUESTS } from './fulfilInput.js';
+import { legacyTask, modernTask, RELATED_TASK, TERMINAL_STATUSES } from '../protocol/taskMessages.js';
+import type { Logger } from '../logger.js';
+import { ListedQuestions } from './listedQuestions.js';
 import type { TaskInput } from './taskInput.js';
 
 /**
@@ -24,56 +24,6 @@ import type { TaskInput } from './taskInput.js';
  * whose answer inlines the result, the error or the questions, and answers questions with
  * `tasks/update`. Lifetimes are `ttlMs`/`pollIntervalMs` there and `ttl`/`pollInterval` here.
  */
-
-/** How each era spells a task's lifetime and its polling interval. */
-const SPELLINGS = {
-  legacy: { ttl: 'ttl', poll: 'pollInterval' },
-  modern: { ttl: 'ttlMs', poll: 'pollIntervalMs' },
-} as const;
-
-/** The task's own fields, whichever era's shape `source` has, in the 2025-11-25 shape. */
-export function legacyTask(source: Params): Params {
-  return taskAs(source, 'legacy', 'modern');
-}
-
-/** The task's own fields, whichever era's shape `source` has, in the 2026-07-28 shape. */
-export function modernTask(source: Params): Params {
-  return taskAs(source, 'modern', 'legacy');
-}
-
-function taskAs(source: Params, era: 'legacy' | 'modern', other: 'legacy' | 'modern'): Params {
-  const to = SPELLINGS[era];
-  const from = SPELLINGS[other];
-  const task: Params = {
-    taskId: source.taskId,
-    status: source.status,
-    createdAt: source.createdAt,
-    lastUpdatedAt: source.lastUpdatedAt,
-    // A lifetime in neither spelling is unlimited (null).
-    [to.ttl]: pick(source[to.ttl], source[from.ttl]) ?? null,
-  };
-  const poll = pick(source[to.poll], source[from.poll]);
-  if (poll !== undefined) task[to.poll] = poll;
-  if (typeof source.statusMessage === 'string') task.statusMessage = source.statusMessage;
-  return task;
-}
-
-/** The first of two spellings that is a number. */
-function pick(first: unknown, second: unknown): number | undefined {
-  if (typeof first === 'number') return first;
-  return typeof second === 'number' ? second : undefined;
-}
-
-/**
- * The task a created-task answer holds, in either era's shape (`{ task }`, or flat with
- * `resultType: "task"`); undefined for an ordinary result.
- */
-export function createdTask(result: Params): Params | undefined {
-  const inner = result.task;
-  if (typeof inner === 'object' && inner !== null && typeof (inner as Params).taskId === 'string')
-    return inner as Params;
-  return result.resultType === 'task' && typeof result.taskId === 'string' ? result : undefined;
-}
 
 /**
  * Sends one task request to the upstream that holds the task (through the pipeline); `signal`,
@@ -95,8 +45,11 @@ export interface TaskBridgeOptions {
   /** The upstream's own task id, and the handle the host knows the task by. */
   readonly taskId: string;
   readonly handle: string;
-  /** Whether the host speaks 2026-07-28 (the upstream speaks the other era). */
-  readonly hostModern: boolean;
+  /**
+   * Which way the eras differ (see TaskTranslation): a 2025-11-25 server's task for a modern
+   * host (`holdResult`), or a modern server's task for a 2025-11-25 host (`pollForResult`).
+   */
+  readonly how: 'holdResult' | 'pollForResult';
   readonly send: TaskSend;
   readonly ask: TaskAsk;
   readonly signal: Cancellation;
@@ -104,11 +57,12 @@ export interface TaskBridgeOptions {
   readonly input: TaskInput;
   /** What the host's request declared it can be asked (a modern host declares it per request). */
   readonly capabilities: Params | undefined;
+  readonly logger: Logger;
 }
 
 /** A host's task request for a task of an upstream of the other era, answered in the host's era. */
 export function bridgeTaskRequest(options: TaskBridgeOptions): Promise<Outcome> {
-  return options.hostModern ? forModernHost(options) : forLegacyHost(options);
+  return TRANSLATIONS[options.how](options);
 }
 
 /**
@@ -191,18 +145,23 @@ async function forLegacyHost(options: TaskBridgeOptions): Promise<Outcome> {
   throw new MethodNotFoundError(`Method not found: ${method}`);
 }
 
+const TRANSLATIONS = { holdResult: forModernHost, pollForResult: forLegacyHost } as const;
+
 /**
  * `tasks/result` for a server that has none: polls `tasks/get` until the task ends, asking the
  * host what the task needs on the way (and giving the answers with `tasks/update`), then answers
  * as `tasks/result` would: the result, tied to the task, or the error the task failed with.
  * Polling goes on while the host is asked, so a question the server stops listing is withdrawn
- * from the host (see HostQuestions).
+ * from the host (see ListedQuestions). A 2025-11-25 host is asked one question at a time, in the
+ * order the server lists them, and the answers go upstream together once every question listed
+ * has one; the host's refusal of a question is the answer to `tasks/result`.
  */
 async function resultByPolling(options: TaskBridgeOptions): Promise<Outcome> {
-  const { taskId, handle, send, signal } = options;
-  const questions = new HostQuestions(options);
+  const { server, taskId, handle, send, signal } = options;
+  const questions = new ListedQuestions({ server, taskId, logger: options.logger });
+  const ask = (method: string, params: Params, asked: Cancellation) => options.ask(method, params, asked);
   try {
-    for (;;) {
+    for (let listing = 1; ; listing++) {
       const task = (await send('tasks/get', { taskId })).result;
       const status = task.status;
       if (typeof status === 'string' && TERMINAL_STATUSES.has(status))
@@ -228,117 +187,34 @@ async function resultByPolling(options: TaskBridgeOptions): Promise<Outcome> {
       if (status === 'cancelled' || (typeof status === 'string' && TERMINAL_STATUSES.has(status)))
         throw new InvalidParamsError(`tasks/result: the task was ${String(status)}; it has no result`);
       // Only an input_required task has questions: one that is working has none outstanding.
-      const inputResponses = questions.listed(status === 'input_required' ? task.inputRequests : {});
-      if (inputResponses !== undefined) {
-        await send('tasks/update', { taskId, inputResponses });
-        continue;
+      const entries = ListedQuestions.entries(server, status === 'input_required' ? task.inputRequests : {});
+      const asOf = { listing, updated: Number.NaN };
+      questions.withdrawUnlisted(new Set(entries.map(([key]) => key)), asOf);
+      const open = [...questions.questions()];
+      let asking = open.find((question) => !question.settled);
+      if (asking === undefined) {
+        // The host refused the last question asked: that refusal is the answer.
+        for (const question of open) await question.outcome;
+        const [next] = questions.fresh(entries);
+        if (next !== undefined) asking = questions.ask(next[0], next[1], asOf, ask, signal);
+        else if (open.length > 0) {
+          await send('tasks/update', { taskId, inputResponses: await questions.take() });
+          continue;
+        }
       }
       const suggested = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : DEFAULT_POLL_MS;
       // An answer from the host ends the wait: the next poll shows what to ask next.
       await pauseUnless(
-        questions.answered(),
+        asking?.outcome.then(
+          () => {},
+          () => {},
+        ),
         Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, suggested)),
         signal,
       );
     }
   } finally {
     questions.withdrawAll('tasks/result ended');
-  }
-}
-
-/** A question of the task put to the host, and what became of it. */
-interface AtHost {
-  readonly key: string;
-  readonly signal: Cancellation;
-  /** Settles when the host answered (or the question failed); never rejects. */
-  readonly settled: Promise<void>;
-  answer?: Params;
-  error?: unknown;
-}
-
-/**
- * The questions of one modern server's task put to a 2025-11-25 host, one at a time, in the
- * order the server lists them. The answers are gathered and sent with one `tasks/update` once
- * every question listed has one. Each listing is complete, so a question it leaves out, at the
- * host or answered but not sent yet, is one the server no longer wants: it is withdrawn (the
- * host's request cancelled) or its answer dropped. A question answered upstream is not asked
- * again when a listing lags behind the answer.
- */
-class HostQuestions {
-  /** Server keys whose answers went upstream. */
-  private readonly sent = new Set<string>();
-  /** Answers gathered, not sent yet, by the server's key. */
-  private readonly gathered = new Map<string, Params>();
-  private asking: AtHost | undefined;
-
-  constructor(private readonly options: TaskBridgeOptions) {}
-
-  /**
-   * The server's latest listing: withdraws what it left out, asks the next question, and returns
-   * the answers to send when every listed question has one (undefined otherwise). Throws the
-   * host's refusal of a question, and for a listing the gateway does not serve.
-   */
-  listed(requests: unknown): Params | undefined {
-    const { server } = this.options;
-    const entries =
-      typeof requests === 'object' && requests !== null ? Object.entries(requests as Params) : [];
-    if (entries.length > MAX_INPUT_REQUESTS)
-      throw new UpstreamFailedError(server, `asked for ${entries.length} inputs at once for one task`);
-    const keys = new Set(entries.map(([key]) => key));
-    for (const key of this.gathered.keys()) if (!keys.has(key)) this.gathered.delete(key);
-    const asking = this.asking;
-    if (asking !== undefined && !keys.has(asking.key)) this.withdraw('its task no longer lists it');
-    else if (asking?.answer !== undefined) {
-      this.gathered.set(asking.key, asking.answer);
-      this.asking = undefined;
-    } else if (asking?.error !== undefined) throw asking.error;
-    if (this.asking !== undefined) return undefined;
-    const next = entries.find(([key]) => !this.sent.has(key) && !this.gathered.has(key));
-    if (next !== undefined) {
-      this.ask(next[0], next[1]);
-      return undefined;
-    }
-    if (this.gathered.size === 0) return undefined;
-    const responses = Object.fromEntries(this.gathered);
-    for (const key of this.gathered.keys()) this.sent.add(key);
-    this.gathered.clear();
-    return responses;
-  }
-
-  /** Settles when the question at the host is answered; undefined when none is. */
-  answered(): Promise<void> | undefined {
-    return this.asking?.settled;
-  }
-
-  /** Withdraws the question at the host, if any, saying `why`. */
-  withdrawAll(why: string): void {
-    if (this.asking !== undefined) this.withdraw(why);
-  }
-
-  private withdraw(why: string): void {
-    const asking = this.asking!;
-    this.asking = undefined;
-    asking.signal.cancel(new QuestionWithdrawnError(this.options.server, why));
-  }
-
-  private ask(key: string, request: unknown): void {
-    const { method, params } = (request ?? {}) as Params;
-    if (typeof method !== 'string' || !CAPABILITY_FOR.has(method))
-      throw new UpstreamFailedError(
-        this.options.server,
-        `asked for task input of an unknown kind (${String(method).slice(0, 100)})`,
-      );
-    const { cancellation, dispose } = Cancellation.linkedTo(this.options.signal);
-    const settled = this.options.ask(method, params as Params | undefined, cancellation).then(
-      (outcome) => {
-        asking.answer = outcome.result;
-      },
-      (error: unknown) => {
-        asking.error = error;
-      },
-    );
-    const asking: AtHost = { key, signal: cancellation, settled: settled.finally(dispose) };
-    this.asking = asking;
   }
 }
 

@@ -41,7 +41,7 @@ export interface UpstreamDialect {
   listenForChanges(capabilities: Params, current: () => boolean): void;
   /** Subscribes to a resource's updates on a fresh connection (restoring the host's subscriptions). */
   subscribe(uri: string, signal: CancelSignal): Promise<unknown>;
-  /** Has the server push the status of its task; resolves whether it agreed. */
+  /** Has the server push the status of its task; resolves whether it will be heard. */
   watchTask(taskId: string, capabilities: Params): Promise<boolean>;
   unwatchTask(taskId: string): void;
 }
@@ -92,8 +92,9 @@ export class LegacyDialect implements UpstreamDialect {
     return this.session.request(SUBSCRIBE, { uri }, { signal });
   }
 
+  /** A legacy server sends the status of every task on the connection unasked. */
   watchTask(): Promise<boolean> {
-    return Promise.resolve(false);
+    return Promise.resolve(true);
   }
 
   unwatchTask(): void {}
