@@ -34,10 +34,10 @@ describe('BatchAnswers bound', () => {
     expect(batches.refusal(MAX_BATCH_ANSWERS, 0)).toBeUndefined();
     // Notifications and invalid elements only: answered at once, nothing held.
     expect(batches.refusal(0, MAX_BATCH_ANSWERS * 2)).toBeUndefined();
-    const ids = Array.from({ length: 200 }, (_, i) => i);
+    const ids = Array.from({ length: 60 }, (_, i) => i);
     batches.open(ids, ['{"id":null}']);
-    expect(batches.refusal(55, 0)).toBeUndefined();
-    expect(batches.refusal(56, 0)).toContain('201 answers to earlier batches are still owed');
+    expect(batches.refusal(39, 0)).toBeUndefined();
+    expect(batches.refusal(40, 0)).toContain('61 answers to earlier batches are still owed');
     // Answered or cancelled, the batch holds nothing more.
     for (const id of ids.slice(1)) batches.cancelled(id);
     expect(batches.answer(0, '{"id":0}')).toBe('[{"id":null},{"id":0}]');

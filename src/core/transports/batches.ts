@@ -2,10 +2,18 @@ import { idKey, RpcErrorCode, serializeMessage, type RequestId } from '../protoc
 
 /**
  * Answers the gateway holds for open batches at most, counting every request of every batch not
- * yet answered whole (and the error answers of their invalid elements). As many as an upstream's
- * default queue holds: a host that needs more in flight at once can send them one by one.
+ * yet answered whole (and the error answers of their invalid elements). The same count the SDK's
+ * HTTP server transport allows in one POST, so a host meets one bound on stdio and over HTTP; a
+ * host that needs more in flight at once can send them one by one.
  */
-export const MAX_BATCH_ANSWERS = 256;
+export const MAX_BATCH_ANSWERS = 100;
+
+/** Why a batch of `count` elements is refused for its size alone, or undefined. */
+export function oversizeBatch(count: number): string | undefined {
+  return count > MAX_BATCH_ANSWERS
+    ? `a JSON-RPC batch of ${count} elements is over the bound of ${MAX_BATCH_ANSWERS} per batch; send fewer at once`
+    : undefined;
+}
 
 /** The answers one batch is owed, and those it has. */
 interface Batch {
@@ -36,8 +44,8 @@ export class BatchAnswers {
   refusal(requests: number, errors: number): string | undefined {
     if (requests === 0) return undefined;
     const count = requests + errors;
-    if (count > MAX_BATCH_ANSWERS)
-      return `a JSON-RPC batch of ${count} elements is over the bound of ${MAX_BATCH_ANSWERS} per batch; send fewer at once`;
+    const oversize = oversizeBatch(count);
+    if (oversize !== undefined) return oversize;
     if (this.held + count > MAX_BATCH_ANSWERS)
       return (
         `${this.held} answers to earlier batches are still owed, and this batch's ${count} would pass ` +
@@ -102,7 +110,8 @@ export class BatchAnswers {
 }
 
 /**
- * The answer to a batch refused whole (see `BatchAnswers.refusal`): -32600 naming the reason
+ * The answer to a batch refused whole (see `BatchAnswers.refusal`, `oversizeBatch`, or a
+ * revision without batches): -32600 naming the reason
  * under each request's id, with the errors its invalid elements got, as one array. None of its
  * elements is served, notifications included: serving a part would leave the host guessing
  * which part ran.
@@ -110,5 +119,7 @@ export class BatchAnswers {
 export function refusedBatch(ids: readonly RequestId[], errors: readonly string[], reason: string): string {
   const error = { code: RpcErrorCode.InvalidRequest, message: `Invalid message: ${reason}` };
   const refused = ids.map((id) => serializeMessage({ jsonrpc: '2.0', id, error }));
+  // A batch of notifications only still learns why nothing of it was served.
+  if (refused.length + errors.length === 0) return serializeMessage({ jsonrpc: '2.0', id: null, error });
   return `[${[...refused, ...errors].join(',')}]`;
 }
