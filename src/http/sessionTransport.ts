@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
-import { isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
+import { BATCHES_REFUSED, isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
+import { oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 
 /** Over HTTP the host's ids are parsed JSON: strings or numbers. */
@@ -65,10 +66,30 @@ export class SessionTransport implements MessageTransport {
     return this.inner.start();
   }
 
-  /** Serves one HTTP request of this session; `body` is the parsed POST body. */
+  /**
+   * Serves one HTTP request of this session; `body` is the parsed POST body. A JSON-RPC batch
+   * (an array) is served by the SDK's transport, which answers on the POST's own stream, only
+   * when the host negotiated 2025-03-26 and the batch is within `MAX_BATCH_ANSWERS`; otherwise
+   * it is refused whole with 400, -32600 under each request's id.
+   */
   handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
+    if (Array.isArray(body)) {
+      const refusal = this.batches ? oversizeBatch(body.length) : BATCHES_REFUSED;
+      if (refusal !== undefined) {
+        const text = refusedBatch(requestIdsOf(body), [], refusal);
+        res.writeHead(400, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+        return Promise.resolve();
+      }
+    }
     return this.inner.handleRequest(req, res, body);
   }
+
+  /** The host negotiated 2025-03-26, the one revision with JSON-RPC batches: accept them. */
+  acceptBatches(): void {
+    this.batches = true;
+  }
+  private batches = false;
 
   send(outgoing: OutgoingMessage): Promise<void> {
     this.options.beforeWrite?.();
@@ -95,4 +116,15 @@ export class SessionTransport implements MessageTransport {
     this.open.clear();
     return this.inner.close();
   }
+}
+
+/** The ids of a batch's elements that are requests, for the errors that answer a refused batch. */
+function requestIdsOf(batch: readonly unknown[]): RequestId[] {
+  const ids: RequestId[] = [];
+  for (const element of batch) {
+    if (typeof element !== 'object' || element === null) continue;
+    const { id, method } = element as { id?: unknown; method?: unknown };
+    if (typeof method === 'string' && (typeof id === 'string' || typeof id === 'number')) ids.push(id);
+  }
+  return ids;
 }

@@ -242,7 +242,7 @@ describe('redaction', () => {
     expect(diagnostic).toContain('[up]: stderr: Authorization: Bearer');
   });
 
-  it('a secret in YAML text as a block scalar, on the next line, or behind a tag or an anchor is redacted', async () => {
+  it('a secret in YAML text as a block scalar, on the next line, behind a tag or an anchor, under a complex key or with an escaped quote is redacted', async () => {
     const { file, config } = setup({ logResults: true });
     const secrets = [
       'Zq7wX9vK2mP4-block',
@@ -250,6 +250,8 @@ describe('redaction', () => {
       'Zq7wX9vK2mP4-below',
       'Zq7wX9vK2mP4-tag',
       'Zq7wX9vK2mP4-anchor',
+      'Zq7wX9vK2mP4-complex',
+      'Zq7wX9vK2mP4-escaped',
     ];
     const yaml = [
       'db:',
@@ -262,6 +264,9 @@ describe('redaction', () => {
       `    ${secrets[2]}`,
       `  passphrase: !!str ${secrets[3]}`,
       `  client_secret: &shared ${secrets[4]}`,
+      '  ? password',
+      `  : ${secrets[5]}`,
+      `  token: "ab\\"${secrets[6]}"`,
       '  port: 5432',
       '',
     ].join('\n');

@@ -121,6 +121,55 @@ describe('malformed messages', () => {
     expect(s.lines.filter((l) => /"id":("b1"|2|3|4)[,}]/.test(l) && !l.startsWith('['))).toEqual([]);
   });
 
+  it('a host on 2025-03-26 gets a batch over 100 elements refused whole, each request under its id', async () => {
+    const s = session();
+    await initialize(s, {}, '2025-03-26');
+    const refused = s.next((_m, line) => line.startsWith('['));
+    s.send(
+      JSON.stringify(Array.from({ length: 101 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'ping' }))),
+    );
+    const answers = (await refused) as unknown as Answer[];
+    expect(answers).toHaveLength(101);
+    expect(answers.map((a) => a.id)).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
+    for (const answer of answers) {
+      expect(answer.error?.code).toBe(-32600);
+      expect(answer.error?.message).toContain('over the bound of 100');
+    }
+    // Nothing of it was served.
+    expect(s.lines.filter((l) => l.includes('"result"') && !l.includes('"id":0'))).toEqual([]);
+  });
+
+  it('a host on 2025-03-26 gets a batch refused that would take the answers open batches owe past 100, and served once they are done', async () => {
+    const s = session();
+    await initialize(s, {}, '2025-03-26');
+    const hang = (i: number) => ({
+      jsonrpc: '2.0',
+      id: `h${i}`,
+      method: 'tools/call',
+      params: { name: 'up__hang', arguments: {} },
+    });
+    const pings = (from: number) =>
+      JSON.stringify(
+        Array.from({ length: 50 }, (_, i) => ({ jsonrpc: '2.0', id: from + i, method: 'ping' })),
+      );
+    s.send(JSON.stringify(Array.from({ length: 60 }, (_, i) => hang(i))));
+    const refused = s.next((_m, line) => line.startsWith('[{"jsonrpc":"2.0","id":1000,'));
+    s.send(pings(1000));
+    const first = ((await refused) as unknown as Answer[])[0]!;
+    expect(first.error?.code).toBe(-32600);
+    expect(first.error?.message).toContain('60 answers to earlier batches are still owed');
+    // The host cancels the calls it is waiting for: the batch is owed nothing more.
+    for (let i = 0; i < 60; i++)
+      s.send(
+        JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: `h${i}` } }),
+      );
+    const served = s.next((_m, line) => line.startsWith('[') && line.includes('"id":2000,'));
+    s.send(pings(2000));
+    const answers = (await served) as unknown as Answer[];
+    expect(answers).toHaveLength(50);
+    expect(answers.every((a) => a.error === undefined)).toBe(true);
+  });
+
   it('a host on 2025-03-26 gets one -32600 for an empty batch', async () => {
     const s = session();
     await initialize(s, {}, '2025-03-26');

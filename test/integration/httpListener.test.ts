@@ -252,3 +252,92 @@ describe('HTTP listener', () => {
     expect(malformed.stderr).toContain('expected HOST:PORT');
   });
 });
+
+describe('JSON-RPC batches over HTTP', () => {
+  /** Opens a session on `version` by hand; returns the headers its later requests carry. */
+  async function rawSession(url: string, version: string): Promise<Record<string, string>> {
+    const init = await postRpc(url, {
+      ...INITIALIZE,
+      params: { ...INITIALIZE.params, protocolVersion: version },
+    });
+    expect(init.status).toBe(200);
+    const headers = {
+      'Mcp-Session-Id': init.headers.get('mcp-session-id')!,
+      'Mcp-Protocol-Version': version,
+    };
+    expect(
+      (await postRpc(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status,
+    ).toBe(202);
+    return headers;
+  }
+
+  /** The JSON-RPC messages of an answer, whether one JSON body or an event stream. */
+  function messagesOf(answer: {
+    headers: Headers;
+    text: string;
+  }): { id?: unknown; result?: unknown; error?: { code: number; message: string } }[] {
+    if (answer.headers.get('content-type')?.includes('text/event-stream'))
+      return answer.text
+        .split('\n')
+        .filter((line) => line.startsWith('data: ') && line.length > 6)
+        .map((line) => JSON.parse(line.slice(6)) as never);
+    const body = JSON.parse(answer.text) as unknown;
+    return (Array.isArray(body) ? body : [body]) as never;
+  }
+
+  const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+  const echo = (id: number, text: string) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'up__echo', arguments: { text } },
+  });
+
+  it('a 2025-03-26 session gets a batch served: an answer per request, on the POST that carried it', async () => {
+    const { config } = setup();
+    gateway = await startHttpGateway(config);
+    const headers = await rawSession(gateway.url, '2025-03-26');
+    const answer = await postRpc(
+      gateway.url,
+      [ping(7), echo(8, 'batched'), { jsonrpc: '2.0', method: 'notifications/roots/list_changed' }],
+      headers,
+    );
+    expect(answer.status).toBe(200);
+    const messages = messagesOf(answer);
+    expect(messages.map((m) => m.id).sort()).toEqual([7, 8]);
+    expect(messages.find((m) => m.id === 7)?.result).toEqual({});
+    expect(messages.find((m) => m.id === 8)?.result).toMatchObject({
+      content: [{ type: 'text', text: 'batched' }],
+    });
+  });
+
+  it('a 2025-03-26 session gets a batch over the bound refused whole, each request under its id', async () => {
+    const { config, record } = setup();
+    gateway = await startHttpGateway(config);
+    const headers = await rawSession(gateway.url, '2025-03-26');
+    const calls = Array.from({ length: 101 }, (_, i) => echo(i + 1, `n${i}`));
+    const answer = await postRpc(gateway.url, calls, headers);
+    expect(answer.status).toBe(400);
+    const messages = messagesOf(answer);
+    expect(messages).toHaveLength(101);
+    expect(messages[0]).toMatchObject({ id: 1, error: { code: -32600 } });
+    expect(messages[0]!.error!.message).toContain('over the bound of 100');
+    // None of it reached the upstream.
+    expect(existsSync(record) ? readFileSync(record, 'utf8') : '').not.toContain('"tools/call"');
+  });
+
+  it('a session on a later revision gets a batch refused, saying batches belong to 2025-03-26', async () => {
+    const { config, record } = setup();
+    gateway = await startHttpGateway(config);
+    const headers = await rawSession(gateway.url, '2025-11-25');
+    const answer = await postRpc(gateway.url, [ping(1), echo(2, 'x')], headers);
+    expect(answer.status).toBe(400);
+    const messages = messagesOf(answer);
+    expect(messages.map((m) => m.id)).toEqual([1, 2]);
+    for (const message of messages) {
+      expect(message.error?.code).toBe(-32600);
+      expect(message.error?.message).toContain('2025-03-26');
+    }
+    expect(existsSync(record) ? readFileSync(record, 'utf8') : '').not.toContain('"tools/call"');
+  });
+});

@@ -110,6 +110,25 @@ describe('a 2026-07-28 host', () => {
     expect(textOf(final)).toContain('User completed the URL elicitation flow');
   });
 
+  it("is not sent a server's notifications/elicitation/complete, and the log says how it learns instead", async () => {
+    modern = startModernHost(
+      CLI,
+      writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture(['--tools', 'basic,odd']) } }),
+    );
+    const result = modernResult(
+      'tools/call',
+      await modern.request(
+        'tools/call',
+        { name: 'up__notify', arguments: { method: 'notifications/elicitation/complete' } },
+        URL_MODE,
+      ),
+    );
+    expect(textOf(result)).toBe('notified');
+    await expect
+      .poll(() => modern!.stderr())
+      .toMatch(/did not forward notifications\/elicitation\/complete from up: .*answer to its retry/);
+  });
+
   it('whose requests declare form mode only does not see the tool', async () => {
     modern = startModernHost(CLI, config());
     const listed = modernResult(

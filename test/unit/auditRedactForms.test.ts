@@ -76,6 +76,14 @@ const forms: [string, unknown][] = [
   ['YAML tag and anchor before a block', { file: `password: !!str &pw |\n  ${S}\n` }],
   ['YAML quoted key, flow mapping', { file: `db: {'password': ${S}, port: 1}\n` }],
   ['YAML in the second document', { file: `---\nname: app\n---\npassword: ${S}\n` }],
+  ['YAML complex key', { file: `? password\n: ${S}\nport: 1\n` }],
+  ['YAML complex key, quoted and nested', { file: `db:\n  ? "api_key"\n  : ${S}\n` }],
+  ['YAML complex key, block value', { file: `? secret\n: |\n  ${S}\n` }],
+  ['YAML complex key, value below', { file: `? token\n:\n  ${S}\n` }],
+  ['escaped quote in a double-quoted value', { file: `password: "ab\\"${S}"\n` }],
+  ['escaped quote in JSON text', { text: `{"password": "ab\\"${S}"}` }],
+  ['escaped quote in JSON inside JSON text', { text: JSON.stringify(JSON.stringify({ token: `ab"${S}` })) }],
+  ['YAML doubled quote in a single-quoted value', { file: `password: 'ab''${S}'\n` }],
 ];
 
 describe('secret forms are all redacted', () => {
@@ -103,6 +111,12 @@ describe('secret forms are all redacted', () => {
     expect(redactor.redactText(`<password>${S}</password>`)).toBe('<password>[REDACTED]</password>');
     expect(redactor.redactText(`https://maps.example.com/api?key=${S}&q=paris`)).toBe(
       'https://maps.example.com/api?key=[REDACTED]&q=paris',
+    );
+    expect(redactor.redactText(`db:\n  ? password\n  : ${S}\n  port: 5432\n`)).toBe(
+      'db:\n  ? password\n  : [REDACTED]\n  port: 5432\n',
+    );
+    expect(redactor.redactText(`password: "ab\\"cd${S}" # note\nport: 1`)).toBe(
+      'password: "[REDACTED]" # note\nport: 1',
     );
   });
 });

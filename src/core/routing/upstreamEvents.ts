@@ -30,6 +30,18 @@ const NOT_FORWARDED: ReadonlyMap<string, string> = new Map([
   ['notifications/initialized', 'it concerns the connection between the gateway and that server'],
 ]);
 
+/**
+ * Forwarded notifications that a 2026-07-28 host learns of another way, with how: the log says
+ * so rather than that something was lost.
+ */
+const MODERN_INSTEAD: ReadonlyMap<string, string> = new Map([
+  [
+    'notifications/elicitation/complete',
+    'the host speaks 2026-07-28, which has no completion notification: it learns that a URL-mode ' +
+      'elicitation is over from the answer to its retry of the request that asked it',
+  ],
+]);
+
 export interface UpstreamEventsOptions {
   readonly peer: RpcPeer;
   /** The host's dialect, as the edge classified it. */
@@ -85,6 +97,7 @@ export class UpstreamEvents {
     // Said at info, not debug: a notification the host never gets is a behaviour users ask about.
     const why =
       NOT_FORWARDED.get(method) ??
+      MODERN_INSTEAD.get(method) ??
       (FORWARDED_NOTIFICATIONS.has(method)
         ? 'the host speaks 2026-07-28, which has no such notification outside a subscription'
         : 'mcp-warden does not know this notification');

@@ -1,9 +1,26 @@
-import { idKey, type RequestId } from '../protocol/jsonRpc.js';
+import { idKey, RpcErrorCode, serializeMessage, type RequestId } from '../protocol/jsonRpc.js';
+
+/**
+ * Answers the gateway holds for open batches at most, counting every request of every batch not
+ * yet answered whole (and the error answers of their invalid elements). The same count the SDK's
+ * HTTP server transport allows in one POST, so a host meets one bound on stdio and over HTTP; a
+ * host that needs more in flight at once can send them one by one.
+ */
+export const MAX_BATCH_ANSWERS = 100;
+
+/** Why a batch of `count` elements is refused for its size alone, or undefined. */
+export function oversizeBatch(count: number): string | undefined {
+  return count > MAX_BATCH_ANSWERS
+    ? `a JSON-RPC batch of ${count} elements is over the bound of ${MAX_BATCH_ANSWERS} per batch; send fewer at once`
+    : undefined;
+}
 
 /** The answers one batch is owed, and those it has. */
 interface Batch {
   waiting: number;
   readonly answers: string[];
+  /** What it counts against `MAX_BATCH_ANSWERS` while open. */
+  counted: number;
 }
 
 /**
@@ -15,13 +32,34 @@ interface Batch {
  */
 export class BatchAnswers {
   private readonly owners = new Map<string | number, Batch>();
+  /** Answers held or owed by open batches, against `MAX_BATCH_ANSWERS`. */
+  private held = 0;
+
+  /**
+   * Why a batch with `requests` requests and `errors` invalid elements cannot be opened, or
+   * undefined when it can: its answers would pass `MAX_BATCH_ANSWERS`, alone or with those of
+   * batches still open. A batch of notifications and invalid elements only is answered at once,
+   * so it holds nothing.
+   */
+  refusal(requests: number, errors: number): string | undefined {
+    if (requests === 0) return undefined;
+    const count = requests + errors;
+    const oversize = oversizeBatch(count);
+    if (oversize !== undefined) return oversize;
+    if (this.held + count > MAX_BATCH_ANSWERS)
+      return (
+        `${this.held} answers to earlier batches are still owed, and this batch's ${count} would pass ` +
+        `the bound of ${MAX_BATCH_ANSWERS}; wait for their answers`
+      );
+    return undefined;
+  }
 
   /**
    * A batch with requests under `ids` and the error answers its invalid elements already got.
    * Returns the array's text when nothing is left to wait for, undefined otherwise.
    */
   open(ids: readonly RequestId[], errors: readonly string[]): string | undefined {
-    const batch: Batch = { waiting: 0, answers: [...errors] };
+    const batch: Batch = { waiting: 0, answers: [...errors], counted: 0 };
     for (const id of ids) {
       const key = idKey(id);
       // A host reusing an id within one batch gets one answer under it, as the other would be lost.
@@ -29,6 +67,8 @@ export class BatchAnswers {
       this.owners.set(key, batch);
       batch.waiting++;
     }
+    if (batch.waiting > 0) batch.counted = batch.waiting + batch.answers.length;
+    this.held += batch.counted;
     return this.settled(batch);
   }
 
@@ -61,7 +101,25 @@ export class BatchAnswers {
   }
 
   private settled(batch: Batch): string | undefined {
-    if (batch.waiting > 0 || batch.answers.length === 0) return undefined;
+    if (batch.waiting > 0) return undefined;
+    this.held -= batch.counted;
+    batch.counted = 0;
+    if (batch.answers.length === 0) return undefined;
     return `[${batch.answers.join(',')}]`;
   }
+}
+
+/**
+ * The answer to a batch refused whole (see `BatchAnswers.refusal`, `oversizeBatch`, or a
+ * revision without batches): -32600 naming the reason
+ * under each request's id, with the errors its invalid elements got, as one array. None of its
+ * elements is served, notifications included: serving a part would leave the host guessing
+ * which part ran.
+ */
+export function refusedBatch(ids: readonly RequestId[], errors: readonly string[], reason: string): string {
+  const error = { code: RpcErrorCode.InvalidRequest, message: `Invalid message: ${reason}` };
+  const refused = ids.map((id) => serializeMessage({ jsonrpc: '2.0', id, error }));
+  // A batch of notifications only still learns why nothing of it was served.
+  if (refused.length + errors.length === 0) return serializeMessage({ jsonrpc: '2.0', id: null, error });
+  return `[${[...refused, ...errors].join(',')}]`;
 }

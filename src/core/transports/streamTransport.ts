@@ -18,7 +18,7 @@ import {
   type ParseOutcome,
   type RequestId,
 } from '../protocol/jsonRpc.js';
-import { BatchAnswers } from './batches.js';
+import { BatchAnswers, refusedBatch } from './batches.js';
 import { parseLargeMessage } from './largeLine.js';
 import { LineDecoder, type OversizeLine } from './lineDecoder.js';
 
@@ -128,6 +128,12 @@ export class StreamTransport implements MessageTransport {
         onJunk(text, one.reason);
         const reply = invalidMessageReply(one);
         if (reply !== undefined) errors.push(reply);
+      }
+      const refusal = answers.refusal(ids.length, errors.length);
+      if (refusal !== undefined) {
+        onJunk(line, refusal);
+        void this.queueText(refusedBatch(ids, errors, refusal));
+        return;
       }
       const complete = answers.open(ids, errors);
       if (complete !== undefined) void this.queueText(complete);

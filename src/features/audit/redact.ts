@@ -399,7 +399,8 @@ function secretPatternsOf(keys: KeyRule, options: RedactorOptions): SecretPatter
     const name = groups.name ?? '';
     if (matchesEntry(keys, keyWords(name))) return true;
     if (groups.sep === '=') return groups.pre === '' && groups.post === '';
-    const value = groups.secretBare ?? groups.secretDq ?? groups.secretSq ?? '';
+    const value =
+      groups.secretBare ?? groups.secretDq ?? groups.secretEdq ?? groups.secretSq ?? groups.secretEsq ?? '';
     return value.length >= 12 || /[^\p{L}]/u.test(value);
   });
   // Before the assignment pattern, which would take a block indicator (`|`) or a tag for the value.
@@ -619,9 +620,26 @@ function assignmentPattern(
   const scheme = `(?:(?:Bearer|Basic|Token|Digest)\\s+)?`;
   const value =
     `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
-    `(?:\\\\?"(?<secretDq>[^"\\\\]+)\\\\?"|\\\\?'(?<secretSq>[^'\\\\]+)\\\\?'|(?<secretBare>[^\\s"'\\\\&,;}\\]<]+))`;
+    `(?:"(?<secretDq>${QUOTED_DQ})"|\\\\"(?<secretEdq>${ESCAPED_DQ})\\\\"|'(?<secretSq>${QUOTED_SQ})'|\\\\'(?<secretEsq>[^'\\\\]+)\\\\'|(?<secretBare>[^\\s"'\\\\&,;}\\]<]+))`;
   return { kind: '', hint: '[:=]', regex: new RegExp(separator + value, 'dgiu'), accept };
 }
+
+/**
+ * The inside of a double-quoted value: a backslash escapes the next character, so
+ * `"ab\"cd"` is one value (YAML, JSON and shell double quotes all escape this way).
+ */
+const QUOTED_DQ = String.raw`(?:[^"\\]|\\[^])+`;
+/**
+ * The inside of a double-quoted value in JSON that is itself inside a JSON string
+ * (`{\"password\":\"ab\\\"cd\"}`): its quotes are `\"`, and an escape of its own is an
+ * escaped backslash (`\\`) followed by one more escaped or plain character.
+ */
+const ESCAPED_DQ = String.raw`(?:[^"\\]|\\\\(?:\\[^]|[^\\]))+`;
+/**
+ * The inside of a single-quoted value: YAML writes a quote inside as two (`'ab''cd'`), other
+ * syntaxes escape it with a backslash.
+ */
+const QUOTED_SQ = String.raw`(?:[^'\\]|''|\\[^])+`;
 
 /**
  * A key containing a secret key name, as a regular expression whose `name` group the key rule
@@ -640,7 +658,8 @@ function secretKeySource(entries: readonly KeyEntry[], lastWords: ReadonlySet<st
  * also as a list item): a block scalar (`password: |`, `>-`, `|2`) or a value on the lines
  * below (`password:` then an indented line), whose lines are every following line indented
  * deeper than the key; and a value behind node properties, a tag or an anchor
- * (`password: !!str X`, `password: &pw X`). The value, with its properties, is replaced.
+ * (`password: !!str X`, `password: &pw X`); and a complex key (`? password` then `: X`). The
+ * value, with its properties, is replaced.
  */
 function yamlPatterns(
   entries: readonly KeyEntry[],
@@ -668,6 +687,18 @@ function yamlPatterns(
       kind: '',
       hint: ':',
       regex: new RegExp(`${key}[ \\t]+(?<secret>${property}{1,4}[^\\s#][^\\n]*)`, 'dgu'),
+      accept,
+    },
+    {
+      // The complex-key form: `? password` on one line, `: value` on the next at the same
+      // indentation, the value inline, as a block, or on the lines below.
+      kind: '',
+      hint: ':',
+      regex: new RegExp(
+        `^(?<indent>[ \\t]*)\\?[ \\t]+(?<q>["']?)${secretKeySource(entries, lastWords)}\\k<q>[ \\t]*(?:#[^\\n]*)?\\r?\\n\\k<indent>:[ \\t]*` +
+          `(?<secret>[^\\s#][^\\n]*(?:${blockLines})?|(?:#[^\\n]*)?${blockLines})`,
+        'dgmu',
+      ),
       accept,
     },
   ];
