@@ -239,3 +239,12 @@ describe('the OS store', () => {
     await expect(store.set('.index', 'x')).rejects.toThrow('must not be empty, start with "."');
   });
 });
+
+describe('${keychain:NAME} references', () => {
+  it('are found in a config text, each once, and $${ stays a literal', async () => {
+    const { keychainReferences } = await import('../../src/config/keychain.js');
+    expect(
+      keychainReferences('a: ${keychain:A}\nb: "x ${keychain:B} ${keychain:A}"\nc: $${keychain:C}\n'),
+    ).toEqual(['A', 'B']);
+  });
+});
