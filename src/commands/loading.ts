@@ -11,6 +11,7 @@ import { ConfigError, type ConfigIssue } from '../config/issues.js';
 import type { Redactor } from '../features/audit/redact.js';
 import type { PolicySet } from '../features/policy/index.js';
 import type { PinSet } from '../features/pins/pinFile.js';
+import type { CredentialStore } from '../lib/credentials/index.js';
 import { CommandError, UsageError } from './support.js';
 
 export interface Loaded {
@@ -96,23 +97,29 @@ export async function loadConfigFile(
   const chosen = file ?? process.env.MCP_WARDEN_CONFIG;
   if (chosen === undefined || chosen === '')
     throw new UsageError('no config file given (use --config FILE)', 'general');
-  const [{ parseConfigText }, { readSourceFile }, { createRedactor, RedactorConfigError }, found] =
-    await Promise.all([
-      import('../config/load.js'),
-      import('../config/yamlSource.js'),
-      import('../features/audit/redact.js'),
-      loadManaged(options.managedFile),
-    ]);
+  const [
+    { parseConfigText, keychainFor },
+    { readSourceFile },
+    { createRedactor, RedactorConfigError },
+    found,
+  ] = await Promise.all([
+    import('../config/load.js'),
+    import('../config/yamlSource.js'),
+    import('../features/audit/redact.js'),
+    loadManaged(options.managedFile),
+  ]);
   const { managed } = found;
   const absolute = path.resolve(chosen);
   let loaded: LoadedConfig;
   let reload: Loaded['reload'];
   try {
     const text = await readSourceFile(absolute, 'config file');
+    const keychain = await keychainFor(text, openCommandCredentials);
     const parse = (under: ManagedSettings | undefined) =>
       parseConfigText(text, {
         file: absolute,
         env: process.env,
+        ...(keychain && { keychain }),
         ...(options.badServers && { badServers: options.badServers }),
         ...(under && { managed: under }),
       });
@@ -156,6 +163,19 @@ export async function loadConfigFile(
     throw error;
   }
 }
+
+/**
+ * The credential store as the commands open it: the one warning about the fallback file goes
+ * to stderr, where a command's messages go (stdout may carry JSON-RPC).
+ */
+export async function openCommandCredentials(): Promise<CredentialStore> {
+  const { openCredentialStore } = await import('../lib/credentials/index.js');
+  return openCredentialStore({ env: process.env, logger: stderrWarnings });
+}
+
+const stderrWarnings = {
+  warn: (message: string) => process.stderr.write(`mcp-warden: warning: ${message}\n`),
+};
 
 /** The config's policy files, or an exit with every problem found. */
 export async function loadPolicyFiles(config: WardenConfig): Promise<PolicySet> {

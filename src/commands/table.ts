@@ -214,6 +214,30 @@ Exit codes: 0 shown (or there are none); 2 the managed file is invalid, or bad u
     options: { managed: { type: 'string' } },
     run: async (input) => (await import('./managedCommand.js')).runManaged(input),
   },
+  {
+    name: 'secret',
+    summary: `  mcp-warden secret set|delete NAME | secret list
+                                      keep a secret the config reads as \${keychain:NAME}`,
+    help: `Usage: mcp-warden secret set NAME
+       mcp-warden secret delete NAME
+       mcp-warden secret list
+
+Keeps secrets out of the config file: one stored as NAME is what \${keychain:NAME} in the
+config stands for (in a stdio server's env, an HTTP server's headers, anywhere a value goes).
+They live in the OS credential store (macOS Keychain, Windows Credential Manager, the Secret
+Service on Linux), or, where none is reachable, in a file readable by you only in your config
+folder (a warning names it). MCP_WARDEN_CREDENTIALS=keyring|file chooses instead.
+
+  set NAME      read the value from stdin: typed without being shown on a terminal, or piped
+                (a final line break is taken off), and store it; an existing one is replaced
+  delete NAME   forget it
+  list          the names stored (never the values)
+
+Exit codes: 0 done; 1 delete: there was no such secret; 2 bad usage, no value given, or the
+credential store cannot be used.`,
+    options: {},
+    run: async (input) => (await import('./secretCommand.js')).runSecret(input),
+  },
 ];
 
 /** The general usage: every command's lines, then what applies to all of them. */

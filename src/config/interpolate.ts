@@ -8,6 +8,7 @@
  * shape must be visible in the file.
  */
 import { resolveHostVariable, type HostVariableOptions } from './hostVariables.js';
+import { KEYCHAIN_PREFIX, resolveKeychain, type KeychainValues } from './keychain.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -24,6 +25,8 @@ export interface InterpolateOptions extends HostVariableOptions {
   readonly env: Env;
   /** Told of every environment variable a string reads, and whether it has a default. */
   readonly onVariable?: (name: string, options: { readonly hasDefault: boolean }) => void;
+  /** The secrets `${keychain:NAME}` reads, found in the credential store before interpolation. */
+  readonly keychain?: KeychainValues;
 }
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
@@ -32,7 +35,7 @@ const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 const ENV_PREFIX = 'env:';
 
 const FORMS =
-  'expected ${NAME}, ${NAME:-default}, ${env:NAME}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} or ${/}; write $${ for a literal "${"';
+  'expected ${NAME}, ${NAME:-default}, ${env:NAME}, ${keychain:NAME}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} or ${/}; write $${ for a literal "${"';
 
 /**
  * Expands one string. `$${` is a literal `${`. In `${NAME:-default}` the default is used when
@@ -72,6 +75,12 @@ export function expandString(
     if (host !== undefined) {
       if ('problem' in host) problems.push(host.problem);
       else out += host.value;
+      continue;
+    }
+    if (body.startsWith(KEYCHAIN_PREFIX)) {
+      const secret = resolveKeychain(body, options.keychain);
+      if ('problem' in secret) problems.push(secret.problem);
+      else out += secret.value;
       continue;
     }
     const prefix = body.startsWith(ENV_PREFIX) ? ENV_PREFIX : '';

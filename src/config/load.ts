@@ -20,6 +20,8 @@ import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
 import { formatKeyPath, interpolate, type Env, type KeyPath } from './interpolate.js';
+import { keychainReferences, readKeychainValues, type KeychainValues } from './keychain.js';
+import type { CredentialStore } from '../lib/credentials/index.js';
 import {
   applyManagedToData,
   holdManagedTrail,
@@ -75,6 +77,16 @@ export interface LoadOptions {
    * reported in `refusals`.
    */
   readonly managed?: ManagedSettings;
+  /**
+   * The secrets `${keychain:NAME}` references read (keychain.ts). Without them, every such
+   * reference is a problem of its server: `loadConfig` reads them itself when given `credentials`.
+   */
+  readonly keychain?: KeychainValues;
+  /**
+   * Opens the credential store, for `loadConfig` to read the secrets the file refers to (only
+   * when it refers to some).
+   */
+  readonly credentials?: () => Promise<CredentialStore>;
 }
 
 export interface ParseOptions extends LoadOptions {
@@ -106,7 +118,18 @@ export interface LoadedConfig {
 export async function loadConfig(file: string, options: LoadOptions): Promise<LoadedConfig> {
   const absolute = path.resolve(file);
   const text = await readSourceFile(absolute, 'config file');
-  return parseConfigText(text, { ...options, file: absolute });
+  const keychain = options.keychain ?? (await keychainFor(text, options.credentials));
+  return parseConfigText(text, { ...options, file: absolute, ...(keychain && { keychain }) });
+}
+
+/** The secrets a config's text refers to, read from the credential store; none, nothing opened. */
+export async function keychainFor(
+  text: string,
+  credentials: (() => Promise<CredentialStore>) | undefined,
+): Promise<KeychainValues | undefined> {
+  const names = keychainReferences(text);
+  if (names.length === 0 || credentials === undefined) return undefined;
+  return readKeychainValues(names, credentials);
 }
 
 /**
@@ -131,6 +154,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     env: options.env,
     configFile: file,
     inputs: declaredInputs(data['inputs']),
+    ...(options.keychain && { keychain: options.keychain }),
   });
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
   const managed = options.managed;

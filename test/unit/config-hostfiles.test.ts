@@ -47,7 +47,7 @@ function withArg(arg: string): string {
 }
 
 const FORMS =
-  'expected ${NAME}, ${NAME:-default}, ${env:NAME}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} or ${/}; write $${ for a literal "${"';
+  'expected ${NAME}, ${NAME:-default}, ${env:NAME}, ${keychain:NAME}, ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} or ${/}; write $${ for a literal "${"';
 
 describe('the editors’ variables', () => {
   it('reads ${env:NAME} as ${NAME}, with or without a default', () => {

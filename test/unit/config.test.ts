@@ -1085,10 +1085,10 @@ describe('parseConfigText: environment variables', () => {
 
   it('reports malformed references', () => {
     expect(issuesOf(gh('${1X}'))).toEqual([
-      `${F}:5:14: servers.gh.env.TOKEN: invalid variable reference "\${1X}": expected \${NAME}, \${NAME:-default}, \${env:NAME}, \${userHome}, \${workspaceFolder}, \${workspaceFolderBasename}, \${pathSeparator} or \${/}; write $\${ for a literal "\${"`,
+      `${F}:5:14: servers.gh.env.TOKEN: invalid variable reference "\${1X}": expected \${NAME}, \${NAME:-default}, \${env:NAME}, \${keychain:NAME}, \${userHome}, \${workspaceFolder}, \${workspaceFolderBasename}, \${pathSeparator} or \${/}; write $\${ for a literal "\${"`,
     ]);
     expect(issuesOf(gh('abc ${T'))).toEqual([
-      `${F}:5:14: servers.gh.env.TOKEN: unterminated "\${" in "\${T": expected \${NAME}, \${NAME:-default}, \${env:NAME}, \${userHome}, \${workspaceFolder}, \${workspaceFolderBasename}, \${pathSeparator} or \${/}; write $\${ for a literal "\${"`,
+      `${F}:5:14: servers.gh.env.TOKEN: unterminated "\${" in "\${T": expected \${NAME}, \${NAME:-default}, \${env:NAME}, \${keychain:NAME}, \${userHome}, \${workspaceFolder}, \${workspaceFolderBasename}, \${pathSeparator} or \${/}; write $\${ for a literal "\${"`,
     ]);
   });
 
