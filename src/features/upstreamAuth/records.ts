@@ -1,19 +1,9 @@
-import type {
-  OAuthClientInformationMixed,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Principal } from '../../core/principal.js';
+import type { CredentialStore } from '../../lib/credentials/store.js';
 
-/**
- * Where secrets are kept: the OS credential store, or a file only the user can read (see
- * lib/credentials). Values are JSON texts of the records below.
- */
-export interface SecretStore {
-  get(account: string): Promise<string | undefined>;
-  set(account: string, secret: string): Promise<void>;
-  delete(account: string): Promise<boolean>;
-  list(prefix: string): Promise<string[]>;
-}
+/** Where secrets are kept (see lib/credentials): values are JSON texts of the records below. */
+export type SecretStore = Pick<CredentialStore, 'get' | 'set' | 'delete' | 'list'>;
 
 /**
  * One principal's sign-in to one server: the tokens, and everything a refresh needs without
