@@ -7,12 +7,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   connectHost,
   FAST_GATEWAY,
+  freePort,
   NODE,
   readAudit,
   ROOT,
@@ -29,16 +29,6 @@ const SDK_EXAMPLE = path.join(
   'esm/examples/server/simpleStreamableHttp.js',
 );
 const BROWSER = `${NODE} ${path.join(ROOT, 'test/fixtures/oauth-browser.mjs')}`;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('auth login against the SDK example server (DCR, PKCE, audience checked)', () => {
   let server: ChildProcess;
