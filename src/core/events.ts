@@ -433,8 +433,45 @@ export interface ServerBlockedEvent extends GatewayEventBase {
   managed: string;
 }
 
+/**
+ * Someone signed in to an HTTP upstream through its OAuth authorization server (the CLI's
+ * `auth login`, or the host's sign-in). `principal` is who the tokens are kept for; never a token.
+ */
+export interface UpstreamSignInEvent extends GatewayEventBase {
+  type: 'upstream_sign_in';
+  server: string;
+  /** The scopes granted (else those asked for). */
+  scopes: string[];
+  /** Who the authorization server says signed in, when it said. */
+  subject?: string;
+}
+
+/**
+ * Renewing an upstream's access token failed. When the authorization server refused the refresh
+ * token (revoked, expired), the tokens were forgotten and the user must sign in again.
+ */
+export interface UpstreamRefreshFailedEvent extends GatewayEventBase {
+  type: 'upstream_refresh_failed';
+  server: string;
+  /** What the authorization server (or the network) answered. */
+  error: string;
+  /** True when the tokens were forgotten and a new sign-in is needed. */
+  signedOut: boolean;
+}
+
+/** Someone signed out of an HTTP upstream (`auth logout`): its tokens are forgotten. */
+export interface UpstreamSignOutEvent extends GatewayEventBase {
+  type: 'upstream_sign_out';
+  server: string;
+  /** Whether the authorization server was asked to revoke them (RFC 7009) and agreed. */
+  revoked: boolean;
+}
+
 export type LifecycleEvent =
   | ServerBlockedEvent
+  | UpstreamSignInEvent
+  | UpstreamRefreshFailedEvent
+  | UpstreamSignOutEvent
   | GatewayStartEvent
   | GatewayStopEvent
   | UpstreamStartEvent

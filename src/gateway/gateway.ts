@@ -19,6 +19,8 @@ import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
+import { createUpstreamAuth, signsIn } from '../features/upstreamAuth/index.js';
+import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
 import {
   buildFeatures,
@@ -75,6 +77,11 @@ export interface GatewayOptions {
   readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
   /** The started OpenTelemetry SDK, when the config has `telemetry:` (see features/telemetry/sdk.ts). */
   readonly telemetry?: TelemetryRuntime;
+  /**
+   * Where upstream sign-ins (OAuth tokens) are kept; default the OS credential store, else the
+   * user-only file (lib/credentials), opened when an HTTP server first asks for a sign-in.
+   */
+  readonly credentials?: () => Promise<CredentialStore>;
 }
 
 export interface Gateway {
@@ -157,6 +164,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     featureDependencies(options, { record, session, principal, hosts, state }),
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
+  const upstreamAuth = config.servers.some(signsIn)
+    ? createUpstreamAuth({
+        store: options.credentials ?? once(() => openCredentialStore({ logger })),
+        logger,
+        record: (event, who) => record(event, who),
+      })
+    : undefined;
   const upstreams = new UpstreamConnections({
     config,
     logger,
@@ -171,6 +185,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       listening: config.listen !== undefined,
       ...(audit && { record }),
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
+      ...(upstreamAuth && { authorizationFor: upstreamAuth.authorizationFor }),
     },
     lists,
     servers: () => state.servers,
@@ -432,4 +447,10 @@ function switchServer(parts: Parts, server: ServerConfig): Promise<void> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** `make`, called on first use only, its promise shared by every later use. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
 }

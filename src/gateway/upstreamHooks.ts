@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../config/types.js';
+import type { HttpServerConfig, ServerConfig } from '../config/types.js';
 import { InitializedHostSession, type HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
@@ -7,6 +7,7 @@ import { askerOf } from '../core/routing/questionRouting.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { IncomingRequest } from '../core/rpc/peer.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
+import type { HttpAuthorization } from '../core/transports/httpTransport.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../core/upstreams/upstream.js';
 import type { PrincipalView } from '../core/upstreams/principalPools.js';
 import { firstOf, userKey, type Connection, type HostConnections } from './hosts.js';
@@ -24,6 +25,11 @@ export interface UpstreamHookDeps {
   readonly record?: (event: UpstreamLifecycleEvent, principal: Principal) => void;
   /** A connection to an upstream instead of starting it as configured (in-process embedding). */
   readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+  /** OAuth for HTTP servers that ask for a sign-in, with a principal's tokens (upstreamAuth). */
+  readonly authorizationFor?: (
+    server: HttpServerConfig,
+    principal: Principal | undefined,
+  ) => HttpAuthorization | undefined;
 }
 
 /** Whose events one pool's upstreams raise: every connection's, or one principal's. */
@@ -48,8 +54,12 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
   const first = () => firstOf(reach.connections());
   const lifecycle = deps.features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
   const { record } = deps;
+  // A principal's own connection is made with that principal's credentials.
+  const own = reach.view?.principal;
   return {
     ...(deps.connectUpstream && { connect: deps.connectUpstream }),
+    ...(deps.authorizationFor && { authorizationFor: deps.authorizationFor }),
+    ...(own && { principal: own }),
     logger: reach.logger ?? deps.logger,
     clientInfo: { name: 'mcp-warden', version: deps.version },
     clientCapabilities: (server: ServerConfig) =>

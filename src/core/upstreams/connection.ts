@@ -1,18 +1,27 @@
 import type { GatewayConfig, ServerConfig } from '../../config/types.js';
 import { UpstreamFailedError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { Principal } from '../principal.js';
 import type { ParamHeader } from '../protocol/paramHeaders.js';
 import type { RpcPeer } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { ChildHandle } from '../transports/childProcess.js';
+import type { HttpAuthorization } from '../transports/httpTransport.js';
 
 /** What a connection factory needs to open one connection to the server of `config`. */
 export interface ConnectOptions {
   readonly config: ServerConfig;
   readonly gateway: GatewayConfig;
   readonly log: Logger;
+  /**
+   * Whose credentials the connection carries, when it serves one principal only (a server they
+   * each sign in to); undefined: the local user's.
+   */
+  readonly principal?: Principal;
   /** The mirrored arguments of the server's tool `name`, as last listed (the HTTP binding's headers). */
   readonly paramHeaders: (name: string) => readonly ParamHeader[];
+  /** OAuth for an HTTP server that asks for a sign-in, with `principal`'s tokens. */
+  readonly authorization?: HttpAuthorization;
 }
 
 /**

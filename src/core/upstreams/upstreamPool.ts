@@ -23,6 +23,8 @@ export type UpstreamPoolOptions = {
   | 'connect'
   | 'onLifecycle'
   | 'prefersModern'
+  | 'principal'
+  | 'authorizationFor'
 >;
 
 /** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */
