@@ -85,8 +85,8 @@ function parse(argv: string[]): { command: Command; values: CommandValues; args:
 
 async function main(argv: string[]): Promise<number | undefined> {
   const raw = commandNamed(argv[0]);
-  if (raw?.rawArgs === true) return raw.run({ values: {}, args: argv.slice(1) });
-  const parsed = parse(argv);
+  // A command that reads its own options is handed everything after its name.
+  const parsed = raw?.rawArgs === true ? { command: raw, values: {}, args: argv.slice(1) } : parse(argv);
   if (parsed === undefined) return undefined;
   try {
     return await parsed.command.run({ values: parsed.values, args: parsed.args });

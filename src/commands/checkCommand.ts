@@ -34,9 +34,19 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
   if (dead.length > 0) throw new CommandError(`invalid policy:\n${dead.map(formatConfigIssue).join('\n')}`);
   const live: ConfigIssue[] = [];
   if (values.live === true) {
-    const { createLogger } = await import('../core/logger.js');
+    const [{ createLogger }, { terminalProgress }] = await Promise.all([
+      import('../core/logger.js'),
+      import('./progress.js'),
+    ]);
     const logger = createLogger({ level: 'error' });
-    live.push(...(await lintPoliciesLive(config, policies, { logger, version: version() })));
+    const progress = terminalProgress(process.stderr, colour.err);
+    live.push(
+      ...(await lintPoliciesLive(config, policies, {
+        logger,
+        version: version(),
+        ...(progress && { progress }),
+      })),
+    );
     await closeLogger(logger);
   }
   const { blockedServerIssues, layersLine } = await import('./managed.js');

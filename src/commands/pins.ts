@@ -16,7 +16,8 @@ import {
   type ToolPin,
 } from '../features/pins/pinFile.js';
 import { shellQuote, toolSelector } from '../features/pins/reviewCommands.js';
-import { collectTools, type CatalogListing, type StartupProgress } from './tools.js';
+import { collectTools, type CatalogListing } from './tools.js';
+import type { StartupProgress } from './progress.js';
 
 /** `server` or `server/tool`, as the `pins` subcommands take them. */
 export interface Selector {

@@ -6,6 +6,7 @@ import { NamedCatalog } from '../core/catalog/namedCatalog.js';
 import type { Logger } from '../core/logger.js';
 import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { Upstream } from '../core/upstreams/upstream.js';
+import { announceStart, progressHooks, type StartupProgress } from './progress.js';
 import { matchesGlob } from '../lib/glob.js';
 import { createPolicyEngine } from '../features/policy/engine.js';
 import { normalizeResourceUri } from '../features/policy/resourceUri.js';
@@ -22,16 +23,20 @@ export { lintPolicies } from '../features/policy/deadRules.js';
 export async function lintPoliciesLive(
   config: WardenConfig,
   policies: PolicySet,
-  options: { readonly logger: Logger; readonly version: string },
+  options: { readonly logger: Logger; readonly version: string; readonly progress?: StartupProgress },
 ): Promise<ConfigIssue[]> {
+  const { progress } = options;
   const pool = new UpstreamPool({
     config,
     logger: options.logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     onListsChanged: () => {},
+    ...(progress && progressHooks(progress)),
   });
+  if (progress !== undefined) announceStart(pool.upstreams, progress);
   try {
-    await pool.start();
+    await pool.startEach();
+    progress?.done();
     return liveIssues(config, policies, pool.upstreams);
   } finally {
     await pool.stop();

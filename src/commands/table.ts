@@ -5,6 +5,7 @@
  * time is what a host waits for).
  */
 import type { ParseArgsConfig } from 'node:util';
+import { SERVER_HELP } from './serverHelp.js';
 import type { CommandInput, CommandOutcome } from './support.js';
 
 type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
@@ -224,6 +225,16 @@ bad usage.`,
     options: {},
     rawArgs: true,
     run: ({ args }) => runInit(args),
+  },
+  {
+    name: 'server',
+    summary: `  mcp-warden server add NAME [--config FILE] -- COMMAND ARGS... | --url URL
+  mcp-warden server remove|enable|disable NAME | list [--json]
+                                      add, remove, turn on and off, and list the config's servers`,
+    help: SERVER_HELP,
+    options: {},
+    rawArgs: true,
+    run: async ({ args }) => (await import('./serverCommand.js')).runServer(args),
   },
   {
     name: 'managed',

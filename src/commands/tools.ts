@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { rebuildCatalogs, type ListedItem } from '../core/catalog/catalogs.js';
 import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
 import { ServedDefinitions } from '../core/catalog/servedDefinitions.js';
-import type { WardenConfig } from '../config/types.js';
+import type { GatewayConfig, ServerConfig, WardenConfig } from '../config/types.js';
 import { formatDuration } from '../config/duration.js';
 import { plural } from '../lib/plural.js';
 import { paletteFor, type Palette } from '../lib/colour.js';
@@ -11,6 +11,7 @@ import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { UpstreamState } from '../core/upstreams/upstream.js';
 import type { Feature } from '../core/routing/feature.js';
 import { visible } from '../gateway/features.js';
+import { announceStart, progressHooks, type StartupProgress } from './progress.js';
 
 export interface CatalogListing {
   readonly tools: readonly {
@@ -45,15 +46,6 @@ export interface DefinitionFindings {
     readonly repairs: readonly string[];
   }[];
   readonly leftOut: readonly { readonly server: string; readonly tool: string; readonly reason: string }[];
-}
-
-/** What `tools` and `pins diff` tell a person at a terminal while the servers start. */
-export interface StartupProgress {
-  /** The servers being started (not the disabled ones, nor those whose entry failed to load). */
-  starting(servers: readonly string[]): void;
-  ready(server: string, tools: number): void;
-  /** A failed attempt (it may be retried) or an entry that cannot be used at all. */
-  failed(server: string, error: string): void;
 }
 
 function summarize(state: UpstreamState): CatalogListing['servers'][number]['state'] {
@@ -99,13 +91,7 @@ export async function collectTools(options: {
     config,
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
-    ...(progress && {
-      onReady: (upstream) => progress.ready(upstream.name, upstream.tools.length),
-      onLifecycle: (event) => {
-        if (event.type === 'upstream_failed' || (event.type === 'upstream_exit' && !event.expected))
-          progress.failed(event.server, event.error ?? 'exited');
-      },
-    }),
+    ...(progress && progressHooks(progress)),
     onListsChanged: () =>
       void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools'], {
         ...(listed !== undefined && { listed }),
@@ -114,15 +100,10 @@ export async function collectTools(options: {
         }),
       }),
   });
-  if (progress !== undefined) {
-    for (const u of pool.upstreams)
-      if (u.state === 'failed') progress.failed(u.name, u.lastError ?? 'failed');
-    progress.starting(pool.upstreams.filter((u) => u.state === 'idle').map((u) => u.name));
-  }
-  // Why a server that was still starting is left out: it has no error of its own yet.
-  const late = `still starting when gateway.startupTimeout (${formatDuration(config.gateway.startupTimeoutMs)}) passed`;
+  if (progress !== undefined) announceStart(pool.upstreams, progress);
   try {
-    await pool.start();
+    await pool.startEach();
+    progress?.done();
     return {
       entries:
         listed === undefined
@@ -136,13 +117,23 @@ export async function collectTools(options: {
         ...(u.protocolVersion !== undefined && { protocolVersion: u.protocolVersion }),
         ...(u.serverInfo !== undefined && { serverInfo: u.serverInfo }),
         ...(u.state !== 'ready' &&
-          u.state !== 'disabled' && { error: u.lastError ?? (u.state === 'failed' ? 'failed' : late) }),
+          u.state !== 'disabled' && {
+            error: u.lastError ?? (u.state === 'failed' ? 'failed' : late(u.config, config.gateway)),
+          }),
       })),
       definitions,
     };
   } finally {
     await pool.stop();
   }
+}
+
+/** Why a server that was still starting is left out: it has no error of its own yet. */
+function late(server: ServerConfig, gateway: GatewayConfig): string {
+  const ms = server.startupTimeoutMs;
+  return ms === gateway.startupTimeoutMs
+    ? `still starting when gateway.startupTimeout (${formatDuration(ms)}) passed`
+    : `still starting when its startupTimeout (${formatDuration(ms)}) passed`;
 }
 
 /** `mcp-warden tools`: the merged catalog as rows for people (or JSON). */

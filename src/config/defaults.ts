@@ -132,5 +132,10 @@ export const DEFAULTS = deepFreeze({
     disabled: false,
     /** Tool annotations (e.g. readOnlyHint) from upstreams are not believed unless trusted. */
     trusted: false,
+    /**
+     * 60 s for a server started through a package launcher (npx, uvx, ...): a first start that
+     * installs packages takes 15-20 s, and one cut short leaves the launcher's cache broken.
+     */
+    launcherStartupTimeoutMs: 60_000,
   },
 } as const);

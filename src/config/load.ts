@@ -16,6 +16,7 @@ import { DEFAULTS } from './defaults.js';
 import { bareNumberMessage, DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
 import { ConfigError, formatConfigIssue, type ConfigIssue } from './issues.js';
 import { readEnvFile } from './envFile.js';
+import { launcherOf } from '../lib/launchers.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
@@ -761,6 +762,7 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
   return {
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
+    startupTimeoutMs: startupTimeout(ctx, inherited, entry, at),
     repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
     validateArguments:
       typeof entry['validateArguments'] === 'boolean'
@@ -785,6 +787,21 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
         ? entry['instructions']
         : true,
   };
+}
+
+/**
+ * How long the server may take to start: its own `startupTimeout`, else 60 s for a package
+ * launcher (never less than the gateway's window), else the gateway's `startupTimeout`.
+ */
+function startupTimeout(ctx: Context, inherited: Inherited, entry: Data, at: ServerKeyPath): number {
+  const written = duration(ctx, at('startupTimeout'), entry['startupTimeout']);
+  if (written !== undefined) return written;
+  const { gateway } = inherited;
+  const command = entry['command'];
+  const launcher = typeof command === 'string' && launcherOf(command, strings(entry['args'])) !== undefined;
+  return launcher
+    ? Math.max(DEFAULTS.server.launcherStartupTimeoutMs, gateway.startupTimeoutMs)
+    : gateway.startupTimeoutMs;
 }
 
 /** The server's call timeout, its limit and its per-tool timeouts, each checked against the limit. */

@@ -105,6 +105,13 @@ interface ServerCommon {
   readonly timeoutMs?: number;
   /** Hard per-call limit for this server (`maxTimeout`), when set; else the gateway's. */
   readonly maxTimeoutMs?: number;
+  /**
+   * How long this server may take to start, spawn to first listing (`startupTimeout`): the
+   * commands wait this long for it, and its handshake's requests get at least this long. Default
+   * 60 s for a package launcher (`npx`, `uvx`, ...: a first start installs packages), else
+   * `gateway.startupTimeout`.
+   */
+  readonly startupTimeoutMs: number;
   /** The gateway's repair settings with this server's `repair:` overrides applied. */
   readonly repair: RepairConfig;
   /**

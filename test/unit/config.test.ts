@@ -173,6 +173,8 @@ describe('parseConfigText: valid configs', () => {
           shared: false,
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
+          // Started by npx, a package launcher: its first start may install packages.
+          startupTimeoutMs: 60_000,
           source: { file: FILE, line: 17 },
         },
         {
@@ -198,6 +200,8 @@ describe('parseConfigText: valid configs', () => {
           shared: false,
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
+          // The gateway's window.
+          startupTimeoutMs: 15_000,
           source: { file: FILE, line: 35 },
         },
       ],
@@ -248,6 +252,7 @@ describe('parseConfigText: valid configs', () => {
         shared: false,
         clientRequests: { sampling: true, elicitation: true, roots: true },
         instructions: true,
+        startupTimeoutMs: 10_000,
         source: { file: FILE, line: 2 },
       },
     ]);

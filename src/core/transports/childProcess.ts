@@ -23,6 +23,17 @@ export class SpawnError extends Error {
   override readonly name = 'SpawnError';
 }
 
+export interface StopOptions {
+  /** Between SIGTERM and SIGKILL. */
+  readonly graceMs: number;
+  /**
+   * Wait, within the grace, for the whole process group to leave, not just the direct child
+   * (for a package launcher, whose helpers may still be writing to its cache). Otherwise what is
+   * left of the group is SIGKILLed as soon as the direct child has exited.
+   */
+  readonly drainGroup?: boolean;
+}
+
 export interface ChildHandle {
   readonly pid: number;
   readonly process: ChildProcessWithoutNullStreams;
@@ -34,7 +45,7 @@ export interface ChildHandle {
    * server behind launchers such as `npx` or `sh -c`. On Linux, descendants that left the group
    * (`setsid`) but are still traceable through their parents are SIGKILLed too.
    */
-  stop(options: { graceMs: number }): Promise<void>;
+  stop(options: StopOptions): Promise<void>;
   /** Last-resort synchronous kill of the whole group, for process exit handlers. */
   killNow(): void;
 }
@@ -159,6 +170,22 @@ function lifelineArgs(
   return ['-c', script, 'mcp-warden-lifeline', LIFELINE_WATCHER, file, ...args];
 }
 
+/** How often a stopping group is looked at while it is given time to leave. */
+const DRAIN_POLL_MS = 50;
+
+/** Resolves once no process of group `pid` is left, or at `until` (a Date.now() time). */
+async function groupGone(pid: number, until: number): Promise<void> {
+  for (;;) {
+    try {
+      process.kill(-pid, 0);
+    } catch {
+      return; // ESRCH: the group is empty
+    }
+    if (Date.now() >= until) return;
+    await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+  }
+}
+
 export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandle> {
   const cwdStat = await stat(options.cwd).catch(() => null);
   if (cwdStat === null || !cwdStat.isDirectory())
@@ -216,7 +243,8 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
     process: child,
     exited,
     killNow: () => signalGroup('SIGKILL'),
-    async stop({ graceMs }) {
+    async stop({ graceMs, drainGroup = false }) {
+      const until = Date.now() + graceMs;
       // Taken first, while the tree is intact: processes that left the group (setsid) are found
       // by parentage alone, and parentage is lost once their parent exits.
       const descendants = exitedNow ? [] : await findDescendants(pid);
@@ -227,6 +255,7 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
         await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
         clearTimeout(timer);
       }
+      if (drainGroup && process.platform !== 'win32') await groupGone(pid, until);
       // Even when the leader left politely, descendants it started may linger in the group.
       signalGroup('SIGKILL');
       await killDescendants(descendants);

@@ -21,7 +21,7 @@ function connectionsFor(options: UpstreamOptions): ConnectionFactory {
   const { config, children, spawned, connect } = options;
   const own: ConnectionFactory =
     config.transport === 'stdio'
-      ? new StdioConnections({ children, ...(spawned && { spawned }) })
+      ? new StdioConnections({ children, config, ...(spawned && { spawned }) })
       : new HttpConnections();
   return connect === undefined ? own : embeddedOr(connect, own);
 }

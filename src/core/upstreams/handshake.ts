@@ -156,13 +156,17 @@ export class Handshake {
   }
 }
 
-/** While connecting, each request gets `connectTimeout` to be answered. */
+/**
+ * While connecting, each request gets `connectTimeout` to be answered, or the server's own
+ * `startupTimeout` when that is longer: a launcher installing packages answers nothing until it
+ * is done, and giving up on it then would stop it mid-install.
+ */
 export function startupDeadline(
   options: { readonly config: ServerConfig; readonly gateway: GatewayConfig },
   method: string,
   what: string,
 ): OutgoingOptions {
-  const ms = options.gateway.connectTimeoutMs;
+  const ms = Math.max(options.gateway.connectTimeoutMs, options.config.startupTimeoutMs);
   return {
     deadlineMs: ms,
     deadlineError: () =>

@@ -1,5 +1,7 @@
 import { createInterface } from 'node:readline';
+import type { StdioServerConfig } from '../../config/types.js';
 import { describeError } from '../../lib/describeError.js';
+import { brokenCacheHint, launcherOf } from '../../lib/launchers.js';
 import { UpstreamFailedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { truncateForEcho } from '../protocol/jsonRpc.js';
@@ -20,10 +22,17 @@ import {
 const STDOUT_CLOSE_GRACE_MS = 250;
 /** Lines of a child's stderr kept to explain a failed start. */
 const STDERR_TAIL_LINES = 5;
+/**
+ * Lines of a launcher's stderr kept to tell a broken cache (its stack names the cached package's
+ * folder, often well above the last lines).
+ */
+const LAUNCHER_LINES = 40;
 
 export interface StdioConnectionsOptions {
   /** Live children, so a last-resort exit handler can kill their groups synchronously. */
   readonly children: Set<ChildHandle>;
+  /** The server's entry: how a process spawned ahead is stopped depends on its command. */
+  readonly config: StdioServerConfig;
   /**
    * The server's process, spawned ahead (earlySpawn.ts) and already in `children`: the first
    * connection speaks to it instead of spawning one. A spawn that failed is reported by that
@@ -60,16 +69,30 @@ export class StdioConnections implements ConnectionFactory {
   async release(): Promise<void> {
     const spawned = this.spawned;
     this.spawned = undefined;
+    const { config } = this.options;
     const child = await spawned?.catch(() => undefined);
     if (child === undefined) return;
-    await child.stop({ graceMs: STOP_GRACE_MS });
+    await child.stop(stopOptions(launcherOf(config.command, config.args)));
     this.options.children.delete(child);
   }
+}
+
+/**
+ * How a server's process is stopped: SIGTERM to its group, then SIGKILL after the grace. A
+ * launcher's group is given the whole grace to leave, even once the launcher itself has: the
+ * package manager or the server it started may still be writing to its cache, and a SIGKILL
+ * there leaves a package half installed, broken on every later start.
+ */
+function stopOptions(launcher: string | undefined): { graceMs: number; drainGroup: boolean } {
+  return { graceMs: STOP_GRACE_MS, drainGroup: launcher !== undefined };
 }
 
 class StdioConnection extends ConnectionBase implements UpstreamConnection {
   readonly transport: StreamTransport;
   private readonly stderrTail: string[] = [];
+  /** More of a launcher's stderr, to tell a broken cache by; undefined for other commands. */
+  private readonly launcherOutput: string[] | undefined;
+  private readonly launcher: string | undefined;
   private readonly server: string;
   private readonly log: Logger;
 
@@ -82,11 +105,15 @@ class StdioConnection extends ConnectionBase implements UpstreamConnection {
     super(what);
     this.server = options.config.name;
     this.log = options.log;
-    const { gateway } = options;
+    const { gateway, config } = options;
+    this.launcher = config.transport === 'stdio' ? launcherOf(config.command, config.args) : undefined;
+    this.launcherOutput = this.launcher === undefined ? undefined : [];
     createInterface({ input: child.process.stderr }).on('line', (line) => {
       this.log.info(`stderr: ${line}`);
       this.stderrTail.push(line);
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+      this.launcherOutput?.push(line);
+      if ((this.launcherOutput?.length ?? 0) > LAUNCHER_LINES) this.launcherOutput?.shift();
     });
     this.transport = new StreamTransport({
       input: child.process.stdout,
@@ -109,12 +136,14 @@ class StdioConnection extends ConnectionBase implements UpstreamConnection {
     void child.exited.then(({ code, signal }) => {
       const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
       const tail = this.stderrTail.length > 0 ? `; last stderr: ${this.stderrTail.join(' | ')}` : '';
-      this.end(new UpstreamFailedError(this.server, `process ${how} ${this.phase} (${what})${tail}`));
+      const broken = this.launcherOutput === undefined ? undefined : brokenCacheHint(this.launcherOutput);
+      const hint = broken === undefined ? '' : `. ${broken}`;
+      this.end(new UpstreamFailedError(this.server, `process ${how} ${this.phase} (${what})${tail}${hint}`));
     });
   }
 
   async close(): Promise<void> {
-    await this.child.stop({ graceMs: STOP_GRACE_MS });
+    await this.child.stop(stopOptions(this.launcher));
     this.children.delete(this.child);
   }
 

@@ -123,6 +123,28 @@ export class UpstreamPool implements PoolView {
     return this.startup;
   }
 
+  /**
+   * Starts every upstream at once, as `start` does, for a command that lists them and stops them
+   * (`tools`, `check --live`, `pins`): settles when each has connected or failed its first
+   * attempt, or when its own `startupTimeout` has passed, whichever is first. A launcher then
+   * gets its whole window to install (the gateway-wide window would leave it mid-install when
+   * the command stops the servers), and the others no more than before.
+   */
+  startEach(): Promise<void> {
+    if (this.startup !== undefined) return this.startup;
+    for (const u of this.upstreams) u.start();
+    const timers: NodeJS.Timeout[] = [];
+    const each = this.upstreams.map((u) =>
+      Promise.race([
+        u.firstAttempt,
+        new Promise<void>((resolve) => timers.push(setTimeout(resolve, u.config.startupTimeoutMs))),
+      ]),
+    );
+    this.startup = Promise.all(each).then(() => timers.forEach(clearTimeout));
+    void this.startup.then(this.settleStartedUp);
+    return this.startup;
+  }
+
   /** Settles as described in `start`; resolves at once when the pool was never started. */
   get startupSettled(): Promise<void> {
     return this.startup ?? Promise.resolve();
