@@ -11,6 +11,8 @@ import {
   fixture,
   initialize,
   killRawSessions,
+  NODE,
+  serverBin,
   rawSession,
   runCli,
   tempDir,
@@ -202,6 +204,46 @@ describe('names nobody serves', () => {
     const text = readFileSync(file, 'utf8');
     for (const secret of ['hunter2', 'probe-secret-value', 'tok-secret-value'])
       expect(text).not.toContain(secret);
+  });
+
+  it('a completion for a prompt or resource template no server has is recorded, redacted, and still refused', async () => {
+    // server-everything offers completions, so the method is served and only the names are
+    // unknown; a second server with resources means no URI goes to a lone server by default.
+    const { file, config } = setup(
+      {},
+      {
+        servers: {
+          up: { command: NODE, args: [serverBin('everything')] },
+          other: fixture(['--resources']),
+        },
+      },
+    );
+    const s = rawSession(config);
+    await initialize(s);
+    const complete = (id: number, ref: object) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'completion/complete',
+        params: { ref, argument: { name: 'password', value: 'tok-secret-value' } },
+      });
+    const answers = Promise.all([1, 2].map((id) => s.next((m) => m.id === id)));
+    s.send(complete(1, { type: 'ref/prompt', name: 'up__nope' }));
+    s.send(complete(2, { type: 'ref/resource', uri: 'nowhere://{path}' }));
+    const [prompt, template] = await answers;
+    expect(prompt!.error).toMatchObject({ code: -32602, message: 'Unknown prompt: up__nope' });
+    expect(template!.error).toMatchObject({ message: expect.stringContaining('nowhere://{path}') });
+    s.child.stdin.end();
+    expect(await s.exited).toBe(0);
+
+    const unserved = { server: '', outcome: 'unknown_name', decision: { effect: 'deny', rule: null } };
+    const requests = readAudit(file).filter(
+      (r) => r.type === 'request' && r.method === 'completion/complete',
+    );
+    expect(requests).toHaveLength(2);
+    expect(requests.find((r) => r.target === 'up__nope')).toMatchObject(unserved);
+    expect(requests.find((r) => r.target === 'nowhere://{path}')).toMatchObject(unserved);
+    expect(readFileSync(file, 'utf8')).not.toContain('tok-secret-value');
   });
 });
 

@@ -204,7 +204,15 @@ export class HostMethods {
     const args = params?.argument as Params | undefined;
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
       const entry = await this.resolveNamed(this.options.prompts, ref.name);
-      if (entry === undefined) throw new InvalidParamsError(`Unknown prompt: ${ref.name}`);
+      // Recorded like a prompts/get of a name nobody serves: probing names by completion shows too.
+      if (entry === undefined)
+        return this.options.answeredHere.unserved(
+          request,
+          'completion/complete',
+          ref.name,
+          args,
+          new UnknownPromptError(ref.name),
+        );
       const sent = { ...forwardedParams(params), ref: { ...ref, name: entry.item.name } };
       return this.options.boundary.route(
         request,
