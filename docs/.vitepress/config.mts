@@ -42,6 +42,7 @@ export default defineConfig({
           { text: 'Configuration', link: '/reference/configuration' },
           { text: "A host's config file", link: '/reference/host-config-files' },
           { text: 'Command line', link: '/reference/cli' },
+          { text: 'Secrets and the credential store', link: '/reference/secrets' },
           { text: 'How it behaves', link: '/reference/how-it-behaves' },
           { text: 'Policy and confirmation', link: '/reference/policy' },
           { text: 'Input validation', link: '/reference/validation' },

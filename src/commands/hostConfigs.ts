@@ -178,8 +178,37 @@ export function readHostServers(file: string, host: HostKind, cwd: string): Host
 
 /** A server entry as mcp-warden will hold it, or why it was left out. */
 export type ConvertedServer =
-  | { readonly name: string; readonly entry: Record<string, unknown>; readonly notes: readonly string[] }
+  | {
+      readonly name: string;
+      readonly entry: Record<string, unknown>;
+      readonly notes: readonly string[];
+      /** A remote server (`url`): it may need a sign-in, which goes through the gateway. */
+      readonly remote?: boolean;
+      /**
+       * Header values taken out of the entry because they look secret: the entry holds
+       * `${keychain:NAME}` in their place, and init stores each value under NAME (or, where it
+       * cannot, writes an environment variable reference instead).
+       */
+      readonly secrets?: readonly MovedSecret[];
+    }
   | { readonly name: string; readonly skipped: string };
+
+/** A secret header value moved out of a converted entry. */
+export interface MovedSecret {
+  /** The secret's name, as in `${keychain:NAME}` (and as an environment variable's name). */
+  readonly name: string;
+  readonly header: string;
+  readonly value: string;
+}
+
+/**
+ * Headers whose values are credentials: an `Authorization` header and the usual API-key and
+ * token headers. Their values never go into the written config.
+ */
+const SECRET_HEADER = /authorization|token|key|secret|password|cookie|session|auth/i;
+
+/** `Bearer abc` keeps its scheme in the config; only the credential after it is moved. */
+const AUTH_SCHEME = /^(Bearer|Basic|Token|Bot)\s+(\S[\s\S]*)$/i;
 
 /** The keys of a host's server entry that mean the same to mcp-warden; others are left out with a note. */
 const KEPT_KEYS = ['type', 'command', 'args', 'env', 'envFile', 'cwd', 'url', 'headers', 'disabled'];
@@ -227,12 +256,9 @@ export function convertServers(
       converted.push({ name: original, skipped: 'it runs mcp-warden itself' });
       continue;
     }
-    if (value.type === 'sse') {
-      converted.push({
-        name: original,
-        skipped:
-          'it uses the old SSE transport, which mcp-warden does not speak; add its Streamable HTTP endpoint as url by hand',
-      });
+    const remote = typeof value.url === 'string' && value.command === undefined;
+    if (value.type === 'sse' && !remote) {
+      converted.push({ name: original, skipped: 'it has type "sse" but no url' });
       continue;
     }
     const name = serverName(original, taken);
@@ -244,6 +270,16 @@ export function convertServers(
     for (const [key, v] of Object.entries(value)) {
       if (KEPT_KEYS.includes(key)) entry[key] = v;
       else notes.push(`left out "${key}" (a setting of the host, not of the server)`);
+    }
+    let secrets: MovedSecret[] = [];
+    if (remote) {
+      if (value.type === 'sse')
+        notes.push(
+          'was type "sse" (the older HTTP+SSE transport, which mcp-warden does not speak): written as type http with the same url; if the server only speaks SSE, give its Streamable HTTP endpoint (often ending in /mcp) instead',
+        );
+      // Cursor writes no type for a url entry: saying it keeps the file plain to read.
+      const { type: _type, ...rest } = entry;
+      ({ entry, secrets } = moveSecretHeaders({ type: 'http', ...rest }, name));
     }
     const folder = options.workspaceFolder;
     if (folder !== undefined && JSON.stringify(entry).includes('${workspaceFolder')) {
@@ -258,7 +294,34 @@ export function convertServers(
       notes.push(
         'uses ${input:…}, which only the editor can ask for: put the value in an environment variable and write ${env:NAME}',
       );
-    converted.push({ name, entry, notes });
+    converted.push({ name, entry, notes, ...(remote && { remote, secrets }) });
   }
   return converted;
+}
+
+/**
+ * The entry with each secret-looking header value replaced by `${keychain:NAME}`, NAME made
+ * from the server's and the header's names. A value that already refers to a variable
+ * (`${env:TOKEN}`) is no secret in the file and stays as it is.
+ */
+function moveSecretHeaders(
+  entry: Record<string, unknown>,
+  server: string,
+): { entry: Record<string, unknown>; secrets: MovedSecret[] } {
+  const headers = entry.headers;
+  if (!isObject(headers)) return { entry, secrets: [] };
+  const secrets: MovedSecret[] = [];
+  const kept: Record<string, unknown> = {};
+  for (const [header, value] of Object.entries(headers)) {
+    if (typeof value !== 'string' || value.includes('${') || !SECRET_HEADER.test(header)) {
+      kept[header] = value;
+      continue;
+    }
+    const name = `${server}_${header}`.replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+    const scheme = AUTH_SCHEME.exec(value);
+    const credential = scheme === null ? value : scheme[2]!;
+    kept[header] = scheme === null ? `\${keychain:${name}}` : `${scheme[1]} \${keychain:${name}}`;
+    secrets.push({ name, header, value: credential });
+  }
+  return { entry: { ...entry, headers: kept }, secrets };
 }

@@ -13,8 +13,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
+import { Document, isMap, isScalar } from 'yaml';
+import { DEFAULTS } from '../config/defaults.js';
 import { ConfigError, formatConfigIssue } from '../config/issues.js';
+import { secretAccount } from '../config/keychain.js';
+import type { CredentialStore } from '../lib/credentials/index.js';
 import { workspaceFolder } from '../config/hostVariables.js';
 import { interpolate } from '../config/interpolate.js';
 import { loadConfig } from '../config/load.js';
@@ -24,6 +27,7 @@ import { readPinFile } from '../features/pins/pinFile.js';
 import {
   candidateFiles,
   convertServers,
+  type ConvertedServer,
   HOST_NAMES,
   HostConfigError,
   hostOfFile,
@@ -64,6 +68,11 @@ export interface InitIo extends Machine {
   readonly choose?: (question: string, choices: readonly string[]) => Promise<number | undefined>;
   /** The Node.js that runs us, written into the host entry. */
   readonly execPath: string;
+  /**
+   * Opens the credential store, where secret header values of remote servers are moved.
+   * Without it (or when it cannot be used) the config reads them from environment variables.
+   */
+  readonly credentials?: () => Promise<CredentialStore>;
 }
 
 /** A usage problem or a refusal: printed, exit 2. */
@@ -137,11 +146,19 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     ...(source && { workspaceFolder: workspaceFolder(source.file) }),
   });
   const servers: Record<string, Record<string, unknown>> = {};
-  for (const server of converted) if ('entry' in server) servers[server.name] = server.entry;
+  const notes = new Map<string, string[]>();
+  const remote: string[] = [];
+  for (const server of converted) {
+    if (!('entry' in server)) continue;
+    servers[server.name] = server.entry;
+    notes.set(server.name, [...server.notes]);
+    if (server.remote === true) remote.push(server.name);
+  }
+  await moveSecrets(converted, { servers, notes, io });
 
   mkdirSync(path.dirname(configFile), { recursive: true });
   if (policyFile !== undefined) writeFileSync(policyFile, policyText(policy));
-  writeConfig(configFile, renderConfig({ servers, source, policyFile }));
+  writeConfig(configFile, renderConfig({ servers, source, policyFile, remote }));
 
   io.stdout(`Wrote ${configFile}\n`);
   if (policyFile !== undefined)
@@ -157,11 +174,11 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
     else {
       io.stdout(`  + ${server.name}\n`);
-      for (const note of server.notes) io.stdout(`      ${note}\n`);
+      for (const note of notes.get(server.name) ?? []) io.stdout(`      ${note}\n`);
     }
   }
 
-  const problems = await check(configFile, io.env);
+  const problems = await check(configFile, io);
   if (problems.length > 0) {
     io.stdout(
       `\n${configFile} is not valid yet; fix these, then run mcp-warden check --config ${configFile}:\n`,
@@ -214,6 +231,59 @@ async function chooseSource(from: string | undefined, io: InitIo): Promise<HostS
   return chosen;
 }
 
+/**
+ * Stores each secret header value of a remote server in the credential store, under the name
+ * its `${keychain:NAME}` says (another name when NAME already holds a different value), and
+ * notes where it went. When there is no store to use, the entry reads the value from an
+ * environment variable of that name instead: the secret is never written into the config.
+ */
+async function moveSecrets(
+  converted: readonly ConvertedServer[],
+  target: { servers: Record<string, Record<string, unknown>>; notes: Map<string, string[]>; io: InitIo },
+): Promise<void> {
+  const { servers, notes, io } = target;
+  const moving = converted.flatMap((server) =>
+    'entry' in server ? (server.secrets ?? []).map((secret) => ({ server: server.name, secret })) : [],
+  );
+  if (moving.length === 0) return;
+  let store: CredentialStore | undefined;
+  let unusable = 'no credential store was given';
+  try {
+    store = await io.credentials?.();
+  } catch (error) {
+    unusable = (error as Error).message;
+  }
+  for (const { server, secret } of moving) {
+    const entry = servers[server]!;
+    const said = notes.get(server)!;
+    let name = secret.name;
+    try {
+      if (store === undefined) throw new Error(unusable);
+      for (let n = 2; ; n++) {
+        const held = await store.get(secretAccount(name));
+        if (held === undefined || held === secret.value) break;
+        name = `${secret.name}_${n}`;
+      }
+      await store.set(secretAccount(name), secret.value);
+      rewriteHeader(entry, secret.header, `\${keychain:${secret.name}}`, `\${keychain:${name}}`);
+      said.push(
+        `header ${secret.header}: its value is kept in ${store.where} as ${name}, and the config reads it as \${keychain:${name}}`,
+      );
+    } catch (error) {
+      rewriteHeader(entry, secret.header, `\${keychain:${secret.name}}`, `\${env:${name}}`);
+      said.push(
+        `header ${secret.header}: its value is not copied into the config, which reads it from the environment variable ${name} ` +
+          `(it could not go to the credential store: ${(error as Error).message}); or store it with mcp-warden secret set ${name} and write \${keychain:${name}}`,
+      );
+    }
+  }
+}
+
+function rewriteHeader(entry: Record<string, unknown>, header: string, from: string, to: string): void {
+  const headers = entry.headers as Record<string, string>;
+  headers[header] = headers[header]!.replace(from, to);
+}
+
 /** The shipped policy's text, its schema modeline pointed at the installed schema. */
 function policyText(name: string): string {
   const text = readFileSync(path.join(POLICIES, `${name}.yaml`), 'utf8');
@@ -238,6 +308,8 @@ export function renderConfig(options: {
   servers: Record<string, Record<string, unknown>>;
   source: HostServers | undefined;
   policyFile: string | undefined;
+  /** Remote servers: each gets a comment on how it signs in through the gateway. */
+  remote?: readonly string[];
 }): string {
   const servers =
     Object.keys(options.servers).length > 0
@@ -264,9 +336,28 @@ export function renderConfig(options: {
     '# audit: one JSON line per call and event; mcp-warden audit summary|verify <file> read it.',
     '# pins: every tool is held to the definition it had when first seen; a changed tool is blocked',
     '#   until you review it (mcp-warden pins diff) and accept it (mcp-warden pins accept).',
-    stringify(document, { lineWidth: 0 }).trimEnd(),
+    withSignInComments(document, options.remote ?? []).trimEnd(),
     '',
   ].join('\n');
+}
+
+/**
+ * The document as YAML, each remote server preceded by how it signs in: a server that asks for
+ * OAuth is signed in to through the gateway, from the host or from a terminal.
+ */
+function withSignInComments(document: object, remote: readonly string[]): string {
+  const yaml = new Document(document);
+  const servers = yaml.get('servers', true);
+  if (isMap(servers))
+    for (const pair of servers.items) {
+      const key = pair.key;
+      if (!isScalar(key) || typeof key.value !== 'string' || !remote.includes(key.value)) continue;
+      const tool = `${key.value}${DEFAULTS.gateway.naming.separator}authorize`;
+      key.commentBefore =
+        ` A remote server. If it asks for a sign-in (OAuth), mcp-warden signs in for it: call the\n` +
+        ` ${tool} tool from the host, or run: mcp-warden auth login ${key.value} --config <this file>`;
+    }
+  return yaml.toString({ lineWidth: 0 });
 }
 
 /** The command and arguments a host runs to start mcp-warden on `configFile`. */
@@ -362,10 +453,13 @@ export function hostInstructions(
 }
 
 /** Every problem `mcp-warden check` would report for the config just written, formatted. */
-async function check(configFile: string, env: InitIo['env']): Promise<string[]> {
+async function check(configFile: string, io: InitIo): Promise<string[]> {
   let loaded;
   try {
-    loaded = await loadConfig(configFile, { env });
+    loaded = await loadConfig(configFile, {
+      env: io.env,
+      ...(io.credentials && { credentials: io.credentials }),
+    });
   } catch (error) {
     if (error instanceof ConfigError) return error.issues.map(formatConfigIssue);
     throw error;

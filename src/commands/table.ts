@@ -30,9 +30,10 @@ const CONFIG = { type: 'string', short: 'c' } as const;
 
 /** `mcp-warden init`: a starter config from the host's MCP servers; it reads its own options. */
 async function runInit(args: readonly string[]): Promise<number> {
-  const [{ runInit: init, terminalChooser }, { homedir }] = await Promise.all([
+  const [{ runInit: init, terminalChooser }, { homedir }, { openCommandCredentials }] = await Promise.all([
     import('./init.js'),
     import('node:os'),
+    import('./loading.js'),
   ]);
   return init([...args], {
     home: homedir(),
@@ -43,6 +44,7 @@ async function runInit(args: readonly string[]): Promise<number> {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     choose: terminalChooser(process.stdin, process.stderr),
+    credentials: openCommandCredentials,
   });
 }
 

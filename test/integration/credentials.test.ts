@@ -1,9 +1,19 @@
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, connectHost, FAST_GATEWAY, FIXTURE, NODE, runCli, tempDir, writeConfig } from './harness.js';
+import {
+  CLI,
+  connectHost,
+  FAST_GATEWAY,
+  FIXTURE,
+  NODE,
+  runCli,
+  runProcess,
+  tempDir,
+  writeConfig,
+} from './harness.js';
 
 /*
  * Secrets the config names as ${keychain:NAME}, stored with `mcp-warden secret set`: in the
@@ -128,6 +138,37 @@ describe('without a Secret Service: the file', () => {
     );
     expect(stderr).toContain('store it with: mcp-warden secret set API_KEY');
     expect(code).toBe(2);
+  });
+});
+
+describe('init with a remote server from Cursor', () => {
+  it('writes it as an HTTP server that signs in through the gateway, its header token in the credential store', async () => {
+    const { env, file } = headlessEnv();
+    const cursor = path.join(env.HOME!, '.cursor', 'mcp.json');
+    mkdirSync(path.dirname(cursor), { recursive: true });
+    writeFileSync(
+      cursor,
+      JSON.stringify({
+        mcpServers: {
+          linear: { url: 'https://mcp.linear.app/mcp', headers: { Authorization: `Bearer ${SECRET}` } },
+        },
+      }),
+    );
+    const project = tempDir('warden-project-');
+    const init = await runProcess(NODE, [CLI, 'init'], { cwd: project, env });
+    expect(init.stdout).toContain(
+      `header Authorization: its value is kept in ${file} as LINEAR_AUTHORIZATION`,
+    );
+    expect(init.code).toBe(0);
+    const yaml = readFileSync(path.join(project, 'proxy.config.yaml'), 'utf8');
+    expect(yaml).not.toContain(SECRET);
+    expect(yaml).toContain('Authorization: Bearer ${keychain:LINEAR_AUTHORIZATION}');
+    expect(yaml).toContain('linear__authorize');
+    expect(JSON.parse(readFileSync(file, 'utf8')).secrets).toEqual({ 'secret:LINEAR_AUTHORIZATION': SECRET });
+    expect(init.stdout + init.stderr).not.toContain(SECRET);
+
+    const check = await runCli(['check', '--config', path.join(project, 'proxy.config.yaml')], env);
+    expect(check.code).toBe(0);
   });
 });
 

@@ -29,6 +29,7 @@ async function init(
   where: { home: string; cwd: string },
   args: string[],
   choose?: InitIo['choose'],
+  credentials?: InitIo['credentials'],
 ): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
@@ -40,6 +41,7 @@ async function init(
     stdout: (t) => (out += t),
     stderr: (t) => (err += t),
     ...(choose && { choose }),
+    ...(credentials && { credentials }),
   });
   return { code, out, err };
 }
@@ -136,8 +138,16 @@ describe('converting server entries', () => {
         name: 'remote',
         entry: { type: 'http', url: 'https://example.com/mcp', headers: { A: 'b' } },
         notes: [],
+        remote: true,
+        secrets: [],
       },
-      { name: 'legacy', skipped: expect.stringContaining('old SSE transport') },
+      {
+        name: 'legacy',
+        entry: { type: 'http', url: 'https://example.com/sse' },
+        notes: [expect.stringContaining('was type "sse" (the older HTTP+SSE transport')],
+        remote: true,
+        secrets: [],
+      },
       { name: 'warden', skipped: 'it runs mcp-warden itself' },
       { name: 'asked', entry: expect.any(Object), notes: [expect.stringContaining('${input:')] },
     ]);
@@ -276,7 +286,7 @@ describe('mcp-warden init', () => {
     expect(out).toContain('No host config was found');
     const where = machine();
     const from = put(path.join(where.home, 'h.json'), {
-      mcpServers: { old: { type: 'sse', url: 'http://x/sse' } },
+      mcpServers: { old: { type: 'sse' } },
     });
     const onlySse = await init(where, ['--from', from]);
     expect(onlySse.code).toBe(0);
@@ -306,5 +316,86 @@ describe('mcp-warden init', () => {
     expect((await init(where, ['--host', 'emacs'])).code).toBe(2);
     const empty = put(path.join(where.home, 'e.json'), { other: 1 });
     expect((await init(where, ['--from', empty])).err).toContain('holds no MCP servers');
+  });
+});
+
+describe("a host's remote servers", () => {
+  /** runInit with a credential store in a file of its own (as where no OS store is reachable). */
+  async function initWithStore(where: { home: string; cwd: string }, args: string[]) {
+    const { openCredentialStore } = await import('../../src/lib/credentials/index.js');
+    const file = path.join(where.home, 'credentials.json');
+    const store = await openCredentialStore({ env: { MCP_WARDEN_CREDENTIALS_FILE: file }, prefer: 'file' });
+    const { code, out } = await init(where, args, undefined, () => Promise.resolve(store));
+    return { code, out, store, file };
+  }
+
+  it("Cursor's url entries become HTTP servers that sign in through the gateway; a token in a header goes to the credential store", async () => {
+    const where = machine();
+    put(path.join(where.home, '.cursor', 'mcp.json'), {
+      mcpServers: {
+        linear: { url: 'https://mcp.linear.app/mcp', headers: { Authorization: 'Bearer lin_api_s3cret' } },
+        notion: { url: 'https://mcp.notion.com/mcp' },
+      },
+    });
+    const { code, out, store, file } = await initWithStore(where, []);
+    expect(out).toContain(
+      `header Authorization: its value is kept in ${file} as LINEAR_AUTHORIZATION, and the config reads it as \${keychain:LINEAR_AUTHORIZATION}`,
+    );
+    expect(code).toBe(0);
+    const yaml = readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8');
+    expect(yaml).not.toContain('lin_api_s3cret');
+    expect(yaml).toContain(
+      [
+        '  # A remote server. If it asks for a sign-in (OAuth), mcp-warden signs in for it: call the',
+        '  # linear__authorize tool from the host, or run: mcp-warden auth login linear --config <this file>',
+        '  linear:',
+        '    type: http',
+        '    url: https://mcp.linear.app/mcp',
+        '    headers:',
+        '      Authorization: Bearer ${keychain:LINEAR_AUTHORIZATION}',
+      ].join('\n'),
+    );
+    expect(yaml).toContain('# notion__authorize tool from the host');
+    expect(yaml).toMatch(/ {2}notion:\n {4}type: http\n {4}url: https:\/\/mcp\.notion\.com\/mcp\n/);
+    expect(await store.get('secret:LINEAR_AUTHORIZATION')).toBe('lin_api_s3cret');
+  });
+
+  it("VS Code's http and sse entries keep their other headers; without a credential store a secret header reads an environment variable", async () => {
+    const where = machine();
+    const from = put(path.join(where.cwd, '.vscode', 'mcp.json'), {
+      servers: {
+        gh: {
+          type: 'http',
+          url: 'https://api.example.com/mcp',
+          headers: { 'X-API-Key': 'k-s3cret', 'X-Org': 'acme', 'X-Token-From-Env': '${env:TOKEN}' },
+        },
+        events: { type: 'sse', url: 'https://events.example.com/sse' },
+      },
+    });
+    const { code, out } = await init(where, ['--from', from]);
+    const yaml = readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8');
+    expect(yaml).not.toContain('k-s3cret');
+    expect(yaml).toContain('X-API-Key: ${env:GH_X_API_KEY}');
+    expect(yaml).toContain('X-Org: acme');
+    expect(yaml).toContain('X-Token-From-Env: ${env:TOKEN}');
+    expect(yaml).toMatch(/ {2}events:\n {4}type: http\n {4}url: https:\/\/events\.example\.com\/sse\n/);
+    expect(out).toContain(
+      'header X-API-Key: its value is not copied into the config, which reads it from the environment variable GH_X_API_KEY',
+    );
+    expect(out).toContain('was type "sse"');
+    // The environment variables are not set here, so the config is written but not valid yet.
+    expect(out).toMatch(/servers\.gh\.headers\.X-API-Key: environment variable "GH_X_API_KEY" is not set/);
+    expect(code).toBe(1);
+  });
+
+  it("Claude Code's type http entries are carried over", async () => {
+    const where = machine();
+    const from = put(path.join(where.cwd, '.mcp.json'), {
+      mcpServers: { sentry: { type: 'http', url: 'https://mcp.sentry.dev/mcp' } },
+    });
+    const { code } = await init(where, ['--from', from]);
+    expect(code).toBe(0);
+    const yaml = readFileSync(path.join(where.cwd, 'proxy.config.yaml'), 'utf8');
+    expect(yaml).toContain('mcp-warden auth login sentry --config <this file>\n  sentry:\n    type: http\n');
   });
 });
