@@ -290,6 +290,23 @@ export interface UpstreamFailedEvent extends GatewayEventBase {
   error?: string;
 }
 
+/**
+ * A sign-in to a server that asks its user to sign in, made through the host: started (the user
+ * was asked to open the page), done (who is signed in, with which scopes), or failed (declined,
+ * cancelled, timed out, refused by the authorization server). `principal` is who signs in.
+ * Never a token, a code or the sign-in URL (which carries the PKCE challenge and state).
+ */
+export interface SignInEvent extends GatewayEventBase {
+  type: 'sign_in_start' | 'sign_in' | 'sign_in_failed';
+  server: string;
+  /** Who the authorization server says signed in (`sign_in`), when it said. */
+  subject?: string;
+  /** The scopes granted (`sign_in`). */
+  scopes?: string[];
+  /** Why it failed (`sign_in_failed`). */
+  error?: string;
+}
+
 /** A config file was loaded and is in effect. */
 export interface ConfigLoadEvent extends GatewayEventBase {
   type: 'config_load';
@@ -441,6 +458,7 @@ export type LifecycleEvent =
   | UpstreamExitEvent
   | UpstreamRestartEvent
   | UpstreamFailedEvent
+  | SignInEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
   | PolicyLoadEvent

@@ -1,6 +1,7 @@
 import type { GatewayConfig, ServerConfig } from '../../config/types.js';
 import { UpstreamFailedError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { Principal } from '../principal.js';
 import type { ParamHeader } from '../protocol/paramHeaders.js';
 import type { RpcPeer } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
@@ -11,6 +12,11 @@ export interface ConnectOptions {
   readonly config: ServerConfig;
   readonly gateway: GatewayConfig;
   readonly log: Logger;
+  /**
+   * Whose credentials the connection carries, when it serves one principal only (a server they
+   * each sign in to); undefined: the local user's.
+   */
+  readonly principal?: Principal;
   /** The mirrored arguments of the server's tool `name`, as last listed (the HTTP binding's headers). */
   readonly paramHeaders: (name: string) => readonly ParamHeader[];
 }
