@@ -5,6 +5,7 @@ import type { WardenConfig } from '../config/types.js';
 import { WardenError } from '../core/errors.js';
 import type { Redactor } from '../features/audit/redact.js';
 import { plural } from '../lib/plural.js';
+import { openCommandAudit } from './commandAudit.js';
 import { loadConfigFile, loadPinsFile, loadPolicyFiles } from './loading.js';
 import type { Acceptance } from './pins.js';
 import {
@@ -145,50 +146,7 @@ async function auditAcceptance(
   acceptance: Acceptance,
 ): Promise<void> {
   if (config.audit === undefined || acceptance.pinned.length === 0) return;
-  const [{ openAuditLog }, { randomUUID }] = await Promise.all([
-    import('../features/audit/auditWriter.js'),
-    import('node:crypto'),
-  ]);
-  const session = randomUUID();
-  // Signed like the gateway's records, so a verify with the key does not find them unsigned.
-  const signing = config.audit.checkpoints;
-  let checkpoints;
-  try {
-    checkpoints = signing && {
-      signer: (await import('../features/audit/checkpoint.js')).loadCheckpointSigner(signing.key),
-      intervalMs: signing.intervalMs,
-    };
-  } catch (error) {
-    throw new CommandError(
-      `invalid config:\n${config.file}: audit.checkpoints.key: ${(error as Error).message}`,
-    );
-  }
-  let drain = (_ms: number): Promise<void> => Promise.resolve();
-  let log;
-  if (config.audit.file === undefined) {
-    // No local file: the records go where the gateway's go, the sinks (through their spools).
-    const [{ openAuditTrail }, { createLogger }] = await Promise.all([
-      import('../features/audit/openTrail.js'),
-      import('../core/logger.js'),
-    ]);
-    const trail = await openAuditTrail(
-      { ...config.audit, onFailure: 'continue' },
-      { redactor, logger: createLogger({ level: 'warn' }), session, version: version() },
-    );
-    ({ log, drain } = trail);
-  } else {
-    log = await openAuditLog({
-      file: config.audit.file,
-      maxBytes: config.audit.maxBytes,
-      maxFiles: config.audit.maxFiles,
-      onFailure: 'continue',
-      fsync: config.audit.fsync,
-      writes: 'immediate',
-      redactor,
-      session,
-      ...(checkpoints && { checkpoints }),
-    });
-  }
+  const { log, session, close } = await openCommandAudit(config, config.audit, redactor);
   const [principal, by] = await whoAccepts();
   for (const { server, tool, pin, previous } of acceptance.pinned)
     log.append({
@@ -202,10 +160,7 @@ async function auditAcceptance(
       by,
       ...(previous !== undefined && { previousSha256: previous.sha256 }),
     });
-  log.flush();
-  const failure = log.healthy ? undefined : log.lastError;
-  log.close();
-  await drain(5000);
+  const failure = await close();
   if (failure !== undefined)
     throw new CommandError(
       `pinned, but the audit log ${log.file} could not record it: ${failure.message}`,

@@ -150,6 +150,34 @@ not be pinned; list: 0. All: 2 bad usage or an invalid config or pins file.`,
     run: async (input) => (await import('./pinsCommand.js')).runPins(input),
   },
   {
+    name: 'auth',
+    summary: `  mcp-warden auth login|status|logout [SERVER] --config FILE
+                                      sign in to HTTP servers that ask for OAuth, see or end it`,
+    help: `Usage: mcp-warden auth login SERVER --config FILE
+       mcp-warden auth status --config FILE [--json]
+       mcp-warden auth logout SERVER --config FILE
+
+  login      sign in to the HTTP server SERVER through its OAuth authorization server: prints
+             the address to open, opens it with $BROWSER when set (the address as its last
+             argument) or the system's opener, waits for the browser to come back (5 minutes
+             at most), keeps the tokens in the credential store and says who signed in
+  status     per HTTP server: signed in or not, as whom, the scopes, when the access token
+             expires and whether it can be renewed (never a token)
+  logout     revoke SERVER's tokens at the authorization server where it offers that
+             (RFC 7009) and forget them
+
+  --json     status as JSON
+
+Tokens live in the OS credential store, else in a file only you can read (see
+MCP_WARDEN_CREDENTIALS); never in the config, the log or the audit trail. Sign-ins and
+sign-outs are audited when the config has audit:.
+
+Exit codes: 0 done; 1 the sign-in failed or was refused; 2 bad usage, an invalid config or a
+SERVER that is not an HTTP server of the config.`,
+    options: { config: CONFIG, json: { type: 'boolean' } },
+    run: async (input) => (await import('./authCommand.js')).runAuth(input),
+  },
+  {
     name: 'audit',
     summary: `  mcp-warden audit verify|summary FILE
                                       check an audit log's hash chain, or summarize it

@@ -44,6 +44,7 @@ import type {
   ConfirmationMethod,
   GatewayConfig,
   HttpServerConfig,
+  OAuthClientConfig,
   LogConfig,
   PinsConfig,
   TelemetryConfig,
@@ -669,8 +670,29 @@ function normalizeServer(
     transport,
     url: typeof url === 'string' ? url : '',
     headers: stringMap(entry['headers']),
+    ...oauthClient(ctx, entry['oauth'], at),
   };
   return http;
+}
+
+/**
+ * An HTTP server entry's `oauth`. The schema checked each key's type; a secret without the client
+ * it belongs to is the one mistake left to name.
+ */
+function oauthClient(ctx: Context, value: unknown, at: ServerKeyPath): { oauth?: OAuthClientConfig } {
+  const oauth = asRecord(value);
+  if (oauth === undefined) return {};
+  const text = (key: string) => (typeof oauth[key] === 'string' ? { [key]: oauth[key] as string } : {});
+  if (oauth['clientSecret'] !== undefined && oauth['clientId'] === undefined)
+    ctx.issues.add(at('oauth', 'clientSecret'), 'key', 'a client secret needs the clientId it belongs to');
+  return {
+    oauth: {
+      ...text('clientId'),
+      ...text('clientSecret'),
+      ...text('clientMetadataUrl'),
+      ...(Array.isArray(oauth['scopes']) && { scopes: strings(oauth['scopes']) }),
+    },
+  };
 }
 
 /** Where a key of the server entry being read is: `servers.<name>.<keys>`. */
@@ -695,7 +717,7 @@ function checkTransportKeys(ctx: Context, entry: Data, transport: 'stdio' | 'htt
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers'] : ['args', 'env', 'envFile', 'cwd'];
+  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),

@@ -183,6 +183,24 @@ export interface HttpServerConfig extends ServerCommon {
   readonly transport: 'http';
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * How the gateway identifies itself to the server's authorization server when the server asks
+   * for an OAuth sign-in. Absent: a Client ID Metadata Document or Dynamic Client Registration,
+   * whichever that authorization server offers.
+   */
+  readonly oauth?: OAuthClientConfig;
+}
+
+/** `servers.<name>.oauth`: the OAuth client identity an HTTP server entry names. */
+export interface OAuthClientConfig {
+  /** A client registered ahead of time; used before any other kind of client identity. */
+  readonly clientId?: string;
+  /** Its secret, for a confidential client. */
+  readonly clientSecret?: string;
+  /** Scopes to ask for instead of those the server's challenge or metadata names. */
+  readonly scopes?: readonly string[];
+  /** An https URL of this client's metadata document, used as its client ID where supported. */
+  readonly clientMetadataUrl?: string;
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;

@@ -291,19 +291,15 @@ export interface UpstreamFailedEvent extends GatewayEventBase {
 }
 
 /**
- * A sign-in to a server that asks its user to sign in, made through the host: started (the user
- * was asked to open the page), done (who is signed in, with which scopes), or failed (declined,
- * cancelled, timed out, refused by the authorization server). `principal` is who signs in.
- * Never a token, a code or the sign-in URL (which carries the PKCE challenge and state).
+ * A sign-in to a server made through the host (its authorize tool): started (the user was asked
+ * to open the sign-in page, or given its URL), or failed (declined, cancelled, timed out, refused
+ * by the authorization server). Its success is the `upstream_sign_in` record. `principal` is who
+ * signs in. Never a token, a code or the sign-in URL (which carries the state).
  */
-export interface SignInEvent extends GatewayEventBase {
-  type: 'sign_in_start' | 'sign_in' | 'sign_in_failed';
+export interface UpstreamSignInAttemptEvent extends GatewayEventBase {
+  type: 'upstream_sign_in_start' | 'upstream_sign_in_failed';
   server: string;
-  /** Who the authorization server says signed in (`sign_in`), when it said. */
-  subject?: string;
-  /** The scopes granted (`sign_in`). */
-  scopes?: string[];
-  /** Why it failed (`sign_in_failed`). */
+  /** Why it failed (`upstream_sign_in_failed`). */
   error?: string;
 }
 
@@ -450,15 +446,52 @@ export interface ServerBlockedEvent extends GatewayEventBase {
   managed: string;
 }
 
+/**
+ * Someone signed in to an HTTP upstream through its OAuth authorization server (the CLI's
+ * `auth login`, or the host's sign-in). `principal` is who the tokens are kept for; never a token.
+ */
+export interface UpstreamSignInEvent extends GatewayEventBase {
+  type: 'upstream_sign_in';
+  server: string;
+  /** The scopes granted (else those asked for). */
+  scopes: string[];
+  /** Who the authorization server says signed in, when it said. */
+  subject?: string;
+}
+
+/**
+ * Renewing an upstream's access token failed. When the authorization server refused the refresh
+ * token (revoked, expired), the tokens were forgotten and the user must sign in again.
+ */
+export interface UpstreamRefreshFailedEvent extends GatewayEventBase {
+  type: 'upstream_refresh_failed';
+  server: string;
+  /** What the authorization server (or the network) answered. */
+  error: string;
+  /** True when the tokens were forgotten and a new sign-in is needed. */
+  signedOut: boolean;
+}
+
+/** Someone signed out of an HTTP upstream (`auth logout`): its tokens are forgotten. */
+export interface UpstreamSignOutEvent extends GatewayEventBase {
+  type: 'upstream_sign_out';
+  server: string;
+  /** Whether the authorization server was asked to revoke them (RFC 7009) and agreed. */
+  revoked: boolean;
+}
+
 export type LifecycleEvent =
   | ServerBlockedEvent
+  | UpstreamSignInEvent
+  | UpstreamRefreshFailedEvent
+  | UpstreamSignOutEvent
   | GatewayStartEvent
   | GatewayStopEvent
   | UpstreamStartEvent
   | UpstreamExitEvent
   | UpstreamRestartEvent
   | UpstreamFailedEvent
-  | SignInEvent
+  | UpstreamSignInAttemptEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
   | PolicyLoadEvent

@@ -20,6 +20,8 @@ import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
+import { createUpstreamAuth, signsIn } from '../features/upstreamAuth/index.js';
+import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
 import {
   buildFeatures,
@@ -81,6 +83,11 @@ export interface GatewayOptions {
   readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
   /** The started OpenTelemetry SDK, when the config has `telemetry:` (see features/telemetry/sdk.ts). */
   readonly telemetry?: TelemetryRuntime;
+  /**
+   * Where upstream sign-ins (OAuth tokens) are kept; default the OS credential store, else the
+   * user-only file (lib/credentials), opened when an HTTP server first asks for a sign-in.
+   */
+  readonly credentials?: () => Promise<CredentialStore>;
 }
 
 export interface Gateway {
@@ -163,6 +170,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     featureDependencies(options, { record, session, principal, hosts, state }),
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
+  // An embedder that brings its own sign-in (tests) replaces the OAuth client altogether.
+  const upstreamAuth =
+    options.signInFor === undefined && config.servers.some(signsIn)
+      ? createUpstreamAuth({
+          store: options.credentials ?? once(() => openCredentialStore({ logger })),
+          logger,
+          record: (event, who) => record(event, who),
+        })
+      : undefined;
+  const signInFor = options.signInFor ?? upstreamAuth?.signInFor;
   const upstreams = new UpstreamConnections({
     config,
     logger,
@@ -177,7 +194,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       listening: config.listen !== undefined,
       ...(audit && { record }),
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
-      ...(options.signInFor && { signInFor: options.signInFor }),
+      ...(signInFor && { signInFor }),
+      ...(upstreamAuth && { authorizationFor: upstreamAuth.authorizationFor }),
     },
     lists,
     servers: () => state.servers,
@@ -440,4 +458,10 @@ function switchServer(parts: Parts, server: ServerConfig): Promise<void> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** `make`, called on first use only, its promise shared by every later use. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
 }

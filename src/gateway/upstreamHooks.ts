@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../config/types.js';
+import type { HttpServerConfig, ServerConfig } from '../config/types.js';
 import { InitializedHostSession, type HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
@@ -7,6 +7,7 @@ import { askerOf } from '../core/routing/questionRouting.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { IncomingRequest } from '../core/rpc/peer.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
+import type { HttpAuthorization } from '../core/transports/httpTransport.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../core/upstreams/upstream.js';
 import type { PrincipalView } from '../core/upstreams/principalPools.js';
 import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
@@ -27,6 +28,11 @@ export interface UpstreamHookDeps {
   readonly connectUpstream?: (server: ServerConfig, principal?: Principal) => MessageTransport | undefined;
   /** How the user signs in to a server that may ask for it (OAuth); undefined for the others. */
   readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
+  /** OAuth for HTTP servers that ask for a sign-in, with a principal's tokens (upstreamAuth). */
+  readonly authorizationFor?: (
+    server: HttpServerConfig,
+    principal: Principal | undefined,
+  ) => HttpAuthorization | undefined;
 }
 
 /** Whose events one pool's upstreams raise: every connection's, or one principal's. */
@@ -57,6 +63,7 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
   return {
     ...(connectUpstream && { connect: (server: ServerConfig) => connectUpstream(server, own) }),
     ...(deps.signInFor && { signInFor: deps.signInFor }),
+    ...(deps.authorizationFor && { authorizationFor: deps.authorizationFor }),
     ...(own && { principal: own }),
     logger: reach.logger ?? deps.logger,
     clientInfo: { name: 'mcp-warden', version: deps.version },

@@ -138,9 +138,8 @@ describe('a host that declared URL-mode elicitation', () => {
       elicitationId: asked[0]!.elicitationId,
     });
     const records = running!.auditRecords();
-    expect(records.filter((r) => String(r.type).startsWith('sign_in'))).toEqual([
-      expect.objectContaining({ type: 'sign_in_start', server: 'remote' }),
-      expect.objectContaining({ type: 'sign_in', server: 'remote', subject: LOCAL_USER, scopes: ['read'] }),
+    expect(records.filter((r) => String(r.type).startsWith('upstream_sign_in'))).toEqual([
+      expect.objectContaining({ type: 'upstream_sign_in_start', server: 'remote' }),
     ]);
     expect(records).toContainEqual(
       expect.objectContaining({ type: 'request', method: 'authorize', server: 'remote', outcome: 'ok' }),
@@ -159,13 +158,21 @@ describe('a host that declared URL-mode elicitation', () => {
   });
 
   it('declined: the sign-in is given up, with a result that says so, and authorize stays', async () => {
-    const { client } = await start(urlHost('decline'));
+    const { client } = await start({ extra: 'audit: { file: ./audit.jsonl }\n', ...urlHost('decline') });
     const result = await client.callTool({ name: 'remote__authorize' });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toMatch(
       /needs sign-in: the user declined the sign-in; call remote__authorize again/,
     );
     expect(signIn.cancelled).toEqual(['the user declined the sign-in']);
+    expect(running!.auditRecords().filter((r) => String(r.type).startsWith('upstream_sign_in'))).toEqual([
+      expect.objectContaining({ type: 'upstream_sign_in_start', server: 'remote' }),
+      expect.objectContaining({
+        type: 'upstream_sign_in_failed',
+        server: 'remote',
+        error: expect.stringContaining('declined'),
+      }),
+    ]);
     expect(await names(client)).toEqual(['local__echo', 'remote__authorize']);
   });
 

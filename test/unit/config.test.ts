@@ -569,6 +569,23 @@ describe('parseConfigText: one problem, one exact message', () => {
       ],
     ],
     [
+      'oauth on a stdio server',
+      'servers:\n  a:\n    command: x\n    oauth: { clientId: c }\n',
+      [
+        `${F}:4:5: servers.a.oauth: "oauth" applies only to HTTP servers (with "url"), and this one has "command"`,
+      ],
+    ],
+    [
+      'oauth client secret without its client',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    oauth: { clientSecret: s }\n',
+      [`${F}:4:14: servers.a.oauth.clientSecret: a client secret needs the clientId it belongs to`],
+    ],
+    [
+      'oauth client metadata URL that is not https',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    oauth: { clientMetadataUrl: "http://x.example/c.json" }\n',
+      [`${F}:4:33: servers.a.oauth.clientMetadataUrl: expected an https:// URL with a path`],
+    ],
+    [
       'empty tool glob',
       'servers:\n  a: { command: x, tools: { include: [""] } }\n',
       [`${F}:2:39: servers.a.tools.include[0]: must not be empty`],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describeError } from '../../lib/describeError.js';
 import { MethodNotFoundError, SignInRequiredError, UpstreamUnavailableError } from '../errors.js';
-import type { SignInEvent } from '../events.js';
+import type { UpstreamSignInAttemptEvent } from '../events.js';
 import type { Logger } from '../logger.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import type { Principal } from '../principal.js';
@@ -10,7 +10,7 @@ import type { SignedIn, SignInFlow, UpstreamSignIn } from '../upstreams/signIn.j
 import type { Upstream } from '../upstreams/upstream.js';
 
 /** What a sign-in record says besides who and when (the gateway adds session and principal). */
-export type SignInRecord = Omit<SignInEvent, 'session' | 'principal'>;
+export type SignInRecord = Omit<UpstreamSignInAttemptEvent, 'session' | 'principal'>;
 
 export interface AuthorizeOptions {
   /** The upstream of that name as the connection that asks sees it (its principal's own, if any). */
@@ -20,7 +20,10 @@ export interface AuthorizeOptions {
    * server; undefined for the local user (no listener).
    */
   readonly principal: Principal | undefined;
-  /** Records the sign-in's start and end for `principal` (the audit trail). */
+  /**
+   * Records the sign-in's start, and its failure, for the principal who signs in (the audit
+   * trail); its success is recorded by the sign-in itself, which knows the scopes granted.
+   */
   readonly record?: (event: SignInRecord, principal: Principal | undefined) => void;
   readonly logger: Logger;
 }
@@ -55,7 +58,7 @@ export function createAuthorize(options: AuthorizeOptions): (message: RoutedMess
     const record = (event: Omit<SignInRecord, 'server'>) =>
       options.record?.({ ...event, server }, message.principal);
     const flow = await signIn.begin(options.principal);
-    record({ type: 'sign_in_start' });
+    record({ type: 'upstream_sign_in_start' });
     const elicitationId = randomUUID();
     let cancelled = false;
     const giveUp = (why: string) => {
@@ -63,7 +66,7 @@ export function createAuthorize(options: AuthorizeOptions): (message: RoutedMess
       cancelled = true;
     };
     const stopListening = message.signal.onCancel((reason) => giveUp(reason.message));
-    let failed = (error: unknown) => record({ type: 'sign_in_failed', error: describeError(error) });
+    let failed = (error: unknown) => record({ type: 'upstream_sign_in_failed', error: describeError(error) });
     try {
       const asked = await askToOpen(message, signIn, flow, elicitationId);
       if (asked === 'unasked') {
@@ -82,7 +85,6 @@ export function createAuthorize(options: AuthorizeOptions): (message: RoutedMess
         });
       });
       failed = () => {};
-      record({ type: 'sign_in', ...who(signedIn) });
       const state = await upstream.retryNow();
       message.host?.notify('notifications/elicitation/complete', { elicitationId });
       return text(signedInText(upstream, signedIn, state === 'ready'));
@@ -137,24 +139,16 @@ function finishUnasked(
     UNASKED_SIGN_IN_MS,
   ).unref();
   flow.completed.then(
-    (signedIn) => {
+    () => {
       clearTimeout(timer);
-      record({ type: 'sign_in', ...who(signedIn) });
       void upstream.retryNow();
     },
     (error: unknown) => {
       clearTimeout(timer);
-      record({ type: 'sign_in_failed', error: describeError(error) });
+      record({ type: 'upstream_sign_in_failed', error: describeError(error) });
       logger.warn(`sign-in to ${upstream.name} did not complete: ${describeError(error)}`);
     },
   );
-}
-
-function who(signedIn: SignedIn): Pick<SignInRecord, 'subject' | 'scopes'> {
-  return {
-    ...(signedIn.subject !== undefined && { subject: signedIn.subject }),
-    scopes: [...signedIn.scopes],
-  };
 }
 
 function alreadySignedIn(server: string): string {

@@ -1,3 +1,4 @@
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonRpcMessage } from '../protocol/jsonRpc.js';
@@ -16,6 +17,23 @@ export interface HttpTransportOptions {
   readonly onOversize: (info: HttpOversize) => void;
   /** The mirrored arguments (`x-mcp-header`) of the server's tool `name`, for the modern binding. */
   readonly paramHeaders?: (name: string) => readonly ParamHeader[];
+  /** OAuth for a server that asks for it (401): tokens on every request, refreshed as needed. */
+  readonly authorization?: HttpAuthorization;
+}
+
+/**
+ * An HTTP upstream's OAuth sign-in, as the transport uses it. The SDK's transport takes the
+ * provider (the bearer token on each request, and discovery when the server answers 401 or 403
+ * `insufficient_scope`); a provider that cannot sign in silently fails that request with a
+ * `SignInRequiredError`.
+ */
+export interface HttpAuthorization {
+  readonly provider: OAuthClientProvider;
+  /**
+   * The server refused `accessToken` (401): a fresh one when it could be renewed (one refresh at a
+   * time: concurrent refusals wait for the same one), else undefined.
+   */
+  refreshAfterRejection(accessToken: string): Promise<string | undefined>;
 }
 
 /**
@@ -35,10 +53,13 @@ export class HttpTransport implements MessageTransport {
       maxMessageBytes: options.maxMessageBytes,
       onOversize: options.onOversize,
     });
+    const { authorization } = options;
+    const base: Fetch = authorization === undefined ? limited : renewingFetch(limited, authorization);
     this.inner = new StreamableHTTPClientTransport(new URL(options.url), {
       requestInit: { headers: { ...options.headers } },
       fetch: (url, init) =>
-        this.modern ? modernFetch(limited, url, init, options.paramHeaders) : limited(url, init),
+        this.modern ? modernFetch(base, url, init, options.paramHeaders) : base(url, init),
+      ...(authorization && { authProvider: authorization.provider }),
     });
     this.inner.onmessage = (message) => this.onmessage?.(message as unknown as JsonRpcMessage);
     this.inner.onclose = () => this.onclose?.();
@@ -81,6 +102,26 @@ export class HttpTransport implements MessageTransport {
 }
 
 type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * A request the server refused with 401 although it carried a bearer token is sent once more
+ * with a renewed token, before the SDK sees the 401: the SDK's own answer to a 401 is a new
+ * sign-in, which the gateway cannot do silently, and a token that merely expired needs none.
+ */
+function renewingFetch(base: Fetch, authorization: HttpAuthorization): Fetch {
+  return async (url, init) => {
+    const response = await base(url, init);
+    if (response.status !== 401) return response;
+    const headers = new Headers(init?.headers);
+    const sent = /^Bearer (.+)$/i.exec(headers.get('authorization') ?? '')?.[1];
+    if (sent === undefined) return response;
+    const renewed = await authorization.refreshAfterRejection(sent);
+    if (renewed === undefined || renewed === sent) return response;
+    await response.body?.cancel();
+    headers.set('authorization', `Bearer ${renewed}`);
+    return base(url, { ...init, headers });
+  };
+}
 
 /**
  * One request in the 2026-07-28 binding: `Mcp-Method` (and `Mcp-Name` where the method names

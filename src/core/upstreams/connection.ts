@@ -6,6 +6,7 @@ import type { ParamHeader } from '../protocol/paramHeaders.js';
 import type { RpcPeer } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { ChildHandle } from '../transports/childProcess.js';
+import type { HttpAuthorization } from '../transports/httpTransport.js';
 
 /** What a connection factory needs to open one connection to the server of `config`. */
 export interface ConnectOptions {
@@ -19,6 +20,8 @@ export interface ConnectOptions {
   readonly principal?: Principal;
   /** The mirrored arguments of the server's tool `name`, as last listed (the HTTP binding's headers). */
   readonly paramHeaders: (name: string) => readonly ParamHeader[];
+  /** OAuth for an HTTP server that asks for a sign-in, with `principal`'s tokens. */
+  readonly authorization?: HttpAuthorization;
 }
 
 /**

@@ -38,6 +38,7 @@ class HttpConnection extends ConnectionBase implements UpstreamConnection {
       maxMessageBytes: gateway.maxMessageBytes,
       onOversize: (info) => this.oversize(info),
       paramHeaders: options.paramHeaders,
+      ...(options.authorization && { authorization: options.authorization }),
     });
     this.transport.onclose = () =>
       this.end(new UpstreamFailedError(this.server, `connection closed ${this.phase} (${this.what})`));

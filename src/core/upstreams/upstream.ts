@@ -5,7 +5,7 @@ import type {
   UpstreamRestartEvent,
   UpstreamStartEvent,
 } from '../events.js';
-import type { ServerConfig } from '../../config/types.js';
+import type { HttpServerConfig, ServerConfig } from '../../config/types.js';
 import { UpstreamFailedError, UpstreamRpcError, UpstreamUnavailableError } from '../errors.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
@@ -15,13 +15,14 @@ import { Outcome } from '../rpc/outcome.js';
 import { RpcPeer, type IncomingRequest, type OutgoingOptions } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { ChildHandle } from '../transports/childProcess.js';
+import type { HttpAuthorization } from '../transports/httpTransport.js';
+import type { Principal } from '../principal.js';
 import { CrashLoopDetector, RepeatedFailures, restartDelay } from './backoff.js';
 import type { ConnectionFactory, UpstreamConnection } from './connection.js';
 import { startupDeadline, type Handshake, type Handshaken, type HandshakeOptions } from './handshake.js';
 import { LIST_KINDS, type ListKind, type ListSync } from './listSync.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import { authorizeTool, needsSignIn, type UpstreamSignIn } from './signIn.js';
-import type { Principal } from '../principal.js';
 import { receivedPlainly, type ModernMemory, type UpstreamDialect } from './upstreamDialect.js';
 import type { UpstreamEra } from './upstreamEra.js';
 
@@ -76,6 +77,11 @@ export interface UpstreamOptions extends Omit<HandshakeOptions, 'log'> {
    * that principal's credentials (their own sign-in). Undefined: the local user's.
    */
   readonly principal?: Principal;
+  /** OAuth for an HTTP server that may ask for a sign-in, with `principal`'s tokens. */
+  readonly authorizationFor?: (
+    server: HttpServerConfig,
+    principal: Principal | undefined,
+  ) => HttpAuthorization | undefined;
 }
 
 /** What an upstream is made of besides its options (see createUpstream.ts). */
@@ -472,12 +478,17 @@ export class Upstream {
   /** One connection attempt. Rejects with a message that names the server and what went wrong. */
   private async connect(): Promise<Live> {
     const { config, gateway } = this.options;
+    const authorization =
+      config.transport === 'http'
+        ? this.options.authorizationFor?.(config, this.options.principal)
+        : undefined;
     const connection = await this.parts.connections.connect({
       config,
       gateway,
       ...(this.options.principal && { principal: this.options.principal }),
       log: this.log,
       paramHeaders: (name) => this.lists.paramHeaders(name),
+      ...(authorization && { authorization }),
     });
     const { transport, what } = connection;
     transport.onerror = (error) => this.log.debug(`transport error: ${error.message}`);

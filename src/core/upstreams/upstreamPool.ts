@@ -27,6 +27,7 @@ export type UpstreamPoolOptions = {
   | 'onLifecycle'
   | 'prefersModern'
   | 'principal'
+  | 'authorizationFor'
 >;
 
 /** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */
