@@ -290,6 +290,19 @@ export interface UpstreamFailedEvent extends GatewayEventBase {
   error?: string;
 }
 
+/**
+ * A sign-in to a server made through the host (its authorize tool): started (the user was asked
+ * to open the sign-in page, or given its URL), or failed (declined, cancelled, timed out, refused
+ * by the authorization server). Its success is the `upstream_sign_in` record. `principal` is who
+ * signs in. Never a token, a code or the sign-in URL (which carries the state).
+ */
+export interface UpstreamSignInAttemptEvent extends GatewayEventBase {
+  type: 'upstream_sign_in_start' | 'upstream_sign_in_failed';
+  server: string;
+  /** Why it failed (`upstream_sign_in_failed`). */
+  error?: string;
+}
+
 /** A config file was loaded and is in effect. */
 export interface ConfigLoadEvent extends GatewayEventBase {
   type: 'config_load';
@@ -478,6 +491,7 @@ export type LifecycleEvent =
   | UpstreamExitEvent
   | UpstreamRestartEvent
   | UpstreamFailedEvent
+  | UpstreamSignInAttemptEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
   | PolicyLoadEvent

@@ -55,12 +55,15 @@ export class UpstreamConnections {
    */
   readonly main: Scope;
   private readonly scopes = new WeakMap<PrincipalView, Scope>();
+  /** Whether users sign in to a server themselves: behind the listener each has their own. */
+  private readonly signsIn = (server: ServerConfig): boolean =>
+    this.options.hooks.signInFor?.(server) !== undefined;
 
   constructor(private readonly options: UpstreamConnectionsOptions) {
     const { config } = options;
-    const isolated = config.listen === undefined ? [] : isolatedServers(config.servers);
+    const isolated = config.listen === undefined ? [] : isolatedServers(config.servers, this.signsIn);
     this.pool = new UpstreamPool({
-      config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config) },
+      config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config, this.signsIn) },
       ...(options.early && { early: options.early }),
       ...upstreamHooks(options.hooks, {
         connections: () => options.connections,
@@ -137,7 +140,7 @@ export class UpstreamConnections {
    */
   private principalPool(view: PrincipalView): UpstreamPool {
     return new UpstreamPool({
-      config: { ...this.options.config, servers: isolatedServers(this.options.servers()) },
+      config: { ...this.options.config, servers: isolatedServers(this.options.servers(), this.signsIn) },
       children: this.pool.children,
       ...upstreamHooks(this.options.hooks, {
         view,

@@ -12,6 +12,7 @@ import type { Feature } from '../core/routing/feature.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
 import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
+import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
@@ -74,7 +75,12 @@ export interface GatewayOptions {
    * A connection to an upstream instead of starting it as configured (undefined: start it). For
    * embedding the gateway in-process: tests connect in-memory servers this way.
    */
-  readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+  readonly connectUpstream?: (server: ServerConfig, principal?: Principal) => MessageTransport | undefined;
+  /**
+   * How the user signs in to a server that may ask for it (the OAuth client); undefined for a
+   * server that never does. Behind the listener each principal then signs in for themselves.
+   */
+  readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
   /** The started OpenTelemetry SDK, when the config has `telemetry:` (see features/telemetry/sdk.ts). */
   readonly telemetry?: TelemetryRuntime;
   /**
@@ -164,13 +170,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     featureDependencies(options, { record, session, principal, hosts, state }),
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
-  const upstreamAuth = config.servers.some(signsIn)
-    ? createUpstreamAuth({
-        store: options.credentials ?? once(() => openCredentialStore({ logger })),
-        logger,
-        record: (event, who) => record(event, who),
-      })
-    : undefined;
+  // An embedder that brings its own sign-in (tests) replaces the OAuth client altogether.
+  const upstreamAuth =
+    options.signInFor === undefined && config.servers.some(signsIn)
+      ? createUpstreamAuth({
+          store: options.credentials ?? once(() => openCredentialStore({ logger })),
+          logger,
+          record: (event, who) => record(event, who),
+        })
+      : undefined;
+  const signInFor = options.signInFor ?? upstreamAuth?.signInFor;
   const upstreams = new UpstreamConnections({
     config,
     logger,
@@ -185,6 +194,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       listening: config.listen !== undefined,
       ...(audit && { record }),
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
+      ...(signInFor && { signInFor }),
       ...(upstreamAuth && { authorizationFor: upstreamAuth.authorizationFor }),
     },
     lists,
@@ -204,6 +214,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     taskHandles: new TaskHandles(),
     ...notServedNotes(config.gateway.naming.separator, () => state.servers),
     revisionKnown: lists.revisionKnown,
+    ...(audit && { record }),
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);
   const watchers = features.flatMap((f) =>

@@ -10,6 +10,7 @@ import type { JsonRpcErrorObject, Params } from '../core/protocol/jsonRpc.js';
 import { fixedRoots } from '../core/routing/clientRequests.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { Router } from '../core/routing/router.js';
+import { createAuthorize, type SignInRecord } from '../core/routing/authorize.js';
 import { connectHost } from '../core/routing/connectHost.js';
 import type { CancelSignal } from '../core/rpc/cancellation.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
@@ -39,6 +40,8 @@ export interface HostConnectionDeps {
   readonly whyUnknown: (name: string) => string | undefined;
   /** Told when a host's protocol revision is known (the definitions served may change). */
   readonly revisionKnown: () => void;
+  /** Records a sign-in's start and end for the principal who signs in (the audit trail). */
+  readonly record?: (event: SignInRecord, principal?: Principal) => void;
 }
 
 /** How long the host may leave what was written to it unread before the log says so. */
@@ -65,9 +68,15 @@ export function hostConnections(deps: HostConnectionDeps) {
       if (writing.length > 0) transport.beforeWrite = writing.length === 1 ? writing[0] : beforeWrite;
       watchBackpressure(transport, scope, deps.logger);
     }
+    const authorize = createAuthorize({
+      upstream: (server) => scope.view.byName.get(server),
+      principal: view?.principal,
+      ...(deps.record && { record: deps.record }),
+      logger: deps.logger,
+    });
     const shared = compose(
       deps.stages as Stage[],
-      forwardOf(scope, () => router, observe, serversByName),
+      forwardOf(scope, () => router, observe, serversByName, authorize),
     );
     const router: Router = connectHost({
       host: transport,
@@ -109,6 +118,7 @@ function forwardOf(
   router: () => Router,
   observe: Feature['observeStage'],
   serversByName: ReadonlyMap<string, ServerConfig>,
+  authorize: Next,
 ): Next {
   const forward = createForward({
     upstream: (server) => scope.view.byName.get(server),
@@ -123,6 +133,7 @@ function forwardOf(
         ask: (method, params) => router().askHostFor(message.server, method, params, message.signal),
       }),
     answerLocally: (message) => fixedRoots(message, serversByName),
+    authorize,
   });
   if (observe === undefined) return forward;
   return (message) => {

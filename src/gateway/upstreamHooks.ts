@@ -10,6 +10,7 @@ import type { MessageTransport } from '../core/rpc/transport.js';
 import type { HttpAuthorization } from '../core/transports/httpTransport.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../core/upstreams/upstream.js';
 import type { PrincipalView } from '../core/upstreams/principalPools.js';
+import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
 import { firstOf, userKey, type Connection, type HostConnections } from './hosts.js';
 
 /** What every pool's upstreams need of the gateway, whoever their events reach. */
@@ -24,7 +25,9 @@ export interface UpstreamHookDeps {
   /** Records an upstream's lifecycle event for `principal`; undefined when nothing records them. */
   readonly record?: (event: UpstreamLifecycleEvent, principal: Principal) => void;
   /** A connection to an upstream instead of starting it as configured (in-process embedding). */
-  readonly connectUpstream?: (server: ServerConfig) => MessageTransport | undefined;
+  readonly connectUpstream?: (server: ServerConfig, principal?: Principal) => MessageTransport | undefined;
+  /** How the user signs in to a server that may ask for it (OAuth); undefined for the others. */
+  readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
   /** OAuth for HTTP servers that ask for a sign-in, with a principal's tokens (upstreamAuth). */
   readonly authorizationFor?: (
     server: HttpServerConfig,
@@ -54,10 +57,12 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
   const first = () => firstOf(reach.connections());
   const lifecycle = deps.features.flatMap((f) => (f.onUpstreamLifecycle ? [f.onUpstreamLifecycle] : []));
   const { record } = deps;
+  const { connectUpstream } = deps;
   // A principal's own connection is made with that principal's credentials.
   const own = reach.view?.principal;
   return {
-    ...(deps.connectUpstream && { connect: deps.connectUpstream }),
+    ...(connectUpstream && { connect: (server: ServerConfig) => connectUpstream(server, own) }),
+    ...(deps.signInFor && { signInFor: deps.signInFor }),
     ...(deps.authorizationFor && { authorizationFor: deps.authorizationFor }),
     ...(own && { principal: own }),
     logger: reach.logger ?? deps.logger,

@@ -23,7 +23,7 @@ import type { MessageExtra, MessageTransport, OutgoingMessage } from '../../src/
 import { openAuditLog, type AuditLog } from '../../src/features/audit/auditWriter.js';
 import { createRedactor } from '../../src/features/audit/redact.js';
 import { loadPolicies } from '../../src/features/policy/loadPolicies.js';
-import { createGateway, type Gateway } from '../../src/gateway/gateway.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 
 /**
  * One end of an in-memory connection. Messages cross as text, as they would over a pipe, so the
@@ -134,6 +134,10 @@ export async function startInProcess(options: {
   readonly files?: Readonly<Record<string, string>>;
   readonly client?: ConstructorParameters<typeof Client>[1];
   readonly beforeConnect?: (client: Client) => void;
+  /** Connects the servers `upstreams` does not name, for the principal each connection serves. */
+  readonly connectUpstream?: GatewayOptions['connectUpstream'];
+  /** How users sign in to the servers that ask for it (see GatewayOptions.signInFor). */
+  readonly signInFor?: GatewayOptions['signInFor'];
 }): Promise<InProcessGateway> {
   const dir = mkdtempSync(path.join(tmpdir(), 'warden-inproc-'));
   for (const [name, text] of Object.entries(options.files ?? {})) {
@@ -166,9 +170,10 @@ export async function startInProcess(options: {
     policies,
     redactor,
     ...(audit && { audit }),
-    connectUpstream: (server: ServerConfig) => {
+    ...(options.signInFor && { signInFor: options.signInFor }),
+    connectUpstream: (server: ServerConfig, principal) => {
       const make = options.upstreams[server.name];
-      if (make === undefined) return undefined;
+      if (make === undefined) return options.connectUpstream?.(server, principal);
       const mcp = make();
       if (mcp instanceof MemoryTransport) return mcp;
       const [gatewayEnd, serverEnd] = MemoryTransport.pair();

@@ -84,6 +84,16 @@ export class NamedCatalog<T extends Named> {
     private readonly onWarning: (message: string) => void,
   ) {}
 
+  /** Whether `name` is in the namespace `namespace` (as exposed names are made: see naming.ts). */
+  inNamespace(name: string, namespace: string | null): boolean {
+    return namespace !== null && name.startsWith(namespace + this.naming.separator);
+  }
+
+  /** The plain exposed name of `item` in `namespace`, before any collision or length rule. */
+  exposedIn(namespace: string | null, item: string): string {
+    return namespace === null ? item : namespace + this.naming.separator + item;
+  }
+
   /**
    * Rebuilds from `sources`; true when what the host sees changed. Entries `listed` rejects stay
    * resolvable but are left out of the list: a policy-hidden tool called anyway gets the policy's

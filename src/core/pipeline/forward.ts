@@ -36,6 +36,8 @@ export interface ForwardOptions {
     outcome: Outcome,
     retry: (extra: Params) => Promise<Outcome>,
   ) => Promise<Outcome>;
+  /** A sign-in to a server (`kind: authorize`), which the gateway carries out with the host. */
+  readonly authorize?: (message: RoutedMessage) => Promise<Outcome>;
 }
 
 /**
@@ -45,6 +47,10 @@ export interface ForwardOptions {
  */
 export function createForward(options: ForwardOptions): Next {
   return function forward(message: RoutedMessage): Promise<Outcome> {
+    if (message.kind === 'authorize')
+      return options.authorize === undefined
+        ? Promise.reject(new Error(`no sign-in for server "${message.server}"`))
+        : options.authorize(message);
     const local = message.direction === 'host' ? options.answerLocally?.(message) : undefined;
     if (local !== undefined) return Promise.resolve(local);
     const recipient = message.direction === 'host' ? options.host : options.upstream(message.server);

@@ -12,6 +12,7 @@ import type { HostSession } from '../host/hostSession.js';
  * one pipeline as a `RoutedMessage`.
  * - Host to upstream: a tool call, a prompt, a resource read or (un)subscription, a completion.
  * - Upstream to host: sampling, elicitation, roots.
+ * - Answered by the gateway: a sign-in to a server (`authorize`).
  */
 export type MessageKind =
   | 'tools/call'
@@ -29,7 +30,10 @@ export type MessageKind =
   | 'tasks/cancel'
   | 'tasks/list'
   // The tasks extension's answers to a task's questions (2026-07-28).
-  | 'tasks/update';
+  | 'tasks/update'
+  // A sign-in to a server that asks its user to sign in: the gateway asks the host to open its
+  // page (the server's authorize tool, or a call of one of its tools while it waits for it).
+  | 'authorize';
 
 /** Who a routed message goes to: an upstream (the host asked), or the host (an upstream asked). */
 export type Direction = 'upstream' | 'host';

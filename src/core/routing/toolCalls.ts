@@ -24,6 +24,7 @@ import {
   type ToolLookup,
 } from './toolResolution.js';
 import type { UntilListed } from './untilListed.js';
+import { AUTHORIZE_TOOL } from '../upstreams/signIn.js';
 
 export interface ToolCallsOptions {
   readonly tools: NamedCatalog<Tool>;
@@ -58,6 +59,8 @@ export class ToolCalls {
     const app = meta === undefined ? undefined : this.appOrigin(meta);
     const found = lookUpTool(this.options.tools, name, app);
     if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
+    const signingIn = this.waitingForSignIn(name);
+    if (signingIn !== undefined) return this.authorize(request, name, signingIn, args as Params | undefined);
     return this.callWhenListed(request, name, args as Params | undefined, app);
   }
 
@@ -129,6 +132,8 @@ export class ToolCalls {
   ): void {
     if ('ambiguous' in found) throw ambiguousName(name, found.ambiguous);
     const { entry } = found;
+    if (this.options.pool.byName.get(entry.server)?.state === 'needs-sign-in')
+      return this.authorize(request, name, entry.server, args);
     const refusal = appRefusal(entry, app, this.options.session.declaresExtension(UI_EXTENSION));
     if (refusal === undefined) return this.runCall(request, entry.exposed, entry, args);
     const { record } = this.options;
@@ -139,6 +144,47 @@ export class ToolCalls {
       record(message, () => Promise.reject(refusal)),
       message,
     );
+  }
+
+  /**
+   * The server a tool name not listed belongs to, when that server waits for its user to sign
+   * in (a name from a list made before it did), or is one the user signs in to and the name is
+   * its authorize tool (called again once signed in): the call is then a sign-in.
+   */
+  private waitingForSignIn(name: string): string | undefined {
+    const { tools, pool } = this.options;
+    for (const upstream of pool.upstreams) {
+      if (upstream.signIn === undefined || !tools.inNamespace(name, upstream.config.namespace)) continue;
+      if (
+        upstream.state === 'needs-sign-in' ||
+        name === tools.exposedIn(upstream.config.namespace, AUTHORIZE_TOOL)
+      )
+        return upstream.name;
+    }
+    return undefined;
+  }
+
+  /** A sign-in to `server`, in place of the call: mediated (policy, audit) like any request. */
+  private authorize(request: IncomingRequest, name: string, server: string, args: Params | undefined): void {
+    const stamp = this.options.stamps.stamp(server);
+    const message = routedMessage({
+      kind: 'authorize',
+      direction: 'upstream',
+      server,
+      target: AUTHORIZE_TOOL,
+      exposedName: name,
+      definition: undefined,
+      arguments: args,
+      meta: undefined,
+      requestId: request.id,
+      signal: request,
+      onProgress: request.onProgress,
+      hostEra: stamp.hostEra,
+      upstreamEra: stamp.upstreamEra,
+      host: stamp.host,
+      principal: stamp.principal,
+    });
+    this.options.boundary.route(request, message);
   }
 
   private runCall(

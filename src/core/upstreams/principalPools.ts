@@ -6,24 +6,34 @@ import type { Upstream } from './upstream.js';
 import type { PoolView, UpstreamPool } from './upstreamPool.js';
 
 /**
- * The servers that run as one process per principal once hosts connect over HTTP: a stdio
- * server may read files or run commands as whoever calls it, so two users never share one
- * unless its entry says `shared: true`. An HTTP upstream is one service whatever the caller.
+ * The servers each principal gets their own of once hosts connect over HTTP: a stdio server may
+ * read files or run commands as whoever calls it, so two users never share one process unless
+ * its entry says `shared: true`. An HTTP upstream is one service whatever the caller, unless its
+ * users sign in to it (`signsIn`): then each principal has their own connection carrying their
+ * own tokens, so one user's sign-in never serves another's call.
  */
-export function isolatedServers(servers: readonly ServerConfig[]): ServerConfig[] {
-  return servers.filter((s) => s.transport === 'stdio' && !s.shared);
+export function isolatedServers(
+  servers: readonly ServerConfig[],
+  signsIn: (server: ServerConfig) => boolean = () => false,
+): ServerConfig[] {
+  return servers.filter(
+    (s) => (s.transport === 'stdio' && !s.shared) || (s.transport === 'http' && signsIn(s)),
+  );
 }
 
 /**
  * The servers one process serves for everyone: all of them without a listener, and with one
  * those not in `isolatedServers`. Only these are worth starting before any principal comes.
  */
-export function sharedServers(config: {
-  readonly servers: readonly ServerConfig[];
-  readonly listen?: unknown;
-}): ServerConfig[] {
+export function sharedServers(
+  config: {
+    readonly servers: readonly ServerConfig[];
+    readonly listen?: unknown;
+  },
+  signsIn?: (server: ServerConfig) => boolean,
+): ServerConfig[] {
   if (config.listen === undefined) return [...config.servers];
-  const isolated = isolatedServers(config.servers);
+  const isolated = isolatedServers(config.servers, signsIn);
   return config.servers.filter((s) => !isolated.includes(s));
 }
 
@@ -49,7 +59,8 @@ export interface PrincipalPoolsOptions {
 export class PrincipalPools {
   private readonly views = new Map<string, PrincipalView>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly isolatedCount: number;
+  /** How many processes each principal's own servers run (their own HTTP connections are none). */
+  readonly processesPerPrincipal: number;
   /** Every configured server, as the managed settings now let it run or block it. */
   servers: readonly ServerConfig[];
   readonly now: () => number;
@@ -57,7 +68,8 @@ export class PrincipalPools {
   constructor(readonly options: PrincipalPoolsOptions) {
     this.now = options.now ?? Date.now;
     this.servers = options.servers;
-    this.isolatedCount = isolatedServers(options.servers).length;
+    // Only processes count against the bound: a principal's own HTTP connection is not one.
+    this.processesPerPrincipal = isolatedServers(options.servers).length;
     // Checked a few times per idle period, so a process outlives its idle time by a quarter of it.
     const every = Math.min(Math.max(options.limits.idleMs / 4, 25), 60_000);
     this.sweeper = setInterval(() => this.sweep(), every).unref();
@@ -92,7 +104,7 @@ export class PrincipalPools {
    */
   admit(view: PrincipalView): void {
     const { maxProcesses } = this.options.limits;
-    const need = this.isolatedCount;
+    const need = this.processesPerPrincipal;
     const candidates = [...this.views.values()]
       .filter((v) => v !== view && v.running > 0 && v.busy === 0 && !v.starting)
       .sort((a, b) => a.lastUsed - b.lastUsed);
@@ -187,7 +199,7 @@ export class PrincipalView implements PoolView {
 
   /** Per-principal processes of this principal running (or starting) now. */
   get running(): number {
-    return this.started === undefined ? 0 : this.own.upstreams.length;
+    return this.started === undefined ? 0 : this.pools.processesPerPrincipal;
   }
 
   /** Starts the shared servers and this principal's own (within the process bound). */

@@ -1,3 +1,5 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { SignInRequiredError } from '../errors.js';
 import type { Principal } from '../principal.js';
 
 /**
@@ -31,4 +33,31 @@ export interface SignedIn {
   readonly subject?: string;
   readonly scopes: readonly string[];
   readonly expiresAt?: number;
+}
+
+/** The name of the one tool a server that needs sign-in lists in place of its own (namespaced as usual). */
+export const AUTHORIZE_TOOL = 'authorize';
+
+/**
+ * Whether a connection failed because its server needs the user to sign in first: the error
+ * itself, or any error it was wrapped in on the way up (a transport's failed send, the peer's
+ * failed request).
+ */
+export function needsSignIn(error: unknown): error is Error {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    if (e instanceof SignInRequiredError) return true;
+  return false;
+}
+
+/** The tool listed in place of a server's own while it waits for a sign-in. */
+export function authorizeTool(server: string, signIn: UpstreamSignIn): Tool {
+  return {
+    name: AUTHORIZE_TOOL,
+    description:
+      `Sign in to ${signIn.describe()}. Server "${server}" needs its user to sign in before its ` +
+      'tools can be used; calling this asks the user to open the sign-in page, and once they ' +
+      "have signed in, the server's own tools are listed in place of this one.",
+    inputSchema: { type: 'object', properties: {} },
+    annotations: { title: `Sign in to ${server}`, readOnlyHint: false, openWorldHint: true },
+  };
 }

@@ -22,13 +22,22 @@ import type { ConnectionFactory, UpstreamConnection } from './connection.js';
 import { startupDeadline, type Handshake, type Handshaken, type HandshakeOptions } from './handshake.js';
 import { LIST_KINDS, type ListKind, type ListSync } from './listSync.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
+import { authorizeTool, needsSignIn, type UpstreamSignIn } from './signIn.js';
 import { receivedPlainly, type ModernMemory, type UpstreamDialect } from './upstreamDialect.js';
 import type { UpstreamEra } from './upstreamEra.js';
 
 export type { ListKind } from './listSync.js';
 
 export type UpstreamState =
-  'idle' | 'connecting' | 'ready' | 'restarting' | 'failed' | 'stopped' | 'disabled';
+  | 'idle'
+  | 'connecting'
+  | 'ready'
+  | 'restarting'
+  | 'failed'
+  | 'stopped'
+  | 'disabled'
+  // Its server wants the user to sign in: it waits for `retryNow` instead of restarting.
+  | 'needs-sign-in';
 
 export interface UpstreamOptions extends Omit<HandshakeOptions, 'log'> {
   readonly logger: Logger;
@@ -58,6 +67,11 @@ export interface UpstreamOptions extends Omit<HandshakeOptions, 'log'> {
    * failed is reported by that attempt, as if it had failed then.
    */
   readonly spawned?: Promise<ChildHandle>;
+  /**
+   * How its user signs in, when the server may ask for it (OAuth): while it waits for a sign-in
+   * it lists one `authorize` tool in place of its own.
+   */
+  readonly signIn?: UpstreamSignIn;
   /**
    * Whose connection this is, when it serves one principal only: the connection is made with
    * that principal's credentials (their own sign-in). Undefined: the local user's.
@@ -126,6 +140,10 @@ export class Upstream {
   /** Settles once the first connection attempt has succeeded or failed. */
   readonly firstAttempt: Promise<void>;
   private running: Promise<void> | undefined;
+  /** Ends the wait for a sign-in (see `retryNow`); set only while in `needs-sign-in`. */
+  private wake: (() => void) | undefined;
+  /** Told when the next connection attempt has settled, either way. */
+  private attemptWaiters: (() => void)[] = [];
 
   constructor(
     private readonly options: UpstreamOptions,
@@ -150,7 +168,28 @@ export class Upstream {
   }
   /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
   get tools(): readonly Tool[] {
+    if (this._state === 'needs-sign-in' && this.options.signIn !== undefined)
+      return [authorizeTool(this.name, this.options.signIn)];
     return this.lists.lists.tools as unknown as readonly Tool[];
+  }
+  /** How its user signs in, when its server may ask for it. */
+  get signIn(): UpstreamSignIn | undefined {
+    return this.options.signIn;
+  }
+
+  /**
+   * Connects again at once, when it waits for a sign-in (one just completed); resolves with the
+   * state the attempt left it in. In any other state it changes nothing and resolves with it.
+   */
+  retryNow(): Promise<UpstreamState> {
+    const wake = this.wake;
+    if (wake === undefined) return Promise.resolve(this._state);
+    const settled = new Promise<UpstreamState>((resolve) =>
+      this.attemptWaiters.push(() => resolve(this._state)),
+    );
+    this.wake = undefined;
+    wake();
+    return settled;
   }
   get prompts(): readonly Prompt[] {
     return this.lists.lists.prompts as unknown as readonly Prompt[];
@@ -279,6 +318,7 @@ export class Upstream {
       this.parts.connections.release?.(),
     ]);
     await this.running;
+    this.attemptSettled();
     if (wasLive) this.options.onLifecycle?.({ type: 'upstream_exit', server: this.name, expected: true });
   }
 
@@ -298,6 +338,10 @@ export class Upstream {
       const attempt = await this.attempt();
       if (stopSignal.aborted) return;
       await this.teardown(attempt.endedWith);
+      if (needsSignIn(attempt.endedWith)) {
+        await this.awaitSignIn(attempt.endedWith);
+        continue;
+      }
       this.recordEnd(attempt);
       if (this.crashLooping(attempt.connectedAt)) return;
       this._state = 'restarting';
@@ -339,13 +383,46 @@ export class Upstream {
         ms: connectedAt - attemptStarted,
         tools: this.tools.length,
       });
-      this.firstAttemptDone();
+      this.attemptSettled();
       this.options.onReady?.(this);
       this.options.onListsChanged(this, LIST_KINDS);
       return { endedWith: await live.connection.ended, connectedAt };
     } catch (error) {
       return { endedWith: error instanceof Error ? error : new Error(String(error)), connectedAt };
     }
+  }
+
+  /**
+   * The server wants its user to sign in: no restart and no backoff, since trying again cannot
+   * help until someone signs in. Its tools give way to `authorize` until `retryNow` (or a stop).
+   */
+  private async awaitSignIn(why: Error): Promise<void> {
+    const first = this._state !== 'needs-sign-in';
+    this._state = 'needs-sign-in';
+    this._lastError = why.message;
+    this.crashes.reset();
+    const stopSignal = this.stopController.signal;
+    const woken = new Promise<void>((resolve) => {
+      this.wake = resolve;
+      stopSignal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    this.log.info(
+      first
+        ? `needs sign-in: call its authorize tool or run "mcp-warden auth login ${this.name}" (${why.message})`
+        : `still needs sign-in (${why.message})`,
+    );
+    this.attemptSettled();
+    this.options.onListsChanged(this, ['tools']);
+    await woken;
+    this.wake = undefined;
+  }
+
+  /** The attempt under way settled: whoever waits on `retryNow` learns how. */
+  private attemptSettled(): void {
+    this.firstAttemptDone();
+    const waiters = this.attemptWaiters;
+    this.attemptWaiters = [];
+    for (const told of waiters) told();
   }
 
   /** Records a connection's end (or a failed attempt). */
@@ -357,7 +434,7 @@ export class Upstream {
         ? { type: 'upstream_failed', server: this.name, error: endedWith.message }
         : { type: 'upstream_exit', server: this.name, expected: false, error: endedWith.message },
     );
-    this.firstAttemptDone();
+    this.attemptSettled();
   }
 
   /** Counts a failure; true (and marked failed) when there were too many too close together. */
@@ -438,6 +515,12 @@ export class Upstream {
       this.connecting = undefined;
       return live;
     } catch (error) {
+      if (needsSignIn(error)) {
+        // Not a failure of the server: kept as it is, so supervision knows to wait for a sign-in.
+        this.connecting = undefined;
+        await this.teardown(error, live);
+        throw error;
+      }
       // Every startup failure names what was started, whichever layer noticed it.
       const detail = error instanceof UpstreamFailedError ? error.detail : describeError(error);
       const wrapped = detail.includes(what)
@@ -519,6 +602,8 @@ function unavailableReason(state: UpstreamState, lastError: string | undefined):
       return `it is restarting after: ${lastError ?? 'a failure'}; try again shortly`;
     case 'stopped':
       return 'the gateway is shutting down';
+    case 'needs-sign-in':
+      return `its user must sign in first: call its authorize tool (${lastError ?? 'sign-in required'})`;
     default:
       return 'it is still starting; try again shortly';
   }

@@ -3,6 +3,7 @@ import type { ChildHandle } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
 import type { Upstream, UpstreamOptions } from './upstream.js';
 import { createUpstream } from './createUpstream.js';
+import type { UpstreamSignIn } from './signIn.js';
 
 /** What every upstream shares: the router's hooks and the gateway's identity. */
 export type UpstreamPoolOptions = {
@@ -11,6 +12,8 @@ export type UpstreamPoolOptions = {
   readonly early?: EarlyStart;
   /** Where live child processes are kept (shared by several pools for the last-resort kill). */
   readonly children?: Set<ChildHandle>;
+  /** How the user signs in to `server`, when it may ask for it (see `UpstreamOptions.signIn`). */
+  readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
 } & Pick<
   UpstreamOptions,
   | 'logger'
@@ -68,9 +71,11 @@ export class UpstreamPool implements PoolView {
 
   /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
   private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
-    const { config, early: _early, children: _children, ...shared } = this.options;
+    const { config, early: _early, children: _children, signInFor, ...shared } = this.options;
+    const signIn = signInFor?.(server);
     return createUpstream({
       ...shared,
+      ...(signIn && { signIn }),
       config: server,
       gateway: config.gateway,
       children: this.children,

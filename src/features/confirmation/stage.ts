@@ -64,6 +64,8 @@ function action(call: RoutedMessage): string {
       return 'ask you a question (elicitation)';
     case 'roots/list':
       return 'list your roots';
+    case 'authorize':
+      return 'have you sign in to it';
     case 'tasks/get':
     case 'tasks/result':
     case 'tasks/cancel':

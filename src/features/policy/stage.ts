@@ -102,6 +102,8 @@ export function policyInput(message: JudgedMessage, trusted: boolean): PolicyCal
       return { kind: 'elicitation', server, trusted, arguments: args, principal };
     case 'roots/list':
       return { kind: 'roots', server, trusted, arguments: args, principal };
+    case 'authorize':
+      return { kind: 'authorize', server, trusted, arguments: args, principal };
   }
 }
 
@@ -120,6 +122,8 @@ function notDone(message: RoutedMessage): string {
       return `The ${message.kind} of "${target}" on server "${server}" was not sent.`;
     case 'completion/complete':
       return `The completion for "${target}" on server "${server}" was not asked.`;
+    case 'authorize':
+      return `Nobody was asked to sign in to server "${server}".`;
     default:
       return `The ${message.kind} request of server "${server}" did not reach the host.`;
   }

@@ -75,9 +75,18 @@ export interface PathCondition {
 /**
  * The kinds of request a rule can be about. Host to upstream: a tool call, a prompt, a resource
  * (read, subscribe, unsubscribe), a completion. Upstream to host: sampling, elicitation, roots.
+ * And a sign-in to a server, which the user makes through the host.
  */
 export type RequestKind =
-  'tool' | 'prompt' | 'resource' | 'completion' | 'sampling' | 'elicitation' | 'roots';
+  | 'tool'
+  | 'prompt'
+  | 'resource'
+  | 'completion'
+  | 'sampling'
+  | 'elicitation'
+  | 'roots'
+  // Signing in to a server that asks its user to (its authorize tool).
+  | 'authorize';
 
 export const REQUEST_KINDS: readonly RequestKind[] = Object.freeze([
   'tool',
@@ -87,6 +96,7 @@ export const REQUEST_KINDS: readonly RequestKind[] = Object.freeze([
   'sampling',
   'elicitation',
   'roots',
+  'authorize',
 ]);
 
 /**

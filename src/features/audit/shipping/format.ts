@@ -57,6 +57,7 @@ export function severityOf(record: ShippedRecord): Severity {
   if (
     type === 'audit_gap' ||
     type === 'upstream_failed' ||
+    type === 'upstream_sign_in_failed' ||
     type === 'config_reject' ||
     type === 'policy_reject'
   )
