@@ -86,9 +86,9 @@ export class UpstreamEvents {
       this.options.feed.for(dialect).fromLegacyServer(upstream.name, params);
       return;
     }
-    // A modern server's task status, on the stream the gateway opened for a task of the host's.
-    // The upstream's own era is read: only a modern server's connection carries these.
-    if (method === 'notifications/tasks' && upstream.era === 'modern') {
+    // A modern server's task status, on the stream the gateway opened for a task of the host's
+    // (its dialect lets it through only on a connection that has such streams).
+    if (method === 'notifications/tasks') {
       this.options.feed.for(dialect).fromModernServer(upstream, params);
       return;
     }

@@ -1,5 +1,4 @@
 import { InvalidParamsError } from '../errors.js';
-import { LEGACY_HOST_TASKS } from '../host/hostDialect.js';
 import { envelopeOf } from '../host/answerShape.js';
 import type { Logger } from '../logger.js';
 import type { Next, RoutedMessage } from '../pipeline/types.js';
@@ -49,8 +48,7 @@ export class HostTaskRequests {
     const { _meta: _meta, ...own } = request.params ?? {};
     const message = book.aboutTask(request, kind, ref, handle as string, { ...own, taskId: ref.taskId });
     const upstream = book.upstream(ref.server);
-    const how =
-      upstream === undefined ? 'passOn' : (book.dialect() ?? LEGACY_HOST_TASKS).translation(upstream.era);
+    const how = upstream === undefined ? 'passOn' : book.dialect().translation(upstream.era);
     // A modern server's `tasks/result` holds no questions: it passes as it is.
     if (how === 'passOn' || (how === 'relayQuestions' && kind === 'tasks/result'))
       return this.options.route(request, message, (outcome) => book.taskResultForHost(ref, outcome));

@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidParamsError } from '../errors.js';
-import type { HostTaskDialect } from '../host/hostDialect.js';
+import { LEGACY_HOST_TASKS, type HostTaskDialect } from '../host/hostDialect.js';
 import { derive, routedMessage } from '../pipeline/routedMessage.js';
 import type { MessageKind, Next, RoutedMessage } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
@@ -82,8 +82,8 @@ export class TaskBook {
   }
 
   /** The host's task dialect, as its era is now. */
-  dialect(): HostTaskDialect | undefined {
-    return this.options.dialect?.();
+  dialect(): HostTaskDialect {
+    return this.options.dialect?.() ?? LEGACY_HOST_TASKS;
   }
 
   /** The handle of `server`'s task `taskId`, as this host knows it. */

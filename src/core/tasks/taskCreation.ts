@@ -1,7 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidParamsError } from '../errors.js';
 import { envelopeOf } from '../host/answerShape.js';
-import { LEGACY_HOST_TASKS } from '../host/hostDialect.js';
 import type { RoutedMessage, TaskAugmentation } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
 import { createdTask, declaresTasks } from '../protocol/taskMessages.js';
@@ -73,7 +72,7 @@ export class TaskCreation {
       message.server,
       flat ? (result._meta === undefined ? {} : { _meta: result._meta }) : result,
     );
-    const dialect = book.dialect() ?? LEGACY_HOST_TASKS;
+    const dialect = book.dialect();
     // A host that hears statuses on its connection, and runs tasks, is told this one's from now
     // on; a host that hears them on streams has its server told when a stream names the task.
     if (dialect.watchOnCreation && book.hostRunsTasks)

@@ -1,4 +1,3 @@
-import { LEGACY_HOST_TASKS } from '../host/hostDialect.js';
 import type { Logger } from '../logger.js';
 import { derive } from '../pipeline/routedMessage.js';
 import type { Params } from '../protocol/jsonRpc.js';
@@ -66,7 +65,7 @@ export class TaskStatuses {
     const ref = book.openHandle(handle);
     const upstream = ref === undefined ? undefined : book.upstream(ref.server);
     if (upstream === undefined) return undefined;
-    const how = (book.dialect() ?? LEGACY_HOST_TASKS).translation(upstream.era);
+    const how = book.dialect().translation(upstream.era);
     return how === 'relayQuestions' ? upstream : undefined;
   }
 

@@ -49,13 +49,17 @@ export interface UpstreamDialect {
 const SUBSCRIBE = 'resources/subscribe';
 const UNSUBSCRIBE = 'resources/unsubscribe';
 const ACKNOWLEDGED = 'notifications/subscriptions/acknowledged';
+const TASK_STREAM_STATUS = 'notifications/tasks';
 
 /**
  * A notification as a legacy connection (or one whose era is not known yet) passes it on: the
- * acknowledgment of a subscriptions/listen stream concerns no one else.
+ * acknowledgment of a subscriptions/listen stream concerns no one else, and a task status of the
+ * tasks extension has no stream here to come on (a task's status is `notifications/tasks/status`).
  */
 export function receivedPlainly(notification: JsonRpcNotification): JsonRpcNotification | undefined {
-  return notification.method === ACKNOWLEDGED ? undefined : notification;
+  return notification.method === ACKNOWLEDGED || notification.method === TASK_STREAM_STATUS
+    ? undefined
+    : notification;
 }
 
 /** A server speaking 2025-11-25 or earlier, set up by `initialize`. */
