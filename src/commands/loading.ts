@@ -27,10 +27,13 @@ export interface Loaded {
   /** The organisation's managed settings in force, when the machine has them. */
   readonly managed?: ManagedSettings;
   /**
-   * The config file as read at start, loaded again under other managed settings (an edit of
-   * `managed.yaml` while serving). Throws `ConfigError` as loading does.
+   * The config file as read at start (or `text`, an edit of it since), loaded again under other
+   * managed settings (an edit of `managed.yaml` while serving). Throws `ConfigError` as loading
+   * does.
    */
-  readonly reload: (managed: ManagedSettings) => LoadedConfig;
+  readonly reload: (managed: ManagedSettings, text?: string) => LoadedConfig;
+  /** The config file's text as read. */
+  readonly text: string;
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
@@ -107,10 +110,12 @@ export async function loadConfigFile(
   const absolute = path.resolve(chosen);
   let loaded: LoadedConfig;
   let reload: Loaded['reload'];
+  let text: string;
   try {
-    const text = await readSourceFile(absolute, 'config file');
-    const parse = (under: ManagedSettings | undefined) =>
-      parseConfigText(text, {
+    text = await readSourceFile(absolute, 'config file');
+    const read = text;
+    const parse = (under: ManagedSettings | undefined, edited = read) =>
+      parseConfigText(edited, {
         file: absolute,
         env: process.env,
         ...(options.badServers && { badServers: options.badServers }),
@@ -149,7 +154,7 @@ export async function loadConfigFile(
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
-    return { config, redactor, warnings, refusals, reload, ...(managed && { managed }) };
+    return { config, redactor, warnings, refusals, reload, text, ...(managed && { managed }) };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       throw new CommandError(`invalid config:\n${config.file}: audit.redact: ${error.message}`);

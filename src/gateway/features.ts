@@ -179,9 +179,9 @@ export interface ManagedPipeline {
 }
 
 /**
- * The pipeline's stages for `features`. With managed settings, their edits may change what the
- * settings stages read: each runs the stage made for the settings in force. Without them,
- * nothing changes while serving.
+ * The pipeline's stages for `features`. With managed settings, or with the config reloaded while
+ * serving (`gateway.reload`), an edit may change what the settings stages read: each runs the
+ * stage made for the settings in force. Without either, nothing changes while serving.
  */
 export function managedPipeline(
   features: readonly Feature[],
@@ -208,7 +208,9 @@ export function managedPipeline(
   };
   const stages = pipelineStages(
     config.managed === undefined
-      ? features
+      ? config.gateway.reload
+        ? swappableSettings(features, settingsStages)
+        : features
       : [...swappableSettings(features, settingsStages), ...(options.audited ? [] : [refuseUnaudited])],
   );
   return {

@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
+import { diffServers, type ServerChanges } from '../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { definitionRevision } from '../core/catalog/definitionCheck.js';
 import type { NamedCatalog } from '../core/catalog/namedCatalog.js';
@@ -99,6 +100,32 @@ export interface Gateway {
    * Throws `ConfigError` when the new policy files cannot be used: then nothing changes.
    */
   applyManaged(next: ManagedChange): Promise<void>;
+  /**
+   * Puts an edited config file in force while serving: servers added start, removed ones stop
+   * and changed ones restart (their calls in flight fail naming the server and why), unchanged
+   * ones are left running; the hosts are told which lists changed, and the call settings apply
+   * from the next call. Throws `ReloadRefusedError` when the gateway cannot run the new servers
+   * as they are configured: then nothing changes.
+   */
+  applyConfig(next: ConfigChange): Promise<ServerChanges>;
+  /** Audits an edit of the config file that was refused (`error` says why); nothing changed. */
+  reloadRefused(refusal: { readonly sha256?: string; readonly error: string }): void;
+}
+
+/** What a valid edit of the config file changes while serving (see `Gateway.applyConfig`). */
+export interface ConfigChange {
+  /** Every configured server, in config order, with `blockedByManaged` as the managed settings say. */
+  readonly servers: readonly ServerConfig[];
+  /** The new config: the settings the pipeline reads per call follow it from the next call on. */
+  readonly settings: WardenConfig;
+  /** For the audit record: the file's hash as read, and the settings only a restart applies. */
+  readonly sha256: string;
+  readonly restartNeeded: readonly string[];
+}
+
+/** An edit of the config that this gateway cannot put in force without a restart. */
+export class ReloadRefusedError extends Error {
+  override readonly name = 'ReloadRefusedError';
 }
 
 /** What a valid edit of the managed settings changes while serving (see `Gateway.applyManaged`). */
@@ -218,6 +245,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     close: (reason = 'closed') => (state.closing ??= close(parts, watchers, reason)),
     killChildrenNow: () => upstreams.pool.killAllNow(),
     applyManaged: (next) => applyManaged(parts, next, relist),
+    applyConfig: (next) => applyConfig(parts, next),
+    reloadRefused: ({ sha256, error }) =>
+      record({
+        type: 'config_reload',
+        file: config.file,
+        applied: false,
+        ...(sha256 !== undefined && { sha256 }),
+        added: [],
+        removed: [],
+        changed: [],
+        error,
+      }),
   };
 }
 
@@ -406,20 +445,56 @@ async function applyManaged(parts: Parts, next: ManagedChange, relist: () => voi
   await Promise.all(stopping);
 }
 
+async function applyConfig(parts: Parts, next: ConfigChange): Promise<ServerChanges> {
+  const { state, upstreams } = parts;
+  const changes = diffServers(state.servers, next.servers);
+  const refused = upstreams.cannotRun(next.servers);
+  if (refused !== undefined) throw new ReloadRefusedError(refused);
+  // The settings first: a server this edit adds must not serve a call under the old ones.
+  parts.pipeline.applySettings(next.settings);
+  state.servers = next.servers;
+  parts.record({
+    type: 'config_reload',
+    file: parts.options.config.file,
+    applied: true,
+    sha256: next.sha256,
+    added: [...changes.added],
+    removed: [...changes.removed],
+    changed: [...changes.changed],
+    ...(next.restartNeeded.length > 0 && { restartNeeded: [...next.restartNeeded] }),
+  });
+  // A gateway shutting down starts nothing more.
+  if (state.closing !== undefined) return changes;
+  const starting = new Set([...changes.added, ...changes.changed]);
+  for (const server of next.servers)
+    if (starting.has(server.name) && server.blockedByManaged !== undefined)
+      noteBlocked(parts, server, server.blockedByManaged, 'is not started, it is');
+  await upstreams.apply(next.servers, {
+    changed: 'it was restarted because its entry in the config file changed',
+    removed: 'it was removed from the config',
+  });
+  return changes;
+}
+
+/** Logs and audits a server the managed settings do not let run. */
+function noteBlocked(parts: Parts, server: ServerConfig, blocked: string, what: string): void {
+  const { logger, config } = parts.options;
+  logger.error(`server "${server.name}" ${what} blocked by managed settings: ${blocked}`);
+  if (config.managed !== undefined)
+    parts.record({
+      type: 'server_blocked',
+      server: server.name,
+      reason: blocked,
+      managed: config.managed.file,
+    });
+}
+
 /** Stops a server the managed settings now block, or starts one they now allow. */
 function switchServer(parts: Parts, server: ServerConfig): Promise<void> {
-  const { logger, config } = parts.options;
+  const { logger } = parts.options;
   const blocked = server.blockedByManaged;
-  if (blocked !== undefined) {
-    logger.error(`server "${server.name}" is stopped, it is now blocked by managed settings: ${blocked}`);
-    if (config.managed !== undefined)
-      parts.record({
-        type: 'server_blocked',
-        server: server.name,
-        reason: blocked,
-        managed: config.managed.file,
-      });
-  } else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
+  if (blocked !== undefined) noteBlocked(parts, server, blocked, 'is stopped, it is now');
+  else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
   const { pool } = parts.upstreams;
   if (!pool.byName.has(server.name)) return Promise.resolve();
   return pool.replace(

@@ -49,7 +49,7 @@ export interface PrincipalPoolsOptions {
 export class PrincipalPools {
   private readonly views = new Map<string, PrincipalView>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly isolatedCount: number;
+  private isolatedCount: number;
   /** Every configured server, as the managed settings now let it run or block it. */
   servers: readonly ServerConfig[];
   readonly now: () => number;
@@ -135,6 +135,22 @@ export class PrincipalPools {
   reset(servers: readonly ServerConfig[]): void {
     this.servers = servers;
     for (const view of this.views.values()) view.renew();
+  }
+
+  /**
+   * An edit of the config while serving (`servers`, every configured server in the new order):
+   * each principal's own processes follow it as `UpstreamPool.apply` says (unchanged ones keep
+   * running, subscriptions and all), and every view takes the shared pool's upstreams as they
+   * are now. Resolves once the replaced processes have stopped.
+   */
+  async apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    this.servers = servers;
+    const isolated = isolatedServers(servers);
+    this.isolatedCount = isolated.length;
+    await Promise.all([...this.views.values()].map((view) => view.apply(isolated, why)));
   }
 
   async stop(): Promise<void> {
@@ -250,6 +266,16 @@ export class PrincipalView implements PoolView {
     this.merge();
     // A pool retired just before must also have let go of its processes before the next starts.
     this.stopping = Promise.all([this.stopping, old.stop()]).then(() => {});
+  }
+
+  /** This principal's own servers as an edited config has them (see `PrincipalPools.apply`). */
+  apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    const stopped = this.own.apply(servers, why);
+    this.merge();
+    return stopped;
   }
 
   async stop(): Promise<void> {

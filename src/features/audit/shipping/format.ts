@@ -58,7 +58,8 @@ export function severityOf(record: ShippedRecord): Severity {
     type === 'audit_gap' ||
     type === 'upstream_failed' ||
     type === 'config_reject' ||
-    type === 'policy_reject'
+    type === 'policy_reject' ||
+    (type === 'config_reload' && record.fields['applied'] === false)
   )
     return 'error';
   if (decision?.effect === 'deny' || (typeof outcome === 'string' && outcome !== 'ok')) return 'warning';
