@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -309,27 +310,53 @@ describe('under managed settings', () => {
 });
 
 describe('behind the HTTP listener', () => {
-  it('every connected host is told, and sees the added server', async () => {
+  it("every connected host is told; the shared pool and the principal's own processes both follow the edit", async () => {
     const dir = tempDir();
-    const config = yamlConfig(dir, { one: entry([], ', shared: true') });
+    const ownPid = path.join(dir, 'own.pid');
+    const own = (n: number) => entry(['--pid-file', ownPid], `, env: { GENERATION: "${n}" }`);
+    // It serves resources from the start, so the hosts are told the gateway has resources.
+    const common = entry(['--resources', '--name', 'common'], ', shared: true');
+    const config = yamlConfig(dir, { common, own: own(1) });
     const gateway: HttpGateway = await startHttpGateway(config.file, {
       env: { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-') },
     });
     closers.push(() => gateway.stop());
-    const hosts: { host: HttpHost; changes: ReturnType<typeof listChanges> }[] = [];
-    for (const name of ['alice', 'bob']) {
+    const hosts: { host: HttpHost; changes: ReturnType<typeof listChanges>; resources: Promise<void> }[] = [];
+    for (const name of ['first', 'second']) {
       let changes!: ReturnType<typeof listChanges>;
+      let resources!: Promise<void>;
       const host = await connectHttpHost(gateway.url, {
         name,
-        beforeConnect: (client) => (changes = listChanges(client)),
+        beforeConnect: (client) => {
+          changes = listChanges(client);
+          resources = new Promise((resolve) =>
+            client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve()),
+          );
+        },
       });
       closers.unshift(() => host.close());
-      hosts.push({ host, changes });
+      hosts.push({ host, changes, resources });
       await toolNames(host.client);
+      // A host is told of changes to the lists it has fetched.
+      await host.client.listResources();
     }
+    const generation = async (client: Client) =>
+      textOf(await client.callTool({ name: 'own__env', arguments: { name: 'GENERATION' } }));
+    expect(await generation(hosts[0]!.host.client)).toBe('1');
+    const firstOwn = pidOf(ownPid);
+
     const told = hosts.map((h) => h.changes.next());
-    config.write({ one: entry([], ', shared: true'), two: entry([], ', shared: true') });
+    config.write({
+      common,
+      own: own(2),
+      two: entry([], ', shared: true'),
+      files: entry(['--resources', '--name', 'files'], ', shared: true'),
+    });
     await Promise.all(told);
-    for (const { host } of hosts) expect(await toolNames(host.client)).toContain('two__echo');
+    // A server with resources joined: the resource lists changed too.
+    await Promise.all(hosts.map((h) => h.resources));
+    for (const { host } of hosts) await expect.poll(() => toolNames(host.client)).toContain('two__echo');
+    await expect.poll(() => generation(hosts[1]!.host.client)).toBe('2');
+    expect(await waitForExit(firstOwn, 5000)).toBe(true);
   });
 });
