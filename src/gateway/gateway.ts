@@ -146,6 +146,8 @@ export type { Connection, ConnectOptions } from './hosts.js';
 interface ServingState {
   /** Every configured server as the managed settings in force let it run or block it. */
   servers: readonly ServerConfig[];
+  /** The same servers by name: one map, refilled in place by an edit of the config, that every reader holds. */
+  readonly byName: Map<string, ServerConfig>;
   managedPolicies: readonly string[];
   /** The audit's `onFailure` in force: a managed edit may tighten it (or let it go back). */
   auditMode: NonNullable<WardenConfig['audit']>['onFailure'] | undefined;
@@ -177,6 +179,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const hosts = hostConnectionSet();
   const state: ServingState = {
     servers: config.servers,
+    byName: new Map(config.servers.map((s) => [s.name, s])),
     managedPolicies: config.managed?.policies ?? [],
     auditMode: config.audit?.onFailure,
   };
@@ -216,6 +219,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     taskHandles: new TaskHandles(),
     ...notServedNotes(config.gateway.naming.separator, () => state.servers),
     revisionKnown: lists.revisionKnown,
+    serversByName: state.byName,
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);
   const watchers = features.flatMap((f) =>
@@ -289,9 +293,10 @@ function featureDependencies(
   const { config, audit, hosts } = { ...options, ...gateway };
   /** The host a call came from, or the one an upstream is told about: the first one set up. */
   const hostOf = (call: RoutedMessage) => call.host ?? firstOf(hosts.all)?.router.host;
-  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
+  const serversByName = gateway.state.byName;
   return {
     config,
+    serversByName,
     logger: options.logger,
     policies: options.policies,
     askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
@@ -431,7 +436,7 @@ async function applyManaged(parts: Parts, next: ManagedChange, relist: () => voi
   }
   const before = new Map(state.servers.map((s) => [s.name, s.blockedByManaged]));
   const changed = next.servers.filter((s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged);
-  state.servers = next.servers;
+  setServers(state, next.servers);
   if (next.settings !== undefined) {
     parts.pipeline.applySettings(next.settings);
     state.auditMode = next.settings.audit?.onFailure ?? state.auditMode;
@@ -445,6 +450,12 @@ async function applyManaged(parts: Parts, next: ManagedChange, relist: () => voi
   await Promise.all(stopping);
 }
 
+function setServers(state: ServingState, servers: readonly ServerConfig[]): void {
+  state.servers = servers;
+  state.byName.clear();
+  for (const server of servers) state.byName.set(server.name, server);
+}
+
 async function applyConfig(parts: Parts, next: ConfigChange): Promise<ServerChanges> {
   const { state, upstreams } = parts;
   const changes = diffServers(state.servers, next.servers);
@@ -452,7 +463,8 @@ async function applyConfig(parts: Parts, next: ConfigChange): Promise<ServerChan
   if (refused !== undefined) throw new ReloadRefusedError(refused);
   // The settings first: a server this edit adds must not serve a call under the old ones.
   parts.pipeline.applySettings(next.settings);
-  state.servers = next.servers;
+  setServers(state, next.servers);
+  for (const feature of parts.features) feature.serversChanged?.(next.servers);
   parts.record({
     type: 'config_reload',
     file: parts.options.config.file,
