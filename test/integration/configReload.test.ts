@@ -189,6 +189,46 @@ describe('servers added, removed and changed while serving', () => {
   });
 });
 
+describe('settings a running gateway cannot change', () => {
+  it('are named as needing a restart, while the rest of the edit applies', async () => {
+    const dir = tempDir();
+    const config = yamlConfig(dir, { one: entry([]) });
+    const { host } = await serve(config.file);
+    await toolNames(host.client);
+    const text = readFileSync(config.file, 'utf8');
+    writeFileSync(
+      config.file,
+      text.replace(/^gateway: \{/, 'gateway: { naming: { separator: "--" }, log: { level: debug },') +
+        `  two: ${entry([])}\n`,
+    );
+    await expect.poll(() => toolNames(host.client)).toContain('two__echo');
+    expect(host.stderr()).toMatch(
+      /gateway\.naming changed, but it cannot change in a running gateway .*restart needed for gateway\.naming/,
+    );
+    expect(host.stderr()).toContain('restart needed for gateway.log');
+    const record = readAudit(config.audit).find((r) => r.type === 'config_reload');
+    expect(record).toMatchObject({
+      applied: true,
+      added: ['two'],
+      restartNeeded: ['gateway.naming', 'gateway.log'],
+    });
+  });
+
+  it('gateway.reload: false in the file leaves edits for the next start', async () => {
+    const dir = tempDir();
+    const config = yamlConfig(dir, { one: entry([]) });
+    writeFileSync(
+      config.file,
+      readFileSync(config.file, 'utf8').replace(/^gateway: \{/, 'gateway: { reload: false,'),
+    );
+    const { host } = await serve(config.file);
+    await toolNames(host.client);
+    writeFileSync(config.file, `${readFileSync(config.file, 'utf8')}  two: ${entry([])}\n`);
+    await host.waitForStderr(/changed, but gateway\.reload is false[^]*restart needed/);
+    expect((await toolNames(host.client)).some((n) => n.startsWith('two__'))).toBe(false);
+  });
+});
+
 describe('fifty quick edits', () => {
   it('leave one process per server, running what the last edit says', async () => {
     const dir = tempDir();
