@@ -26,6 +26,18 @@ export interface LiveConfig {
   config: WardenConfig;
   /** The managed settings in force, when the machine has them. */
   managed: ManagedSettings | undefined;
+  /**
+   * Settles when the edit being applied (of either file) is done: each kind of edit reads and
+   * writes this state, so one waits for the other (see `oneAtATime`).
+   */
+  applying?: Promise<void>;
+}
+
+/** Runs `work` once no other edit of `live` is being applied, and holds the others off meanwhile. */
+export function oneAtATime(live: LiveConfig, work: () => Promise<void>): Promise<void> {
+  const run = (live.applying ?? Promise.resolve()).then(work);
+  live.applying = run.catch(() => {});
+  return run;
 }
 
 export interface ConfigReloadOptions {
@@ -87,7 +99,7 @@ export function watchConfigWhileServing(options: ConfigReloadOptions): {
   let watched = '';
   let closed = false;
   const runner = serialRunner(() =>
-    reloadOnce(options).catch((error: unknown) =>
+    oneAtATime(live, () => reloadOnce(options)).catch((error: unknown) =>
       logger.error(`config file ${file} changed, but reloading it failed: ${describeError(error)}`),
     ),
   );

@@ -335,7 +335,12 @@ async function watchManagedWhileServing(options: {
     import('../config/managedReload.js'),
   ]);
   let refused = new Set(loaded.refusals.map(formatConfigIssue));
-  return watchManaged(managed, logger, async (next, before) => {
+  const { oneAtATime } = await import('./configReload.js');
+  return watchManaged(managed, logger, (next, before) =>
+    oneAtATime(live, () => applyManagedEdit(next, before)),
+  );
+
+  async function applyManagedEdit(next: ManagedSettings, before: ManagedSettings): Promise<void> {
     const inForce = live.config;
     // The config file as last put in force (an edit of it may have been applied since), its
     // servers judged afresh against the new lists.
@@ -359,7 +364,7 @@ async function watchManagedWhileServing(options: {
     live.managed = next;
     // The listener as it was started (the `--http` flag gives it, not the file).
     live.config = Object.freeze({ ...reloaded.config, servers, listen: inForce.listen });
-  });
+  }
 }
 
 /**
