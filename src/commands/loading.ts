@@ -28,10 +28,13 @@ export interface Loaded {
   /** The organisation's managed settings in force, when the machine has them. */
   readonly managed?: ManagedSettings;
   /**
-   * The config file as read at start, loaded again under other managed settings (an edit of
-   * `managed.yaml` while serving). Throws `ConfigError` as loading does.
+   * The config file as read at start (or `text`, an edit of it since), loaded again under other
+   * managed settings (an edit of `managed.yaml` while serving). Throws `ConfigError` as loading
+   * does.
    */
-  readonly reload: (managed: ManagedSettings) => LoadedConfig;
+  readonly reload: (managed: ManagedSettings, text?: string) => Promise<LoadedConfig>;
+  /** The config file's text as read. */
+  readonly text: string;
 }
 
 /** The config and its policy files, or an exit with every problem found (never half a gateway). */
@@ -112,19 +115,23 @@ export async function loadConfigFile(
   const absolute = path.resolve(chosen);
   let loaded: LoadedConfig;
   let reload: Loaded['reload'];
+  let text: string;
   try {
-    const text = await readSourceFile(absolute, 'config file');
-    const keychain = await keychainFor(text, openCommandCredentials);
-    const parse = (under: ManagedSettings | undefined) =>
-      parseConfigText(text, {
+    text = await readSourceFile(absolute, 'config file');
+    const read = text;
+    const keychain = await keychainFor(read, openCommandCredentials);
+    const parse = (under: ManagedSettings | undefined, edited: string, values: typeof keychain) =>
+      parseConfigText(edited, {
         file: absolute,
         env: process.env,
-        ...(keychain && { keychain }),
+        ...(values && { keychain: values }),
         ...(options.badServers && { badServers: options.badServers }),
         ...(under && { managed: under }),
       });
-    reload = parse;
-    loaded = parse(managed);
+    // An edited file may name secrets the first one did not: they are read afresh.
+    reload = async (under, edited = read) =>
+      parse(under, edited, edited === read ? keychain : await keychainFor(edited, openCommandCredentials));
+    loaded = parse(managed, read, keychain);
   } catch (error) {
     if (error instanceof ConfigError) throw new CommandError(`invalid config:\n${error.message}`);
     throw error;
@@ -156,7 +163,7 @@ export async function loadConfigFile(
         ? { secretKeys: config.audit.redact.keys, secretPatterns: config.audit.redact.patterns }
         : {},
     );
-    return { config, redactor, warnings, refusals, reload, ...(managed && { managed }) };
+    return { config, redactor, warnings, refusals, reload, text, ...(managed && { managed }) };
   } catch (error) {
     if (error instanceof RedactorConfigError)
       throw new CommandError(`invalid config:\n${config.file}: audit.redact: ${error.message}`);

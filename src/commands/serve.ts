@@ -11,6 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { formatConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
 import type { ManagedSettings } from '../config/managed.js';
+import type { LiveConfig } from './configReload.js';
 import type { AuditTrail } from '../features/audit/openTrail.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
 import type { ClosableLogger } from '../core/logger.js';
@@ -70,11 +71,20 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     ...(telemetry && { telemetry }),
     session,
   });
+  // What both kinds of edit (of the config file, of managed.yaml) start from.
+  const live: LiveConfig = { text: loaded.text, config, managed: loaded.managed };
   const managedWatcher =
     loaded.managed === undefined
       ? undefined
-      : await watchManagedWhileServing({ managed: loaded.managed, loaded, config, gateway, trail, logger });
-  shutdown.serving({ logger, gateway, trail, telemetry, managedWatcher });
+      : await watchManagedWhileServing({ managed: loaded.managed, loaded, live, gateway, trail, logger });
+  const { watchConfigWhileServing } = await import('./configReload.js');
+  const configWatcher = watchConfigWhileServing({
+    live,
+    gateway,
+    logger,
+    ...(typeof values.http === 'string' && { http: values.http }),
+  });
+  shutdown.serving({ logger, gateway, trail, telemetry, watchers: [managedWatcher, configWatcher] });
   shutdown.watch(servesStdio ? host : undefined);
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
@@ -191,7 +201,8 @@ interface Serving {
   readonly gateway: Gateway;
   readonly trail: AuditTrail | undefined;
   readonly telemetry: TelemetryRuntime | undefined;
-  readonly managedWatcher: { close(): void } | undefined;
+  /** The watchers of managed.yaml and of the config file, closed first. */
+  readonly watchers: readonly ({ close(): void } | undefined)[];
 }
 
 /**
@@ -241,8 +252,8 @@ export class Shutdown {
   async stop(why: string, code: number): Promise<void> {
     if (this.exiting || this.running === undefined) return;
     this.exiting = true;
-    const { logger, gateway, trail, telemetry, managedWatcher } = this.running;
-    managedWatcher?.close();
+    const { logger, gateway, trail, telemetry, watchers } = this.running;
+    for (const watcher of watchers) watcher?.close();
     logger.info(`shutting down: ${why}`);
     setTimeout(() => {
       gateway.killChildrenNow();
@@ -311,23 +322,30 @@ async function startTelemetryIfConfigured(
 async function watchManagedWhileServing(options: {
   readonly managed: ManagedSettings;
   readonly loaded: LoadedFile;
-  readonly config: WardenConfig;
+  readonly live: LiveConfig;
   readonly gateway: Gateway;
   readonly trail: AuditTrail | undefined;
   readonly logger: ClosableLogger;
 }): Promise<{ close(): void }> {
-  const { managed, loaded, config, gateway, trail, logger } = options;
+  const { managed, loaded, live, gateway, trail, logger } = options;
+  const config = live.config;
   const [{ watchManaged }, { applyServerRules }, { managedSettingsNotes }] = await Promise.all([
     import('./managed.js'),
     import('../core/upstreams/managedServers.js'),
     import('../config/managedReload.js'),
   ]);
-  // Each server is judged afresh against the new lists, from its entry as configured.
-  const configured = config.servers.map(({ blockedByManaged: _blocked, ...server }) => server);
-  let inForce = config;
   let refused = new Set(loaded.refusals.map(formatConfigIssue));
-  return watchManaged(managed, logger, async (next, before) => {
-    const reloaded = loaded.reload(next);
+  const { oneAtATime } = await import('./configReload.js');
+  return watchManaged(managed, logger, (next, before) =>
+    oneAtATime(live, () => applyManagedEdit(next, before)),
+  );
+
+  async function applyManagedEdit(next: ManagedSettings, before: ManagedSettings): Promise<void> {
+    const inForce = live.config;
+    // The config file as last put in force (an edit of it may have been applied since), its
+    // servers judged afresh against the new lists.
+    const reloaded = await loaded.reload(next, live.text);
+    const servers = await applyServerRules(reloaded.config.servers, next, process.env);
     const notes = managedSettingsNotes({
       atStart: managed,
       before,
@@ -336,19 +354,17 @@ async function watchManagedWhileServing(options: {
       audit: inForce.audit,
       nextAudit: reloaded.config.audit,
     });
-    await gateway.applyManaged({
-      policies: next.policies,
-      servers: await applyServerRules(configured, next, process.env),
-      settings: reloaded.config,
-    });
+    await gateway.applyManaged({ policies: next.policies, servers, settings: reloaded.config });
     if (trail !== undefined && reloaded.config.audit !== undefined) await trail.retune(reloaded.config.audit);
     for (const refusal of reloaded.refusals.map(formatConfigIssue))
       if (!refused.has(refusal)) logger.error(refusal);
     for (const line of notes.info) logger.info(line);
     for (const line of notes.errors) logger.error(line);
     refused = new Set(reloaded.refusals.map(formatConfigIssue));
-    inForce = reloaded.config;
-  });
+    live.managed = next;
+    // The listener as it was started (the `--http` flag gives it, not the file).
+    live.config = Object.freeze({ ...reloaded.config, servers, listen: inForce.listen });
+  }
 }
 
 /**

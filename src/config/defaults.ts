@@ -46,6 +46,8 @@ export const DEFAULTS = deepFreeze({
      * would coerce it. A server's `validateArguments` overrides it.
      */
     validateArguments: true,
+    /** An edit of the config file while serving is applied: what users of other gateways expect. */
+    reload: true,
     restart: {
       /** 500 ms before the first restart after a crash. */
       initialDelayMs: 500,

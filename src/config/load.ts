@@ -337,6 +337,7 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
       typeof gateway['validateArguments'] === 'boolean'
         ? gateway['validateArguments']
         : defaults.validateArguments,
+    reload: typeof gateway['reload'] === 'boolean' ? gateway['reload'] : defaults.reload,
     restart: {
       initialDelayMs:
         duration(ctx, at('restart', 'initialDelay'), restart['initialDelay']) ??
@@ -677,6 +678,8 @@ function normalizeServer(
       command: typeof entry['command'] === 'string' ? entry['command'] : '',
       args: strings(entry['args']),
       env: serverEnv(ctx, at('envFile'), entry['envFile'], stringMap(entry['env'])),
+      ...(typeof entry['envFile'] === 'string' &&
+        entry['envFile'] !== '' && { envFile: path.resolve(ctx.dir, entry['envFile']) }),
       // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
       cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
     };

@@ -76,6 +76,12 @@ export interface GatewayConfig {
    * them (`gateway.validateArguments`); each server may override it. Default true.
    */
   readonly validateArguments: boolean;
+  /**
+   * Whether edits of the config file (and of the servers' env files) are applied while serving
+   * (`gateway.reload`). Read from the config in force when an edit arrives, so an edit that sets
+   * it is not itself applied once it is false. Default true.
+   */
+  readonly reload: boolean;
   readonly restart: RestartConfig;
   readonly log: LogConfig;
   /**
@@ -178,6 +184,8 @@ export interface StdioServerConfig extends ServerCommon {
    * of the server's `envFile`, if any, overlaid with those written under `env`.
    */
   readonly env: Readonly<Record<string, string>>;
+  /** Absolute path of the `envFile` the entry names, if any: watched with the config file. */
+  readonly envFile?: string;
   /**
    * Absolute working directory; relative values in the file are resolved against the config
    * file's folder. Default: the workspace folder (the config file's folder, or the one around

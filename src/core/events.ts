@@ -320,6 +320,27 @@ export interface ConfigRejectEvent extends GatewayEventBase {
   error: string;
 }
 
+/**
+ * An edit of the config file (or of an env file it names) seen while serving: put in force
+ * (`applied: true`, with what it did to the servers), or refused (`applied: false`, with why),
+ * in which case the config in force before it stays.
+ */
+export interface ConfigReloadEvent extends GatewayEventBase {
+  type: 'config_reload';
+  file: string;
+  applied: boolean;
+  /** SHA-256 hex of the file's bytes as read for this reload, when it could be read. */
+  sha256?: string;
+  /** Servers started, stopped, and restarted for a changed entry, by name. */
+  added: string[];
+  removed: string[];
+  changed: string[];
+  /** Settings the edit changed that only a restart puts in force, by key. */
+  restartNeeded?: string[];
+  /** Why the edit was refused (its problems, with file:line:column, redacted). */
+  error?: string;
+}
+
 /** A policy file was loaded and is in effect. */
 export interface PolicyLoadEvent extends GatewayEventBase {
   type: 'policy_load';
@@ -494,6 +515,7 @@ export type LifecycleEvent =
   | UpstreamSignInAttemptEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
+  | ConfigReloadEvent
   | PolicyLoadEvent
   | PolicyRejectEvent
   | ToolPinnedEvent

@@ -85,6 +85,7 @@ export class UpstreamConnections {
             limits: config.listen!.perPrincipal,
             logger: options.logger,
             makePool: (view) => this.principalPool(view),
+            signsIn: this.signsIn,
           });
   }
 
@@ -107,6 +108,37 @@ export class UpstreamConnections {
   relist(scope: Scope, kinds: readonly ListKind[]): void {
     const changed = rebuildCatalogs(scope.catalogs, scope.view.upstreams, kinds, this.options.lists);
     if (changed.length > 0) for (const c of scope.connections) c.router.listsChanged(changed);
+  }
+
+  /**
+   * Whether `servers` can be run by these pools: a server that must run once per principal
+   * needs the per-principal pools, which exist only when the gateway started with such a
+   * server. Undefined when they can; else why not.
+   */
+  cannotRun(servers: readonly ServerConfig[]): string | undefined {
+    if (this.options.config.listen === undefined || this.principalPools !== undefined) return undefined;
+    const isolated = isolatedServers(servers, this.signsIn).map((s) => s.name);
+    return isolated.length === 0
+      ? undefined
+      : `${isolated.map((n) => `"${n}"`).join(', ')} would run one process per principal behind the HTTP listener, which this gateway did not set up at start (it had no such server); restart mcp-warden, or give the entry "shared: true"`;
+  }
+
+  /**
+   * Puts the servers of an edited config in force (every configured server, in the new order):
+   * the shared pool and each principal's follow it (see `UpstreamPool.apply`), and every
+   * connection whose lists changed is told so. Resolves once the replaced upstreams stopped.
+   */
+  async apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    const { listen } = this.options.config;
+    const stopping = [
+      this.pool.apply(sharedServers({ servers, ...(listen && { listen }) }, this.signsIn), why),
+      this.principalPools?.apply(servers, why),
+    ];
+    this.relistAll(ALL_LISTS);
+    await Promise.all(stopping);
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,6 @@
 import { UI_EXTENSION } from '../core/catalog/appUi.js';
 import type { ListedItem } from '../core/catalog/catalogs.js';
-import type { WardenConfig } from '../config/types.js';
+import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { DeniedError } from '../core/errors.js';
 import type { LifecycleEvent } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
@@ -44,6 +44,11 @@ export interface FeatureDependencies {
   readonly pins?: { readonly pins: PinSet; readonly text: string | undefined };
   /** Present when the config has `telemetry:`. */
   readonly telemetry?: Omit<TelemetryStageOptions, 'redact'>;
+  /**
+   * The servers in force by name, kept current by the gateway across edits of the config;
+   * absent: the config's, as they are at start.
+   */
+  readonly serversByName?: ReadonlyMap<string, ServerConfig>;
 }
 
 export type LifecycleEventWithoutSession = LifecycleEvent extends infer E
@@ -64,7 +69,7 @@ export function buildFeatures(deps: FeatureDependencies): {
   readonly settingsFeatures: (config: WardenConfig) => Feature[];
 } {
   const { config, logger } = deps;
-  const servers = new Map(config.servers.map((s) => [s.name, s]));
+  const servers = deps.serversByName ?? new Map(config.servers.map((s) => [s.name, s]));
   const policy = createPolicy(config, {
     policies: deps.policies,
     logger,
@@ -179,9 +184,9 @@ export interface ManagedPipeline {
 }
 
 /**
- * The pipeline's stages for `features`. With managed settings, their edits may change what the
- * settings stages read: each runs the stage made for the settings in force. Without them,
- * nothing changes while serving.
+ * The pipeline's stages for `features`. With managed settings, or with the config reloaded while
+ * serving (`gateway.reload`), an edit may change what the settings stages read: each runs the
+ * stage made for the settings in force. Without either, nothing changes while serving.
  */
 export function managedPipeline(
   features: readonly Feature[],
@@ -208,7 +213,9 @@ export function managedPipeline(
   };
   const stages = pipelineStages(
     config.managed === undefined
-      ? features
+      ? config.gateway.reload
+        ? swappableSettings(features, settingsStages)
+        : features
       : [...swappableSettings(features, settingsStages), ...(options.audited ? [] : [refuseUnaudited])],
   );
   return {

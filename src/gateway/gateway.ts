@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
+import { diffServers, type ServerChanges } from '../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { definitionRevision } from '../core/catalog/definitionCheck.js';
 import type { NamedCatalog } from '../core/catalog/namedCatalog.js';
@@ -112,6 +113,32 @@ export interface Gateway {
    * Throws `ConfigError` when the new policy files cannot be used: then nothing changes.
    */
   applyManaged(next: ManagedChange): Promise<void>;
+  /**
+   * Puts an edited config file in force while serving: servers added start, removed ones stop
+   * and changed ones restart (their calls in flight fail naming the server and why), unchanged
+   * ones are left running; the hosts are told which lists changed, and the call settings apply
+   * from the next call. Throws `ReloadRefusedError` when the gateway cannot run the new servers
+   * as they are configured: then nothing changes.
+   */
+  applyConfig(next: ConfigChange): Promise<ServerChanges>;
+  /** Audits an edit of the config file that was refused (`error` says why); nothing changed. */
+  reloadRefused(refusal: { readonly sha256?: string; readonly error: string }): void;
+}
+
+/** What a valid edit of the config file changes while serving (see `Gateway.applyConfig`). */
+export interface ConfigChange {
+  /** Every configured server, in config order, with `blockedByManaged` as the managed settings say. */
+  readonly servers: readonly ServerConfig[];
+  /** The new config: the settings the pipeline reads per call follow it from the next call on. */
+  readonly settings: WardenConfig;
+  /** For the audit record: the file's hash as read, and the settings only a restart applies. */
+  readonly sha256: string;
+  readonly restartNeeded: readonly string[];
+}
+
+/** An edit of the config that this gateway cannot put in force without a restart. */
+export class ReloadRefusedError extends Error {
+  override readonly name = 'ReloadRefusedError';
 }
 
 /** What a valid edit of the managed settings changes while serving (see `Gateway.applyManaged`). */
@@ -132,6 +159,8 @@ export type { Connection, ConnectOptions } from './hosts.js';
 interface ServingState {
   /** Every configured server as the managed settings in force let it run or block it. */
   servers: readonly ServerConfig[];
+  /** The same servers by name: one map, refilled in place by an edit of the config, that every reader holds. */
+  readonly byName: Map<string, ServerConfig>;
   managedPolicies: readonly string[];
   /** The audit's `onFailure` in force: a managed edit may tighten it (or let it go back). */
   auditMode: NonNullable<WardenConfig['audit']>['onFailure'] | undefined;
@@ -163,6 +192,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const hosts = hostConnectionSet();
   const state: ServingState = {
     servers: config.servers,
+    byName: new Map(config.servers.map((s) => [s.name, s])),
     managedPolicies: config.managed?.policies ?? [],
     auditMode: config.audit?.onFailure,
   };
@@ -215,6 +245,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...notServedNotes(config.gateway.naming.separator, () => state.servers),
     revisionKnown: lists.revisionKnown,
     ...(audit && { record }),
+    serversByName: state.byName,
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);
   const watchers = features.flatMap((f) =>
@@ -244,6 +275,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     close: (reason = 'closed') => (state.closing ??= close(parts, watchers, reason)),
     killChildrenNow: () => upstreams.pool.killAllNow(),
     applyManaged: (next) => applyManaged(parts, next, relist),
+    applyConfig: (next) => applyConfig(parts, next),
+    reloadRefused: ({ sha256, error }) =>
+      record({
+        type: 'config_reload',
+        file: config.file,
+        applied: false,
+        ...(sha256 !== undefined && { sha256 }),
+        added: [],
+        removed: [],
+        changed: [],
+        error,
+      }),
   };
 }
 
@@ -276,9 +319,10 @@ function featureDependencies(
   const { config, audit, hosts } = { ...options, ...gateway };
   /** The host a call came from, or the one an upstream is told about: the first one set up. */
   const hostOf = (call: RoutedMessage) => call.host ?? firstOf(hosts.all)?.router.host;
-  const serversByName = new Map(config.servers.map((s) => [s.name, s]));
+  const serversByName = gateway.state.byName;
   return {
     config,
+    serversByName,
     logger: options.logger,
     policies: options.policies,
     askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
@@ -418,7 +462,7 @@ async function applyManaged(parts: Parts, next: ManagedChange, relist: () => voi
   }
   const before = new Map(state.servers.map((s) => [s.name, s.blockedByManaged]));
   const changed = next.servers.filter((s) => before.has(s.name) && before.get(s.name) !== s.blockedByManaged);
-  state.servers = next.servers;
+  setServers(state, next.servers);
   if (next.settings !== undefined) {
     parts.pipeline.applySettings(next.settings);
     state.auditMode = next.settings.audit?.onFailure ?? state.auditMode;
@@ -432,20 +476,63 @@ async function applyManaged(parts: Parts, next: ManagedChange, relist: () => voi
   await Promise.all(stopping);
 }
 
+function setServers(state: ServingState, servers: readonly ServerConfig[]): void {
+  state.servers = servers;
+  state.byName.clear();
+  for (const server of servers) state.byName.set(server.name, server);
+}
+
+async function applyConfig(parts: Parts, next: ConfigChange): Promise<ServerChanges> {
+  const { state, upstreams } = parts;
+  const changes = diffServers(state.servers, next.servers);
+  const refused = upstreams.cannotRun(next.servers);
+  if (refused !== undefined) throw new ReloadRefusedError(refused);
+  // The settings first: a server this edit adds must not serve a call under the old ones.
+  parts.pipeline.applySettings(next.settings);
+  setServers(state, next.servers);
+  for (const feature of parts.features) feature.serversChanged?.(next.servers);
+  parts.record({
+    type: 'config_reload',
+    file: parts.options.config.file,
+    applied: true,
+    sha256: next.sha256,
+    added: [...changes.added],
+    removed: [...changes.removed],
+    changed: [...changes.changed],
+    ...(next.restartNeeded.length > 0 && { restartNeeded: [...next.restartNeeded] }),
+  });
+  // A gateway shutting down starts nothing more.
+  if (state.closing !== undefined) return changes;
+  const starting = new Set([...changes.added, ...changes.changed]);
+  for (const server of next.servers)
+    if (starting.has(server.name) && server.blockedByManaged !== undefined)
+      noteBlocked(parts, server, server.blockedByManaged, 'is not started, it is');
+  await upstreams.apply(next.servers, {
+    changed: 'it was restarted because its entry in the config file changed',
+    removed: 'it was removed from the config',
+  });
+  return changes;
+}
+
+/** Logs and audits a server the managed settings do not let run. */
+function noteBlocked(parts: Parts, server: ServerConfig, blocked: string, what: string): void {
+  const { logger, config } = parts.options;
+  logger.error(`server "${server.name}" ${what} blocked by managed settings: ${blocked}`);
+  if (config.managed !== undefined)
+    parts.record({
+      type: 'server_blocked',
+      server: server.name,
+      reason: blocked,
+      managed: config.managed.file,
+    });
+}
+
 /** Stops a server the managed settings now block, or starts one they now allow. */
 function switchServer(parts: Parts, server: ServerConfig): Promise<void> {
-  const { logger, config } = parts.options;
+  const { logger } = parts.options;
   const blocked = server.blockedByManaged;
-  if (blocked !== undefined) {
-    logger.error(`server "${server.name}" is stopped, it is now blocked by managed settings: ${blocked}`);
-    if (config.managed !== undefined)
-      parts.record({
-        type: 'server_blocked',
-        server: server.name,
-        reason: blocked,
-        managed: config.managed.file,
-      });
-  } else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
+  if (blocked !== undefined) noteBlocked(parts, server, blocked, 'is stopped, it is now');
+  else logger.info(`server "${server.name}" is now allowed by managed settings; starting it`);
   const { pool } = parts.upstreams;
   if (!pool.byName.has(server.name)) return Promise.resolve();
   return pool.replace(

@@ -42,6 +42,8 @@ export interface HostConnectionDeps {
   readonly revisionKnown: () => void;
   /** Records a sign-in's start and end for the principal who signs in (the audit trail). */
   readonly record?: (event: SignInRecord, principal?: Principal) => void;
+  /** The servers in force by name, kept current across edits of the config; absent: the config's. */
+  readonly serversByName?: ReadonlyMap<string, ServerConfig>;
 }
 
 /** How long the host may leave what was written to it unread before the log says so. */
@@ -56,7 +58,8 @@ export function hostConnections(deps: HostConnectionDeps) {
   // A call's record is in the audit file before its answer leaves (the writer batches per turn).
   const writing = features.flatMap((f) => (f.beforeHostWrite ? [f.beforeHostWrite] : []));
   const beforeWrite = () => writing.forEach((f) => f());
-  const serversByName = new Map(deps.config.servers.map((s) => [s.name, s]));
+  const serversByName =
+    deps.serversByName ?? new Map(deps.config.servers.map((s): [string, ServerConfig] => [s.name, s]));
 
   return function connect(
     transport: MessageTransport,

@@ -104,6 +104,7 @@ describe('parseConfigText: valid configs', () => {
           missingStructured: 'error',
         },
         validateArguments: false,
+        reload: true,
         maxMessageBytes: 8 * 1024 * 1024,
         restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
         log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
@@ -363,7 +364,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'unknown key, nothing close: lists the allowed keys',
       'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, log`,
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, reload, log`,
       ],
     ],
     [

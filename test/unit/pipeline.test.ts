@@ -377,6 +377,25 @@ describe('concurrency limit', () => {
     await Promise.all(results);
   });
 
+  it('follows an edit of the servers: an unchanged one keeps its gate and its calls, an added one is bounded', async () => {
+    const upstream = controllableUpstream();
+    const limit = createConcurrencyLimitStage({ servers: [{ name: 'up', maxConcurrency: 1, maxQueue: 0 }] });
+    const running = limit(makeCall(), upstream.next);
+    limit.serversChanged([
+      { name: 'up', maxConcurrency: 1, maxQueue: 0 },
+      { name: 'added', maxConcurrency: 1, maxQueue: 0 },
+    ]);
+    // The call in flight still holds the only slot of the unchanged server.
+    await expect(limit(makeCall(), upstream.next)).rejects.toThrow(QueueFullError);
+    const added = limit(makeCall({ server: 'added' }), upstream.next);
+    await expect(limit(makeCall({ server: 'added' }), upstream.next)).rejects.toThrow(
+      /Server "added" is busy/,
+    );
+    upstream.calls[0]!.resolve(ok);
+    upstream.calls[1]!.resolve(ok);
+    await Promise.all([running, added]);
+  });
+
   it('never sends a call that was aborted while it waited', async () => {
     const upstream = controllableUpstream();
     const limit = createConcurrencyLimitStage({

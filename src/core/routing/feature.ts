@@ -1,3 +1,4 @@
+import type { ServerConfig } from '../../config/types.js';
 import type { ListedItem } from '../catalog/catalogs.js';
 import type { StageName } from '../pipeline/order.js';
 import type { RoutedMessage, Stage } from '../pipeline/types.js';
@@ -36,6 +37,11 @@ export interface Feature {
   readonly observeStage?: (stage: StageName | 'forward', message: RoutedMessage) => void;
   /** An upstream started, exited, restarted or failed (the records the audit trail keeps). */
   readonly onUpstreamLifecycle?: (event: UpstreamLifecycleEvent) => void;
+  /**
+   * The configured servers changed while serving (an edit of the config file): what the feature
+   * keeps per server follows them from the next request. Every server, in config order.
+   */
+  readonly serversChanged?: (servers: readonly ServerConfig[]) => void;
 }
 
 export interface FeatureEvents {

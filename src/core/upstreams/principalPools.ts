@@ -48,6 +48,8 @@ export interface PrincipalPoolsOptions {
   readonly logger: Logger;
   /** The clock idleness is measured on; tests pass their own. */
   readonly now?: () => number;
+  /** Whether users sign in to an HTTP server themselves: each principal then has their own. */
+  readonly signsIn?: (server: ServerConfig) => boolean;
 }
 
 /**
@@ -60,16 +62,21 @@ export class PrincipalPools {
   private readonly views = new Map<string, PrincipalView>();
   private readonly sweeper: NodeJS.Timeout;
   /** How many processes each principal's own servers run (their own HTTP connections are none). */
-  readonly processesPerPrincipal: number;
+  private processCount: number;
   /** Every configured server, as the managed settings now let it run or block it. */
   servers: readonly ServerConfig[];
   readonly now: () => number;
+
+  /** How many processes each principal's own servers run (their own HTTP connections are none). */
+  get processesPerPrincipal(): number {
+    return this.processCount;
+  }
 
   constructor(readonly options: PrincipalPoolsOptions) {
     this.now = options.now ?? Date.now;
     this.servers = options.servers;
     // Only processes count against the bound: a principal's own HTTP connection is not one.
-    this.processesPerPrincipal = isolatedServers(options.servers).length;
+    this.processCount = isolatedServers(options.servers).length;
     // Checked a few times per idle period, so a process outlives its idle time by a quarter of it.
     const every = Math.min(Math.max(options.limits.idleMs / 4, 25), 60_000);
     this.sweeper = setInterval(() => this.sweep(), every).unref();
@@ -147,6 +154,22 @@ export class PrincipalPools {
   reset(servers: readonly ServerConfig[]): void {
     this.servers = servers;
     for (const view of this.views.values()) view.renew();
+  }
+
+  /**
+   * An edit of the config while serving (`servers`, every configured server in the new order):
+   * each principal's own processes follow it as `UpstreamPool.apply` says (unchanged ones keep
+   * running, subscriptions and all), and every view takes the shared pool's upstreams as they
+   * are now. Resolves once the replaced processes have stopped.
+   */
+  async apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    this.servers = servers;
+    this.processCount = isolatedServers(servers).length;
+    const isolated = isolatedServers(servers, this.options.signsIn);
+    await Promise.all([...this.views.values()].map((view) => view.apply(isolated, why)));
   }
 
   async stop(): Promise<void> {
@@ -262,6 +285,16 @@ export class PrincipalView implements PoolView {
     this.merge();
     // A pool retired just before must also have let go of its processes before the next starts.
     this.stopping = Promise.all([this.stopping, old.stop()]).then(() => {});
+  }
+
+  /** This principal's own servers as an edited config has them (see `PrincipalPools.apply`). */
+  apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    const stopped = this.own.apply(servers, why);
+    this.merge();
+    return stopped;
   }
 
   async stop(): Promise<void> {

@@ -1,3 +1,4 @@
+import { sameServer } from '../../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { ChildHandle } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
@@ -99,6 +100,36 @@ export class UpstreamPool implements PoolView {
     this.index = new Map(this.list.map((u) => [u.name, u]));
     if (this.startup !== undefined) fresh.start();
     await old.stop(reason);
+  }
+
+  /**
+   * Takes the servers of an edited config, in its order. An upstream whose entry is the same is
+   * kept as it is (running, its subscriptions with it); one whose entry changed is replaced by a
+   * fresh one, and one no longer configured is stopped. Calls in flight on an upstream stopped
+   * this way fail with `why.changed` or `why.removed`. The fresh upstreams start at once when
+   * the pool has been started (else with it). Resolves once the old ones have stopped.
+   */
+  async apply(
+    servers: readonly ServerConfig[],
+    why: { readonly changed: string; readonly removed: string },
+  ): Promise<void> {
+    const before = this.list;
+    const kept = new Set<Upstream>();
+    this.list = servers.map((server) => {
+      const was = this.index.get(server.name);
+      if (was !== undefined && sameServer(was.config, server)) {
+        kept.add(was);
+        return was;
+      }
+      return this.make(server);
+    });
+    this.index = new Map(this.list.map((u) => [u.name, u]));
+    if (this.startup !== undefined) for (const u of this.list) if (!kept.has(u)) u.start();
+    await Promise.all(
+      before
+        .filter((u) => !kept.has(u))
+        .map((u) => u.stop(this.index.has(u.name) ? why.changed : why.removed)),
+    );
   }
 
   /**

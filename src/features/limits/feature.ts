@@ -4,7 +4,6 @@ import { createConcurrencyLimitStage } from './stage.js';
 
 /** At most `maxConcurrency` requests at once per upstream, and a bounded queue behind them. */
 export function createLimits(config: WardenConfig): Feature {
-  return {
-    stage: { name: 'concurrencyLimit', run: createConcurrencyLimitStage({ servers: config.servers }) },
-  };
+  const run = createConcurrencyLimitStage({ servers: config.servers });
+  return { stage: { name: 'concurrencyLimit', run }, serversChanged: run.serversChanged };
 }

@@ -55,6 +55,11 @@ class Gate {
 
   constructor(private readonly server: ConcurrencyLimitOptions['servers'][number]) {}
 
+  /** Whether `server` has the bounds this gate holds calls to. */
+  sameBounds(server: ConcurrencyLimitOptions['servers'][number]): boolean {
+    return server.maxConcurrency === this.server.maxConcurrency && server.maxQueue === this.server.maxQueue;
+  }
+
   run(call: RoutedMessage, next: Next): Promise<Outcome> {
     const { maxConcurrency, maxQueue, name } = this.server;
     if (this.active < maxConcurrency && this.waiting === 0) return this.start(call, next);
@@ -117,12 +122,14 @@ class Gate {
  * counts queued time. Requests an upstream makes of the host have their own bound: at most
  * `MAX_OPEN_HOST_REQUESTS` open per server, refused beyond it.
  */
-export function createConcurrencyLimitStage(options: ConcurrencyLimitOptions): Stage {
+export function createConcurrencyLimitStage(
+  options: ConcurrencyLimitOptions,
+): Stage & { serversChanged(servers: ConcurrencyLimitOptions['servers']): void } {
   const gates = new Map(options.servers.map((s) => [s.name, new Gate(s)]));
   /** Per server, its requests to the host now waiting for an answer. */
   const asking = new Map<string, number>();
   const release = (server: string) => (): void => void asking.set(server, (asking.get(server) ?? 1) - 1);
-  return function concurrencyLimit(call, next) {
+  function concurrencyLimit(call: RoutedMessage, next: Next): Promise<Outcome> {
     if (call.direction === 'host') {
       const open = asking.get(call.server) ?? 0;
       if (open >= MAX_OPEN_HOST_REQUESTS)
@@ -135,7 +142,22 @@ export function createConcurrencyLimitStage(options: ConcurrencyLimitOptions): S
     }
     const gate = gates.get(call.server);
     return gate === undefined ? next(call) : gate.run(call, next);
-  };
+  }
+  return Object.assign(concurrencyLimit, {
+    /**
+     * The servers an edit of the config left: a server whose bounds are the same keeps its gate
+     * (and the calls it holds); a new or changed one gets a fresh gate, while calls already in
+     * the old one finish there.
+     */
+    serversChanged(servers: ConcurrencyLimitOptions['servers']): void {
+      const before = new Map(gates);
+      gates.clear();
+      for (const server of servers) {
+        const gate = before.get(server.name);
+        gates.set(server.name, gate?.sameBounds(server) ? gate : new Gate(server));
+      }
+    },
+  });
 }
 
 /**

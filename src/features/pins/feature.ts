@@ -37,6 +37,7 @@ export function createPins(
     guard,
     stage: { name: 'pins', run: createPinStage({ refusal: guard.refusal.bind(guard) }) },
     visible: (listed) => listed.list !== 'tools' || !guard.isBlocked(listed.server, listed.item.name),
+    serversChanged: (servers) => guard.serversChanged(servers),
     // Before the catalog is rebuilt, so a changed tool is never listed, not even for a moment.
     onListsChanged: (upstream, kinds) => {
       if (kinds.includes('tools')) guard.review(upstream);

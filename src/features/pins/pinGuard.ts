@@ -66,7 +66,7 @@ export class PinGuard {
    * told once), and the hash it was pinned with then (null: no pin).
    */
   private readonly reported = new Map<string, { readonly listed: string; readonly pinned: string | null }>();
-  private readonly exposed: ReadonlyMap<string, (name: string) => boolean>;
+  private exposed: ReadonlyMap<string, (name: string) => boolean>;
   private readonly now: () => Date;
 
   constructor(private readonly options: PinGuardOptions) {
@@ -74,6 +74,14 @@ export class PinGuard {
     this.knownText = options.initial.text;
     this.exposed = new Map(options.servers.map((s) => [s.name, toolFilter(s.tools)]));
     this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * The servers an edit of the config left: each server's tools are pinned under its filters as
+   * they are now (an upstream that changed is listed, and so reviewed, again).
+   */
+  serversChanged(servers: PinGuardOptions['servers']): void {
+    this.exposed = new Map(servers.map((s) => [s.name, toolFilter(s.tools)]));
   }
 
   /** Why a call to this tool must not run; undefined when it may. */

@@ -51,7 +51,9 @@ export function createPolicy(
   };
   warnDeadRules(state, deps.policies);
   const current = () => state.engine;
-  const trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+  // Whether each server's annotations are believed: an edit of the config may change it.
+  let trusted = new Map(config.servers.map((s) => [s.name, s.trusted]));
+  let shown = shownByPolicy(current, config.servers);
   return {
     engine: current,
     stage: {
@@ -62,7 +64,11 @@ export function createPolicy(
         ...(deps.refusedByConfig && { refusedByConfig: deps.refusedByConfig }),
       }),
     },
-    visible: shownByPolicy(current, config.servers),
+    visible: (item) => shown(item),
+    serversChanged: (servers) => {
+      trusted = new Map(servers.map((s) => [s.name, s.trusted]));
+      shown = shownByPolicy(current, servers);
+    },
     started: () => recordPolicies(deps, deps.policies),
     watch: ({ relist }) => {
       state.relistHost = relist;

@@ -59,7 +59,8 @@ export function severityOf(record: ShippedRecord): Severity {
     type === 'upstream_failed' ||
     type === 'upstream_sign_in_failed' ||
     type === 'config_reject' ||
-    type === 'policy_reject'
+    type === 'policy_reject' ||
+    (type === 'config_reload' && record.fields['applied'] === false)
   )
     return 'error';
   if (decision?.effect === 'deny' || (typeof outcome === 'string' && outcome !== 'ok')) return 'warning';
