@@ -4,13 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import {
   connectHost,
   FAST_GATEWAY,
   FIXTURE,
   fixture,
+  freePort,
   NODE,
   runCli,
   serverBin,
@@ -267,16 +267,6 @@ describe('a VS Code .vscode/mcp.json as the config', () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('Streamable HTTP upstream', () => {
   let httpServer: ChildProcess;

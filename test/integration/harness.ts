@@ -4,6 +4,7 @@
  * tool lists, call results, error codes, and the gateway's stderr.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -307,4 +308,15 @@ export function readAudit(file: string): AuditRecord[] {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as AuditRecord);
+}
+
+/** A TCP port free on 127.0.0.1 right now, for a server a test starts. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -1,6 +1,7 @@
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { SignInRequiredError } from '../errors.js';
 import type { JsonRpcMessage } from '../protocol/jsonRpc.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
@@ -70,9 +71,17 @@ export class HttpTransport implements MessageTransport {
     return this.inner.start();
   }
 
-  send(message: JsonRpcMessage): Promise<void> {
-    // Our ids towards an upstream are always plain numbers, so the SDK's types hold.
-    return this.inner.send(message as unknown as JSONRPCMessage);
+  /** A request could not be sent because the server needs its user to sign in (again). */
+  onsigninrequired?: (error: SignInRequiredError) => void;
+
+  async send(message: JsonRpcMessage): Promise<void> {
+    try {
+      // Our ids towards an upstream are always plain numbers, so the SDK's types hold.
+      await this.inner.send(message as unknown as JSONRPCMessage);
+    } catch (error) {
+      if (error instanceof SignInRequiredError) this.onsigninrequired?.(error);
+      throw error;
+    }
   }
 
   /** The SDK transport sends the negotiated version as a header on every later request. */

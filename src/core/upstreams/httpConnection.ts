@@ -42,6 +42,9 @@ class HttpConnection extends ConnectionBase implements UpstreamConnection {
     });
     this.transport.onclose = () =>
       this.end(new UpstreamFailedError(this.server, `connection closed ${this.phase} (${this.what})`));
+    // Tokens that can no longer be renewed end the connection: every call on it would fail the
+    // same way until someone signs in, and supervision knows to wait for that.
+    this.transport.onsigninrequired = (error) => this.end(error);
   }
 
   async close(): Promise<void> {

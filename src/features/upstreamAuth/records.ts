@@ -18,6 +18,8 @@ export interface TokenRecord {
   readonly resource?: string;
   readonly client: OAuthClientInformationMixed;
   readonly tokens: OAuthTokens;
+  /** When the tokens were received, milliseconds since the epoch. */
+  readonly obtainedAt?: number;
   /** Milliseconds since the epoch; absent when the server did not say (`expires_in`). */
   readonly expiresAt?: number;
   /** Who the authorization server says signed in, when it said (an ID token's or a JWT's `sub`). */

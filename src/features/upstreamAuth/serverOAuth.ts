@@ -178,8 +178,11 @@ export class ServerOAuth implements UpstreamSignIn {
   async currentTokens(who: string): Promise<TokenRecord | undefined> {
     const record = await this.read(who);
     if (record === undefined) return undefined;
-    const ahead = this.deps.refreshAheadMs ?? 60_000;
-    if (record.expiresAt === undefined || record.expiresAt - this.now() > ahead) return record;
+    if (record.expiresAt === undefined) return record;
+    // Renewed a minute ahead, or halfway through a lifetime shorter than two minutes.
+    const lifetime = record.expiresAt - (record.obtainedAt ?? record.expiresAt);
+    const ahead = Math.min(this.deps.refreshAheadMs ?? 60_000, lifetime / 2);
+    if (record.expiresAt - this.now() > ahead) return record;
     return (await this.refresh(who, undefined)) ?? undefined;
   }
 
@@ -287,6 +290,7 @@ export class ServerOAuth implements UpstreamSignIn {
       ...(base.resource !== undefined && { resource: base.resource }),
       client: base.client,
       tokens,
+      obtainedAt: this.now(),
       ...(tokens.expires_in !== undefined && { expiresAt: this.now() + tokens.expires_in * 1000 }),
       ...(subject !== undefined && { subject }),
       scopes: scopesOf(tokens, (base as Partial<TokenRecord>).scopes?.join(' ')),
