@@ -31,6 +31,7 @@ export default defineConfig({
           { text: 'Install and set up', link: '/guides/install' },
           { text: 'Desktop hosts', link: '/guides/desktop-hosts' },
           { text: 'Team mode', link: '/guides/team-mode' },
+          { text: 'Signing in to remote servers', link: '/guides/signing-in-to-remote-servers' },
           { text: 'For administrators', link: '/guides/administrators' },
           { text: 'Managed settings: what they enforce', link: '/guides/managed-settings-enforcement' },
           { text: 'Troubleshooting', link: '/guides/troubleshooting' },

@@ -176,6 +176,23 @@ describe('a host that declared URL-mode elicitation', () => {
     expect(await names(client)).toEqual(['local__echo', 'remote__authorize']);
   });
 
+  it('a sign-in nobody completes ends with the call time limit, and is given up', async () => {
+    running = await startInProcess({
+      config: `servers:\n  remote: { url: "${fixture.url}/mcp", timeout: 300ms }\n`,
+      upstreams: {},
+      connectUpstream: (server, principal) => signIn.transport(server, principal),
+      signInFor: () => signIn,
+      client: { capabilities: { elicitation: { form: {}, url: {} } } },
+      // The user says yes and then never signs in.
+      beforeConnect: (client) => client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept' })),
+    });
+    const result = await running.client.callTool({ name: 'remote__authorize' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/timed out|time limit|no answer/i);
+    await expect.poll(() => signIn.cancelled.length).toBe(1);
+    expect(await names(running.client)).toEqual(['remote__authorize']);
+  });
+
   it('a policy rule of kind authorize denies the sign-in before the user is asked', async () => {
     const asked: Record<string, unknown>[] = [];
     const policy =

@@ -26,8 +26,11 @@ import {
   type HostSession,
 } from './harness.js';
 import { modernResult } from './modernWire.js';
+import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
 
 const SUBJECT = 'e2e-user';
+/** The `sub` of the next upstream token the authorization server issues at its token endpoint. */
+let upstreamSubject = SUBJECT;
 let issuer: OAuth2Server;
 let resource: SignInFixture;
 let host: HostSession | undefined;
@@ -37,7 +40,7 @@ beforeAll(async () => {
   await issuer.issuer.keys.generate('RS256');
   await issuer.start(0, '127.0.0.1');
   issuer.service.on('beforeTokenSigning', (token) => {
-    token.payload.sub = SUBJECT;
+    token.payload.sub = upstreamSubject;
   });
   resource = await startSignInFixture({ authorizationServer: issuer.issuer.url! });
 });
@@ -48,16 +51,22 @@ afterAll(async () => {
 afterEach(async () => {
   await host?.close();
   host = undefined;
+  upstreamSubject = SUBJECT;
 });
 
 /** A config with the resource server and a stdio fixture; its own credentials file and audit. */
-function setUp(): { config: string; env: Record<string, string>; audit: string } {
+function setUp(extra: Record<string, unknown> = {}): {
+  config: string;
+  env: Record<string, string>;
+  audit: string;
+} {
   const dir = tempDir('warden-signin-');
   const audit = path.join(dir, 'audit.jsonl');
   const config = writeConfig(
     {
       gateway: FAST_GATEWAY,
       audit: { file: audit },
+      ...extra,
       servers: {
         remote: { url: `${resource.url}/mcp`, oauth: { clientId: 'mcp-warden-test' } },
         local: fixture(),
@@ -171,5 +180,93 @@ describe('a 2026-07-28 host', () => {
       await modern.request('tools/call', { name: 'remote__whoami', arguments: {} }, URL_MODE),
     );
     expect(textOf(after)).toBe(`signed in as ${SUBJECT}`);
+  });
+});
+
+describe('behind the HTTP listener, two principals', () => {
+  const AUDIENCE = 'https://warden.test/mcp';
+  let gateway: HttpGateway | undefined;
+  const hosts: HttpHost[] = [];
+  afterEach(async () => {
+    await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
+    await gateway?.stop();
+    gateway = undefined;
+  });
+
+  /** A host connected to the listener with a bearer token of `subject`. */
+  async function hostAs(subject: string, urlMode: boolean): Promise<HttpHost> {
+    const token = await issuer.issuer.buildToken({
+      scopesOrTransform: (_header, payload) => {
+        payload.sub = subject;
+        payload.aud = AUDIENCE;
+      },
+    });
+    const connected = await connectHttpHost(gateway!.url, {
+      token,
+      name: `${subject}-host`,
+      ...(urlMode && {
+        capabilities: { elicitation: { form: {}, url: {} } },
+        beforeConnect: (client: HttpHost['client']) =>
+          client.setRequestHandler(ElicitRequestSchema, async (request) => {
+            await openInBrowser((request.params as { url: string }).url);
+            return { action: 'accept' };
+          }),
+      }),
+    });
+    hosts.push(connected);
+    return connected;
+  }
+
+  /** The claims of the bearer token a request to the resource server carried; null for none. */
+  const claimsOf = (authorization: string | null) =>
+    authorization === null
+      ? null
+      : (JSON.parse(Buffer.from(authorization.split('.')[1]!, 'base64url').toString('utf8')) as {
+          sub: string;
+          aud?: unknown;
+        });
+  /** Whose upstream token each request the resource server received carried. */
+  const upstreamSubjects = () => resource.authorizations.map((a) => claimsOf(a)?.sub ?? null);
+
+  it("each signs in for themselves, and one's upstream token never serves the other's call", async () => {
+    const { config, env } = setUp({ auth: { issuer: issuer.issuer.url, audience: AUDIENCE } });
+    gateway = await startHttpGateway(config, { env });
+    const alice = await hostAs('alice', true);
+    const bob = await hostAs('bob', false);
+    const seen = resource.authorizations.length;
+
+    upstreamSubject = 'alice-upstream';
+    expect(textOf(await alice.client.callTool({ name: 'remote__authorize' }))).toMatch(
+      /Signed in to server "remote"/,
+    );
+    expect(textOf(await alice.client.callTool({ name: 'remote__whoami' }))).toBe(
+      'signed in as alice-upstream',
+    );
+
+    // Bob has not signed in: he still sees authorize, and alice's tool name is a sign-in for him.
+    const bobs = (await bob.client.listTools()).tools.map((t) => t.name);
+    expect(bobs).toContain('remote__authorize');
+    expect(bobs).not.toContain('remote__whoami');
+    const asked = await bob.client.callTool({ name: 'remote__whoami' });
+    expect(textOf(asked)).toContain('mcp-warden auth login remote');
+    expect(
+      new Set(
+        upstreamSubjects()
+          .slice(seen)
+          .filter((s) => s !== null),
+      ),
+    ).toEqual(new Set(['alice-upstream']));
+
+    upstreamSubject = 'bob-upstream';
+    await openInBrowser(/(http:\/\/\S+\/authorize\?\S+)/.exec(textOf(asked))![1]!);
+    await expect
+      .poll(async () => (await bob.client.listTools()).tools.map((t) => t.name), { timeout: 10_000 })
+      .toContain('remote__whoami');
+    expect(textOf(await bob.client.callTool({ name: 'remote__whoami' }))).toBe('signed in as bob-upstream');
+    expect(textOf(await alice.client.callTool({ name: 'remote__whoami' }))).toBe(
+      'signed in as alice-upstream',
+    );
+    // The listener's own bearer tokens never went upstream.
+    for (const a of resource.authorizations) expect(claimsOf(a)?.aud).not.toBe(AUDIENCE);
   });
 });

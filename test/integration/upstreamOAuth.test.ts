@@ -75,12 +75,12 @@ describe('auth login against the SDK example server (DCR, PKCE, audience checked
     server?.kill();
   });
 
-  it('before a sign-in, the server fails to connect saying it needs one and how', async () => {
+  it('before a sign-in, the server waits for one, saying how, and lists only its authorize tool', async () => {
     const host = await connectHost(config, { env });
     try {
       await host.waitForStderr('needs sign-in: not signed in: run "mcp-warden auth login demo"');
       const { tools } = await host.client.listTools();
-      expect(tools.map((t) => t.name).filter((n) => n.startsWith('demo__'))).toEqual([]);
+      expect(tools.map((t) => t.name).filter((n) => n.startsWith('demo__'))).toEqual(['demo__authorize']);
     } finally {
       await host.close();
     }

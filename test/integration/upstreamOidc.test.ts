@@ -103,6 +103,16 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     expect(await counts()).toEqual({ refreshes: before.refreshes + 1, refused: before.refused });
   }, 30_000);
 
+  it('a call the server refuses for want of scope (403 insufficient_scope) asks for a sign-in with the wider scope', async () => {
+    const result = await host.client.callTool({ name: 'oidc__admin', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain(
+      'needs sign-in: the server asks for more access (scope "mcp admin") than the sign-in granted',
+    );
+    // The sign-in itself is kept: the other tools still answer once the server is reconnected.
+    await expect.poll(() => whoami(), { timeout: 10_000 }).toBe('alice');
+  }, 30_000);
+
   it('a revoked refresh token signs the user out: the call says to sign in again, nothing hangs', async () => {
     const revoked = await fetch(`${issuer}/token/revocation`, {
       method: 'POST',

@@ -184,3 +184,21 @@ describe('policies/locked-down-org.yaml, beyond tool calls', () => {
     expect(decide(engine, other('elicitation', 'everything'))).toEqual(['deny', 'not-approved']);
   });
 });
+
+describe('kind: authorize', () => {
+  const authorize = (server: string): PolicyCallInput => ({ ...base, kind: 'authorize', server });
+
+  it('is a sign-in to a server: a rule of that kind decides it and no tool call', () => {
+    const engine = engineOf(
+      'default: allow\nrules:\n  - id: no-sign-in\n    match: { server: linear, kind: authorize }\n    action: deny\n',
+    );
+    expect(decide(engine, authorize('linear'))).toEqual(['deny', 'no-sign-in']);
+    expect(decide(engine, authorize('github'))).toEqual(['allow', null]);
+    expect(decide(engine, tool('linear', 'authorize'))).toEqual(['allow', null]);
+  });
+
+  it('is matched by a rule that names only the server, as every kind is', () => {
+    const engine = engineOf('rules:\n  - id: shut\n    match: { server: linear }\n    action: deny\n');
+    expect(decide(engine, authorize('linear'))).toEqual(['deny', 'shut']);
+  });
+});

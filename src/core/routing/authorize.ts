@@ -52,7 +52,9 @@ export function createAuthorize(options: AuthorizeOptions): (message: RoutedMess
     const signIn = upstream?.signIn;
     if (upstream === undefined || signIn === undefined)
       throw new UpstreamUnavailableError(server, 'it has no sign-in');
-    if (upstream.state === 'ready') return text(alreadySignedIn(server));
+    // Someone may have signed in meanwhile elsewhere (`auth login` in a terminal): try first.
+    const now = upstream.state === 'needs-sign-in' ? await upstream.retryNow() : upstream.state;
+    if (now === 'ready') return text(alreadySignedIn(server));
     if (upstream.state !== 'needs-sign-in')
       throw new UpstreamUnavailableError(server, `it is ${upstream.state}; try again shortly`);
     const record = (event: Omit<SignInRecord, 'server'>) =>

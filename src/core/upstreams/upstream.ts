@@ -181,15 +181,17 @@ export class Upstream {
    * Connects again at once, when it waits for a sign-in (one just completed); resolves with the
    * state the attempt left it in. In any other state it changes nothing and resolves with it.
    */
-  retryNow(): Promise<UpstreamState> {
-    const wake = this.wake;
-    if (wake === undefined) return Promise.resolve(this._state);
-    const settled = new Promise<UpstreamState>((resolve) =>
-      this.attemptWaiters.push(() => resolve(this._state)),
-    );
-    this.wake = undefined;
-    wake();
-    return settled;
+  async retryNow(): Promise<UpstreamState> {
+    // An attempt already under way may have started before the sign-in: then one more after it.
+    for (let tries = 0; tries < 2 && this._state === 'needs-sign-in'; tries++) {
+      const settled = new Promise<void>((resolve) => this.attemptWaiters.push(resolve));
+      const wake = this.wake;
+      this.wake = undefined;
+      wake?.();
+      await settled;
+      if (wake !== undefined) break;
+    }
+    return this._state;
   }
   get prompts(): readonly Prompt[] {
     return this.lists.lists.prompts as unknown as readonly Prompt[];
@@ -334,7 +336,9 @@ export class Upstream {
   private async supervise(): Promise<void> {
     const stopSignal = this.stopController.signal;
     while (!stopSignal.aborted) {
-      this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
+      // While it waits for a sign-in, its quiet attempts leave it waiting (and `authorize` listed).
+      if (this._state !== 'needs-sign-in')
+        this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
       const attempt = await this.attempt();
       if (stopSignal.aborted) return;
       await this.teardown(attempt.endedWith);
@@ -393,8 +397,10 @@ export class Upstream {
   }
 
   /**
-   * The server wants its user to sign in: no restart and no backoff, since trying again cannot
-   * help until someone signs in. Its tools give way to `authorize` until `retryNow` (or a stop).
+   * The server wants its user to sign in: no restart loop and no backoff noise, since trying
+   * again cannot help until someone signs in. Its tools give way to `authorize` until `retryNow`
+   * (a sign-in through the host completed) or, quietly, after the slowest restart delay (a
+   * sign-in made elsewhere, such as `mcp-warden auth login` in a terminal), or a stop.
    */
   private async awaitSignIn(why: Error): Promise<void> {
     const first = this._state !== 'needs-sign-in';
@@ -404,15 +410,16 @@ export class Upstream {
     const stopSignal = this.stopController.signal;
     const woken = new Promise<void>((resolve) => {
       this.wake = resolve;
-      stopSignal.addEventListener('abort', () => resolve(), { once: true });
+      const timer = setTimeout(resolve, this.options.gateway.restart.maxDelayMs).unref();
+      stopSignal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
     });
-    this.log.info(
-      first
-        ? `needs sign-in: call its authorize tool or run "mcp-warden auth login ${this.name}" (${why.message})`
-        : `still needs sign-in (${why.message})`,
-    );
+    if (first)
+      this.log.info(
+        `needs sign-in: call its authorize tool or run "mcp-warden auth login ${this.name}" (${why.message})`,
+      );
+    else this.log.debug(`still needs sign-in (${why.message})`);
     this.attemptSettled();
-    this.options.onListsChanged(this, ['tools']);
+    if (first) this.options.onListsChanged(this, ['tools']);
     await woken;
     this.wake = undefined;
   }
