@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpFixture } from '../fixtures/http-fixture-server.mjs';
 import {
   connectHost,
   FAST_GATEWAY,
@@ -151,4 +152,27 @@ describe('auth login against the SDK example server (DCR, PKCE, audience checked
     );
     expect(result.code).toBe(2);
   });
+});
+
+describe('an HTTP server that never asks for a sign-in', () => {
+  it('is served without the credential store ever being opened', async () => {
+    const plain = await startHttpFixture();
+    // The OS credential store asked for by name, on a machine without one: opening it fails,
+    // so a call that works shows it was never opened.
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: { plain: { url: `http://127.0.0.1:${plain.port}/mcp` } },
+    });
+    const host = await connectHost(config, {
+      env: { MCP_WARDEN_CREDENTIALS: 'keyring', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent' },
+    });
+    try {
+      const { tools } = await host.client.listTools();
+      expect(tools.length).toBeGreaterThan(0);
+      expect(host.stderr()).not.toMatch(/credential store/);
+    } finally {
+      await host.close();
+      await plain.close();
+    }
+  }, 30_000);
 });

@@ -80,6 +80,8 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     expect(login.stdout).toContain('Signed in to oidc as alice (scopes: mcp)');
     expect(login.code).toBe(0);
     host = await connectHost(config, { env });
+    // The server joins when its connection is up, which a loaded machine may take a while for.
+    await host.waitForStderr(/\[oidc\]: connected/, 20_000);
   }, 60_000);
 
   afterAll(async () => {

@@ -31,10 +31,11 @@ export interface HttpTransportOptions {
 export interface HttpAuthorization {
   readonly provider: OAuthClientProvider;
   /**
-   * The server refused `accessToken` (401): a fresh one when it could be renewed (one refresh at a
-   * time: concurrent refusals wait for the same one), else undefined.
+   * The server refused `accessToken` (401), or a request without one (undefined): a token to try
+   * instead when there is one, renewed if need be (one refresh at a time: concurrent refusals
+   * wait for the same one), else undefined.
    */
-  refreshAfterRejection(accessToken: string): Promise<string | undefined>;
+  refreshAfterRejection(accessToken: string | undefined): Promise<string | undefined>;
 }
 
 /**
@@ -113,9 +114,10 @@ export class HttpTransport implements MessageTransport {
 type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
 /**
- * A request the server refused with 401 although it carried a bearer token is sent once more
- * with a renewed token, before the SDK sees the 401: the SDK's own answer to a 401 is a new
- * sign-in, which the gateway cannot do silently, and a token that merely expired needs none.
+ * A request the server refused with 401 is sent once more with a stored or renewed token, before
+ * the SDK sees the 401: the SDK's own answer to a 401 is a new sign-in, which the gateway cannot
+ * do silently, and a token that merely expired needs none. A server that never asks is never
+ * sent a token, and its requests never touch the credential store.
  */
 function renewingFetch(base: Fetch, authorization: HttpAuthorization): Fetch {
   return async (url, init) => {
@@ -123,7 +125,6 @@ function renewingFetch(base: Fetch, authorization: HttpAuthorization): Fetch {
     if (response.status !== 401) return response;
     const headers = new Headers(init?.headers);
     const sent = /^Bearer (.+)$/i.exec(headers.get('authorization') ?? '')?.[1];
-    if (sent === undefined) return response;
     const renewed = await authorization.refreshAfterRejection(sent);
     if (renewed === undefined || renewed === sent) return response;
     await response.body?.cancel();

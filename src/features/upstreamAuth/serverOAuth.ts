@@ -100,6 +100,11 @@ export class ServerOAuth implements UpstreamSignIn {
   /** Scopes a server asked for beyond a sign-in's (403 insufficient_scope), per principal. */
   private readonly wantedScope = new Map<string, string>();
   private discovered: OAuthDiscoveryState | undefined;
+  /**
+   * Whether the server has asked for a token (answered 401) in this process. Until it has, no
+   * token is sent and the credential store is not opened: most HTTP servers never ask.
+   */
+  challenged = false;
   private readonly metadata = new Map<string, Promise<AuthorizationServerMetadata | undefined>>();
 
   constructor(
@@ -120,9 +125,15 @@ export class ServerOAuth implements UpstreamSignIn {
   authorizationFor(principal: Principal | undefined): HttpAuthorization {
     const who = principalAccount(principal);
     return {
-      provider: new ConnectionProvider(this, who),
-      refreshAfterRejection: async (accessToken) =>
-        (await this.refresh(who, principal, accessToken))?.tokens.access_token,
+      provider: new ConnectionProvider(this, who, principal),
+      refreshAfterRejection: async (accessToken) => {
+        this.challenged = true;
+        const record =
+          accessToken === undefined
+            ? await this.currentTokens(who, principal)
+            : await this.refresh(who, principal, accessToken);
+        return record?.tokens.access_token;
+      },
     };
   }
 
@@ -175,7 +186,7 @@ export class ServerOAuth implements UpstreamSignIn {
   }
 
   /** The stored sign-in of `who`, renewed first when its access token is about to expire. */
-  async currentTokens(who: string): Promise<TokenRecord | undefined> {
+  async currentTokens(who: string, principal: Principal | undefined): Promise<TokenRecord | undefined> {
     const record = await this.read(who);
     if (record === undefined) return undefined;
     if (record.expiresAt === undefined) return record;
@@ -183,7 +194,7 @@ export class ServerOAuth implements UpstreamSignIn {
     const lifetime = record.expiresAt - (record.obtainedAt ?? record.expiresAt);
     const ahead = Math.min(this.deps.refreshAheadMs ?? 60_000, lifetime / 2);
     if (record.expiresAt - this.now() > ahead) return record;
-    return (await this.refresh(who, undefined)) ?? undefined;
+    return this.refresh(who, principal);
   }
 
   /** The error a connection fails with when only a new sign-in can help. */
@@ -545,6 +556,7 @@ class ConnectionProvider implements OAuthClientProvider {
   constructor(
     private readonly owner: ServerOAuth,
     private readonly who: string,
+    private readonly principal: Principal | undefined,
   ) {}
 
   get redirectUrl(): string {
@@ -562,7 +574,8 @@ class ConnectionProvider implements OAuthClientProvider {
   }
 
   async tokens(): Promise<OAuthTokens | undefined> {
-    const record = await this.owner.currentTokens(this.who);
+    if (!this.owner.challenged) return undefined;
+    const record = await this.owner.currentTokens(this.who, this.principal);
     if (record === undefined) return undefined;
     const { refresh_token: _kept, ...tokens } = record.tokens;
     return tokens;
