@@ -20,6 +20,7 @@ import path from 'node:path';
 import { ConfigError, type ConfigIssue } from './issues.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { deepFreeze } from '../lib/freeze.js';
+import { parseByteSize } from './byteSize.js';
 import { parseDuration } from './duration.js';
 import type { AuditConfig } from './types.js';
 import {
@@ -204,6 +205,16 @@ export interface ManagedAudit {
   readonly onFailure?: 'block' | 'continue';
   /** `true`: the user cannot turn it off. */
   readonly fsync?: boolean;
+  /**
+   * The least the trail's rotation keeps (`retention: { maxSize, maxFiles }`): a user value
+   * below it is refused and this one used; unset parts keep the default floor (50 MiB, 5 files).
+   */
+  readonly retention?: {
+    readonly maxBytes?: number;
+    readonly maxFiles?: number;
+    /** The line of each of its keys, for messages. */
+    readonly lines: Readonly<Record<string, number>>;
+  };
   /**
    * Shipping sinks (syslog, OTLP logs) always added to the user's `audit.sinks`, in the user
    * config's own shape. The user cannot remove or change them: a user sink of the same name that
@@ -428,19 +439,16 @@ function readAudit(reader: ManagedReader, value: unknown): ManagedAudit | undefi
   const { issues } = reader;
   const section = asRecord(value);
   if (section === undefined) {
-    issues.add(['audit'], 'value', 'must be a mapping (required, file, onFailure, fsync, sinks)');
+    issues.add(['audit'], 'value', `must be a mapping (${AUDIT_KEYS.join(', ')})`);
     return undefined;
   }
   const lines: Record<string, number> = {};
   for (const key of Object.keys(section)) {
     lines[key] = reader.lineOf(['audit', key]);
-    if (!['required', 'file', 'onFailure', 'fsync', 'sinks'].includes(key))
-      issues.add(
-        ['audit', key],
-        'key',
-        `unknown key "${key}"; managed audit has required, file, onFailure, fsync, sinks`,
-      );
+    if (!(AUDIT_KEYS as readonly string[]).includes(key))
+      issues.add(['audit', key], 'key', `unknown key "${key}"; managed audit has ${AUDIT_KEYS.join(', ')}`);
   }
+  const retention = readRetention(reader, section.retention);
   const { required = false, file: auditFile, onFailure, fsync } = section;
   if (typeof required !== 'boolean') issues.add(['audit', 'required'], 'value', 'must be true or false');
   if (auditFile !== undefined && (typeof auditFile !== 'string' || !path.isAbsolute(auditFile)))
@@ -458,8 +466,43 @@ function readAudit(reader: ManagedReader, value: unknown): ManagedAudit | undefi
     ...(typeof auditFile === 'string' && { file: auditFile }),
     ...((onFailure === 'block' || onFailure === 'continue') && { onFailure }),
     ...(typeof fsync === 'boolean' && { fsync }),
+    ...(retention !== undefined && { retention }),
     sinks: readSinks(reader, section.sinks),
     lines,
+  };
+}
+
+const AUDIT_KEYS = ['required', 'file', 'onFailure', 'fsync', 'retention', 'sinks'] as const;
+
+/** `audit.retention`: the least rotation the user may set, as `maxSize` and `maxFiles`. */
+function readRetention(
+  { issues, lineOf }: ManagedReader,
+  value: unknown,
+): ManagedAudit['retention'] | undefined {
+  if (value === undefined) return undefined;
+  const section = asRecord(value);
+  if (section === undefined) {
+    issues.add(['audit', 'retention'], 'value', 'must be a mapping (maxSize, maxFiles)');
+    return undefined;
+  }
+  for (const key of Object.keys(section))
+    if (key !== 'maxSize' && key !== 'maxFiles')
+      issues.add(['audit', 'retention', key], 'key', `unknown key "${key}"; retention has maxSize, maxFiles`);
+  let maxBytes: number | undefined;
+  if (section.maxSize !== undefined) {
+    const parsed = parseByteSize(section.maxSize);
+    if ('problem' in parsed) issues.add(['audit', 'retention', 'maxSize'], 'value', parsed.problem);
+    else maxBytes = parsed.bytes;
+  }
+  const { maxFiles } = section;
+  if (maxFiles !== undefined && !(Number.isInteger(maxFiles) && (maxFiles as number) >= 1))
+    issues.add(['audit', 'retention', 'maxFiles'], 'value', 'must be a whole number of files, 1 or more');
+  const lines: Record<string, number> = {};
+  for (const key of ['maxSize', 'maxFiles']) lines[key] = lineOf(['audit', 'retention', key]);
+  return {
+    lines,
+    ...(maxBytes !== undefined && { maxBytes }),
+    ...(Number.isInteger(maxFiles) && (maxFiles as number) >= 1 && { maxFiles: maxFiles as number }),
   };
 }
 
@@ -841,9 +884,10 @@ const TRAIL_WORDS = [
  *
  * - a user redaction pattern that matches the words every trail is made of (`[\s\S]+`, `\w+`)
  *   would blank the records, in the file and at the managed sinks: it is refused and not used;
- * - rotation may not keep less than the default retention (`maxSize` 50 MiB, `maxFiles` 5):
- *   smaller values would delete required records within minutes, so they are refused and the
- *   default used. Larger values keep more and stay.
+ * - rotation may not keep less than the managed `retention` (`maxSize`, `maxFiles`), or than
+ *   the default retention (50 MiB, 5 files) where it sets none: smaller values would delete
+ *   required records early, so they are refused and the floor used. Larger values keep more
+ *   and stay.
  *
  * Each refusal names the user's key; the managed file and line say who asks.
  */
@@ -866,19 +910,29 @@ export function holdManagedTrail(
     return false;
   });
   const kept = { ...audit, redact: { ...audit.redact, patterns } };
-  if (audit.maxBytes < floor.maxBytes) {
-    refusals.push({
-      path: ['audit', 'maxSize'],
-      message: `refused: rotating at ${audit.maxBytes} bytes would delete records the trail ${where} requires; the default ${floor.maxBytes} bytes is used (a larger size may be set)`,
-    });
-    kept.maxBytes = floor.maxBytes;
+  // The managed retention raises the floor; the defaults are the floor without one.
+  const { retention } = managed.audit;
+  const atKey = (key: string) => `${managed.file}:${retention?.lines[key] ?? 0} audit.retention.${key}`;
+  const minBytes = Math.max(floor.maxBytes, retention?.maxBytes ?? 0);
+  const minFiles = Math.max(floor.maxFiles, retention?.maxFiles ?? 0);
+  const bytesFloor = minBytes > floor.maxBytes ? `the least ${atKey('maxSize')} sets` : `the default`;
+  const filesFloor = minFiles > floor.maxFiles ? `the least ${atKey('maxFiles')} sets` : `the default`;
+  if (audit.maxBytes < minBytes) {
+    // A user who wrote nothing has the default, below a managed floor: raised without a word.
+    if (audit.maxBytes !== floor.maxBytes)
+      refusals.push({
+        path: ['audit', 'maxSize'],
+        message: `refused: rotating at ${audit.maxBytes} bytes would delete records the trail ${where} requires; ${bytesFloor}, ${minBytes} bytes, is used (a larger size may be set)`,
+      });
+    kept.maxBytes = minBytes;
   }
-  if (audit.maxFiles < floor.maxFiles) {
-    refusals.push({
-      path: ['audit', 'maxFiles'],
-      message: `refused: keeping ${audit.maxFiles} rotated file(s) would delete records the trail ${where} requires; the default ${floor.maxFiles} is used (more may be kept)`,
-    });
-    kept.maxFiles = floor.maxFiles;
+  if (audit.maxFiles < minFiles) {
+    if (audit.maxFiles !== floor.maxFiles)
+      refusals.push({
+        path: ['audit', 'maxFiles'],
+        message: `refused: keeping ${audit.maxFiles} rotated file(s) would delete records the trail ${where} requires; ${filesFloor}, ${minFiles}, is used (more may be kept)`,
+      });
+    kept.maxFiles = minFiles;
   }
   return { audit: kept, refusals };
 }

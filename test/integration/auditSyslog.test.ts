@@ -237,6 +237,55 @@ describe('a syslog sink whose spool overflowed before it could be reached', () =
   }, 120_000);
 });
 
+describe('a syslog sink whose spool overflowed and the gateway stopped before it could say so', () => {
+  it('is sent the audit_gap first by the next run, before that run’s own records', async () => {
+    const port = await freePort(); // nothing listens there during the first run
+    const dir = tempDir();
+    const sinks = [{ type: 'syslog', host: '127.0.0.1', port, spoolMaxSize: '1KiB' }];
+    const first = await gatewayWithSinks(sinks, dir, { onFailure: 'continue' });
+    for (let i = 0; i < 12; i++) await first.callOnce();
+    await until('the full spool in the log', () =>
+      /the spool for audit sink syslog is full/.test(first.s.stderr()),
+    );
+    first.s.child.stdin.end();
+    expect(await first.s.exited).toBe(0);
+    const firstRun = readAudit(first.file);
+
+    const receiver = await frameReceiver(port);
+    try {
+      const second = await gatewayWithSinks(sinks, dir, { onFailure: 'continue' });
+      await second.callOnce();
+      second.s.child.stdin.end();
+      expect(await second.s.exited).toBe(0);
+      await until('the second run’s last record', () =>
+        receiver.messages.some(
+          (m) => m.msgid === 'gateway_stop' && (JSON.parse(m.body) as { seq: number }).seq > firstRun.length,
+        ),
+      );
+      const got = receiver.messages.map((m) => JSON.parse(m.body) as Record<string, unknown>);
+      const sent = new Set(got.map((r) => r.seq));
+      const missed = firstRun.filter((r) => !sent.has(r.seq));
+      expect(missed.length).toBeGreaterThan(0);
+      // The first gap the sink hears of is the first run's, and it comes before any record of
+      // the second run.
+      const at = got.findIndex((r) => r.type === 'audit_gap');
+      expect(at).toBeGreaterThan(-1);
+      expect(got[at]).toMatchObject({
+        sink: 'syslog',
+        lost: missed.length,
+        firstSeq: missed[0]!.seq,
+        lastSeq: missed.at(-1)!.seq,
+      });
+      expect(got.slice(0, at).every((r) => (r.seq as number) < firstRun.length)).toBe(true);
+      expect(second.s.stderr()).toMatch(
+        /records were not kept for this sink before the gateway last stopped; an audit_gap record tells the sink/,
+      );
+    } finally {
+      receiver.close();
+    }
+  }, 120_000);
+});
+
 describe('a trail without a local file whose only sink cannot keep records', () => {
   it('with onFailure block, calls are refused saying no sink kept the records', async () => {
     const { s, dir, refused } = await refusedByFullSpool({}, { file: false, spool: './spool' });

@@ -365,11 +365,7 @@ audit:
         '  maxFiles: 1',
         '  redact:',
         "    patterns: ['[\\s\\S]+', 'sk-live-[a-z0-9]+']",
-        'servers:',
-        '  fx:',
-        `    command: ${NODE}`,
-        `    args: [${JSON.stringify(FIXTURE)}]`,
-        '',
+        ...fxServerLines(),
       ].join('\n'),
       work,
     );
@@ -407,6 +403,61 @@ audit:
       .toBe(30);
   });
 });
+
+describe('a managed audit retention', () => {
+  it('refuses a user rotation below it, naming the managed line, and a bad value in it with file and line', async () => {
+    const work = tempDir();
+    const trail = path.join(work, 'org-audit.jsonl');
+    const dir = managedDir(`
+audit:
+  required: true
+  file: ${trail}
+  retention:
+    maxSize: 100MiB
+    maxFiles: 10
+`);
+    const config = writeConfig(
+      ['audit:', `  file: ${trail}`, '  maxSize: 60MiB', '  maxFiles: 7', ...fxServerLines()].join('\n'),
+      work,
+    );
+    const managedFile = path.join(dir, 'managed.yaml');
+    const checked = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: dir });
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toMatch(
+      new RegExp(
+        `proxy\\.config\\.yaml:3:\\d+: audit\\.maxSize: refused: rotating at 62914560 bytes would delete records .*; the least ${escapeRegExp(managedFile)}:6 audit\\.retention\\.maxSize sets, 104857600 bytes, is used`,
+      ),
+    );
+    expect(checked.stdout).toMatch(
+      new RegExp(
+        `proxy\\.config\\.yaml:4:\\d+: audit\\.maxFiles: refused: keeping 7 rotated file\\(s\\) would delete records .*; the least ${escapeRegExp(managedFile)}:7 audit\\.retention\\.maxFiles sets, 10, is used`,
+      ),
+    );
+
+    const bad = managedDir(`
+audit:
+  required: true
+  retention:
+    maxSize: 32MB
+    keep: forever
+`);
+    const refused = await runCli(['check', '--config', config], { MCP_WARDEN_MANAGED_DIR: bad });
+    expect(refused.code).not.toBe(0);
+    const output = refused.stdout + refused.stderr;
+    expect(output).toContain(`${path.join(bad, 'managed.yaml')}:5:`);
+    expect(output).toMatch(/audit\.retention\.maxSize: invalid size "32MB"/);
+    expect(output).toMatch(/audit\.retention\.keep: unknown key "keep"; retention has maxSize, maxFiles/);
+  });
+});
+
+/** A config's `servers:` section with the fixture as `fx`, as YAML lines (and the final newline). */
+function fxServerLines(): string[] {
+  return ['servers:', '  fx:', `    command: ${NODE}`, `    args: [${JSON.stringify(FIXTURE)}]`, ''];
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 describe('managed audit sinks', () => {
   it('a managed sink gets the records though the user config says nothing of it; a user entry that redirects it is refused', async () => {

@@ -187,6 +187,31 @@ async function openSink(
     logger.info(
       `${label}: ${plural(waiting, 'record')} from an earlier run wait in ${spool.dir}; sending them first`,
     );
+  // An earlier run lost records for this sink and stopped before it could say so: it is said
+  // now, after what that run left waiting and before anything of this one.
+  const earlier = readSavedGap(spool.savedGap());
+  if (earlier !== undefined) {
+    ({ dropped, droppedRange } = earlier);
+    problem = Object.assign(new Error(earlier.error), { code: 'SPOOL_FULL' });
+    const gap = gapLine(config.name, product.host, dropped, droppedRange, problem);
+    let told = false;
+    try {
+      // Past the spool's bound if need be, by this one line: the sink must hear of the loss
+      // before any record of this run, and what waits from the earlier run may fill the spool.
+      told = spool.append(gap, 1, { overBound: true });
+    } catch {
+      // The disk refuses it now: the first records this run keeps carry it instead.
+    }
+    if (told) {
+      logger.warn(
+        `${label}: ${plural(dropped, 'record')} were not kept for this sink before the gateway last stopped; an audit_gap record tells the sink`,
+      );
+      problem = undefined;
+      dropped = 0;
+      droppedRange = undefined;
+      spool.saveGap(undefined);
+    }
+  }
 
   const settleIdle = () => {
     if (spool.pending.records > 0 && !closed) return;
@@ -232,6 +257,15 @@ async function openSink(
     settleIdle();
   }
 
+  /** Keeps the count of records lost so far on disk, should the gateway stop before it tells the sink. */
+  const saveGap = () => {
+    try {
+      spool.saveGap(JSON.stringify({ lost: dropped, range: droppedRange, error: problem?.message ?? '' }));
+    } catch {
+      // A spool folder that cannot be written loses the note too; the local log said why.
+    }
+  };
+
   // Whatever an earlier run left is sent first.
   void pump();
   return {
@@ -256,6 +290,7 @@ async function openSink(
             problem = undefined;
             dropped = 0;
             droppedRange = undefined;
+            spool.saveGap(undefined);
           }
         } else {
           droppedRange = widened(droppedRange, lines);
@@ -271,6 +306,7 @@ async function openSink(
               `AUDIT: ${problem.message}${config.required || audit.file === undefined ? '' : ' (they are in the audit file)'}`,
             );
           }
+          saveGap();
         }
       } catch (error) {
         droppedRange = widened(droppedRange, lines);
@@ -279,6 +315,7 @@ async function openSink(
           problem = error as Error;
           logger.error(`AUDIT: ${label}: cannot write its spool ${spool.dir}: ${(error as Error).message}`);
         }
+        saveGap();
       }
       void pump();
       return kept;
@@ -295,6 +332,30 @@ async function openSink(
       settleIdle();
     },
   };
+}
+
+/** A gap an earlier run kept with `Spool.saveGap`, or undefined when there is none (or it is unreadable). */
+function readSavedGap(
+  text: string | undefined,
+):
+  | { dropped: number; droppedRange: { first: RecordMark; last: RecordMark } | undefined; error: string }
+  | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const saved = JSON.parse(text) as {
+      lost?: unknown;
+      range?: { first: RecordMark; last: RecordMark };
+      error?: unknown;
+    };
+    if (typeof saved.lost !== 'number' || saved.lost <= 0) return undefined;
+    return {
+      dropped: saved.lost,
+      droppedRange: saved.range,
+      error: typeof saved.error === 'string' ? saved.error : 'records were not kept for this sink',
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Where a record line sits in its writer's chain and in time, read from its first members. */

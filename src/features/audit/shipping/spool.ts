@@ -6,6 +6,7 @@ import {
   openSync,
   readFileSync,
   readSync,
+  rmSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -21,8 +22,9 @@ import path from 'node:path';
  * crash leaves the old value or the new one). Once everything is sent and the queue is past
  * 1 MiB, both go back to zero, so the queue does not grow while the sink keeps up; the last line
  * sent is then kept in `last`, so a gateway without a local audit file can continue its hash
- * chain from it at the next start. One gateway per spool folder: two would send each other's
- * records twice.
+ * chain from it at the next start. While records are not kept for the sink (the queue is full),
+ * `gap` says how many and which, so that a gateway that exits before it can tell the sink leaves
+ * that to the next one. One gateway per spool folder: two would send each other's records twice.
  */
 
 /**
@@ -80,11 +82,12 @@ export class Spool {
 
   /**
    * Appends record lines (each ending with a newline). False, and nothing appended, when they
-   * would take the waiting bytes past `maxBytes`; throws when the disk refuses the write.
+   * would take the waiting bytes past `maxBytes` (unless `overBound`: one small record that must
+   * not wait for room); throws when the disk refuses the write.
    */
-  append(lines: string, count: number): boolean {
+  append(lines: string, count: number, options: { readonly overBound?: boolean } = {}): boolean {
     const bytes = Buffer.byteLength(lines, 'utf8');
-    if (this.#size - this.#sent + bytes > this.maxBytes) return false;
+    if (options.overBound !== true && this.#size - this.#sent + bytes > this.maxBytes) return false;
     const written = writeSync(this.#fd, lines, null, 'utf8');
     this.#size += written;
     if (written !== bytes) {
@@ -131,6 +134,26 @@ export class Spool {
       this.#sent = batch.end;
     }
     writeOffset(this.#sentFd, this.#sent);
+  }
+
+  /**
+   * Keeps what the sink has not been told yet about records it lost (JSON text), for the next
+   * gateway to tell it should this one exit first; undefined removes it (the sink's queue now
+   * holds the record that tells it).
+   */
+  saveGap(json: string | undefined): void {
+    const file = path.join(this.dir, 'gap');
+    if (json === undefined) rmSync(file, { force: true });
+    else writeFileSync(file, json, { mode: 0o600 });
+  }
+
+  /** What an earlier run kept with `saveGap`, or undefined. */
+  savedGap(): string | undefined {
+    try {
+      return readFileSync(path.join(this.dir, 'gap'), 'utf8');
+    } catch {
+      return undefined;
+    }
   }
 
   /** The newest record line the spool has held (waiting, or the last one sent), or undefined. */
