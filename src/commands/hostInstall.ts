@@ -111,6 +111,24 @@ export function installTarget(host: HostKind, sources: readonly HostServers[], m
   return user.file;
 }
 
+/**
+ * The object a host file keeps its servers in, made if missing: VS Code's `servers` in its
+ * mcp.json and `mcp.servers` in its settings.json, everyone else's `mcpServers`.
+ */
+function serverList(data: Record<string, unknown>, host: HostKind, file: string): Record<string, unknown> {
+  const child = (parent: Record<string, unknown>, key: string): Record<string, unknown> => {
+    const value = parent[key];
+    if (isObject(value)) return value;
+    const made: Record<string, unknown> = {};
+    parent[key] = made;
+    return made;
+  };
+  if (host !== 'vscode') return child(data, 'mcpServers');
+  return path.basename(file) === 'settings.json'
+    ? child(child(data, 'mcp'), 'servers')
+    : child(data, 'servers');
+}
+
 /** What `installInto` did, for the report. */
 export interface Installed {
   readonly file: string;
@@ -171,11 +189,11 @@ export function installInto(options: {
         delete list[name];
         removed.push(name);
       }
-  const key = host === 'vscode' && path.basename(file) === 'mcp.json' ? 'servers' : 'mcpServers';
-  const entry = { ...(key === 'servers' && { type: 'stdio' }), command: run.command, args: [...run.args] };
-  const list = isObject(data[key]) ? data[key] : (data[key] = {});
-  const added = !same((list as Record<string, unknown>)[WARDEN_ENTRY], entry);
-  if (added) (list as Record<string, unknown>)[WARDEN_ENTRY] = entry;
+  const list = serverList(data, host, file);
+  const vscode = host === 'vscode';
+  const entry = { ...(vscode && { type: 'stdio' }), command: run.command, args: [...run.args] };
+  const added = !same(list[WARDEN_ENTRY], entry);
+  if (added) list[WARDEN_ENTRY] = entry;
   if (JSON.stringify(data) === before) return { file, created: false, added: false, removed: [] };
   const text = `${JSON.stringify(data, null, 2)}\n`;
   if (created) {
