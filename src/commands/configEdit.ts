@@ -9,7 +9,7 @@
  * Writing is atomic (a temp file beside it, then rename) and keeps the previous file as
  * `FILE.bak`; the caller validates the new text before anything is written.
  */
-import { copyFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Document, isMap, isScalar, parseDocument, YAMLMap, type Pair } from 'yaml';
 
@@ -285,15 +285,21 @@ function keyRange(pair: Pair): [number, number, number] {
 }
 
 /**
- * Writes `text` to `file` atomically (a temp file beside it, then rename), with the file's mode,
- * after copying the previous file to `FILE.bak`.
+ * Writes `text` to `file` atomically (a temp file beside it, then rename), keeping the file's
+ * mode, after copying the previous file to `backup` (default `FILE.bak`; none for a new file or
+ * when `backup` is undefined).
  */
-export function writeAtomically(file: string, text: string): { backup: string } {
-  const backup = `${file}.bak`;
-  const mode = statSync(file).mode & 0o777;
+export function writeAtomically(
+  file: string,
+  text: string,
+  options: { readonly backup: string | undefined } = { backup: `${file}.bak` },
+): { backup?: string } {
+  const exists = existsSync(file);
+  const mode = exists ? statSync(file).mode & 0o777 : 0o644;
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
   writeFileSync(temp, text, { mode });
-  copyFileSync(file, backup);
+  const backup = exists ? options.backup : undefined;
+  if (backup !== undefined) copyFileSync(file, backup);
   renameSync(temp, file);
-  return { backup };
+  return backup === undefined ? {} : { backup };
 }

@@ -36,24 +36,33 @@ import {
   type HostServers,
   type Machine,
 } from './hostConfigs.js';
+import { installInto, installReport, installTarget, mergeServers, WARDEN_ENTRY } from './hostInstall.js';
 
 /** The installed package's folder: dist/.. when built, src/.. under the tests. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const POLICIES = path.join(PACKAGE_ROOT, 'policies');
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'cli.js');
 
-export const INIT_USAGE = `Usage: mcp-warden init [--config FILE] [--from HOST-FILE] [--policy NAME] [--host HOST] [--force]
+export const INIT_USAGE = `Usage: mcp-warden init [--config FILE] [--from HOST-FILE ...] [--policy NAME] [--host HOST]
+                       [--install HOST] [--force]
 
 Writes a starter mcp-warden config holding the servers of your host's MCP config, with audit and
 tool pinning on, and prints what to put in the host to run mcp-warden instead.
 
   --config FILE     the config to write (default ./proxy.config.yaml)
   --from FILE       the host config to take servers from (default: the one found; asked on a
-                    terminal when several are found)
+                    terminal when several are found). Repeat it to merge several: a name
+                    taken by an earlier file keeps that file's server; a later server of that
+                    name is left out when it is the same, else added as NAME_HOST (said)
   --policy NAME     shipped policy copied next to the config: default, read-only-workstation,
                     locked-down-org, or none (default: default)
   --host HOST       whose entry to print: claude-desktop, claude-code, cursor, vscode, generic
                     (default: the host whose file was read)
+  --install HOST    put mcp-warden into that host's own config file (claude-desktop,
+                    claude-code, cursor or vscode) and take out the servers it now runs,
+                    after a timestamped backup of the file; prints what it changed and how to
+                    undo it. With a config that exists (and no --force), only registers it.
+                    A second run changes nothing.
   --force           overwrite files that exist
 
 Exit codes: 0 written and valid, 1 written but not valid yet (fix what is listed, then run
@@ -108,7 +117,8 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
       args: [...argv],
       options: {
         config: { type: 'string', short: 'c' },
-        from: { type: 'string' },
+        from: { type: 'string', multiple: true },
+        install: { type: 'string' },
         policy: { type: 'string' },
         host: { type: 'string' },
         force: { type: 'boolean' },
@@ -130,31 +140,41 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     );
   if (values.host !== undefined && !HOSTS.includes(values.host as HostKind))
     throw new InitUsageError(`unknown host "${values.host}"; choose one of ${HOSTS.join(', ')}`);
+  const installable: readonly HostKind[] = HOSTS.filter((h) => h !== 'generic');
+  const install = values.install as HostKind | undefined;
+  if (install !== undefined && !installable.includes(install))
+    throw new InitUsageError(`--install ${install}: choose one of ${installable.join(', ')}`);
 
   const configFile = path.resolve(io.cwd, values.config ?? 'proxy.config.yaml');
   const policyFile =
     policy === 'none' ? undefined : path.join(path.dirname(configFile), `${policy}.policy.yaml`);
   const existing = [configFile, policyFile].filter((f): f is string => f !== undefined && existsSync(f));
+  // Registering a config written before: nothing is read or written but the host's file.
+  if (install !== undefined && existsSync(configFile) && !values.force)
+    return registerOnly(install, configFile, io);
   if (existing.length > 0 && !values.force)
     throw new InitUsageError(
       `${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}; nothing was written (add --force to overwrite)`,
     );
 
-  const source = await chooseSource(values.from, io);
+  const sources = await chooseSources(values.from ?? [], io);
+  // Where several files were merged, messages name them all.
+  const source =
+    sources.length <= 1 ? sources[0] : { ...sources[0]!, file: sources.map((s) => s.file).join(' and ') };
   const host = (values.host as HostKind | undefined) ?? source?.host ?? 'generic';
-  const converted = convertServers(source?.servers ?? {}, {
-    ...(source && { workspaceFolder: workspaceFolder(source.file) }),
-  });
-  const servers: Record<string, Record<string, unknown>> = {};
+  const { servers, merged } = mergeServers(sources, (from) =>
+    convertServers(from.servers, { workspaceFolder: workspaceFolder(from.file) }),
+  );
   const notes = new Map<string, string[]>();
   const remote: string[] = [];
-  for (const server of converted) {
+  const kept: ConvertedServer[] = [];
+  for (const { converted: server, clash } of merged) {
     if (!('entry' in server)) continue;
-    servers[server.name] = server.entry;
-    notes.set(server.name, [...server.notes]);
+    notes.set(server.name, [...(clash === undefined ? [] : [clash]), ...server.notes]);
     if (server.remote === true) remote.push(server.name);
+    kept.push(server);
   }
-  await moveSecrets(converted, { servers, notes, io });
+  await moveSecrets(kept, { servers, notes, io });
 
   mkdirSync(path.dirname(configFile), { recursive: true });
   if (policyFile !== undefined) writeFileSync(policyFile, policyText(policy));
@@ -167,16 +187,18 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     io.stdout(
       'No host config was found, so the config holds one example server (memory); add yours under servers:.\n',
     );
-  else io.stdout(`Servers taken from ${source.file} (${HOST_NAMES[source.host]}):\n`);
-  if (source !== undefined && Object.keys(servers).length === 0)
-    io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
-  for (const server of converted) {
+  let shownFrom: HostServers | undefined;
+  for (const { source: from, converted: server } of merged) {
+    if (from !== shownFrom) io.stdout(`Servers taken from ${from.file} (${HOST_NAMES[from.host]}):\n`);
+    shownFrom = from;
     if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
     else {
       io.stdout(`  + ${server.name}\n`);
       for (const note of notes.get(server.name) ?? []) io.stdout(`      ${note}\n`);
     }
   }
+  if (source !== undefined && Object.keys(servers).length === 0)
+    io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
 
   const problems = await check(configFile, io);
   if (problems.length > 0) {
@@ -187,22 +209,63 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     return 1;
   }
   io.stdout(`\nChecked: ${configFile} is valid.\n\n`);
-  io.stdout(hostInstructions(host, launcher(configFile, io), source, variablesRead(servers, configFile)));
+  const variables = variablesRead(servers, configFile);
+  if (install === undefined) {
+    io.stdout(hostInstructions(host, launcher(configFile, io), source, variables));
+    return 0;
+  }
+  const file = installTarget(install, sources, io);
+  const moved = new Map(
+    merged
+      .filter(
+        (m) =>
+          m.source.file === file &&
+          ('entry' in m.converted || m.converted.skipped.startsWith('the same server')),
+      )
+      .map((m) => [m.original, m.source.servers[m.original]]),
+  );
+  registerIn(install, file, { configFile, moved, io });
+  if (variables.length > 0)
+    io.stdout(
+      `The config reads ${variables.join(', ')}: add ${variables.length === 1 ? 'it' : 'them'} under "env" in the ${WARDEN_ENTRY} entry of ${file} (init never copies a secret there).\n`,
+    );
   return 0;
 }
 
-/** The host file to read: the one given, the one found, or the one the user picks. */
-async function chooseSource(from: string | undefined, io: InitIo): Promise<HostServers | undefined> {
-  if (from !== undefined) {
-    const file = path.resolve(io.cwd, from);
-    const found = readHostServers(file, hostOfFile(file), io.cwd);
-    if (found === undefined) throw new InitUsageError(`--from ${from}: no such file`);
-    if (Object.keys(found.servers).length === 0)
-      throw new InitUsageError(
-        `--from ${from}: holds no MCP servers (no mcpServers, servers or mcp.servers)`,
-      );
-    return found;
-  }
+/** `init --install HOST` with a config already written: only the host's file is changed. */
+function registerOnly(install: HostKind, configFile: string, io: InitIo): number {
+  io.stdout(
+    `Using the config that is there: ${configFile} (add --force to write it again from the host's servers)\n`,
+  );
+  registerIn(install, installTarget(install, [], io), { configFile, moved: new Map(), io });
+  return 0;
+}
+
+/** Puts mcp-warden on `configFile` into the host file `file` in place of `moved`, and says what changed. */
+function registerIn(
+  install: HostKind,
+  file: string,
+  options: { configFile: string; moved: ReadonlyMap<string, unknown>; io: InitIo },
+): void {
+  const { configFile, moved, io } = options;
+  const run = launcher(configFile, io);
+  const installed = installInto({ file, host: install, run, moved, cwd: io.cwd, now: new Date() });
+  io.stdout(installReport(install, installed));
+}
+
+/** The host files to read: those given, else the one found, or the one the user picks. */
+async function chooseSources(given: readonly string[], io: InitIo): Promise<HostServers[]> {
+  if (given.length > 0)
+    return given.map((from) => {
+      const file = path.resolve(io.cwd, from);
+      const found = readHostServers(file, hostOfFile(file), io.cwd);
+      if (found === undefined) throw new InitUsageError(`--from ${from}: no such file`);
+      if (Object.keys(found.servers).length === 0)
+        throw new InitUsageError(
+          `--from ${from}: holds no MCP servers (no mcpServers, servers or mcp.servers)`,
+        );
+      return found;
+    });
   const found: HostServers[] = [];
   for (const candidate of candidateFiles(io)) {
     let servers;
@@ -216,7 +279,7 @@ async function chooseSource(from: string | undefined, io: InitIo): Promise<HostS
     }
     if (servers !== undefined && Object.keys(servers.servers).length > 0) found.push(servers);
   }
-  if (found.length <= 1) return found[0];
+  if (found.length <= 1) return found.slice(0, 1);
   const labels = found.map((f) => `${HOST_NAMES[f.host]}: ${f.file} (${Object.keys(f.servers).join(', ')})`);
   const picked = await io.choose?.(
     'Several host configs hold MCP servers. Which one should mcp-warden front?',
@@ -228,7 +291,7 @@ async function chooseSource(from: string | undefined, io: InitIo): Promise<HostS
     );
   const chosen = found[picked - 1];
   if (chosen === undefined) throw new InitUsageError(`no choice ${picked}; nothing was written`);
-  return chosen;
+  return [chosen];
 }
 
 /**

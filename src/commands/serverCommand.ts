@@ -214,7 +214,7 @@ async function edit(
   }
   const { backup } = writeAtomically(file, next);
   await print(
-    `${DONE[action]} server "${server}" in ${file} (the previous file is kept as ${path.basename(backup)}).\n` +
+    `${DONE[action]} server "${server}" in ${file} (the previous file is kept as ${path.basename(backup ?? '')}).\n` +
       'A gateway serving this config applies the change when it reloads it; mcp-warden tools shows the result.\n',
   );
   return 0;

@@ -222,8 +222,10 @@ bad usage.`,
   },
   {
     name: 'init',
-    summary: `  mcp-warden init [--from HOST-FILE] [--policy NAME] [--config FILE] [--force]
-                                      write a starter config from your host's MCP servers`,
+    summary: `  mcp-warden init [--from HOST-FILE ...] [--policy NAME] [--config FILE] [--force]
+                                      write a starter config from your hosts' MCP servers
+  mcp-warden init --install claude-desktop|claude-code|cursor|vscode
+                                      and put mcp-warden in that host in place of its servers`,
     options: {},
     rawArgs: true,
     run: ({ args }) => runInit(args),

@@ -113,7 +113,8 @@ interface ServerCommon {
   readonly maxTimeoutMs?: number;
   /**
    * How long this server may take to start, spawn to first listing (`startupTimeout`): the
-   * commands wait this long for it, and its handshake's requests get at least this long. Default
+   * commands wait this long for it, and when it is longer than `gateway.startupTimeout` its
+   * handshake's requests get at least this long. Default
    * 60 s for a package launcher (`npx`, `uvx`, ...: a first start installs packages), else
    * `gateway.startupTimeout`.
    */

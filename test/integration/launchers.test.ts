@@ -45,6 +45,31 @@ describe('a server started through npx', () => {
     expect(code).toBe(0);
   }, 90_000);
 
+  it('when it must be stopped, gives its whole process group the grace period, even after npx itself has exited', async () => {
+    const dir = tempDir();
+    const marker = path.join(dir, 'installer.log');
+    // npx exits at once on SIGTERM; the installer it started takes 100 ms to finish its write.
+    const bin = fakeNpx(
+      [
+        `sh -c 'trap "sleep 0.1; echo finished >> \\"$MARKER\\"; exit 0" TERM; echo started >> "$MARKER"; while :; do sleep 0.1; done' &`,
+        'wait',
+      ].join('\n'),
+    );
+    const config = path.join(dir, 'proxy.config.yaml');
+    writeFileSync(
+      config,
+      `servers:\n  fake:\n    command: npx\n    args: [-y, fake-mcp-server]\n    startupTimeout: 1s\n    env: { MARKER: ${JSON.stringify(marker)} }\n`,
+    );
+    const { code, stdout } = await runCli(['tools', '--config', config], {
+      PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`,
+    });
+    expect(stdout).toContain(
+      'server fake: unavailable, 0 tools: still starting when its startupTimeout (1s) passed',
+    );
+    expect(code).toBe(1);
+    expect(readFileSync(marker, 'utf8')).toBe('started\nfinished\n');
+  }, 60_000);
+
   it('whose cache is broken fails saying so, and how to clear it', async () => {
     const dir = tempDir();
     const cached = '/home/someone/.npm/_npx/3f9c1a2b4d5e6f70';

@@ -5,9 +5,10 @@
  * are skipped, saying so, only where it is not installed.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, NODE, pinsAndAuditConfig } from './harness.js';
+import { CLI, FIXTURE, NODE, pinsAndAuditConfig, tempDir, writeConfig } from './harness.js';
 
 const hasTmux = spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0;
 /** Matches any escape sequence that sets a colour or attribute. */
@@ -103,6 +104,27 @@ describe.skipIf(!hasTmux)('at a terminal (tmux)', () => {
     const screen = await terminal.waitFor(/\[exit \d+\]/);
     expect(screen).toMatch(/^ {2}fx ready \(\d+ tools\)$/m);
     expect(screen).not.toMatch(SGR);
+  });
+
+  it('tools counts the seconds of a server still installing through npx, on a line of its own, then clears it', async () => {
+    const dir = tempDir();
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin);
+    // A fake npx whose install takes 4 s, then the fixture server.
+    writeFileSync(path.join(bin, 'npx'), `#!/bin/sh\nsleep 4\nexec "${NODE}" "${FIXTURE}" --name slow\n`);
+    chmodSync(path.join(bin, 'npx'), 0o755);
+    const config = writeConfig('servers:\n  slow:\n    command: npx\n    args: [-y, slow-mcp]\n', dir);
+    terminal = new Terminal();
+    terminal.start(['tools', '--config', config], {
+      PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`,
+      NO_COLOR: '1',
+    });
+    await terminal.waitFor(/^ {2}slow installing or starting \(npx\)… [1-9]\d* s$/m);
+    const screen = await terminal.waitFor(/\[exit \d+\]/);
+    expect(screen).toMatch(/^ {2}slow ready \(\d+ tools\)$/m);
+    // The counting line is gone once the server is ready: redrawn in place, not left behind.
+    expect(screen).not.toContain('installing or starting');
+    expect(screen).toContain('[exit 0]');
   });
 
   it('pins accept with no arguments shows the changes, asks [y/N], and y accepts them', async () => {

@@ -224,9 +224,14 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
   lifelineEnd?.unref();
 
   let exitedNow = false;
+  /**
+   * While a stop drains the group, the lifeline stays open: its watcher would otherwise stop
+   * (SIGSTOP) and kill the rest of the group the moment the server itself exits.
+   */
+  let holdLifeline = false;
   void exited.then(() => {
     exitedNow = true;
-    lifelineEnd?.destroy();
+    if (!holdLifeline) lifelineEnd?.destroy();
   });
 
   const signalGroup = (signal: NodeJS.Signals): void => {
@@ -245,6 +250,7 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
     killNow: () => signalGroup('SIGKILL'),
     async stop({ graceMs, drainGroup = false }) {
       const until = Date.now() + graceMs;
+      holdLifeline = drainGroup && process.platform !== 'win32';
       // Taken first, while the tree is intact: processes that left the group (setsid) are found
       // by parentage alone, and parentage is lost once their parent exits.
       const descendants = exitedNow ? [] : await findDescendants(pid);
@@ -255,9 +261,10 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
         await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
         clearTimeout(timer);
       }
-      if (drainGroup && process.platform !== 'win32') await groupGone(pid, until);
+      if (holdLifeline) await groupGone(pid, until);
       // Even when the leader left politely, descendants it started may linger in the group.
       signalGroup('SIGKILL');
+      lifelineEnd?.destroy();
       await killDescendants(descendants);
       await exited;
     },

@@ -157,16 +157,21 @@ export class Handshake {
 }
 
 /**
- * While connecting, each request gets `connectTimeout` to be answered, or the server's own
- * `startupTimeout` when that is longer: a launcher installing packages answers nothing until it
- * is done, and giving up on it then would stop it mid-install.
+ * While connecting, each request gets `connectTimeout` to be answered; a server given a longer
+ * start-up than the gateway's window (a launcher, by default, or its own `startupTimeout`) gets
+ * at least that: a launcher installing packages answers nothing until it is done, and giving up
+ * on it then would stop it mid-install.
  */
 export function startupDeadline(
   options: { readonly config: ServerConfig; readonly gateway: GatewayConfig },
   method: string,
   what: string,
 ): OutgoingOptions {
-  const ms = Math.max(options.gateway.connectTimeoutMs, options.config.startupTimeoutMs);
+  const { gateway, config } = options;
+  const ms =
+    config.startupTimeoutMs > gateway.startupTimeoutMs
+      ? Math.max(gateway.connectTimeoutMs, config.startupTimeoutMs)
+      : gateway.connectTimeoutMs;
   return {
     deadlineMs: ms,
     deadlineError: () =>
