@@ -15,6 +15,7 @@ import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
+import { createListingCache } from '../features/pins/listingCache.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
@@ -174,6 +175,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     lists,
     servers: () => state.servers,
+    listings: createListingCache(config, { logger }),
   });
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
   const connect = hostConnections({

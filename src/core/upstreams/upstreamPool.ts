@@ -23,6 +23,7 @@ export type UpstreamPoolOptions = {
   | 'connect'
   | 'onLifecycle'
   | 'prefersModern'
+  | 'listings'
 >;
 
 /** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */
