@@ -51,11 +51,9 @@ export function tempDir(prefix = 'warden-test-'): string {
  * variable must not switch real managed settings off, so the tests expect a machine without
  * them. A test of managed settings passes its own MCP_WARDEN_MANAGED_DIR in `env`, which wins.
  */
-const NO_MANAGED = {
-  MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-'),
-  // The servers' listings a gateway without `pins:` keeps (one file per config) stay out of HOME.
-  XDG_STATE_HOME: tempDir('warden-state-'),
-};
+/** Where the gateways keep the servers' listings (one file per config without `pins:`), not in HOME. */
+export const STATE_ENV = { XDG_STATE_HOME: tempDir('warden-state-') };
+const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-'), ...STATE_ENV };
 
 /** Writes a config file (YAML text or an object, written as JSON) into a fresh temp dir. */
 export function writeConfig(config: string | object, dir = tempDir()): string {
