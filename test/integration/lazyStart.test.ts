@@ -4,7 +4,7 @@
  * subscription keeps it awake; a changed entry makes its listing unusable. And what the model
  * sees of servers that are down, and how soon `initialize` is answered.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -13,6 +13,7 @@ import {
   fixture,
   isAlive,
   NODE,
+  serverBin,
   FIXTURE,
   spawnGateway,
   tempDir,
@@ -180,6 +181,58 @@ describe('start: lazy and idleTimeout', () => {
     expect(textOf(result)).toMatch(
       /Upstream server "lz" is not available: it is restarting after: .*cannot start today/s,
     );
+  });
+});
+
+/** The gateway's children whose command line mentions `what` (read from /proc). */
+function childrenRunning(gatewayPid: number, what: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === gatewayPid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(what))
+        found.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+describe('start: lazy with a real server', () => {
+  it('serves server-memory from its last listing, starting it on the first call', async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: { ...FAST_GATEWAY, start: 'lazy' },
+        pins: { file: './tool-pins.json' },
+        servers: {
+          memory: {
+            command: NODE,
+            args: [serverBin('memory')],
+            env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') },
+          },
+        },
+      },
+      dir,
+    );
+    host = await connectHost(config);
+    const first = (await host.client.listTools()).tools.map((t) => t.name);
+    await host.close();
+    host = undefined;
+
+    host = await connectHost(config);
+    expect((await host.client.listTools()).tools.map((t) => t.name)).toEqual(first);
+    expect(childrenRunning(host.pid, 'server-memory')).toEqual([]);
+    await host.client.callTool({
+      name: 'memory__create_entities',
+      arguments: { entities: [{ name: 'warden', entityType: 'gateway', observations: ['lazy'] }] },
+    });
+    expect(childrenRunning(host.pid, 'server-memory')).toHaveLength(1);
+    const graph = await host.client.callTool({ name: 'memory__read_graph', arguments: {} });
+    expect(textOf(graph)).toContain('warden');
   });
 });
 
