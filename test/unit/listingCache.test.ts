@@ -8,7 +8,7 @@ import {
   createListingCache,
   installedVersion,
   listingKey,
-  listingsFile,
+  listingsFolder,
 } from '../../src/features/pins/listingCache.js';
 
 const dir = () => mkdtempSync(path.join(tmpdir(), 'warden-listings-'));
@@ -46,18 +46,24 @@ describe('listing cache', () => {
     };
     const cache = createListingCache(config as never, { logger });
     cache.write(server(), listing);
-    const file = path.join(folder, 'tool-pins.listings.json');
-    expect(listingsFile(config as never)).toBe(file);
-    expect(readFileSync(file, 'utf8')).not.toContain('secret-value');
+    const kept = path.join(folder, 'tool-pins.listings');
+    expect(listingsFolder(config as never)).toBe(kept);
+    expect(readFileSync(path.join(kept, 'mem.json'), 'utf8')).not.toContain('secret-value');
+    expect(readFileSync(path.join(kept, 'mem.lists.json'), 'utf8')).toContain('read_graph');
     // A second gateway reads what the first kept.
     expect(createListingCache(config as never, { logger }).read(server())).toEqual(listing);
   });
 
   it('does not give a listing to an entry whose command, args, env or url changed', () => {
-    const file = path.join(dir(), 'listings.json');
-    const cache = createListingCache({ file: '/x.yaml' } as never, { logger, file });
+    const folder = dir();
+    const cache = createListingCache({ file: '/x.yaml' } as never, { logger, folder });
     cache.write(server(), listing);
     expect(cache.read(server())).toEqual(listing);
+    // An eager server's capabilities are kept, not its lists.
+    cache.write(server({ name: 'eager', start: 'eager' }), listing);
+    expect(cache.read(server({ name: 'eager', start: 'eager' }))).toEqual({
+      capabilities: listing.capabilities,
+    });
     expect(cache.read(server({ args: ['-y', '@modelcontextprotocol/server-memory@2.0.0'] }))).toBeUndefined();
     expect(cache.read(server({ env: { TOKEN: 'another' } }))).toBeUndefined();
     expect(cache.read(server({ command: 'node' }))).toBeUndefined();
@@ -84,13 +90,13 @@ describe('listing cache', () => {
     expect(installedVersion('node', ['other'], '/', home)).toBeUndefined();
   });
 
-  it('treats an unreadable or foreign file as no listings', () => {
-    const file = path.join(dir(), 'listings.json');
-    writeFileSync(file, '{ not json');
-    const cache = createListingCache({ file: '/x.yaml' } as never, { logger, file });
+  it('treats a file that is not JSON as no listing', () => {
+    const folder = dir();
+    writeFileSync(path.join(folder, 'mem.json'), '{ not json');
+    const cache = createListingCache({ file: '/x.yaml' } as never, { logger, folder });
     expect(cache.read(server())).toBeUndefined();
     cache.write(server(), listing);
-    expect(createListingCache({ file: '/x.yaml' } as never, { logger, file }).read(server())).toEqual(
+    expect(createListingCache({ file: '/x.yaml' } as never, { logger, folder }).read(server())).toEqual(
       listing,
     );
   });

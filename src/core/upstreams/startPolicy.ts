@@ -13,7 +13,8 @@ import type { ListKind } from './listSync.js';
 
 /** What a server listed, as kept between runs to list a lazy server without starting it. */
 export interface ServerListing {
-  readonly lists: Readonly<Record<ListKind, readonly Record<string, unknown>[]>>;
+  /** Kept for lazy servers only: the lists it is listed from while not running. */
+  readonly lists?: Readonly<Record<ListKind, readonly Record<string, unknown>[]>>;
   /** What the server declared in its handshake (the host's initialize answer is made from it). */
   readonly capabilities: Params;
   readonly instructions?: string;

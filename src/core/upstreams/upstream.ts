@@ -212,7 +212,8 @@ export class Upstream {
   start(): void {
     if (this._state !== 'idle') return;
     this.kept = this.options.listings?.read(this.config);
-    if (this.kept !== undefined && startsLazily(this.config)) this.listFrom(this.kept);
+    const lists = this.kept?.lists;
+    if (lists !== undefined && startsLazily(this.config)) this.listFrom(lists);
     this.running = this.supervise().catch((error: unknown) => {
       // Supervision itself must never throw out of here; this is a bug if it happens.
       this.log.error(`supervisor stopped unexpectedly: ${describeError(error)}`);
@@ -369,8 +370,8 @@ export class Upstream {
   }
 
   /** A lazy server's listing from an earlier run: listed at once, started when first needed. */
-  private listFrom(kept: ServerListing): void {
-    this.lists.restore(kept.lists);
+  private listFrom(lists: NonNullable<ServerListing['lists']>): void {
+    this.lists.restore(lists);
     this.dozing = true;
     this._state = 'asleep';
     this.log.info(`listed from its last listing (${this.lists.describe()}); it starts when first used`);

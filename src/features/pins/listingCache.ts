@@ -1,8 +1,9 @@
 /**
- * The listings file: what each server listed when it last ran (its tools, prompts, resources,
- * templates, capabilities and instructions), so a server that starts lazily is listed without
- * being started, and the host's initialize answer need not wait for a slow server it has seen. It lives beside the pins file (`<pins>.listings.json`), or without `pins:` in
- * the user's state folder, named for the config file.
+ * The listings kept between runs: what each server listed when it last ran (a lazy server's
+ * tools, prompts, resources and templates; every server's capabilities and instructions), so a
+ * lazy server is listed without being started, and the host's initialize answer need not wait
+ * for a slow server it has seen. They live in a folder beside the pins file (see
+ * `listingsFolder`).
  *
  * Each listing is kept under a key made of the server entry (command, args, working folder, a
  * hash of its environment, url, a hash of its headers) and of the package it runs (the spec an
@@ -16,7 +17,9 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
-import type { ListingStore, ServerListing } from '../../core/upstreams/startPolicy.js';
+import type { Params } from '../../core/protocol/jsonRpc.js';
+import { LIST_KINDS } from '../../core/upstreams/listSync.js';
+import { startsLazily, type ListingStore, type ServerListing } from '../../core/upstreams/startPolicy.js';
 import { canonicalJson } from '../../lib/canonicalJson.js';
 import { describeError } from '../../lib/describeError.js';
 import { sha256Hex } from '../../lib/hash.js';
@@ -25,96 +28,115 @@ import { writeAtomically } from './pinFile.js';
 /** The format written; a file of another version is ignored (and replaced on the next write). */
 const LISTINGS_VERSION = 1;
 
-interface KeptListing {
+/** What is kept of every server: small, read for each at start. */
+interface KeptFacts {
+  readonly version: number;
   /** The entry's key when it was listed (see `listingKey`). */
   readonly key: string;
   readonly keptAt: string;
-  readonly listing: ServerListing;
+  readonly capabilities: Params;
+  readonly instructions?: string;
 }
 
-type Listings = Record<string, KeptListing>;
-
-/** Where a config's listings are kept. */
-export function listingsFile(config: Pick<WardenConfig, 'file' | 'pins'>, env = process.env): string {
-  if (config.pins !== undefined) return config.pins.file.replace(/(\.json)?$/, '.listings.json');
+/**
+ * Where a config's listings are kept: a folder beside the pins file, or without `pins:` one in
+ * the user's state folder named for the config file. In it, per server, `<name>.json` holds the
+ * key, capabilities and instructions, and `<name>.lists.json` (lazy servers only) the lists.
+ */
+export function listingsFolder(config: Pick<WardenConfig, 'file' | 'pins'>, env = process.env): string {
+  if (config.pins !== undefined) return config.pins.file.replace(/(\.json)?$/, '.listings');
   const state = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(state, 'mcp-warden', `listings-${sha256Hex(config.file).slice(0, 16)}.json`);
+  return path.join(state, 'mcp-warden', `listings-${sha256Hex(config.file).slice(0, 16)}`);
 }
 
 /**
  * The servers' listings, kept between runs: a lazy server is listed from its own, and any server
- * still starting when the host initializes gives its capabilities and instructions from its own.
- * A file that cannot be read or written is logged, never fatal: lazy servers then start to be
- * listed, as if they had never been.
+ * still starting when the host initializes gives the capabilities and instructions it last
+ * declared. Only a lazy server's lists are kept (they may be megabytes): an eager server's
+ * capabilities are all that is read of it. A file that cannot be read or written is logged,
+ * never fatal: a lazy server then starts to be listed, as if it had never been.
  */
 export function createListingCache(
   config: Pick<WardenConfig, 'file' | 'pins'>,
-  deps: { readonly logger: Logger; readonly file?: string },
+  deps: { readonly logger: Logger; readonly folder?: string },
 ): ListingStore {
-  const file = deps.file ?? listingsFile(config);
+  const folder = deps.folder ?? listingsFolder(config);
   const log = deps.logger;
-  let listings: Listings | undefined;
-  const load = (): Listings => (listings ??= readListings(file, (m) => log.warn(m)));
+  const fileOf = (server: ServerConfig, part: '' | '.lists') =>
+    path.join(folder, `${encodeURIComponent(server.name)}${part}.json`);
   return {
     read(server) {
-      const kept = load()[server.name];
-      if (kept === undefined) return undefined;
-      if (kept.key !== listingKey(server)) {
+      const facts = readJson(fileOf(server, ''), (m) => log.warn(m));
+      if (!isFacts(facts)) return undefined;
+      if (facts.key !== listingKey(server)) {
         log.info(`server "${server.name}": its entry or package changed since it was last listed`);
         return undefined;
       }
-      return kept.listing;
+      const kept = {
+        capabilities: facts.capabilities,
+        ...(facts.instructions !== undefined && { instructions: facts.instructions }),
+      };
+      if (!startsLazily(server)) return kept;
+      const lists = readJson(fileOf(server, '.lists'), (m) => log.warn(m));
+      return isLists(lists) ? { ...kept, lists } : undefined;
     },
     write(server, listing) {
-      // Re-read first: another gateway (another host) may share the file.
-      const next = readListings(file, () => {});
-      next[server.name] = { key: listingKey(server), keptAt: new Date().toISOString(), listing };
-      listings = next;
+      const facts: KeptFacts = {
+        version: LISTINGS_VERSION,
+        key: listingKey(server),
+        keptAt: new Date().toISOString(),
+        capabilities: listing.capabilities,
+        ...(listing.instructions !== undefined && { instructions: listing.instructions }),
+      };
       try {
-        writeAtomically(file, JSON.stringify({ version: LISTINGS_VERSION, servers: next }));
+        // The lists first: facts that name a key are only ever next to the lists they key.
+        if (startsLazily(server) && listing.lists !== undefined)
+          writeAtomically(fileOf(server, '.lists'), JSON.stringify(listing.lists));
+        writeAtomically(fileOf(server, ''), JSON.stringify(facts));
       } catch (error) {
-        log.warn(`could not keep the listing of server "${server.name}" in ${file}: ${describeError(error)}`);
+        log.warn(
+          `could not keep the listing of server "${server.name}" in ${folder}: ${describeError(error)}`,
+        );
       }
     },
   };
 }
 
-function readListings(file: string, warn: (message: string) => void): Listings {
+/** A file's JSON; undefined when it is missing or unreadable (which `warn` hears of). */
+function readJson(file: string, warn: (message: string) => void): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-      warn(`cannot read the listings file ${file}: ${describeError(error)}; lazy servers start to be listed`);
-    return {};
+      warn(`cannot read ${file}: ${describeError(error)}; a lazy server starts to be listed`);
+    return undefined;
   }
   try {
-    const data = JSON.parse(text) as { version?: unknown; servers?: unknown };
-    if (data.version !== LISTINGS_VERSION || typeof data.servers !== 'object' || data.servers === null)
-      return {};
-    const listings: Listings = Object.create(null) as Listings;
-    for (const [name, kept] of Object.entries(data.servers as Record<string, unknown>))
-      if (isKept(kept)) listings[name] = kept;
-    return listings;
+    return JSON.parse(text) as unknown;
   } catch (error) {
-    warn(
-      `the listings file ${file} is not valid JSON (${describeError(error)}); lazy servers start to be listed`,
-    );
-    return {};
+    warn(`${file} is not valid JSON (${describeError(error)}); a lazy server starts to be listed`);
+    return undefined;
   }
 }
 
-function isKept(value: unknown): value is KeptListing {
+function isFacts(value: unknown): value is KeptFacts {
   if (typeof value !== 'object' || value === null) return false;
-  const { key, listing } = value as Record<string, unknown>;
-  if (typeof key !== 'string' || typeof listing !== 'object' || listing === null) return false;
-  const { lists, capabilities } = listing as Record<string, unknown>;
+  const { version, key, capabilities, instructions } = value as Record<string, unknown>;
   return (
+    version === LISTINGS_VERSION &&
+    typeof key === 'string' &&
     typeof capabilities === 'object' &&
     capabilities !== null &&
-    typeof lists === 'object' &&
-    lists !== null &&
-    Object.values(lists).every(Array.isArray)
+    (instructions === undefined || typeof instructions === 'string')
+  );
+}
+
+function isLists(value: unknown): value is NonNullable<ServerListing['lists']> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    LIST_KINDS.every((kind) => Array.isArray((value as Record<string, unknown>)[kind]))
   );
 }
 
