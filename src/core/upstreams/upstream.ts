@@ -240,16 +240,22 @@ export class Upstream {
    * outcome that still holds the upstream's bytes. Fails at once when it is not connected.
    */
   requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
-    const dialect = this.ready();
-    const answer =
-      dialect !== undefined
-        ? this.idle.track(method, dialect.requestOutcome(method, params, options), (o) => o.result)
-        : this.startsOnDemand()
-          ? this.afterStart().then(() => this.requestOutcome(method, params, options))
-          : Promise.reject(this.unavailable());
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
-    return this.subscriptions.observe(method, params, answer);
+    return this.subscriptions.observe(method, params, this.sendOutcome(method, params, options));
+  }
+
+  /** `requestOutcome`'s request, sent now, or once a server that starts on demand has started. */
+  private sendOutcome(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+  ): Promise<Outcome> {
+    const dialect = this.ready();
+    if (dialect !== undefined)
+      return this.idle.track(method, dialect.requestOutcome(method, params, options), (o) => o.result);
+    if (!this.startsOnDemand()) return Promise.reject(this.unavailable());
+    return this.afterStart().then(() => this.sendOutcome(method, params, options));
   }
 
   /**
