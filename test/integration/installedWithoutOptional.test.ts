@@ -5,6 +5,7 @@
  * and writes its audit report with charts; a config that turns telemetry or an OTLP audit sink
  * on stops at start with the package it lacks and the command that installs it.
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,6 +33,17 @@ function installedWith(pkg: Manifest): string[] {
   return [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {}), ...peers];
 }
 
+/** The files `npm pack` would put in the package, as npm reads package.json's `files` globs. */
+function packedFiles(): string[] {
+  const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const [pack] = JSON.parse(out) as { files: { path: string }[] }[];
+  return (pack?.files ?? []).map((f) => f.path);
+}
+
 /**
  * A folder laid out as `npm install mcp-warden --omit=dev` leaves it: the packed files, and the
  * runtime dependencies' closure. A package nested in another's node_modules comes with it.
@@ -39,8 +51,10 @@ function installedWith(pkg: Manifest): string[] {
 function installCopy(): string {
   const dir = tempDir('warden-installed-');
   const own = manifest(ROOT);
-  for (const entry of ['package.json', ...(own.files ?? [])])
-    cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  for (const entry of packedFiles()) {
+    mkdirSync(path.dirname(path.join(dir, entry)), { recursive: true });
+    cpSync(path.join(ROOT, entry), path.join(dir, entry));
+  }
   const seen = new Set<string>();
   const queue = installedWith(own);
   for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
