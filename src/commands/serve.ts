@@ -41,8 +41,9 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   // the exit that reports it, before any of them was spoken to.
   const { spawnEarly } = await import('../core/upstreams/earlySpawn.js');
   const { sharedServers } = await import('../core/upstreams/principalPools.js');
-  // Per-principal servers start on their principal's first use, never ahead.
-  const early = spawnEarly(sharedServers(config));
+  // Per-principal servers start on their principal's first use, never ahead; lazy servers on
+  // the first request that needs them (or, never listed yet, when the pool starts).
+  const early = spawnEarly(sharedServers(config).filter((server) => server.start !== 'lazy'));
   const shutdown = new Shutdown(config);
   shutdown.killOnExit(early.children);
   const policies = await loadPolicyFiles(config);

@@ -21,6 +21,8 @@ export const DEFAULTS = deepFreeze({
     startupTimeoutMs: 10_000,
     /** 30 s: a cold `npx -y` download can be slow. */
     connectTimeoutMs: 30_000,
+    /** Servers start with the gateway unless a config says `lazy`. */
+    start: 'eager' as const,
     /** 5 min: tools may do real work (builds, searches); per-server and per-tool values override it. */
     callTimeoutMs: 300_000,
     /**

@@ -41,6 +41,7 @@ import {
   type Locator,
 } from './yamlSource.js';
 import type {
+  StartMode,
   AuditCheckpointsConfig,
   AuditConfig,
   AuditSinkConfig,
@@ -331,6 +332,7 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
       duration(ctx, at('startupTimeout'), gateway['startupTimeout']) ?? defaults.startupTimeoutMs,
     connectTimeoutMs:
       duration(ctx, at('connectTimeout'), gateway['connectTimeout']) ?? defaults.connectTimeoutMs,
+    ...startSettings(ctx, gateway, at, undefined),
     callTimeoutMs: Math.min(idleMs, maxCallTimeoutMs),
     maxCallTimeoutMs,
     repair: { ...defaults.repair, ...repairOverrides(gateway['repair']) },
@@ -776,6 +778,7 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
     maxQueue: integer(entry['maxQueue']) ?? defaults.maxQueue,
     tools,
     disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
+    ...startSettings(ctx, entry, at, gateway),
     trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
     shared: entry['shared'] === true,
     clientRequests: {
@@ -806,6 +809,27 @@ function startupTimeout(ctx: Context, inherited: Inherited, entry: Data, at: Ser
   return launcher
     ? Math.max(DEFAULTS.server.launcherStartupTimeoutMs, gateway.startupTimeoutMs)
     : gateway.startupTimeoutMs;
+}
+
+/**
+ * `start` and `idleTimeout` of the gateway section (`inherited` undefined) or of a server entry,
+ * which falls back to the gateway's. An idle timeout of zero would stop a server between any two
+ * requests: it is refused, naming the key.
+ */
+function startSettings(
+  ctx: Context,
+  section: Data,
+  at: (...keys: string[]) => KeyPath,
+  inherited: Pick<GatewayConfig, 'start' | 'idleTimeoutMs'> | undefined,
+): { start: StartMode; idleTimeoutMs?: number } {
+  const written = section['start'];
+  const start: StartMode =
+    written === 'lazy' || written === 'eager' ? written : (inherited?.start ?? DEFAULTS.gateway.start);
+  const idle = duration(ctx, at('idleTimeout'), section['idleTimeout']);
+  if (idle === 0)
+    ctx.issues.add(at('idleTimeout'), 'value', 'must be more than 0 (leave it out to never stop)');
+  const idleTimeoutMs = idle || inherited?.idleTimeoutMs;
+  return { start, ...(idleTimeoutMs !== undefined && { idleTimeoutMs }) };
 }
 
 /** The server's call timeout, its limit and its per-tool timeouts, each checked against the limit. */

@@ -62,6 +62,10 @@ export interface GatewayConfig {
   readonly startupTimeoutMs: number;
   /** Bound on one upstream's spawn + initialize handshake. Default 30 s. */
   readonly connectTimeoutMs: number;
+  /** When servers start unless they say otherwise (`gateway.start`, see `ServerCommon.start`). Default eager. */
+  readonly start?: StartMode;
+  /** Default of every server's `idleTimeout` (`gateway.idleTimeout`); undefined: never stopped when idle. */
+  readonly idleTimeoutMs?: number;
   /**
    * Default per-call idle timeout (`gateway.timeout`; overridden per server and per tool).
    * Progress from the upstream restarts it. Default 5 min.
@@ -102,6 +106,9 @@ export interface ToolFilter {
   readonly timeouts: readonly { readonly glob: string; readonly timeoutMs: number }[];
 }
 
+/** When a server's process starts: with the gateway, or on the first request that needs it. */
+export type StartMode = 'eager' | 'lazy';
+
 interface ServerCommon {
   /** The key under `servers:` / `mcpServers:`. */
   readonly name: string;
@@ -133,6 +140,18 @@ interface ServerCommon {
   readonly maxQueue: number;
   readonly tools: ToolFilter;
   readonly disabled: boolean;
+  /**
+   * `eager` (default): started with the gateway. `lazy`: listed from its last listing (kept
+   * beside the pins) and started on the first request that needs it; one never listed before is
+   * started with the gateway once, to be listed.
+   */
+  readonly start?: StartMode;
+  /**
+   * The process is stopped once no request has been in flight this long, and started again on
+   * the next request that needs it; resource subscriptions and running tasks keep it awake.
+   * Undefined: it runs until the gateway stops.
+   */
+  readonly idleTimeoutMs?: number;
   /** Whether this server's tool annotations may be believed. Default false. */
   readonly trusted: boolean;
   /**

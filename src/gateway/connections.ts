@@ -6,6 +6,7 @@ import { ResourceCatalog } from '../core/catalog/resourceCatalog.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
 import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
+import type { ListingStore } from '../core/upstreams/startPolicy.js';
 import {
   isolatedServers,
   loggerFor,
@@ -38,6 +39,8 @@ export interface UpstreamConnectionsOptions {
   };
   /** Every configured server as the managed settings in force let it run or block it. */
   readonly servers: () => readonly ServerConfig[];
+  /** Where the shared servers' listings are kept between runs (when some server starts lazily). */
+  readonly listings?: ListingStore;
 }
 
 /**
@@ -65,6 +68,7 @@ export class UpstreamConnections {
     this.pool = new UpstreamPool({
       config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config, this.signsIn) },
       ...(options.early && { early: options.early }),
+      ...(options.listings && { listings: options.listings }),
       ...upstreamHooks(options.hooks, {
         connections: () => options.connections,
         relist: (kinds) => this.relistAll(kinds),

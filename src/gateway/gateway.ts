@@ -17,6 +17,7 @@ import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
+import { createListingCache } from '../features/pins/listingCache.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
@@ -229,6 +230,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     lists,
     servers: () => state.servers,
+    listings: createListingCache(config, { logger }),
   });
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
   const connect = hostConnections({

@@ -35,6 +35,8 @@ import {
 import {
   CLI,
   connectHost,
+  keepListings,
+  STATE_ENV,
   FAST_GATEWAY,
   fixture,
   initialize,
@@ -77,6 +79,17 @@ afterEach(async () => {
 function modernHost(servers: Record<string, unknown>, extra: Record<string, unknown> = {}): ModernHost {
   const config = writeConfig({ gateway: FAST_GATEWAY, servers, ...extra });
   modern = startModernHost(CLI, config);
+  return modern;
+}
+
+/**
+ * As `modernHost`, once a first run has kept the servers' listings: what server/discover
+ * declares is then what they declared, however slow their start.
+ */
+async function modernHostAfterListing(servers: Record<string, unknown>): Promise<ModernHost> {
+  const config = writeConfig({ gateway: FAST_GATEWAY, servers });
+  await keepListings(config);
+  modern = startModernHost(CLI, config, STATE_ENV);
   return modern;
 }
 
@@ -798,7 +811,7 @@ describe('resource updates for a modern host', () => {
   ])(
     'from %s upstream come on the subscriptions/listen stream that asked for the URI, tagged with it',
     async (_era, server, entry, uri) => {
-      const host = modernHost({ [server]: entry });
+      const host = await modernHostAfterListing({ [server]: entry });
       // Declared as the revision says: `resources.subscribe` means resourceSubscriptions work.
       const discovered = modernResult('server/discover', await host.request('server/discover'));
       expect(discovered.capabilities).toMatchObject({ resources: { subscribe: true, listChanged: true } });
@@ -950,6 +963,8 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
       { gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks', '--log', log]) } },
       dir,
     );
+    // What initialize declares is what the server declared, however slow its start.
+    await keepListings(config);
     legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({
       cancel: {},
@@ -1048,6 +1063,7 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
       gateway: FAST_GATEWAY,
       servers: { m: modernServer(['--tasks']), plain: modernServer(['--name', 'plain']) },
     });
+    await keepListings(config);
     legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     const tools = (await legacy.client.listTools()).tools;
     const tool = (name: string) => tools.find((t) => t.name === name);

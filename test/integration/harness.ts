@@ -46,12 +46,15 @@ export function tempDir(prefix = 'warden-test-'): string {
 }
 
 /**
- * Every gateway a test starts looks for managed settings in an empty folder. The gateway
+ * Every gateway a test starts looks for managed settings in an empty folder, and keeps its
+ * state (the servers' last listings) in a temporary one. The gateway
  * honours that only while the machine has no managed file of its own (/etc/mcp-warden): a
  * variable must not switch real managed settings off, so the tests expect a machine without
  * them. A test of managed settings passes its own MCP_WARDEN_MANAGED_DIR in `env`, which wins.
  */
-const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-') };
+/** Where the gateways keep the servers' listings (one file per config without `pins:`), not in HOME. */
+export const STATE_ENV = { XDG_STATE_HOME: tempDir('warden-state-') };
+const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-'), ...STATE_ENV };
 
 /** Writes a config file (YAML text or an object, written as JSON) into a fresh temp dir. */
 export function writeConfig(config: string | object, dir = tempDir()): string {
@@ -140,6 +143,17 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
       }),
     close: () => client.close(),
   };
+}
+
+/**
+ * Runs a gateway on `configFile` once, until every server has connected and been listed, so that
+ * the next one keeps their listings: its initialize answer then carries a server's capabilities
+ * and instructions even when that server is slower to start than the answer waits for.
+ */
+export async function keepListings(configFile: string, options: ConnectOptions = {}): Promise<void> {
+  const once = await connectHost(configFile, options);
+  await once.client.listTools();
+  await once.close();
 }
 
 /** The gateway as a raw child: for byte-level checks on its stdout. */

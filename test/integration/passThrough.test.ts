@@ -17,6 +17,7 @@ import {
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
   connectHost,
+  keepListings,
   FAST_GATEWAY,
   fixture,
   NODE,
@@ -43,6 +44,8 @@ describe('pass-through to server-everything', () => {
       gateway: FAST_GATEWAY,
       servers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
+    // What the initialize answer declares is what the server declared, however slow its start.
+    await keepListings(config);
     host = await connectHost(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
       beforeConnect: (client) => {

@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import {
   connectHost,
+  keepListings,
   FAST_GATEWAY,
   NODE,
   readAudit,
@@ -77,6 +78,8 @@ describe('server-everything tasks, through the gateway and direct', () => {
       gateway: FAST_GATEWAY,
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
+    // What the initialize answer declares is what the server declared, however slow its start.
+    await keepListings(config);
     host = await connectHost(config, {
       capabilities: TASK_HOST,
       beforeConnect: (client) =>

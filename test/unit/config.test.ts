@@ -105,6 +105,7 @@ describe('parseConfigText: valid configs', () => {
         },
         validateArguments: false,
         reload: true,
+        start: 'eager',
         maxMessageBytes: 8 * 1024 * 1024,
         restart: { initialDelayMs: 250, maxDelayMs: 90_000, maxRestarts: 3, windowMs: 7_200_000 },
         log: { level: 'debug', file: path.join(DIR, 'logs/warden.log') },
@@ -172,6 +173,7 @@ describe('parseConfigText: valid configs', () => {
           disabled: false,
           trusted: true,
           shared: false,
+          start: 'eager',
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
           // Started by npx, a package launcher: its first start may install packages.
@@ -199,6 +201,7 @@ describe('parseConfigText: valid configs', () => {
           disabled: true,
           trusted: false,
           shared: false,
+          start: 'eager',
           clientRequests: { sampling: true, elicitation: true, roots: true },
           instructions: true,
           // The gateway's window.
@@ -251,6 +254,7 @@ describe('parseConfigText: valid configs', () => {
         disabled: false,
         trusted: false,
         shared: false,
+        start: 'eager',
         clientRequests: { sampling: true, elicitation: true, roots: true },
         instructions: true,
         startupTimeoutMs: 10_000,
@@ -364,7 +368,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'unknown key, nothing close: lists the allowed keys',
       'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, reload, log`,
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, start, idleTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, reload, log`,
       ],
     ],
     [
@@ -1273,5 +1277,39 @@ describe('loadConfig', () => {
     await expect(loadConfig(tmp, { env: {} })).rejects.toThrow(
       `${tmp}: cannot read config file: EISDIR: illegal operation on a directory`,
     );
+  });
+});
+
+describe('start and idleTimeout', () => {
+  it("takes a server's own start and idleTimeout, else the gateway's", () => {
+    const config = parse(
+      'gateway:\n  start: lazy\n  idleTimeout: 10m\nservers:\n  a: { command: x }\n' +
+        '  b: { command: x, start: eager, idleTimeout: 30s }\n',
+    );
+    expect(config.gateway).toMatchObject({ start: 'lazy', idleTimeoutMs: 600_000 });
+    expect(config.servers.map((s) => [s.name, s.start, s.idleTimeoutMs])).toEqual([
+      ['a', 'lazy', 600_000],
+      ['b', 'eager', 30_000],
+    ]);
+  });
+
+  it('starts eagerly and never stops an idle server by default', () => {
+    const [server] = parse('servers:\n  a: { command: x }\n').servers;
+    expect(server?.start).toBe('eager');
+    expect(server?.idleTimeoutMs).toBeUndefined();
+  });
+
+  it('names the file, line and key of a bad start or idleTimeout', () => {
+    expect(issuesOf('servers:\n  a: { command: x, start: later }\n')).toEqual([
+      expect.stringMatching(/^\/srv\/warden\/proxy\.config\.yaml:2:\d+: servers\.a\.start: .*eager.*lazy/),
+    ]);
+    expect(issuesOf('gateway:\n  idleTimeout: 0s\nservers:\n  a: { command: x }\n')).toEqual([
+      `${F}:2:16: gateway.idleTimeout: must be more than 0 (leave it out to never stop)`,
+    ]);
+    expect(issuesOf('servers:\n  a: { command: x, idleTimeout: 5 }\n')).toEqual([
+      expect.stringMatching(
+        /^\/srv\/warden\/proxy\.config\.yaml:2:\d+: servers\.a\.idleTimeout: a number without a unit/,
+      ),
+    ]);
   });
 });

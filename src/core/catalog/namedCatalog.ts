@@ -116,6 +116,11 @@ export class NamedCatalog<T extends Named> {
     return changed;
   }
 
+  /** What joins a namespace and an upstream's own name in exposed names. */
+  get separator(): string {
+    return this.naming.separator;
+  }
+
   get entries(): readonly CatalogEntry<T>[] {
     return this.built.entries;
   }

@@ -11,6 +11,8 @@ export interface UpstreamFacts {
   readonly instructions: string | undefined;
 }
 
+const SERVING: ReadonlySet<string> = new Set(['ready', 'asleep', 'connecting']);
+
 /** One server's section may hold this many characters; longer text is cut, and the cut logged. */
 export const MAX_SERVER_INSTRUCTIONS = 8 * 1024;
 /** The whole merged text may hold this many; sections past it are left out, and logged. */
@@ -18,13 +20,14 @@ export const MAX_INSTRUCTIONS = 32 * 1024;
 
 /**
  * The gateway's capabilities, derived from what its upstreams declared when the host
- * initialized: `resources.subscribe` only when some upstream supports subscriptions,
+ * initialized (or, for a server asleep or still starting, declared in its last listing): `resources.subscribe` only when some upstream supports subscriptions,
  * `completions` only when some upstream completes. Tools, prompts and resources are always
  * declared, with `listChanged`, because upstreams come and go while the gateway serves; so is
  * `logging`, which the gateway answers itself.
  */
 export function gatewayCapabilities(upstreams: readonly UpstreamFacts[]): Params {
-  const serving = upstreams.filter((u) => u.state === 'ready');
+  // A server asleep, or still starting, offers what its last listing says (nothing without one).
+  const serving = upstreams.filter((u) => SERVING.has(u.state));
   const subscribe = serving.some((u) => (u.capabilities.resources as Params | undefined)?.subscribe === true);
   const completions = serving.some((u) => u.capabilities.completions !== undefined);
   const tasks = mergedTasks(serving);

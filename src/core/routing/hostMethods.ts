@@ -44,29 +44,25 @@ export interface HostMethodsOptions {
 }
 
 /**
- * How long the initialize answer (and a modern host's `server/discover`) waits for the rest of the
- * upstreams once one has connected or failed its first attempt. One server stuck in its handshake
- * then delays the host by this much, not by the whole start-up window; a lone server that is only
- * slow to start (a cold `npx`) is still waited for, so its capabilities and instructions are in
- * the answer. The start-up window (`gateway.startupTimeout`) bounds the wait in every case.
+ * How long the initialize answer (and a modern host's `server/discover`) waits, at most, for the
+ * upstreams' first handshakes. Hosts give up on a slow initialize, and the answer is promised
+ * within a second: a server slower than this joins later through list_changed. A lazy server
+ * listed from its last listing has settled at once, its capabilities and instructions taken
+ * from that listing.
  */
-export const INITIALIZE_WAIT_MS = 2000;
+export const INITIALIZE_WAIT_MS = 800;
 
 /** The one protocol revision in which a host may send JSON-RPC batches. */
 const BATCHING_VERSION = '2025-03-26';
 
 /**
  * Settles when the pool's start-up does (every upstream connected or failed, or the start-up
- * window passed), or INITIALIZE_WAIT_MS after the first upstream settled, whichever is first.
+ * window passed), or INITIALIZE_WAIT_MS from now, whichever is first.
  */
 export function answerWindow(pool: PoolView): Promise<void> {
-  const started = pool.start();
   let timer: NodeJS.Timeout | undefined;
-  const firstSettled = Promise.race(pool.upstreams.map((u) => u.firstAttempt));
-  const waited = firstSettled.then(
-    () => new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS))),
-  );
-  return Promise.race([started, waited]).finally(() => clearTimeout(timer));
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, INITIALIZE_WAIT_MS)));
+  return Promise.race([pool.start(), waited]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -103,7 +99,8 @@ export class HostMethods {
     // The answer waits for them a short while (fast servers answer within milliseconds), so it
     // can say what they offer and pass on their instructions; never longer, as hosts give up on
     // a slow initialize. A server slower than that joins later, through list_changed, without
-    // its instructions or the capabilities only it would have added.
+    // its instructions or the capabilities only it would have added; a lazy server's come from
+    // its last listing.
     await answerWindow(pool);
     const { upstreams } = pool;
     const instructions = mergedInstructions(upstreams, this.options.notes?.() ?? [], (cut) =>

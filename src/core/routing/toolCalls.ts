@@ -11,6 +11,7 @@ import { declaresTasks } from '../protocol/taskMessages.js';
 import type { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import type { TaskRouting } from '../tasks/taskRouting.js';
+import type { Upstream, UpstreamState } from '../upstreams/upstream.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import type { AnsweredHere } from './answeredHere.js';
 import type { RouteBoundary } from './boundary.js';
@@ -42,6 +43,9 @@ export interface ToolCallsOptions {
   readonly whyUnknown?: (name: string) => string | undefined;
 }
 
+/** States in which a server will list nothing until something outside the call changes. */
+const SETTLED_DOWN: ReadonlySet<UpstreamState> = new Set(['failed', 'disabled', 'stopped']);
+
 /** The host's `tools/call`: the tool looked up (or waited for), refused at the edge, or routed. */
 export class ToolCalls {
   constructor(private readonly options: ToolCallsOptions) {}
@@ -61,6 +65,16 @@ export class ToolCalls {
     if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
     const signingIn = this.waitingForSignIn(name);
     if (signingIn !== undefined) return this.authorize(request, name, signingIn, args as Params | undefined);
+    // A server that will not list anything soon (failed, disabled, blocked): no use waiting.
+    const down = this.serverDown(name);
+    if (down !== undefined && SETTLED_DOWN.has(down.state))
+      return this.options.answeredHere.unserved(
+        request,
+        'tools/call',
+        name,
+        args as Params,
+        down.unavailable(),
+      );
     return this.callWhenListed(request, name, args as Params | undefined, app);
   }
 
@@ -91,6 +105,22 @@ export class ToolCalls {
     );
   }
 
+  /**
+   * The configured server in whose namespace `name` is, when it is not serving (failed,
+   * restarting, starting, disabled, blocked): a call of one of its tools is told that, with what
+   * to do, rather than that the tool is unknown, since the model may have it from an earlier list.
+   */
+  private serverDown(name: string): Upstream | undefined {
+    const { separator } = this.options.tools;
+    return this.options.pool.upstreams.find(
+      (u) =>
+        u.state !== 'ready' &&
+        u.state !== 'asleep' &&
+        u.config.namespace !== null &&
+        name.startsWith(u.config.namespace + separator),
+    );
+  }
+
   /** Which server's MCP App makes a call, as its `_meta` says (see toolResolution.ts). */
   private appOrigin(meta: Params): AppOrigin | undefined {
     return appOrigin(meta, (server) => this.options.pool.byName.has(server));
@@ -116,7 +146,8 @@ export class ToolCalls {
             'tools/call',
             name,
             args,
-            new UnknownToolError(name, this.options.whyUnknown?.(name)),
+            this.serverDown(name)?.unavailable() ??
+              new UnknownToolError(name, this.options.whyUnknown?.(name)),
           );
         return this.callFound(request, name, later, args, app);
       });

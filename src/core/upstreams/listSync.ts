@@ -82,6 +82,11 @@ export class ListSync {
 
   constructor(private readonly options: { readonly server: string; readonly log: Logger }) {}
 
+  /** Takes lists kept from an earlier run (a lazy server listed before it starts). */
+  restore(lists: Readonly<Record<ListKind, readonly Record<string, unknown>[]>>): void {
+    for (const kind of LIST_KINDS) this.lists[kind] = lists[kind] ?? [];
+  }
+
   /** A new connection: the hints of the last one no longer hold. */
   forgetHints(): void {
     this.cacheHints.clear();

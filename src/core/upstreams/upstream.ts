@@ -21,6 +21,7 @@ import { CrashLoopDetector, RepeatedFailures, restartDelay } from './backoff.js'
 import type { ConnectionFactory, UpstreamConnection } from './connection.js';
 import { startupDeadline, type Handshake, type Handshaken, type HandshakeOptions } from './handshake.js';
 import { LIST_KINDS, type ListKind, type ListSync } from './listSync.js';
+import { IdleWatch, startsLazily, type ListingStore, type ServerListing } from './startPolicy.js';
 import { ResourceSubscriptions, restoreSubscriptions } from './subscriptions.js';
 import { authorizeTool, needsSignIn, type UpstreamSignIn } from './signIn.js';
 import { receivedPlainly, type ModernMemory, type UpstreamDialect } from './upstreamDialect.js';
@@ -28,6 +29,10 @@ import type { UpstreamEra } from './upstreamEra.js';
 
 export type { ListKind } from './listSync.js';
 
+/**
+ * `asleep`: not running, listed from its last listing, started on the first request that needs
+ * it (a lazy server before its first use, or any server its idle timeout stopped).
+ */
 export type UpstreamState =
   | 'idle'
   | 'connecting'
@@ -36,6 +41,8 @@ export type UpstreamState =
   | 'failed'
   | 'stopped'
   | 'disabled'
+  // Stopped while idle, or not yet started (lazy): a request that needs it starts it.
+  | 'asleep'
   // Its server wants the user to sign in: it waits for `retryNow` instead of restarting.
   | 'needs-sign-in';
 
@@ -82,6 +89,8 @@ export interface UpstreamOptions extends Omit<HandshakeOptions, 'log'> {
     server: HttpServerConfig,
     principal: Principal | undefined,
   ) => HttpAuthorization | undefined;
+  /** Where listings are kept between runs, so a lazy server is listed without starting it. */
+  readonly listings?: ListingStore;
 }
 
 /** What an upstream is made of besides its options (see createUpstream.ts). */
@@ -141,9 +150,20 @@ export class Upstream {
   readonly firstAttempt: Promise<void>;
   private running: Promise<void> | undefined;
   /** Ends the wait for a sign-in (see `retryNow`); set only while in `needs-sign-in`. */
-  private wake: (() => void) | undefined;
+  private signInWake: (() => void) | undefined;
   /** Told when the next connection attempt has settled, either way. */
   private attemptWaiters: (() => void)[] = [];
+  /** The listing kept from an earlier run: what it offers until its first handshake is done. */
+  private kept: ServerListing | undefined;
+  /** Decides when the server has been idle long enough to stop (its `idleTimeout`). */
+  private readonly idle: IdleWatch;
+  /** Set when the process is stopped for idleness (or never started): supervision waits for `wake`. */
+  private dozing = false;
+  /** A request wants the server while it dozes; `wakeUp` is set while supervision waits. */
+  private wanted = false;
+  private wakeUp: (() => void) | undefined;
+  /** Requests waiting for a start to succeed or fail. */
+  private readonly startWaiters = new Set<() => void>();
 
   constructor(
     private readonly options: UpstreamOptions,
@@ -155,6 +175,11 @@ export class Upstream {
     this.lists = parts.lists;
     this.crashes = new CrashLoopDetector(options.gateway.restart);
     this.firstAttempt = new Promise((resolve) => (this.firstAttemptDone = resolve));
+    this.idle = new IdleWatch({
+      idleMs: this.config.idleTimeoutMs,
+      keptAwake: () => this.subscriptions.uris.length > 0,
+      onIdle: () => this.sleep(),
+    });
     const never = neverStarted(this.config);
     if (never !== undefined) {
       this._state = never.state;
@@ -185,8 +210,8 @@ export class Upstream {
     // An attempt already under way may have started before the sign-in: then one more after it.
     for (let tries = 0; tries < 2 && this._state === 'needs-sign-in'; tries++) {
       const settled = new Promise<void>((resolve) => this.attemptWaiters.push(resolve));
-      const wake = this.wake;
-      this.wake = undefined;
+      const wake = this.signInWake;
+      this.signInWake = undefined;
       wake?.();
       await settled;
       if (wake !== undefined) break;
@@ -204,11 +229,11 @@ export class Upstream {
   }
   /** What the server declared in its initialize or discover answer (last connection). */
   get capabilities(): Params {
-    return this.spoken?.capabilities ?? {};
+    return this.spoken?.capabilities ?? this.kept?.capabilities ?? {};
   }
   /** The `instructions` of the server's initialize answer (last connection), if it gave any. */
   get instructions(): string | undefined {
-    return this.spoken?.instructions;
+    return this.spoken === undefined ? this.kept?.instructions : this.spoken.instructions;
   }
   get lastError(): string | undefined {
     return this._lastError;
@@ -234,8 +259,16 @@ export class Upstream {
     return this.lists.cacheHint(method);
   }
 
+  /**
+   * Starts supervising. A lazy server with a listing kept from an earlier run is listed from it
+   * and left asleep until a request needs it; without one it starts now, to be listed. Any other
+   * server with a kept listing offers that listing's capabilities until its handshake is done.
+   */
   start(): void {
     if (this._state !== 'idle') return;
+    this.kept = this.options.listings?.read(this.config);
+    const lists = this.kept?.lists;
+    if (lists !== undefined && startsLazily(this.config)) this.listFrom(lists);
     this.running = this.supervise().catch((error: unknown) => {
       // Supervision itself must never throw out of here; this is a bug if it happens.
       this.log.error(`supervisor stopped unexpectedly: ${describeError(error)}`);
@@ -251,8 +284,10 @@ export class Upstream {
     options?: OutgoingOptions,
   ): Promise<Record<string, unknown>> {
     const dialect = this.ready();
-    if (dialect === undefined) return Promise.reject(this.unavailable());
-    return dialect.request(method, params, options);
+    if (dialect !== undefined)
+      return this.idle.track(method, dialect.request(method, params, options), (result) => result);
+    if (!this.startsOnDemand()) return Promise.reject(this.unavailable());
+    return this.afterStart().then(() => this.request(method, params, options));
   }
 
   /**
@@ -260,14 +295,22 @@ export class Upstream {
    * outcome that still holds the upstream's bytes. Fails at once when it is not connected.
    */
   requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
-    const dialect = this.ready();
-    const answer =
-      dialect === undefined
-        ? Promise.reject(this.unavailable())
-        : dialect.requestOutcome(method, params, options);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
-    return this.subscriptions.observe(method, params, answer);
+    return this.subscriptions.observe(method, params, this.sendOutcome(method, params, options));
+  }
+
+  /** `requestOutcome`'s request, sent now, or once a server that starts on demand has started. */
+  private sendOutcome(
+    method: string,
+    params: Params | undefined,
+    options: OutgoingOptions,
+  ): Promise<Outcome> {
+    const dialect = this.ready();
+    if (dialect !== undefined)
+      return this.idle.track(method, dialect.requestOutcome(method, params, options), (o) => o.result);
+    if (!this.startsOnDemand()) return Promise.reject(this.unavailable());
+    return this.afterStart().then(() => this.sendOutcome(method, params, options));
   }
 
   /**
@@ -310,7 +353,9 @@ export class Upstream {
     if (this._state === 'stopped') return;
     const wasDisabled = this._state === 'disabled';
     this._state = 'stopped';
+    this.idle.stopped();
     this.stopController.abort();
+    this.settleWaiters();
     if (wasDisabled) return;
     const wasLive = this.live !== undefined;
     const reason = new UpstreamFailedError(this.name, why);
@@ -329,19 +374,120 @@ export class Upstream {
     return this._state === 'ready' ? this.live?.dialect : undefined;
   }
 
-  private unavailable(): UpstreamUnavailableError {
-    return new UpstreamUnavailableError(this.name, unavailableReason(this._state, this._lastError));
+  /** Why this server cannot take a request now, and what to do about it, as the model is told. */
+  unavailable(): UpstreamUnavailableError {
+    return new UpstreamUnavailableError(
+      this.name,
+      unavailableReason(this._state, this._lastError, this.config),
+    );
+  }
+
+  /** Whether a request that finds the server not ready waits for it to start (then goes on). */
+  private startsOnDemand(): boolean {
+    return this._state === 'asleep' || this._state === 'connecting';
+  }
+
+  /**
+   * Wakes the server when it dozes, and settles once its start succeeded or failed, or when the
+   * start-up window (`gateway.startupTimeout`) has passed: a request never waits longer than that.
+   */
+  private afterStart(): Promise<void> {
+    if (this._state === 'asleep') this.wake();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.startWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.options.gateway.startupTimeoutMs);
+      timer.unref();
+      this.startWaiters.add(done);
+    }).then(() => {
+      // Still starting when the window passed: the caller is told so, instead of waiting again.
+      if (this.startsOnDemand()) throw this.unavailable();
+    });
+  }
+
+  private settleWaiters(): void {
+    for (const done of [...this.startWaiters]) done();
+  }
+
+  private wake(): void {
+    this.wanted = true;
+    this.wakeUp?.();
+  }
+
+  /** Resolves once a request wants the server (or it is stopped for good). */
+  private untilWanted(signal: AbortSignal): Promise<void> {
+    if (this.wanted || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.wakeUp = undefined;
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.wakeUp = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** A lazy server's listing from an earlier run: listed at once, started when first needed. */
+  private listFrom(lists: NonNullable<ServerListing['lists']>): void {
+    this.lists.restore(lists);
+    this.dozing = true;
+    this._state = 'asleep';
+    this.log.info(`listed from its last listing (${this.lists.describe()}); it starts when first used`);
+    this.firstAttemptDone();
+    this.options.onListsChanged(this, LIST_KINDS);
+  }
+
+  /** Idle for its whole `idleTimeout`: the process is stopped, to be started again on demand. */
+  private sleep(): void {
+    const live = this.live;
+    if (this._state !== 'ready' || live === undefined) return;
+    this.dozing = true;
+    this.wanted = false;
+    this._state = 'asleep';
+    this.idle.stopped();
+    this.log.info(
+      `stopped after ${this.config.idleTimeoutMs} ms without requests; it starts again when next needed`,
+    );
+    void this.teardown(new UpstreamFailedError(this.name, 'it was stopped while idle'), live);
+  }
+
+  /** Keeps what the server listed, for listing it lazily in a later run. */
+  private keepListing(): void {
+    this.options.listings?.write(this.config, {
+      lists: this.lists.lists,
+      capabilities: this.capabilities,
+      ...(this.instructions !== undefined && { instructions: this.instructions }),
+    });
   }
 
   private async supervise(): Promise<void> {
     const stopSignal = this.stopController.signal;
     while (!stopSignal.aborted) {
+      const woken = this.dozing;
+      if (woken) {
+        await this.untilWanted(stopSignal);
+        if (stopSignal.aborted) return;
+        this.dozing = false;
+        this.wanted = false;
+        this.log.info('starting: a request needs it');
+      }
       // While it waits for a sign-in, its quiet attempts leave it waiting (and `authorize` listed).
       if (this._state !== 'needs-sign-in')
-        this._state = this.crashes.recent === 0 && this.tools.length === 0 ? 'connecting' : 'restarting';
+        this._state =
+          woken || (this.crashes.recent === 0 && this.tools.length === 0) ? 'connecting' : 'restarting';
       const attempt = await this.attempt();
       if (stopSignal.aborted) return;
       await this.teardown(attempt.endedWith);
+      // Stopped for idleness: no failure, no backoff; it waits to be wanted again.
+      if (this.dozing) {
+        this.options.onLifecycle?.({ type: 'upstream_exit', server: this.name, expected: true });
+        continue;
+      }
+      this.idle.stopped();
       if (needsSignIn(attempt.endedWith)) {
         await this.awaitSignIn(attempt.endedWith);
         continue;
@@ -388,6 +534,8 @@ export class Upstream {
         tools: this.tools.length,
       });
       this.attemptSettled();
+      this.idle.ready();
+      this.keepListing();
       this.options.onReady?.(this);
       this.options.onListsChanged(this, LIST_KINDS);
       return { endedWith: await live.connection.ended, connectedAt };
@@ -409,7 +557,7 @@ export class Upstream {
     this.crashes.reset();
     const stopSignal = this.stopController.signal;
     const woken = new Promise<void>((resolve) => {
-      this.wake = resolve;
+      this.signInWake = resolve;
       const timer = setTimeout(resolve, this.options.gateway.restart.maxDelayMs).unref();
       stopSignal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
     });
@@ -421,12 +569,13 @@ export class Upstream {
     this.attemptSettled();
     if (first) this.options.onListsChanged(this, ['tools']);
     await woken;
-    this.wake = undefined;
+    this.signInWake = undefined;
   }
 
   /** The attempt under way settled: whoever waits on `retryNow` learns how. */
   private attemptSettled(): void {
     this.firstAttemptDone();
+    this.settleWaiters();
     const waiters = this.attemptWaiters;
     this.attemptWaiters = [];
     for (const told of waiters) told();
@@ -559,6 +708,7 @@ export class Upstream {
     const notification =
       live.dialect === undefined ? receivedPlainly(received) : live.dialect.received(received);
     if (notification === undefined) return;
+    if (notification.method === 'notifications/tasks/status') this.idle.noteTask(notification.params);
     const kinds = this.lists.changedBy(notification.method);
     if (kinds !== undefined) return this.lists.refreshSoon(kinds, (stale) => this.refresh(stale));
     this.options.onNotification?.(this, notification);
@@ -570,6 +720,7 @@ export class Upstream {
     try {
       await this.lists.fetch({ dialect: live.dialect, capabilities: this.capabilities }, kinds);
       this.log.info(`list changed (${this.lists.describe()})`);
+      this.keepListing();
       this.options.onListsChanged(this, kinds);
     } catch (error) {
       this.log.warn(`could not refresh ${kinds.join(' and ')} after list_changed: ${describeError(error)}`);
@@ -599,12 +750,22 @@ function neverStarted(config: ServerConfig): { state: UpstreamState; error?: str
   return undefined;
 }
 
-function unavailableReason(state: UpstreamState, lastError: string | undefined): string {
+/** Why a server in `state` takes no request, with what the user can do about it. */
+function unavailableReason(
+  state: UpstreamState,
+  lastError: string | undefined,
+  config: ServerConfig,
+): string {
+  const entry = `${config.source.file}:${config.source.line}`;
   switch (state) {
     case 'disabled':
-      return 'it is disabled in the config';
+      return `it is disabled in the config (${entry}); remove "disabled: true" there to use it`;
     case 'failed':
-      return `it failed and will not be restarted until the gateway restarts (last error: ${lastError ?? 'unknown'})`;
+      if (config.blockedByManaged !== undefined)
+        return `it is blocked by managed settings: ${config.blockedByManaged}; only an administrator of this machine can allow it`;
+      if (config.failedAtLoad !== undefined)
+        return `its config entry has problems: ${config.failedAtLoad}; fix the entry (${entry}) and restart the gateway`;
+      return `it failed and will not be restarted until the gateway restarts (last error: ${lastError ?? 'unknown'}); fix the server, then restart the gateway (reconnect the host's MCP server)`;
     case 'restarting':
       return `it is restarting after: ${lastError ?? 'a failure'}; try again shortly`;
     case 'stopped':

@@ -29,6 +29,7 @@ export type UpstreamPoolOptions = {
   | 'prefersModern'
   | 'principal'
   | 'authorizationFor'
+  | 'listings'
 >;
 
 /** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */

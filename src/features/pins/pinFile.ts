@@ -268,7 +268,7 @@ export function mergePins(
 }
 
 /** Writes `text` to a temporary file in `file`'s folder (mode 0600) and renames it over `file`. */
-function writeAtomically(file: string, text: string): void {
+export function writeAtomically(file: string, text: string): void {
   const dir = path.dirname(file);
   mkdirSync(dir, { recursive: true });
   const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
