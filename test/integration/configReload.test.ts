@@ -333,9 +333,10 @@ describe('under managed settings', () => {
     expect(host.stderr()).toMatch(/server "denied" is not started, it is blocked by managed settings/);
     const blocked = readAudit(config.audit).filter((r) => r.type === 'server_blocked');
     expect(blocked.map((r) => r.server)).toEqual(['denied']);
-    await expect(host.client.callTool({ name: 'denied__echo', arguments: { text: 'x' } })).rejects.toThrow(
-      /server "denied" is blocked by managed settings/,
-    );
+    // The model is told why, as a tool result, rather than a protocol error it cannot read.
+    const refused = await host.client.callTool({ name: 'denied__echo', arguments: { text: 'x' } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/server "denied" is not available: it is blocked by managed settings/);
   });
 
   it('an administrator who locks reload off keeps the config in force until a restart', async () => {

@@ -296,8 +296,11 @@ describe('managed edits with the HTTP listener', () => {
     const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'c' } });
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toContain('Not in this team.');
-    await expect(host.client.callTool({ name: 'gx__echo', arguments: { text: 'd' } })).rejects.toThrow(
-      /server "gx" is blocked by managed settings: denied by servers\.deny\[0\]/,
+    // The model is told why, as a tool result, rather than a protocol error it cannot read.
+    const refused = await host.client.callTool({ name: 'gx__echo', arguments: { text: 'd' } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(
+      /server "gx" is not available: it is blocked by managed settings: denied by servers\.deny\[0\]/,
     );
     const other = await connectHttpHost(gateway.url, { name: 'second-host' });
     closers.unshift(() => other.close());

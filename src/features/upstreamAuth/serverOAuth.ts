@@ -1,18 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  auth,
-  discoverAuthorizationServerMetadata,
-  discoverOAuthServerInfo,
-  extractWWWAuthenticateParams,
-  refreshAuthorization,
-  type OAuthClientProvider,
-  type OAuthDiscoveryState,
-} from '@modelcontextprotocol/sdk/client/auth.js';
-import {
-  InvalidClientError,
-  InvalidGrantError,
-  UnauthorizedClientError,
-} from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type {
   AuthorizationServerMetadata,
   OAuthClientInformationMixed,
@@ -254,6 +241,7 @@ export class ServerOAuth implements UpstreamSignIn {
     const store = await this.deps.store();
     try {
       const metadata = await this.metadataOf(record.authorizationServer);
+      const { refreshAuthorization } = await sdkAuth();
       const fresh = await refreshAuthorization(record.authorizationServer, {
         ...(metadata && { metadata }),
         clientInformation: record.client,
@@ -270,6 +258,7 @@ export class ServerOAuth implements UpstreamSignIn {
       this.deps.log.debug(`${this.server}: access token renewed`);
       return next;
     } catch (error) {
+      const { InvalidGrantError, InvalidClientError, UnauthorizedClientError } = await sdkAuthErrors();
       const refused =
         error instanceof InvalidGrantError ||
         error instanceof InvalidClientError ||
@@ -314,7 +303,10 @@ export class ServerOAuth implements UpstreamSignIn {
       return Promise.resolve(known.authorizationServerMetadata);
     let metadata = this.metadata.get(authorizationServer);
     if (metadata === undefined) {
-      metadata = discoverAuthorizationServerMetadata(authorizationServer, { fetchFn: this.fetchFn });
+      const fetchFn = this.fetchFn;
+      metadata = sdkAuth().then(({ discoverAuthorizationServerMetadata }) =>
+        discoverAuthorizationServerMetadata(authorizationServer, { fetchFn }),
+      );
       metadata.catch(() => this.metadata.delete(authorizationServer));
       this.metadata.set(authorizationServer, metadata);
     }
@@ -341,12 +333,14 @@ export class ServerOAuth implements UpstreamSignIn {
     });
     await response.body?.cancel();
     if (response.status !== 401) return {};
+    const { extractWWWAuthenticateParams } = await sdkAuth();
     const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
     return { ...(resourceMetadataUrl && { resourceMetadataUrl }), ...(scope && { scope }) };
   }
 
   /** Discovery through the SDK, with the issuer check RFC 8414 §3.3 asks of a client. */
   private async discover(resourceMetadataUrl: URL | undefined): Promise<OAuthDiscoveryState> {
+    const { discoverOAuthServerInfo } = await sdkAuth();
     const info = await discoverOAuthServerInfo(this.config.url, {
       ...(resourceMetadataUrl && { resourceMetadataUrl }),
       fetchFn: this.fetchFn,
@@ -399,6 +393,7 @@ export class ServerOAuth implements UpstreamSignIn {
         ...(challenge.resourceMetadataUrl && { resourceMetadataUrl: challenge.resourceMetadataUrl }),
         fetchFn: this.fetchFn,
       };
+      const { auth } = await sdkAuth();
       const started = await auth(pending, options);
       const url = pending.authorizationUrl;
       if (started !== 'REDIRECT' || url === undefined)
@@ -705,4 +700,16 @@ function sameIssuer(a: string, b: string): boolean {
 /** A metadata field the SDK's types leave out (its schemas keep every field the server sent). */
 function field(metadata: AuthorizationServerMetadata | undefined, key: string): unknown {
   return (metadata as Record<string, unknown> | undefined)?.[key];
+}
+
+/**
+ * The SDK's OAuth client and its error classes, loaded on first use: they bring the SDK's schema
+ * library, which a gateway whose servers never ask for a sign-in should not pay for at start.
+ */
+function sdkAuth() {
+  return import('@modelcontextprotocol/sdk/client/auth.js');
+}
+
+function sdkAuthErrors() {
+  return import('@modelcontextprotocol/sdk/server/auth/errors.js');
 }
