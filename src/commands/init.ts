@@ -36,7 +36,14 @@ import {
   type HostServers,
   type Machine,
 } from './hostConfigs.js';
-import { installInto, installReport, installTarget, mergeServers, WARDEN_ENTRY } from './hostInstall.js';
+import {
+  installInto,
+  installReport,
+  installTarget,
+  mergeServers,
+  WARDEN_ENTRY,
+  type MergedServer,
+} from './hostInstall.js';
 
 /** The installed package's folder: dist/.. when built, src/.. under the tests. */
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -111,40 +118,12 @@ export async function runInit(argv: readonly string[], io: InitIo): Promise<numb
 }
 
 async function init(argv: readonly string[], io: InitIo): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: {
-        config: { type: 'string', short: 'c' },
-        from: { type: 'string', multiple: true },
-        install: { type: 'string' },
-        policy: { type: 'string' },
-        host: { type: 'string' },
-        force: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (error) {
-    throw new InitUsageError(`${(error as Error).message}\n\n${INIT_USAGE}`);
-  }
+  const values = initOptions(argv);
   if (values.help) {
     io.stdout(`${INIT_USAGE}\n`);
     return 0;
   }
-  const policies = shippedPolicies();
-  const policy = values.policy ?? 'default';
-  if (policy !== 'none' && !policies.includes(policy))
-    throw new InitUsageError(
-      `no shipped policy "${policy}"; choose one of ${[...policies, 'none'].join(', ')}`,
-    );
-  if (values.host !== undefined && !HOSTS.includes(values.host as HostKind))
-    throw new InitUsageError(`unknown host "${values.host}"; choose one of ${HOSTS.join(', ')}`);
-  const installable: readonly HostKind[] = HOSTS.filter((h) => h !== 'generic');
-  const install = values.install as HostKind | undefined;
-  if (install !== undefined && !installable.includes(install))
-    throw new InitUsageError(`--install ${install}: choose one of ${installable.join(', ')}`);
-
+  const { policy, install } = checkedChoices(values);
   const configFile = path.resolve(io.cwd, values.config ?? 'proxy.config.yaml');
   const policyFile =
     policy === 'none' ? undefined : path.join(path.dirname(configFile), `${policy}.policy.yaml`);
@@ -162,19 +141,7 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
   const source =
     sources.length <= 1 ? sources[0] : { ...sources[0]!, file: sources.map((s) => s.file).join(' and ') };
   const host = (values.host as HostKind | undefined) ?? source?.host ?? 'generic';
-  const { servers, merged } = mergeServers(sources, (from) =>
-    convertServers(from.servers, { workspaceFolder: workspaceFolder(from.file) }),
-  );
-  const notes = new Map<string, string[]>();
-  const remote: string[] = [];
-  const kept: ConvertedServer[] = [];
-  for (const { converted: server, clash } of merged) {
-    if (!('entry' in server)) continue;
-    notes.set(server.name, [...(clash === undefined ? [] : [clash]), ...server.notes]);
-    if (server.remote === true) remote.push(server.name);
-    kept.push(server);
-  }
-  await moveSecrets(kept, { servers, notes, io });
+  const { servers, merged, notes, remote } = await gatherServers(sources, io);
 
   mkdirSync(path.dirname(configFile), { recursive: true });
   if (policyFile !== undefined) writeFileSync(policyFile, policyText(policy));
@@ -187,16 +154,7 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
     io.stdout(
       'No host config was found, so the config holds one example server (memory); add yours under servers:.\n',
     );
-  let shownFrom: HostServers | undefined;
-  for (const { source: from, converted: server } of merged) {
-    if (from !== shownFrom) io.stdout(`Servers taken from ${from.file} (${HOST_NAMES[from.host]}):\n`);
-    shownFrom = from;
-    if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
-    else {
-      io.stdout(`  + ${server.name}\n`);
-      for (const note of notes.get(server.name) ?? []) io.stdout(`      ${note}\n`);
-    }
-  }
+  reportServers(merged, notes, io);
   if (source !== undefined && Object.keys(servers).length === 0)
     io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
 
@@ -230,6 +188,86 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
       `The config reads ${variables.join(', ')}: add ${variables.length === 1 ? 'it' : 'them'} under "env" in the ${WARDEN_ENTRY} entry of ${file} (init never copies a secret there).\n`,
     );
   return 0;
+}
+
+/** The command line of `init`, read as `parseArgs` does; a bad option is a usage error. */
+function initOptions(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      options: {
+        config: { type: 'string', short: 'c' },
+        from: { type: 'string', multiple: true },
+        install: { type: 'string' },
+        policy: { type: 'string' },
+        host: { type: 'string' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    throw new InitUsageError(`${(error as Error).message}\n\n${INIT_USAGE}`);
+  }
+}
+
+/** The policy, host and install target named on the command line, each one we ship or know. */
+function checkedChoices(values: ReturnType<typeof initOptions>): {
+  policy: string;
+  install: HostKind | undefined;
+} {
+  const policies = shippedPolicies();
+  const policy = values.policy ?? 'default';
+  if (policy !== 'none' && !policies.includes(policy))
+    throw new InitUsageError(
+      `no shipped policy "${policy}"; choose one of ${[...policies, 'none'].join(', ')}`,
+    );
+  if (values.host !== undefined && !HOSTS.includes(values.host as HostKind))
+    throw new InitUsageError(`unknown host "${values.host}"; choose one of ${HOSTS.join(', ')}`);
+  const installable: readonly HostKind[] = HOSTS.filter((h) => h !== 'generic');
+  const install = values.install as HostKind | undefined;
+  if (install !== undefined && !installable.includes(install))
+    throw new InitUsageError(`--install ${install}: choose one of ${installable.join(', ')}`);
+  return { policy, install };
+}
+
+/**
+ * The servers of every chosen host file, merged (see `mergeServers`), with what to say under
+ * each, which of them are remote (they sign in through the gateway), and their secret headers
+ * moved out of the config into the credential store.
+ */
+async function gatherServers(sources: readonly HostServers[], io: InitIo) {
+  const { servers, merged } = mergeServers(sources, (from) =>
+    convertServers(from.servers, { workspaceFolder: workspaceFolder(from.file) }),
+  );
+  const notes = new Map<string, string[]>();
+  const remote: string[] = [];
+  const kept: ConvertedServer[] = [];
+  for (const { converted: server, clash } of merged) {
+    if (!('entry' in server)) continue;
+    notes.set(server.name, [...(clash === undefined ? [] : [clash]), ...server.notes]);
+    if (server.remote === true) remote.push(server.name);
+    kept.push(server);
+  }
+  await moveSecrets(kept, { servers, notes, io });
+  return { servers, merged, notes, remote };
+}
+
+/** Says, per host file, which servers were taken (with their notes) and which were left out. */
+function reportServers(
+  merged: readonly MergedServer[],
+  notes: ReadonlyMap<string, readonly string[]>,
+  io: InitIo,
+): void {
+  let shownFrom: HostServers | undefined;
+  for (const { source: from, converted: server } of merged) {
+    if (from !== shownFrom) io.stdout(`Servers taken from ${from.file} (${HOST_NAMES[from.host]}):\n`);
+    shownFrom = from;
+    if ('skipped' in server) io.stdout(`  - ${server.name}: left out: ${server.skipped}\n`);
+    else {
+      io.stdout(`  + ${server.name}\n`);
+      for (const note of notes.get(server.name) ?? []) io.stdout(`      ${note}\n`);
+    }
+  }
 }
 
 /** `init --install HOST` with a config already written: only the host's file is changed. */
