@@ -22,7 +22,7 @@ import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
-import { createUpstreamAuth, signsIn } from '../features/upstreamAuth/index.js';
+import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
 import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
 import {
@@ -201,16 +201,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     featureDependencies(options, { record, session, principal, hosts, state }),
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
-  // An embedder that brings its own sign-in (tests) replaces the OAuth client altogether.
-  const upstreamAuth =
-    options.signInFor === undefined && config.servers.some(signsIn)
-      ? createUpstreamAuth({
-          store: options.credentials ?? once(() => openCredentialStore({ logger })),
-          logger,
-          record: (event, who) => record(event, who),
-        })
-      : undefined;
-  const signInFor = options.signInFor ?? upstreamAuth?.signInFor;
+  const { upstreamAuth, signInFor } = signIns(options, record);
   const upstreams = new UpstreamConnections({
     config,
     logger,
@@ -265,6 +256,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     state,
     startedAt: Date.now(),
   };
+  return gatewayOf(parts, { connect, watchers, relist });
+}
+
+/** The gateway its embedder holds: its parts, and the connections and watchers made for it. */
+function gatewayOf(
+  parts: Parts,
+  made: {
+    readonly connect: ReturnType<typeof hostConnections>;
+    readonly watchers: readonly { close(): void }[];
+    readonly relist: () => void;
+  },
+): Gateway {
+  const { upstreams, hosts, state, record } = parts;
+  const { config } = parts.options;
+  const { connect, watchers, relist } = made;
   return {
     pool: upstreams.pool,
     tools: upstreams.main.catalogs.tools,
@@ -290,6 +296,23 @@ export function createGateway(options: GatewayOptions): Gateway {
         error,
       }),
   };
+}
+
+/**
+ * How users sign in to HTTP servers: the OAuth client, made whatever the config holds now, since
+ * an edit of the config may add a server that asks for a sign-in (the client is cheap until a
+ * server first answers 401). An embedder that brings its own sign-in (tests) replaces it.
+ */
+function signIns(options: GatewayOptions, record: Recorder) {
+  const upstreamAuth =
+    options.signInFor === undefined
+      ? createUpstreamAuth({
+          store: options.credentials ?? once(() => openCredentialStore({ logger: options.logger })),
+          logger: options.logger,
+          record: (event, who) => record(event, who),
+        })
+      : undefined;
+  return { upstreamAuth, signInFor: options.signInFor ?? upstreamAuth?.signInFor };
 }
 
 /**

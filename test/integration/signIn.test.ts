@@ -270,3 +270,27 @@ describe('behind the HTTP listener, two principals', () => {
     for (const a of resource.authorizations) expect(claimsOf(a)?.aud).not.toBe(AUDIENCE);
   });
 });
+
+describe('a server that asks for a sign-in, added by an edit of the config while serving', () => {
+  it('gets the OAuth client like one configured at start: its authorize tool is listed', async () => {
+    const dir = tempDir('warden-signin-reload-');
+    const body = (servers: Record<string, unknown>) => ({ gateway: FAST_GATEWAY, servers });
+    const config = writeConfig(body({ local: fixture() }), dir);
+    const env = {
+      MCP_WARDEN_CREDENTIALS: 'file',
+      MCP_WARDEN_CREDENTIALS_FILE: path.join(dir, 'credentials.json'),
+    };
+    host = await connectHost(config, { env });
+    expect(await names(host.client)).not.toContain('remote__authorize');
+    const changed = nextListChanged(host.client);
+    writeConfig(
+      body({
+        local: fixture(),
+        remote: { url: `${resource.url}/mcp`, oauth: { clientId: 'mcp-warden-test' } },
+      }),
+      dir,
+    );
+    await changed;
+    await expect.poll(() => names(host!.client)).toContain('remote__authorize');
+  });
+});
