@@ -173,12 +173,22 @@ export async function loadConfigFile(
 
 /**
  * The credential store as the commands open it: the one warning about the fallback file goes
- * to stderr, where a command's messages go (stdout may carry JSON-RPC).
+ * to stderr, where a command's messages go (stdout may carry JSON-RPC). Opened once per process
+ * and shared (the config's secrets at load and at every reload, and the OAuth client while
+ * serving): opening probes the OS store, in a child process on Linux. A store that could not be
+ * opened is tried again next time.
  */
-export async function openCommandCredentials(): Promise<CredentialStore> {
-  const { openCredentialStore } = await import('../lib/credentials/index.js');
-  return openCredentialStore({ env: process.env, logger: stderrWarnings });
+export function openCommandCredentials(): Promise<CredentialStore> {
+  opening ??= import('../lib/credentials/index.js')
+    .then(({ openCredentialStore }) => openCredentialStore({ env: process.env, logger: stderrWarnings }))
+    .catch((error: unknown) => {
+      opening = undefined;
+      throw error;
+    });
+  return opening;
 }
+
+let opening: Promise<CredentialStore> | undefined;
 
 const stderrWarnings = {
   warn: (message: string) => process.stderr.write(`mcp-warden: warning: ${message}\n`),

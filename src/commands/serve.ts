@@ -20,7 +20,13 @@ import type { Gateway } from '../gateway/gateway.js';
 import type { Listener } from '../http/listener.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
-import { loadConfigFile, loadPinsFile, loadPolicyFiles, type Loaded } from './loading.js';
+import {
+  loadConfigFile,
+  loadPinsFile,
+  loadPolicyFiles,
+  openCommandCredentials,
+  type Loaded,
+} from './loading.js';
 import { closeLogger, CommandError, UsageError, version, type CommandInput } from './support.js';
 
 type LoadedFile = Omit<Loaded, 'policies'>;
@@ -67,6 +73,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     ...(config.listen && { shutdownGraceMs: 5000 }),
     version: version(),
     early,
+    credentials: openCommandCredentials,
     ...(trail?.log && { audit: trail.log }),
     ...(pins && { pins }),
     ...(telemetry && { telemetry }),
