@@ -56,6 +56,15 @@ describe('rankTools', () => {
     expect(top(catalogue, 'recent message')[0]).toBe('a__list_recent');
   });
 
+  it('forgives one mistyped letter in a long word, not in a short one', () => {
+    const catalogue = [
+      { name: 'a__take_screenshot', server: 'a', description: 'Take a screenshot' },
+      { name: 'a__get_tag', server: 'a', description: 'Get a tag' },
+    ];
+    expect(top(catalogue, 'screnshot')).toEqual(['a__take_screenshot']);
+    expect(top(catalogue, 'tap')).toEqual([]);
+  });
+
   it('ignores words that carry no meaning, in tools and in questions', () => {
     const catalogue = [
       {

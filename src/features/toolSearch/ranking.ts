@@ -54,6 +54,11 @@ const FIELD_BOOST = { name: 3, title: 2, summary: 2, description: 0.5, params: 0
  */
 const SAME_WEIGHT = 0.9;
 const RELATED_WEIGHT = 0.5;
+/**
+ * A long word may be mistyped by one letter ("screnshot"); a short one is too often another
+ * word one letter away.
+ */
+const FUZZY_FROM_LENGTH = 5;
 /** The tools of a server the question names count this much more. */
 const SERVER_BOOST = 1.5;
 /** Longer descriptions are cut here: past it they explain usage, not purpose. */
@@ -61,7 +66,7 @@ const DESCRIPTION_CHARS = 1000;
 
 /**
  * Ranks a catalogue's tools against a question in plain words. A maintained full-text library
- * (BM25-style scoring with field boosts and prefix matching) does the ranking; what is ours is
+ * (BM25-style scoring with field boosts, prefix and fuzzy matching) does the ranking; what is ours is
  * which parts of a tool it reads, how words become terms (see terms.ts), and how a question is
  * widened with the catalogue's own words for what the user said (see synonyms.ts).
  */
@@ -77,18 +82,25 @@ export function rankTools(tools: readonly SearchableTool[]): ToolRanking {
       params: parameterText(tool.inputSchema),
     };
   });
-  const vocabulary = new Set<string>();
+  // Every word met while indexing, and its term: a catalogue repeats its words many times
+  // over, and the keys are the catalogue's vocabulary.
+  const termOfWord = new Map<string, string | null>();
   const index = new MiniSearch<Doc>({
     fields: ['name', 'title', 'summary', 'description', 'params'],
     storeFields: [],
     tokenize: splitWords,
     processTerm: (word) => {
-      const term = termOf(word);
-      if (term !== null) vocabulary.add(term);
+      let term = termOfWord.get(word);
+      if (term === undefined) {
+        term = termOf(word);
+        termOfWord.set(word, term);
+      }
       return term;
     },
   });
   index.addAll(docs);
+  const vocabulary = new Set<string>();
+  for (const term of termOfWord.values()) if (term !== null) vocabulary.add(term);
   const serverTerms = serverTermsOf(tools);
   const widen = expander(vocabulary);
 
@@ -107,7 +119,7 @@ export function rankTools(tools: readonly SearchableTool[]): ToolRanking {
         tokenize: (text) => text.split(' '),
         processTerm: (term) => term,
         prefix: (term) => term.length >= 4,
-        fuzzy: false,
+        fuzzy: (term) => (term.length >= FUZZY_FROM_LENGTH ? 1 : false),
         boostTerm: (term) => weight.get(term) ?? 1,
         ...(named.size === 0
           ? {}
