@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { format, resolveConfig } from 'prettier';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const LIST_TIMEOUT_MS = 60_000;
@@ -62,6 +63,7 @@ const SERVERS = [
     pkg: '@modelcontextprotocol/server-postgres',
     args: () => ['postgresql://localhost:1/dummy'],
   },
+  // Connects to Redis before it answers: without one it exits, and is reported as skipped.
   { server: 'redis', pkg: '@modelcontextprotocol/server-redis', args: () => ['redis://localhost:1'] },
   { server: 'playwright', pkg: '@playwright/mcp' },
   { server: 'notion', pkg: '@notionhq/notion-mcp-server', env: () => ({ NOTION_TOKEN: 'dummy' }) },
@@ -110,7 +112,13 @@ for (const spec of SERVERS) {
   }
 }
 
-writeFileSync(join(here, 'catalogue.json'), JSON.stringify({ sources, tools: catalogue }, null, 1) + '\n');
+// Written as the repository's formatter would, so that a fresh collection diffs cleanly.
+const output = join(here, 'catalogue.json');
+const text = await format(JSON.stringify({ sources, tools: catalogue }, null, 2), {
+  ...(await resolveConfig(output)),
+  parser: 'json',
+});
+writeFileSync(output, text);
 process.stderr.write(`${catalogue.length} tools from ${sources.length} servers -> catalogue.json\n`);
 if (keep) process.stderr.write(`kept ${dir}\n`);
 else rmSync(dir, { recursive: true, force: true });
