@@ -51,6 +51,7 @@ export default defineConfig({
           { text: 'Audit report, shipping, checkpoints', link: '/reference/audit-shipping' },
           { text: 'Protocol eras', link: '/reference/protocol-eras' },
           { text: 'Tasks', link: '/reference/tasks' },
+          { text: 'How tool search ranks', link: '/reference/tool-search-ranking' },
           { text: 'MCP Apps', link: '/reference/mcp-apps' },
           { text: 'Telemetry', link: '/reference/telemetry' },
           { text: 'Upstream processes', link: '/reference/processes' },
