@@ -170,6 +170,21 @@ describe('rankTools', () => {
   });
 });
 
+describe('rankTools: parameters', () => {
+  it('reads the values an argument accepts as words the tool understands', () => {
+    const catalogue = [
+      { name: 'a__get_issue', server: 'a', description: 'Get an issue' },
+      {
+        name: 'a__update_issue',
+        server: 'a',
+        description: 'Update an issue',
+        inputSchema: { type: 'object', properties: { state: { type: 'string', enum: ['open', 'closed'] } } },
+      },
+    ];
+    expect(top(catalogue, 'closed issue')[0]).toBe('a__update_issue');
+  });
+});
+
 describe('search terms', () => {
   it('splits code names into words', () => {
     expect(splitWords('github__createIssue')).toEqual(['github', 'create', 'issue']);

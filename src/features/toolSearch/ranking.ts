@@ -227,7 +227,7 @@ function firstSentence(description: string): string {
   return end === -1 ? description : description.slice(0, end);
 }
 
-/** The names and descriptions of a tool's top-level parameters. */
+/** The names, descriptions and accepted values of a tool's top-level parameters. */
 function parameterText(schema: unknown): string {
   if (typeof schema !== 'object' || schema === null) return '';
   const properties = (schema as { properties?: unknown }).properties;
@@ -235,8 +235,10 @@ function parameterText(schema: unknown): string {
   const parts: string[] = [];
   for (const [key, value] of Object.entries(properties)) {
     parts.push(key);
-    const description = (value as { description?: unknown } | null)?.description;
+    const { description, enum: values } = (value ?? {}) as { description?: unknown; enum?: unknown };
     if (typeof description === 'string') parts.push(description);
+    // The values an argument accepts are words the tool understands: `state: open | closed`.
+    if (Array.isArray(values)) for (const v of values) if (typeof v === 'string') parts.push(v);
   }
   return parts.join(' ');
 }
