@@ -7,7 +7,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, NODE, pinsAndAuditConfig } from './harness.js';
+import path from 'node:path';
+import { CLI, NODE, pinsAndAuditConfig, tempDir } from './harness.js';
 
 const hasTmux = spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0;
 /** Matches any escape sequence that sets a colour or attribute. */
@@ -131,6 +132,28 @@ describe.skipIf(!hasTmux)('at a terminal (tmux)', () => {
     expect(screen).toContain('nothing accepted');
     expect(screen).toContain('[exit 1]');
     expect(existsSync(pinsFile)).toBe(false);
+  });
+});
+
+describe.skipIf(!hasTmux)('secret set at a terminal (tmux)', () => {
+  it('asks for the value without showing what is typed, and stores it', async () => {
+    const file = path.join(tempDir(), 'credentials.json');
+    terminal = new Terminal();
+    terminal.start(['secret', 'set', 'API_KEY'], {
+      MCP_WARDEN_CREDENTIALS: 'file',
+      MCP_WARDEN_CREDENTIALS_FILE: file,
+    });
+    await terminal.waitFor(/Value for secret "API_KEY" \(not shown\): /);
+    terminal.keys('-l', 'hunter2-typed');
+    terminal.keys('Enter');
+    const screen = await terminal.waitFor(/\[exit \d+\]/);
+    expect(screen).toContain('stored secret "API_KEY"');
+    expect(screen).toContain('[exit 0]');
+    expect(screen).not.toContain('hunter2');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      version: 1,
+      secrets: { 'secret:API_KEY': 'hunter2-typed' },
+    });
   });
 });
 
