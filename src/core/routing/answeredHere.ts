@@ -1,7 +1,7 @@
 import { routedMessage } from '../pipeline/routedMessage.js';
 import type { MessageKind, RoutedMessage } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
-import type { Outcome } from '../rpc/outcome.js';
+import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import type { RouteBoundary } from './boundary.js';
 import type { MessageStamps } from './stamps.js';
@@ -52,8 +52,34 @@ export class AnsweredHere {
     args: Params | undefined,
     error: Error,
   ): void {
+    if (this.options.record === undefined) return this.options.boundary.answerError(request, error);
+    this.recorded(request, kind, name, args, () => Promise.reject(error));
+  }
+
+  /**
+   * A request the gateway serves itself with `result` (the catalogue's search tool): recorded
+   * first by the stages that record, like `unserved`.
+   */
+  answered(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    result: Params,
+  ): void {
+    if (this.options.record === undefined) return request.respond(Outcome.of(result));
+    this.recorded(request, kind, name, args, () => Promise.resolve(Outcome.of(result)));
+  }
+
+  /** Passes `answer` through the stages that record, as a message that names no server, and responds. */
+  private recorded(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    answer: () => Promise<Outcome>,
+  ): void {
     const { record, boundary } = this.options;
-    if (record === undefined) return boundary.answerError(request, error);
     const message = this.message(request, {
       kind,
       server: '',
@@ -62,7 +88,7 @@ export class AnsweredHere {
       definition: undefined,
       arguments: args,
     });
-    record(message, () => Promise.reject(error)).then(
+    record!(message, answer).then(
       (outcome) => request.respond(outcome),
       (failure: unknown) => boundary.answerError(request, failure),
     );
