@@ -12,19 +12,19 @@ export type AnsweredWhat = Pick<
   'kind' | 'server' | 'target' | 'exposedName' | 'definition' | 'arguments'
 >;
 
+interface AnsweredHereOptions {
+  readonly stamps: MessageStamps;
+  readonly boundary: RouteBoundary;
+  /** Records a request the gateway answers itself; absent, it is answered unrecorded. */
+  readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
+}
+
 /**
  * Host requests the gateway answers itself (a refusal at the edge, a name nobody serves): each
  * passes only the stages that record, so the audit trail shows it, and no stage may judge it.
  */
 export class AnsweredHere {
-  constructor(
-    private readonly options: {
-      readonly stamps: MessageStamps;
-      readonly boundary: RouteBoundary;
-      /** Records a request the gateway answers itself; absent, it is answered unrecorded. */
-      readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
-    },
-  ) {}
+  constructor(private readonly options: AnsweredHereOptions) {}
 
   /** A host's request the gateway answers itself, as the stages that record see it. */
   message(request: IncomingRequest, what: AnsweredWhat): RoutedMessage {
@@ -52,8 +52,9 @@ export class AnsweredHere {
     args: Params | undefined,
     error: Error,
   ): void {
-    if (this.options.record === undefined) return this.options.boundary.answerError(request, error);
-    this.recorded(request, kind, name, args, () => Promise.reject(error));
+    const { record } = this.options;
+    if (record === undefined) return this.options.boundary.answerError(request, error);
+    this.recorded(record, request, { kind, name, args }, () => Promise.reject(error));
   }
 
   /**
@@ -67,19 +68,19 @@ export class AnsweredHere {
     args: Params | undefined,
     result: Params,
   ): void {
-    if (this.options.record === undefined) return request.respond(Outcome.of(result));
-    this.recorded(request, kind, name, args, () => Promise.resolve(Outcome.of(result)));
+    const { record } = this.options;
+    if (record === undefined) return request.respond(Outcome.of(result));
+    this.recorded(record, request, { kind, name, args }, () => Promise.resolve(Outcome.of(result)));
   }
 
   /** Passes `answer` through the stages that record, as a message that names no server, and responds. */
   private recorded(
+    record: NonNullable<AnsweredHereOptions['record']>,
     request: IncomingRequest,
-    kind: MessageKind,
-    name: string,
-    args: Params | undefined,
+    { kind, name, args }: { kind: MessageKind; name: string; args: Params | undefined },
     answer: () => Promise<Outcome>,
   ): void {
-    const { record, boundary } = this.options;
+    const { boundary } = this.options;
     const message = this.message(request, {
       kind,
       server: '',
@@ -88,7 +89,7 @@ export class AnsweredHere {
       definition: undefined,
       arguments: args,
     });
-    record!(message, answer).then(
+    record(message, answer).then(
       (outcome) => request.respond(outcome),
       (failure: unknown) => boundary.answerError(request, failure),
     );
