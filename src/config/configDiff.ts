@@ -72,6 +72,8 @@ const RESTART_ONLY: readonly (readonly [key: string, of: (config: WardenConfig) 
     ['telemetry', (c) => c.telemetry, 'the exporters are set up at start'],
     ['listen', (c) => c.listen, 'the listener is bound at start'],
     ['auth', (c) => c.auth, 'the listener checks tokens as set up at start'],
+    ['catalog', (c) => c.catalog, "the hosts' tool lists are shaped by the settings read at start"],
+    ['profiles', (c) => c.profiles, 'profiles and their listener paths are set up at start'],
   ];
 
 /** A setting that changed and cannot change in a running gateway, and why. */

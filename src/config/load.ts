@@ -11,6 +11,7 @@
  * Longer than most modules because every key's normalisation and the checks a schema cannot
  * express are written beside each other, so one read shows what a config means.
  */
+import { normalizeCatalog } from './catalog.js';
 import path from 'node:path';
 import { DEFAULTS } from './defaults.js';
 import { bareNumberMessage, DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
@@ -261,6 +262,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
   const audit = normalizeAudit(data, ctx, inherited.gateway);
   const pins = normalizePins(data, ctx);
   const telemetry = normalizeTelemetry(data, ctx);
+  const servers = normalizeServers(data, ctx, inherited);
   return {
     file: ctx.file,
     gateway: inherited.gateway,
@@ -273,7 +275,12 @@ function normalize(data: Data, ctx: Context): WardenConfig {
       add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
       duration: (keyPath, value) => duration(ctx, keyPath, value),
     }),
-    servers: normalizeServers(data, ctx, inherited),
+    ...normalizeCatalog(
+      data,
+      servers.map((s) => s.name),
+      { add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message) },
+    ),
+    servers,
   };
 }
 

@@ -386,6 +386,10 @@ export interface WardenConfig {
   readonly listen?: ListenConfig;
   /** Bearer-token authentication of HTTP hosts; absent: none (loopback listeners only). */
   readonly auth?: AuthConfig;
+  /** How the tool list is served to hosts (`catalog:`); the loader fills in its defaults. Absent: all tools listed. */
+  readonly catalog?: CatalogConfig;
+  /** Per-client subsets of the catalogue (`profiles:`), in file order. Absent or empty: none. */
+  readonly profiles?: readonly ProfileConfig[];
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
   /**
@@ -446,4 +450,43 @@ export interface AuthConfig {
   readonly clockSkewMs: number;
   /** An unknown key id refetches the JWKS at most once per this long. Default 30 s. */
   readonly jwksCooldownMs: number;
+}
+
+/** How the host's tool list is served: every tool, or a search tool and a call tool. */
+export type CatalogMode = 'all' | 'search' | 'auto';
+
+/** `catalog:`. See docs/guides/large-catalogues.md. */
+export interface CatalogConfig {
+  /**
+   * `all`: every tool is listed. `search`: the list holds a search tool, a call tool and the
+   * tools of `alwaysLoad`. `auto` (default): `all` while the catalogue is within `auto`'s
+   * bounds, `search` above them, and `all` for a host that searches its tools itself.
+   */
+  readonly mode: CatalogMode;
+  /** Globs on exposed tool names: always listed, and marked for Claude Code to keep loaded. */
+  readonly alwaysLoad: readonly string[];
+  /** Where `auto` switches to `search`: more tools than `maxTools`, or more estimated tokens than `maxTokens`. */
+  readonly auto: { readonly maxTools: number; readonly maxTokens: number };
+  /**
+   * The name the host knows mcp-warden by (its key in the host's config). Claude Code names a
+   * tool `mcp__<this>__<tool>` and refuses names over 64 characters, so longer tool names are
+   * shortened for it. Default `mcp-warden`.
+   */
+  readonly hostServerName: string;
+}
+
+/** One entry of `profiles:`: a subset of the catalogue, for the hosts it selects. */
+export interface ProfileConfig {
+  /** Its key under `profiles:`; also its listener path `/mcp/<name>`. */
+  readonly name: string;
+  /** Globs on the host's `clientInfo.name`: hosts that get this profile. */
+  readonly clients: readonly string[];
+  /** Globs on the principal's subject (token `sub` or OS user): principals that get this profile. */
+  readonly principals: readonly string[];
+  /** Globs on server names: only their tools (empty: every server). */
+  readonly servers: readonly string[];
+  /** Globs on exposed tool names: only these tools (empty: every tool of the servers). */
+  readonly tools: readonly string[];
+  /** This profile's own `catalog.mode`, when it has one. */
+  readonly mode?: CatalogMode;
 }

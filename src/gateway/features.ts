@@ -25,6 +25,7 @@ import { createRepair } from '../features/repair/feature.js';
 import { createTelemetry } from '../features/telemetry/feature.js';
 import type { TelemetryStageOptions } from '../features/telemetry/stage.js';
 import { createTimeout } from '../features/timeout/feature.js';
+import { createToolSearch } from '../features/toolSearch/feature.js';
 import { createValidate } from '../features/validate/feature.js';
 
 /** What the features need from the gateway around them. */
@@ -92,6 +93,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     policy,
     createLimits(config),
     createPrincipalLimits(config),
+    createToolSearch(config),
   ];
   return { features, policy, settingsFeatures };
 

@@ -10,6 +10,7 @@ import type { JsonRpcErrorObject, Params } from '../core/protocol/jsonRpc.js';
 import { fixedRoots } from '../core/routing/clientRequests.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { Router } from '../core/routing/router.js';
+import type { ToolView, ToolViewContext } from '../core/routing/toolView.js';
 import { createAuthorize, type SignInRecord } from '../core/routing/authorize.js';
 import { connectHost } from '../core/routing/connectHost.js';
 import type { CancelSignal } from '../core/rpc/cancellation.js';
@@ -81,6 +82,14 @@ export function hostConnections(deps: HostConnectionDeps) {
       deps.stages as Stage[],
       forwardOf(scope, () => router, observe, serversByName, authorize),
     );
+    const toolView = viewOf(features, {
+      tools: scope.catalogs.tools,
+      host: () => router.host,
+      principal,
+      ...(options.profile !== undefined && { profile: options.profile }),
+      stateless: options.stateless ?? false,
+      toolsChanged: () => router.listsChanged(['tools']),
+    });
     const router: Router = connectHost({
       host: transport,
       ...scope.catalogs,
@@ -105,6 +114,7 @@ export function hostConnections(deps: HostConnectionDeps) {
       principal,
       revisionKnown: deps.revisionKnown,
       whyUnknown: deps.whyUnknown,
+      ...(toolView !== undefined && { toolView }),
       // Behind the listener, a server not run per principal is everyone's: tasks stay apart.
       ...(deps.config.listen !== undefined && {
         sharedServer: (server: string) => view === undefined || !view.ownsServer(server),
@@ -113,6 +123,15 @@ export function hostConnections(deps: HostConnectionDeps) {
     const connection = served(deps, { router, transport, principal, beforeWrite }, scope, view);
     return connection;
   };
+}
+
+/** What one connection sees of the tool catalogue: the one feature's view, if one has it. */
+function viewOf(features: readonly Feature[], context: ToolViewContext): ToolView | undefined {
+  for (const feature of features) {
+    const view = feature.toolView?.(context);
+    if (view !== undefined) return view;
+  }
+  return undefined;
 }
 
 /** The pipeline's terminal, sending to the upstream (or answering locally what the config fixes). */

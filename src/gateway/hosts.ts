@@ -38,6 +38,10 @@ export interface ConnectOptions {
    * stateless requests of one principal share them); the connection's own otherwise.
    */
   readonly taskMemory?: TaskMemory;
+  /** The profile the host asked for by its listener path (`/mcp/<profile>`). */
+  readonly profile?: string;
+  /** The connection serves one request (the stateless HTTP revision): nothing is kept for later ones. */
+  readonly stateless?: boolean;
 }
 
 /**

@@ -34,8 +34,13 @@ export interface ListenerOptions {
   /** `gateway.maxMessageSize`: the bound on a POST body. */
   readonly maxBodyBytes: number;
   readonly logger: Logger;
-  /** Serves one more host connection made by `principal` (`Gateway.connect`). */
-  readonly connect: (transport: MessageTransport, principal: Principal) => ServedConnection;
+  /**
+   * Serves one more host connection made by `principal` (`Gateway.connect`); `profile`: the one
+   * its path named (`/mcp/<profile>`).
+   */
+  readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
+  /** The names of `profiles:`: each is served at `/mcp/<name>` too. */
+  readonly profiles?: ReadonlySet<string>;
   /** Whether the gateway is ready to serve: config loaded, upstreams' first start settled. */
   readonly ready: () => boolean;
   /**
@@ -54,6 +59,8 @@ export interface StatelessRequest {
   readonly res: ServerResponse;
   readonly body: unknown;
   readonly principal: Principal;
+  /** The profile the request's path named (`/mcp/<profile>`). */
+  readonly profile?: string;
 }
 
 export interface Listener {
@@ -156,7 +163,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       return sendJson(res, 403, { error: 'forbidden', error_description: rebinding });
     }
     if (url.pathname.startsWith('/.well-known/oauth-protected-resource')) return resourceMetadata(res);
-    if (url.pathname !== '/mcp') return sendJson(res, 404, { error: 'not found: MCP is served at /mcp' });
+    const profile = profileOf(url.pathname, options.profiles);
+    if (profile === null) return sendJson(res, 404, { error: notServedHere(url.pathname, options.profiles) });
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
       res.setHeader('Allow', 'GET, POST, DELETE');
       return sendJson(res, 405, { error: `method ${req.method} is not allowed on /mcp` });
@@ -193,9 +201,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     // An initialize carrying the per-request envelope is a stateless request (one the stateless
     // revision refuses, saying what to send instead), not the handshake of a session.
     if (req.method === 'POST' && isInitialize(body) && !(options.stateless !== undefined && enveloped(body)))
-      return newSession(req, res, principal, body);
+      return newSession(req, res, principal, body, profile);
     if (req.method === 'POST' && options.stateless !== undefined)
-      return options.stateless({ req, res, body, principal });
+      return options.stateless({ req, res, body, principal, ...(profile !== undefined && { profile }) });
     return sendRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first');
   }
 
@@ -240,6 +248,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     res: ServerResponse,
     principal: Principal,
     body: unknown,
+    profile: string | undefined,
   ): Promise<void> {
     if (sessions.size + starting >= listen.maxSessions) {
       logger.warn(`refused a new session: ${listen.maxSessions} are open (listen.maxSessions)`);
@@ -287,7 +296,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       onDeleted: () => void end(transport.sessionId, 'the host ended it'),
       beforeWrite: () => connection.beforeWrite(),
     });
-    const connection = options.connect(transport, principal);
+    const connection = options.connect(transport, principal, profile);
     await transport.start();
     try {
       await transport.handle(req, res, body);
@@ -472,4 +481,21 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 
 function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message } });
+}
+
+/**
+ * The profile a request path names: undefined for `/mcp`, the name for `/mcp/<profile>` of a
+ * configured profile, null for any other path (not served).
+ */
+function profileOf(pathname: string, profiles: ReadonlySet<string> | undefined): string | undefined | null {
+  if (pathname === '/mcp') return undefined;
+  const name = pathname.startsWith('/mcp/') ? decodeURIComponent(pathname.slice('/mcp/'.length)) : undefined;
+  return name !== undefined && profiles?.has(name) === true ? name : null;
+}
+
+/** The 404 message for a path that is not served: where MCP is. */
+function notServedHere(pathname: string, profiles: ReadonlySet<string> | undefined): string {
+  if (!pathname.startsWith('/mcp/') || profiles === undefined || profiles.size === 0)
+    return 'not found: MCP is served at /mcp';
+  return `not found: no profile named "${pathname.slice('/mcp/'.length)}"; MCP is served at /mcp and at /mcp/<profile> for ${[...profiles].join(', ')}`;
 }

@@ -27,17 +27,21 @@ export async function startHttp(options: {
     ...(config.auth && { auth: config.auth }),
     maxBodyBytes: config.gateway.maxMessageBytes,
     logger,
-    connect: (transport, principal) => gateway.connect(transport, principal),
+    connect: (transport, principal, profile) =>
+      gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
+    profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
       // the next request of the same principal (and no one else's) can poll them, and answer
       // the questions an earlier one was shown.
-      connect: (transport, principal) => {
+      connect: (transport, principal, profile) => {
         const owner = `principal\u0000${principalKey(principal)}`;
         return gateway.connect(transport, principal, {
           taskOwner: owner,
           taskMemory: memories.of(owner, logger),
+          stateless: true,
+          ...(profile !== undefined && { profile }),
         });
       },
       logger,

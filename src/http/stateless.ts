@@ -39,7 +39,8 @@ const STATUS_FOR_CODE: ReadonlyMap<number, number> = new Map([
 const KEEP_ALIVE_MS = 15_000;
 
 export interface StatelessOptions {
-  readonly connect: (transport: MessageTransport, principal: Principal) => ServedConnection;
+  /** A connection for one request; `profile`: the one its path named (`/mcp/<profile>`). */
+  readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
   readonly logger: Logger;
   /** Comment interval on open response streams (default 15 s). */
   readonly keepAliveMs?: number;
@@ -129,7 +130,7 @@ export function createStatelessDispatch(
     return undefined;
   }
 
-  return async ({ req, res, body, principal }) => {
+  return async ({ req, res, body, principal, profile }) => {
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !('method' in body))
       return refuse(
         res,
@@ -157,7 +158,7 @@ export function createStatelessDispatch(
       );
     if (entry === undefined) {
       const transport = new StatelessTransport({ keepAliveMs, logger: options.logger });
-      const connection = options.connect(transport, principal);
+      const connection = options.connect(transport, principal, profile);
       // The audit trail is written before any answer leaves, as on every other transport.
       transport.beforeWrite = () => connection.beforeWrite();
       await transport.start();

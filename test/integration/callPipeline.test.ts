@@ -240,7 +240,10 @@ describe('results that need no repair', () => {
   it('a large tool list (sent from bytes encoded once) is what the upstream lists, every time', async () => {
     const tools = ['--tools', 'many:3000'];
     const plain = await direct(tools);
-    const host = await connectHost(writeConfig({ gateway: FAST_GATEWAY, servers: { s: fixture(tools) } }));
+    // Listed whole: a catalogue this large is otherwise served as a search tool (catalog.mode: auto).
+    const host = await connectHost(
+      writeConfig({ gateway: FAST_GATEWAY, catalog: { mode: 'all' }, servers: { s: fixture(tools) } }),
+    );
     try {
       const expected = (await plain.listTools()).tools.map((t) => ({ ...t, name: `s__${t.name}` }));
       expect(expected.length).toBe(3000);

@@ -92,6 +92,8 @@ export interface ConnectOptions {
   readonly capabilities?: HostCapabilities;
   /** Lets the host run requests the gateway sends it as tasks (the SDK's task store). */
   readonly taskStore?: TaskStore;
+  /** The host's `clientInfo.name`; default `warden-test-host`. */
+  readonly name?: string;
 }
 
 /** The client capabilities a test host declares. */
@@ -116,7 +118,7 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
     for (const w of waiters) w();
   });
   const client = new Client(
-    { name: 'warden-test-host', version: '1.0.0' },
+    { name: options.name ?? 'warden-test-host', version: '1.0.0' },
     { capabilities: options.capabilities ?? {}, ...(options.taskStore && { taskStore: options.taskStore }) },
   );
   options.beforeConnect?.(client);

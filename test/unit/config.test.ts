@@ -138,6 +138,13 @@ describe('parseConfigText: valid configs', () => {
         logResults: true,
         redact: { keys: ['x_internal_token'], patterns: ['corp_[A-Za-z0-9]{20}', '/acme-[0-9a-f]{8}/i'] },
       },
+      catalog: {
+        mode: 'auto',
+        alwaysLoad: [],
+        auto: { maxTools: 60, maxTokens: 20_000 },
+        hostServerName: 'mcp-warden',
+      },
+      profiles: [],
       servers: [
         {
           name: 'fs',

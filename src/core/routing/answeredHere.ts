@@ -1,7 +1,7 @@
 import { routedMessage } from '../pipeline/routedMessage.js';
 import type { MessageKind, RoutedMessage } from '../pipeline/types.js';
 import type { Params } from '../protocol/jsonRpc.js';
-import type { Outcome } from '../rpc/outcome.js';
+import { Outcome } from '../rpc/outcome.js';
 import type { IncomingRequest } from '../rpc/peer.js';
 import type { RouteBoundary } from './boundary.js';
 import type { MessageStamps } from './stamps.js';
@@ -12,19 +12,19 @@ export type AnsweredWhat = Pick<
   'kind' | 'server' | 'target' | 'exposedName' | 'definition' | 'arguments'
 >;
 
+interface AnsweredHereOptions {
+  readonly stamps: MessageStamps;
+  readonly boundary: RouteBoundary;
+  /** Records a request the gateway answers itself; absent, it is answered unrecorded. */
+  readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
+}
+
 /**
  * Host requests the gateway answers itself (a refusal at the edge, a name nobody serves): each
  * passes only the stages that record, so the audit trail shows it, and no stage may judge it.
  */
 export class AnsweredHere {
-  constructor(
-    private readonly options: {
-      readonly stamps: MessageStamps;
-      readonly boundary: RouteBoundary;
-      /** Records a request the gateway answers itself; absent, it is answered unrecorded. */
-      readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
-    },
-  ) {}
+  constructor(private readonly options: AnsweredHereOptions) {}
 
   /** A host's request the gateway answers itself, as the stages that record see it. */
   message(request: IncomingRequest, what: AnsweredWhat): RoutedMessage {
@@ -52,8 +52,35 @@ export class AnsweredHere {
     args: Params | undefined,
     error: Error,
   ): void {
-    const { record, boundary } = this.options;
-    if (record === undefined) return boundary.answerError(request, error);
+    const { record } = this.options;
+    if (record === undefined) return this.options.boundary.answerError(request, error);
+    this.recorded(record, request, { kind, name, args }, () => Promise.reject(error));
+  }
+
+  /**
+   * A request the gateway serves itself with `result` (the catalogue's search tool): recorded
+   * first by the stages that record, like `unserved`.
+   */
+  answered(
+    request: IncomingRequest,
+    kind: MessageKind,
+    name: string,
+    args: Params | undefined,
+    result: Params,
+  ): void {
+    const { record } = this.options;
+    if (record === undefined) return request.respond(Outcome.of(result));
+    this.recorded(record, request, { kind, name, args }, () => Promise.resolve(Outcome.of(result)));
+  }
+
+  /** Passes `answer` through the stages that record, as a message that names no server, and responds. */
+  private recorded(
+    record: NonNullable<AnsweredHereOptions['record']>,
+    request: IncomingRequest,
+    { kind, name, args }: { kind: MessageKind; name: string; args: Params | undefined },
+    answer: () => Promise<Outcome>,
+  ): void {
+    const { boundary } = this.options;
     const message = this.message(request, {
       kind,
       server: '',
@@ -62,7 +89,7 @@ export class AnsweredHere {
       definition: undefined,
       arguments: args,
     });
-    record(message, () => Promise.reject(error)).then(
+    record(message, answer).then(
       (outcome) => request.respond(outcome),
       (failure: unknown) => boundary.answerError(request, failure),
     );

@@ -25,6 +25,7 @@ import { Router } from './router.js';
 import { MessageStamps } from './stamps.js';
 import { TaskStatusFeed } from './taskStatusFeed.js';
 import { ToolCalls } from './toolCalls.js';
+import type { ToolView } from './toolView.js';
 import { UntilListed } from './untilListed.js';
 import { UpstreamEvents } from './upstreamEvents.js';
 
@@ -72,6 +73,8 @@ export interface RouterOptions {
    * stateless revision): what is served that depends on it may need rebuilding.
    */
   readonly revisionKnown?: () => void;
+  /** What this connection sees of the tool catalogue, when not all of it (see toolView.ts). */
+  readonly toolView?: ToolView;
 }
 
 /** How long a modern host's call waits for the retry that answers its questions. */
@@ -138,6 +141,7 @@ export function connectHost(options: RouterOptions): Router {
     tools: options.tools,
     ...(options.record !== undefined && { record: options.record }),
     ...(options.whyUnknown !== undefined && { whyUnknown: options.whyUnknown }),
+    ...(options.toolView !== undefined && { view: options.toolView }),
   });
   const upstreamEvents = new UpstreamEvents({
     ...parts,
@@ -163,6 +167,7 @@ export function connectHost(options: RouterOptions): Router {
     listed,
     taskMemory: { memory, ownsIt: options.taskMemory === undefined },
     ...(options.revisionKnown !== undefined && { revisionKnown: options.revisionKnown }),
+    ...(options.toolView !== undefined && { toolView: options.toolView }),
   }));
 }
 

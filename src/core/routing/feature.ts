@@ -3,6 +3,7 @@ import type { ListedItem } from '../catalog/catalogs.js';
 import type { StageName } from '../pipeline/order.js';
 import type { RoutedMessage, Stage } from '../pipeline/types.js';
 import type { ListKind, Upstream, UpstreamLifecycleEvent } from '../upstreams/upstream.js';
+import type { ToolView, ToolViewContext } from './toolView.js';
 
 /**
  * What a feature contributes to the gateway. Each feature folder exports one factory,
@@ -42,6 +43,11 @@ export interface Feature {
    * keeps per server follows them from the next request. Every server, in config order.
    */
   readonly serversChanged?: (servers: readonly ServerConfig[]) => void;
+  /**
+   * What one host connection sees of the tool catalogue (search mode, profiles), when it is not
+   * all of it; undefined: all of it. At most one feature has this.
+   */
+  readonly toolView?: (context: ToolViewContext) => ToolView | undefined;
 }
 
 export interface FeatureEvents {

@@ -16,6 +16,7 @@ import type { RouteBoundary } from './boundary.js';
 import type { HostMethods } from './hostMethods.js';
 import type { HostRequests } from './hostRequests.js';
 import type { ToolCalls } from './toolCalls.js';
+import type { ToolView } from './toolView.js';
 import type { UntilListed } from './untilListed.js';
 import type { UpstreamEvents } from './upstreamEvents.js';
 
@@ -47,6 +48,8 @@ export interface RouterParts {
   readonly taskMemory: { readonly memory: TaskMemory; readonly ownsIt: boolean };
   /** The host's protocol revision became known (its first request of the stateless revision). */
   readonly revisionKnown?: () => void;
+  /** What this connection sees of the tool catalogue, when not all of it (see toolView.ts). */
+  readonly toolView?: ToolView;
 }
 
 /**
@@ -63,11 +66,12 @@ export class Router {
 
   constructor(private readonly parts: RouterParts) {
     this.peer = parts.peer;
-    const { tools, prompts, resources, tasks, hostMethods: host, toolCalls } = parts;
+    const { tools, prompts, resources, tasks, hostMethods: host, toolCalls, toolView } = parts;
+    const toolsJson = toolView === undefined ? () => tools.listResultJson() : () => toolView.listJson();
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => host.initialize(r)],
       ['ping', (r) => r.respond(Outcome.of({}))],
-      ['tools/list', (r) => host.list(r, 'tools', () => tasks.toolsList(tools.listResultJson()))],
+      ['tools/list', (r) => host.list(r, 'tools', () => tasks.toolsList(toolsJson()))],
       ['prompts/list', (r) => host.list(r, 'prompts', () => prompts.listResultJson())],
       ['resources/list', (r) => host.list(r, 'resources', () => resources.listResultJson())],
       ['resources/templates/list', (r) => host.list(r, 'resources', () => resources.templatesResultJson())],

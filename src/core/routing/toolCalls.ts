@@ -24,6 +24,7 @@ import {
   type AppOrigin,
   type ToolLookup,
 } from './toolResolution.js';
+import type { ToolView, ViewedCall } from './toolView.js';
 import type { UntilListed } from './untilListed.js';
 import { AUTHORIZE_TOOL } from '../upstreams/signIn.js';
 
@@ -41,6 +42,8 @@ export interface ToolCallsOptions {
   readonly record?: (message: RoutedMessage, answer: () => Promise<Outcome>) => Promise<Outcome>;
   /** Why a tool name nobody lists may still mean something, for the error. */
   readonly whyUnknown?: (name: string) => string | undefined;
+  /** What this connection sees of the catalogue, when not all of it (see toolView.ts). */
+  readonly view?: ToolView;
 }
 
 /** States in which a server will list nothing until something outside the call changes. */
@@ -53,11 +56,19 @@ export class ToolCalls {
   /** The hot path: no `async`, one promise continuation per call beyond the pipeline's own. */
   call(request: IncomingRequest): Promise<void> | void {
     const params = request.params;
-    const name = params?.name;
-    const args = params?.arguments;
-    if (typeof name !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
+    const given = params?.name;
+    let args = params?.arguments;
+    if (typeof given !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
+    let name = given;
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
+    const viewed = this.options.view?.call(name, args as Params | undefined);
+    if (viewed !== undefined) {
+      if (!('route' in viewed)) return this.answerViewed(request, name, args as Params | undefined, viewed);
+      // The tool the call tool names is called as if the host had called it by that name.
+      name = viewed.route;
+      args = viewed.arguments;
+    }
     // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
     const meta = request.meta;
     const app = meta === undefined ? undefined : this.appOrigin(meta);
@@ -76,6 +87,26 @@ export class ToolCalls {
         down.unavailable(),
       );
     return this.callWhenListed(request, name, args as Params | undefined, app);
+  }
+
+  /**
+   * A call this connection's view answers itself (the search tool, a name it cannot call), or
+   * refuses as unknown: recorded by the stages that record, like any call answered here.
+   */
+  private answerViewed(
+    request: IncomingRequest,
+    name: string,
+    args: Params | undefined,
+    viewed: Exclude<ViewedCall, undefined | { readonly route: string }>,
+  ): void {
+    const { answeredHere } = this.options;
+    if ('unknown' in viewed) return answeredHere.unserved(request, 'tools/call', name, args, viewed.unknown);
+    const result =
+      'answer' in viewed
+        ? viewed.answer
+        : { content: [{ type: 'text', text: `[mcp-warden] ${viewed.refuse}` }], isError: true };
+    answeredHere.answered(request, 'tools/call', name, args, result);
+    if ('after' in viewed) viewed.after?.();
   }
 
   /**

@@ -1,0 +1,49 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { NamedCatalog } from '../catalog/namedCatalog.js';
+import type { UnknownToolError } from '../errors.js';
+import type { HostSession } from '../host/hostSession.js';
+import type { Principal } from '../principal.js';
+import type { Params } from '../protocol/jsonRpc.js';
+
+/**
+ * What one host connection sees of the merged tool catalogue, when that is not simply all of it
+ * (the catalogue feature's search mode, per-client profiles, a host's name-length budget). The
+ * router asks it for the `tools/list` answer and about every `tools/call` before looking the
+ * name up, so a tool the view leaves out is neither listed nor callable on this connection.
+ */
+export interface ToolView {
+  /** The `tools/list` answer (`{"tools":[...]}`) this connection gets. */
+  listJson(): string;
+  /** What a `tools/call` of `name` is on this connection (see ViewedCall). */
+  call(name: string, args: Params | undefined): ViewedCall;
+}
+
+/**
+ * - undefined: an ordinary call of `name`;
+ * - `route`: a call of another tool (the call tool's target, or the catalogue's name behind a
+ *   name shortened for the host), made exactly as a direct call of it is, through the pipeline;
+ * - `answer`: answered by the gateway itself (the search tool), then `after` runs;
+ * - `refuse`: an `isError` result with this text (a name the call tool cannot call);
+ * - `unknown`: a name this connection does not have, answered as an unknown tool.
+ */
+export type ViewedCall =
+  | undefined
+  | { readonly route: string; readonly arguments: Params | undefined }
+  | { readonly answer: Params; readonly after?: () => void }
+  | { readonly refuse: string }
+  | { readonly unknown: UnknownToolError };
+
+/** What a view is made for: one host connection. */
+export interface ToolViewContext {
+  /** The catalogue the connection's lists are made from. */
+  readonly tools: NamedCatalog<Tool>;
+  /** The host as it is now (its `clientInfo` may arrive after the connection is made). */
+  readonly host: () => HostSession;
+  readonly principal: Principal;
+  /** The profile the connection asked for by its listener path (`/mcp/<profile>`). */
+  readonly profile?: string;
+  /** Each request is a connection of its own (the stateless HTTP revision): nothing is kept between them. */
+  readonly stateless: boolean;
+  /** Tells this host its tool list changed. */
+  readonly toolsChanged: () => void;
+}
