@@ -22,11 +22,14 @@ import { createPinStage } from '../features/pins/stage.js';
 import { createPolicy } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import { createRepair } from '../features/repair/feature.js';
+import { createOutputValidator } from '../features/repair/outputSchemaValidator.js';
 import { createTelemetry } from '../features/telemetry/feature.js';
 import type { TelemetryStageOptions } from '../features/telemetry/stage.js';
 import { createTimeout } from '../features/timeout/feature.js';
 import { createToolSearch } from '../features/toolSearch/feature.js';
 import { createValidate } from '../features/validate/feature.js';
+import { createInputValidator } from '../features/validate/inputValidator.js';
+import { createSchemaWarmup } from './schemaWarmup.js';
 
 /** What the features need from the gateway around them. */
 export interface FeatureDependencies {
@@ -78,6 +81,9 @@ export function buildFeatures(deps: FeatureDependencies): {
     refusedByConfig: (message) => refusedByConfig(message, servers),
   });
   const { pins: pinsConfig } = config;
+  // One of each for the life of the gateway: the stages made for each settings in force use
+  // them, so a schema compiled once (ahead of its first call, see schemaWarmup.ts) stays so.
+  const validators = { input: createInputValidator(), output: createOutputValidator() };
   const features: Feature[] = [
     ...(deps.telemetry ? createTelemetry({ ...deps.telemetry, redact: deps.redact }) : []),
     ...(deps.audit && config.audit ? [createAudit({ audit: config.audit }, { ...deps.audit, logger })] : []),
@@ -90,6 +96,7 @@ export function buildFeatures(deps: FeatureDependencies): {
         ]
       : []),
     ...settingsFeatures(config),
+    createSchemaWarmup(config, { ...validators, servers, logger }),
     policy,
     createLimits(config),
     createPrincipalLimits(config),
@@ -99,10 +106,10 @@ export function buildFeatures(deps: FeatureDependencies): {
 
   function settingsFeatures(settings: WardenConfig): Feature[] {
     return [
-      createValidate(settings, { logger }),
+      createValidate(settings, { logger, validator: validators.input }),
       createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
       createTimeout(settings),
-      createRepair(settings, { logger }),
+      createRepair(settings, { logger, validator: validators.output }),
     ];
   }
 }

@@ -25,10 +25,11 @@ afterEach(async () => {
   host = undefined;
 });
 
-async function start(server: Record<string, unknown> = {}) {
+async function start(server: Record<string, unknown> = {}, gateway: Record<string, unknown> = {}) {
   const dir = tempDir();
   const config = writeConfig(
     {
+      gateway,
       audit: { file: './audit.jsonl' },
       servers: { everything: { command: NODE, args: [serverBin('everything')], ...server } },
     },
@@ -39,6 +40,18 @@ async function start(server: Record<string, unknown> = {}) {
 }
 
 describe('arguments validated against the tool’s inputSchema', () => {
+  it('compiles the listed tools’ schemas while idle, ahead of their first call, and checks with them', async () => {
+    const { host } = await start({}, { log: { level: 'debug' } });
+    const { tools } = await host.client.listTools();
+    await host.waitForStderr(
+      `the schemas of server "everything"'s ${tools.length} tools are compiled, ahead of their first call`,
+    );
+    const refused = await host.client.callTool({ name: 'everything__get-sum', arguments: { a: 1, b: 'x' } });
+    expect(textOf(refused)).toContain('/b must be number (got string "x")');
+    const summed = await host.client.callTool({ name: 'everything__get-sum', arguments: { a: 1, b: 2 } });
+    expect(textOf(summed)).toBe('The sum of 1 and 2 is 3.');
+  });
+
   it('refuses a string for a number, naming the property; the upstream never runs it; a valid call works', async () => {
     const { host, audit } = await start();
     const refused = await host.client.callTool({

@@ -247,6 +247,45 @@ describe('RpcPeer, incoming', () => {
       }
     });
 
+    it('never waits on a host again once it let a ping go unanswered', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const { input, chunks } = await hostPeer((request) => {
+          request.onProgress!({ progress: 1 });
+          request.respond(Outcome.of({ n: request.id }));
+        }, true);
+        input.write('{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.method === 'ping')).toBe(true));
+        await vi.advanceTimersByTimeAsync(PROGRESS_CONFIRM_MS + 100);
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.id === 1)).toBe(true));
+        // The next answers after progress go out at once, with no ping and no timer to run out.
+        input.write('{"jsonrpc":"2.0","id":2,"method":"x","params":{"_meta":{"progressToken":"q"}}}\n');
+        input.write('{"jsonrpc":"2.0","id":3,"method":"x","params":{"_meta":{"progressToken":"r"}}}\n');
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.id === 3)).toBe(true));
+        expect(written(chunks).filter((m) => m.method === 'ping')).toHaveLength(1);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('keeps asking a host that refuses the ping, since a refusal confirms as well', async () => {
+      const { input, chunks } = await hostPeer((request) => {
+        request.onProgress!({ progress: 1 });
+        request.respond(Outcome.of({ n: request.id }));
+      }, true);
+      for (const id of [1, 2]) {
+        input.write(
+          `{"jsonrpc":"2.0","id":${id},"method":"x","params":{"_meta":{"progressToken":"p${id}"}}}\n`,
+        );
+        await vi.waitFor(() => expect(written(chunks).filter((m) => m.method === 'ping')).toHaveLength(id));
+        const ping = written(chunks).filter((m) => m.method === 'ping')[id - 1]!;
+        input.write(
+          `{"jsonrpc":"2.0","id":${JSON.stringify(ping.id)},"error":{"code":-32601,"message":"?"}}\n`,
+        );
+        await vi.waitFor(() => expect(written(chunks).some((m) => m.id === id)).toBe(true));
+      }
+    });
+
     it('answers without a ping when the request had no progress', async () => {
       const { input, chunks } = await hostPeer((request) => request.respond(Outcome.of({ n: 1 })), true);
       input.write('{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":"p"}}}\n');

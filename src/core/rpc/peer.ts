@@ -98,8 +98,9 @@ export interface PeerOptions {
 }
 
 /**
- * How long an answer waits for the other side to confirm its progress. A side that never
- * answers pings delays each answer that followed progress by this much, and no more.
+ * How long an answer waits for the other side to confirm its progress. A side that lets one
+ * such ping go unanswered this long is not asked again (see `RpcPeer.afterProgress`), so it
+ * delays one answer by this much, once per connection.
  */
 export const PROGRESS_CONFIRM_MS = 2_000;
 
@@ -168,6 +169,12 @@ export class RpcPeer {
   private progressCount = 0;
   /** The newest ping confirming progress, while it is in flight. */
   private barrier: ProgressBarrier | undefined;
+  /**
+   * Set once a ping confirming progress went unanswered for PROGRESS_CONFIRM_MS. Some hosts
+   * never answer a server's ping; waiting on each would put that delay on every answer after
+   * progress for the rest of the connection, so such a host is never waited on again.
+   */
+  private pingsUnanswered = false;
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: PeerOptions) {
@@ -456,12 +463,14 @@ export class RpcPeer {
   /**
    * Writes an answer that follows progress: at once when the other side is not asked to confirm
    * (see `PeerOptions.confirmsProgress`), else once a `ping` sent after progress number `seq`
-   * is answered, or fails, or PROGRESS_CONFIRM_MS pass. The other side handles its messages in
+   * is answered, or fails, or PROGRESS_CONFIRM_MS pass (after which this side is not asked
+   * again). The other side handles its messages in
    * the order they came, so by the time it answers the ping it has handled the progress. Answers
    * waiting at once share one ping; answers with no progress before them never wait.
    */
   afterProgress(seq: number, write: () => void): boolean {
-    if (this.closedWith !== null || this.options.confirmsProgress?.() !== true) return false;
+    if (this.closedWith !== null || this.pingsUnanswered || this.options.confirmsProgress?.() !== true)
+      return false;
     const current = this.barrier;
     if (current !== undefined && current.seq >= seq) {
       current.waiting.push(write);
@@ -473,10 +482,15 @@ export class RpcPeer {
       if (this.barrier === barrier) this.barrier = undefined;
       for (const waiting of barrier.waiting) waiting();
     };
+    const unanswered = new Error('no answer to ping');
     this.request('ping', undefined, {
       deadlineMs: PROGRESS_CONFIRM_MS,
-      deadlineError: () => new Error('no answer to ping'),
-    }).then(release, release);
+      deadlineError: () => unanswered,
+    }).then(release, (error: unknown) => {
+      // A refusal (method not found) still confirms: the host read everything before it.
+      if (error === unanswered) this.pingsUnanswered = true;
+      release();
+    });
     return true;
   }
 

@@ -31,9 +31,15 @@ export interface OutputValidator {
   check(tool: { outputSchema?: unknown }, data: unknown): SchemaVerdict;
 }
 
+/** A validator that can also compile a tool's schema ahead of its first result. */
+export interface PreparedOutputValidator extends OutputValidator {
+  /** Compiles `tool.outputSchema` now (a no-op without one); never throws. */
+  prepare(tool: { outputSchema?: unknown }): void;
+}
+
 export function createOutputValidator(
   options: { limits?: Partial<OutputValidatorLimits> } = {},
-): OutputValidator & { readonly stats: OutputValidatorStats } {
+): PreparedOutputValidator & { readonly stats: OutputValidatorStats } {
   const compiler = createUntrustedSchemaCompiler({
     what: 'outputSchema',
     ...(options.limits && { limits: options.limits }),
@@ -61,7 +67,13 @@ export function createOutputValidator(
     }
   }
 
-  return { check, stats: compiler.stats };
+  function prepare(tool: { outputSchema?: unknown }): void {
+    const schema = tool.outputSchema;
+    if (typeof schema === 'object' && schema !== null && !Array.isArray(schema))
+      compiler.compiled(schema as Record<string, unknown>);
+  }
+
+  return { check, prepare, stats: compiler.stats };
 }
 
 function errorMessage(errors: ErrorObject[] | null | undefined): string {

@@ -27,6 +27,11 @@ export type ArgumentsVerdict =
 export interface InputValidator {
   /** Never throws. A valid call costs one cache lookup and one compiled-validator call. */
   check(inputSchema: unknown, args: Record<string, unknown>): ArgumentsVerdict;
+  /**
+   * Compiles a tool's schema now, ahead of its first call, so that call only looks it up (the
+   * same schema object is then found in the cache). Never throws.
+   */
+  prepare(inputSchema: unknown): void;
 }
 
 /** Shared, so the common answer allocates nothing. */
@@ -60,7 +65,12 @@ export function createInputValidator(
     return { kind: 'invalid', problem: describeFirstError(validate.errors, args) };
   }
 
-  return { check, stats: compiler.stats };
+  function prepare(inputSchema: unknown): void {
+    if (typeof inputSchema === 'object' && inputSchema !== null && !Array.isArray(inputSchema))
+      compiler.compiled(inputSchema as Record<string, unknown>);
+  }
+
+  return { check, prepare, stats: compiler.stats };
 }
 
 /** `/a must be number (got string "1000")`: where, what, and what was sent. */

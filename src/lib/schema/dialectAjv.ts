@@ -13,6 +13,16 @@ export type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
 const load = createRequire(import.meta.url);
 
+/**
+ * Loading the packages an instance needs, as separate steps (ajv's core, then ajv-formats), so
+ * they can be done ahead of the first compile, each in a turn of its own (see lib/idleWork.ts).
+ * Loading is what most of a first compile costs; a dialect's own build is small beside it.
+ */
+export const AJV_LOAD_STEPS: readonly (() => void)[] = [
+  () => load('ajv/dist/core.js'),
+  () => load('ajv-formats'),
+];
+
 /** A new ajv instance for `dialect`, with ajv-formats' formats added. */
 export function createDialectAjv(dialect: Dialect, options: Options): Ajv {
   const ajv =

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// The first tools/call of a session against the calls that follow it, through the gateway and
+// on a direct connection to the same server (the official "everything" server, its `echo` and
+// `get-sum` tools). A host starts its MCP server, initializes, lists, and calls: each round
+// spawns a fresh process, so the first call pays whatever the process had left for later
+// (loading modules, compiling the tool's input validator).
+//
+//   first        the first call after tools/list was answered (as a host makes it at once)
+//   other first  the first call of a second tool, right after
+//   tenth        the tenth call of the first tool
+//
+// Configurations take turns (rotated per round); each figure is the median of the rounds, and
+// each ratio is taken within a round before its median is taken.
+//
+//   node bench/firstCall.mjs [--rounds N] [--cli FILE] [--out FILE]
+//
+// Goals: the gateway's first call ≤ 2× its tenth; the gateway's first call ≤ 1.5× direct's
+// first call. Exit codes: 0 ran and met the goals, 1 something failed, 2 bad usage, 3 missed a goal.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { deadline, RpcChild } from './lib/client.mjs';
+import { median, rotate } from './lib/stats.mjs';
+
+const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const NODE = process.execPath;
+const SERVER = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+let flags;
+try {
+  flags = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '7' },
+      cli: { type: 'string', default: path.join(ROOT, 'dist/cli.js') },
+      out: { type: 'string' },
+    },
+  }).values;
+} catch (error) {
+  process.stderr.write(
+    `bench: ${error.message}\nusage: node bench/firstCall.mjs [--rounds N] [--cli FILE] [--out FILE]\n`,
+  );
+  process.exit(2);
+}
+const ROUNDS = Number(flags.rounds);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
+  process.stderr.write(`bench: --rounds wants a positive integer, got ${flags.rounds}\n`);
+  process.exit(2);
+}
+const CLI = path.resolve(flags.cli);
+const TIMEOUT_MS = 60_000;
+const HANDSHAKE = JSON.stringify({
+  protocolVersion: '2025-06-18',
+  capabilities: {},
+  clientInfo: { name: 'bench', version: '1' },
+});
+
+const work = mkdtempSync(path.join(tmpdir(), 'warden-bench-first-'));
+const env = { PATH: process.env.PATH ?? '', HOME: work, XDG_STATE_HOME: path.join(work, 'state') };
+const config = path.join(work, 'config.json');
+// The shipped defaults: validation, policy, audit and repair all on, as a user runs it.
+writeFileSync(
+  config,
+  JSON.stringify({
+    audit: { file: path.join(work, 'audit.jsonl') },
+    servers: { everything: { command: NODE, args: [SERVER] } },
+  }),
+);
+
+async function session(command, args, prefix) {
+  const child = new RpcChild({ label: prefix === '' ? 'direct' : 'gateway', command, args, env });
+  const call = async (tool, args) => {
+    const started = performance.now();
+    await deadline(
+      child.request('tools/call', JSON.stringify({ name: prefix + tool, arguments: args })),
+      TIMEOUT_MS,
+      tool,
+    );
+    return performance.now() - started;
+  };
+  try {
+    await deadline(child.request('initialize', HANDSHAKE), TIMEOUT_MS, 'initialize');
+    child.notify('notifications/initialized');
+    await deadline(child.request('tools/list'), TIMEOUT_MS, 'tools/list');
+    const first = await call('echo', { message: 'hello' });
+    const otherFirst = await call('get-sum', { a: 1, b: 2 });
+    let tenth = 0;
+    for (let i = 2; i <= 10; i++) tenth = await call('echo', { message: `hello ${i}` });
+    return { first, otherFirst, tenth };
+  } finally {
+    await child.close();
+  }
+}
+
+const RUNS = {
+  gateway: () => session(NODE, [CLI, '--config', config], 'everything__'),
+  direct: () => session(NODE, [SERVER], ''),
+};
+
+const fmt = (n, digits = 1) => n.toFixed(digits);
+const spread = (values, digits = 1) =>
+  `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})`;
+
+async function main() {
+  const results = { gateway: [], direct: [] };
+  // One unmeasured run each, so both meet a warm disk cache.
+  for (const run of Object.values(RUNS)) await run();
+  for (let round = 0; round < ROUNDS; round++)
+    for (const name of rotate(Object.keys(RUNS), round)) results[name].push(await RUNS[name]());
+  const pick = (name, key) => results[name].map((r) => r[key]);
+  const within = (f) => results.gateway.map((g, i) => f(g, results.direct[i]));
+  const firstVsTenth = within((g) => g.first / g.tenth);
+  const firstVsDirect = within((g, d) => g.first / d.first);
+  const goals = [
+    ['gateway first ÷ its tenth', median(firstVsTenth), 2],
+    ['gateway first ÷ direct first', median(firstVsDirect), 1.5],
+  ];
+  const lines = [
+    `first tools/call, ms: median (lowest–highest) of ${ROUNDS} rounds; node ${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+    '',
+    '| | first | other tool first | tenth |',
+    '|---|---|---|---|',
+    ...['gateway', 'direct'].map(
+      (n) =>
+        `| ${n} | ${spread(pick(n, 'first'))} | ${spread(pick(n, 'otherFirst'))} | ${spread(pick(n, 'tenth'), 2)} |`,
+    ),
+    '',
+    '| goal | ratio | limit | |',
+    '|---|---|---|---|',
+    ...goals.map(
+      ([what, ratio, limit]) =>
+        `| ${what} | ${fmt(ratio, 2)}× | ≤ ${limit}× | ${ratio <= limit ? 'PASS' : 'FAIL'} |`,
+    ),
+  ];
+  const text = lines.join('\n') + '\n';
+  process.stdout.write(text);
+  if (flags.out !== undefined) writeFileSync(flags.out, text);
+  return goals.every(([, ratio, limit]) => ratio <= limit);
+}
+
+main()
+  .then((met) => {
+    rmSync(work, { recursive: true, force: true });
+    process.exitCode = met ? 0 : 3;
+  })
+  .catch((error) => {
+    rmSync(work, { recursive: true, force: true });
+    process.stderr.write(`bench: ${error.stack ?? error}\n`);
+    process.exitCode = 1;
+  });

@@ -1,0 +1,60 @@
+/**
+ * Small pieces of work done while the event loop has nothing else to do: a few milliseconds at a
+ * time, each slice in its own turn (setImmediate), so a message that arrives meanwhile waits for
+ * one slice at most, never for the whole queue. The queue is bounded; work that does not fit is
+ * dropped, which must only ever cost the work being done later, on demand.
+ */
+export interface IdleWorkOptions {
+  /** Steps queued at most; more are dropped. */
+  readonly maxQueued: number;
+  /** How long one slice may run before it yields, in milliseconds. */
+  readonly sliceMs: number;
+}
+
+export class IdleWork {
+  private readonly queue: (() => void)[] = [];
+  /** Where the next step is in `queue` (steps before it are done), so a slice does no shifting. */
+  private head = 0;
+  private scheduled = false;
+
+  constructor(private readonly options: IdleWorkOptions) {}
+
+  /** Steps waiting to run. */
+  get pending(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Queues `step`; false when the queue is full and it was dropped. A step must not throw. */
+  add(step: () => void): boolean {
+    if (this.pending >= this.options.maxQueued) return false;
+    this.queue.push(step);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.slice());
+    }
+    return true;
+  }
+
+  private slice(): void {
+    const until = performance.now() + this.options.sliceMs;
+    while (this.head < this.queue.length) {
+      const step = this.queue[this.head]!;
+      this.queue[this.head++] = noop;
+      try {
+        step();
+      } catch {
+        // A step's own failure is its business; the queue goes on.
+      }
+      if (performance.now() >= until) break;
+    }
+    if (this.head < this.queue.length) {
+      setImmediate(() => this.slice());
+      return;
+    }
+    this.queue.length = 0;
+    this.head = 0;
+    this.scheduled = false;
+  }
+}
+
+function noop(): void {}
