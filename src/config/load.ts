@@ -31,6 +31,7 @@ import {
 } from './managed.js';
 import { parseByteSize } from './byteSize.js';
 import { checkDocumentShape, describeValue } from './schema.js';
+import { normalizeRateLimits } from './rateLimits.js';
 import { normalizeTeam } from './team.js';
 import {
   parseYamlSource,
@@ -273,6 +274,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
       add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
       duration: (keyPath, value) => duration(ctx, keyPath, value),
     }),
+    ...normalizeRateLimits(data, (keyPath, message) => ctx.issues.add(keyPath, 'value', message)),
     servers: normalizeServers(data, ctx, inherited),
   };
 }
