@@ -32,6 +32,7 @@ import {
 } from './managed.js';
 import { parseByteSize } from './byteSize.js';
 import { checkDocumentShape, describeValue } from './schema.js';
+import { normalizeRateLimits } from './rateLimits.js';
 import { normalizeTeam } from './team.js';
 import {
   parseYamlSource,
@@ -280,6 +281,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
       servers.map((s) => s.name),
       { add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message) },
     ),
+    ...normalizeRateLimits(data, (keyPath, message) => ctx.issues.add(keyPath, 'value', message)),
     servers,
   };
 }

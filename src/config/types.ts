@@ -390,6 +390,8 @@ export interface WardenConfig {
   readonly catalog?: CatalogConfig;
   /** Per-client subsets of the catalogue (`profiles:`), in file order. Absent or empty: none. */
   readonly profiles?: readonly ProfileConfig[];
+  /** Token buckets on calls (`rateLimits:`), in the order written; absent: none. */
+  readonly rateLimits?: readonly RateLimitRule[];
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
   /**
@@ -397,6 +399,23 @@ export interface WardenConfig {
    * (see config/managed.ts). Their policy files come first in `policies`.
    */
   readonly managed?: { readonly file: string; readonly policies: readonly string[] };
+}
+
+/** One `rateLimits:` rule: which requests it bounds, whose bucket, and the bucket's size. */
+export interface RateLimitRule {
+  /** Its place in `rateLimits` (from 0): how records and messages name it. */
+  readonly index: number;
+  /** Glob over server names; absent: every server. */
+  readonly server?: string;
+  /** Glob over the tool's own name; absent: every request to the matched servers. */
+  readonly tool?: string;
+  readonly per: 'principal' | 'everyone';
+  /** The rate as written (`30/minute`), for messages. */
+  readonly rate: string;
+  /** Milliseconds for one token to come back. */
+  readonly refillMs: number;
+  /** Tokens the bucket holds at most. */
+  readonly burst: number;
 }
 
 /** `listen:`, the Streamable HTTP listener at /mcp. */

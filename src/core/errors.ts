@@ -20,6 +20,7 @@ export type WardenErrorCode =
   | 'CALL_CANCELLED'
   | 'QUEUE_FULL'
   | 'PRINCIPAL_LIMIT'
+  | 'RATE_LIMITED'
   | 'DENIED'
   | 'TOOL_CHANGED'
   | 'INVALID_ARGUMENTS'
@@ -340,6 +341,28 @@ export class InvalidArgumentsError extends WardenError {
  * calls per minute, or the gateway's per-principal processes. A JSON-RPC error whose `data`
  * names the bound, so a host (or its user) can tell which one it hit.
  */
+/**
+ * A request refused by a `rateLimits:` rule whose bucket is empty: how long until it holds a
+ * token again travels with it, for the result's words, the JSON-RPC error's `data` and the HTTP
+ * listener's `Retry-After`.
+ */
+export class RateLimitedError extends WardenError {
+  constructor(
+    /** The rule's place in `rateLimits`. */
+    readonly rule: number,
+    /** Milliseconds until the bucket holds a token again. */
+    readonly retryAfterMs: number,
+    message: string,
+  ) {
+    super('RATE_LIMITED', message);
+  }
+
+  /** Whole seconds to wait, at least 1: what Retry-After and the messages say. */
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.retryAfterMs / 1000));
+  }
+}
+
 export class PrincipalLimitError extends WardenError {
   constructor(
     readonly bound: 'maxConcurrency' | 'ratePerMinute' | 'maxProcesses',

@@ -468,6 +468,26 @@ export interface ServerBlockedEvent extends GatewayEventBase {
 }
 
 /**
+ * A `rateLimits:` rule's bucket ran dry (`phase: begin`, at the first refusal) or let a call
+ * through again (`phase: end`, with how many it refused meanwhile): one pair per burst, not a
+ * record per refused call, so a client hammering a limit cannot flood the trail. `principal` is
+ * whose bucket it is (absent for a rule `per: everyone`).
+ */
+export interface RateLimitedEvent extends GatewayEventBase {
+  type: 'rate_limited';
+  phase: 'begin' | 'end';
+  /** The rule's place in `rateLimits` (from 0), its rate and burst as configured. */
+  rule: number;
+  rate: string;
+  burst: number;
+  /** The request that began or ended the burst: its server and, for a tool call, its tool. */
+  server: string;
+  tool?: string;
+  /** `end`: the requests refused in the burst. */
+  refused?: number;
+}
+
+/**
  * Someone signed in to an HTTP upstream through its OAuth authorization server (the CLI's
  * `auth login`, or the host's sign-in). `principal` is who the tokens are kept for; never a token.
  */
@@ -503,6 +523,7 @@ export interface UpstreamSignOutEvent extends GatewayEventBase {
 
 export type LifecycleEvent =
   | ServerBlockedEvent
+  | RateLimitedEvent
   | UpstreamSignInEvent
   | UpstreamRefreshFailedEvent
   | UpstreamSignOutEvent

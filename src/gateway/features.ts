@@ -15,6 +15,7 @@ import { createConfirmation } from '../features/confirmation/feature.js';
 import type { ConfirmationOptions } from '../features/confirmation/stage.js';
 import { createLimits } from '../features/limits/feature.js';
 import { createPrincipalLimits } from '../features/limits/principalFeature.js';
+import { createRateLimits } from '../features/limits/rateFeature.js';
 import { createPins } from '../features/pins/feature.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import type { PinGuard } from '../features/pins/pinGuard.js';
@@ -101,6 +102,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     createLimits(config),
     createPrincipalLimits(config),
     createToolSearch(config),
+    createRateLimits(config, { record: deps.record }),
   ];
   return { features, policy, settingsFeatures };
 

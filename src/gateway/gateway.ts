@@ -321,7 +321,8 @@ function signIns(options: GatewayOptions, record: Recorder) {
  * reports the failure itself).
  */
 function recorder(audit: AuditLog | undefined, session: string, processPrincipal: Principal): Recorder {
-  return (event, principal = processPrincipal) => {
+  // A record about someone else's request (a rate limit's burst) names them itself.
+  return (event, principal = event.principal ?? processPrincipal) => {
     try {
       audit?.append({ ...event, session, principal } as LifecycleEvent);
     } catch {

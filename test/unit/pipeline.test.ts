@@ -43,9 +43,10 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
+      'rateLimit',
       'audit',
       'principalLimit',
       'pins',

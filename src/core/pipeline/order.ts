@@ -7,6 +7,8 @@ import type { Stage } from './types.js';
  *
  * 0. telemetry: outermost, so the host-side span covers everything the gateway does with the
  *    request, and its trace id is on the message before the audit stage writes its records.
+ * 0a. rateLimit: the `rateLimits:` buckets; outside audit on purpose, so a client hammering a
+ *    limit does not write a record per refused request (the stage records each burst itself).
  * 1. audit: sees every outcome (denials and timeouts included) and the duration.
  * 1a. principalLimit: one principal's calls at once and per minute; refused before anything else
  *    works on the call (no question to a human, no upstream), and inside audit so the refusal is
@@ -29,6 +31,7 @@ import type { Stage } from './types.js';
  */
 export const STAGE_ORDER = [
   'telemetry',
+  'rateLimit',
   'audit',
   'principalLimit',
   'pins',

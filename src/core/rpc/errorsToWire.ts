@@ -4,6 +4,7 @@ import {
   PeerRpcError,
   ProtocolError,
   PrincipalLimitError,
+  RateLimitedError,
   ResourceNotFoundError,
   WardenError,
   type WardenErrorCode,
@@ -18,7 +19,10 @@ export type WireOutcome =
   | { readonly kind: 'result'; readonly result: CallToolResult }
   | { readonly kind: 'error'; readonly error: JsonRpcErrorObject };
 
-/** The JSON-RPC error code of a request refused by a per-principal bound. */
+/** `_meta` key on a rate-limited tool result: whole seconds until a call may succeed. */
+export const RETRY_AFTER_META_KEY = 'mcp-warden/retryAfter';
+
+/** The JSON-RPC error code of a request refused by a per-principal bound or a rate limit. */
 export const PRINCIPAL_LIMIT_CODE = -32029;
 
 /**
@@ -39,6 +43,8 @@ const AS_TOOL_RESULT: ReadonlySet<WardenErrorCode> = new Set([
   'DENIED',
   'TOOL_CHANGED',
   'INVALID_ARGUMENTS',
+  // The model can wait and try again; the result says how long.
+  'RATE_LIMITED',
 ]);
 
 /** Our errors that are JSON-RPC errors whatever the method, with their codes. */
@@ -83,7 +89,10 @@ export function errorToWire(error: unknown, logger: Logger): WireOutcome {
         result: {
           content: [{ type: 'text', text: `[mcp-warden] ${error.message}` }],
           isError: true,
-          _meta: { [WARDEN_ERROR_META_KEY]: error.code },
+          _meta: {
+            [WARDEN_ERROR_META_KEY]: error.code,
+            ...(error instanceof RateLimitedError && { [RETRY_AFTER_META_KEY]: error.retryAfterSeconds }),
+          },
         },
       };
     }
@@ -114,5 +123,8 @@ export function requestErrorToWire(error: unknown, logger: Logger): JsonRpcError
       data: rule === null ? outcome.result._meta : { ...outcome.result._meta, rule },
     };
   }
+  // Well formed, but not now: the same code as a per-principal bound, with when to retry.
+  if (error instanceof RateLimitedError)
+    return { code: PRINCIPAL_LIMIT_CODE, message, data: outcome.result._meta };
   return { code: RpcErrorCode.InternalError, message, data: outcome.result._meta };
 }

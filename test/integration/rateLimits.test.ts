@@ -1,0 +1,65 @@
+/**
+ * `rateLimits:` through the built binary, with the SDK Client as host: calls beyond a bucket
+ * are refused with a result that says when to try again, never reach the upstream, and the
+ * audit trail holds one record for the burst, not one per refused call.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  readAudit,
+  tempDir,
+  textOf,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
+
+let host: HostSession | undefined;
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+});
+
+describe('rate limits', () => {
+  it('refuses calls beyond the burst with when to retry, unrun, and audits the burst once', async () => {
+    const dir = tempDir();
+    const config = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        audit: { file: './audit.jsonl' },
+        rateLimits: [{ server: 'up', tool: 'echo', rate: '2/hour' }],
+        servers: { up: fixture() },
+      },
+      dir,
+    );
+    host = await connectHost(config);
+    const results = [];
+    for (let i = 0; i < 5; i++)
+      results.push(await host.client.callTool({ name: 'up__echo', arguments: { text: `n${i}` } }));
+    expect(results.slice(0, 2).map((r) => textOf(r))).toEqual(['n0', 'n1']);
+    for (const refused of results.slice(2)) {
+      expect(refused.isError).toBe(true);
+      // A token comes back every 30 minutes; the wait counts down from the first call.
+      expect(textOf(refused)).toMatch(
+        /^\[mcp-warden\] Rate limit reached for tool "echo" on server "up" \(rateLimits\[0\]: 2\/hour, burst 2, per principal\)\. Try again in 1[78]\d\d s\. The call was not run\.$/,
+      );
+      const wait = (refused._meta as Record<string, number>)['mcp-warden/retryAfter']!;
+      expect(wait).toBeGreaterThan(1700);
+      expect(wait).toBeLessThanOrEqual(1800);
+      expect(textOf(refused)).toContain(`Try again in ${wait} s.`);
+    }
+    // Another tool of the same server is not bounded by the rule.
+    expect(textOf(await host.client.callTool({ name: 'up__add', arguments: { a: 1, b: 2 } }))).toBe('3');
+    await host.close();
+    host = undefined;
+    const records = readAudit(path.join(dir, 'audit.jsonl'));
+    const calls = records.filter((r) => r.type === 'call');
+    expect(calls.map((c) => c.upstreamTool)).toEqual(['echo', 'echo', 'add']);
+    const bursts = records.filter((r) => r.type === 'rate_limited');
+    expect(bursts).toHaveLength(1);
+    expect(bursts[0]).toMatchObject({ phase: 'begin', rule: 0, rate: '2/hour', server: 'up', tool: 'echo' });
+    expect(bursts[0]!.principal).toBeDefined();
+  });
+});
