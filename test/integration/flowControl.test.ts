@@ -19,6 +19,13 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
+import {
+  connectHttpHost,
+  startHttpGateway,
+  suiteIssuer,
+  type HttpGateway,
+  type HttpHost,
+} from './httpHarness.js';
 import { modernResult } from './modernWire.js';
 
 const hosts: HostSession[] = [];
@@ -48,6 +55,7 @@ function setup(
     readonly flow?: Record<string, unknown>;
     readonly policy?: string;
     readonly extraArgs?: Record<string, string[]>;
+    readonly extra?: Record<string, unknown>;
   } = {},
 ): Setup {
   const dir = tempDir('warden-flow-');
@@ -69,6 +77,7 @@ function setup(
       audit: { file: audit },
       ...(options.policy !== undefined && { policies: ['policy.yaml'] }),
       ...(options.flow && { flow: options.flow }),
+      ...options.extra,
       servers,
     },
     dir,
@@ -389,5 +398,54 @@ describe('a 2026-07-28 host', () => {
     const final = modernResult('tools/call', answers.at(-1)!);
     expect(final['isError']).toBe(true);
     expect(callsReceived(s.record('mail'))).toEqual([]);
+  });
+});
+
+describe('on the HTTP listener', () => {
+  const AUDIENCE = 'https://warden.test/mcp';
+  const issuer = suiteIssuer(AUDIENCE);
+  let gateway: HttpGateway | undefined;
+  const httpHosts: HttpHost[] = [];
+  afterEach(async () => {
+    await Promise.all(httpHosts.splice(0).map((h) => h.close().catch(() => {})));
+    await gateway?.stop();
+    gateway = undefined;
+  });
+
+  /** A host connected as `subject`, declining every confirmation and keeping the questions. */
+  async function hostAs(subject: string) {
+    const asked: string[] = [];
+    const connected = await connectHttpHost(gateway!.url, {
+      token: await issuer.token(subject),
+      capabilities: { elicitation: { form: {} } },
+      beforeConnect: (client) =>
+        client.setRequestHandler(ElicitRequestSchema, (request) => {
+          asked.push((request.params as { message: string }).message);
+          return { action: 'decline' } as never;
+        }),
+    });
+    httpHosts.push(connected);
+    const callAs = async (name: string, text = name) =>
+      (await connected.client.callTool({ name, arguments: { text } })) as CallToolResult;
+    return { call: callAs, asked };
+  }
+
+  it('each principal has a session of their own, shared by all of their connections', async () => {
+    const s = setup({ extra: { auth: { issuer: issuer.url(), audience: AUDIENCE } } });
+    gateway = await startHttpGateway(s.config);
+    const alice = await hostAs('alice');
+    const bob = await hostAs('bob');
+    await alice.call('web__echo');
+    await alice.call('files__echo');
+    // Bob read private data only: his egress call passes.
+    await bob.call('files__echo');
+    expect(text(await bob.call('mail__echo', 'from bob'))).toBe('from bob');
+    expect(bob.asked).toEqual([]);
+    // A second connection of Alice's starts no fresh session: what she read still counts.
+    const aliceAgain = await hostAs('alice');
+    expect((await aliceAgain.call('mail__echo', 'from alice')).isError).toBe(true);
+    expect(aliceAgain.asked).toHaveLength(1);
+    expect(aliceAgain.asked[0]).toContain('tool "echo" on server "web"');
+    expect(callsReceived(s.record('mail'))).toEqual(['from bob']);
   });
 });
