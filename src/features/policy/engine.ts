@@ -107,6 +107,10 @@ export interface PolicyEngine {
    * cannot be checked counts as matching: a label only makes the gateway more careful.
    */
   labelsOf(input: PolicyCallInput): LabelsFound;
+  /** Whether any file has a `labels:` entry: without one, `labelsOf` finds none, whatever it is asked. */
+  readonly labelled: boolean;
+  /** Whether any rule has a `session` condition: without one, no decision depends on the session. */
+  readonly asksSession: boolean;
 }
 
 /** The labels the policy files give a request, and which entries gave them. */
@@ -185,6 +189,8 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
       );
     },
     labelsOf: (input) => (labelRules.length === 0 ? NO_LABELS : labelsOf(labelRules, input)),
+    labelled: labelRules.length > 0,
+    asksSession: rules.some((rule) => rule.match.session !== undefined),
     explain(input) {
       const trace: TraceEntry[] = [];
       const decision = run(state, input, trace);

@@ -71,7 +71,7 @@ export function createPolicy(
       }),
     },
     labelsOf: (message) =>
-      message.kind.startsWith('tasks/')
+      !state.engine.labelled || message.kind.startsWith('tasks/')
         ? NO_LABELS
         : state.engine.labelsOf(policyInput(message as JudgedMessage, trusted.get(message.server) ?? false)),
     visible: (item) => shown(item),

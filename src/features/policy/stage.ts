@@ -38,8 +38,10 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
     const judged = message as JudgedMessage;
-    const session = options.sessionLabels?.(message);
-    const decision = options.engine().decide(policyInput(judged, options.trusted(message.server), session));
+    const engine = options.engine();
+    // Only read when a rule asks: finding the session costs a key per call.
+    const session = engine.asksSession ? options.sessionLabels?.(message) : undefined;
+    const decision = engine.decide(policyInput(judged, options.trusted(message.server), session));
     message.record.decision =
       decision.layer === undefined
         ? { effect: decision.effect, rule: decision.ruleId }
