@@ -142,7 +142,7 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   const source = parseYamlSource(text, absolute, KIND);
   const { issues } = source;
   requireTopLevelMapping(source, {
-    empty: 'policy file is empty; it needs "default", "rules" or both',
+    empty: 'policy file is empty; it needs "default", "rules" or "labels"',
     expectedKeys: 'with "default" and "rules" keys',
   });
   issues.throwIfAny();
@@ -152,7 +152,7 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
     issues.add(problem.path, problem.at, problem.message);
   }
   if (data['default'] === undefined && data['rules'] === undefined && data['labels'] === undefined) {
-    issues.add([], 'value', 'a policy file needs "default", "rules" or both');
+    issues.add([], 'value', 'a policy file needs "default", "rules" or "labels"');
   }
 
   const policy = normalize(data, { file: absolute, source, compiler: lazyCompiler() });
