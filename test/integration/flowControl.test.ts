@@ -313,6 +313,8 @@ describe('labels from policy files and annotations', () => {
     expect(h.asked).toHaveLength(1);
     expect(h.asked[0]).toContain('tool "echo" on server "files"');
     expect(callsReceived(s.record('mail'))).toEqual([]);
+    const explained = await runCli(['policy', 'explain', '--config', s.config, 'files__echo']);
+    expect(explained.stdout).toContain('flow labels: private (labels entries: policy.yaml#labels2)');
   });
 
   it('a policy labels entry or a session condition written wrong is refused with file:line', async () => {
