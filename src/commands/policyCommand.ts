@@ -13,6 +13,7 @@ import {
 
 export async function runPolicy({ values, args: positionals }: CommandInput): Promise<undefined> {
   const [sub, tool, argsJson, ...extra] = positionals;
+  if (sub === 'explain' && values.session !== undefined) return replaySession(values, positionals.slice(1));
   if (sub !== 'explain' || tool === undefined)
     throw new UsageError('usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]');
   noMore(extra);
@@ -39,6 +40,34 @@ export async function runPolicy({ values, args: positionals }: CommandInput): Pr
   } finally {
     await closeLogger(logger);
   }
+  return undefined;
+}
+
+/**
+ * `policy explain --session ID`: the flow decisions of one gateway run, from the audit trail the
+ * config names, with the earlier requests behind each.
+ */
+async function replaySession(values: CommandInput['values'], extra: readonly string[]): Promise<undefined> {
+  noMore(extra);
+  const session = String(values.session);
+  const { config, warnings } = await load(values.config);
+  process.stderr.write(warningLines(warnings));
+  if (config.audit?.file === undefined)
+    throw new CommandError(
+      `${config.file} writes no audit file (audit.file), so there is no trail to replay`,
+    );
+  const { readAuditRecords } = await import('../features/audit/summary.js');
+  const { replayFlow, formatReplay } = await import('../features/flowControl/replay.js');
+  const { records } = readAuditRecords(config.audit.file);
+  if (!records.some((r) => r['session'] === session))
+    throw new CommandError(`no record of session ${session} in the audit trail ${config.audit.file}`, 1);
+  const replay = replayFlow(records, session);
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify(replay, null, 2)}
+`
+      : formatReplay(replay),
+  );
   return undefined;
 }
 

@@ -10,6 +10,8 @@ import {
   type PolicySet,
 } from '../features/policy/index.js';
 import { collectTools } from './tools.js';
+import type { FlowLabel } from '../config/types.js';
+import { requestLabels } from '../features/flowControl/feature.js';
 
 export interface ExplainRequest {
   readonly config: WardenConfig;
@@ -33,6 +35,10 @@ export interface ExplainReport {
   readonly hiddenFromList: boolean;
   readonly explanation: Explanation;
   readonly principal?: Principal;
+  /** The tool's flow labels (its server's, the policy files' `labels:` entries', its annotations'). */
+  readonly labels: readonly FlowLabel[];
+  /** The `labels:` entries that gave some of them. */
+  readonly labelEntries: readonly string[];
 }
 
 /**
@@ -76,9 +82,11 @@ export async function explainPolicy(request: ExplainRequest): Promise<ExplainRep
   }
   if (server === undefined || tool === undefined)
     throw new WardenError('UNKNOWN_TOOL', `no tool is exposed as "${exposedName}" by this config`);
-  const trusted = config.servers.find((s) => s.name === server)?.trusted ?? false;
+  const entry = config.servers.find((s) => s.name === server);
+  const trusted = entry?.trusted ?? false;
   const engine = createPolicyEngine(request.policies);
   const input = { server, tool, annotations: definition?.annotations, trusted };
+  const byPolicy = engine.labelsOf({ ...input, arguments: request.arguments });
   return {
     exposedName,
     server,
@@ -93,6 +101,8 @@ export async function explainPolicy(request: ExplainRequest): Promise<ExplainRep
       ...(request.principal && { principal: request.principal }),
     }),
     ...(request.principal && { principal: request.principal }),
+    labels: requestLabels(entry?.labels, byPolicy.labels, { kind: 'tools/call', definition }),
+    labelEntries: byPolicy.entries,
   };
 }
 
@@ -117,6 +127,9 @@ export function formatExplanation(report: ExplainReport): string {
     `decision: ${decision.effect.toUpperCase()} by ${decision.ruleId === null ? 'the default' : `rule "${decision.ruleId}"`}${where}${decision.layer === undefined ? '' : `, ${decision.layer} layer`}`,
     `reason: ${decision.reason}`,
     `shown in tools/list: ${report.hiddenFromList ? 'no (denied whatever the arguments)' : 'yes'}`,
+    `flow labels: ${report.labels.length === 0 ? 'none' : report.labels.join(', ')}${
+      report.labelEntries.length === 0 ? '' : ` (labels entries: ${report.labelEntries.join(', ')})`
+    }`,
     'rules tried:',
     ...(trace.length === 0
       ? ['  (none)']

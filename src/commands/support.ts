@@ -56,6 +56,7 @@ export interface CommandValues {
   readonly http?: string;
   readonly principal?: string;
   readonly claim?: string[];
+  readonly session?: string;
 }
 
 /**

@@ -111,21 +111,31 @@ Exit codes: 0 every enabled server is ready; 1 some server failed or was still s
   {
     name: 'policy',
     summary: `  mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON]
-                                      which policy rule decides a call of TOOL, and why`,
+                                      which policy rule decides a call of TOOL, and why
+  mcp-warden policy explain --config FILE --session ID
+                                      replay a session's flow decisions from the audit trail`,
     help: `Usage: mcp-warden policy explain --config FILE TOOL [ARGUMENTS-JSON] [--json]
                                  [--principal SUBJECT [--claim NAME=VALUE ...]]
+       mcp-warden policy explain --config FILE --session ID [--json]
 
 Says which policy rule decides a call of TOOL (its exposed name, e.g. fs__write_file) with the
-given arguments, and why.
+given arguments, and why. With --session, replays the audit trail of one gateway run (the
+session field of its records): which requests brought which flow labels into each host session,
+and why each call that would have completed the lethal trifecta was asked about, refused or
+only recorded, naming the earlier records behind it.
 
   --principal SUBJECT   explain the call as made by this token subject (rules may match on the
                         principal); default: the OS user, as on stdio
   --claim NAME=VALUE    a claim of that principal, such as groups=admins (repeatable)
 
-Exit codes: 0 explained; 1 TOOL is not offered by any server; 2 bad usage or an invalid config.`,
+  --session ID          replay the flow decisions of the gateway run with this audit session id
+
+Exit codes: 0 explained; 1 TOOL is not offered by any server, or no record of the session;
+2 bad usage or an invalid config.`,
     options: {
       config: CONFIG,
       json: { type: 'boolean' },
+      session: { type: 'string' },
       principal: { type: 'string' },
       claim: { type: 'string', multiple: true },
     },

@@ -3,6 +3,7 @@
  * removed or changed (their entries compared as loaded, so a reformatted file or a moved entry
  * changes nothing), and which settings changed that a running gateway cannot take.
  */
+import { DEFAULTS } from './defaults.js';
 import { canonicalJson } from '../lib/canonicalJson.js';
 import type { ServerConfig, WardenConfig } from './types.js';
 
@@ -70,6 +71,7 @@ const RESTART_ONLY: readonly (readonly [key: string, of: (config: WardenConfig) 
     ['audit', (c) => c.audit, 'the audit trail is opened at start'],
     ['pins', (c) => c.pins, 'the pins file is read and watched from the start'],
     ['telemetry', (c) => c.telemetry, 'the exporters are set up at start'],
+    ['flow', (c) => (c.flow ?? DEFAULTS.flow).trifecta, 'flow control is set up at start'],
     ['listen', (c) => c.listen, 'the listener is bound at start'],
     ['auth', (c) => c.auth, 'the listener checks tokens as set up at start'],
     ['catalog', (c) => c.catalog, "the hosts' tool lists are shaped by the settings read at start"],

@@ -4,7 +4,14 @@
  * a unit test keeps the two in agreement.
  */
 import { deepFreeze } from '../lib/freeze.js';
-import type { AuditConfig, ConfirmationConfig, GatewayConfig, PinsConfig, TelemetryConfig } from './types.js';
+import type {
+  AuditConfig,
+  ConfirmationConfig,
+  FlowConfig,
+  GatewayConfig,
+  PinsConfig,
+  TelemetryConfig,
+} from './types.js';
 
 export const DEFAULTS = deepFreeze({
   /** The whole `gateway:` section when the file omits it (no log file: logs go to stderr only). */
@@ -80,6 +87,14 @@ export const DEFAULTS = deepFreeze({
     /** A user who said yes once may say "for this session" rather than be asked again and again. */
     offerRemember: true,
   } satisfies ConfirmationConfig,
+
+  /**
+   * The `flow:` section. `confirm`: a session that has read untrusted content and private data
+   * and is about to send data out is the one case where a human's look is worth the interruption;
+   * denying outright would break legitimate work (read a page, read a file, write a summary to a
+   * ticket), and only auditing would leave the exfiltration running.
+   */
+  flow: { trifecta: 'confirm' } satisfies FlowConfig,
 
   /** The `audit:` section's keys when it is present; `file` is required there and has no default. */
   audit: {

@@ -49,6 +49,7 @@ import type {
   AuditSinkConfig,
   ConfirmationConfig,
   ConfirmationMethod,
+  FlowConfig,
   GatewayConfig,
   HttpServerConfig,
   OAuthClientConfig,
@@ -61,6 +62,7 @@ import type {
   ToolFilter,
   WardenConfig,
 } from './types.js';
+import { FLOW_LABELS } from './types.js';
 
 export type { Env } from './interpolate.js';
 export { formatKeyPath } from './interpolate.js';
@@ -269,6 +271,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
     gateway: inherited.gateway,
     policies: normalizePolicies(data, ctx),
     confirmation: normalizeConfirmation(data, ctx),
+    ...normalizeFlow(data),
     ...(audit === undefined ? {} : { audit }),
     ...(pins === undefined ? {} : { pins }),
     ...(telemetry === undefined ? {} : { telemetry }),
@@ -375,6 +378,19 @@ function normalizePolicies(data: Data, ctx: Context): string[] {
   return strings(data['policies'])
     .filter((file) => file !== '')
     .map((file) => path.resolve(ctx.dir, file));
+}
+
+/** The `flow:` section, when written (its keys defaulted); absent otherwise, which means the defaults. */
+function normalizeFlow(data: Data): { flow?: FlowConfig } {
+  const section = asRecord(data['flow']);
+  if (section === undefined) return {};
+  const trifecta = section['trifecta'];
+  // Anything else was reported by the schema; the result is then discarded.
+  return {
+    flow: {
+      trifecta: trifecta === 'deny' || trifecta === 'audit' ? trifecta : DEFAULTS.flow.trifecta,
+    },
+  };
 }
 
 const CONFIRMATION_METHODS: readonly ConfirmationMethod[] = ['elicitation', 'command'];
@@ -789,6 +805,10 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
     disabled: typeof entry['disabled'] === 'boolean' ? entry['disabled'] : defaults.disabled,
     ...startSettings(ctx, entry, at, gateway),
     trusted: typeof entry['trusted'] === 'boolean' ? entry['trusted'] : defaults.trusted,
+    // Unknown labels were reported by the schema; the result is then discarded.
+    ...(Array.isArray(entry['labels']) && {
+      labels: FLOW_LABELS.filter((label) => (entry['labels'] as unknown[]).includes(label)),
+    }),
     shared: entry['shared'] === true,
     clientRequests: {
       sampling: entry['sampling'] !== false,

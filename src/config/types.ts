@@ -154,6 +154,8 @@ interface ServerCommon {
   readonly idleTimeoutMs?: number;
   /** Whether this server's tool annotations may be believed. Default false. */
   readonly trusted: boolean;
+  /** The flow labels every tool and resource of this server carries (`labels:`); absent: none. */
+  readonly labels?: readonly FlowLabel[];
   /**
    * With an HTTP listener, whether one process of this stdio server serves every principal
    * (`shared: true`) instead of one process per principal. Default false.
@@ -239,6 +241,25 @@ export interface OAuthClientConfig {
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+/**
+ * What a server's results (or a tool's, a resource's) bring into a host session, for flow control:
+ * `untrusted`: they may carry instructions from outside (web pages, mail, issues); `private`:
+ * they hold data the user would not publish; `egress`: the tool can send data out or change the
+ * world outside.
+ */
+export type FlowLabel = 'untrusted' | 'private' | 'egress';
+
+export const FLOW_LABELS: readonly FlowLabel[] = Object.freeze(['untrusted', 'private', 'egress']);
+
+/** `flow:`, what happens to a call that would complete the lethal trifecta in a session. */
+export interface FlowConfig {
+  /**
+   * `confirm` (default): the user is asked, naming the calls that made it risky; `deny`: refused
+   * with a result that says why; `audit`: only recorded.
+   */
+  readonly trifecta: 'confirm' | 'deny' | 'audit';
+}
 
 /** One way of asking a human to confirm a call, tried in the configured order. */
 export type ConfirmationMethod = 'elicitation' | 'command';
@@ -379,6 +400,8 @@ export interface WardenConfig {
   /** Policy files, absolute, in the order listed (`policies:`); the first matching rule across them decides. */
   readonly policies: readonly string[];
   readonly confirmation: ConfirmationConfig;
+  /** Flow control (`flow:`); absent: its defaults (see config/defaults.ts). */
+  readonly flow?: FlowConfig;
   readonly audit?: AuditConfig;
   readonly pins?: PinsConfig;
   readonly telemetry?: TelemetryConfig;

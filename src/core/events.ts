@@ -12,6 +12,7 @@
  * field: one place a security team reads to parse the trail.
  */
 
+import type { FlowLabel } from '../config/types.js';
 import type { Principal } from './principal.js';
 
 /** Added by the writer to every record; never set by callers (their values would be replaced). */
@@ -104,6 +105,41 @@ export type CallOutcome =
   | 'unknown_name'
   | 'internal_error';
 
+/**
+ * What flow control knew of a request (see the flow guide): the labels it carries, whether its
+ * result brought them into the host session, and, for a call that would complete the lethal
+ * trifecta, what was decided and why.
+ */
+export interface FlowRecord {
+  /** The request's labels: its server's, the policy files' `labels:` entries', its annotations'. */
+  labels: FlowLabel[];
+  /**
+   * Set when the request's successful result brought its labels into the session: its number
+   * among that session's sources (1, 2, ...), which later records name in `lineage`.
+   */
+  source?: number;
+  /** Which host session: the principal's key on a listener, empty on a single host connection. */
+  sessionKey?: string;
+  /** For a call that would complete the trifecta: `flow.trifecta` as applied to it. */
+  trifecta?: 'confirm' | 'deny' | 'audit';
+  /** For such a call: the earlier requests that brought each label into the session. */
+  lineage?: FlowLineage[];
+}
+
+/** One earlier request that brought a label into the session. */
+export interface FlowLineage {
+  label: FlowLabel;
+  /** Its `flow.source` number in its own record. */
+  source: number;
+  server: string;
+  /** What it addressed: the tool's own name, a resource URI or a prompt name. */
+  target: string;
+  /** The request's method (`tools/call`, `resources/read`, `prompts/get`). */
+  method: string;
+  /** When its result arrived, ISO 8601 UTC. */
+  at: string;
+}
+
 /** Fields common to the events a gateway writes. */
 export interface GatewayEventBase {
   /** The gateway run's id (random per start): ties a run's records together in a shared file. */
@@ -164,6 +200,12 @@ export interface CallEvent extends GatewayEventBase {
    * the host's trace when its `_meta` carried one, else one the gateway started.
    */
   trace?: string;
+  /**
+   * Flow control's labels for the call, whether its result brought them into the session, and
+   * for a call that would complete the lethal trifecta, the decision and its lineage; absent
+   * when the call carries no labels and decided nothing.
+   */
+  flow?: FlowRecord;
 }
 
 /**
@@ -224,6 +266,8 @@ export interface RequestEvent extends GatewayEventBase {
   call?: number;
   /** As for `call`: the OpenTelemetry trace id, when `telemetry.traces` is on. */
   trace?: string;
+  /** As for `call`: flow control's labels and lineage, when the request carries labels. */
+  flow?: FlowRecord;
 }
 
 /** The gateway started serving. */

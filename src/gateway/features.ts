@@ -13,6 +13,9 @@ import { createAudit } from '../features/audit/feature.js';
 import type { AuditStageOptions } from '../features/audit/stage.js';
 import { createConfirmation } from '../features/confirmation/feature.js';
 import type { ConfirmationOptions } from '../features/confirmation/stage.js';
+import { createFlowControl } from '../features/flowControl/feature.js';
+import { FlowSessions } from '../features/flowControl/sessions.js';
+import { sessionKey } from '../features/flowControl/stage.js';
 import { createLimits } from '../features/limits/feature.js';
 import { createPrincipalLimits } from '../features/limits/principalFeature.js';
 import { createRateLimits } from '../features/limits/rateFeature.js';
@@ -75,11 +78,13 @@ export function buildFeatures(deps: FeatureDependencies): {
 } {
   const { config, logger } = deps;
   const servers = deps.serversByName ?? new Map(config.servers.map((s) => [s.name, s]));
+  const sessions = new FlowSessions();
   const policy = createPolicy(config, {
     policies: deps.policies,
     logger,
     record: deps.record,
     refusedByConfig: (message) => refusedByConfig(message, servers),
+    sessionLabels: (message) => sessions.seen(sessionKey(message)),
   });
   const { pins: pinsConfig } = config;
   // One of each for the life of the gateway: the stages made for each settings in force use
@@ -99,6 +104,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     ...settingsFeatures(config),
     createSchemaWarmup(config, { ...validators, servers, logger }),
     policy,
+    createFlowControl(config, { sessions, policyLabels: (message) => policy.labelsOf(message).labels }),
     createLimits(config),
     createPrincipalLimits(config),
     createToolSearch(config),

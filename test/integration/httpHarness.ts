@@ -6,7 +6,35 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { OAuth2Server } from 'oauth2-mock-server';
+import { afterAll, beforeAll } from 'vitest';
 import { CLI, NODE, type HostCapabilities } from './harness.js';
+
+/**
+ * An OAuth issuer (oauth2-mock-server) on 127.0.0.1, started before the suite that calls this and
+ * stopped after it, and bearer tokens it signs for `audience`.
+ */
+export function suiteIssuer(audience: string): {
+  readonly url: () => string;
+  readonly token: (subject: string) => Promise<string>;
+} {
+  const server = new OAuth2Server();
+  beforeAll(async () => {
+    await server.issuer.keys.generate('RS256');
+    await server.start(0, '127.0.0.1');
+  });
+  afterAll(() => server.stop());
+  return {
+    url: () => server.issuer.url!,
+    token: (subject) =>
+      server.issuer.buildToken({
+        scopesOrTransform: (_header, payload) => {
+          payload.sub = subject;
+          payload.aud = audience;
+        },
+      }),
+  };
+}
 
 export interface HttpGateway {
   /** The /mcp URL, with the port the gateway picked. */

@@ -67,6 +67,12 @@ describe('restartNeeded', () => {
     expect(restartNeeded(before, after).map((r) => r.key)).toEqual(['gateway.naming', 'gateway.log']);
     expect(restartNeeded(before, before)).toEqual([]);
   });
+  it('names flow.trifecta, which flow control takes at start; server labels apply while serving', () => {
+    const before = parse('servers: { a: { command: a } }\n');
+    const denying = parse('flow: { trifecta: deny }\nservers: { a: { command: a, labels: [private] } }\n');
+    expect(restartNeeded(before, denying).map((r) => r.key)).toEqual(['flow']);
+    expect(restartNeeded(before, parse('flow: {}\nservers: { a: { command: a } }\n'))).toEqual([]);
+  });
 });
 
 describe('serialRunner', () => {

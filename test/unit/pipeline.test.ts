@@ -43,7 +43,7 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, flow, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
       'rateLimit',
@@ -52,6 +52,7 @@ describe('pipeline order', () => {
       'pins',
       'validate',
       'policy',
+      'flow',
       'confirmation',
       'timeout',
       'resultRepair',

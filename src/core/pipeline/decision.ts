@@ -22,10 +22,16 @@ export interface Decision {
    * `managed` for their policy files, `user` for the user's (and for no rule at all).
    */
   readonly layer?: 'managed' | 'user';
+  /**
+   * Who decided, when it was not a policy rule or default: a setting of the config, such as
+   * `flow.trifecta in proxy.config.yaml`.
+   */
+  readonly by?: string;
 }
 
 /** Where a decision came from, for the model and the user: `policy rule "no-deletes", org.yaml`. */
 export function describeDecision(decision: Decision): string {
+  if (decision.by !== undefined) return decision.by;
   const file = decision.source === null ? '' : `, ${path.basename(decision.source.file)}`;
   return decision.ruleId === null ? `policy default${file}` : `policy rule "${decision.ruleId}"${file}`;
 }

@@ -21,6 +21,10 @@ import type { Stage } from './types.js';
  *    which a lenient server turns into 1000) must never reach policy's judgement or the
  *    upstream. After pins, so the schema it checks against is one that was approved.
  * 4. policy: cheap and deterministic; deny before bothering a human.
+ * 4a. flow: after policy (a denied call brings nothing and completes nothing), before
+ *    confirmation, which asks about a call that would complete the lethal trifecta the way it asks
+ *    about any call marked `confirm`. Outside the timeout and repair, so the result it takes
+ *    labels from is the one the host gets.
  * 5. confirmation: only for calls the policy marked `confirm`; outside the timeout, so a human's
  *    wait does not count against the tool's limit.
  * 6. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
@@ -37,6 +41,7 @@ export const STAGE_ORDER = [
   'pins',
   'validate',
   'policy',
+  'flow',
   'confirmation',
   'timeout',
   'resultRepair',

@@ -5,6 +5,7 @@ import type { ProgressListener } from '../rpc/progress.js';
 import type { Decision } from './decision.js';
 import type { Outcome } from '../rpc/outcome.js';
 import type { Principal } from '../principal.js';
+import type { FlowRecord } from '../events.js';
 import type { HostSession } from '../host/hostSession.js';
 
 /**
@@ -131,6 +132,8 @@ export interface CallRecord {
   traceId?: string;
   /** Why the pins stage refused the call (features/pins/pinDecision.ts `PinStatus`); absent when it did not. */
   pin?: 'changed' | 'new' | 'unpinnable';
+  /** Flow control's labels, source number and trifecta decision (flowControl). */
+  flow?: FlowRecord;
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
     effect: Decision['effect'];

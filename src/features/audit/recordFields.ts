@@ -79,6 +79,7 @@ export const CALL_KEYS: readonly string[] = [
   'structured',
   'call',
   'trace',
+  'flow',
 ];
 
 /** Which writer a field list gets: the general walk, or one of the fixed ones. */
@@ -227,7 +228,8 @@ export class RecordFields {
       this.#member(',"error":', 'error', e['error'], false) +
       this.#member(',"structured":', 'structured', e['structured'], false) +
       this.#member(',"call":', 'call', e['call'], false) +
-      this.#member(',"trace":', 'trace', e['trace'], false)
+      this.#member(',"trace":', 'trace', e['trace'], false) +
+      this.#member(',"flow":', 'flow', e['flow'], false)
     );
   }
 

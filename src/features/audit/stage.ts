@@ -167,6 +167,7 @@ function write(
       : undefined,
     call: number,
     trace: call.record.traceId,
+    flow: call.record.flow,
   };
   appendOrLog(options, event, call.exposedName);
 }
@@ -201,6 +202,7 @@ function writeRequest(
     error: failure === undefined ? undefined : failure instanceof Error ? failure.message : String(failure),
     call: number,
     trace: call.record.traceId,
+    flow: call.record.flow,
   };
   appendOrLog(options, event, `${call.kind} for ${call.server}`);
 }

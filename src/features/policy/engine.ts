@@ -14,6 +14,7 @@
 import path from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { matchesGlob } from '../../lib/glob.js';
+import { FLOW_LABELS, type FlowLabel } from '../../config/types.js';
 import type { Principal } from '../../core/principal.js';
 import { readAnnotations, type AnnotationReading, type HintOrigin } from './annotations.js';
 import {
@@ -21,6 +22,7 @@ import {
   type ArgumentVerdict,
   type Decision,
   type Effect,
+  type LabelRule,
   type PolicyRule,
   type PolicySet,
   type PolicySource,
@@ -64,6 +66,8 @@ export type PolicySubject = (PolicyToolInput | PolicyOtherInput) & { readonly pr
 export type PolicyCallInput = PolicySubject & {
   /** Missing arguments are checked as `{}`. */
   readonly arguments: Readonly<Record<string, unknown>> | undefined;
+  /** The flow labels that reached the host session through earlier results; absent: none. */
+  readonly session?: ReadonlySet<FlowLabel>;
 };
 
 /** How one rule fared for one call. */
@@ -97,7 +101,25 @@ export interface PolicyEngine {
   explain(input: PolicyCallInput): Explanation;
   /** The rules whose conditions other than `arguments` hold for this subject, in order. */
   candidates(input: PolicySubject): readonly PolicyRule[];
+  /**
+   * The flow labels the `labels:` entries give this request (every entry that matches adds its
+   * own), with the entries that gave them; empty when none matches. An entry whose arguments
+   * cannot be checked counts as matching: a label only makes the gateway more careful.
+   */
+  labelsOf(input: PolicyCallInput): LabelsFound;
+  /** Whether any file has a `labels:` entry: without one, `labelsOf` finds none, whatever it is asked. */
+  readonly labelled: boolean;
+  /** Whether any rule has a `session` condition: without one, no decision depends on the session. */
+  readonly asksSession: boolean;
 }
+
+/** The labels the policy files give a request, and which entries gave them. */
+export interface LabelsFound {
+  readonly labels: readonly FlowLabel[];
+  readonly entries: readonly string[];
+}
+
+const NO_LABELS: LabelsFound = Object.freeze({ labels: Object.freeze([]), entries: Object.freeze([]) });
 
 type Outcome =
   | { readonly kind: 'match'; readonly why: string }
@@ -133,6 +155,7 @@ interface EngineState {
 /** Builds an engine over a loaded set. The set is not copied: it is frozen by the loader. */
 export function createPolicyEngine(set: PolicySet): PolicyEngine {
   const rules: readonly PolicyRule[] = set.files.flatMap((file) => file.rules);
+  const labelRules: readonly LabelRule[] = set.files.flatMap((file) => file.labels ?? []);
   const managed = set.managedFiles === undefined ? undefined : new Set(set.managedFiles);
   let fallback: DefaultRule | null = null;
   for (const file of set.files) {
@@ -165,12 +188,27 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
         (rule) => evaluate(rule, input, { reader, args: null, explain: false }).kind !== 'mismatch',
       );
     },
+    labelsOf: (input) => (labelRules.length === 0 ? NO_LABELS : labelsOf(labelRules, input)),
+    labelled: labelRules.length > 0,
+    asksSession: rules.some((rule) => rule.match.session !== undefined),
     explain(input) {
       const trace: TraceEntry[] = [];
       const decision = run(state, input, trace);
       return { decision, trace };
     },
   };
+}
+
+function labelsOf(labelRules: readonly LabelRule[], input: PolicyCallInput): LabelsFound {
+  const context = { reader: annotationReader(input), args: input.arguments ?? {}, explain: false };
+  const labels = new Set<FlowLabel>();
+  const entries: string[] = [];
+  for (const rule of labelRules) {
+    if (evaluate(rule, input, context).kind === 'mismatch') continue;
+    entries.push(rule.id);
+    for (const label of rule.add) labels.add(label);
+  }
+  return entries.length === 0 ? NO_LABELS : { labels: FLOW_LABELS.filter((l) => labels.has(l)), entries };
 }
 
 /** Which layer a decision comes from, when managed settings are in force (nothing otherwise). */
@@ -218,6 +256,7 @@ function isHiddenFromList(state: EngineState, input: PolicySubject): boolean {
       rule.match.arguments !== null ||
       rule.match.paths !== null ||
       rule.match.principal !== null ||
+      rule.match.session !== undefined ||
       (template && rule.match.resource !== null)
     ) {
       if (rule.action !== 'deny') return false;
@@ -270,7 +309,7 @@ function decide(state: EngineState, input: PolicyCallInput): Decision {
   for (let i = 0; i < matching.length; i++) {
     const rule = matching[i]!;
     if (!testsTheCall(rule)) return theirs[i]!;
-    const verdict = testCallConditions(rule, args, input.principal);
+    const verdict = testCallConditions(rule, args, input);
     if (verdict.kind === 'match') return theirs[i]!;
     if (verdict.kind === 'unverifiable') return uncheckedDecision(rule, verdict.why);
   }
@@ -291,7 +330,12 @@ interface Candidates {
 /** Whether a rule has a condition on the call itself, known only when the call is made. */
 function testsTheCall(rule: PolicyRule): boolean {
   const { match } = rule;
-  return match.principal !== null || match.arguments !== null || match.paths !== null;
+  return (
+    match.principal !== null ||
+    match.arguments !== null ||
+    match.paths !== null ||
+    match.session !== undefined
+  );
 }
 
 /**
@@ -301,13 +345,14 @@ function testsTheCall(rule: PolicyRule): boolean {
 function testCallConditions(
   rule: PolicyRule,
   args: Readonly<Record<string, unknown>>,
-  principal: Principal | undefined,
+  input: PolicyCallInput,
 ): ArgumentVerdict {
-  const { arguments: schema, paths } = rule.match;
+  const { arguments: schema, paths, session } = rule.match;
   if (rule.match.principal !== null) {
-    const verdict = rule.match.principal.test(principal);
+    const verdict = rule.match.principal.test(input.principal);
     if (verdict.kind !== 'match') return verdict;
   }
+  if (session !== undefined && !sessionHas(session.has, input)) return UNSEEN;
   if (schema !== null) {
     const verdict = schema.holds(args);
     if (verdict.kind !== 'match') return verdict;
@@ -316,6 +361,12 @@ function testCallConditions(
 }
 
 const MATCHED: ArgumentVerdict = Object.freeze({ kind: 'match' });
+const UNSEEN: ArgumentVerdict = Object.freeze({ kind: 'mismatch', why: '' });
+
+function sessionHas(wanted: readonly FlowLabel[], input: PolicySubject): boolean {
+  const seen = (input as PolicyCallInput).session;
+  return wanted.every((label) => seen?.has(label) === true);
+}
 
 /** Annotations are read once per call, and only if some rule asks about them. */
 function annotationReader(input: PolicySubject): () => AnnotationReading {
@@ -342,7 +393,11 @@ type RuleMatch = PolicyRule['match'];
  * Each group of conditions below returns the outcome that ends the evaluation, or undefined when
  * its conditions hold, writing what held into `held` (null when not explaining).
  */
-function evaluate(rule: PolicyRule, input: PolicySubject, context: EvaluationContext): Outcome {
+function evaluate(
+  rule: Pick<PolicyRule, 'match'>,
+  input: PolicySubject,
+  context: EvaluationContext,
+): Outcome {
   const { match } = rule;
   // Nothing is allocated unless `explain`: listing asks this of every rule for every tool, and
   // the closures and arrays it once made per question were what pushed the gateway's memory
@@ -508,6 +563,22 @@ function callOutcome(
         return explain ? { kind: 'mismatch', why: verdict.why } : UNEXPLAINED_MISMATCH;
       if (verdict.kind === 'unverifiable') return { kind: 'unverifiable', why: verdict.why };
       held?.push('the arguments match');
+    }
+  }
+  if (match.session !== undefined) {
+    if (args === null) {
+      held?.push('session not checked');
+    } else {
+      const wanted = match.session.has;
+      if (!sessionHas(wanted, input)) {
+        if (!explain) return UNEXPLAINED_MISMATCH;
+        const seen = [...((input as PolicyCallInput).session ?? [])];
+        return {
+          kind: 'mismatch',
+          why: `the session has seen ${seen.length === 0 ? 'no labels' : seen.join(', ')}; the rule wants ${wanted.join(', ')}`,
+        };
+      }
+      held?.push(`the session has seen ${wanted.join(', ')}`);
     }
   }
   // After `arguments`: it may touch the filesystem, so it runs only when all else holds.

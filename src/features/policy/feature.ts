@@ -4,12 +4,13 @@ import type { WardenConfig } from '../../config/types.js';
 import type { PolicyLoadEvent, PolicyRejectEvent } from '../../core/events.js';
 import type { Feature } from '../../core/routing/feature.js';
 import type { Logger } from '../../core/logger.js';
+import type { RoutedMessage } from '../../core/pipeline/types.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { lintPolicies } from './deadRules.js';
-import { createPolicyEngine, type PolicyEngine } from './engine.js';
+import { createPolicyEngine, type LabelsFound, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
 import { policyVersion, watchPolicies } from './policyWatcher.js';
-import { createPolicyStage, type PolicyStageOptions } from './stage.js';
+import { createPolicyStage, policyInput, type JudgedMessage, type PolicyStageOptions } from './stage.js';
 import type { PolicySet } from './types.js';
 import { shownByPolicy } from './visibility.js';
 
@@ -19,6 +20,8 @@ export interface PolicyDeps {
   readonly logger: Logger;
   /** A refusal the config makes before any rule is asked (see PolicyStageOptions). */
   readonly refusedByConfig?: PolicyStageOptions['refusedByConfig'];
+  /** What each host session has seen, for rules with a `session` condition (flow control). */
+  readonly sessionLabels?: PolicyStageOptions['sessionLabels'];
   /** Writes a policy record to the audit trail (the gateway adds its session). */
   readonly record: (event: Omit<PolicyLoadEvent, 'session'> | Omit<PolicyRejectEvent, 'session'>) => void;
 }
@@ -32,6 +35,8 @@ export function createPolicy(
   deps: PolicyDeps,
 ): Feature & {
   engine(): PolicyEngine;
+  /** The flow labels the policy files' `labels:` entries give a request, and which entries gave them. */
+  labelsOf(message: RoutedMessage): LabelsFound;
   /**
    * The managed settings now name `managed` as their policy files (tried before the user's): loads
    * them with the user's, puts them in force and watches them. Throws `ConfigError` when they
@@ -62,8 +67,13 @@ export function createPolicy(
         engine: current,
         trusted: (server) => trusted.get(server) ?? false,
         ...(deps.refusedByConfig && { refusedByConfig: deps.refusedByConfig }),
+        ...(deps.sessionLabels && { sessionLabels: deps.sessionLabels }),
       }),
     },
+    labelsOf: (message) =>
+      !state.engine.labelled || message.kind.startsWith('tasks/')
+        ? NO_LABELS
+        : state.engine.labelsOf(policyInput(message as JudgedMessage, trusted.get(message.server) ?? false)),
     visible: (item) => shown(item),
     serversChanged: (servers) => {
       trusted = new Map(servers.map((s) => [s.name, s.trusted]));
@@ -90,6 +100,8 @@ export function createPolicy(
     },
   };
 }
+
+const NO_LABELS: LabelsFound = Object.freeze({ labels: [], entries: [] });
 
 /** What the feature keeps while serving: the engine in force and the files it came from. */
 interface PolicyState {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { compilePrincipalCondition, type PrincipalCondition } from './principal.js';
 import { ConfigError, type ConfigIssue } from '../../config/issues.js';
 import { deepFreeze } from '../../lib/freeze.js';
+import { FLOW_LABELS } from '../../config/types.js';
 import type { KeyPath } from '../../config/interpolate.js';
 import {
   documentSchemaUrl,
@@ -40,6 +41,7 @@ import {
   type ArgumentCondition,
   type Effect,
   type HintName,
+  type LabelRule,
   type PathCondition,
   type PathConditionSpec,
   type PolicyFile,
@@ -140,7 +142,7 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   const source = parseYamlSource(text, absolute, KIND);
   const { issues } = source;
   requireTopLevelMapping(source, {
-    empty: 'policy file is empty; it needs "default", "rules" or both',
+    empty: 'policy file is empty; it needs "default", "rules" or "labels"',
     expectedKeys: 'with "default" and "rules" keys',
   });
   issues.throwIfAny();
@@ -149,8 +151,8 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   for (const problem of translateErrors(validatePolicyDocument(data), data)) {
     issues.add(problem.path, problem.at, problem.message);
   }
-  if (data['default'] === undefined && data['rules'] === undefined) {
-    issues.add([], 'value', 'a policy file needs "default", "rules" or both');
+  if (data['default'] === undefined && data['rules'] === undefined && data['labels'] === undefined) {
+    issues.add([], 'value', 'a policy file needs "default", "rules" or "labels"');
   }
 
   const policy = normalize(data, { file: absolute, source, compiler: lazyCompiler() });
@@ -196,11 +198,13 @@ function normalize(data: Readonly<Record<string, unknown>>, ctx: Context): Omit<
     }
     rules.push(rule);
   });
+  const labels = normalizeLabels(data, ctx);
   return {
     file: ctx.file,
     default:
       defaultEffect === undefined ? null : { effect: defaultEffect, source: sourceOf(ctx, ['default']) },
     rules,
+    ...(labels.length > 0 && { labels }),
   };
 }
 
@@ -214,18 +218,7 @@ function normalizeRule(
   const action = asEffect(entry['action']);
   const written = typeof entry['id'] === 'string' && entry['id'] !== '' ? entry['id'] : undefined;
   const reason = typeof entry['reason'] === 'string' && entry['reason'] !== '' ? entry['reason'] : null;
-  const conditions: PolicyMatch = {
-    server: globs(ctx, at('match', 'server'), match?.['server']),
-    kind: kinds(match?.['kind']),
-    tool: globs(ctx, at('match', 'tool'), match?.['tool']),
-    prompt: globs(ctx, at('match', 'prompt'), match?.['prompt']),
-    resource: resourceGlobs(ctx, at('match', 'resource'), match?.['resource']),
-    trusted: typeof match?.['trusted'] === 'boolean' ? match['trusted'] : null,
-    annotations: annotations(match?.['annotations']),
-    arguments: argumentCondition(ctx, at('match', 'arguments'), match?.['arguments']),
-    paths: pathCondition(ctx, at('match', 'paths'), match?.['paths']),
-    principal: principalCondition(ctx, at('match', 'principal'), match?.['principal']),
-  };
+  const conditions = matchConditions(ctx, at('match'), match);
   if (match === undefined || action === undefined) return undefined; // reported by the schema
   return {
     id: written ?? `${path.basename(ctx.file)}#${index + 1}`,
@@ -235,6 +228,66 @@ function normalizeRule(
     reason,
     source: sourceOf(ctx, at()),
   };
+}
+
+/** A rule's (or a label entry's) `match`, each condition compiled and checked. */
+function matchConditions(
+  ctx: Context,
+  keyPath: KeyPath,
+  match: Readonly<Record<string, unknown>> | undefined,
+): PolicyMatch {
+  const at = (key: string): KeyPath => [...keyPath, key];
+  const session = sessionCondition(match?.['session']);
+  return {
+    server: globs(ctx, at('server'), match?.['server']),
+    kind: kinds(match?.['kind']),
+    tool: globs(ctx, at('tool'), match?.['tool']),
+    prompt: globs(ctx, at('prompt'), match?.['prompt']),
+    resource: resourceGlobs(ctx, at('resource'), match?.['resource']),
+    trusted: typeof match?.['trusted'] === 'boolean' ? match['trusted'] : null,
+    annotations: annotations(match?.['annotations']),
+    arguments: argumentCondition(ctx, at('arguments'), match?.['arguments']),
+    paths: pathCondition(ctx, at('paths'), match?.['paths']),
+    principal: principalCondition(ctx, at('principal'), match?.['principal']),
+    ...(session && { session }),
+  };
+}
+
+/** A `session` condition: the flow labels the session must have seen (the schema checked them). */
+function sessionCondition(value: unknown): PolicyMatch['session'] {
+  const has = asRecord(value)?.['has'];
+  if (!Array.isArray(has)) return undefined;
+  return { has: FLOW_LABELS.filter((label) => has.includes(label)) };
+}
+
+/**
+ * The file's `labels:` entries. A `session` condition is refused there: a label says what a tool
+ * or resource brings into a session, which cannot depend on what the session saw before.
+ */
+function normalizeLabels(data: Readonly<Record<string, unknown>>, ctx: Context): LabelRule[] {
+  const list = Array.isArray(data['labels']) ? (data['labels'] as readonly unknown[]) : [];
+  const entries: LabelRule[] = [];
+  list.forEach((value, index) => {
+    const entry = asRecord(value);
+    const match = asRecord(entry?.['match']);
+    if (entry === undefined || match === undefined || !Array.isArray(entry['add'])) return; // the schema
+    const keyPath: KeyPath = ['labels', index];
+    if (match['session'] !== undefined)
+      ctx.source.issues.add(
+        [...keyPath, 'match', 'session'],
+        'key',
+        'a labels entry cannot have a session condition: labels say what a tool or resource brings into a session, whatever came before',
+      );
+    const written = typeof entry['id'] === 'string' && entry['id'] !== '' ? entry['id'] : undefined;
+    const add = entry['add'] as unknown[];
+    entries.push({
+      id: written ?? `${path.basename(ctx.file)}#labels${index + 1}`,
+      match: matchConditions(ctx, [...keyPath, 'match'], match),
+      add: FLOW_LABELS.filter((label) => add.includes(label)),
+      source: sourceOf(ctx, keyPath),
+    });
+  });
+  return entries;
 }
 
 /** A `principal` condition: subject globs and claim globs, each checked like any glob. */

@@ -1,3 +1,4 @@
+import type { FlowLabel } from '../../config/types.js';
 import { DeniedError } from '../../core/errors.js';
 import { describeDecision } from '../../core/pipeline/decision.js';
 import type { RoutedMessage, Stage } from '../../core/pipeline/types.js';
@@ -14,6 +15,8 @@ export interface PolicyStageOptions {
    * `elicitation` or `roots` is off); undefined when the config allows the request.
    */
   readonly refusedByConfig?: (message: RoutedMessage) => string | undefined;
+  /** The flow labels that reached the message's host session through earlier results. */
+  readonly sessionLabels?: (message: RoutedMessage) => ReadonlySet<FlowLabel> | undefined;
 }
 
 /**
@@ -35,7 +38,10 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
       return Promise.reject(new DeniedError(`${refused} ${notDone(message)}`, null));
     }
     const judged = message as JudgedMessage;
-    const decision = options.engine().decide(policyInput(judged, options.trusted(message.server)));
+    const engine = options.engine();
+    // Only read when a rule asks: finding the session costs a key per call.
+    const session = engine.asksSession ? options.sessionLabels?.(message) : undefined;
+    const decision = engine.decide(policyInput(judged, options.trusted(message.server), session));
     message.record.decision =
       decision.layer === undefined
         ? { effect: decision.effect, rule: decision.ruleId }
@@ -56,7 +62,7 @@ export function createPolicyStage(options: PolicyStageOptions): Stage {
 type TaskFollowUp = Extract<RoutedMessage['kind'], `tasks/${string}`>;
 
 /** Every kind the rules judge. */
-type JudgedMessage = RoutedMessage & { kind: Exclude<RoutedMessage['kind'], TaskFollowUp> };
+export type JudgedMessage = RoutedMessage & { kind: Exclude<RoutedMessage['kind'], TaskFollowUp> };
 
 function isTaskFollowUp(message: RoutedMessage): boolean {
   return message.kind.startsWith('tasks/');
@@ -67,21 +73,25 @@ function isTaskFollowUp(message: RoutedMessage): boolean {
  * who makes it. Built as one literal per kind: a copy spread to add the principal took the engine
  * off its fast property reads, which was most of what an idle policy cost a call (measured).
  */
-export function policyInput(message: JudgedMessage, trusted: boolean): PolicyCallInput {
+export function policyInput(
+  message: JudgedMessage,
+  trusted: boolean,
+  session?: ReadonlySet<FlowLabel>,
+): PolicyCallInput {
   const { server, target, principal } = message;
   const args = message.arguments;
   switch (message.kind) {
     case 'tools/call': {
       const annotations = message.definition?.annotations;
-      return { server, tool: target, annotations, trusted, arguments: args, principal };
+      return { server, tool: target, annotations, trusted, arguments: args, principal, session };
     }
     case 'prompts/get':
-      return { kind: 'prompt', server, prompt: target, trusted, arguments: args, principal };
+      return { kind: 'prompt', server, prompt: target, trusted, arguments: args, principal, session };
     case 'resources/read':
     case 'resources/subscribe':
     case 'resources/unsubscribe': {
       const resource = normalizeResourceUri(target);
-      return { kind: 'resource', server, resource, trusted, arguments: args, principal };
+      return { kind: 'resource', server, resource, trusted, arguments: args, principal, session };
     }
     case 'completion/complete': {
       const ref = (message.params?.ref ?? {}) as { type?: unknown };
@@ -93,17 +103,18 @@ export function policyInput(message: JudgedMessage, trusted: boolean): PolicyCal
             trusted,
             arguments: args,
             principal,
+            session,
           }
-        : { kind: 'completion', server, prompt: target, trusted, arguments: args, principal };
+        : { kind: 'completion', server, prompt: target, trusted, arguments: args, principal, session };
     }
     case 'sampling/createMessage':
-      return { kind: 'sampling', server, trusted, arguments: args, principal };
+      return { kind: 'sampling', server, trusted, arguments: args, principal, session };
     case 'elicitation/create':
-      return { kind: 'elicitation', server, trusted, arguments: args, principal };
+      return { kind: 'elicitation', server, trusted, arguments: args, principal, session };
     case 'roots/list':
-      return { kind: 'roots', server, trusted, arguments: args, principal };
+      return { kind: 'roots', server, trusted, arguments: args, principal, session };
     case 'authorize':
-      return { kind: 'authorize', server, trusted, arguments: args, principal };
+      return { kind: 'authorize', server, trusted, arguments: args, principal, session };
   }
 }
 

@@ -3,6 +3,7 @@
  * The file format is `schema/policy.schema.json`; `policies/README.md` documents it for users.
  */
 
+import type { FlowLabel } from '../../config/types.js';
 import type { Decision, Effect } from '../../core/pipeline/decision.js';
 import type { PrincipalCondition } from './principal.js';
 
@@ -125,6 +126,25 @@ export interface PolicyMatch {
   readonly paths: PathCondition | null;
   /** Who the request is made for (see principal.ts); checked last. */
   readonly principal: PrincipalCondition | null;
+  /**
+   * Flow labels that must all have reached the host session through earlier results (`session:
+   * { has: [...] }`); absent when the rule has no such condition. Known only for a call.
+   */
+  readonly session?: { readonly has: readonly FlowLabel[] };
+}
+
+/**
+ * A `labels:` entry of a policy file: the tools, prompts and resources its match holds for carry
+ * its labels. Every matching entry adds its labels (they are never taken away), unlike rules,
+ * where the first match decides.
+ */
+export interface LabelRule {
+  /** The `id` written in the file, else `<file basename>#labels<position in the list, from 1>`. */
+  readonly id: string;
+  /** A rule's match, without `session` (a label is about what is called, not what came before). */
+  readonly match: PolicyMatch;
+  readonly add: readonly FlowLabel[];
+  readonly source: PolicySource;
 }
 
 export interface PolicyRule {
@@ -147,6 +167,8 @@ export interface PolicyFile {
   /** The file's `default`, with where it is written; null when the file states none. */
   readonly default: { readonly effect: Effect; readonly source: PolicySource } | null;
   readonly rules: readonly PolicyRule[];
+  /** The file's `labels:` entries, in order; absent when it has none. */
+  readonly labels?: readonly LabelRule[];
   /** SHA-256 (hex) of the exact text parsed: which version of the file is in force. */
   readonly sha256: string;
 }
