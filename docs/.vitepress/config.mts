@@ -32,6 +32,7 @@ export default defineConfig({
           { text: 'Desktop hosts', link: '/guides/desktop-hosts' },
           { text: 'Team mode', link: '/guides/team-mode' },
           { text: 'Signing in to remote servers', link: '/guides/signing-in-to-remote-servers' },
+          { text: 'Result guardrails', link: '/guides/result-guardrails' },
           { text: 'For administrators', link: '/guides/administrators' },
           { text: 'Managed settings: what they enforce', link: '/guides/managed-settings-enforcement' },
           { text: 'Troubleshooting', link: '/guides/troubleshooting' },

@@ -43,7 +43,7 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, audit, principalLimit, pins, validate, policy, confirmation, timeout, resultRepair, guardrails, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
       'audit',
@@ -54,6 +54,7 @@ describe('pipeline order', () => {
       'confirmation',
       'timeout',
       'resultRepair',
+      'guardrails',
       'concurrencyLimit',
       'telemetryUpstream',
     ]);
@@ -74,6 +75,7 @@ describe('pipeline order', () => {
       timeout: stage('timeout'),
       audit: stage('audit'),
       resultRepair: stage('resultRepair'),
+      guardrails: stage('guardrails'),
       policy: stage('policy'),
       validate: stage('validate'),
     });
@@ -84,8 +86,10 @@ describe('pipeline order', () => {
       '>policy',
       '>timeout',
       '>resultRepair',
+      '>guardrails',
       '>concurrencyLimit',
       '<concurrencyLimit',
+      '<guardrails',
       '<resultRepair',
       '<timeout',
       '<policy',
