@@ -36,7 +36,15 @@ export function normalizeGuardrails(
 } {
   const section = asRecord(data['guardrails']);
   const patterns = section === undefined ? [] : userPatterns(section['patterns'], ctx);
-  const known = new Set([...BUILT_IN_CATEGORIES, ...patterns.map((p) => p.name)]);
+  // Every pattern's name, a pattern reported as broken included: its name is not reported again
+  // wherever it is used.
+  const named = Array.isArray(section?.['patterns'])
+    ? (section['patterns'] as unknown[]).flatMap((p) => {
+        const name = asRecord(p)?.['name'];
+        return typeof name === 'string' ? [name] : [];
+      })
+    : [];
+  const known = new Set([...BUILT_IN_CATEGORIES, ...named]);
   const settings = (value: Data, at: KeyPath): GuardrailSettings => levelSettings(value, at, known, ctx);
   const guardrails =
     section === undefined
