@@ -94,7 +94,7 @@ function levelSettings(
       ctx.add(
         [...at, 'categories', name],
         'key',
-        `unknown guardrail category "${name}"${near === undefined ? '' : ` (did you mean "${near}"?)`}; categories are the built-in ones (see docs/reference/configuration.md) and the names of guardrails.patterns`,
+        `unknown guardrail category "${name}"${near === undefined ? '' : ` (did you mean "${near}"?)`}; categories are the built-in ones (see docs/guides/result-guardrails.md) and the names of guardrails.patterns`,
       );
       continue;
     }
