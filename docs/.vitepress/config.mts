@@ -33,6 +33,7 @@ export default defineConfig({
           { text: 'Team mode', link: '/guides/team-mode' },
           { text: 'Signing in to remote servers', link: '/guides/signing-in-to-remote-servers' },
           { text: 'Large catalogues and tool search', link: '/guides/large-catalogues' },
+          { text: 'Result guardrails', link: '/guides/result-guardrails' },
           { text: 'For administrators', link: '/guides/administrators' },
           { text: 'Managed settings: what they enforce', link: '/guides/managed-settings-enforcement' },
           { text: 'Troubleshooting', link: '/guides/troubleshooting' },

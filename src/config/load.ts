@@ -33,6 +33,7 @@ import {
 import { parseByteSize } from './byteSize.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeRateLimits } from './rateLimits.js';
+import { normalizeGuardrails } from './guardrails.js';
 import { normalizeTeam } from './team.js';
 import {
   parseYamlSource,
@@ -261,7 +262,10 @@ type Data = Readonly<Record<string, unknown>>;
  * already reported, so here they just fall back to defaults (the result is then discarded).
  */
 function normalize(data: Data, ctx: Context): WardenConfig {
-  const inherited = normalizeGateway(data, ctx);
+  const guardrails = normalizeGuardrails(data, {
+    add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
+  });
+  const inherited = { ...normalizeGateway(data, ctx), guardrails: guardrails.server };
   const audit = normalizeAudit(data, ctx, inherited.gateway);
   const pins = normalizePins(data, ctx);
   const telemetry = normalizeTelemetry(data, ctx);
@@ -274,6 +278,7 @@ function normalize(data: Data, ctx: Context): WardenConfig {
     ...normalizeFlow(data),
     ...(audit === undefined ? {} : { audit }),
     ...(pins === undefined ? {} : { pins }),
+    ...(guardrails.guardrails === undefined ? {} : { guardrails: guardrails.guardrails }),
     ...(telemetry === undefined ? {} : { telemetry }),
     ...normalizeTeam(data, {
       add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message),
@@ -302,9 +307,11 @@ interface Inherited {
    * a server with a limit of its own cuts this to that limit instead.
    */
   readonly idleMs: number;
+  /** Reads a server's `guardrails:` entry (its categories checked against the section's patterns). */
+  readonly guardrails: ReturnType<typeof normalizeGuardrails>['server'];
 }
 
-function normalizeGateway(data: Data, ctx: Context): Inherited {
+function normalizeGateway(data: Data, ctx: Context): Omit<Inherited, 'guardrails'> {
   const defaults = DEFAULTS.gateway;
   const gateway = asRecord(data['gateway']) ?? {};
   const naming = asRecord(gateway['naming']) ?? {};
@@ -795,6 +802,7 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
     ...(maxTimeoutMs === undefined ? {} : { maxTimeoutMs }),
     startupTimeoutMs: startupTimeout(ctx, inherited, entry, at),
     repair: { ...gateway.repair, ...repairOverrides(entry['repair']) },
+    ...guardrailsOf(inherited, entry, at),
     validateArguments:
       typeof entry['validateArguments'] === 'boolean'
         ? entry['validateArguments']
@@ -823,6 +831,12 @@ function commonServerFields(ctx: Context, inherited: Inherited, entry: Data, at:
         ? entry['instructions']
         : true,
   };
+}
+
+/** The server's `guardrails:` overrides, when its entry has them. */
+function guardrailsOf(inherited: Inherited, entry: Data, at: ServerKeyPath) {
+  const guardrails = inherited.guardrails(entry['guardrails'], at('guardrails'));
+  return guardrails === undefined ? {} : { guardrails };
 }
 
 /**

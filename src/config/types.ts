@@ -128,6 +128,8 @@ interface ServerCommon {
   readonly startupTimeoutMs: number;
   /** The gateway's repair settings with this server's `repair:` overrides applied. */
   readonly repair: RepairConfig;
+  /** This server's `guardrails:` overrides of the `guardrails:` section; absent: none. */
+  readonly guardrails?: ServerGuardrails;
   /**
    * Whether calls to this server's tools are refused when their arguments do not match the
    * tool's `inputSchema` (strictly: no coercion, no defaults). The server's `validateArguments`,
@@ -393,6 +395,46 @@ export interface TelemetryConfig {
   readonly metricsIntervalMs: number;
 }
 
+/**
+ * What result guardrails do with what a rule finds in a result on its way to the host:
+ * `redact` replaces each match with a marker naming its category, `block` answers an error in
+ * place of the result (naming what was found and where, never the value), `audit` only records
+ * it, `off` ignores it.
+ */
+export type GuardrailAction = 'redact' | 'block' | 'audit' | 'off';
+
+/**
+ * Guardrail settings at one level: the `guardrails:` section, a server's `guardrails:`, or a
+ * tool glob under it. At a level, a category's own setting beats its group's (`secrets`, `pii`);
+ * a level that says nothing about a category leaves it to the level around it.
+ */
+export interface GuardrailSettings {
+  /** Every secret category (built-in rules and the user's patterns). */
+  readonly secrets?: GuardrailAction;
+  /** Every personal-data category (email, phone, card-number, iban). */
+  readonly pii?: GuardrailAction;
+  /** By category name. */
+  readonly categories: Readonly<Record<string, GuardrailAction>>;
+}
+
+/** A server's `guardrails:`: its settings, and per tool glob (first match in file order wins). */
+export interface ServerGuardrails extends GuardrailSettings {
+  readonly tools: readonly { readonly glob: string; readonly settings: GuardrailSettings }[];
+}
+
+/**
+ * `guardrails:`, scanning results for secrets and personal data before the host sees them
+ * (see docs/guides/result-guardrails.md). Absent: results are not scanned.
+ */
+export interface GuardrailsConfig extends GuardrailSettings {
+  /** Default `redact`. */
+  readonly secrets: GuardrailAction;
+  /** Default `audit`. */
+  readonly pii: GuardrailAction;
+  /** The user's own secret patterns: each a category of its own, named `name`. */
+  readonly patterns: readonly { readonly name: string; readonly regex: string; readonly flags: string }[];
+}
+
 export interface WardenConfig {
   /** Absolute path of the file this came from. */
   readonly file: string;
@@ -404,6 +446,7 @@ export interface WardenConfig {
   readonly flow?: FlowConfig;
   readonly audit?: AuditConfig;
   readonly pins?: PinsConfig;
+  readonly guardrails?: GuardrailsConfig;
   readonly telemetry?: TelemetryConfig;
   /** The HTTP listener (team mode); absent: stdio only. See config/team.ts. */
   readonly listen?: ListenConfig;

@@ -454,6 +454,23 @@ export interface ToolRepairedEvent extends GatewayEventBase {
 }
 
 /**
+ * Result guardrails found secrets or personal data in a result on its way to the host, and what
+ * they did (see docs/guides/result-guardrails.md). Names what was found and where, never the value.
+ */
+export interface ResultGuardedEvent extends GatewayEventBase {
+  type: 'result_guarded';
+  server: string;
+  /** The kind of request answered: `tools/call`, `tasks/result`, `resources/read`, `prompts/get`. */
+  kind: string;
+  /** The upstream's own tool or prompt name, or the resource URI. */
+  target: string;
+  /** The strongest action taken on the result: `block`, `redact`, else `audit`. */
+  action: 'redact' | 'block' | 'audit';
+  /** One entry per category per place: `location` is a path such as `structuredContent.user.token`. */
+  findings: { category: string; action: 'redact' | 'block' | 'audit'; location: string; count: number }[];
+}
+
+/**
  * Written by the audit writer itself, first thing after writing works again: records that
  * could not be written in between (disk full, permissions) are counted here, so the loss is
  * visible in the chain instead of silent.
@@ -585,7 +602,8 @@ export type LifecycleEvent =
   | PolicyRejectEvent
   | ToolPinnedEvent
   | ToolChangedEvent
-  | ToolRepairedEvent;
+  | ToolRepairedEvent
+  | ResultGuardedEvent;
 
 /** What callers append. */
 export type AuditEvent = CallEvent | RequestEvent | CallStartEvent | LifecycleEvent;

@@ -4,6 +4,7 @@ import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { DeniedError } from '../core/errors.js';
 import type { LifecycleEvent } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
+import type { Principal } from '../core/principal.js';
 import { orderStages, type StageName } from '../core/pipeline/order.js';
 import type { Stage } from '../core/pipeline/types.js';
 import { foldVisibility, type Feature } from '../core/routing/feature.js';
@@ -12,6 +13,7 @@ import { withAppVisibility } from '../core/routing/toolResolution.js';
 import { createAudit } from '../features/audit/feature.js';
 import type { AuditStageOptions } from '../features/audit/stage.js';
 import { createConfirmation } from '../features/confirmation/feature.js';
+import { createGuardrails } from '../features/guardrails/feature.js';
 import type { ConfirmationOptions } from '../features/confirmation/stage.js';
 import { createFlowControl } from '../features/flowControl/feature.js';
 import { FlowSessions } from '../features/flowControl/sessions.js';
@@ -44,8 +46,11 @@ export interface FeatureDependencies {
   /** Asks the host through elicitation; undefined when it cannot. */
   readonly askHost: ConfirmationOptions['askHost'];
   readonly redact: (value: unknown) => unknown;
-  /** Writes a record to the audit trail, when there is one (never throws). */
-  readonly record: (event: LifecycleEventWithoutSession) => void;
+  /**
+   * Writes a record to the audit trail, when there is one (never throws); for `principal`, or the
+   * gateway's own when absent.
+   */
+  readonly record: (event: LifecycleEventWithoutSession, principal?: Principal) => void;
   /** Present when the config has `audit:`. */
   readonly audit?: Omit<AuditStageOptions, 'config' | 'logger'>;
   /** The pins file as read at start, when the config has `pins:`. */
@@ -118,6 +123,7 @@ export function buildFeatures(deps: FeatureDependencies): {
       createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
       createTimeout(settings),
       createRepair(settings, { logger, validator: validators.output }),
+      ...createGuardrails(settings, { logger, record: deps.record }),
     ];
   }
 }
@@ -139,7 +145,13 @@ export function visible(
  * afresh from the config a managed edit gives, so a lock on what they read applies from the
  * next call, with the calls in flight finishing under the stage they started in.
  */
-const SETTINGS_STAGES: readonly StageName[] = ['validate', 'confirmation', 'timeout', 'resultRepair'];
+const SETTINGS_STAGES: readonly StageName[] = [
+  'validate',
+  'confirmation',
+  'timeout',
+  'resultRepair',
+  'guardrails',
+];
 
 /**
  * `features` with each settings stage replaced by one that runs whatever `current` holds under

@@ -43,7 +43,7 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, flow, confirmation, timeout, resultRepair, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, flow, confirmation, timeout, resultRepair, guardrails, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
       'rateLimit',
@@ -56,6 +56,7 @@ describe('pipeline order', () => {
       'confirmation',
       'timeout',
       'resultRepair',
+      'guardrails',
       'concurrencyLimit',
       'telemetryUpstream',
     ]);
@@ -76,6 +77,7 @@ describe('pipeline order', () => {
       timeout: stage('timeout'),
       audit: stage('audit'),
       resultRepair: stage('resultRepair'),
+      guardrails: stage('guardrails'),
       policy: stage('policy'),
       validate: stage('validate'),
     });
@@ -86,8 +88,10 @@ describe('pipeline order', () => {
       '>policy',
       '>timeout',
       '>resultRepair',
+      '>guardrails',
       '>concurrencyLimit',
       '<concurrencyLimit',
+      '<guardrails',
       '<resultRepair',
       '<timeout',
       '<policy',

@@ -29,6 +29,10 @@ import type { Stage } from './types.js';
  *    wait does not count against the tool's limit.
  * 6. timeout: bounds the upstream part, queueing included; cancels upstream when it fires.
  * 7. resultRepair: everything outside sees repaired results.
+ * 7a. guardrails: secrets and personal data in a result are redacted (or the result withheld)
+ *    before anything outside sees it; inside resultRepair, so a redacted structuredContent that
+ *    no longer fits the tool's outputSchema is repaired like any invalid one; outside
+ *    concurrencyLimit, so the upstream's slot is not held while the result is scanned.
  * 8. concurrencyLimit: so a slot is held only while the upstream works.
  * 9. telemetryUpstream: innermost, so the span of the request sent on covers the other side's
  *    work alone (not the wait for a slot), and the trace context it injects is the one sent.
@@ -45,6 +49,7 @@ export const STAGE_ORDER = [
   'confirmation',
   'timeout',
   'resultRepair',
+  'guardrails',
   'concurrencyLimit',
   'telemetryUpstream',
 ] as const;

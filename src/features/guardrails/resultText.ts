@@ -1,0 +1,112 @@
+/**
+ * The text in a result that reaches the model, as segments with the path each came from, and a
+ * copy of the result with some of them replaced. Nothing here knows what a secret is.
+ */
+
+/** A key path into the result: member names and array indexes. */
+export type ResultPath = readonly (string | number)[];
+
+/** One string of the result and where it is. */
+export interface Segment {
+  readonly path: ResultPath;
+  readonly text: string;
+}
+
+/** Which kinds of answer carry text for the model, and where. */
+export type ScannedKind = 'tools/call' | 'tasks/result' | 'resources/read' | 'prompts/get';
+
+/** How deep a structuredContent is walked; deeper values are not scanned (nor expected). */
+const MAX_DEPTH = 64;
+
+/**
+ * The strings of `result` a host shows the model: text blocks and embedded resources' text
+ * (`content`), every string in `structuredContent`, a read resource's text (`contents`), and a
+ * prompt's messages. Binary (`blob`, images, audio) is not text and is not scanned.
+ */
+export function segmentsOf(kind: ScannedKind, result: object): Segment[] {
+  const found: Segment[] = [];
+  const r = result as Record<string, unknown>;
+  if (kind === 'resources/read') resourceContents(r['contents'], ['contents'], found);
+  else if (kind === 'prompts/get') {
+    const messages = r['messages'];
+    if (Array.isArray(messages))
+      messages.forEach((m: unknown, i) => {
+        if (isRecord(m)) contentBlock(m['content'], ['messages', i, 'content'], found);
+      });
+  } else {
+    const content = r['content'];
+    if (Array.isArray(content))
+      content.forEach((block: unknown, i) => contentBlock(block, ['content', i], found));
+    if ('structuredContent' in r) strings(r['structuredContent'], ['structuredContent'], 0, found);
+  }
+  return found;
+}
+
+function contentBlock(block: unknown, at: ResultPath, into: Segment[]): void {
+  if (!isRecord(block)) return;
+  if (block['type'] === 'text' && typeof block['text'] === 'string')
+    into.push({ path: [...at, 'text'], text: block['text'] });
+  else if (block['type'] === 'resource' && isRecord(block['resource'])) {
+    const text = block['resource']['text'];
+    if (typeof text === 'string') into.push({ path: [...at, 'resource', 'text'], text });
+  }
+}
+
+function resourceContents(contents: unknown, at: ResultPath, into: Segment[]): void {
+  if (!Array.isArray(contents)) return;
+  contents.forEach((item: unknown, i) => {
+    if (isRecord(item) && typeof item['text'] === 'string')
+      into.push({ path: [...at, i, 'text'], text: item['text'] });
+  });
+}
+
+function strings(value: unknown, at: ResultPath, depth: number, into: Segment[]): void {
+  if (typeof value === 'string') into.push({ path: at, text: value });
+  else if (depth >= MAX_DEPTH || value === null || typeof value !== 'object') return;
+  else if (Array.isArray(value))
+    value.forEach((item: unknown, i) => strings(item, [...at, i], depth + 1, into));
+  else for (const [key, item] of Object.entries(value)) strings(item, [...at, key], depth + 1, into);
+}
+
+/**
+ * A copy of `result` with the strings at the given paths replaced: only the objects and arrays
+ * on those paths are copied, the rest is shared (results are values, never edited in place).
+ */
+export function withStrings(
+  result: object,
+  replacements: readonly { path: ResultPath; text: string }[],
+): object {
+  let copy: unknown = result;
+  for (const { path, text } of replacements) copy = setAt(copy, path, 0, text);
+  return copy as object;
+}
+
+function setAt(value: unknown, path: ResultPath, index: number, text: string): unknown {
+  if (index === path.length) return text;
+  const key = path[index]!;
+  if (Array.isArray(value)) {
+    const copy = [...(value as unknown[])];
+    copy[key as number] = setAt(copy[key as number], path, index + 1, text);
+    return copy;
+  }
+  const record = value as Record<string, unknown>;
+  return { ...record, [key]: setAt(record[key as string], path, index + 1, text) };
+}
+
+/**
+ * A path as a reader writes it: `content[0].text`, `structuredContent.user["e-mail"]`. Audit
+ * records and block messages name where something was found this way, never what.
+ */
+export function describePath(path: ResultPath): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(key)) out += out === '' ? key : `.${key}`;
+    else out += `[${JSON.stringify(key)}]`;
+  }
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
