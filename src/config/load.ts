@@ -30,6 +30,7 @@ import {
   type ManagedSettings,
 } from './managed.js';
 import { parseByteSize } from './byteSize.js';
+import { readSandbox } from './sandbox.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeTeam } from './team.js';
 import {
@@ -54,6 +55,7 @@ import type {
   PinsConfig,
   TelemetryConfig,
   RepairConfig,
+  SandboxConfig,
   ServerConfig,
   StdioServerConfig,
   ToolFilter,
@@ -353,8 +355,19 @@ function normalizeGateway(data: Data, ctx: Context): Inherited {
     log: logConfig,
     maxMessageBytes:
       byteSize(ctx, at('maxMessageSize'), gateway['maxMessageSize']) ?? defaults.maxMessageBytes,
+    ...sandboxSetting(ctx, at('sandbox'), gateway['sandbox'], undefined),
   };
   return { gateway: config, maxTimeoutValid, idleMs };
+}
+
+/** `sandbox:` of the gateway or of a stdio server, as an optional property (absent: none). */
+function sandboxSetting(ctx: Context, at: KeyPath, value: unknown, inherited: SandboxConfig | undefined) {
+  const sandbox = readSandbox(value, at, {
+    dir: ctx.dir,
+    issues: ctx.issues,
+    ...(inherited && { inherited }),
+  });
+  return sandbox === undefined ? {} : { sandbox };
 }
 
 /**
@@ -685,6 +698,7 @@ function normalizeServer(
         entry['envFile'] !== '' && { envFile: path.resolve(ctx.dir, entry['envFile']) }),
       // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
       cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
+      ...sandboxSetting(ctx, at('sandbox'), entry['sandbox'], inherited.gateway.sandbox),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
@@ -748,7 +762,7 @@ function checkTransportKeys(ctx: Context, entry: Data, transport: 'stdio' | 'htt
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd'];
+  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd', 'sandbox'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),
