@@ -17,6 +17,7 @@ import {
   FAST_GATEWAY,
   NODE,
   readAudit,
+  runCli,
   serverBin,
   tempDir,
   textOf,
@@ -193,6 +194,49 @@ describe.skipIf(!canSandbox)('a sandboxed stdio server', () => {
     await expect
       .poll(() => call('fs', 'read_text_file', { path: key }), { timeout: 10_000 })
       .toMatch(/ENOENT|no such file/i);
+  }, 60_000);
+});
+
+describe.skipIf(!canSandbox)('mcp-warden tools and check', () => {
+  it('tools runs a sandboxed server in its sandbox and says so; check shows its effective grants', async () => {
+    const dir = tempDir();
+    const project = path.join(dir, 'project');
+    mkdirSync(project);
+    const config = writeConfig(
+      {
+        // The command waits this long for the servers; a loaded machine may need it.
+        gateway: { ...FAST_GATEWAY, startupTimeout: '30s' },
+        servers: {
+          fs: { command: NODE, args: [serverBin('filesystem'), project], sandbox: 'auto' },
+          open: probe(),
+        },
+      },
+      dir,
+    );
+    const tools = await runCli(['tools', '--config', config], { HOME: fakeHome() });
+    expect(tools.stdout).toMatch(/^server fs: ready, \d+ tools, sandboxed/m);
+    expect(tools.stdout).toMatch(/^server open: ready, 6 tools(?!, sandboxed)/m);
+    const check = await runCli(['check', '--config', config]);
+    expect(check.stdout).toContain(`server fs: sandboxed: read nothing; write ${project}; network off\n`);
+    expect(check.stdout).not.toContain('server open: sandboxed');
+  }, 60_000);
+});
+
+describe.skipIf(process.platform !== 'linux')('where bubblewrap is missing', () => {
+  it('a sandboxed server does not start, saying what to install; the others run', async () => {
+    // A PATH without bwrap: the gateway, its servers and the shell it starts them with are all
+    // named by absolute path, so nothing else needs one.
+    const dir = tempDir();
+    const config = writeConfig(
+      { gateway: FAST_GATEWAY, servers: { boxed: probe({ sandbox: true }), open: probe() } },
+      dir,
+    );
+    await connect(config, { env: { HOME: fakeHome(), PATH: path.join(dir, 'empty') } }, ['open']);
+    await host!.waitForStderr(/bubblewrap \(bwrap\) not installed.*apt-get install bubblewrap socat/, 20_000);
+    expect(host!.stderr()).toMatch(/boxed.*failed to start/);
+    expect(await call('open', 'env', {})).toMatch(/^ok/);
+    const { tools } = await host!.client.listTools();
+    expect(tools.some((tool) => tool.name.startsWith('boxed__'))).toBe(false);
   }, 60_000);
 });
 
