@@ -31,6 +31,7 @@ import {
 } from './managed.js';
 import { parseByteSize } from './byteSize.js';
 import { readSandbox } from './sandbox.js';
+import { underManagedSandbox } from './managedSandbox.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeTeam } from './team.js';
 import {
@@ -202,7 +203,17 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     path: formatKeyPath(refusal.path),
     message: refusal.message,
   }));
-  const servers = config.servers.map((server) => {
+  const servers = config.servers.map((entry) => {
+    const { server, refusal } = underManagedSandbox(entry, managed?.sandbox);
+    if (refusal !== undefined) {
+      const at = [ctx.declaredIn.get(server.name) ?? 'servers', server.name];
+      refusals.push({
+        file,
+        ...locator.position(at, 'key'),
+        path: formatKeyPath([...at, 'sandbox']),
+        message: refusal,
+      });
+    }
     const found = failed.get(server.name);
     if (found === undefined) return server;
     return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };

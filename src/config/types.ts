@@ -118,6 +118,20 @@ export interface SandboxConfig {
   };
   /** `false`: no network at all. `allow`: only these domains, through the filtering proxy. */
   readonly network: false | { readonly allow: readonly string[] };
+  /** The most the managed settings let users grant; grants beyond it are dropped, and said so. */
+  readonly limits?: SandboxLimits;
+}
+
+/** The managed settings' caps on a sandbox's grants; a list absent: not capped. */
+export interface SandboxLimits {
+  /** Folders under which reading may be granted (writing folders count too). */
+  readonly read?: readonly string[];
+  /** Folders under which writing may be granted. */
+  readonly write?: readonly string[];
+  /** Domains (and `*.` patterns) that may be allowed. */
+  readonly network?: readonly string[];
+  /** Where the managed file says so, for messages. */
+  readonly source: string;
 }
 
 export interface ToolFilter {

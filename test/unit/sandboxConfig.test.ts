@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
+import { parseManagedText } from '../../src/config/managed.js';
 import type { StdioServerConfig } from '../../src/config/types.js';
 import { describeGrants, sandboxGrants, type PolicyRules } from '../../src/features/sandbox/grants.js';
 import { thrownIssues } from './configIssues.js';
@@ -91,5 +92,45 @@ describe('sandbox: auto grants', () => {
   it('grants nothing derived without auto', () => {
     const fs = { ...server(['project']), sandbox: { ...server([]).sandbox!, auto: false } };
     expect(describeGrants(sandboxGrants(fs, fs.sandbox))).toBe('read nothing; write nothing; network off');
+  });
+});
+
+describe('managed sandbox settings', () => {
+  const MANAGED = '/etc/mcp-warden/managed.yaml';
+  const managed = parseManagedText(
+    'sandbox:\n  require: [gh*]\n  maxWrite: [/work]\n  maxNetwork: ["*.github.com"]\n',
+    MANAGED,
+  );
+  const load = (text: string) => parseConfigText(text, { file: FILE, env: {}, managed });
+
+  it('sandboxes a required server the user left unsandboxed, saying so, and leaves others alone', () => {
+    const loaded = load('servers:\n  ghub: { command: x, sandbox: false }\n  other: { command: x }\n');
+    const [ghub, other] = loaded.config.servers as StdioServerConfig[];
+    expect(ghub!.sandbox).toMatchObject({ auto: true, network: false });
+    expect(other!.sandbox).toBeUndefined();
+    expect(loaded.refusals.map((r) => `${r.line}: ${r.path}: ${r.message}`)).toEqual([
+      `2: servers.ghub.sandbox: ${MANAGED}:2 sandbox.require requires a sandbox for this server; it runs with sandbox: auto`,
+    ]);
+  });
+
+  it('cuts the grants to the limits, naming what it left out', () => {
+    const server = load(
+      'servers:\n  ghub:\n    command: x\n    sandbox:\n      filesystem: { write: [/work/repo, /home/me] }\n      network: { allow: [api.github.com, evil.example] }\n',
+    ).config.servers[0] as StdioServerConfig;
+    const grants = sandboxGrants(server, server.sandbox!);
+    expect(grants).toMatchObject({ read: [], write: ['/work/repo'], network: { allow: ['api.github.com'] } });
+    expect(grants.refused).toEqual([
+      `network evil.example (beyond ${MANAGED}:2 sandbox.require, ${MANAGED}:3 sandbox.maxWrite, ${MANAGED}:4 sandbox.maxNetwork)`,
+      `write /home/me (beyond ${MANAGED}:2 sandbox.require, ${MANAGED}:3 sandbox.maxWrite, ${MANAGED}:4 sandbox.maxNetwork)`,
+    ]);
+  });
+
+  it('names a mistake in the managed section with its line', () => {
+    expect(
+      thrownIssues(() => parseManagedText('sandbox:\n  maxNetwork: ["https://x"]\n  mode: on\n', MANAGED)),
+    ).toEqual([
+      `${MANAGED}:2:16: sandbox.maxNetwork[0]: "https://x" is not a host name: write one such as api.github.com, or *.example.com for the names under example.com (no scheme, path or port)`,
+      `${MANAGED}:3:3: sandbox.mode: unknown key "mode"; sandbox has require, maxRead, maxWrite, maxNetwork`,
+    ]);
   });
 });

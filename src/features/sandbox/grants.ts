@@ -7,7 +7,8 @@ import { statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SandboxConfig, StdioServerConfig } from '../../config/types.js';
+import { within } from '../../config/managedSandbox.js';
+import type { SandboxConfig, SandboxLimits, StdioServerConfig } from '../../config/types.js';
 import { matchesGlob } from '../../lib/glob.js';
 
 /** The grants a server's process runs with, besides the system folders and its own program. */
@@ -18,6 +19,8 @@ export interface SandboxGrants {
   readonly write: readonly string[];
   /** `false`: no network; else the domains it may reach through the filtering proxy. */
   readonly network: false | { readonly allow: readonly string[] };
+  /** Grants asked for (written or derived) that the managed settings' limits leave out, said as such. */
+  readonly refused?: readonly string[];
 }
 
 /**
@@ -123,10 +126,50 @@ export function sandboxGrants(
     domains.push(...urlHosts([...server.args, ...Object.values(server.env)]));
   }
   const writable = sorted(write);
-  return {
+  const grants: SandboxGrants = {
     read: sorted(sandbox.filesystem.read).filter((folder) => !writable.includes(folder)),
     write: writable,
     network: sandbox.network === false && domains.length === 0 ? false : { allow: sorted(domains) },
+  };
+  return sandbox.limits === undefined ? grants : limited(grants, sandbox.limits);
+}
+
+/** Whether `pattern` (a host, or `*.` and a domain) covers `domain` (a host or such a pattern). */
+function covers(pattern: string, domain: string): boolean {
+  if (pattern === domain) return true;
+  if (!pattern.startsWith('*.')) return false;
+  const suffix = pattern.slice(1);
+  return domain.endsWith(suffix) || domain === pattern.slice(2);
+}
+
+/** `grants` cut to what the managed `limits` let users grant; what is cut is listed in `refused`. */
+function limited(grants: SandboxGrants, limits: SandboxLimits): SandboxGrants {
+  const refused: string[] = [];
+  const keep = (
+    items: readonly string[],
+    allowed: readonly string[] | undefined,
+    what: string,
+    test: (item: string, limit: string) => boolean,
+  ) =>
+    items.filter((item) => {
+      if (allowed === undefined || allowed.some((limit) => test(item, limit))) return true;
+      refused.push(`${what} ${item} (beyond ${limits.source})`);
+      return false;
+    });
+  const readable = limits.read === undefined ? undefined : [...limits.read, ...(limits.write ?? [])];
+  const network =
+    grants.network === false
+      ? false
+      : {
+          allow: keep(grants.network.allow, limits.network, 'network', (domain, limit) =>
+            covers(limit, domain),
+          ),
+        };
+  return {
+    read: keep(grants.read, readable, 'read', within),
+    write: keep(grants.write, limits.write, 'write', within),
+    network: network !== false && network.allow.length === 0 ? false : network,
+    ...(refused.length > 0 && { refused }),
   };
 }
 
@@ -134,5 +177,6 @@ export function sandboxGrants(
 export function describeGrants(grants: SandboxGrants): string {
   const list = (items: readonly string[]) => (items.length === 0 ? 'nothing' : items.join(', '));
   const network = grants.network === false ? 'off' : `only ${list(grants.network.allow)}`;
-  return `read ${list(grants.read)}; write ${list(grants.write)}; network ${network}`;
+  const refused = grants.refused === undefined ? '' : `; not granted: ${grants.refused.join(', ')}`;
+  return `read ${list(grants.read)}; write ${list(grants.write)}; network ${network}${refused}`;
 }

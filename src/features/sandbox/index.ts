@@ -56,6 +56,8 @@ export function createSandboxes(options: SandboxesOptions = {}): Sandboxes {
     (server: StdioServerConfig): CommandWrapper =>
     async (command) => {
       const grants = grantsOf(server, options.policies?.())!;
+      for (const refused of grants.refused ?? [])
+        options.warn?.(server.name, `sandbox does not grant ${refused}`);
       const start = await (await open()).wrap(server.name, grants, command);
       options.record?.({
         type: 'server_start',
