@@ -282,7 +282,8 @@ export async function loadManagedSettings(options: {
 export function parseManagedText(text: string, file: string): ManagedSettings {
   const source = parseYamlSource(text, file, 'managed settings file');
   requireTopLevelMapping(source, {
-    empty: 'the managed settings file is empty; delete it, or give it policies, servers, audit, lock or sandbox',
+    empty:
+      'the managed settings file is empty; delete it, or give it policies, servers, audit, lock or sandbox',
     expectedKeys: `with keys among ${TOP_KEYS.join(', ')}`,
   });
   source.issues.throwIfAny();
