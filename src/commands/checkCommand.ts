@@ -1,6 +1,7 @@
 /** `mcp-warden check`: validates the config, its policy files and pins file, starting nothing (unless --live). */
 import { formatConfigIssue, type ConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
+import type { PolicyRules } from '../features/sandbox/index.js';
 import { missingPackage, type OptionalNeed } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
 import { load, loadPinsFile } from './loading.js';
@@ -65,9 +66,21 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
   const warningText = warnings.length === 0 ? '' : `; ${plural(warnings.length, 'warning')}`;
   const ok = colour.out.green('ok');
   process.stdout.write(
-    `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
+    `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${await sandboxLines(config, policies)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
   );
   return undefined;
+}
+
+/** Each sandboxed server's effective grants, derived as its start would derive them. */
+async function sandboxLines(config: WardenConfig, policies: PolicyRules): Promise<string> {
+  if (!config.servers.some((server) => server.transport === 'stdio' && server.sandbox !== undefined))
+    return '';
+  const { grantsOf, describeGrants } = await import('../features/sandbox/index.js');
+  return config.servers
+    .map((server) => ({ server, grants: grantsOf(server, policies) }))
+    .filter(({ grants }) => grants !== undefined)
+    .map(({ server, grants }) => `server ${server.name}: sandboxed: ${describeGrants(grants!)}\n`)
+    .join('');
 }
 
 /**

@@ -8,6 +8,7 @@
  * check, print) whose steps share the conversion's state; the host-file readers live apart in
  * hostConfigs.ts.
  */
+import { canSandboxHere, proposeSandboxes } from './initSandbox.js';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -141,11 +142,13 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
   const source =
     sources.length <= 1 ? sources[0] : { ...sources[0]!, file: sources.map((s) => s.file).join(' and ') };
   const host = (values.host as HostKind | undefined) ?? source?.host ?? 'generic';
-  const { servers, merged, notes, remote } = await gatherServers(sources, io);
+  const gathered = await gatherServers(sources, io);
+  const { merged, notes, remote } = gathered;
+  const { servers, proposed, deferred } = proposeSandboxes(gathered.servers, canSandboxHere());
 
   mkdirSync(path.dirname(configFile), { recursive: true });
   if (policyFile !== undefined) writeFileSync(policyFile, policyText(policy));
-  writeConfig(configFile, renderConfig({ servers, source, policyFile, remote }));
+  writeConfig(configFile, renderConfig({ servers, source, policyFile, remote, sandboxed: proposed }));
 
   io.stdout(`Wrote ${configFile}\n`);
   if (policyFile !== undefined)
@@ -155,6 +158,10 @@ async function init(argv: readonly string[], io: InitIo): Promise<number> {
       'No host config was found, so the config holds one example server (memory); add yours under servers:.\n',
     );
   reportServers(merged, notes, io);
+  if (deferred.length > 0)
+    io.stdout(
+      `${deferred.join(', ')} could run sandboxed (sandbox: auto) on a machine with bubblewrap and socat; see docs/guides/sandboxed-servers.md\n`,
+    );
   if (source !== undefined && Object.keys(servers).length === 0)
     io.stdout('None of them could be used, so the config holds one example server (memory) instead.\n');
 
@@ -411,6 +418,8 @@ export function renderConfig(options: {
   policyFile: string | undefined;
   /** Remote servers: each gets a comment on how it signs in through the gateway. */
   remote?: readonly string[];
+  /** Servers given `sandbox: auto`: each gets a comment saying what that grants. */
+  sandboxed?: readonly string[];
 }): string {
   const servers =
     Object.keys(options.servers).length > 0
@@ -437,21 +446,30 @@ export function renderConfig(options: {
     '# audit: one JSON line per call and event; mcp-warden audit summary|verify <file> read it.',
     '# pins: every tool is held to the definition it had when first seen; a changed tool is blocked',
     '#   until you review it (mcp-warden pins diff) and accept it (mcp-warden pins accept).',
-    withSignInComments(document, options.remote ?? []).trimEnd(),
+    withServerComments(document, options.remote ?? [], options.sandboxed ?? []).trimEnd(),
     '',
   ].join('\n');
 }
 
 /**
- * The document as YAML, each remote server preceded by how it signs in: a server that asks for
- * OAuth is signed in to through the gateway, from the host or from a terminal.
+ * The document as YAML, each remote server preceded by how it signs in (a server that asks for
+ * OAuth is signed in to through the gateway, from the host or from a terminal), and each server
+ * proposed a sandbox by what it grants.
  */
-function withSignInComments(document: object, remote: readonly string[]): string {
+function withServerComments(
+  document: object,
+  remote: readonly string[],
+  sandboxed: readonly string[],
+): string {
   const yaml = new Document(document);
   const servers = yaml.get('servers', true);
   if (isMap(servers))
     for (const pair of servers.items) {
       const key = pair.key;
+      if (isScalar(key) && typeof key.value === 'string' && sandboxed.includes(key.value))
+        key.commentBefore =
+          ' A server mcp-warden knows: it runs sandboxed, reading and writing only the folders its\n' +
+          ' arguments name, with no network (see mcp-warden check). sandbox: false turns that off.';
       if (!isScalar(key) || typeof key.value !== 'string' || !remote.includes(key.value)) continue;
       const tool = `${key.value}${DEFAULTS.gateway.naming.separator}authorize`;
       key.commentBefore =

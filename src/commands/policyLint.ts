@@ -1,4 +1,5 @@
 import type { Prompt, Resource, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createSandboxes } from '../features/sandbox/index.js';
 import type { ConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
 import { rebuildCatalogs } from '../core/catalog/catalogs.js';
@@ -26,12 +27,14 @@ export async function lintPoliciesLive(
   options: { readonly logger: Logger; readonly version: string; readonly progress?: StartupProgress },
 ): Promise<ConfigIssue[]> {
   const { progress } = options;
+  const sandboxes = createSandboxes({ policies: () => policies });
   const pool = new UpstreamPool({
     config,
     logger: options.logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     onListsChanged: () => {},
     ...(progress && progressHooks(progress)),
+    wrapFor: sandboxes.wrapFor,
   });
   if (progress !== undefined) announceStart(pool.upstreams, progress);
   try {
@@ -40,6 +43,7 @@ export async function lintPoliciesLive(
     return liveIssues(config, policies, pool.upstreams);
   } finally {
     await pool.stop();
+    await sandboxes.close();
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createSandboxes, type PolicyRules } from '../features/sandbox/index.js';
 import { rebuildCatalogs, type ListedItem } from '../core/catalog/catalogs.js';
 import { NamedCatalog, type CatalogEntry } from '../core/catalog/namedCatalog.js';
 import { ServedDefinitions } from '../core/catalog/servedDefinitions.js';
@@ -31,6 +32,8 @@ export interface CatalogListing {
     readonly protocolVersion?: string;
     /** The server's own name for itself and its version, as it reported them. */
     readonly serverInfo?: { readonly name: string; readonly version: string };
+    /** True when its process runs in a sandbox (`sandbox:`; see the Sandboxed servers guide). */
+    readonly sandboxed?: boolean;
   }[];
   /** Tools the upstreams list that the policy files hide from the host (always denied). */
   readonly hiddenByPolicy?: number;
@@ -76,8 +79,15 @@ export async function collectTools(options: {
    * `served`: as the host is served them, checked and repaired (see servedDefinitions.ts).
    */
   definitions?: 'upstream' | 'served';
+  /** The policies in force, which `sandbox: auto` derives grants from. */
+  policies?: PolicyRules;
 }): Promise<CollectedTools> {
   const { config, logger, listed, progress } = options;
+  // Servers are started as serving would start them: a sandboxed one in its sandbox.
+  const sandboxes = createSandboxes({
+    policies: () => options.policies,
+    warn: (server, message) => logger.child(server).warn(message),
+  });
   const catalog = new NamedCatalog<Tool>('tools', config.gateway.naming, (w) => logger.warn(w));
   const definitions = {
     repaired: [] as DefinitionFindings['repaired'][number][],
@@ -92,6 +102,7 @@ export async function collectTools(options: {
     logger,
     clientInfo: { name: 'mcp-warden', version: options.version },
     ...(progress && progressHooks(progress)),
+    wrapFor: sandboxes.wrapFor,
     onListsChanged: () =>
       void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools'], {
         ...(listed !== undefined && { listed }),
@@ -116,6 +127,7 @@ export async function collectTools(options: {
         ...(u.era !== undefined && { era: u.era }),
         ...(u.protocolVersion !== undefined && { protocolVersion: u.protocolVersion }),
         ...(u.serverInfo !== undefined && { serverInfo: u.serverInfo }),
+        ...(u.config.transport === 'stdio' && u.config.sandbox !== undefined && { sandboxed: true }),
         ...(u.state !== 'ready' &&
           u.state !== 'disabled' && {
             error: u.lastError ?? (u.state === 'failed' ? 'failed' : late(u.config, config.gateway)),
@@ -125,6 +137,7 @@ export async function collectTools(options: {
     };
   } finally {
     await pool.stop();
+    await sandboxes.close();
   }
 }
 
@@ -203,7 +216,8 @@ export function formatCatalog(listing: CatalogListing, palette: Palette = palett
     const detail = s.error !== undefined ? `: ${s.error}` : speaks(s);
     const state =
       s.state === 'ready' ? s.state : s.state === 'disabled' ? palette.dim(s.state) : palette.red(s.state);
-    out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${detail}`);
+    const sandboxed = s.sandboxed === true ? ', sandboxed' : '';
+    out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${sandboxed}${detail}`);
   }
   for (const r of listing.definitions?.repaired ?? [])
     out.push(`repaired: server ${r.server}, tool ${r.tool}: ${r.repairs.join('; ')}`);

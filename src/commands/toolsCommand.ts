@@ -41,6 +41,7 @@ export async function runTools({ values, args }: CommandInput): Promise<number> 
     logger,
     version: version(),
     hiddenByPolicy: byPolicy,
+    policies,
     hidden: (server, tool) => {
       if (byPins?.(server, tool) !== true) return false;
       blocked.push(`${server}/${tool.name}`);

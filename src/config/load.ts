@@ -31,6 +31,8 @@ import {
   type ManagedSettings,
 } from './managed.js';
 import { parseByteSize } from './byteSize.js';
+import { readSandbox } from './sandbox.js';
+import { underManagedSandbox } from './managedSandbox.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeRateLimits } from './rateLimits.js';
 import { normalizeGuardrails } from './guardrails.js';
@@ -58,6 +60,7 @@ import type {
   PinsConfig,
   TelemetryConfig,
   RepairConfig,
+  SandboxConfig,
   ServerConfig,
   StdioServerConfig,
   ToolFilter,
@@ -205,7 +208,17 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     path: formatKeyPath(refusal.path),
     message: refusal.message,
   }));
-  const servers = config.servers.map((server) => {
+  const servers = config.servers.map((entry) => {
+    const { server, refusal } = underManagedSandbox(entry, managed?.sandbox);
+    if (refusal !== undefined) {
+      const at = [ctx.declaredIn.get(server.name) ?? 'servers', server.name];
+      refusals.push({
+        file,
+        ...locator.position(at, 'key'),
+        path: formatKeyPath([...at, 'sandbox']),
+        message: refusal,
+      });
+    }
     const found = failed.get(server.name);
     if (found === undefined) return server;
     return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };
@@ -372,8 +385,19 @@ function normalizeGateway(data: Data, ctx: Context): Omit<Inherited, 'guardrails
     log: logConfig,
     maxMessageBytes:
       byteSize(ctx, at('maxMessageSize'), gateway['maxMessageSize']) ?? defaults.maxMessageBytes,
+    ...sandboxSetting(ctx, at('sandbox'), gateway['sandbox'], undefined),
   };
   return { gateway: config, maxTimeoutValid, idleMs };
+}
+
+/** `sandbox:` of the gateway or of a stdio server, as an optional property (absent: none). */
+function sandboxSetting(ctx: Context, at: KeyPath, value: unknown, inherited: SandboxConfig | undefined) {
+  const sandbox = readSandbox(value, at, {
+    dir: ctx.dir,
+    issues: ctx.issues,
+    ...(inherited && { inherited }),
+  });
+  return sandbox === undefined ? {} : { sandbox };
 }
 
 /**
@@ -717,6 +741,7 @@ function normalizeServer(
         entry['envFile'] !== '' && { envFile: path.resolve(ctx.dir, entry['envFile']) }),
       // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
       cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
+      ...sandboxSetting(ctx, at('sandbox'), entry['sandbox'], inherited.gateway.sandbox),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
@@ -780,7 +805,7 @@ function checkTransportKeys(ctx: Context, entry: Data, transport: 'stdio' | 'htt
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd'];
+  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd', 'sandbox'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),

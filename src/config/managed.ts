@@ -14,6 +14,7 @@
  * servers against the allow and deny lists needs the file system and the spawner's PATH rules,
  * so it lives in core (`core/upstreams/managedServers.ts`).
  */
+import { readManagedSandbox, type ManagedSandbox } from './managedSandbox.js';
 import type { Stats } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -245,12 +246,14 @@ export interface ManagedSettings {
   readonly deny: readonly ServerRule[];
   readonly audit?: ManagedAudit;
   readonly lock: readonly LockedSetting[];
+  /** Which stdio servers must run sandboxed, and the most users may grant them. */
+  readonly sandbox?: ManagedSandbox;
 }
 
 /** Sections of the user config a lock may fix. The others have their own managed key, or none. */
 const LOCKABLE_SECTIONS = ['gateway', 'confirmation', 'pins'] as const;
 const RULE_KEYS = ['command', 'args', 'npm', 'pypi', 'url', 'sha256'] as const;
-const TOP_KEYS = ['policies', 'servers', 'audit', 'lock'] as const;
+const TOP_KEYS = ['policies', 'servers', 'audit', 'lock', 'sandbox'] as const;
 
 /**
  * Reads the managed settings from `dir` (or the file `file` when given, as `check --managed`
@@ -279,7 +282,8 @@ export async function loadManagedSettings(options: {
 export function parseManagedText(text: string, file: string): ManagedSettings {
   const source = parseYamlSource(text, file, 'managed settings file');
   requireTopLevelMapping(source, {
-    empty: 'the managed settings file is empty; delete it, or give it policies, servers, audit or lock',
+    empty:
+      'the managed settings file is empty; delete it, or give it policies, servers, audit, lock or sandbox',
     expectedKeys: `with keys among ${TOP_KEYS.join(', ')}`,
   });
   source.issues.throwIfAny();
@@ -297,8 +301,17 @@ export function parseManagedText(text: string, file: string): ManagedSettings {
   const { allow, deny } = readServerRules(reader, data.servers);
   const audit = data.audit === undefined ? undefined : readAudit(reader, data.audit);
   const lock = readLock(reader, data.lock);
+  const sandbox = readManagedSandbox({ ...reader, file }, data.sandbox);
   issues.throwIfAny();
-  return deepFreeze({ file, policies, ...(allow && { allow }), deny, ...(audit && { audit }), lock });
+  return deepFreeze({
+    file,
+    policies,
+    ...(allow && { allow }),
+    deny,
+    ...(audit && { audit }),
+    lock,
+    ...(sandbox && { sandbox }),
+  });
 }
 
 /** What the readers of the managed file's sections share: where to report, and where keys are. */

@@ -95,6 +95,43 @@ export interface GatewayConfig {
    * Default 32 MiB.
    */
   readonly maxMessageBytes: number;
+  /** `gateway.sandbox`: the sandbox of every stdio server that does not say otherwise. */
+  readonly sandbox?: SandboxConfig;
+}
+
+/**
+ * What a stdio server's process may read, write and reach (`sandbox:`). Besides these grants it
+ * may always read the system folders and its own program and package, and write a private temp
+ * folder; nothing else of the home folder is readable.
+ */
+export interface SandboxConfig {
+  /**
+   * `sandbox: auto` (or `auto: true`): also grant what the config and the policies already say
+   * the server may touch, derived when it starts (see features/sandbox/grants.ts).
+   */
+  readonly auto: boolean;
+  readonly filesystem: {
+    /** Absolute folders it may read. */
+    readonly read: readonly string[];
+    /** Absolute folders it may read and write. */
+    readonly write: readonly string[];
+  };
+  /** `false`: no network at all. `allow`: only these domains, through the filtering proxy. */
+  readonly network: false | { readonly allow: readonly string[] };
+  /** The most the managed settings let users grant; grants beyond it are dropped, and said so. */
+  readonly limits?: SandboxLimits;
+}
+
+/** The managed settings' caps on a sandbox's grants; a list absent: not capped. */
+export interface SandboxLimits {
+  /** Folders under which reading may be granted (writing folders count too). */
+  readonly read?: readonly string[];
+  /** Folders under which writing may be granted. */
+  readonly write?: readonly string[];
+  /** Domains (and `*.` patterns) that may be allowed. */
+  readonly network?: readonly string[];
+  /** Where the managed file says so, for messages. */
+  readonly source: string;
 }
 
 export interface ToolFilter {
@@ -216,6 +253,11 @@ export interface StdioServerConfig extends ServerCommon {
    * it for a file in `.vscode/` or `.cursor/`).
    */
   readonly cwd: string;
+  /**
+   * The sandbox its process runs in: its own `sandbox:`, else `gateway.sandbox`; undefined: none.
+   * A platform that cannot sandbox never starts it unsandboxed: it fails to start instead.
+   */
+  readonly sandbox?: SandboxConfig;
 }
 
 export interface HttpServerConfig extends ServerCommon {

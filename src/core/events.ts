@@ -582,7 +582,41 @@ export interface UpstreamSignOutEvent extends GatewayEventBase {
   revoked: boolean;
 }
 
+/**
+ * A sandboxed stdio server's process was started, with what its sandbox grants it (besides the
+ * system folders and its own program and package, which it may always read).
+ */
+export interface ServerStartEvent extends GatewayEventBase {
+  type: 'server_start';
+  server: string;
+  sandbox: {
+    /** Folders it may read. */
+    read: string[];
+    /** Folders it may read and write (its private temp folder is `temp`). */
+    write: string[];
+    /** `false`: no network; else the domains it may reach through the filtering proxy. */
+    network: false | string[];
+    /** Its private temp folder (TMPDIR), removed when it exits. */
+    temp: string;
+  };
+}
+
+/**
+ * The sandbox refused something a server's process tried: a connection the filtering proxy
+ * refused (`network-outbound host:port`), or a violation the platform reported.
+ */
+export interface SandboxDeniedEvent extends GatewayEventBase {
+  type: 'sandbox_denied';
+  server: string;
+  /** What it tried to reach or touch, e.g. `example.org:443`. */
+  target: string;
+  /** The refusal as the sandbox reported it. */
+  detail: string;
+}
+
 export type LifecycleEvent =
+  | ServerStartEvent
+  | SandboxDeniedEvent
   | ServerBlockedEvent
   | RateLimitedEvent
   | UpstreamSignInEvent

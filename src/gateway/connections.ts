@@ -5,6 +5,7 @@ import { NamedCatalog } from '../core/catalog/namedCatalog.js';
 import { ResourceCatalog } from '../core/catalog/resourceCatalog.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
+import type { CommandWrapper } from '../core/transports/childProcess.js';
 import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
 import type { ListingStore } from '../core/upstreams/startPolicy.js';
 import {
@@ -41,6 +42,8 @@ export interface UpstreamConnectionsOptions {
   readonly servers: () => readonly ServerConfig[];
   /** Where the shared servers' listings are kept between runs (when some server starts lazily). */
   readonly listings?: ListingStore;
+  /** What starts a server that asks for a sandbox confined (see features/sandbox). */
+  readonly wrapFor?: (server: ServerConfig) => CommandWrapper | undefined;
 }
 
 /**
@@ -69,6 +72,7 @@ export class UpstreamConnections {
       config: isolated.length === 0 ? config : { ...config, servers: sharedServers(config, this.signsIn) },
       ...(options.early && { early: options.early }),
       ...(options.listings && { listings: options.listings }),
+      ...(options.wrapFor && { wrapFor: options.wrapFor }),
       ...upstreamHooks(options.hooks, {
         connections: () => options.connections,
         relist: (kinds) => this.relistAll(kinds),
@@ -178,6 +182,7 @@ export class UpstreamConnections {
     return new UpstreamPool({
       config: { ...this.options.config, servers: isolatedServers(this.options.servers(), this.signsIn) },
       children: this.pool.children,
+      ...(this.options.wrapFor && { wrapFor: this.options.wrapFor }),
       ...upstreamHooks(this.options.hooks, {
         view,
         logger: loggerFor(this.options.logger, view.principal),

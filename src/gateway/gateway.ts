@@ -22,6 +22,7 @@ import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
+import { createSandboxes, type Sandboxes } from '../features/sandbox/index.js';
 import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
 import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
@@ -176,6 +177,7 @@ interface Parts {
   readonly policy: ReturnType<typeof buildFeatures>['policy'];
   readonly pipeline: ManagedPipeline;
   readonly upstreams: UpstreamConnections;
+  readonly sandboxes: Sandboxes;
   readonly hosts: HostConnections;
   readonly state: ServingState;
   readonly startedAt: number;
@@ -202,6 +204,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
   const { upstreamAuth, signInFor } = signIns(options, record);
+  const sandboxes = createSandboxes({
+    policies: () => options.policies,
+    ...(audit && { record }),
+    warn: (server, message) => logger.child(server).warn(message),
+  });
   const upstreams = new UpstreamConnections({
     config,
     logger,
@@ -222,6 +229,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     lists,
     servers: () => state.servers,
     listings: createListingCache(config, { logger }),
+    wrapFor: sandboxes.wrapFor,
   });
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
   const connect = hostConnections({
@@ -252,6 +260,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     policy,
     pipeline,
     upstreams,
+    sandboxes,
     hosts,
     state,
     startedAt: Date.now(),
@@ -470,6 +479,7 @@ async function close(parts: Parts, watchers: readonly { close(): void }[], reaso
   const drained = Promise.all(open.map((c) => c.router.drain()));
   await Promise.race([drained, delay(options.shutdownGraceMs ?? 500)]);
   await parts.upstreams.stop();
+  await parts.sandboxes.close();
   await drained;
   if (options.audit) {
     parts.record({ type: 'gateway_stop', reason, uptimeMs: Date.now() - parts.startedAt });

@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 describe('a stdio gateway', () => {
-  it('loads no module of the HTTP listener, nor zod', async () => {
+  it('loads no module of the HTTP listener, nor zod, nor the sandbox runtime', async () => {
     const dir = tempDir();
     const imports = path.join(dir, 'imports.txt');
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }, dir);
@@ -41,11 +41,14 @@ describe('a stdio gateway', () => {
     const own = ownModulesLoaded(loaded);
     expect(own).toContain('dist/gateway/gateway.js');
     expect(own.filter((module) => module.startsWith('dist/http/'))).toEqual([]);
+    // Nor, without a sandboxed server, the sandbox runtime (it starts proxies and brings its own dependencies).
+    expect(own).not.toContain('dist/features/sandbox/runtime.js');
     for (const module of [
       '/node_modules/jose/',
       '/node_modules/hono/',
       '/node_modules/@hono/',
       '/node_modules/zod/',
+      '/node_modules/@anthropic-ai/sandbox-runtime/',
       '/node_modules/@modelcontextprotocol/sdk/dist/esm/types.js',
     ])
       expect(loaded).not.toContain(module);

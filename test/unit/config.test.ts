@@ -375,7 +375,7 @@ describe('parseConfigText: one problem, one exact message', () => {
       'unknown key, nothing close: lists the allowed keys',
       'gateway:\n  colour: blue\nservers:\n  a: { command: x }\n',
       [
-        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, start, idleTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, reload, log`,
+        `${F}:2:3: gateway.colour: unknown key "colour"; allowed keys are: naming, startupTimeout, connectTimeout, start, idleTimeout, timeout, maxTimeout, maxMessageSize, restart, repair, validateArguments, reload, log, sandbox`,
       ],
     ],
     [

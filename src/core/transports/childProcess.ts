@@ -11,7 +11,33 @@ export interface SpawnChildOptions {
   /** The child's complete environment (we never pass the gateway's own through implicitly). */
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
+  /** Runs the command inside something else (a sandbox); undefined: as it is. */
+  readonly wrap?: CommandWrapper;
 }
+
+/** A command to start: its resolved program, its arguments, its environment and folder. */
+export interface CommandLine {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+}
+
+/** What a wrapper starts in place of the command, and what it lets go of once the child exits. */
+export interface WrappedCommand {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Called once the child has exited, or when it could not be started. */
+  readonly release?: () => void;
+}
+
+/**
+ * Turns a command into the command that runs it confined (a sandbox). Given the program already
+ * found on PATH, so that it can grant what the program needs. Throws `SpawnError` when it cannot
+ * confine it: the command is then not started at all.
+ */
+export type CommandWrapper = (command: CommandLine) => Promise<WrappedCommand>;
 
 export interface ChildExit {
   readonly code: number | null;
@@ -186,19 +212,18 @@ async function groupGone(pid: number, until: number): Promise<void> {
   }
 }
 
-export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandle> {
-  const cwdStat = await stat(options.cwd).catch(() => null);
-  if (cwdStat === null || !cwdStat.isDirectory())
-    throw new SpawnError(`working directory does not exist: ${options.cwd}`);
-  const file = await resolveCommand(options.command, options.env, options.cwd);
-
+/** Starts `command` as a child in a group of its own, behind the lifeline where there is one. */
+async function startProcess(
+  command: WrappedCommand,
+  cwd: string,
+): Promise<{ child: ChildProcessWithoutNullStreams; exited: Promise<ChildExit> }> {
   const lifeline = process.platform !== 'win32';
   const child = spawn(
-    lifeline ? '/bin/sh' : file,
-    lifeline ? lifelineArgs(file, options.args, options.env) : [...options.args],
+    lifeline ? '/bin/sh' : command.file,
+    lifeline ? lifelineArgs(command.file, command.args, command.env) : [...command.args],
     {
-      cwd: options.cwd,
-      env: { ...options.env },
+      cwd,
+      env: { ...command.env },
       // fd 3 is the lifeline: its other end lives only in this process (see LIFELINE_SCRIPT).
       stdio: lifeline ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
       // Its own process group, so the whole tree can be signalled at once.
@@ -211,8 +236,30 @@ export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandl
   });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
-    child.once('error', (error) => reject(new SpawnError(`cannot start "${file}": ${error.message}`)));
+    child.once('error', (error) =>
+      reject(new SpawnError(`cannot start "${command.file}": ${error.message}`)),
+    );
   });
+  return { child, exited };
+}
+
+/** The command as it is started: resolved on PATH, then wrapped when a wrapper is given. */
+async function commandOf(options: SpawnChildOptions): Promise<WrappedCommand> {
+  const cwdStat = await stat(options.cwd).catch(() => null);
+  if (cwdStat === null || !cwdStat.isDirectory())
+    throw new SpawnError(`working directory does not exist: ${options.cwd}`);
+  const file = await resolveCommand(options.command, options.env, options.cwd);
+  const command = { file, args: options.args, env: options.env, cwd: options.cwd };
+  return options.wrap === undefined ? command : options.wrap(command);
+}
+
+export async function spawnChild(options: SpawnChildOptions): Promise<ChildHandle> {
+  const command = await commandOf(options);
+  const { child, exited } = await startProcess(command, options.cwd).catch((error: unknown) => {
+    command.release?.();
+    throw error;
+  });
+  void exited.then(() => command.release?.());
   // Writes to a child that already died must not crash the gateway.
   child.stdin.on('error', () => {});
   const pid = child.pid!;

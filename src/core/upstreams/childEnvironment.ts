@@ -1,5 +1,5 @@
 import type { StdioServerConfig } from '../../config/types.js';
-import type { SpawnChildOptions } from '../transports/childProcess.js';
+import { SpawnError, type CommandWrapper, type SpawnChildOptions } from '../transports/childProcess.js';
 
 /**
  * The variables a child inherits from the gateway: the SDK's short list of safe ones (as of SDK
@@ -43,7 +43,22 @@ export function childEnvironment(
   return { ...env, ...configured };
 }
 
-/** How a stdio server's process is started: on each connection attempt, or ahead (earlySpawn.ts). */
-export function stdioSpawnOptions(config: StdioServerConfig): SpawnChildOptions {
-  return { command: config.command, args: config.args, env: childEnvironment(config.env), cwd: config.cwd };
+/**
+ * How a stdio server's process is started: on each connection attempt, or ahead (earlySpawn.ts).
+ * A server with a sandbox is started only through `wrap`: without one, whoever starts it has no
+ * sandbox to give, and the start fails rather than run the server unconfined.
+ */
+export function stdioSpawnOptions(config: StdioServerConfig, wrap?: CommandWrapper): SpawnChildOptions {
+  const options = {
+    command: config.command,
+    args: config.args,
+    env: childEnvironment(config.env),
+    cwd: config.cwd,
+  };
+  if (wrap !== undefined) return { ...options, wrap };
+  if (config.sandbox === undefined) return options;
+  return {
+    ...options,
+    wrap: () => Promise.reject(new SpawnError('it asks for a sandbox, and nothing here can provide one')),
+  };
 }

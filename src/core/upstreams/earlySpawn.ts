@@ -27,7 +27,10 @@ export function spawnEarly(servers: readonly ServerConfig[]): EarlyStart {
       server.disabled ||
       server.failedAtLoad !== undefined ||
       server.blockedByManaged !== undefined ||
-      server.transport !== 'stdio'
+      server.transport !== 'stdio' ||
+      // Its sandbox's grants are derived from the policies, which are not loaded yet: it starts
+      // with the pool, through the sandbox.
+      server.sandbox !== undefined
     )
       continue;
     const child = spawnChild(stdioSpawnOptions(server)).then((handle) => {

@@ -5,7 +5,7 @@ import { brokenCacheHint, launcherOf } from '../../lib/launchers.js';
 import { UpstreamFailedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { truncateForEcho } from '../protocol/jsonRpc.js';
-import { spawnChild, type ChildHandle } from '../transports/childProcess.js';
+import { spawnChild, type ChildHandle, type CommandWrapper } from '../transports/childProcess.js';
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
@@ -39,6 +39,8 @@ export interface StdioConnectionsOptions {
    * attempt, as if it had failed then.
    */
   readonly spawned?: Promise<ChildHandle>;
+  /** What runs the server's command confined, when its entry asks for a sandbox. */
+  readonly wrap?: CommandWrapper;
 }
 
 /** Connections to a stdio server: a child process, spoken to over its stdin and stdout. */
@@ -57,7 +59,7 @@ export class StdioConnections implements ConnectionFactory {
     this.spawned = undefined;
     let child: ChildHandle;
     try {
-      child = await (spawned ?? spawnChild(stdioSpawnOptions(config)));
+      child = await (spawned ?? spawnChild(stdioSpawnOptions(config, this.options.wrap)));
     } catch (error) {
       throw new UpstreamFailedError(config.name, `failed to start (${what}): ${describeError(error)}`);
     }

@@ -1,6 +1,6 @@
 import { sameServer } from '../../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
-import type { ChildHandle } from '../transports/childProcess.js';
+import type { ChildHandle, CommandWrapper } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
 import type { Upstream, UpstreamOptions } from './upstream.js';
 import { createUpstream } from './createUpstream.js';
@@ -15,6 +15,8 @@ export type UpstreamPoolOptions = {
   readonly children?: Set<ChildHandle>;
   /** How the user signs in to `server`, when it may ask for it (see `UpstreamOptions.signIn`). */
   readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
+  /** What runs `server`'s command confined, when its entry asks for a sandbox. */
+  readonly wrapFor?: (server: ServerConfig) => CommandWrapper | undefined;
 } & Pick<
   UpstreamOptions,
   | 'logger'
@@ -73,16 +75,20 @@ export class UpstreamPool implements PoolView {
 
   /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
   private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
-    const { config, early: _early, children: _children, signInFor, ...shared } = this.options;
+    const { config, early: _early, children: _children, signInFor, wrapFor, ...shared } = this.options;
     const signIn = signInFor?.(server);
-    return createUpstream({
-      ...shared,
-      ...(signIn && { signIn }),
-      config: server,
-      gateway: config.gateway,
-      children: this.children,
-      ...(spawned && { spawned }),
-    });
+    const wrap = wrapFor?.(server);
+    return createUpstream(
+      {
+        ...shared,
+        ...(signIn && { signIn }),
+        config: server,
+        gateway: config.gateway,
+        children: this.children,
+        ...(spawned && { spawned }),
+      },
+      wrap === undefined ? {} : { wrap },
+    );
   }
 
   /**
