@@ -113,7 +113,21 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     );
     // The sign-in itself is kept: the other tools still answer once the server is reconnected.
     await expect.poll(() => whoami(), { timeout: 10_000 }).toBe('alice');
-  }, 30_000);
+    // The wider scope is kept with the sign-in, so the next sign-in (here from another process,
+    // as after a restart) asks for it at once, beside the configured ones.
+    await expect
+      .poll(() => (stored() as { wantedScope?: string } | undefined)?.wantedScope)
+      .toBe('mcp admin');
+    const login = await runCli(['auth', 'login', 'oidc', '--config', config], env);
+    expect(login.stdout).toContain('Signed in to oidc as alice (scopes: mcp admin)');
+    expect((stored() as { wantedScope?: string } | undefined)?.wantedScope).toBeUndefined();
+    // The running gateway sees the new sign-in in the store, and the call goes through.
+    await expect
+      .poll(async () => textOf(await host.client.callTool({ name: 'oidc__admin', arguments: {} })), {
+        timeout: 15_000,
+      })
+      .toBe('admin');
+  }, 45_000);
 
   it('a revoked refresh token signs the user out: the call says to sign in again, nothing hangs', async () => {
     const revoked = await fetch(`${issuer}/token/revocation`, {

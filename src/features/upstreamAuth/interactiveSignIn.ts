@@ -61,7 +61,9 @@ export async function signInWithBrowser(deps: InteractiveSignInDeps, who: string
   });
   try {
     const pending = new SignInProvider(deps, store, asUrl, loopback.redirectUrl);
-    const scope = config.oauth?.scopes?.join(' ') ?? (await deps.wantedScope(who)) ?? challenge.scope;
+    // A step-up widens what the config asks for; it never narrows it.
+    const wanted = await deps.wantedScope(who);
+    const scope = joinScopes(config.oauth?.scopes, wanted) ?? challenge.scope;
     const options = {
       serverUrl: config.url,
       ...(scope && { scope }),
@@ -262,6 +264,15 @@ class SignInProvider implements OAuthClientProvider {
   saveDiscoveryState(state: OAuthDiscoveryState): void {
     this.deps.discovery.state = state;
   }
+}
+
+/** The scopes of `configured` and of `wanted` (space-separated), each once; undefined for none. */
+function joinScopes(
+  configured: readonly string[] | undefined,
+  wanted: string | undefined,
+): string | undefined {
+  const all = [...(configured ?? []), ...(wanted?.split(' ') ?? [])].filter((s) => s !== '');
+  return all.length === 0 ? undefined : [...new Set(all)].join(' ');
 }
 
 /** What the gateway registers as (Dynamic Client Registration): a public client on loopback. */

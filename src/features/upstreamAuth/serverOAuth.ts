@@ -93,7 +93,7 @@ export class ServerOAuth implements UpstreamSignIn {
     this.fetchFn = guardedFetch(deps.fetch);
     this.now = deps.now ?? Date.now;
     this.discovery = new Discovery(config, this.fetchFn);
-    this.cache = new TokenCache(deps.store);
+    this.cache = new TokenCache(deps.store, this.now);
     const { record } = deps;
     this.refresher = new TokenRefresh({
       server: this.server,
