@@ -105,6 +105,26 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     expect(await counts()).toEqual({ refreshes: before.refreshes + 1, refused: before.refused });
   }, 30_000);
 
+  it('two gateways sharing one credential store renew once: the second takes the token the first renewed', async () => {
+    const second = await connectHost(config, { env });
+    try {
+      await second.waitForStderr(/\[oidc\]: connected/, 20_000);
+      const whoamiOf = async (h: HostSession) =>
+        textOf(await h.client.callTool({ name: 'oidc__whoami', arguments: {} }));
+      expect(await whoamiOf(second)).toBe('alice');
+      await expired();
+      const before = await counts();
+      const answers = await Promise.all(
+        Array.from({ length: 3 }, () => [whoamiOf(host), whoamiOf(second)]).flat(),
+      );
+      expect(answers).toEqual(Array(6).fill('alice'));
+      // A second refresh with the rotated-away refresh token would be refused, and sign out.
+      expect(await counts()).toEqual({ refreshes: before.refreshes + 1, refused: before.refused });
+    } finally {
+      await second.close();
+    }
+  }, 45_000);
+
   it('a call the server refuses for want of scope (403 insufficient_scope) asks for a sign-in with the wider scope', async () => {
     const result = await host.client.callTool({ name: 'oidc__admin', arguments: {} });
     expect(result.isError).toBe(true);

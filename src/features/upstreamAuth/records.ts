@@ -3,7 +3,7 @@ import type { Principal } from '../../core/principal.js';
 import type { CredentialStore } from '../../lib/credentials/store.js';
 
 /** Where secrets are kept (see lib/credentials): values are JSON texts of the records below. */
-export type SecretStore = Pick<CredentialStore, 'get' | 'set' | 'delete' | 'list'>;
+export type SecretStore = Pick<CredentialStore, 'get' | 'set' | 'delete' | 'list' | 'exclusive'>;
 
 /**
  * One principal's sign-in to one server: the tokens, and everything a refresh needs without

@@ -31,9 +31,9 @@ export class TokenRefresh {
   constructor(private readonly deps: TokenRefreshDeps) {}
 
   /**
-   * Renews `who`'s tokens. With `rejected` (a token the server refused), a record whose token
-   * already differs is returned as it is: someone renewed it meanwhile, in this process or
-   * another. Resolves undefined when only a sign-in can help; a refresh token the authorization
+   * Renews `who`'s tokens. With `rejected` (a token the server refused, or one about to expire),
+   * a record whose token already differs is returned as it is: someone renewed it meanwhile, in
+   * this process or another. Resolves undefined when only a sign-in can help; a refresh token the authorization
    * server refuses is forgotten, and that is audited.
    */
   refresh(
@@ -43,7 +43,12 @@ export class TokenRefresh {
   ): Promise<TokenRecord | undefined> {
     const under = this.refreshing.get(who);
     if (under !== undefined) return under;
-    const renewing = this.renew(who, principal, rejected).finally(() => this.refreshing.delete(who));
+    // One refresh at a time across processes too: the store is read again under the lock, and a
+    // token another process renewed meanwhile is taken rather than renewed twice.
+    const account = accounts.tokens(who, this.deps.url);
+    const renewing = this.deps.cache
+      .exclusive(account, () => this.renew(who, principal, rejected))
+      .finally(() => this.refreshing.delete(who));
     this.refreshing.set(who, renewing);
     return renewing;
   }
@@ -55,12 +60,12 @@ export class TokenRefresh {
   ): Promise<TokenRecord | undefined> {
     const { cache, server } = this.deps;
     const account = accounts.tokens(who, this.deps.url);
-    const held = (await cache.read(account))?.tokens.access_token;
-    // Another process sharing the store may have renewed (and rotated) the tokens already.
+    // Read again (under the lock): another process sharing the store may have renewed, and
+    // rotated, the tokens already.
     const record = await cache.fresh(account);
     if (record === undefined) return undefined;
-    const spent = rejected ?? held;
-    if (spent !== undefined && record.tokens.access_token !== spent && !this.expiring(record)) return record;
+    if (rejected !== undefined && record.tokens.access_token !== rejected && !this.expiring(record))
+      return record;
     const refreshToken = record.tokens.refresh_token;
     if (refreshToken === undefined) return undefined;
     try {

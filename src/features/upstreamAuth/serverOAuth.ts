@@ -191,7 +191,7 @@ export class ServerOAuth implements UpstreamSignIn {
     const lifetime = record.expiresAt - (record.obtainedAt ?? record.expiresAt);
     const ahead = Math.min(this.deps.refreshAheadMs ?? 60_000, lifetime / 2);
     if (record.expiresAt - this.now() > ahead) return record;
-    return this.refresh(who, principal);
+    return this.refresh(who, principal, record.tokens.access_token);
   }
 
   /** See `TokenRefresh.refresh`. */

@@ -52,6 +52,12 @@ export class TokenCache {
     this.held.set(account, { record: Promise.resolve(record), at: this.now() });
   }
 
+  /** Runs `work` on `account` while no other process sharing the store does (see its `exclusive`). */
+  async exclusive<T>(account: string, work: () => Promise<T>): Promise<T> {
+    const store = await this.store();
+    return store.exclusive === undefined ? work() : store.exclusive(account, work);
+  }
+
   async delete(account: string): Promise<void> {
     this.held.delete(account);
     await (await this.store()).delete(account);
