@@ -55,6 +55,9 @@ export async function runServer(argv: readonly string[]): Promise<number> {
   const after =
     terminator === -1 ? [] : tokens.slice(terminator + 1).map((t) => (t as { value: string }).value);
   const [sub, name, ...rest] = before;
+  if (sub === undefined) throw new UsageError('say what to do: add, remove, enable, disable or list');
+  if (!['list', 'add', 'remove', 'enable', 'disable'].includes(sub))
+    throw new UsageError(`unknown server command "${sub}"; use add, remove, enable, disable or list`);
   const file = configFile(values.config);
   switch (sub) {
     case 'list':
@@ -92,10 +95,8 @@ export async function runServer(argv: readonly string[]): Promise<number> {
         servers.setDisabled(server, sub === 'disable');
       });
     }
-    case undefined:
-      throw new UsageError('say what to do: add, remove, enable, disable or list');
     default:
-      throw new UsageError(`unknown server command "${sub}"; use add, remove, enable, disable or list`);
+      throw new UsageError(`unknown server command "${sub}"`);
   }
 }
 

@@ -129,6 +129,35 @@ describe('without a Secret Service: the file', () => {
     expect(host.stderr()).not.toContain(SECRET);
   });
 
+  it('while serving, a secret that is not stored fails its server only, and the host is told how to store it', async () => {
+    const { env } = headlessEnv();
+    const dir = tempDir();
+    const config = writeConfig(
+      [
+        'servers:',
+        '  api:',
+        `    command: ${JSON.stringify(NODE)}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '    env: { API_KEY: "${keychain:API_KEY}" }',
+        '  other:',
+        `    command: ${JSON.stringify(NODE)}`,
+        `    args: [${JSON.stringify(FIXTURE)}]`,
+        '',
+      ].join('\n'),
+      dir,
+    );
+    const host = await connectHost(config, { env });
+    try {
+      expect(host.client.getInstructions()).toMatch(
+        /server "api" is not available.*secret "API_KEY" is not in the credential store .*mcp-warden secret set API_KEY/,
+      );
+      const { tools } = await host.client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain('other__echo');
+    } finally {
+      await host.close();
+    }
+  });
+
   it('a secret that is not stored is a config error naming file:line, key and the command that stores it', async () => {
     const { env } = headlessEnv();
     const config = keychainConfig(tempDir());

@@ -156,6 +156,28 @@ describe.skipIf(!hasTmux)('at a terminal (tmux)', () => {
   });
 });
 
+describe.skipIf(!hasTmux)('secret set at a terminal (tmux)', () => {
+  it('asks for the value without showing what is typed, and stores it', async () => {
+    const file = path.join(tempDir(), 'credentials.json');
+    terminal = new Terminal();
+    terminal.start(['secret', 'set', 'API_KEY'], {
+      MCP_WARDEN_CREDENTIALS: 'file',
+      MCP_WARDEN_CREDENTIALS_FILE: file,
+    });
+    await terminal.waitFor(/Value for secret "API_KEY" \(not shown\): /);
+    terminal.keys('-l', 'hunter2-typed');
+    terminal.keys('Enter');
+    const screen = await terminal.waitFor(/\[exit \d+\]/);
+    expect(screen).toContain('stored secret "API_KEY"');
+    expect(screen).toContain('[exit 0]');
+    expect(screen).not.toContain('hunter2');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      version: 1,
+      secrets: { 'secret:API_KEY': 'hunter2-typed' },
+    });
+  });
+});
+
 describe.skipIf(hasTmux)('at a terminal', () => {
   // Reported as skipped, with the reason, rather than as a test that passed.
   it('needs tmux', (context) => context.skip('tmux is not installed (.ci/run installs it with apt-get)'));
