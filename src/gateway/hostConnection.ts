@@ -154,6 +154,7 @@ function forwardOf(
         retry,
         ask: (method, params) => router().askHostFor(message.server, method, params, message.signal),
       }),
+    askHost: (message, method, params) => router().askHostFor(message.server, method, params, message.signal),
     answerLocally: (message) => fixedRoots(message, serversByName),
     authorize,
   });

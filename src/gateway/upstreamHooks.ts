@@ -44,6 +44,17 @@ export interface HookReach {
   readonly principal: Principal;
 }
 
+/** The connection whose host session `owner` is (see `IncomingRequest.postedFor`). */
+function connectionOf(connections: ReadonlySet<Connection>, owner: object): Connection | undefined {
+  for (const c of connections) if (c.router.host === owner) return c;
+  return undefined;
+}
+
+/** Why a question tied to a call whose host connection has gone is put to no one. */
+function ended(server: string, method: string): string {
+  return `mcp-warden refuses ${method} from server "${server}": the host connection whose call it belongs to has closed, and it is put to no other`;
+}
+
 /** The host session of nobody: what upstreams are told when no host has connected yet. */
 const NO_HOST: Pick<HostSession, 'capabilitiesFor'> = new InitializedHostSession(undefined as never);
 
@@ -84,16 +95,22 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
     onRequest: (upstream: Upstream, request: IncomingRequest) => {
       const key = userKey(upstream.name, reach.view);
       const lastOrFirst = () => deps.hosts.lastUser.get(key) ?? first();
-      const to = askerOf({
-        server: upstream.name,
-        method: request.method,
-        meta: request.meta,
-        callers: deps.hosts.callsInFlight.callers(key),
-        reachable: [...reach.connections()],
-        ownsTask: (c, taskId) => c.router.ownsUpstreamTask(upstream.name, taskId),
-        // Without a listener there is one host; a principal's own process serves one user.
-        fallback: !deps.listening || reach.view !== undefined ? lastOrFirst : undefined,
-      });
+      const owner = request.postedFor;
+      const posted = owner === undefined ? undefined : connectionOf(reach.connections(), owner);
+      const to =
+        owner !== undefined && posted === undefined
+          ? ended(upstream.name, request.method)
+          : askerOf({
+              server: upstream.name,
+              method: request.method,
+              meta: request.meta,
+              callers: deps.hosts.callsInFlight.callers(key),
+              postedFor: posted,
+              reachable: [...reach.connections()],
+              ownsTask: (c, taskId) => c.router.ownsUpstreamTask(upstream.name, taskId),
+              // Without a listener there is one host; a principal's own process serves one user.
+              fallback: !deps.listening || reach.view !== undefined ? lastOrFirst : undefined,
+            });
       if (typeof to !== 'string') return to.router.upstreamRequest(upstream, request);
       if (reach.connections().size === 0)
         return request.fail({ code: -32603, message: 'no host is connected to mcp-warden' });

@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
 import { BATCHES_REFUSED, isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
-import { oversizeBatch, refusedBatch } from '../core/transports/batches.js';
+import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 
 /** Over HTTP the host's ids are parsed JSON: strings or numbers. */
@@ -48,6 +48,9 @@ export class SessionTransport implements MessageTransport {
     });
     this.inner.onmessage = (message) => {
       const ours = message as unknown as JsonRpcMessage;
+      // A cancelled request is answered by no one: it is owed nothing any more.
+      if ('method' in ours && ours.method === 'notifications/cancelled')
+        this.owed.delete((ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
       if (isRequest(ours)) {
         const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
         this.open.set(ours.id as RequestId, meta?.progressToken);
@@ -69,21 +72,34 @@ export class SessionTransport implements MessageTransport {
   /**
    * Serves one HTTP request of this session; `body` is the parsed POST body. A JSON-RPC batch
    * (an array) is served by the SDK's transport, which answers on the POST's own stream, only
-   * when the host negotiated 2025-03-26 and the batch is within `MAX_BATCH_ANSWERS`; otherwise
-   * it is refused whole with 400, -32600 under each request's id.
+   * when the host negotiated 2025-03-26 and the batch is within `MAX_BATCH_ANSWERS`, with the
+   * answers the session's earlier batches are still owed; otherwise it is refused whole with 400,
+   * -32600 under each request's id.
    */
   handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void> {
     if (Array.isArray(body)) {
-      const refusal = this.batches ? oversizeBatch(body.length) : BATCHES_REFUSED;
+      const ids = requestIdsOf(body);
+      const refusal = this.batches
+        ? (oversizeBatch(body.length) ??
+          (ids.length === 0 ? undefined : overOwed(this.owed.size, ids.length)))
+        : BATCHES_REFUSED;
       if (refusal !== undefined) {
-        const text = refusedBatch(requestIdsOf(body), [], refusal);
+        const text = refusedBatch(ids, [], refusal);
         res.writeHead(400, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
         res.end(text);
         return Promise.resolve();
       }
+      for (const id of ids) this.owed.add(id);
     }
     return this.inner.handleRequest(req, res, body);
   }
+
+  /**
+   * The requests of this session's open batches not answered yet, over all its POSTs: the bound
+   * of `MAX_BATCH_ANSWERS` is the session's, as on stdio, so a host cannot hold any number of
+   * answers open by sending many batches at once.
+   */
+  private readonly owed = new Set<RequestId>();
 
   /** The host negotiated 2025-03-26, the one revision with JSON-RPC batches: accept them. */
   acceptBatches(): void {
@@ -95,7 +111,10 @@ export class SessionTransport implements MessageTransport {
     this.options.beforeWrite?.();
     const message = outgoing instanceof EncodedResult ? outgoing.toMessage() : outgoing;
     if (isResponse(message)) {
-      if (message.id !== null) this.open.delete(message.id as RequestId);
+      if (message.id !== null) {
+        this.open.delete(message.id as RequestId);
+        this.owed.delete(message.id as RequestId);
+      }
       return this.inner.send(message as unknown as JSONRPCMessage);
     }
     return this.inner.send(message as unknown as JSONRPCMessage, this.related(message));
@@ -114,6 +133,7 @@ export class SessionTransport implements MessageTransport {
 
   close(): Promise<void> {
     this.open.clear();
+    this.owed.clear();
     return this.inner.close();
   }
 }

@@ -326,6 +326,42 @@ describe('JSON-RPC batches over HTTP', () => {
     expect(existsSync(record) ? readFileSync(record, 'utf8') : '').not.toContain('"tools/call"');
   });
 
+  it("bounds a 2025-03-26 session's open batches together, over all its POSTs, until their answers are owed no more", async () => {
+    const { config, record } = setup();
+    gateway = await startHttpGateway(config);
+    const headers = await rawSession(gateway.url, '2025-03-26');
+    const hang = (i: number) => ({
+      jsonrpc: '2.0',
+      id: `h${i}`,
+      method: 'tools/call',
+      params: { name: 'up__hang', arguments: {} },
+    });
+    const pings = (from: number) => Array.from({ length: 50 }, (_, i) => ping(from + i));
+    // A batch whose answers stay owed: its POST stays open while its calls hang.
+    const hanging = postRpc(
+      gateway.url,
+      Array.from({ length: 60 }, (_, i) => hang(i)),
+      headers,
+    ).catch(() => undefined);
+    await expect.poll(() => (existsSync(record) ? readFileSync(record, 'utf8') : '')).toContain('"hang"');
+    const refused = await postRpc(gateway.url, pings(1000), headers);
+    expect(refused.status).toBe(400);
+    const messages = messagesOf(refused);
+    expect(messages).toHaveLength(50);
+    expect(messages[0]!.error!.message).toContain('60 answers to earlier batches are still owed');
+    // The host cancels the calls it waits for: the batch is owed nothing more.
+    const cancels = Array.from({ length: 60 }, (_, i) => ({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: `h${i}` },
+    }));
+    expect((await postRpc(gateway.url, cancels, headers)).status).toBe(202);
+    const served = await postRpc(gateway.url, pings(2000), headers);
+    expect(served.status).toBe(200);
+    expect(messagesOf(served).every((m) => m.error === undefined && m.result !== undefined)).toBe(true);
+    void hanging;
+  });
+
   it('a session on a later revision gets a batch refused, saying batches belong to 2025-03-26', async () => {
     const { config, record } = setup();
     gateway = await startHttpGateway(config);

@@ -105,6 +105,26 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     expect(await counts()).toEqual({ refreshes: before.refreshes + 1, refused: before.refused });
   }, 30_000);
 
+  it('two gateways sharing one credential store renew once: the second takes the token the first renewed', async () => {
+    const second = await connectHost(config, { env });
+    try {
+      await second.waitForStderr(/\[oidc\]: connected/, 20_000);
+      const whoamiOf = async (h: HostSession) =>
+        textOf(await h.client.callTool({ name: 'oidc__whoami', arguments: {} }));
+      expect(await whoamiOf(second)).toBe('alice');
+      await expired();
+      const before = await counts();
+      const answers = await Promise.all(
+        Array.from({ length: 3 }, () => [whoamiOf(host), whoamiOf(second)]).flat(),
+      );
+      expect(answers).toEqual(Array(6).fill('alice'));
+      // A second refresh with the rotated-away refresh token would be refused, and sign out.
+      expect(await counts()).toEqual({ refreshes: before.refreshes + 1, refused: before.refused });
+    } finally {
+      await second.close();
+    }
+  }, 45_000);
+
   it('a call the server refuses for want of scope (403 insufficient_scope) asks for a sign-in with the wider scope', async () => {
     const result = await host.client.callTool({ name: 'oidc__admin', arguments: {} });
     expect(result.isError).toBe(true);
@@ -113,7 +133,21 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     );
     // The sign-in itself is kept: the other tools still answer once the server is reconnected.
     await expect.poll(() => whoami(), { timeout: 10_000 }).toBe('alice');
-  }, 30_000);
+    // The wider scope is kept with the sign-in, so the next sign-in (here from another process,
+    // as after a restart) asks for it at once, beside the configured ones.
+    await expect
+      .poll(() => (stored() as { wantedScope?: string } | undefined)?.wantedScope)
+      .toBe('mcp admin');
+    const login = await runCli(['auth', 'login', 'oidc', '--config', config], env);
+    expect(login.stdout).toContain('Signed in to oidc as alice (scopes: mcp admin)');
+    expect((stored() as { wantedScope?: string } | undefined)?.wantedScope).toBeUndefined();
+    // The running gateway sees the new sign-in in the store, and the call goes through.
+    await expect
+      .poll(async () => textOf(await host.client.callTool({ name: 'oidc__admin', arguments: {} })), {
+        timeout: 15_000,
+      })
+      .toBe('admin');
+  }, 45_000);
 
   it('a revoked refresh token signs the user out: the call says to sign in again, nothing hangs', async () => {
     const revoked = await fetch(`${issuer}/token/revocation`, {

@@ -110,6 +110,34 @@ describe('a 2026-07-28 host', () => {
     expect(textOf(final)).toContain('User completed the URL elicitation flow');
   });
 
+  it("is asked to open the URLs of a server's -32042 within the call, and the call is sent again once accepted", async () => {
+    modern = startModernHost(
+      CLI,
+      writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture(['--tools', 'basic,odd']) } }),
+    );
+    const params = { name: 'up__url_required', arguments: {} };
+    const first = modernResult('tools/call', await modern.request('tools/call', params, URL_MODE));
+    expect(first.resultType).toBe('input_required');
+    const entries = Object.entries(
+      first.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>,
+    );
+    expect(entries).toHaveLength(1);
+    const [key, request] = entries[0]!;
+    expect(request).toMatchObject({
+      method: 'elicitation/create',
+      params: { mode: 'url', url: 'https://example.com/connect', elicitationId: 'connect-1' },
+    });
+    const final = modernResult(
+      'tools/call',
+      await modern.request(
+        'tools/call',
+        { ...params, inputResponses: { [key]: { action: 'accept' } }, requestState: first.requestState },
+        URL_MODE,
+      ),
+    );
+    expect(textOf(final)).toBe('signed in');
+  });
+
   it("is not sent a server's notifications/elicitation/complete, and the log says how it learns instead", async () => {
     modern = startModernHost(
       CLI,

@@ -5,6 +5,7 @@ import type { Params } from '../protocol/jsonRpc.js';
 import type { Outcome } from '../rpc/outcome.js';
 import { driveTask } from './drive.js';
 import type { Next, RoutedMessage } from './types.js';
+import { afterUrlElicitation } from './urlRequired.js';
 
 /** Something a routed message can be sent to: an upstream, or the host. */
 export interface Recipient {
@@ -36,6 +37,11 @@ export interface ForwardOptions {
     outcome: Outcome,
     retry: (extra: Params) => Promise<Outcome>,
   ) => Promise<Outcome>;
+  /**
+   * Asks the host of `message` a question on behalf of its server, through the pipeline (a
+   * modern host within its call): how a legacy server's -32042 reaches a modern host.
+   */
+  readonly askHost?: (message: RoutedMessage, method: string, params: Params) => Promise<Outcome>;
   /** A sign-in to a server (`kind: authorize`), which the gateway carries out with the host. */
   readonly authorize?: (message: RoutedMessage) => Promise<Outcome>;
 }
@@ -66,7 +72,18 @@ export function createForward(options: ForwardOptions): Next {
     // The message carries the request options itself (its signal, progress listener and
     // `answerAs`, which the peer applies to the answer as it arrives).
     const sent = recipient.requestOutcome(message.kind, paramsOf(message, legacy), message, message);
-    if (message.upstreamEra !== 'modern') return sent;
+    if (message.upstreamEra !== 'modern') {
+      const { askHost } = options;
+      if (message.hostEra !== 'modern' || askHost === undefined || message.direction !== 'upstream')
+        return sent;
+      return sent.catch((error: unknown) =>
+        afterUrlElicitation(
+          error,
+          (method, params) => askHost(message, method, params),
+          () => recipient.requestOutcome(message.kind, paramsOf(message, legacy), message, message),
+        ),
+      );
+    }
     const { fulfilInput } = options;
     if (fulfilInput === undefined) return sent;
     return sent.then((outcome) =>

@@ -7,10 +7,12 @@ import { RELATED_TASK } from '../protocol/taskMessages.js';
  * host whose call that is and no other: with several users behind one listener, the "last host
  * that used this server" may be someone else.
  *
- * Over stdio nothing on the wire ties a server's request to the call it is part of, so the tie
- * is made from what the gateway knows: the calls each connection has in flight on that server
- * (a question asked while exactly one connection waits on the server is that connection's), and
- * the task a question names in its related-task `_meta` (the connection that started the task).
+ * Over HTTP the tie is on the wire: a question that comes on the answer stream of one of our
+ * POSTs is part of the call that POST carried (the transport marks it, see postedStreams.ts).
+ * Over stdio nothing ties a server's request to the call it is part of, so the tie is made from
+ * what the gateway knows: the calls each connection has in flight on that server (a question
+ * asked while exactly one connection waits on the server is that connection's), and the task a
+ * question names in its related-task `_meta` (the connection that started the task).
  */
 /** Counts each connection's requests in flight on each upstream (by the caller's key). */
 export class CallsInFlight<C> {
@@ -49,6 +51,11 @@ export interface AskerQuery<C> {
   readonly meta: Params | undefined;
   /** The connections with a request in flight on this server now. */
   readonly callers: readonly C[];
+  /**
+   * The connection whose call's answer stream carried the question (HTTP), or undefined when
+   * the transport cannot tell or that connection is gone.
+   */
+  readonly postedFor?: C | undefined;
   /** Every connection this server's messages may reach. */
   readonly reachable: readonly C[];
   /** Whether `connection` started this server's task `taskId` (see TaskRouting). */
@@ -67,6 +74,7 @@ export interface AskerQuery<C> {
  */
 export function askerOf<C>(query: AskerQuery<C>): C | string {
   const { server, method, callers } = query;
+  if (query.postedFor !== undefined) return query.postedFor;
   const taskId = relatedTaskOf(query.meta);
   if (taskId !== undefined) {
     const owner = query.reachable.find((c) => query.ownsTask(c, taskId));

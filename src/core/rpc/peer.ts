@@ -33,6 +33,7 @@ import {
   type ProgressToken,
 } from './progress.js';
 import { Outcome } from './outcome.js';
+import { takePostedFor } from '../protocol/postedFor.js';
 import { createdTaskId, taskIdIn, TaskProgress } from './taskProgress.js';
 import { RawResponse, type RawResult } from './rawResult.js';
 import { RequestTable } from './requestTable.js';
@@ -62,6 +63,11 @@ export interface OutgoingOptions {
    * the caller would otherwise do in a promise step of its own on every request.
    */
   readonly answerAs?: ((outcome: Outcome) => Outcome) | undefined;
+  /**
+   * Whose request this is (the host session a routed message belongs to): a request the other
+   * side makes on this one's answer stream is tied to it (see `IncomingRequest.postedFor`).
+   */
+  readonly host?: object | undefined;
 }
 
 /** How this connection's failures read: each side names itself its own way. */
@@ -131,6 +137,7 @@ class Outgoing extends Deferred<unknown> implements CancelListener, DeadlineEntr
     /** The task whose kept progress its answer ends (`tasks/result`, `tasks/cancel`). */
     readonly endsTask: string | undefined,
     readonly answerAs: ((outcome: Outcome) => Outcome) | undefined,
+    readonly host: object | undefined,
   ) {
     super();
   }
@@ -266,6 +273,7 @@ export class RpcPeer {
       asOutcome,
       endsTask,
       options.answerAs,
+      options.host,
     );
     this.outgoing.set(id, entry);
     signal?.listen(entry);
@@ -403,7 +411,15 @@ export class RpcPeer {
   // Incoming
 
   private received(message: JsonRpcRequest, refused: JsonRpcErrorObject | undefined): void {
-    const request = new IncomingRequest(this, message, refused);
+    // The mark is the transport's, never the other side's to set, and reaches no one further.
+    const posted = takePostedFor(message);
+    const owner =
+      posted !== undefined &&
+      this.options.transport.tiesRequestsToPosts === true &&
+      typeof posted.id === 'number'
+        ? this.outgoing.get(posted.id)?.host
+        : undefined;
+    const request = new IncomingRequest(this, posted?.request ?? message, refused, owner);
     this.incoming.set(request.key, request);
     this.options.onRequest(request);
   }
@@ -543,6 +559,11 @@ export class IncomingRequest extends Cancellation {
   readonly progressToken: ProgressToken | undefined;
   /** The request's `_meta` without its progress token. */
   readonly meta: Params | undefined;
+  /**
+   * The owner (`OutgoingOptions.host`) of our request on whose answer stream this one came, when
+   * the transport can tell (HTTP); the call this request is part of.
+   */
+  readonly postedFor: object | undefined;
   /** The other side cancelled it. */
   cancelledByPeer = false;
   /** Answered: later progress is not sent, and a second answer is a bug that is dropped. */
@@ -569,9 +590,11 @@ export class IncomingRequest extends Cancellation {
     private readonly peer: RpcPeer,
     message: JsonRpcRequest,
     refused?: JsonRpcErrorObject,
+    postedFor?: object,
   ) {
     super();
     this.refused = refused;
+    this.postedFor = postedFor;
     this.id = message.id;
     this.key = idKey(message.id);
     this.method = message.method;

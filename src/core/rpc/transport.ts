@@ -27,6 +27,11 @@ export interface MessageTransport {
   onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
+  /**
+   * The other side's requests carry `_meta[POSTED_FOR]`, the id of our request whose answer
+   * stream they came on, written by this transport (see core/protocol/postedFor.ts).
+   */
+  readonly tiesRequestsToPosts?: boolean;
 }
 
 /**

@@ -15,6 +15,18 @@ export function oversizeBatch(count: number): string | undefined {
     : undefined;
 }
 
+/**
+ * Why a batch of `count` answers cannot be opened while `held` answers to earlier batches of the
+ * same connection are still owed, or undefined when it can.
+ */
+export function overOwed(held: number, count: number): string | undefined {
+  if (held + count <= MAX_BATCH_ANSWERS) return undefined;
+  return (
+    `${held} answers to earlier batches are still owed, and this batch's ${count} would pass ` +
+    `the bound of ${MAX_BATCH_ANSWERS}; wait for their answers`
+  );
+}
+
 /** The answers one batch is owed, and those it has. */
 interface Batch {
   waiting: number;
@@ -46,12 +58,7 @@ export class BatchAnswers {
     const count = requests + errors;
     const oversize = oversizeBatch(count);
     if (oversize !== undefined) return oversize;
-    if (this.held + count > MAX_BATCH_ANSWERS)
-      return (
-        `${this.held} answers to earlier batches are still owed, and this batch's ${count} would pass ` +
-        `the bound of ${MAX_BATCH_ANSWERS}; wait for their answers`
-      );
-    return undefined;
+    return overOwed(this.held, count);
   }
 
   /**

@@ -5,6 +5,7 @@ import { SignInRequiredError } from '../errors.js';
 import type { JsonRpcMessage } from '../protocol/jsonRpc.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import { limitedFetch, type HttpOversize } from './httpLimits.js';
+import { markingFetch } from './postedStreams.js';
 import { MODERN_VERSION } from '../protocol/envelope.js';
 import { encodeHeaderValue, MCP_NAME_PARAM } from '../protocol/httpHeaders.js';
 import { mirroredHeaders, type ParamHeader } from '../protocol/paramHeaders.js';
@@ -47,14 +48,15 @@ export class HttpTransport implements MessageTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   private readonly inner: StreamableHTTPClientTransport;
+  /** The server's requests say which of our POSTs they came with (see postedStreams.ts). */
+  readonly tiesRequestsToPosts = true;
   /** Whether requests go out in the 2026-07-28 binding (see `setModern`). */
   private modern = false;
 
   constructor(options: HttpTransportOptions) {
-    const limited = limitedFetch({
-      maxMessageBytes: options.maxMessageBytes,
-      onOversize: options.onOversize,
-    });
+    const limited = markingFetch(
+      limitedFetch({ maxMessageBytes: options.maxMessageBytes, onOversize: options.onOversize }),
+    );
     const { authorization } = options;
     const base: Fetch = authorization === undefined ? limited : renewingFetch(limited, authorization);
     this.inner = new StreamableHTTPClientTransport(new URL(options.url), {

@@ -3,7 +3,7 @@ import type { Principal } from '../../core/principal.js';
 import type { CredentialStore } from '../../lib/credentials/store.js';
 
 /** Where secrets are kept (see lib/credentials): values are JSON texts of the records below. */
-export type SecretStore = Pick<CredentialStore, 'get' | 'set' | 'delete' | 'list'>;
+export type SecretStore = Pick<CredentialStore, 'get' | 'set' | 'delete' | 'list' | 'exclusive'>;
 
 /**
  * One principal's sign-in to one server: the tokens, and everything a refresh needs without
@@ -25,6 +25,11 @@ export interface TokenRecord {
   /** Who the authorization server says signed in, when it said (an ID token's or a JWT's `sub`). */
   readonly subject?: string;
   readonly scopes: readonly string[];
+  /**
+   * A scope the server asked for beyond these (403 `insufficient_scope`): the next sign-in asks
+   * for it at once. Kept across refreshes, gone with a new sign-in.
+   */
+  readonly wantedScope?: string;
 }
 
 /** A sign-in under way: the PKCE verifier and `state` wait here until the redirect comes back. */

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createFileStore } from './fileStore.js';
 import { createKeyringStore, type KeyringModule } from './keyringStore.js';
+import { fileLocks } from './lock.js';
 import {
   CREDENTIAL_SERVICE,
   CredentialStoreError,
@@ -61,11 +62,16 @@ export async function openCredentialStore(
   const platform = options.platform ?? process.platform;
   const choice = options.prefer ?? chosenByEnv(env);
   const file = credentialsFilePath({ env, platform, home: options.home ?? os.homedir() });
-  const fileStore = (): CredentialStore => createFileStore({ file, posix: platform !== 'win32' });
+  // Locks live beside the file, whichever store holds the secrets.
+  const exclusive = fileLocks(path.join(path.dirname(file), 'locks'));
+  const fileStore = (): CredentialStore => ({
+    ...createFileStore({ file, posix: platform !== 'win32' }),
+    exclusive,
+  });
   if (choice === 'file') return fileStore();
 
   const opened = await openKeyring({ env, platform, timeoutMs: options.probeTimeoutMs ?? 3000 });
-  if (opened.store !== undefined) return opened.store;
+  if (opened.store !== undefined) return { ...opened.store, exclusive };
   if (choice === 'keyring')
     throw new CredentialStoreError(
       `the OS credential store was asked for (${CREDENTIALS_ENV}=keyring), but it cannot be used: ${opened.reason}`,

@@ -34,25 +34,67 @@ const SPLIT_MARK = '\u0001mcp-warden-split:';
  * and written back).
  */
 export function createKeyringStore(options: KeyringStoreOptions): CredentialStore {
-  const { module, where, entryOptions, chunkSize } = options;
+  const { where } = options;
+  const entries = chunkedEntries(options);
   let queue: Promise<unknown> = Promise.resolve();
 
-  function serial<T>(work: () => Promise<T>): Promise<T> {
-    const next = queue.then(work);
+  function serial<T>(operation: string, work: () => Promise<T>): Promise<T> {
+    const next = queue.then(() => guard(where, operation, work));
     queue = next.catch(() => undefined);
     return next;
   }
 
-  function entry(account: string): AsyncEntryClass {
-    return new module.AsyncEntry(CREDENTIAL_SERVICE, account, entryOptions);
-  }
+  return {
+    kind: 'keyring',
+    where,
+    async get(account) {
+      checkAccount(account);
+      return serial('read', () => entries.read(account));
+    },
+    async set(account, secret) {
+      checkAccount(account);
+      return serial('store', async () => {
+        await entries.write(account, secret);
+        const names = await entries.readIndex();
+        if (!names.includes(account)) await entries.writeIndex([...names, account]);
+      });
+    },
+    async delete(account) {
+      checkAccount(account);
+      return serial('delete', async () => {
+        const deleted = await entries.remove(account);
+        const names = await entries.readIndex();
+        if (names.includes(account)) await entries.writeIndex(names.filter((name) => name !== account));
+        return deleted;
+      });
+    },
+    async list(prefix) {
+      return serial('list', async () =>
+        (await entries.readIndex())
+          .filter((account) => account.startsWith(prefix) && !account.startsWith('.'))
+          .sort(),
+      );
+    },
+  };
+}
+
+/**
+ * The store's entries as whole values: a value longer than `chunkSize` is split over entries of
+ * its own (`.part/<n>/<account>`), the account's entry holding a marker and their count; and
+ * the index of account names.
+ */
+function chunkedEntries(options: KeyringStoreOptions) {
+  const { module, entryOptions, chunkSize } = options;
+  const entry = (account: string): AsyncEntryClass =>
+    new module.AsyncEntry(CREDENTIAL_SERVICE, account, entryOptions);
+  const partsOf = (head: string | null): number =>
+    head === null || !head.startsWith(SPLIT_MARK) ? 0 : Number(head.slice(SPLIT_MARK.length));
 
   async function read(account: string): Promise<string | undefined> {
     const head = (await entry(account).getPassword()) ?? undefined;
     if (head === undefined || !head.startsWith(SPLIT_MARK)) return head;
-    const count = Number(head.slice(SPLIT_MARK.length));
     const parts: string[] = [];
-    for (let index = 0; index < count; index++) {
+    for (let index = 0; index < partsOf(head); index++) {
       const part = await entry(partAccount(account, index)).getPassword();
       // A part gone missing (removed by hand in the OS store's own tool) leaves no usable value.
       if (part === null) return undefined;
@@ -62,9 +104,7 @@ export function createKeyringStore(options: KeyringStoreOptions): CredentialStor
   }
 
   async function removeParts(account: string): Promise<void> {
-    const head = await entry(account).getPassword();
-    if (head === null || !head.startsWith(SPLIT_MARK)) return;
-    const count = Number(head.slice(SPLIT_MARK.length));
+    const count = partsOf(await entry(account).getPassword());
     for (let index = 0; index < count; index++) await entry(partAccount(account, index)).deleteCredential();
   }
 
@@ -94,47 +134,14 @@ export function createKeyringStore(options: KeyringStoreOptions): CredentialStor
     return [];
   }
 
-  async function writeIndex(names: readonly string[]): Promise<void> {
-    await write(INDEX, JSON.stringify([...new Set(names)].sort()));
-  }
-
   return {
-    kind: 'keyring',
-    where,
-    async get(account) {
-      checkAccount(account);
-      return serial(() => guard(where, 'read', () => read(account)));
-    },
-    async set(account, secret) {
-      checkAccount(account);
-      return serial(() =>
-        guard(where, 'store', async () => {
-          await write(account, secret);
-          const names = await readIndex();
-          if (!names.includes(account)) await writeIndex([...names, account]);
-        }),
-      );
-    },
-    async delete(account) {
-      checkAccount(account);
-      return serial(() =>
-        guard(where, 'delete', async () => {
-          await removeParts(account);
-          const deleted = await entry(account).deleteCredential();
-          const names = await readIndex();
-          if (names.includes(account)) await writeIndex(names.filter((name) => name !== account));
-          return deleted;
-        }),
-      );
-    },
-    async list(prefix) {
-      return serial(() =>
-        guard(where, 'list', async () =>
-          (await readIndex())
-            .filter((account) => account.startsWith(prefix) && !account.startsWith('.'))
-            .sort(),
-        ),
-      );
+    read,
+    write,
+    readIndex,
+    writeIndex: (names: readonly string[]) => write(INDEX, JSON.stringify([...new Set(names)].sort())),
+    async remove(account: string): Promise<boolean> {
+      await removeParts(account);
+      return entry(account).deleteCredential();
     },
   };
 }

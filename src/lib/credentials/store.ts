@@ -14,6 +14,11 @@ export interface CredentialStore {
   delete(account: string): Promise<boolean>;
   /** Accounts stored under a prefix (for `auth status`, `secret list`), sorted. */
   list(prefix: string): Promise<string[]>;
+  /**
+   * Runs `work` on the secret `account` while no other process (sharing this store) runs work
+   * on it; undefined for a store only this process uses.
+   */
+  exclusive?<T>(account: string, work: () => Promise<T>): Promise<T>;
 }
 
 /** The service name every secret of ours is filed under, in the OS store and in the file. */

@@ -1,0 +1,38 @@
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { fileLocks } from '../../src/lib/credentials/lock.js';
+
+describe('fileLocks', () => {
+  it('runs work on one name one at a time, and leaves no lock behind', async () => {
+    const folder = path.join(mkdtempSync(path.join(os.tmpdir(), 'warden-locks-')), 'locks');
+    const exclusive = fileLocks(folder);
+    const order: string[] = [];
+    const work = (who: string) =>
+      exclusive('oauth:tokens:x', async () => {
+        order.push(`${who} in`);
+        await new Promise((resolve) => setImmediate(resolve));
+        order.push(`${who} out`);
+      });
+    await Promise.all([work('a'), work('b')]);
+    expect(order).toEqual(['a in', 'a out', 'b in', 'b out']);
+    expect(readdirSync(folder)).toEqual([]);
+  });
+
+  it('takes over a lock left by a process that died holding it', async () => {
+    const folder = path.join(mkdtempSync(path.join(os.tmpdir(), 'warden-locks-')), 'locks');
+    const exclusive = fileLocks(folder);
+    // Learn the lock's file name, then leave one behind naming a process that has exited.
+    let name = '';
+    await exclusive('oauth:tokens:y', () => {
+      name = readdirSync(folder).find((f) => f.endsWith('.lock'))!;
+      return Promise.resolve();
+    });
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, name), String(dead));
+    await expect(exclusive('oauth:tokens:y', () => Promise.resolve('ran'))).resolves.toBe('ran');
+  });
+});
