@@ -110,6 +110,28 @@ describe('start: lazy and idleTimeout', () => {
     expect(existsSync(path.join(dir, 'lz.pid'))).toBe(false);
   });
 
+  it('answers an unsubscribe for an asleep server without starting it', async () => {
+    const dir = tempDir();
+    const config = lazyConfig(dir, {}, ['--resources']);
+    host = await connectHost(config);
+    await host.client.listTools();
+    await host.waitForStderr('[lz]: stopped after');
+    await host.close();
+    host = undefined;
+
+    const pidFile = path.join(dir, 'lz.pid');
+    rmSync(pidFile);
+    host = await connectHost(config);
+    await host.waitForStderr('[lz]: listed from its last listing');
+    // Asleep, it holds no subscription: the unsubscribe ends the host's without waking it.
+    await host.client.unsubscribeResource({ uri: 'fixture://fixture/a' });
+    expect(existsSync(pidFile)).toBe(false);
+    expect(host.stderr()).not.toContain('[lz]: starting: a request needs it');
+    // A subscribe is a request that needs it.
+    await host.client.subscribeResource({ uri: 'fixture://fixture/a' });
+    await startedPid(pidFile);
+  });
+
   it('keeps a server with a resource subscription awake, and lets it stop once unsubscribed', async () => {
     const dir = tempDir();
     const config = writeConfig(

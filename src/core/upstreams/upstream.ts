@@ -263,11 +263,12 @@ export class Upstream {
    * outcome that still holds the upstream's bytes. Fails at once when it is not connected.
    */
   requestOutcome(method: string, params: Params | undefined, options: OutgoingOptions): Promise<Outcome> {
-    const answer = this.whenReady(
-      method,
-      (dialect) => dialect.requestOutcome(method, params, options),
-      resultOf,
-    );
+    // An asleep server holds no subscription (it has no process): an unsubscribe only ends the
+    // host's, and must not start it.
+    const answer =
+      method === 'resources/unsubscribe' && this._state === 'asleep'
+        ? Promise.resolve(Outcome.of({}))
+        : this.whenReady(method, (dialect) => dialect.requestOutcome(method, params, options), resultOf);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
     // unsubscribe while it restarts still ends the subscription).
     return this.subscriptions.observe(method, params, answer);
