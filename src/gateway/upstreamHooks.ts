@@ -71,6 +71,10 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
   const { connectUpstream } = deps;
   // A principal's own connection is made with that principal's credentials.
   const own = reach.view?.principal;
+  // Before the host's lists are rebuilt, so a feature (pins) sees each upstream's lists first.
+  const review = (upstream: Upstream, kinds: readonly ListKind[]) => {
+    for (const feature of deps.features) feature.onListsChanged?.(upstream, kinds);
+  };
   return {
     ...(connectUpstream && { connect: (server: ServerConfig) => connectUpstream(server, own) }),
     ...(deps.signInFor && { signInFor: deps.signInFor }),
@@ -85,9 +89,10 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
     },
     prefersModern: () => first()?.router.dialect.prefersModern ?? false,
     onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
-      for (const feature of deps.features) feature.onListsChanged?.(upstream, kinds);
+      review(upstream, kinds);
       reach.relist(kinds);
     },
+    batchLists: { review, relist: reach.relist },
     onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
       for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
     },

@@ -6,6 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   connectHost,
@@ -108,6 +109,69 @@ describe('start: lazy and idleTimeout', () => {
     host = await connectHost(config);
     expect(host.client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
     expect(existsSync(path.join(dir, 'lz.pid'))).toBe(false);
+  });
+
+  it('tells the host when a lazy server, once started, lists other tools than its kept listing, and keeps the new listing; the same listing tells it nothing', async () => {
+    const dir = tempDir();
+    const config = lazyConfig(dir);
+    host = await connectHost(config);
+    await host.client.listTools();
+    await host.waitForStderr('[lz]: stopped after');
+    await host.close();
+    host = undefined;
+
+    // The kept listing lacks a tool the server has: as if the server gained it since.
+    const listsFile = path.join(dir, 'tool-pins.listings', 'lz.lists.json');
+    const kept = JSON.parse(readFileSync(listsFile, 'utf8')) as { tools: { name: string }[] };
+    kept.tools = kept.tools.filter((t) => t.name !== 'add');
+    writeFileSync(listsFile, JSON.stringify(kept));
+
+    const startOnce = async () => {
+      host = await connectHost(config);
+      let changes = 0;
+      host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+      const before = (await host.client.listTools()).tools.map((t) => t.name);
+      // The call waits for the start, whose listing (and any announcement of it) comes first.
+      const answer = await host.client.callTool({ name: 'lz__echo', arguments: { text: 'up' } });
+      expect(textOf(answer)).toBe('up');
+      const after = (await host.client.listTools()).tools.map((t) => t.name);
+      await host.close();
+      host = undefined;
+      return { before, after, changes };
+    };
+    const stale = await startOnce();
+    expect(stale.before).not.toContain('lz__add');
+    expect(stale.after).toContain('lz__add');
+    expect(stale.changes).toBe(1);
+    const rewritten = JSON.parse(readFileSync(listsFile, 'utf8')) as { tools: { name: string }[] };
+    expect(rewritten.tools.map((t) => t.name)).toContain('add');
+
+    const same = await startOnce();
+    expect(same.before).toContain('lz__add');
+    expect(same.after).toEqual(same.before);
+    expect(same.changes).toBe(0);
+  });
+
+  it('answers an unsubscribe for an asleep server without starting it', async () => {
+    const dir = tempDir();
+    const config = lazyConfig(dir, {}, ['--resources']);
+    host = await connectHost(config);
+    await host.client.listTools();
+    await host.waitForStderr('[lz]: stopped after');
+    await host.close();
+    host = undefined;
+
+    const pidFile = path.join(dir, 'lz.pid');
+    rmSync(pidFile);
+    host = await connectHost(config);
+    await host.waitForStderr('[lz]: listed from its last listing');
+    // Asleep, it holds no subscription: the unsubscribe ends the host's without waking it.
+    await host.client.unsubscribeResource({ uri: 'fixture://fixture/a' });
+    expect(existsSync(pidFile)).toBe(false);
+    expect(host.stderr()).not.toContain('[lz]: starting: a request needs it');
+    // A subscribe is a request that needs it.
+    await host.client.subscribeResource({ uri: 'fixture://fixture/a' });
+    await startedPid(pidFile);
   });
 
   it('keeps a server with a resource subscription awake, and lets it stop once unsubscribed', async () => {

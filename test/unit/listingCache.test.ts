@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -88,6 +88,31 @@ describe('listing cache', () => {
     writeFileSync(path.join(cached, 'package.json'), JSON.stringify({ version: '0.9.0' }));
     expect(installedVersion('npx', ['other'], '/', home)).toBe('0.9.0');
     expect(installedVersion('node', ['other'], '/', home)).toBeUndefined();
+  });
+
+  it('keys a uvx server by the version uv last installed, and by its spec', () => {
+    const home = dir();
+    const sitePackages = (env: string) => {
+      const folder = path.join(home, '.cache', 'uv', 'archive-v0', env, 'lib', 'python3.12', 'site-packages');
+      mkdirSync(folder, { recursive: true });
+      return folder;
+    };
+    const older = path.join(sitePackages('aaa'), 'mcp_server_fetch-1.0.0.dist-info');
+    mkdirSync(older);
+    utimesSync(older, 1_000, 1_000);
+    expect(installedVersion('uvx', ['mcp-server-fetch'], '/', home, {})).toBe('1.0.0');
+    expect(installedVersion('uvx', ['--python', '3.12', 'mcp-server-fetch'], '/', home, {})).toBe('1.0.0');
+    expect(installedVersion('uvx', ['--from', 'mcp-server-fetch==1.0.0', 'x'], '/', home, {})).toBe('1.0.0');
+    expect(installedVersion('uvx', ['other-tool'], '/', home, {})).toBeUndefined();
+    const uvx = (args: string[]) =>
+      listingKey(server({ command: 'uvx', args, env: { UV_CACHE_DIR: path.join(home, '.cache', 'uv') } }));
+    const before = uvx(['mcp-server-fetch']);
+    // uv installed a newer copy: the listing may describe other tools.
+    mkdirSync(path.join(sitePackages('bbb'), 'mcp_server_fetch-1.1.0.dist-info'));
+    expect(installedVersion('uvx', ['mcp-server-fetch'], '/', home, {})).toBe('1.1.0');
+    expect(uvx(['mcp-server-fetch'])).not.toBe(before);
+    // A pinned spec keys it too, whatever is installed.
+    expect(uvx(['mcp-server-fetch==1.0.0'])).not.toBe(uvx(['mcp-server-fetch==1.1.0']));
   });
 
   it('treats a file that is not JSON as no listing', () => {

@@ -72,6 +72,12 @@ export class ResourceSubscriptions {
   }
 }
 
+/** Whether a server's declared capabilities say it takes `resources/subscribe`. */
+export function subscribable(capabilities: Params): boolean {
+  const resources = capabilities.resources as Params | undefined;
+  return typeof resources === 'object' && resources !== null && resources.subscribe === true;
+}
+
 export interface RestoreSubscriptionsOptions {
   readonly subscriptions: ResourceSubscriptions;
   /** Whether this connection's server declared `resources.subscribe` in its initialize answer. */

@@ -2,7 +2,7 @@ import { sameServer } from '../../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { ChildHandle, CommandWrapper } from '../transports/childProcess.js';
 import type { EarlyStart } from './earlySpawn.js';
-import type { Upstream, UpstreamOptions } from './upstream.js';
+import type { ListKind, Upstream, UpstreamOptions } from './upstream.js';
 import { createUpstream } from './createUpstream.js';
 import type { UpstreamSignIn } from './signIn.js';
 
@@ -17,6 +17,16 @@ export type UpstreamPoolOptions = {
   readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
   /** What runs `server`'s command confined, when its entry asks for a sandbox. */
   readonly wrapFor?: (server: ServerConfig) => CommandWrapper | undefined;
+  /**
+   * `onListsChanged` in two halves, for lists that change while the pool starts many upstreams
+   * at once (lazy servers listed from their kept listings): each upstream's lists are reviewed
+   * as they come, and the host's lists are rebuilt once, after the last. Without it, each
+   * change goes to `onListsChanged`.
+   */
+  readonly batchLists?: {
+    readonly review: (upstream: Upstream, kinds: readonly ListKind[]) => void;
+    readonly relist: (kinds: readonly ListKind[]) => void;
+  };
 } & Pick<
   UpstreamOptions,
   | 'logger'
@@ -56,6 +66,8 @@ export class UpstreamPool implements PoolView {
   readonly startedUp = new Promise<void>((resolve) => (this.settleStartedUp = resolve));
   private list: Upstream[];
   private index: Map<string, Upstream>;
+  /** The kinds of list changed while a batch of upstreams starts; undefined outside one. */
+  private batched: Set<ListKind> | undefined;
 
   constructor(private readonly options: UpstreamPoolOptions) {
     const { early, children } = options;
@@ -75,12 +87,21 @@ export class UpstreamPool implements PoolView {
 
   /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
   private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
-    const { config, early: _early, children: _children, signInFor, wrapFor, ...shared } = this.options;
+    const {
+      config,
+      early: _early,
+      children: _children,
+      signInFor,
+      wrapFor,
+      batchLists: _b,
+      ...shared
+    } = this.options;
     const signIn = signInFor?.(server);
     const wrap = wrapFor?.(server);
     return createUpstream(
       {
         ...shared,
+        onListsChanged: (upstream, kinds) => this.listsChanged(upstream, kinds),
         ...(signIn && { signIn }),
         config: server,
         gateway: config.gateway,
@@ -131,7 +152,7 @@ export class UpstreamPool implements PoolView {
       return this.make(server);
     });
     this.index = new Map(this.list.map((u) => [u.name, u]));
-    if (this.startup !== undefined) for (const u of this.list) if (!kept.has(u)) u.start();
+    if (this.startup !== undefined) this.startBatch(this.list.filter((u) => !kept.has(u)));
     await Promise.all(
       before
         .filter((u) => !kept.has(u))
@@ -146,7 +167,7 @@ export class UpstreamPool implements PoolView {
    */
   start(): Promise<void> {
     if (this.startup !== undefined) return this.startup;
-    for (const u of this.upstreams) u.start();
+    this.startBatch(this.upstreams);
     const deadline = this.options.config.gateway.startupTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     const all = Promise.all(this.upstreams.map((u) => u.firstAttempt)).then(() => clearTimeout(timer));
@@ -175,7 +196,7 @@ export class UpstreamPool implements PoolView {
    */
   startEach(): Promise<void> {
     if (this.startup !== undefined) return this.startup;
-    for (const u of this.upstreams) u.start();
+    this.startBatch(this.upstreams);
     const timers: NodeJS.Timeout[] = [];
     const each = this.upstreams.map((u) =>
       Promise.race([
@@ -186,6 +207,29 @@ export class UpstreamPool implements PoolView {
     this.startup = Promise.all(each).then(() => timers.forEach(clearTimeout));
     void this.startup.then(this.settleStartedUp);
     return this.startup;
+  }
+
+  /**
+   * Starts `upstreams` together: the lists they change as they start (a lazy server is listed
+   * from its kept listing at once) make one rebuild of the host's lists, not one each.
+   */
+  private startBatch(upstreams: readonly Upstream[]): void {
+    this.batched = new Set();
+    try {
+      for (const u of upstreams) u.start();
+    } finally {
+      const kinds = [...this.batched];
+      this.batched = undefined;
+      if (kinds.length > 0) this.options.batchLists?.relist(kinds);
+    }
+  }
+
+  private listsChanged(upstream: Upstream, kinds: readonly ListKind[]): void {
+    const { batchLists } = this.options;
+    if (this.batched === undefined || batchLists === undefined)
+      return this.options.onListsChanged(upstream, kinds);
+    batchLists.review(upstream, kinds);
+    for (const kind of kinds) this.batched.add(kind);
   }
 
   /** Settles as described in `start`; resolves at once when the pool was never started. */

@@ -7,7 +7,8 @@
  *
  * Each listing is kept under a key made of the server entry (command, args, working folder, a
  * hash of its environment, url, a hash of its headers) and of the package it runs (the spec an
- * `npx` or `uvx` command names and, where it can be found on disk, the installed version): a
+ * `npx` or `uvx` command names and, where it can be found on disk (the project, npx's or uv's
+ * cache), the installed version): a
  * changed entry or package makes the listing unusable, and the server starts once to be listed
  * again. A listing is never trusted beyond what it lists: the pins check its tools like any
  * other, and the server's first real listing replaces it.
@@ -15,7 +16,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { ServerConfig, WardenConfig } from '../../config/types.js';
+import type { ServerConfig, StdioServerConfig, WardenConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
 import type { Params } from '../../core/protocol/jsonRpc.js';
 import { LIST_KINDS } from '../../core/upstreams/listSync.js';
@@ -153,23 +154,33 @@ export function listingKey(server: ServerConfig): string {
           args: server.args,
           cwd: server.cwd,
           env: hashOf(server.env),
-          installed: installedVersion(server.command, server.args, server.cwd),
+          installed: installedFor(server),
         }
       : { url: server.url, headers: hashOf(server.headers) };
   return sha256Hex(canonicalJson({ transport: server.transport, ...entry }));
 }
 
+/** The installed version of what a stdio entry runs, looked for as its process would (its env). */
+function installedFor(server: StdioServerConfig): string | undefined {
+  const env = { ...process.env, ...server.env };
+  return installedVersion(server.command, server.args, server.cwd, env.HOME || homedir(), env);
+}
+
 /**
- * The version of the package an `npx` command runs, as installed: in the working folder's
- * `node_modules` (or a parent's), else the newest copy in npx's own cache. Undefined for other
- * commands (a `uvx` spec is part of the args already) and when none is found.
+ * The version of the package an `npx` or `uvx` command runs, as installed. For `npx`: in the
+ * working folder's `node_modules` (or a parent's), else the newest copy in npx's own cache. For
+ * `uvx`: the newest copy in uv's cache (its version spec, if any, is in the args already, but an
+ * unpinned one runs whatever uv last installed). Undefined for other commands and when none is
+ * found.
  */
 export function installedVersion(
   command: string,
   args: readonly string[],
   cwd: string,
   home = homedir(),
+  env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
+  if (/^uvx(\.exe)?$/.test(path.basename(command))) return uvxInstalledVersion(args, uvCache(home, env));
   if (!/^npx(\.cmd)?$/.test(path.basename(command))) return undefined;
   const name = packageName(args);
   if (name === undefined) return undefined;
@@ -201,6 +212,90 @@ function packageName(args: readonly string[]): string | undefined {
   // `@scope/name@1.2.3` or `name@^1`: the name is what comes before the version's `@`.
   const at = spec.indexOf('@', spec.startsWith('@') ? 1 : 0);
   return at === -1 ? spec : spec.slice(0, at);
+}
+
+/** Where uv keeps its cache: `UV_CACHE_DIR`, else uv's folder in the user's cache folder. */
+function uvCache(home: string, env: NodeJS.ProcessEnv): string {
+  if (env.UV_CACHE_DIR) return env.UV_CACHE_DIR;
+  return path.join(env.XDG_CACHE_HOME || path.join(home, '.cache'), 'uv');
+}
+
+/** uvx's options that take a value: the value is not the package. */
+const UVX_VALUED = new Set(['--from', '--with', '--with-editable', '--with-requirements', '--python', '-p']);
+const UVX_VALUED_MORE =
+  /^--(index|index-url|extra-index-url|default-index|find-links|cache-dir|directory|project|constraints?|overrides?)$/;
+
+/**
+ * The version of the package a `uvx` command line runs, as installed in uv's cache: the newest
+ * `<name>-<version>.dist-info` in the environments uv made. The package is `--from`'s, else the
+ * command uvx runs (the first argument that is neither an option nor an option's value).
+ */
+function uvxInstalledVersion(args: readonly string[], cache: string): string | undefined {
+  let spec: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--from') {
+      spec = args[i + 1];
+      break;
+    }
+    if (arg.startsWith('--from=')) {
+      spec = arg.slice('--from='.length);
+      break;
+    }
+    if (UVX_VALUED.has(arg) || UVX_VALUED_MORE.test(arg)) i++;
+    else if (!arg.startsWith('-')) {
+      spec ??= arg;
+      break;
+    }
+  }
+  // `name==1.2`, `name@1.2`, `name[extra]>=1`: the name is what comes before the spec's operator.
+  const name = spec?.split(/[=<>!~@[;\s]/)[0];
+  if (name === undefined || name === '') return undefined;
+  const wanted = distName(name);
+  let newest: { version: string; mtime: number } | undefined;
+  for (const packages of sitePackages(path.join(cache, 'archive-v0'))) {
+    let entries: string[];
+    try {
+      entries = readdirSync(packages);
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      const match = /^(.+)-([^-]+)\.dist-info$/.exec(entry);
+      if (match === null || distName(match[1]!) !== wanted) continue;
+      try {
+        const mtime = statSync(path.join(packages, entry)).mtimeMs;
+        if (newest === undefined || mtime > newest.mtime) newest = { version: match[2]!, mtime };
+      } catch {
+        // Gone while we looked.
+      }
+    }
+  }
+  return newest?.version;
+}
+
+/** A Python distribution's name as installers write it: lower case, runs of `-_.` as one `_`. */
+function distName(name: string): string {
+  return name.toLowerCase().replace(/[-_.]+/g, '_');
+}
+
+/** The `site-packages` folders of the environments in uv's `archive-v0` cache. */
+function sitePackages(archive: string): string[] {
+  const found: string[] = [];
+  const list = (dir: string) => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  };
+  for (const env of list(archive)) {
+    const root = path.join(archive, env);
+    found.push(path.join(root, 'Lib', 'site-packages'));
+    for (const lib of list(path.join(root, 'lib')))
+      if (lib.startsWith('python')) found.push(path.join(root, 'lib', lib, 'site-packages'));
+  }
+  return found;
 }
 
 function newestInNpxCache(cache: string, name: string): string | undefined {
