@@ -246,3 +246,41 @@ describe('requests servers make of the host, in-process', () => {
     });
   });
 });
+
+describe('cancellation from the host, in-process', () => {
+  it('reaches the upstream that runs the call, and the connection still closes', async () => {
+    let started!: () => void;
+    const hangStarted = new Promise<void>((resolve) => (started = resolve));
+    let aborted!: () => void;
+    const upstreamAborted = new Promise<void>((resolve) => (aborted = resolve));
+    const up = () => {
+      const server = new McpServer({ name: 'up', version: '1' });
+      // As the spec asks, a cancelled request gets no answer from this server.
+      server.registerTool('hang', { inputSchema: {} }, (_args, extra) => {
+        started();
+        return new Promise((_resolve, reject) =>
+          extra.signal.addEventListener('abort', () => {
+            aborted();
+            reject(new Error('stopped'));
+          }),
+        );
+      });
+      return server;
+    };
+    const made = await startInProcess({ config: 'servers:\n  up: { command: unused }\n', upstreams: { up } });
+    running = made;
+    const controller = new AbortController();
+    const call = made.client.callTool({ name: 'up__hang', arguments: {} }, undefined, {
+      signal: controller.signal,
+    });
+    await hangStarted;
+    controller.abort('user pressed stop');
+    await expect(call).rejects.toThrow(/user pressed stop/);
+    // The upstream's handler sees its own request cancelled, under the id the gateway gave it.
+    await upstreamAborted;
+    // The cancelled call is done on the host's side too: closing does not wait for its answer.
+    running = undefined;
+    await made.close();
+    expect(made.log.join('\n')).not.toContain('internal error');
+  });
+});
