@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { INVALID_ENVELOPE, META } from '../core/protocol/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
 import { STATE_PREFIX } from '../core/tasks/inputBridge.js';
@@ -80,126 +80,172 @@ interface Parked {
 export function createStatelessDispatch(
   options: StatelessOptions,
 ): (request: StatelessRequest) => Promise<void> {
-  const keepAliveMs = options.keepAliveMs ?? KEEP_ALIVE_MS;
-  const parked = new Map<string, Set<Parked>>();
-  let parkedCount = 0;
+  const context: Dispatch = {
+    options,
+    keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
+    parked: new ParkedConnections(options.logger),
+  };
+  return (request) => dispatch(context, request);
+}
 
-  function unpark(entry: Parked): void {
-    const own = parked.get(entry.key);
-    if (own === undefined || !own.delete(entry)) return;
-    parkedCount--;
-    if (own.size === 0) parked.delete(entry.key);
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    entry.timer = undefined;
+interface Dispatch {
+  readonly options: StatelessOptions;
+  readonly keepAliveMs: number;
+  readonly parked: ParkedConnections;
+}
+
+type StatelessMessage = JsonRpcMessage & { method: string; id?: unknown; params?: Params };
+
+/** One POST: checked, then served on the connection its call waits on, or on a new one. */
+async function dispatch(
+  context: Dispatch,
+  { req, res, body, principal, profile }: StatelessRequest,
+): Promise<void> {
+  const { options, parked } = context;
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('method' in body))
+    return refuse(
+      res,
+      RpcErrorCode.InvalidRequest,
+      'expected one JSON-RPC request or notification as the body',
+    );
+  const message = body as StatelessMessage;
+  const isRequest = message.id !== undefined;
+  // The revision defines header rules for requests only; a notification POST is taken as it is.
+  const mismatch = isRequest ? headerMismatch(req.headers, message.method, message.params) : undefined;
+  if (mismatch !== undefined) {
+    options.logger.warn(`refused a stateless HTTP request: ${mismatch}`);
+    return refuse(res, HEADER_MISMATCH, `Header mismatch: ${mismatch}`, message.id);
   }
+  const key = principalKey(principal);
+  const requestState = message.params?.requestState;
+  const waiting = isRequest ? parked.claim(key, requestState) : undefined;
+  if (waiting === undefined && typeof requestState === 'string' && requestState.startsWith(STATE_PREFIX))
+    return answerError(
+      res,
+      message.id,
+      RpcErrorCode.InvalidParams,
+      'requestState refused: the call it continues is not waiting here (it has ended, its wait expired, it belongs to another principal, or this is another replica: with several replicas, route a principal to one, for instance by its Authorization header)',
+    );
+  const entry = waiting ?? (await connect(context, key, principal, profile));
+  const { transport, connection } = entry;
+  // Arguments mirrored into Mcp-Param-* headers are checked against the tool this connection
+  // lists, so the check needs the connection; a refused request runs nothing.
+  const paramMismatch = isRequest ? mirroredParamMismatch(req.headers, message, connection) : undefined;
+  if (paramMismatch !== undefined) {
+    options.logger.warn(`refused a stateless HTTP request: ${paramMismatch}`);
+    refuse(res, HEADER_MISMATCH, `Header mismatch: ${paramMismatch}`, message.id);
+    if (waiting === undefined) await connection.close();
+    else parked.parkOrClose(entry);
+    return;
+  }
+  if (!isRequest) {
+    transport.onmessage?.(message);
+    res.writeHead(202).end();
+    await connection.close();
+    return;
+  }
+  await serveRequest(req, res, message, entry, parked);
+}
+
+/** A new host connection of the gateway for one request (and the retries that continue its call). */
+async function connect(
+  context: Dispatch,
+  key: string,
+  principal: Principal,
+  profile: string | undefined,
+): Promise<Parked> {
+  const transport = new StatelessTransport({
+    keepAliveMs: context.keepAliveMs,
+    logger: context.options.logger,
+  });
+  const connection = context.options.connect(transport, principal, profile);
+  // The audit trail is written before any answer leaves, as on every other transport.
+  transport.beforeWrite = () => connection.beforeWrite();
+  await transport.start();
+  return { key, connection, transport, timer: undefined };
+}
+
+/** Serves a request on its connection until answered, then keeps the connection or ends it. */
+async function serveRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: StatelessMessage,
+  entry: Parked,
+  parked: ParkedConnections,
+): Promise<void> {
+  const { transport, connection } = entry;
+  // Closing the response before the answer is how this revision cancels a request: it takes
+  // the same path as a cancellation on stdio (upstream calls are cancelled, a listen stream
+  // gives back its subscriptions), then the connection ends.
+  let cancelled = false;
+  res.once('close', () => {
+    if (transport.isAnswered(message.id)) return;
+    cancelled = true;
+    transport.onmessage?.({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: message.id, reason: 'the client closed the response stream' },
+    } as JsonRpcMessage);
+  });
+  const answered = transport.serve(message.id, res, acceptsEventStream(req.headers.accept));
+  transport.onmessage?.(message);
+  await answered;
+  if (cancelled) await connection.close();
+  else parked.parkOrClose(entry);
+}
+
+/** Connections kept after their answer because a call in them waits for the host's retry. */
+class ParkedConnections {
+  private readonly parked = new Map<string, Set<Parked>>();
+  private count = 0;
+
+  constructor(private readonly logger: Logger) {}
 
   /** Keeps `entry` for its retry, or closes it when nothing in it waits (or no room is left). */
-  function parkOrClose(entry: Parked): void {
+  parkOrClose(entry: Parked): void {
     const window = entry.connection.retryWindowMs();
     if (window === undefined || window <= 0) {
       void entry.connection.close();
       return;
     }
-    const own = parked.get(entry.key) ?? new Set<Parked>();
-    if (own.size >= MAX_PARKED_PER_PRINCIPAL || parkedCount >= MAX_PARKED) {
-      options.logger.warn(
+    const own = this.parked.get(entry.key) ?? new Set<Parked>();
+    if (own.size >= MAX_PARKED_PER_PRINCIPAL || this.count >= MAX_PARKED) {
+      this.logger.warn(
         `a call waits for its host's retry, but ${own.size >= MAX_PARKED_PER_PRINCIPAL ? `this principal already has ${MAX_PARKED_PER_PRINCIPAL}` : `${MAX_PARKED} in all`} are waiting: it is ended, and its retry will be refused`,
       );
       void entry.connection.close();
       return;
     }
     own.add(entry);
-    parked.set(entry.key, own);
-    parkedCount++;
+    this.parked.set(entry.key, own);
+    this.count++;
     // Woken when the wait is over: the bridge has failed the questions by then, and the call has
     // run on without answers; a connection that still waits (asked again) is kept for longer.
     entry.timer = setTimeout(() => {
-      unpark(entry);
-      parkOrClose(entry);
+      this.unpark(entry);
+      this.parkOrClose(entry);
     }, window + 50);
     entry.timer.unref();
   }
 
   /** The parked connection `requestState` belongs to, taken out of the table. */
-  function claim(key: string, requestState: unknown): Parked | undefined {
-    for (const entry of parked.get(key) ?? [])
+  claim(key: string, requestState: unknown): Parked | undefined {
+    for (const entry of this.parked.get(key) ?? [])
       if (entry.connection.continuesCall(requestState)) {
-        unpark(entry);
+        this.unpark(entry);
         return entry;
       }
     return undefined;
   }
 
-  return async ({ req, res, body, principal, profile }) => {
-    if (typeof body !== 'object' || body === null || Array.isArray(body) || !('method' in body))
-      return refuse(
-        res,
-        RpcErrorCode.InvalidRequest,
-        'expected one JSON-RPC request or notification as the body',
-      );
-    const message = body as JsonRpcMessage & { method: string; id?: unknown; params?: Params };
-    const isRequest = message.id !== undefined;
-    // The revision defines header rules for requests only; a notification POST is taken as it is.
-    const mismatch = isRequest ? headerMismatch(req.headers, message.method, message.params) : undefined;
-    if (mismatch !== undefined) {
-      options.logger.warn(`refused a stateless HTTP request: ${mismatch}`);
-      return refuse(res, HEADER_MISMATCH, `Header mismatch: ${mismatch}`, message.id);
-    }
-    const key = principalKey(principal);
-    const requestState = message.params?.requestState;
-    let entry = isRequest ? claim(key, requestState) : undefined;
-    const fresh = entry === undefined;
-    if (entry === undefined && typeof requestState === 'string' && requestState.startsWith(STATE_PREFIX))
-      return answerError(
-        res,
-        message.id,
-        RpcErrorCode.InvalidParams,
-        'requestState refused: the call it continues is not waiting here (it has ended, its wait expired, it belongs to another principal, or this is another replica: with several replicas, route a principal to one, for instance by its Authorization header)',
-      );
-    if (entry === undefined) {
-      const transport = new StatelessTransport({ keepAliveMs, logger: options.logger });
-      const connection = options.connect(transport, principal, profile);
-      // The audit trail is written before any answer leaves, as on every other transport.
-      transport.beforeWrite = () => connection.beforeWrite();
-      await transport.start();
-      entry = { key, connection, transport, timer: undefined };
-    }
-    const { transport, connection } = entry;
-    // Arguments mirrored into Mcp-Param-* headers are checked against the tool this connection
-    // lists, so the check needs the connection; a refused request runs nothing.
-    const paramMismatch = isRequest ? mirroredParamMismatch(req.headers, message, connection) : undefined;
-    if (paramMismatch !== undefined) {
-      options.logger.warn(`refused a stateless HTTP request: ${paramMismatch}`);
-      refuse(res, HEADER_MISMATCH, `Header mismatch: ${paramMismatch}`, message.id);
-      if (fresh) await connection.close();
-      else parkOrClose(entry);
-      return;
-    }
-    if (!isRequest) {
-      transport.onmessage?.(message);
-      res.writeHead(202).end();
-      await connection.close();
-      return;
-    }
-    // Closing the response before the answer is how this revision cancels a request: it takes
-    // the same path as a cancellation on stdio (upstream calls are cancelled, a listen stream
-    // gives back its subscriptions), then the connection ends.
-    let cancelled = false;
-    res.once('close', () => {
-      if (transport.isAnswered(message.id)) return;
-      cancelled = true;
-      transport.onmessage?.({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: message.id, reason: 'the client closed the response stream' },
-      } as JsonRpcMessage);
-    });
-    const answered = transport.serve(message.id, res, acceptsEventStream(req.headers.accept));
-    transport.onmessage?.(message);
-    await answered;
-    if (cancelled) await connection.close();
-    else parkOrClose(entry);
-  };
+  private unpark(entry: Parked): void {
+    const own = this.parked.get(entry.key);
+    if (own === undefined || !own.delete(entry)) return;
+    this.count--;
+    if (own.size === 0) this.parked.delete(entry.key);
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    entry.timer = undefined;
+  }
 }
 
 function acceptsEventStream(accept: string | undefined): boolean {

@@ -61,46 +61,50 @@ interface Folder {
  * `pollMs`. Never keeps the process alive.
  */
 export function watchFiles(options: WatchFilesOptions): FileWatcher {
-  const debounceMs = options.debounceMs ?? 100;
-  const pollMs = options.pollMs ?? 500;
-  const folders = new Map<string, Folder>();
-  const files: File[] = [];
-  for (const file of options.files) {
-    const dir = path.dirname(file);
-    let folder = folders.get(dir);
-    if (folder === undefined)
-      folders.set(dir, (folder = { dir, watcher: undefined, id: undefined, reported: false }));
-    files.push({ file, folder, watcher: undefined, id: undefined });
-  }
-  let closed = false;
-  let timer: NodeJS.Timeout | undefined;
+  return new FilesWatch(options);
+}
+
+class FilesWatch implements FileWatcher {
+  private readonly debounceMs: number;
+  private readonly folders = new Map<string, Folder>();
+  private readonly files: File[] = [];
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
   /** What the files looked like when last checked while settling; undefined right after a change. */
-  let settling: string | undefined;
+  private settling: string | undefined;
   /** What the files looked like when `onChange` was last called (or at the start). */
-  let applied = signature(options.files);
+  private applied: string;
+  private readonly poll: NodeJS.Timeout;
 
-  const cannotWatch = (folder: Folder, error: unknown) => {
-    if (folder.reported) return;
-    folder.reported = true;
-    options.onError(`cannot watch ${folder.dir} for ${options.what}: ${describeError(error)}`);
-  };
-
-  /** A watch on `target` that calls `onEvent` for each event, or the error it could not be made with. */
-  const watchOn = (
-    target: string,
-    onEvent: (name: string | null) => void,
-    gone: (watcher: FSWatcher, error: Error) => void,
-  ): FSWatcher | Error => {
-    try {
-      const watcher = watch(target, { persistent: false }, (_event, name) =>
-        onEvent(name === null ? null : name.toString()),
-      );
-      watcher.on('error', (error) => gone(watcher, error));
-      return watcher;
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
+  constructor(private readonly options: WatchFilesOptions) {
+    this.debounceMs = options.debounceMs ?? 100;
+    for (const file of options.files) {
+      const dir = path.dirname(file);
+      let folder = this.folders.get(dir);
+      if (folder === undefined)
+        this.folders.set(dir, (folder = { dir, watcher: undefined, id: undefined, reported: false }));
+      this.files.push({ file, folder, watcher: undefined, id: undefined });
     }
-  };
+    this.applied = signature(options.files);
+    this.poll = setInterval(() => this.look(), options.pollMs ?? 500);
+    this.poll.unref();
+    this.arm({ atStart: true });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    clearInterval(this.poll);
+    for (const entry of this.files) entry.watcher?.close();
+    for (const folder of this.folders.values()) folder.watcher?.close();
+  }
+
+  /** The poll: what no event reported, a moved file or folder or a changed file, is seen here. */
+  private look(): void {
+    if (this.arm()) this.changed();
+    // A change no event reported (some filesystems have none): seen here, within `pollMs`.
+    else if (this.timer === undefined && signature(this.options.files) !== this.applied) this.changed();
+  }
 
   /**
    * Puts each watch where the files are now: on each file that exists (again, when it was
@@ -108,124 +112,137 @@ export function watchFiles(options: WatchFilesOptions): FileWatcher {
    * the one it was (a watch that failed and is tried again does not count). A missing folder is
    * reported only `atStart`: later it is being replaced, and the poll watches it once it is back.
    */
-  const arm = (atStart = false): boolean => {
-    let moved = false;
+  private arm({ atStart = false }: { atStart?: boolean } = {}): boolean {
     const waiting = new Set<Folder>();
-    for (const entry of files) {
-      const id = fileId(entry.file);
-      if (id === entry.id && (id === undefined || entry.watcher !== undefined)) {
-        if (id === undefined) waiting.add(entry.folder);
-        continue;
-      }
-      if (id !== entry.id) moved = true;
-      entry.watcher?.close();
-      entry.watcher = undefined;
-      entry.id = id;
-      if (id === undefined) {
-        waiting.add(entry.folder);
-        continue;
-      }
-      const made = watchOn(
-        entry.file,
-        // Any event: written in place, or unlinked (replaced or deleted), when `arm` moves it.
-        () => {
-          arm();
-          changed();
-        },
-        (watcher) => {
-          // The file went away under the watch: the next look watches what is there then.
-          watcher.close();
-          if (entry.watcher === watcher) entry.watcher = undefined;
-        },
-      );
-      if (made instanceof Error) {
-        cannotWatch(entry.folder, made);
-        waiting.add(entry.folder);
-      } else {
-        entry.watcher = made;
-        entry.folder.reported = false;
-      }
+    let moved = false;
+    for (const entry of this.files) if (this.armFile(entry, waiting)) moved = true;
+    for (const folder of this.folders.values())
+      if (this.armFolder(folder, waiting.has(folder), atStart)) moved = true;
+    return moved;
+  }
+
+  /** Watches `entry` if it exists and is not watched yet; else adds its folder to `waiting`. True when it moved. */
+  private armFile(entry: File, waiting: Set<Folder>): boolean {
+    const id = fileId(entry.file);
+    if (id === entry.id && (id === undefined || entry.watcher !== undefined)) {
+      if (id === undefined) waiting.add(entry.folder);
+      return false;
     }
-    for (const folder of folders.values()) {
-      if (!waiting.has(folder)) {
-        folder.watcher?.close();
-        folder.watcher = undefined;
-        folder.id = undefined;
-        continue;
-      }
-      const id = folderId(folder.dir);
-      if (id === folder.id && (id === undefined || folder.watcher !== undefined)) continue;
-      if (id !== folder.id) moved = true;
-      folder.watcher?.close();
-      folder.watcher = undefined;
-      folder.id = id;
-      if (id === undefined) {
-        if (atStart) cannotWatch(folder, new Error('no such folder (watched again when it exists)'));
-        continue;
-      }
-      const made = watchOn(
-        folder.dir,
-        (name) => {
-          if (name !== null && !files.some((f) => f.folder === folder && path.basename(f.file) === name))
-            return;
-          arm();
-          changed();
-        },
-        (watcher, error) => {
-          // The folder went away under the watch: the poll watches it again once it is back.
-          watcher.close();
-          if (folder.watcher === watcher) folder.watcher = undefined;
-          if (folderId(folder.dir) !== undefined) cannotWatch(folder, error);
-        },
-      );
-      if (made instanceof Error) cannotWatch(folder, made);
-      else {
-        folder.watcher = made;
-        folder.reported = false;
-      }
+    entry.watcher?.close();
+    entry.watcher = undefined;
+    const moved = id !== entry.id;
+    entry.id = id;
+    if (id === undefined) {
+      waiting.add(entry.folder);
+      return moved;
+    }
+    const made = watchOn(
+      entry.file,
+      // Any event: written in place, or unlinked (replaced or deleted), when `arm` moves it.
+      () => {
+        this.arm();
+        this.changed();
+      },
+      (watcher) => {
+        // The file went away under the watch: the next look watches what is there then.
+        watcher.close();
+        if (entry.watcher === watcher) entry.watcher = undefined;
+      },
+    );
+    if (made instanceof Error) {
+      this.cannotWatch(entry.folder, made);
+      waiting.add(entry.folder);
+    } else {
+      entry.watcher = made;
+      entry.folder.reported = false;
     }
     return moved;
-  };
+  }
 
-  const changed = () => {
-    if (closed) return;
-    settling = undefined;
-    clearTimeout(timer);
-    timer = setTimeout(settle, debounceMs);
-  };
+  /** Watches `folder` while one of its files is missing (`wanted`), else closes its watch. True when it moved. */
+  private armFolder(folder: Folder, wanted: boolean, atStart: boolean): boolean {
+    if (!wanted) {
+      folder.watcher?.close();
+      folder.watcher = undefined;
+      folder.id = undefined;
+      return false;
+    }
+    const id = folderId(folder.dir);
+    if (id === folder.id && (id === undefined || folder.watcher !== undefined)) return false;
+    const moved = id !== folder.id;
+    folder.watcher?.close();
+    folder.watcher = undefined;
+    folder.id = id;
+    if (id === undefined) {
+      if (atStart) this.cannotWatch(folder, new Error('no such folder (watched again when it exists)'));
+      return moved;
+    }
+    const made = watchOn(
+      folder.dir,
+      (name) => {
+        if (name !== null && !this.files.some((f) => f.folder === folder && path.basename(f.file) === name))
+          return;
+        this.arm();
+        this.changed();
+      },
+      (watcher, error) => {
+        // The folder went away under the watch: the poll watches it again once it is back.
+        watcher.close();
+        if (folder.watcher === watcher) folder.watcher = undefined;
+        if (folderId(folder.dir) !== undefined) this.cannotWatch(folder, error);
+      },
+    );
+    if (made instanceof Error) this.cannotWatch(folder, made);
+    else {
+      folder.watcher = made;
+      folder.reported = false;
+    }
+    return moved;
+  }
+
+  private cannotWatch(folder: Folder, error: unknown): void {
+    if (folder.reported) return;
+    folder.reported = true;
+    this.options.onError(`cannot watch ${folder.dir} for ${this.options.what}: ${describeError(error)}`);
+  }
+
+  private changed(): void {
+    if (this.closed) return;
+    this.settling = undefined;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.settle(), this.debounceMs);
+  }
 
   /** Calls `onChange` once two looks `debounceMs` apart see the same files; else waits again. */
-  const settle = () => {
-    timer = undefined;
-    const now = signature(options.files);
-    if (now !== settling) {
-      settling = now;
-      timer = setTimeout(settle, debounceMs);
+  private settle(): void {
+    this.timer = undefined;
+    const now = signature(this.options.files);
+    if (now !== this.settling) {
+      this.settling = now;
+      this.timer = setTimeout(() => this.settle(), this.debounceMs);
       return;
     }
-    settling = undefined;
-    applied = now;
-    options.onChange();
-  };
+    this.settling = undefined;
+    this.applied = now;
+    this.options.onChange();
+  }
+}
 
-  const poll = setInterval(() => {
-    if (arm()) changed();
-    // A change no event reported (some filesystems have none): seen here, within `pollMs`.
-    else if (timer === undefined && signature(options.files) !== applied) changed();
-  }, pollMs);
-  poll.unref();
-
-  arm(true);
-
-  return {
-    close() {
-      closed = true;
-      clearTimeout(timer);
-      clearInterval(poll);
-      for (const entry of files) entry.watcher?.close();
-      for (const folder of folders.values()) folder.watcher?.close();
-    },
-  };
+/** A watch on `target` that calls `onEvent` for each event, or the error it could not be made with. */
+function watchOn(
+  target: string,
+  onEvent: (name: string | null) => void,
+  gone: (watcher: FSWatcher, error: Error) => void,
+): FSWatcher | Error {
+  try {
+    const watcher = watch(target, { persistent: false }, (_event, name) =>
+      onEvent(name === null ? null : name.toString()),
+    );
+    watcher.on('error', (error) => gone(watcher, error));
+    return watcher;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
+  }
 }
 
 /** Like `statSync`, undefined for anything that cannot be looked at (missing, a file in the path, permissions). */

@@ -50,7 +50,11 @@ export class RouteBoundary {
    * `isError` results; every other request gets a JSON-RPC error.
    */
   answerError(request: IncomingRequest, error: unknown, message?: RoutedMessage): void {
-    if (request.cancelledByPeer || request.answered) return;
+    if (request.answered) return;
+    // The host cancelled it: it gets no answer (the peer sends none once cancelled), but it is
+    // done, and failing it is what tells the peer so; draining the connection waits for it else.
+    if (request.cancelledByPeer)
+      return request.fail({ code: RpcErrorCode.InternalError, message: 'cancelled by the host' });
     const log = this.options.logger;
     if (request.method === 'tools/call') {
       const outcome = errorToWire(error, log);

@@ -89,56 +89,16 @@ export class StreamTransport implements MessageTransport {
   /** Nothing more can be written (close() called, or the peer went away: EPIPE). */
   private outputClosed = false;
 
+  private readonly parse: (line: string) => ParseOutcome;
+
   constructor(options: StreamTransportOptions) {
     this.options = options;
+    this.parse = options.parse ?? parseMessage;
   }
 
   async start(): Promise<void> {
-    const { input, output, onJunk, answerInvalid = false, maxDepth, parse = parseMessage } = this.options;
-    const junk = (line: string, parsed: ParseFailure) => {
-      onJunk(line, parsed.reason);
-      const reply = answerInvalid ? invalidMessageReply(parsed) : undefined;
-      if (reply !== undefined && !this.outputClosed && !output.destroyed) void this.queueText(reply);
-    };
-    const deliver = (message: JsonRpcMessage, extra: MessageExtra) => {
-      // A short line cannot nest deeply: the scan runs only on lines longer than the bound.
-      const { line } = extra;
-      if (maxDepth !== undefined && line.length > maxDepth && nestingExceeds(line, maxDepth))
-        this.refuse(message, line, maxDepth);
-      else this.onmessage?.(message, extra);
-      if (this.batches !== undefined && isNotification(message) && message.method === CANCELLED)
-        this.batchCancelled(message.params?.requestId);
-    };
-    const batch = (line: string, answers: BatchAnswers) => {
-      const elements = JSON.parse(line.charCodeAt(0) === 0xfeff ? line.slice(1) : line) as unknown[];
-      if (elements.length === 0) return junk(line, { ...INVALID_ELEMENT, reason: 'an empty JSON-RPC batch' });
-      const ids: RequestId[] = [];
-      const errors: string[] = [];
-      const messages: [JsonRpcMessage, string][] = [];
-      for (const element of elements) {
-        const text = JSON.stringify(element);
-        const one = Array.isArray(element)
-          ? { ...INVALID_ELEMENT, reason: 'a batch within a batch' }
-          : parse(text);
-        if (one.ok) {
-          if (isRequest(one.message)) ids.push(one.message.id);
-          messages.push([one.message, text]);
-          continue;
-        }
-        onJunk(text, one.reason);
-        const reply = invalidMessageReply(one);
-        if (reply !== undefined) errors.push(reply);
-      }
-      const refusal = answers.refusal(ids.length, errors.length);
-      if (refusal !== undefined) {
-        onJunk(line, refusal);
-        void this.queueText(refusedBatch(ids, errors, refusal));
-        return;
-      }
-      const complete = answers.open(ids, errors);
-      if (complete !== undefined) void this.queueText(complete);
-      for (const [message, text] of messages) deliver(message, { line: text });
-    };
+    const { input, output, answerInvalid = false } = this.options;
+    const parse = this.parse;
     const decoder = new LineDecoder({
       maxLineBytes: this.options.maxLineBytes,
       onOversize: (info) => {
@@ -152,14 +112,14 @@ export class StreamTransport implements MessageTransport {
       },
       onLine: (line) => {
         const parsed = parse(line);
-        if (parsed.ok) deliver(parsed.message, { line });
-        else if (parsed.batchIds !== undefined && this.batches !== undefined) batch(line, this.batches);
-        else junk(line, parsed);
+        if (parsed.ok) this.deliver(parsed.message, { line });
+        else if (parsed.batchIds !== undefined && this.batches !== undefined) this.batch(line, this.batches);
+        else this.junk(line, parsed);
       },
       onLargeLine: (bytes, facts) => {
         const parsed = parseLargeMessage(bytes, facts);
-        if (parsed.ok) deliver(parsed.message, { line: parsed.large.text, large: parsed.large });
-        else if (parsed.text.trim() !== '') junk(parsed.text, parsed);
+        if (parsed.ok) this.deliver(parsed.message, { line: parsed.large.text, large: parsed.large });
+        else if (parsed.text.trim() !== '') this.junk(parsed.text, parsed);
       },
     });
     input.on('data', (chunk: Buffer) => decoder.push(chunk));
@@ -175,6 +135,62 @@ export class StreamTransport implements MessageTransport {
       this.onerror?.(error);
       this.endInput();
     });
+  }
+
+  /** A line that is no message: reported, and answered when the peer is the host. */
+  private junk(line: string, parsed: ParseFailure): void {
+    const { output, onJunk, answerInvalid = false } = this.options;
+    onJunk(line, parsed.reason);
+    const reply = answerInvalid ? invalidMessageReply(parsed) : undefined;
+    if (reply !== undefined && !this.outputClosed && !output.destroyed) void this.queueText(reply);
+  }
+
+  private deliver(message: JsonRpcMessage, extra: MessageExtra): void {
+    const { maxDepth } = this.options;
+    // A short line cannot nest deeply: the scan runs only on lines longer than the bound.
+    const { line } = extra;
+    if (maxDepth !== undefined && line.length > maxDepth && nestingExceeds(line, maxDepth))
+      this.refuse(message, line, maxDepth);
+    else this.onmessage?.(message, extra);
+    if (this.batches !== undefined && isNotification(message) && message.method === CANCELLED)
+      this.batchCancelled(message.params?.requestId);
+  }
+
+  /**
+   * A batch from the host: each element is parsed on its own, the batch refused whole when a
+   * bound says so, else its requests delivered and their answers gathered into one line.
+   */
+  private batch(line: string, answers: BatchAnswers): void {
+    const { onJunk } = this.options;
+    const elements = JSON.parse(line.charCodeAt(0) === 0xfeff ? line.slice(1) : line) as unknown[];
+    if (elements.length === 0)
+      return this.junk(line, { ...INVALID_ELEMENT, reason: 'an empty JSON-RPC batch' });
+    const ids: RequestId[] = [];
+    const errors: string[] = [];
+    const messages: [JsonRpcMessage, string][] = [];
+    for (const element of elements) {
+      const text = JSON.stringify(element);
+      const one = Array.isArray(element)
+        ? { ...INVALID_ELEMENT, reason: 'a batch within a batch' }
+        : this.parse(text);
+      if (one.ok) {
+        if (isRequest(one.message)) ids.push(one.message.id);
+        messages.push([one.message, text]);
+        continue;
+      }
+      onJunk(text, one.reason);
+      const reply = invalidMessageReply(one);
+      if (reply !== undefined) errors.push(reply);
+    }
+    const refusal = answers.refusal(ids.length, errors.length);
+    if (refusal !== undefined) {
+      onJunk(line, refusal);
+      void this.queueText(refusedBatch(ids, errors, refusal));
+      return;
+    }
+    const complete = answers.open(ids, errors);
+    if (complete !== undefined) void this.queueText(complete);
+    for (const [message, text] of messages) this.deliver(message, { line: text });
   }
 
   /**

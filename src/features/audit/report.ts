@@ -82,92 +82,124 @@ export function reportOf(
   records: readonly Record<string, unknown>[],
   facts: { readonly files: string[]; readonly unreadable: number; readonly verify: VerifyResult },
 ): AuditReport {
-  const effects = new Map<string, number>();
-  const rules = new Map<string, { rule: string; effect: string; count: number }>();
-  const tools = new Map<string, Row & { calls: number; denied: number; errors: number }>();
-  const servers = new Map<string, Row & { calls: number; denied: number; errors: number }>();
-  const principals = new Map<string, { principal: string; host: string; calls: number }>();
-  const clients = new Map<string, number>();
-  const denials: Record<string, unknown>[] = [];
-  const errors: Record<string, unknown>[] = [];
-  let denialCount = 0;
-  let errorCount = 0;
-  const routed: { ms: number; outcome: string }[] = [];
-  let checkpoints = 0;
-  let lastCheckpoint: Record<string, unknown> | undefined;
-  let from: string | null = null;
-  let to: string | null = null;
-
+  const tally = emptyTally();
   for (const record of records) {
     if (typeof record.ts === 'string') {
-      from ??= record.ts;
-      to = record.ts;
+      tally.from ??= record.ts;
+      tally.to = record.ts;
     }
     if (record.type === 'checkpoint') {
-      checkpoints++;
-      lastCheckpoint = record;
-      continue;
-    }
-    if (record.type !== 'call' && record.type !== 'request') continue;
-    const outcome = typeof record.outcome === 'string' ? record.outcome : 'unknown';
-    const server = typeof record.server === 'string' ? record.server : '(unnamed)';
-    const decision = record.decision as { effect?: unknown; rule?: unknown } | undefined;
-    const effect = typeof decision?.effect === 'string' ? decision.effect : 'allow';
-    const rule = typeof decision?.rule === 'string' ? decision.rule : '(default)';
-    bump(effects, effect);
-    const ruleKey = `${rule}\u0000${effect}`;
-    const ruleRow = rules.get(ruleKey) ?? { rule, effect, count: 0 };
-    ruleRow.count++;
-    rules.set(ruleKey, ruleRow);
-    const denied = outcome === 'denied';
-    const failed = !denied && outcome !== 'ok';
-    count(servers, server, denied, failed);
-    if (record.type === 'call')
-      count(tools, typeof record.tool === 'string' ? record.tool : '(unnamed)', denied, failed);
-    if (denied) {
-      denialCount++;
-      denials.push(record);
-      if (denials.length > LISTED) denials.shift();
-    } else if (failed) {
-      errorCount++;
-      errors.push(record);
-      if (errors.length > LISTED) errors.shift();
-    }
-    const who = principalOf(record.principal);
-    const host = typeof record.host === 'string' ? record.host : '';
-    const whoKey = `${who}\u0000${host}`;
-    const whoRow = principals.get(whoKey) ?? { principal: who, host, calls: 0 };
-    whoRow.calls++;
-    principals.set(whoKey, whoRow);
-    const client = record.client as { name?: unknown } | undefined;
-    bump(clients, typeof client?.name === 'string' ? client.name : '(unknown)');
-    const ms = typeof record.ts === 'string' ? Date.parse(record.ts) : NaN;
-    if (Number.isFinite(ms)) routed.push({ ms, outcome });
+      tally.checkpoints++;
+      tally.lastCheckpoint = record;
+    } else if (record.type === 'call' || record.type === 'request') tallyRouted(tally, record);
   }
-
+  const { lastCheckpoint, rules, principals, clients } = tally;
   return {
     files: facts.files,
     records: records.length,
     unreadable: facts.unreadable,
-    from,
-    to,
+    from: tally.from,
+    to: tally.to,
     verify: facts.verify,
     checkpoint:
       lastCheckpoint === undefined
         ? null
-        : { seq: lastCheckpoint.seq, ts: lastCheckpoint.ts, count: checkpoints },
-    timeline: timelineOf(routed),
-    effects: Object.fromEntries(effects),
+        : { seq: lastCheckpoint.seq, ts: lastCheckpoint.ts, count: tally.checkpoints },
+    timeline: timelineOf(tally.routed),
+    effects: Object.fromEntries(tally.effects),
     rules: [...rules.values()].sort((a, b) => b.count - a.count || compare(a.rule, b.rule)),
-    tools: ranked(tools),
-    servers: ranked(servers),
-    denials: { total: denialCount, records: denials.reverse() },
-    errors: { total: errorCount, records: errors.reverse() },
+    tools: ranked(tally.tools),
+    servers: ranked(tally.servers),
+    denials: { total: tally.denialCount, records: tally.denials.reverse() },
+    errors: { total: tally.errorCount, records: tally.errors.reverse() },
     principals: [...principals.values()].sort(
       (a, b) => b.calls - a.calls || compare(a.principal, b.principal),
     ),
     clients: [...clients].map(([client, calls]) => ({ client, calls })).sort((a, b) => b.calls - a.calls),
   };
+}
+
+type CountedRow = Row & { calls: number; denied: number; errors: number };
+
+/** What the report counts, as the records are read in order. */
+interface Tally {
+  readonly effects: Map<string, number>;
+  readonly rules: Map<string, { rule: string; effect: string; count: number }>;
+  readonly tools: Map<string, CountedRow>;
+  readonly servers: Map<string, CountedRow>;
+  readonly principals: Map<string, { principal: string; host: string; calls: number }>;
+  readonly clients: Map<string, number>;
+  /** The latest LISTED denials and errors. */
+  readonly denials: Record<string, unknown>[];
+  readonly errors: Record<string, unknown>[];
+  denialCount: number;
+  errorCount: number;
+  readonly routed: { ms: number; outcome: string }[];
+  checkpoints: number;
+  lastCheckpoint: Record<string, unknown> | undefined;
+  from: string | null;
+  to: string | null;
+}
+
+function emptyTally(): Tally {
+  return {
+    effects: new Map(),
+    rules: new Map(),
+    tools: new Map(),
+    servers: new Map(),
+    principals: new Map(),
+    clients: new Map(),
+    denials: [],
+    errors: [],
+    denialCount: 0,
+    errorCount: 0,
+    routed: [],
+    checkpoints: 0,
+    lastCheckpoint: undefined,
+    from: null,
+    to: null,
+  };
+}
+
+/** Counts one routed call or request: its decision, outcome, server, tool, principal and client. */
+function tallyRouted(tally: Tally, record: Record<string, unknown>): void {
+  const outcome = typeof record.outcome === 'string' ? record.outcome : 'unknown';
+  const server = typeof record.server === 'string' ? record.server : '(unnamed)';
+  tallyDecision(tally, record.decision as { effect?: unknown; rule?: unknown } | undefined);
+  const denied = outcome === 'denied';
+  const failed = !denied && outcome !== 'ok';
+  count(tally.servers, server, denied, failed);
+  if (record.type === 'call')
+    count(tally.tools, typeof record.tool === 'string' ? record.tool : '(unnamed)', denied, failed);
+  if (denied) {
+    tally.denialCount++;
+    tally.denials.push(record);
+    if (tally.denials.length > LISTED) tally.denials.shift();
+  } else if (failed) {
+    tally.errorCount++;
+    tally.errors.push(record);
+    if (tally.errors.length > LISTED) tally.errors.shift();
+  }
+  const who = principalOf(record.principal);
+  const host = typeof record.host === 'string' ? record.host : '';
+  const whoKey = `${who}\u0000${host}`;
+  const whoRow = tally.principals.get(whoKey) ?? { principal: who, host, calls: 0 };
+  whoRow.calls++;
+  tally.principals.set(whoKey, whoRow);
+  const client = record.client as { name?: unknown } | undefined;
+  bump(tally.clients, typeof client?.name === 'string' ? client.name : '(unknown)');
+  const ms = typeof record.ts === 'string' ? Date.parse(record.ts) : NaN;
+  if (Number.isFinite(ms)) tally.routed.push({ ms, outcome });
+}
+
+function tallyDecision(tally: Tally, decision: { effect?: unknown; rule?: unknown } | undefined): void {
+  const effect = typeof decision?.effect === 'string' ? decision.effect : 'allow';
+  const rule = typeof decision?.rule === 'string' ? decision.rule : '(default)';
+  bump(tally.effects, effect);
+  const ruleKey = `${rule}\u0000${effect}`;
+  const ruleRow = tally.rules.get(ruleKey) ?? { rule, effect, count: 0 };
+  ruleRow.count++;
+  tally.rules.set(ruleKey, ruleRow);
 }
 
 function bump(map: Map<string, number>, key: string): void {

@@ -160,60 +160,86 @@ export function createArgumentSchemaCompiler(): ArgumentSchemaCompiler {
   }
 
   function compile(schema: Readonly<Record<string, unknown>>): CompiledArguments {
-    const invalid = (problems: SchemaProblem[]): CompiledArguments => ({ kind: 'invalid', problems });
-    const tooBig = findSchemaBoundProblem(schema, ARGUMENT_SCHEMA_LIMITS);
-    if (tooBig !== null) {
-      return invalid([{ path: [], at: 'key', message: `the arguments schema cannot be used: ${tooBig}` }]);
-    }
-    const dialect = dialectOf(schema['$schema']);
-    if (typeof dialect !== 'string') {
-      return invalid([{ path: ['$schema'], at: 'value', message: dialect.problem }]);
-    }
-    const checks = dialectChecks(dialect);
-    // `$schema` chose the dialect; `$id` goes so `#...` references resolve within this schema.
-    const { $schema: _dialect, $id: _id, ...body } = schema;
-    const { problems: found, compileLater } = checkKeywords(schema, checks);
-    const metaErrors = checks.validateSchema(body);
-    if (metaErrors.length > 0) {
-      // Only its first error (ajv stops there): reported unless a better message has the place.
-      const reported = new Set(found.map((problem) => JSON.stringify(problem.path)));
-      for (const problem of metaSchemaProblems(metaErrors, body)) {
-        if (!reported.has(JSON.stringify(problem.path))) found.push(problem);
-      }
-    }
-    if (found.length > 0) return invalid(found);
+    const checked = checkSchema(schema);
+    if ('problems' in checked) return { kind: 'invalid', problems: checked.problems };
+    const { dialect, body } = checked;
     let validate: ValidateFunction | undefined;
-    if (!compileLater) {
+    if (!checked.compileLater) {
       try {
         validate = compileNow(dialect, body);
       } catch (error) {
-        return invalid([{ path: [], at: 'key', message: `invalid JSON Schema: ${describe(error)}` }]);
+        const message = `invalid JSON Schema: ${describe(error)}`;
+        return { kind: 'invalid', problems: [{ path: [], at: 'key', message }] };
       }
     }
-    // `explain` false: a mismatch is the shared verdict without its text (see `holds`).
-    const check = (args: Readonly<Record<string, unknown>>, explain: boolean): ArgumentVerdict => {
-      try {
-        validate ??= compileNow(dialect, body);
-      } catch (error) {
-        // Not expected (COMPILE_LATER_KEYWORDS says why); if it happens, the rule cannot be checked.
-        return { kind: 'unverifiable', why: `the condition could not be compiled: ${describe(error)}` };
-      }
-      meter.remaining = PATTERN_WORK_PER_CHECK;
-      try {
-        if (validate(args) === true) return { kind: 'match' };
-        return explain ? { kind: 'mismatch', why: mismatchText(validate.errors) } : UNEXPLAINED_MISMATCH;
-      } catch (error) {
-        // A pattern refused to run on a long string, or a recursive schema met too deep data.
-        const why = error instanceof RangeError ? 'they nest too deeply to check' : describe(error);
-        return { kind: 'unverifiable', why };
-      }
-    };
-    const test = (args: Readonly<Record<string, unknown>>) => check(args, true);
-    const holds = (args: Readonly<Record<string, unknown>>) => check(args, false);
-    return { kind: 'ready', condition: { schema, test, holds } };
+    const compiled = (): ValidateFunction => (validate ??= compileNow(dialect, body));
+    return { kind: 'ready', condition: conditionOf(schema, compiled, meter) };
   }
 
   return { compile };
+}
+
+/**
+ * The schema's problems, with their places: over the bounds, an unsupported dialect, unknown
+ * keywords and formats, unusable patterns, and the meta-schema's first error. Without problems,
+ * its dialect and its body (without `$schema` and `$id`), and whether compiling can wait.
+ */
+function checkSchema(schema: Readonly<Record<string, unknown>>):
+  | { readonly problems: SchemaProblem[] }
+  | {
+      readonly dialect: Dialect;
+      readonly body: Readonly<Record<string, unknown>>;
+      readonly compileLater: boolean;
+    } {
+  const tooBig = findSchemaBoundProblem(schema, ARGUMENT_SCHEMA_LIMITS);
+  if (tooBig !== null)
+    return { problems: [{ path: [], at: 'key', message: `the arguments schema cannot be used: ${tooBig}` }] };
+  const dialect = dialectOf(schema['$schema']);
+  if (typeof dialect !== 'string')
+    return { problems: [{ path: ['$schema'], at: 'value', message: dialect.problem }] };
+  const checks = dialectChecks(dialect);
+  // `$schema` chose the dialect; `$id` goes so `#...` references resolve within this schema.
+  const { $schema: _dialect, $id: _id, ...body } = schema;
+  const { problems: found, compileLater } = checkKeywords(schema, checks);
+  const metaErrors = checks.validateSchema(body);
+  if (metaErrors.length > 0) {
+    // Only its first error (ajv stops there): reported unless a better message has the place.
+    const reported = new Set(found.map((problem) => JSON.stringify(problem.path)));
+    for (const problem of metaSchemaProblems(metaErrors, body)) {
+      if (!reported.has(JSON.stringify(problem.path))) found.push(problem);
+    }
+  }
+  return found.length > 0 ? { problems: found } : { dialect, body, compileLater };
+}
+
+/** The condition a compiled schema checks arguments with. */
+function conditionOf(
+  schema: Readonly<Record<string, unknown>>,
+  compiled: () => ValidateFunction,
+  meter: PatternWorkMeter,
+): ArgumentCondition {
+  // `explain` false: a mismatch is the shared verdict without its text (see `holds`).
+  const check = (args: Readonly<Record<string, unknown>>, explain: boolean): ArgumentVerdict => {
+    let validate: ValidateFunction;
+    try {
+      validate = compiled();
+    } catch (error) {
+      // Not expected (COMPILE_LATER_KEYWORDS says why); if it happens, the rule cannot be checked.
+      return { kind: 'unverifiable', why: `the condition could not be compiled: ${describe(error)}` };
+    }
+    meter.remaining = PATTERN_WORK_PER_CHECK;
+    try {
+      if (validate(args) === true) return { kind: 'match' };
+      return explain ? { kind: 'mismatch', why: mismatchText(validate.errors) } : UNEXPLAINED_MISMATCH;
+    } catch (error) {
+      // A pattern refused to run on a long string, or a recursive schema met too deep data.
+      const why = error instanceof RangeError ? 'they nest too deeply to check' : describe(error);
+      return { kind: 'unverifiable', why };
+    }
+  };
+  const test = (args: Readonly<Record<string, unknown>>) => check(args, true);
+  const holds = (args: Readonly<Record<string, unknown>>) => check(args, false);
+  return { schema, test, holds };
 }
 
 /** 2020-12 when absent, as MCP says of tool schemas; drafts ajv 8 cannot run (04, 06) are errors. */

@@ -67,31 +67,19 @@ export function createTelemetryStages(options: TelemetryStageOptions): {
   readonly inner: Stage;
   readonly observe: (stage: StageName | 'forward', message: RoutedMessage) => void;
 } {
-  const { runtime } = options;
-  const { api, tracer, instruments } = runtime;
+  return {
+    outer: serverSideStage(options),
+    inner: clientSideStage(options),
+    observe: (stage, message) => observe(options.runtime, stage, message),
+  };
+}
 
-  const outer: Stage = async function telemetry(message, next) {
-    const parent = runtime.propagator.extract(api.ROOT_CONTEXT, message.meta ?? {}, META_GETTER);
-    const attributes = spanAttributes(message, 'server', options);
-    const span = tracer?.startSpan(
-      spanName(message, 'server'),
-      { kind: api.SpanKind.SERVER, attributes },
-      parent,
-    );
-    const state: CallState = {
-      context: span === undefined ? parent : api.trace.setSpan(parent, span),
-      span,
-      decided: false,
-      confirmation: undefined,
-      queued: false,
-    };
-    (message.record as Tracked)[STATE] = state;
-    if (span !== undefined) {
-      const { traceId } = span.spanContext();
-      if (api.isValidTraceId(traceId)) message.record.traceId = traceId;
-      if (runtime.content && message.kind === 'tools/call' && message.arguments !== undefined)
-        span.setAttribute('gen_ai.tool.call.arguments', json(options.redact(message.arguments)));
-    }
+/** The outer stage: the SERVER span for the side that sent the request, and its duration. */
+function serverSideStage(options: TelemetryStageOptions): Stage {
+  const { runtime } = options;
+  return async function telemetry(message, next) {
+    const state = openServerSpan(message, options);
+    const { span } = state;
     const started = performance.now();
     let errorType: string | undefined;
     try {
@@ -104,19 +92,58 @@ export function createTelemetryStages(options: TelemetryStageOptions): {
       errorType = failed(span, error);
       throw error;
     } finally {
-      settle(message, state);
-      instruments?.serverDuration.record(
+      settle(runtime, message, state);
+      runtime.instruments?.serverDuration.record(
         (performance.now() - started) / 1000,
         metricAttributes(message, 'server', options, errorType),
       );
-      endSpan(span, errorType);
+      endSpan(runtime, span, errorType);
     }
   };
+}
 
-  const inner: Stage = async function telemetryUpstream(message, next) {
+/**
+ * Opens the SERVER span, continuing the trace context in the request's `params._meta`, and
+ * leaves the call's state on its record for the inner stage and the observer.
+ */
+function openServerSpan(message: RoutedMessage, options: TelemetryStageOptions): CallState {
+  const { runtime } = options;
+  const { api, tracer } = runtime;
+  const parent = runtime.propagator.extract(api.ROOT_CONTEXT, message.meta ?? {}, META_GETTER);
+  const attributes = spanAttributes(message, 'server', options);
+  const span = tracer?.startSpan(
+    spanName(message, 'server'),
+    { kind: api.SpanKind.SERVER, attributes },
+    parent,
+  );
+  const state: CallState = {
+    context: span === undefined ? parent : api.trace.setSpan(parent, span),
+    span,
+    decided: false,
+    confirmation: undefined,
+    queued: false,
+  };
+  (message.record as Tracked)[STATE] = state;
+  if (span !== undefined) {
+    const { traceId } = span.spanContext();
+    if (api.isValidTraceId(traceId)) message.record.traceId = traceId;
+    if (runtime.content && message.kind === 'tools/call' && message.arguments !== undefined)
+      span.setAttribute('gen_ai.tool.call.arguments', json(options.redact(message.arguments)));
+  }
+  return state;
+}
+
+/**
+ * The inner stage: the CLIENT span for the side the request is sent to, with our trace context
+ * put into the `_meta` that goes there, and its duration.
+ */
+function clientSideStage(options: TelemetryStageOptions): Stage {
+  const { runtime } = options;
+  const { api, tracer } = runtime;
+  return async function telemetryUpstream(message, next) {
     const state = stateOf(message);
     if (state === undefined) return next(message);
-    leaveQueue(message, state);
+    leaveQueue(runtime, message, state);
     const span = tracer?.startSpan(
       spanName(message, 'client'),
       { kind: api.SpanKind.CLIENT, attributes: spanAttributes(message, 'client', options) },
@@ -139,100 +166,99 @@ export function createTelemetryStages(options: TelemetryStageOptions): {
       errorType = failed(span, error);
       throw error;
     } finally {
-      instruments?.clientDuration.record(
+      runtime.instruments?.clientDuration.record(
         (performance.now() - started) / 1000,
         metricAttributes(message, 'client', options, errorType),
       );
-      endSpan(span, errorType);
+      endSpan(runtime, span, errorType);
     }
   };
+}
 
-  function observe(stage: StageName | 'forward', message: RoutedMessage): void {
-    const state = stateOf(message);
-    if (state === undefined) return;
-    if (state.confirmation !== undefined && stage !== 'confirmation') endConfirmation(message, state);
-    if (!state.decided && message.record.decision !== undefined) {
-      decided(message, state);
-      // The policy asked for a human: the wait starts now and ends at the next stage (approved)
-      // or when the request ends (declined, unanswered).
-      if (
-        stage === 'confirmation' &&
-        message.record.decision.effect === 'confirm' &&
-        state.span !== undefined
-      )
-        state.confirmation = tracer?.startSpan(
-          'mcp_warden.confirmation',
-          { kind: api.SpanKind.INTERNAL },
-          state.context,
-        );
-    }
-    if (stage === 'concurrencyLimit' && !state.queued) {
-      state.queued = true;
-      instruments?.queueDepth.add(1, { 'mcp_warden.server': message.server });
-    }
+/** The stage observer: what the other stages decided, as span events, a child span and counts. */
+function observe(runtime: TelemetryRuntime, stage: StageName | 'forward', message: RoutedMessage): void {
+  const { api, tracer, instruments } = runtime;
+  const state = stateOf(message);
+  if (state === undefined) return;
+  if (state.confirmation !== undefined && stage !== 'confirmation') endConfirmation(message, state);
+  if (!state.decided && message.record.decision !== undefined) {
+    decided(runtime, message, state);
+    // The policy asked for a human: the wait starts now and ends at the next stage (approved)
+    // or when the request ends (declined, unanswered).
+    if (stage === 'confirmation' && message.record.decision.effect === 'confirm' && state.span !== undefined)
+      state.confirmation = tracer?.startSpan(
+        'mcp_warden.confirmation',
+        { kind: api.SpanKind.INTERNAL },
+        state.context,
+      );
   }
-
-  function leaveQueue(message: RoutedMessage, state: CallState): void {
-    if (!state.queued) return;
-    state.queued = false;
-    instruments?.queueDepth.add(-1, { 'mcp_warden.server': message.server });
+  if (stage === 'concurrencyLimit' && !state.queued) {
+    state.queued = true;
+    instruments?.queueDepth.add(1, { 'mcp_warden.server': message.server });
   }
+}
 
-  /** The policy's decision, as a span event and a count. */
-  function decided(message: RoutedMessage, state: CallState): void {
-    state.decided = true;
-    const decision = message.record.decision!;
-    const attributes: Attributes = {
-      'mcp_warden.decision.effect': decision.effect,
-      'mcp_warden.decision.rule': decision.rule ?? '(default)',
-    };
-    state.span?.addEvent('mcp_warden.policy.decision', attributes);
-    instruments?.decisions.add(1, attributes);
+function leaveQueue(runtime: TelemetryRuntime, message: RoutedMessage, state: CallState): void {
+  if (!state.queued) return;
+  state.queued = false;
+  runtime.instruments?.queueDepth.add(-1, { 'mcp_warden.server': message.server });
+}
+
+/** The policy's decision, as a span event and a count. */
+function decided(runtime: TelemetryRuntime, message: RoutedMessage, state: CallState): void {
+  state.decided = true;
+  const decision = message.record.decision!;
+  const attributes: Attributes = {
+    'mcp_warden.decision.effect': decision.effect,
+    'mcp_warden.decision.rule': decision.rule ?? '(default)',
+  };
+  state.span?.addEvent('mcp_warden.policy.decision', attributes);
+  runtime.instruments?.decisions.add(1, attributes);
+}
+
+function endConfirmation(message: RoutedMessage, state: CallState): void {
+  const span = state.confirmation!;
+  state.confirmation = undefined;
+  const decision = message.record.decision;
+  if (decision?.how !== undefined) span.setAttribute('mcp_warden.confirmation.how', decision.how);
+  span.setAttribute('mcp_warden.confirmation.confirmed', decision?.confirmed === true);
+  span.end();
+}
+
+/** What is left to report when the request ends, however it ends. */
+function settle(runtime: TelemetryRuntime, message: RoutedMessage, state: CallState): void {
+  leaveQueue(runtime, message, state);
+  if (!state.decided && message.record.decision !== undefined) decided(runtime, message, state);
+  if (state.confirmation !== undefined) endConfirmation(message, state);
+  const { record } = message;
+  if (record.pin !== undefined) state.span?.setAttribute('mcp_warden.pin', record.pin);
+  for (const kind of record.repairs) {
+    state.span?.addEvent('mcp_warden.repair', { 'mcp_warden.repair.kind': kind });
+    runtime.instruments?.repairs.add(1, {
+      'mcp_warden.repair.kind': kind,
+      'mcp_warden.server': message.server,
+    });
   }
+}
 
-  function endConfirmation(message: RoutedMessage, state: CallState): void {
-    const span = state.confirmation!;
-    state.confirmation = undefined;
-    const decision = message.record.decision;
-    if (decision?.how !== undefined) span.setAttribute('mcp_warden.confirmation.how', decision.how);
-    span.setAttribute('mcp_warden.confirmation.confirmed', decision?.confirmed === true);
-    span.end();
+/** Ends a span, marked failed when the request failed (a tool error included). */
+function endSpan(runtime: TelemetryRuntime, span: Span | undefined, errorType: string | undefined): void {
+  if (span === undefined) return;
+  if (errorType !== undefined) {
+    span.setAttribute('error.type', errorType);
+    span.setStatus({ code: runtime.api.SpanStatusCode.ERROR });
   }
+  span.end();
+}
 
-  /** What is left to report when the request ends, however it ends. */
-  function settle(message: RoutedMessage, state: CallState): void {
-    leaveQueue(message, state);
-    if (!state.decided && message.record.decision !== undefined) decided(message, state);
-    if (state.confirmation !== undefined) endConfirmation(message, state);
-    const { record } = message;
-    if (record.pin !== undefined) state.span?.setAttribute('mcp_warden.pin', record.pin);
-    for (const kind of record.repairs) {
-      state.span?.addEvent('mcp_warden.repair', { 'mcp_warden.repair.kind': kind });
-      instruments?.repairs.add(1, { 'mcp_warden.repair.kind': kind, 'mcp_warden.server': message.server });
-    }
+/** Marks a span failed by a thrown error; returns the error's `error.type`. */
+function failed(span: Span | undefined, error: unknown): string {
+  if (error instanceof PeerRpcError) {
+    span?.setAttribute('rpc.response.status_code', String(error.rpcCode));
+    return String(error.rpcCode);
   }
-
-  /** Ends a span, marked failed when the request failed (a tool error included). */
-  function endSpan(span: Span | undefined, errorType: string | undefined): void {
-    if (span === undefined) return;
-    if (errorType !== undefined) {
-      span.setAttribute('error.type', errorType);
-      span.setStatus({ code: api.SpanStatusCode.ERROR });
-    }
-    span.end();
-  }
-
-  /** Marks a span failed by a thrown error; returns the error's `error.type`. */
-  function failed(span: Span | undefined, error: unknown): string {
-    if (error instanceof PeerRpcError) {
-      span?.setAttribute('rpc.response.status_code', String(error.rpcCode));
-      return String(error.rpcCode);
-    }
-    if (error instanceof WardenError) return error.code.toLowerCase();
-    return '_OTHER';
-  }
-
-  return { outer, inner, observe };
+  if (error instanceof WardenError) return error.code.toLowerCase();
+  return '_OTHER';
 }
 
 /**

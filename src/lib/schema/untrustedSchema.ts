@@ -115,31 +115,7 @@ export function createUntrustedSchemaCompiler(
   function instanceFor(dialect: Dialect): { ajv: Ajv; compiles: number } {
     let entry = instances.get(dialect);
     if (entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE) {
-      const ajvOptions: Options = {
-        // Upstream schemas carry annotations and vendor keywords; the SDK's own checks are
-        // non-strict too, and refusing them would only make more schemas unverifiable.
-        strict: false,
-        // Validation judges the data as it is: a string is not a number because it looks like
-        // one, a missing property is not filled in, an extra one is not dropped. (These are
-        // ajv's defaults; they are written out because validators rely on them.)
-        coerceTypes: false,
-        useDefaults: false,
-        removeAdditional: false,
-        // One error is all a message reports, and stopping at the first is cheaper.
-        allErrors: false,
-        // A schema that is not valid for its dialect compiles to something we cannot trust.
-        validateSchema: true,
-        // Compiling must not register the schema under its `$id` in the shared instance, where
-        // another tool's schema could collide with it or `$ref` it.
-        addUsedSchema: false,
-        // `required: ["constructor"]` must not be satisfied by Object.prototype.
-        ownProperties: true,
-        // ajv logs to the console by default; stdout carries JSON-RPC and nothing else.
-        logger: false,
-        code: { regExp: createGuardedRegExpEngine(limits, patternWork) },
-        // No `loadSchema`: ajv then never fetches anything, a remote `$ref` just fails to compile.
-      };
-      entry = { ajv: createDialectAjv(dialect, ajvOptions), compiles: 0 };
+      entry = { ajv: createDialectAjv(dialect, untrustedAjvOptions(limits, patternWork)), compiles: 0 };
       instances.set(dialect, entry);
       stats.ajvInstances++;
     }
@@ -156,23 +132,7 @@ export function createUntrustedSchemaCompiler(
     // accepts the https and no-"#" spellings ajv itself would not look up). `$id` goes so the
     // schema's own `#...` references resolve within it and never against an id another tool used.
     const { $schema: _dialect, $id: _id, ...body } = schema;
-    const entry = instanceFor(dialect);
-    const refsBefore = new Set(Object.keys(entry.ajv.refs));
-    try {
-      return { kind: 'ready', validate: entry.ajv.compile(body) };
-    } catch (error) {
-      return {
-        kind: 'unverifiable',
-        reason: `the ${what} could not be compiled: ${describeSchemaError(error)}`,
-      };
-    } finally {
-      entry.compiles++;
-      // Drop what compiling left in the shared instance: its cache entry, and the ids of nested
-      // `$id` subschemas, which ajv registers instance-wide even with `addUsedSchema: false`.
-      entry.ajv.removeSchema(body);
-      const refs = entry.ajv.refs as Record<string, unknown>;
-      for (const key of Object.keys(refs)) if (!refsBefore.has(key)) delete refs[key];
-    }
+    return compileIn(instanceFor(dialect), body, what);
   }
 
   return {
@@ -201,6 +161,60 @@ export function createUntrustedSchemaCompiler(
     },
     stats,
   };
+}
+
+/** ajv's options for schemas an upstream wrote: lenient about what they say, strict about what they may do. */
+function untrustedAjvOptions(limits: UntrustedSchemaLimits, patternWork: PatternWorkMeter): Options {
+  return {
+    // Upstream schemas carry annotations and vendor keywords; the SDK's own checks are
+    // non-strict too, and refusing them would only make more schemas unverifiable.
+    strict: false,
+    // Validation judges the data as it is: a string is not a number because it looks like
+    // one, a missing property is not filled in, an extra one is not dropped. (These are
+    // ajv's defaults; they are written out because validators rely on them.)
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    // One error is all a message reports, and stopping at the first is cheaper.
+    allErrors: false,
+    // A schema that is not valid for its dialect compiles to something we cannot trust.
+    validateSchema: true,
+    // Compiling must not register the schema under its `$id` in the shared instance, where
+    // another tool's schema could collide with it or `$ref` it.
+    addUsedSchema: false,
+    // `required: ["constructor"]` must not be satisfied by Object.prototype.
+    ownProperties: true,
+    // ajv logs to the console by default; stdout carries JSON-RPC and nothing else.
+    logger: false,
+    code: { regExp: createGuardedRegExpEngine(limits, patternWork) },
+    // No `loadSchema`: ajv then never fetches anything, a remote `$ref` just fails to compile.
+  };
+}
+
+/**
+ * Compiles `body` in a shared ajv instance, then drops what compiling left there: its cache
+ * entry, and the ids of nested `$id` subschemas, which ajv registers instance-wide even with
+ * `addUsedSchema: false`.
+ */
+function compileIn(
+  entry: { ajv: Ajv; compiles: number },
+  body: Record<string, unknown>,
+  what: string,
+): CompiledSchema {
+  const refsBefore = new Set(Object.keys(entry.ajv.refs));
+  try {
+    return { kind: 'ready', validate: entry.ajv.compile(body) };
+  } catch (error) {
+    return {
+      kind: 'unverifiable',
+      reason: `the ${what} could not be compiled: ${describeSchemaError(error)}`,
+    };
+  } finally {
+    entry.compiles++;
+    entry.ajv.removeSchema(body);
+    const refs = entry.ajv.refs as Record<string, unknown>;
+    for (const key of Object.keys(refs)) if (!refsBefore.has(key)) delete refs[key];
+  }
 }
 
 const DIALECT_URIS: readonly [RegExp, Dialect][] = [

@@ -6,6 +6,7 @@ import { AuditWriteError, type AuditLog } from '../auditWriter.js';
 import { parseRecord } from './format.js';
 import { plural } from '../../../lib/plural.js';
 import { Spool } from './spool.js';
+import type { SinkTransport } from './transport.js';
 
 /** After a failed send, the next try waits these long (the last repeats). */
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000] as const;
@@ -45,9 +46,8 @@ export async function openShipper(
 ): Promise<Shipper> {
   const host = hostname();
   let config = initial;
-  let sinks = await Promise.all(
-    (config.sinks ?? []).map((sink) => openSink(sink, config, logger, { ...product, host })),
-  );
+  const open = (sink: AuditSinkConfig) => openSink(sink, config, logger, { ...product, host });
+  let sinks = await Promise.all((config.sinks ?? []).map(open));
   let closed = false;
   return {
     accept(lines) {
@@ -56,91 +56,105 @@ export async function openShipper(
       for (const sink of sinks) if (sink.accept(lines, count)) kept++;
       return kept;
     },
-    lastLine() {
-      let newest: { line: string; seq: number } | undefined;
-      for (const sink of sinks) {
-        const line = sink.spool.lastLine();
-        if (line === undefined) continue;
-        const seq = parseRecord(line).fields['seq'];
-        if (typeof seq === 'number' && (newest === undefined || seq > newest.seq)) newest = { line, seq };
-      }
-      return newest?.line;
-    },
-    wrap(log) {
-      const refusal = (): AuditWriteError | undefined => {
-        if (config.onFailure !== 'block') return undefined;
-        const stuck = sinks.find((sink) => sink.config.required && sink.problem !== undefined);
-        if (stuck === undefined) return undefined;
-        return new AuditWriteError(
-          `sink ${stuck.config.name} (spool ${stuck.spool.dir})`,
-          'block',
-          stuck.problem,
-        );
-      };
-      return {
-        append(event) {
-          log.append(event);
-          const error = refusal();
-          if (error !== undefined) throw error;
-        },
-        async writeAhead(event) {
-          await log.writeAhead(event);
-          const error = refusal();
-          if (error !== undefined) throw error;
-        },
-        flush: () => log.flush(),
-        checkpoint: () => log.checkpoint(),
-        get healthy() {
-          return log.healthy && refusal() === undefined;
-        },
-        get lastError() {
-          return refusal() ?? log.lastError;
-        },
-        get lost() {
-          return log.lost;
-        },
-        writer: log.writer,
-        file: log.file,
-        close: () => log.close(),
-        retune: (settings) => log.retune(settings),
-      };
-    },
+    lastLine: () => newestLine(sinks),
+    wrap: (log) =>
+      refusingWhileStuck(log, () => (config.onFailure === 'block' ? stuckRefusal(sinks) : undefined)),
     pending: () => sinks.map((sink) => ({ sink: sink.config.name, records: sink.spool.pending.records })),
     async retune(next) {
       config = next;
-      const same = (a: AuditSinkConfig, b: AuditSinkConfig) => JSON.stringify(a) === JSON.stringify(b);
-      const wanted = next.sinks ?? [];
-      const kept = sinks.filter((sink) => wanted.some((w) => same(w, sink.config)));
-      for (const sink of sinks)
-        if (!kept.includes(sink)) {
-          logger.info(`audit sink ${sink.config.name} is no longer configured; closed`);
-          sink.close();
-        }
-      const added = await Promise.all(
-        wanted
-          .filter((w) => !kept.some((sink) => same(w, sink.config)))
-          .map((w) => openSink(w, config, logger, { ...product, host })),
-      );
-      for (const sink of added) logger.info(`audit sink ${sink.config.name} opened`);
-      sinks = [...kept, ...added];
+      sinks = await retuned(sinks, next.sinks ?? [], open, logger);
     },
     async drain(ms) {
       if (closed) return;
       closed = true;
-      await Promise.race([
-        Promise.all(sinks.map((sink) => sink.idle())),
-        new Promise((resolve) => setTimeout(resolve, ms).unref()),
-      ]);
-      for (const sink of sinks) {
-        const { records } = sink.spool.pending;
-        if (records > 0)
-          logger.warn(
-            `audit sink ${sink.config.name}: ${plural(records, 'record')} not yet sent wait in ${sink.spool.dir}; they are sent when the gateway next starts`,
-          );
-        sink.close();
-      }
+      await drained(sinks, ms, logger);
     },
   };
+}
+
+/** The newest record line any sink's spool holds. */
+function newestLine(sinks: readonly OpenSink[]): string | undefined {
+  let newest: { line: string; seq: number } | undefined;
+  for (const sink of sinks) {
+    const line = sink.spool.lastLine();
+    if (line === undefined) continue;
+    const seq = parseRecord(line).fields['seq'];
+    if (typeof seq === 'number' && (newest === undefined || seq > newest.seq)) newest = { line, seq };
+  }
+  return newest?.line;
+}
+
+/** Why calls are refused: a required sink that cannot take records now, or undefined. */
+function stuckRefusal(sinks: readonly OpenSink[]): AuditWriteError | undefined {
+  const stuck = sinks.find((sink) => sink.config.required && sink.problem !== undefined);
+  if (stuck === undefined) return undefined;
+  return new AuditWriteError(`sink ${stuck.config.name} (spool ${stuck.spool.dir})`, 'block', stuck.problem);
+}
+
+/** `log`, whose writes throw and whose health fails while `refusal` names a reason. */
+function refusingWhileStuck(log: AuditLog, refusal: () => AuditWriteError | undefined): AuditLog {
+  return {
+    append(event) {
+      log.append(event);
+      const error = refusal();
+      if (error !== undefined) throw error;
+    },
+    async writeAhead(event) {
+      await log.writeAhead(event);
+      const error = refusal();
+      if (error !== undefined) throw error;
+    },
+    flush: () => log.flush(),
+    checkpoint: () => log.checkpoint(),
+    get healthy() {
+      return log.healthy && refusal() === undefined;
+    },
+    get lastError() {
+      return refusal() ?? log.lastError;
+    },
+    get lost() {
+      return log.lost;
+    },
+    writer: log.writer,
+    file: log.file,
+    close: () => log.close(),
+    retune: (settings) => log.retune(settings),
+  };
+}
+
+/** The sinks `wanted` names: those open already are kept, the others opened; the rest are closed. */
+async function retuned(
+  sinks: readonly OpenSink[],
+  wanted: readonly AuditSinkConfig[],
+  open: (config: AuditSinkConfig) => Promise<OpenSink>,
+  logger: Logger,
+): Promise<OpenSink[]> {
+  const same = (a: AuditSinkConfig, b: AuditSinkConfig) => JSON.stringify(a) === JSON.stringify(b);
+  const kept = sinks.filter((sink) => wanted.some((w) => same(w, sink.config)));
+  for (const sink of sinks)
+    if (!kept.includes(sink)) {
+      logger.info(`audit sink ${sink.config.name} is no longer configured; closed`);
+      sink.close();
+    }
+  const added = await Promise.all(wanted.filter((w) => !kept.some((sink) => same(w, sink.config))).map(open));
+  for (const sink of added) logger.info(`audit sink ${sink.config.name} opened`);
+  return [...kept, ...added];
+}
+
+/** Sends what waits for up to `ms`, then closes every sink, saying what is left in its spool. */
+async function drained(sinks: readonly OpenSink[], ms: number, logger: Logger): Promise<void> {
+  await Promise.race([
+    Promise.all(sinks.map((sink) => sink.idle())),
+    new Promise((resolve) => setTimeout(resolve, ms).unref()),
+  ]);
+  for (const sink of sinks) {
+    const { records } = sink.spool.pending;
+    if (records > 0)
+      logger.warn(
+        `audit sink ${sink.config.name}: ${plural(records, 'record')} not yet sent wait in ${sink.spool.dir}; they are sent when the gateway next starts`,
+      );
+    sink.close();
+  }
 }
 
 function countLines(text: string): number {
@@ -161,6 +175,8 @@ interface OpenSink {
   close(): void;
 }
 
+type DroppedRange = { first: RecordMark; last: RecordMark };
+
 async function openSink(
   config: AuditSinkConfig,
   audit: AuditConfig,
@@ -172,166 +188,219 @@ async function openSink(
     config.type === 'syslog'
       ? (await import('./syslog.js')).createSyslogTransport(config, product)
       : await (await import('./otlp.js')).createOtlpTransport(config, product);
-  const label = `audit sink ${config.name}`;
-  let problem: Error | undefined;
-  let dropped = 0;
+  const sink = new ShippingSink({ config, audit, logger, host: product.host, spool, transport });
+  sink.start();
+  return sink;
+}
+
+interface ShippingSinkParts {
+  readonly config: AuditSinkConfig;
+  readonly audit: AuditConfig;
+  readonly logger: Logger;
+  readonly host: string;
+  readonly spool: Spool;
+  readonly transport: SinkTransport;
+}
+
+/**
+ * One sink: its spool and its connection. Records are spooled first and sent in spool order in
+ * the background; a record that cannot be spooled is counted, and the sink hears of the loss
+ * (an audit_gap record) before the next record it keeps, in this run or the next.
+ */
+class ShippingSink implements OpenSink {
+  readonly config: AuditSinkConfig;
+  readonly spool: Spool;
+  private readonly label: string;
+  private problemNow: Error | undefined;
+  private dropped = 0;
   /** The first and the last record not kept for this sink since it last kept one. */
-  let droppedRange: { first: RecordMark; last: RecordMark } | undefined;
-  let sending = false;
-  let failures = 0;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let closed = false;
-  let idleWaiters: (() => void)[] = [];
-  const waiting = spool.pending.records;
-  if (waiting > 0)
-    logger.info(
-      `${label}: ${plural(waiting, 'record')} from an earlier run wait in ${spool.dir}; sending them first`,
-    );
-  // An earlier run lost records for this sink and stopped before it could say so: it is said
-  // now, after what that run left waiting and before anything of this one.
-  const earlier = readSavedGap(spool.savedGap());
-  if (earlier !== undefined) {
-    ({ dropped, droppedRange } = earlier);
-    problem = Object.assign(new Error(earlier.error), { code: 'SPOOL_FULL' });
-    const gap = gapLine(config.name, product.host, dropped, droppedRange, problem);
+  private droppedRange: DroppedRange | undefined;
+  private sending = false;
+  private failures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly parts: ShippingSinkParts) {
+    this.config = parts.config;
+    this.spool = parts.spool;
+    this.label = `audit sink ${parts.config.name}`;
+  }
+
+  get problem(): Error | undefined {
+    return this.problemNow;
+  }
+
+  /** Sends what an earlier run left first, after telling the sink what that run lost. */
+  start(): void {
+    const waiting = this.spool.pending.records;
+    if (waiting > 0)
+      this.parts.logger.info(
+        `${this.label}: ${plural(waiting, 'record')} from an earlier run wait in ${this.spool.dir}; sending them first`,
+      );
+    this.tellEarlierGap();
+    void this.pump();
+  }
+
+  accept(lines: string, count: number): boolean {
+    let kept = false;
+    try {
+      // After records were lost for this sink, the next ones it keeps come after a record
+      // saying so, in the same write: the sink itself is told, not only the local log.
+      const gap = this.problemNow === undefined ? '' : this.gapLine(this.problemNow);
+      kept = this.spool.append(gap + lines, count + (gap === '' ? 0 : 1));
+      if (kept) this.keptAgain();
+      else this.notKept(lines, count, () => this.spoolFull());
+    } catch (error) {
+      this.notKept(lines, count, () => ({
+        error: error as Error,
+        log: `AUDIT: ${this.label}: cannot write its spool ${this.spool.dir}: ${(error as Error).message}`,
+      }));
+    }
+    void this.pump();
+    return kept;
+  }
+
+  idle(): Promise<void> {
+    if (this.spool.pending.records === 0 || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.parts.transport.close();
+    this.spool.close();
+    this.settleIdle();
+  }
+
+  /**
+   * An earlier run lost records for this sink and stopped before it could say so: it is said
+   * now, after what that run left waiting and before anything of this one.
+   */
+  private tellEarlierGap(): void {
+    const earlier = readSavedGap(this.spool.savedGap());
+    if (earlier === undefined) return;
+    ({ dropped: this.dropped, droppedRange: this.droppedRange } = earlier);
+    this.problemNow = Object.assign(new Error(earlier.error), { code: 'SPOOL_FULL' });
     let told = false;
     try {
       // Past the spool's bound if need be, by this one line: the sink must hear of the loss
       // before any record of this run, and what waits from the earlier run may fill the spool.
-      told = spool.append(gap, 1, { overBound: true });
+      told = this.spool.append(this.gapLine(this.problemNow), 1, { overBound: true });
     } catch {
       // The disk refuses it now: the first records this run keeps carry it instead.
     }
-    if (told) {
-      logger.warn(
-        `${label}: ${plural(dropped, 'record')} were not kept for this sink before the gateway last stopped; an audit_gap record tells the sink`,
-      );
-      problem = undefined;
-      dropped = 0;
-      droppedRange = undefined;
-      spool.saveGap(undefined);
-    }
+    if (!told) return;
+    this.parts.logger.warn(
+      `${this.label}: ${plural(this.dropped, 'record')} were not kept for this sink before the gateway last stopped; an audit_gap record tells the sink`,
+    );
+    this.forgetLoss();
   }
 
-  const settleIdle = () => {
-    if (spool.pending.records > 0 && !closed) return;
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const resolve of waiters) resolve();
-  };
+  /** Records were kept again after some were lost: the gap record went with them. */
+  private keptAgain(): void {
+    if (this.problemNow === undefined) return;
+    this.parts.logger.warn(
+      `${this.label}: the spool takes records again; ${plural(this.dropped, 'record')} were not kept for this sink meanwhile (an audit_gap record tells the sink)`,
+    );
+    this.forgetLoss();
+  }
 
-  async function pump(): Promise<void> {
-    if (sending || closed || retryTimer !== undefined) return;
-    sending = true;
-    try {
-      for (;;) {
-        if (closed) return;
-        const batch = spool.peek();
-        if (batch.lines.length === 0) break;
-        await transport.send(batch.lines.map(parseRecord));
-        spool.ack(batch);
-        if (failures > 0) {
-          logger.warn(
-            `${label}: reachable again; sending the ${plural(spool.pending.records + batch.lines.length, 'record')} that waited`,
-          );
-          failures = 0;
-        }
-      }
-    } catch (error) {
-      failures++;
-      const { records } = spool.pending;
-      // Said once per outage, then again every tenth try, so the log says how much is pending.
-      if (failures === 1 || failures % 10 === 0)
-        logger.warn(
-          `${label}: cannot send (${(error as Error).message}); ${plural(records, 'record')} wait in ${spool.dir} and are sent in order when it is back`,
-        );
-      const delay = RETRY_DELAYS_MS[Math.min(failures - 1, RETRY_DELAYS_MS.length - 1)]!;
-      retryTimer = setTimeout(() => {
-        retryTimer = undefined;
-        void pump();
-      }, delay);
-      retryTimer.unref();
-    } finally {
-      sending = false;
+  private forgetLoss(): void {
+    this.problemNow = undefined;
+    this.dropped = 0;
+    this.droppedRange = undefined;
+    this.spool.saveGap(undefined);
+  }
+
+  private spoolFull(): { error: Error; log: string } {
+    const { config, audit } = this.parts;
+    const error = Object.assign(
+      new Error(
+        `the spool for ${this.label} is full (${this.spool.pending.bytes} bytes wait, spoolMaxSize is ${config.spoolMaxBytes}); new records are not kept for this sink until it drains`,
+      ),
+      { code: 'SPOOL_FULL' },
+    );
+    const where = config.required || audit.file === undefined ? '' : ' (they are in the audit file)';
+    return { error, log: `AUDIT: ${error.message}${where}` };
+  }
+
+  /** Counts `lines` as lost for this sink; the first loss since it last kept records is logged. */
+  private notKept(lines: string, count: number, why: () => { error: Error; log: string }): void {
+    this.droppedRange = widened(this.droppedRange, lines);
+    this.dropped += count;
+    if (this.problemNow === undefined) {
+      const { error, log } = why();
+      this.problemNow = error;
+      this.parts.logger.error(log);
     }
-    settleIdle();
+    this.saveGap();
   }
 
   /** Keeps the count of records lost so far on disk, should the gateway stop before it tells the sink. */
-  const saveGap = () => {
+  private saveGap(): void {
+    const { dropped: lost, droppedRange: range } = this;
     try {
-      spool.saveGap(JSON.stringify({ lost: dropped, range: droppedRange, error: problem?.message ?? '' }));
+      this.spool.saveGap(JSON.stringify({ lost, range, error: this.problemNow?.message ?? '' }));
     } catch {
       // A spool folder that cannot be written loses the note too; the local log said why.
     }
-  };
+  }
 
-  // Whatever an earlier run left is sent first.
-  void pump();
-  return {
-    config,
-    spool,
-    get problem() {
-      return problem;
-    },
-    accept(lines, count) {
-      let kept = false;
-      try {
-        // After records were lost for this sink, the next ones it keeps come after a record
-        // saying so, in the same write: the sink itself is told, not only the local log.
-        const gap =
-          problem === undefined ? '' : gapLine(config.name, product.host, dropped, droppedRange, problem);
-        if (spool.append(gap + lines, count + (gap === '' ? 0 : 1))) {
-          kept = true;
-          if (problem !== undefined) {
-            logger.warn(
-              `${label}: the spool takes records again; ${plural(dropped, 'record')} were not kept for this sink meanwhile (an audit_gap record tells the sink)`,
-            );
-            problem = undefined;
-            dropped = 0;
-            droppedRange = undefined;
-            spool.saveGap(undefined);
-          }
-        } else {
-          droppedRange = widened(droppedRange, lines);
-          dropped += count;
-          if (problem === undefined) {
-            problem = Object.assign(
-              new Error(
-                `the spool for ${label} is full (${spool.pending.bytes} bytes wait, spoolMaxSize is ${config.spoolMaxBytes}); new records are not kept for this sink until it drains`,
-              ),
-              { code: 'SPOOL_FULL' },
-            );
-            logger.error(
-              `AUDIT: ${problem.message}${config.required || audit.file === undefined ? '' : ' (they are in the audit file)'}`,
-            );
-          }
-          saveGap();
+  private gapLine(problem: Error): string {
+    return gapLine(this.config.name, this.parts.host, this.dropped, this.droppedRange, problem);
+  }
+
+  /** Sends what the spool holds, in order, until it is empty or a send fails (then retries later). */
+  private async pump(): Promise<void> {
+    if (this.sending || this.closed || this.retryTimer !== undefined) return;
+    this.sending = true;
+    try {
+      for (;;) {
+        if (this.closed) return;
+        const batch = this.spool.peek();
+        if (batch.lines.length === 0) break;
+        await this.parts.transport.send(batch.lines.map(parseRecord));
+        this.spool.ack(batch);
+        if (this.failures > 0) {
+          this.parts.logger.warn(
+            `${this.label}: reachable again; sending the ${plural(this.spool.pending.records + batch.lines.length, 'record')} that waited`,
+          );
+          this.failures = 0;
         }
-      } catch (error) {
-        droppedRange = widened(droppedRange, lines);
-        dropped += count;
-        if (problem === undefined) {
-          problem = error as Error;
-          logger.error(`AUDIT: ${label}: cannot write its spool ${spool.dir}: ${(error as Error).message}`);
-        }
-        saveGap();
       }
-      void pump();
-      return kept;
-    },
-    idle() {
-      if (spool.pending.records === 0 || closed) return Promise.resolve();
-      return new Promise((resolve) => idleWaiters.push(resolve));
-    },
-    close() {
-      closed = true;
-      clearTimeout(retryTimer);
-      transport.close();
-      spool.close();
-      settleIdle();
-    },
-  };
+    } catch (error) {
+      this.retryLater(error as Error);
+    } finally {
+      this.sending = false;
+    }
+    this.settleIdle();
+  }
+
+  private retryLater(error: Error): void {
+    this.failures++;
+    const { failures } = this;
+    const { records } = this.spool.pending;
+    // Said once per outage, then again every tenth try, so the log says how much is pending.
+    if (failures === 1 || failures % 10 === 0)
+      this.parts.logger.warn(
+        `${this.label}: cannot send (${error.message}); ${plural(records, 'record')} wait in ${this.spool.dir} and are sent in order when it is back`,
+      );
+    const delay = RETRY_DELAYS_MS[Math.min(failures - 1, RETRY_DELAYS_MS.length - 1)]!;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.pump();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  private settleIdle(): void {
+    if (this.spool.pending.records > 0 && !this.closed) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
 }
 
 /** A gap an earlier run kept with `Spool.saveGap`, or undefined when there is none (or it is unreadable). */
@@ -373,10 +442,7 @@ function markOf(line: string): RecordMark {
 }
 
 /** `range` grown by the record lines `lines` (each ending in a newline), which were not kept. */
-function widened(
-  range: { first: RecordMark; last: RecordMark } | undefined,
-  lines: string,
-): { first: RecordMark; last: RecordMark } {
+function widened(range: DroppedRange | undefined, lines: string): DroppedRange {
   const end = lines.lastIndexOf('\n', lines.length - 2);
   const last = markOf(lines.slice(end + 1));
   return { first: range?.first ?? markOf(lines), last };

@@ -1,0 +1,207 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ListenConfig } from '../config/types.js';
+import type { Logger } from '../core/logger.js';
+import { describePrincipal, principalKey, type Principal } from '../core/principal.js';
+import type { MessageTransport } from '../core/rpc/transport.js';
+import { sendRpcError } from './replies.js';
+import type { SessionIds } from './sessionIds.js';
+import { SessionTransport } from './sessionTransport.js';
+
+/** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
+export interface ServedConnection {
+  readonly beforeWrite: () => void;
+  /** Whether `requestState` continues one of this connection's calls waiting for a host's retry. */
+  continuesCall(requestState: unknown): boolean;
+  /** How long this connection still waits for a host's retry, or undefined if it does not. */
+  retryWindowMs(): number | undefined;
+  /** The `inputSchema` of a tool this connection lists under `name` (its mirrored arguments). */
+  toolInputSchema(name: string): unknown;
+  close(): Promise<void>;
+}
+
+/** JSON-RPC's code for a session the server does not know, as the SDK's clients expect it. */
+const SESSION_NOT_FOUND = -32001;
+
+interface Session {
+  readonly transport: SessionTransport;
+  connection: ServedConnection | undefined;
+  readonly principal: Principal;
+  readonly owner: string;
+  lastSeen: number;
+  /** Open GET streams: a session with one is in use even when no request comes. */
+  streams: number;
+}
+
+export interface SessionTableOptions {
+  readonly listen: ListenConfig;
+  readonly ids: SessionIds;
+  readonly logger: Logger;
+  /** Serves one more host connection; `profile`: the one its path named (`/mcp/<profile>`). */
+  readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
+}
+
+/**
+ * The listener's 2025-11-25 sessions: opening one within the bounds (in all and per principal),
+ * serving a request in the session it names for the principal that owns it, and closing sessions
+ * that the host ended, that went idle, or that are left at shutdown.
+ */
+export class SessionTable {
+  private readonly sessions = new Map<string, Session>();
+  /** Sessions set up but not yet initialized count against the bounds too (by owner). */
+  private starting = 0;
+  private readonly startingBy = new Map<string, number>();
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(private readonly options: SessionTableOptions) {
+    const { sessionIdleMs } = options.listen;
+    // Idle sessions are closed, so a host that went away does not hold a session slot for ever.
+    this.sweep = setInterval(() => this.closeIdle(), Math.max(1000, Math.min(60_000, sessionIdleMs / 4)));
+    this.sweep.unref();
+  }
+
+  /** Serves a request that names session `id`. */
+  async serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    principal: Principal,
+    body: unknown,
+  ): Promise<void> {
+    const { logger } = this.options;
+    const session = this.sessions.get(id);
+    if (session === undefined) {
+      const judged = this.options.ids.judge(id);
+      logger.info(
+        judged === 'other-replica'
+          ? `session ${id.slice(0, 12)}… belongs to another replica (or to this one before a restart): 404, the host initializes again`
+          : judged === 'this-replica'
+            ? `session ${id.slice(0, 12)}… has ended: 404`
+            : `a request named a session id this gateway never issued: 404`,
+      );
+      return sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+    }
+    if (principalKey(principal) !== session.owner) {
+      logger.warn(
+        `${describePrincipal(principal)} used the session of ${describePrincipal(session.principal)}: refused`,
+      );
+      return sendRpcError(res, 403, -32000, 'this session belongs to another principal');
+    }
+    session.lastSeen = Date.now();
+    if (req.method === 'GET') {
+      session.streams++;
+      res.once('close', () => {
+        session.streams--;
+        session.lastSeen = Date.now();
+      });
+    }
+    await session.transport.handle(req, res, body);
+  }
+
+  /** Opens a session with the initialize in `body`, unless a bound refuses it. */
+  async open(
+    req: IncomingMessage,
+    res: ServerResponse,
+    principal: Principal,
+    body: unknown,
+    profile?: string,
+  ): Promise<void> {
+    if (this.refusedByBounds(res, principal)) return;
+    const owner = principalKey(principal);
+    this.countStarting(owner, 1);
+    let session: Session | undefined;
+    const transport = new SessionTransport({
+      sessionId: () => this.options.ids.mint(),
+      onInitialized: (id) => {
+        this.countStarting(owner, -1);
+        session = { transport, connection: undefined, principal, owner, lastSeen: Date.now(), streams: 0 };
+        this.sessions.set(id, session);
+        this.options.logger.info(`session ${id.slice(0, 12)}… opened for ${describePrincipal(principal)}`);
+      },
+      onDeleted: () => void this.end(transport.sessionId, 'the host ended it'),
+      beforeWrite: () => connection.beforeWrite(),
+    });
+    const connection = this.options.connect(transport, principal, profile);
+    await transport.start();
+    try {
+      await transport.handle(req, res, body);
+    } finally {
+      if (session === undefined) {
+        // The initialize was refused by the transport (a batch, a bad request): nothing to keep.
+        this.countStarting(owner, -1);
+        await connection.close();
+      } else session.connection = connection;
+    }
+  }
+
+  /** Stops closing idle sessions (the listener stops accepting). */
+  stopSweeping(): void {
+    clearInterval(this.sweep);
+  }
+
+  /** Closes every session that is left. */
+  async closeAll(): Promise<void> {
+    this.stopSweeping();
+    await Promise.all([...this.sessions.keys()].map((id) => this.end(id, 'the gateway is shutting down')));
+  }
+
+  /** Answers 503 or 429 and says true when a new session for `principal` would pass a bound. */
+  private refusedByBounds(res: ServerResponse, principal: Principal): boolean {
+    const { listen, logger } = this.options;
+    if (this.sessions.size + this.starting >= listen.maxSessions) {
+      logger.warn(`refused a new session: ${listen.maxSessions} are open (listen.maxSessions)`);
+      res.setHeader('Retry-After', '30');
+      sendRpcError(
+        res,
+        503,
+        -32000,
+        `too many sessions (listen.maxSessions is ${listen.maxSessions}); retry later`,
+      );
+      return true;
+    }
+    const { maxSessions: ownLimit } = listen.perPrincipal;
+    if (this.sessionsOf(principalKey(principal)) < ownLimit) return false;
+    // 429, not 503: the gateway has room; this principal has used its share of it, and can
+    // make room itself by ending one of its own sessions.
+    logger.warn(
+      `refused a new session for ${describePrincipal(principal)}: it holds ${ownLimit} (listen.perPrincipal.maxSessions)`,
+    );
+    res.setHeader('Retry-After', '30');
+    sendRpcError(
+      res,
+      429,
+      -32000,
+      `too many sessions for ${describePrincipal(principal)} (listen.perPrincipal.maxSessions is ${ownLimit}); end one of them (DELETE) or retry later`,
+    );
+    return true;
+  }
+
+  private countStarting(owner: string, by: 1 | -1): void {
+    this.starting += by;
+    const left = (this.startingBy.get(owner) ?? 0) + by;
+    if (left > 0) this.startingBy.set(owner, left);
+    else this.startingBy.delete(owner);
+  }
+
+  /** The sessions `owner` holds now, initialized or being set up. */
+  private sessionsOf(owner: string): number {
+    let n = this.startingBy.get(owner) ?? 0;
+    for (const session of this.sessions.values()) if (session.owner === owner) n++;
+    return n;
+  }
+
+  private closeIdle(): void {
+    const { sessionIdleMs } = this.options.listen;
+    const now = Date.now();
+    for (const [id, session] of this.sessions)
+      if (session.streams === 0 && now - session.lastSeen > sessionIdleMs)
+        void this.end(id, `idle for ${Math.round(sessionIdleMs / 1000)} s (listen.sessionIdleTimeout)`);
+  }
+
+  private async end(id: string | undefined, why: string): Promise<void> {
+    const session = id === undefined ? undefined : this.sessions.get(id);
+    if (session === undefined || id === undefined) return;
+    this.sessions.delete(id);
+    this.options.logger.info(`session ${id.slice(0, 12)}… closed: ${why}`);
+    await session.connection?.close();
+  }
+}
