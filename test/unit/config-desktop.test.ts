@@ -115,7 +115,7 @@ describe('Claude Desktop shape (mcpServers, no servers): top-level keys that are
 
 describe('files with servers: unknown top-level keys stay errors', () => {
   const allowed =
-    'allowed keys are: gateway, policies, confirmation, audit, pins, telemetry, rateLimits, listen, auth, catalog, profiles, servers, mcpServers';
+    'allowed keys are: gateway, policies, flow, confirmation, audit, pins, guardrails, telemetry, rateLimits, listen, auth, catalog, profiles, servers, mcpServers';
   it.each<[string, string, string[]]>([
     [
       'the native shape',
@@ -146,7 +146,7 @@ describe('files with servers: unknown top-level keys stay errors', () => {
 
 describe('server entries written for other hosts', () => {
   const allowed =
-    'allowed keys are: type, command, args, env, envFile, cwd, url, headers, oauth, namespace, timeout, maxTimeout, startupTimeout, repair, validateArguments, maxConcurrency, maxQueue, tools, disabled, start, idleTimeout, trusted, shared, sampling, elicitation, instructions, roots';
+    'allowed keys are: type, command, args, env, envFile, cwd, url, headers, oauth, namespace, timeout, maxTimeout, startupTimeout, repair, guardrails, validateArguments, maxConcurrency, maxQueue, tools, disabled, start, idleTimeout, trusted, labels, shared, sampling, elicitation, instructions, roots, sandbox';
 
   it('ignores approval lists under mcpServers with a warning; type and disabled work as written', () => {
     const text = [
