@@ -85,7 +85,12 @@ function writeConfig(name, servers, start) {
       ...(servers === 0 ? { disabled: true } : { start }),
     };
   const file = path.join(work, `${name}.json`);
-  writeFileSync(file, JSON.stringify({ gateway: { startupTimeout: '60s' }, servers: entries }));
+  // Every tool listed, as the figures are about start-up with the whole catalogue (the default
+  // would serve hundreds of tools as a search tool).
+  writeFileSync(
+    file,
+    JSON.stringify({ gateway: { startupTimeout: '60s' }, catalog: { mode: 'all' }, servers: entries }),
+  );
   return file;
 }
 

@@ -88,10 +88,16 @@ process.on('exit', () => {
 const policy = path.join(work, 'bench-policy.yaml');
 writeFileSync(policy, JSON.stringify(BENCH_POLICY, null, 2));
 
-/** warden-full's config as bench/run.mjs writes it: the policy and audit to a file. */
-function fullConfig(name) {
+/**
+ * warden-full's config as bench/run.mjs writes it: the policy and audit to a file. The whole
+ * list is what is measured, so the current build is told to list every tool (`catalog.mode:
+ * all`; its default serves a list this large as a search tool); a base build from before the
+ * catalogue had no such key and lists everything anyway.
+ */
+function fullConfig(name, cli) {
   const file = path.join(work, `${name}.json`);
   const config = {
+    ...(cli === CLI && { catalog: { mode: 'all' } }),
     servers: { bench: { command: NODE, args: [FIXTURE, '--tools', String(TOOLS)] } },
     policies: [policy],
     audit: { file: path.join(work, `${name}-audit.jsonl`) },
@@ -119,7 +125,7 @@ async function start(build) {
   delete env.NODE_OPTIONS;
   const probe = flags.probe ? ['--import', PROBE] : [];
   if (flags.probe) env.WARDEN_MEM_PROBE_DIR = probeDir;
-  const args = [...build.nodeFlags, ...probe, build.cli, '--config', fullConfig(build.name)];
+  const args = [...build.nodeFlags, ...probe, build.cli, '--config', fullConfig(build.name, build.cli)];
   const child = new RpcChild({ label: build.name, command: NODE, args, env });
   live.add(child);
   const t0 = performance.now();
