@@ -65,6 +65,7 @@ export class ConnectionBase {
   protected peer: RpcPeer | undefined;
   protected phase = 'during startup';
   private settle!: (error: Error) => void;
+  private endedWith: Error | undefined;
 
   constructor(readonly what: string) {
     this.ended = new Promise<Error>((resolve) => (this.settle = resolve));
@@ -72,6 +73,9 @@ export class ConnectionBase {
 
   attach(peer: RpcPeer): void {
     this.peer = peer;
+    // Ended before anyone spoke on it (a process spawned ahead that died before the handshake):
+    // the handshake fails now, with why, rather than waiting out its timeout.
+    if (this.endedWith !== undefined) peer.close(this.endedWith);
   }
 
   running(): void {
@@ -80,6 +84,7 @@ export class ConnectionBase {
 
   /** Ends the connection: calls in flight on it fail with `error` at once. */
   end(error: Error): void {
+    this.endedWith ??= error;
     this.peer?.close(error);
     this.settle(error);
   }

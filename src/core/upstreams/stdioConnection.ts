@@ -21,6 +21,8 @@ import {
 /** How long a closed stdout waits for the process's own exit to explain it. */
 const STDOUT_CLOSE_GRACE_MS = 250;
 /** Lines of a child's stderr kept to explain a failed start. */
+/** How long an exit's report waits for the rest of the process's stderr. */
+const STDERR_DRAIN_MS = 200;
 const STDERR_TAIL_LINES = 5;
 /**
  * Lines of a launcher's stderr kept to tell a broken cache (its stack names the cached package's
@@ -110,13 +112,15 @@ class StdioConnection extends ConnectionBase implements UpstreamConnection {
     const { gateway, config } = options;
     this.launcher = config.transport === 'stdio' ? launcherOf(config.command, config.args) : undefined;
     this.launcherOutput = this.launcher === undefined ? undefined : [];
-    createInterface({ input: child.process.stderr }).on('line', (line) => {
+    const stderr = createInterface({ input: child.process.stderr });
+    stderr.on('line', (line) => {
       this.log.info(`stderr: ${line}`);
       this.stderrTail.push(line);
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
       this.launcherOutput?.push(line);
       if ((this.launcherOutput?.length ?? 0) > LAUNCHER_LINES) this.launcherOutput?.shift();
     });
+    const stderrRead = new Promise<void>((resolve) => stderr.once('close', resolve));
     this.transport = new StreamTransport({
       input: child.process.stdout,
       output: child.process.stdin,
@@ -135,7 +139,14 @@ class StdioConnection extends ConnectionBase implements UpstreamConnection {
         () => this.end(new UpstreamFailedError(this.server, `closed its stdout ${this.phase} (${what})`)),
         STDOUT_CLOSE_GRACE_MS,
       ).unref();
-    void child.exited.then(({ code, signal }) => {
+    void child.exited.then(async ({ code, signal }) => {
+      // A process spawned ahead may have exited before this connection began reading its stderr:
+      // its last lines (why it died) are still in the pipe. Read them first, for a moment at most,
+      // since something it started may hold its stderr open.
+      await Promise.race([
+        stderrRead,
+        new Promise((resolve) => setTimeout(resolve, STDERR_DRAIN_MS).unref()),
+      ]);
       const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
       const tail = this.stderrTail.length > 0 ? `; last stderr: ${this.stderrTail.join(' | ')}` : '';
       const broken = this.launcherOutput === undefined ? undefined : brokenCacheHint(this.launcherOutput);
