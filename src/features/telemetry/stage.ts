@@ -181,17 +181,21 @@ function observe(runtime: TelemetryRuntime, stage: StageName | 'forward', messag
   const state = stateOf(message);
   if (state === undefined) return;
   if (state.confirmation !== undefined && stage !== 'confirmation') endConfirmation(message, state);
-  if (!state.decided && message.record.decision !== undefined) {
-    decided(runtime, message, state);
-    // The policy asked for a human: the wait starts now and ends at the next stage (approved)
-    // or when the request ends (declined, unanswered).
-    if (stage === 'confirmation' && message.record.decision.effect === 'confirm' && state.span !== undefined)
-      state.confirmation = tracer?.startSpan(
-        'mcp_warden.confirmation',
-        { kind: api.SpanKind.INTERNAL },
-        state.context,
-      );
-  }
+  if (!state.decided && message.record.decision !== undefined) decided(runtime, message, state);
+  // The policy (or flow control, a stage later) asked for a human: the wait starts as the call
+  // enters confirmation, whichever stage saw the decision first, and ends at the next stage
+  // (approved) or when the request ends (declined, unanswered).
+  if (
+    stage === 'confirmation' &&
+    message.record.decision?.effect === 'confirm' &&
+    state.span !== undefined &&
+    state.confirmation === undefined
+  )
+    state.confirmation = tracer?.startSpan(
+      'mcp_warden.confirmation',
+      { kind: api.SpanKind.INTERNAL },
+      state.context,
+    );
   if (stage === 'concurrencyLimit' && !state.queued) {
     state.queued = true;
     instruments?.queueDepth.add(1, { 'mcp_warden.server': message.server });
