@@ -6,6 +6,7 @@ import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeade
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
+import { RETRY_AFTER_META_KEY } from '../core/rpc/errorsToWire.js';
 import {
   isNotification,
   isResponse,
@@ -346,12 +347,13 @@ class ResponseSink {
     this.res.write(`event: message\ndata: ${text}\n\n`);
   }
 
-  answer(text: string, status: number): void {
+  answer(text: string, status: number, retryAfterSeconds?: number): void {
     if (this.streaming) this.res.end(`event: message\ndata: ${text}\n\n`);
     else {
       this.res.writeHead(status, {
         'Content-Type': 'application/json',
         'Content-Length': Buffer.byteLength(text),
+        ...(retryAfterSeconds !== undefined && { 'Retry-After': String(retryAfterSeconds) }),
       });
       this.res.end(text);
     }
@@ -416,7 +418,12 @@ class StatelessTransport implements MessageTransport {
       const sink = this.sinks.get(outgoing.id);
       if (sink?.open) {
         this.beforeWrite?.();
-        sink.answer(serializeMessage(outgoing), statusOf(outgoing));
+        const retryAfter = retryAfterOf(outgoing);
+        sink.answer(
+          serializeMessage(outgoing),
+          retryAfter === undefined ? statusOf(outgoing) : 429,
+          retryAfter,
+        );
       }
       this.release(outgoing.id, sink);
       return Promise.resolve();
@@ -446,6 +453,18 @@ class StatelessTransport implements MessageTransport {
       );
     sink.finish();
   }
+}
+
+/**
+ * The seconds a rate-limited request should wait (see RETRY_AFTER_META_KEY): a refused tool
+ * call's result carries them in `_meta`, another request's error in `data`. Such an answer is
+ * sent with 429 and Retry-After, as HTTP clients and the proxies before them expect, when no
+ * part of its response has been sent yet.
+ */
+function retryAfterOf(response: JsonRpcResponse): number | undefined {
+  const holder = 'error' in response ? response.error.data : (response.result as { _meta?: unknown })._meta;
+  const seconds = (holder as Record<string, unknown> | undefined)?.[RETRY_AFTER_META_KEY];
+  return typeof seconds === 'number' ? seconds : undefined;
 }
 
 function statusOf(response: JsonRpcResponse): number {

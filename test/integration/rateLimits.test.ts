@@ -15,6 +15,8 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
+import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -61,5 +63,44 @@ describe('rate limits', () => {
     expect(bursts).toHaveLength(1);
     expect(bursts[0]).toMatchObject({ phase: 'begin', rule: 0, rate: '2/hour', server: 'up', tool: 'echo' });
     expect(bursts[0]!.principal).toBeDefined();
+  });
+});
+
+describe('rate limits on the HTTP listener', () => {
+  let gateway: HttpGateway | undefined;
+  afterEach(async () => {
+    await gateway?.stop();
+    gateway = undefined;
+  });
+
+  it('answers a stateless request beyond the limit with 429 and Retry-After, the result saying the same', async () => {
+    gateway = await startHttpGateway(
+      writeConfig({
+        gateway: FAST_GATEWAY,
+        rateLimits: [{ tool: 'echo', rate: '1/hour' }],
+        servers: { up: fixture() },
+      }),
+    );
+    const call = (id: number) =>
+      postRpc(
+        gateway!.url,
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'up__echo', arguments: { text: 'hi' }, _meta: envelope() },
+        },
+        { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'up__echo' },
+      );
+    const first = await call(1);
+    expect(first.status).toBe(200);
+    const refused = await call(2);
+    expect(refused.status).toBe(429);
+    const wait = Number(refused.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(3500);
+    expect(wait).toBeLessThanOrEqual(3600);
+    const result = (JSON.parse(refused.text) as { result: Record<string, unknown> }).result;
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain(`Try again in ${wait} s.`);
   });
 });
