@@ -205,6 +205,9 @@ function fixtureServer(tools) {
  * errors logged. Timeouts cannot be switched off; their defaults (5 min idle, 30 min hard)
  * never fire here, so only their bookkeeping is measured.
  */
+/** Every tool listed, whatever the catalogue's size (see prepareGatewayConfigs). */
+const LIST_ALL = { catalog: { mode: 'all' } };
+
 function bareConfig(tools) {
   return { gateway: BARE_GATEWAY, servers: { bench: { ...fixtureServer(tools), ...BARE_LIMITS } } };
 }
@@ -323,14 +326,32 @@ async function prepareGatewayConfigs(toolCounts, otlpEndpoint) {
       };
     }),
   );
-  const files = { 'warden-bare': {}, 'warden-full': {}, 'warden-traces': {}, 'warden-shipping': {} };
+  // A build with a catalogue serves a list of more than 60 tools as a search tool by default;
+  // what is measured is the whole list, so such a build is asked for it. A build from before
+  // the catalogue (warden-base's, often) has no such key and lists everything anyway.
+  const catalogProbe = path.join(work, 'probe-catalog');
+  mkdirSync(catalogProbe);
+  const listsAll =
+    (await runCheck(writeConfig(catalogProbe, 'candidate', { ...bareConfig(0), ...LIST_ALL }))).code === 0;
+  const files = {
+    'warden-bare': {},
+    'warden-full': {},
+    'warden-base': {},
+    'warden-traces': {},
+    'warden-shipping': {},
+  };
   const written = [];
   for (const tools of toolCounts) {
     const dir = path.join(work, `tools-${tools}`);
     mkdirSync(dir);
-    files['warden-bare'][tools] = writeConfig(dir, 'bare', bareConfig(tools));
-    const full = fullConfig(tools);
-    FULL_EXTRAS.forEach((extra, i) => extras[i].on && extra.apply(full, dir));
+    files['warden-bare'][tools] = writeConfig(dir, 'bare', {
+      ...bareConfig(tools),
+      ...(listsAll && LIST_ALL),
+    });
+    const base = fullConfig(tools);
+    FULL_EXTRAS.forEach((extra, i) => extras[i].on && extra.apply(base, dir));
+    files['warden-base'][tools] = writeConfig(dir, 'base', base);
+    const full = { ...base, ...(listsAll && LIST_ALL) };
     files['warden-full'][tools] = writeConfig(dir, 'full', full);
     if (TELEMETRY) {
       const traces = { ...full, telemetry: { traces: true } };
@@ -410,7 +431,7 @@ function configurations(gatewayFiles, otlpEndpoint) {
         ]
       : []),
     ...(BASELINE_CLI !== undefined
-      ? [gateway('warden-base', { cli: BASELINE_CLI, files: 'warden-full' })]
+      ? [gateway('warden-base', { cli: BASELINE_CLI, files: 'warden-base' })]
       : []),
     ...(MODERN ? [gateway('warden-modern', { files: 'warden-bare', modern: true })] : []),
     {
