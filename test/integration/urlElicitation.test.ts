@@ -85,6 +85,18 @@ describe('a 2025-11-25 host', () => {
 describe('a 2026-07-28 host', () => {
   const URL_MODE = { capabilities: { elicitation: { form: {}, url: {} } } };
 
+  /** The host accepts the URL question `key` and sends the call again, continuing `requestState`. */
+  async function acceptAndRetry(params: Record<string, unknown>, key: string, requestState: unknown) {
+    return modernResult(
+      'tools/call',
+      await modern!.request(
+        'tools/call',
+        { ...params, inputResponses: { [key]: { action: 'accept' } }, requestState },
+        URL_MODE,
+      ),
+    );
+  }
+
   it('whose requests declare URL mode sees the tool, and is asked to open the URL within the call', async () => {
     modern = startModernHost(CLI, config());
     const listed = modernResult('tools/list', await modern.request('tools/list', {}, URL_MODE));
@@ -99,14 +111,7 @@ describe('a 2026-07-28 host', () => {
       method: 'elicitation/create',
       params: { mode: 'url', url: URL_ASKED, elicitationId: 'e-2' },
     });
-    const final = modernResult(
-      'tools/call',
-      await modern.request(
-        'tools/call',
-        { ...params, inputResponses: { [key]: { action: 'accept' } }, requestState: first.requestState },
-        URL_MODE,
-      ),
-    );
+    const final = await acceptAndRetry(params, key, first.requestState);
     expect(textOf(final)).toContain('User completed the URL elicitation flow');
   });
 
@@ -127,14 +132,7 @@ describe('a 2026-07-28 host', () => {
       method: 'elicitation/create',
       params: { mode: 'url', url: 'https://example.com/connect', elicitationId: 'connect-1' },
     });
-    const final = modernResult(
-      'tools/call',
-      await modern.request(
-        'tools/call',
-        { ...params, inputResponses: { [key]: { action: 'accept' } }, requestState: first.requestState },
-        URL_MODE,
-      ),
-    );
+    const final = await acceptAndRetry(params, key, first.requestState);
     expect(textOf(final)).toBe('signed in');
   });
 
