@@ -149,9 +149,18 @@ async function start(name, callgrindOut) {
   const wait = callgrindOut === undefined ? 30_000 : 300_000;
   await deadline(child.request('initialize', JSON.stringify(hello)), wait, `${name} initialize`);
   child.notify('notifications/initialized');
-  await deadline(child.request('tools/list'), wait, `${name} tools/list`);
   // The floors pass the server's names on as they are, but floor-full exposes them as the gateway does.
   const tool = name.startsWith('floor') && name !== 'floor-full' ? 'echo' : 'bench__echo';
+  // The gateway answers the host before its upstream is up (slowly, under valgrind): the tool is
+  // listed once the upstream has started, and calls before that would be refused as too early.
+  const listed = async () => {
+    for (;;) {
+      const { tools } = await child.request('tools/list');
+      if (tools.some((t) => t.name === tool)) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  await deadline(listed(), wait, `${name} tools/list naming ${tool}`);
   return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
 }
 
