@@ -7,7 +7,7 @@ import {
   timeoutLimitsFromConfig,
 } from '../../src/features/timeout/stage.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
-import { compose } from '../../src/core/pipeline/compose.js';
+import { compose, DEPTH } from '../../src/core/pipeline/compose.js';
 import { derive, routedMessage } from '../../src/core/pipeline/routedMessage.js';
 import type { Logger } from '../../src/core/logger.js';
 import { createConfirmationStage } from '../../src/features/confirmation/stage.js';
@@ -16,7 +16,7 @@ import type { Next, RoutedMessage, Stage } from '../../src/core/pipeline/types.j
 import { Outcome } from '../../src/core/rpc/outcome.js';
 
 function makeCall(overrides: Partial<RoutedMessage> = {}): RoutedMessage {
-  return {
+  return routedMessage({
     kind: 'tools/call',
     direction: 'upstream',
     exposedName: 'up__slow',
@@ -30,7 +30,7 @@ function makeCall(overrides: Partial<RoutedMessage> = {}): RoutedMessage {
     onProgress: undefined,
     record: { repairs: [] },
     ...overrides,
-  };
+  });
 }
 
 const ok = Outcome.of({ content: [{ type: 'text', text: 'ok' }] });
@@ -236,7 +236,9 @@ describe('derive', () => {
     expect(made.signal).toBe(old.signal);
     // What the stages write reaches the same audit record.
     expect(made.record).toBe(old.record);
-    expect(Object.getOwnPropertySymbols(made)).toEqual([]);
+    // The old message's own symbol stays behind; the pipeline's depth starts afresh.
+    expect(Object.getOwnPropertySymbols(made)).not.toContain(extra);
+    expect((made as { [DEPTH]?: number })[DEPTH]).toBeUndefined();
     expect('stray' in made).toBe(false);
     expect(Object.keys(made)).toEqual(Object.keys(routedMessage(old)));
   });

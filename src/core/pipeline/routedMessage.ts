@@ -1,3 +1,4 @@
+import { DEPTH } from './compose.js';
 import type { RoutedMessage } from './types.js';
 
 /** The members every routed message is made with; the others may be left out (undefined). */
@@ -14,7 +15,7 @@ export type RoutedMessageFields = Pick<RoutedMessage, Given> & Partial<Omit<Rout
  * An absent `record` is a fresh one.
  */
 export function routedMessage(fields: RoutedMessageFields): RoutedMessage {
-  return {
+  const message: RoutedMessage = {
     kind: fields.kind,
     direction: fields.direction,
     server: fields.server,
@@ -36,6 +37,9 @@ export function routedMessage(fields: RoutedMessageFields): RoutedMessage {
     host: fields.host,
     principal: fields.principal,
   };
+  // Pipeline state, which no copy may carry: see compose.ts.
+  Object.defineProperty(message, DEPTH, { value: undefined, writable: true, enumerable: false });
+  return message;
 }
 
 /**
