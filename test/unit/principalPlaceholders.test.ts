@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { parseConfigText, type Env } from '../../src/config/load.js';
 import type { ServerConfig, StdioServerConfig } from '../../src/config/types.js';
 import { principalId, principalKey, type Principal } from '../../src/core/principal.js';
+import type { Logger } from '../../src/core/logger.js';
 import { forPrincipal } from '../../src/core/upstreams/principalServers.js';
+import { UpstreamPool } from '../../src/core/upstreams/upstreamPool.js';
 import { thrownIssues } from './configIssues.js';
 
 const DIR = path.resolve('/srv/warden');
@@ -209,5 +211,53 @@ describe('${principal.…} in a config', () => {
       `${FILE}:10:12: servers.notes.args[0]: \${principal.claims.sub}: "sub" is not listed in auth.claims, and only the claims listed there are kept of a token; add it to auth.claims`,
       `${FILE}:10:39: servers.notes.args[1]: unknown placeholder "\${principal.name}": the principal's values are \${principal.id}, \${principal.home} or \${principal.claims.NAME} (no default may follow them)`,
     ]);
+  });
+});
+
+describe("a pool of one principal's processes", () => {
+  const quiet = { error() {}, warn() {}, info() {}, debug() {}, child: () => quiet } as unknown as Logger;
+  const config = load([
+    ...TEAM,
+    'servers:',
+    '  notes:',
+    '    command: notes',
+    '    disabled: true',
+    '    args: ["${principal.home}/notes.json"]',
+    '  mail:',
+    '    command: mail',
+    '    args: ["--as", "${principal.claims.email}"]',
+  ]);
+  const poolFor = (principal: Principal) =>
+    new UpstreamPool({
+      config,
+      logger: quiet,
+      clientInfo: { name: 'test', version: '1' },
+      onListsChanged: () => {},
+      principal,
+      homes: HOMES,
+    });
+
+  it('fills in its entries for its principal, and keeps them through a reload that leaves them as they were', async () => {
+    const alice = token('alice', { claims: { email: 'alice@example.com' } });
+    const pool = poolFor(alice);
+    const [notes, mail] = pool.upstreams;
+    expect((notes!.config as StdioServerConfig).args).toEqual([
+      path.join(HOMES, principalId(alice), 'notes.json'),
+    ]);
+    expect((mail!.config as StdioServerConfig).args).toEqual(['--as', 'alice@example.com']);
+    await pool.apply(config.servers, { changed: 'changed', removed: 'removed' });
+    expect(pool.upstreams[0]).toBe(notes);
+    expect(pool.upstreams[1]).toBe(mail);
+    await pool.stop();
+  });
+
+  it('never starts a process whose claim is missing, and says why', async () => {
+    const pool = poolFor(token('bob'));
+    const mail = pool.upstreams[1]!;
+    expect(mail.state).toBe('failed');
+    expect(mail.lastError).toMatch(
+      /its process for bob@https:\/\/idp.example cannot start: \$\{principal.claims.email\} has no value/,
+    );
+    await pool.stop();
   });
 });
