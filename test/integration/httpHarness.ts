@@ -16,7 +16,8 @@ import { CLI, NODE, STATE_ENV, type HostCapabilities } from './harness.js';
  */
 export function suiteIssuer(audience: string): {
   readonly url: () => string;
-  readonly token: (subject: string) => Promise<string>;
+  /** A token for `subject`, carrying `claims` besides. */
+  readonly token: (subject: string, claims?: Readonly<Record<string, unknown>>) => Promise<string>;
 } {
   const server = new OAuth2Server();
   beforeAll(async () => {
@@ -26,9 +27,10 @@ export function suiteIssuer(audience: string): {
   afterAll(() => server.stop());
   return {
     url: () => server.issuer.url!,
-    token: (subject) =>
+    token: (subject, claims = {}) =>
       server.issuer.buildToken({
         scopesOrTransform: (_header, payload) => {
+          Object.assign(payload, claims);
           payload.sub = subject;
           payload.aud = audience;
         },

@@ -150,6 +150,41 @@ const teamConfig = (more: readonly string[]) =>
     ].join('\n'),
   );
 
+describe('claims', () => {
+  it("names a user's file by a claim listed in auth.claims, and refuses an unsafe one, naming server and claim", async () => {
+    const state = realpathSync(tempDir('warden-principals-'));
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      auth: { issuer: issuer.url(), audience: AUDIENCE, claims: ['email'] },
+      servers: { memory: memory({ MEMORY_FILE_PATH: '${principal.home}/${principal.claims.email}.jsonl' }) },
+    });
+    gateway = await startHttpGateway(config, { env: { XDG_STATE_HOME: state } });
+    const connect = async (subject: string, email: string) => {
+      const host = await connectHttpHost(gateway!.url, {
+        token: await issuer.token(subject, { email }),
+        name: `${subject}-host`,
+      });
+      hosts.push(host);
+      return host;
+    };
+    const alice = await connect('alice', 'alice@example.com');
+    await remember(alice, 'alice-secret');
+    const homes = path.join(state, 'mcp-warden', 'principals');
+    const aliceHome = readdirSync(homes).find((f) => f.startsWith('alice-'))!;
+    expect(readdirSync(path.join(homes, aliceHome))).toEqual(['alice@example.com.jsonl']);
+
+    const mallory = await connect('mallory', `../${aliceHome}/alice@example.com`);
+    // What the host is told names the server and the claim; nothing of alice's reaches mallory.
+    const refused = await mallory.client.callTool({ name: 'memory__read_graph', arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(
+      /"memory" is not available: its process for mallory@\S+ cannot start: \$\{principal\.claims\.email\} would be "\.\.\//,
+    );
+    expect(textOf(refused)).not.toContain('alice-secret');
+    expect(readdirSync(homes)).toEqual([aliceHome]);
+  });
+});
+
 describe('where ${principal.…} may stand', () => {
   it('check refuses it in a server that one process runs for everyone, naming file, line and key', async () => {
     const config = teamConfig([
