@@ -9,7 +9,7 @@
  * process fills them in (core/upstreams/principalServers.ts). This module says which names exist
  * and checks, once the config is read, that they stand only where a principal is known.
  */
-import type { PrincipalTemplate, PrincipalTemplates } from './types.js';
+import type { PrincipalTemplate } from './types.js';
 
 export const PRINCIPAL_PREFIX = 'principal.';
 
@@ -43,32 +43,7 @@ export function templateText(template: PrincipalTemplate): string {
     .join('');
 }
 
-/** Whether any of a server's templates uses `field` (`home`, ...). */
-export function templatesUse(templates: PrincipalTemplates, field: string): boolean {
-  return allTemplates(templates).some((template) =>
-    template.some((part) => typeof part !== 'string' && part.principal === field),
-  );
-}
-
-/** Every template of a server, with the key (under the server's entry) it stands at. */
-export function templatesAt(
-  templates: PrincipalTemplates,
-): { readonly key: readonly (string | number)[]; readonly template: PrincipalTemplate }[] {
-  return [
-    ...Object.entries(templates.args).map(([index, template]) => ({
-      key: ['args', Number(index)],
-      template,
-    })),
-    ...Object.entries(templates.env).map(([name, template]) => ({ key: ['env', name], template })),
-    ...(templates.cwd === undefined ? [] : [{ key: ['cwd'], template: templates.cwd }]),
-  ];
-}
-
-function allTemplates(templates: PrincipalTemplates): PrincipalTemplate[] {
-  return templatesAt(templates).map(({ template }) => template);
-}
-
-/** Why a template may not stand in this server, or undefined when it may. */
+/** What decides whether a server's process is started for one principal. */
 export interface PrincipalUse {
   /** The server's name. */
   readonly server: string;
