@@ -159,6 +159,7 @@ async function reloadOnce(options: ConfigReloadOptions): Promise<void> {
       env,
       ...(keychain && { keychain }),
       badServers: 'refuse',
+      listening: options.http !== undefined,
       ...(live.managed && { managed: live.managed }),
     });
     const listening = listenFrom(parsed.config, options.http);

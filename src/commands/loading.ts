@@ -48,6 +48,8 @@ export interface LoadConfigOptions {
   readonly badServers?: 'refuse' | 'mark-failed';
   /** A managed settings file to use instead of the machine's (`check --managed FILE`). */
   readonly managedFile?: string;
+  /** Whether the command line serves over HTTP (`--http`); see `LoadOptions.listening`. */
+  readonly listening?: boolean;
 }
 
 /**
@@ -126,6 +128,7 @@ export async function loadConfigFile(
         env: process.env,
         ...(values && { keychain: values }),
         ...(options.badServers && { badServers: options.badServers }),
+        ...(options.listening !== undefined && { listening: options.listening }),
         ...(under && { managed: under }),
       });
     // An edited file may name secrets the first one did not: they are read afresh.

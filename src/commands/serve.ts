@@ -34,7 +34,10 @@ type LoadedFile = Omit<Loaded, 'policies'>;
 export async function serve({ values, args }: CommandInput): Promise<undefined> {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
   youngGenerationGrowth(false);
-  const loaded = await loadConfigFile(values.config, { badServers: 'mark-failed' });
+  const loaded = await loadConfigFile(values.config, {
+    badServers: 'mark-failed',
+    listening: typeof values.http === 'string',
+  });
   // From the config layer, not the listener's module: a stdio gateway loads no HTTP code.
   const { listenFrom } = await import('../config/team.js');
   const listening = listenFrom(loaded.config, values.http);

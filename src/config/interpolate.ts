@@ -9,6 +9,8 @@
  */
 import { resolveHostVariable, type HostVariableOptions } from './hostVariables.js';
 import { KEYCHAIN_PREFIX, resolveKeychain, type KeychainValues } from './keychain.js';
+import { PRINCIPAL_PREFIX, principalField, templateText } from './principalPlaceholders.js';
+import type { PrincipalTemplate } from './types.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -27,6 +29,18 @@ export interface InterpolateOptions extends HostVariableOptions {
   readonly onVariable?: (name: string, options: { readonly hasDefault: boolean }) => void;
   /** The secrets `${keychain:NAME}` reads, found in the credential store before interpolation. */
   readonly keychain?: KeychainValues;
+  /**
+   * Keep `${principal.id}`, `${principal.home}` and `${principal.claims.NAME}` for the start of a
+   * principal's own process (principalPlaceholders.ts): the string is returned as written, with
+   * its parts in `template`. Without it, such a reference is a problem.
+   */
+  readonly keepPrincipal?: boolean;
+}
+
+/** A string that names the principal, at its key path, as parts (see `expandString`). */
+export interface TemplateFound {
+  readonly path: KeyPath;
+  readonly template: PrincipalTemplate;
 }
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
@@ -43,44 +57,69 @@ const FORMS =
  * is not itself expanded. `${env:NAME:-default}` is the same: the editors have no defaults, but
  * the prefix only says where the value comes from, so the two forms behave alike. Problems are
  * messages; the result is still returned for the caller to discard.
+ *
+ * With `keepPrincipal`, a string naming the principal comes back with `template`: its literal
+ * text (variables already expanded) and principal parts in order, so that a value from the
+ * environment or a `$${` is never read as a placeholder when the process starts. `value` then
+ * shows the references as written.
  */
 export function expandString(
   text: string,
   options: InterpolateOptions,
-): { value: string; problems: string[] } {
+): { value: string; problems: string[]; template?: PrincipalTemplate } {
   const { env } = options;
   const problems: string[] = [];
-  let out = '';
+  const parts: (string | { readonly principal: string })[] = [''];
+  let principal = false;
+  const emit = (literal: string) => {
+    const last = parts.length - 1;
+    const tail = parts[last];
+    if (typeof tail === 'string') parts[last] = tail + literal;
+    else parts.push(literal);
+  };
   let i = 0;
   while (i < text.length) {
     if (text.startsWith('$${', i)) {
-      out += '${';
+      emit('${');
       i += 3;
       continue;
     }
     if (!text.startsWith('${', i)) {
-      out += text[i];
+      emit(text[i]!);
       i += 1;
       continue;
     }
     const close = text.indexOf('}', i + 2);
     if (close === -1) {
       problems.push(`unterminated "\${" in ${JSON.stringify(text.slice(i))}: ${FORMS}`);
-      out += text.slice(i);
+      emit(text.slice(i));
       break;
     }
     const body = text.slice(i + 2, close);
     i = close + 1;
+    if (body.startsWith(PRINCIPAL_PREFIX)) {
+      const found = principalField(body);
+      if ('problem' in found) problems.push(found.problem);
+      else if (options.keepPrincipal !== true)
+        problems.push(
+          `\${${body}} has a value only in a server's args, env or cwd, when its process starts for one principal`,
+        );
+      else {
+        parts.push({ principal: found.field });
+        principal = true;
+      }
+      continue;
+    }
     const host = resolveHostVariable(body, options);
     if (host !== undefined) {
       if ('problem' in host) problems.push(host.problem);
-      else out += host.value;
+      else emit(host.value);
       continue;
     }
     if (body.startsWith(KEYCHAIN_PREFIX)) {
       const secret = resolveKeychain(body, options.keychain);
       if ('problem' in secret) problems.push(secret.problem);
-      else out += secret.value;
+      else emit(secret.value);
       continue;
     }
     const prefix = body.startsWith(ENV_PREFIX) ? ENV_PREFIX : '';
@@ -94,28 +133,32 @@ export function expandString(
     // hasOwn, so `${constructor}` does not find Object.prototype.constructor in a plain env object.
     const value = Object.hasOwn(env, name) ? env[name] : undefined;
     if (fallback !== undefined) {
-      out += value === undefined || value === '' ? fallback : value;
+      emit(value === undefined || value === '' ? fallback : value);
     } else if (value === undefined) {
       problems.push(
         `environment variable "${name}" is not set (use \${${prefix}${name}:-default} to give a default)`,
       );
     } else {
-      out += value;
+      emit(value);
     }
   }
-  return { value: out, problems };
+  const template = parts.filter((part) => part !== '');
+  if (!principal) return { value: parts.join(''), problems };
+  return { value: templateText(template), problems, template };
 }
 
 /** Expands every string in `value`, returning a new tree (the input is not modified). */
 export function interpolate(
   value: unknown,
   options: InterpolateOptions,
-): { value: unknown; problems: InterpolationProblem[] } {
+): { value: unknown; problems: InterpolationProblem[]; templates: TemplateFound[] } {
   const problems: InterpolationProblem[] = [];
+  const templates: TemplateFound[] = [];
   const walk = (node: unknown, path: KeyPath): unknown => {
     if (typeof node === 'string') {
       const result = expandString(node, options);
       for (const message of result.problems) problems.push({ path, message });
+      if (result.template !== undefined) templates.push({ path, template: result.template });
       return result.value;
     }
     if (Array.isArray(node)) return node.map((item, index) => walk(item, [...path, index]));
@@ -125,7 +168,7 @@ export function interpolate(
     }
     return node;
   };
-  return { value: walk(value, []), problems };
+  return { value: walk(value, []), problems, templates };
 }
 
 /**

@@ -21,7 +21,9 @@ import { launcherOf } from '../lib/launchers.js';
 import { deepFreeze } from '../lib/freeze.js';
 import { setAsideHostKeys } from './hostKeys.js';
 import { declaredInputs, workspaceFolder } from './hostVariables.js';
-import { formatKeyPath, interpolate, type Env, type KeyPath } from './interpolate.js';
+import { formatKeyPath, interpolate, type Env, type KeyPath, type TemplateFound } from './interpolate.js';
+import { checkPrincipalTemplates, HOME_CWD, principalTemplatesOf } from './principalTemplates.js';
+import { templateText } from './principalPlaceholders.js';
 import { keychainReferences, readKeychainValues, type KeychainValues } from './keychain.js';
 import type { CredentialStore } from '../lib/credentials/index.js';
 import {
@@ -99,6 +101,14 @@ export interface LoadOptions {
    * when it refers to some).
    */
   readonly credentials?: () => Promise<CredentialStore>;
+  /**
+   * Whether the gateway being started serves hosts over HTTP: true when the command line adds a
+   * listener (`--http`), false when it serves stdio unless the file has `listen:`. Undefined for
+   * the commands that do not serve (`check`, `tools`): a file with `listen:` or `auth:` is then
+   * taken to be served over HTTP. It decides which stdio servers run one process per principal,
+   * and so where `${principal.…}` may stand.
+   */
+  readonly listening?: boolean;
 }
 
 export interface ParseOptions extends LoadOptions {
@@ -167,6 +177,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     configFile: file,
     inputs: declaredInputs(data['inputs']),
     ...(options.keychain && { keychain: options.keychain }),
+    keepPrincipal: true,
   });
   for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
   const managed = options.managed;
@@ -178,6 +189,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     issues.add(problem.path, problem.at, problem.message);
   }
 
+  const top = asRecord(document) ?? {};
   const ctx: Context = {
     file,
     dir: path.dirname(file),
@@ -185,8 +197,18 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     issues,
     locator,
     declaredIn: new Map(),
+    templates: new Map(expanded.templates.map((found) => [formatKeyPath(found.path), found])),
+    used: new Set(),
+    listening: listeningOf(top, options.listening),
   };
-  const normalized = normalize(asRecord(document) ?? {}, ctx);
+  const normalized = normalize(top, ctx);
+  checkPrincipalTemplates(normalized, {
+    templates: expanded.templates,
+    used: (keyPath) => ctx.used.has(formatKeyPath(keyPath)),
+    listening: ctx.listening,
+    declaredIn: (server) => ctx.declaredIn.get(server),
+    add: (keyPath, message) => issues.add(keyPath, 'value', message),
+  });
   const held =
     managed === undefined || normalized.audit === undefined
       ? undefined
@@ -266,6 +288,23 @@ interface Context {
   readonly locator: Locator;
   /** Each server name, and the section (`servers` or `mcpServers`) that declared it first. */
   readonly declaredIn: Map<string, string>;
+  /** The strings that name the principal (`${principal.…}`), by dotted key path. */
+  readonly templates: ReadonlyMap<string, TemplateFound>;
+  /** Those a server entry took as its own (`args`, `env`, `cwd` of a stdio server). */
+  readonly used: Set<string>;
+  /** See `LoadOptions.listening`: true, false, or unknown for a command that does not serve. */
+  readonly listening: boolean | undefined;
+}
+
+/**
+ * Whether hosts are served over HTTP (see `LoadOptions.listening`): the command line's word, or
+ * a `listen:` section; a command that does not serve also takes `auth:` to mean so, since tokens
+ * are checked only by the listener.
+ */
+function listeningOf(data: Data, given: boolean | undefined): boolean | undefined {
+  if (given === true || asRecord(data['listen']) !== undefined) return true;
+  if (given === undefined) return asRecord(data['auth']) !== undefined ? true : undefined;
+  return false;
 }
 
 type Data = Readonly<Record<string, unknown>>;
@@ -731,17 +770,38 @@ function normalizeServer(
   };
 
   if (transport === 'stdio') {
+    const perPrincipal = principalTemplatesOf(
+      {
+        at: at(),
+        args: entry['args'],
+        env: entry['env'],
+        hasCwd: nonEmptyString(entry['cwd']) !== undefined,
+        perPrincipal: ctx.listening === true && !common.shared,
+      },
+      ctx,
+    );
+    const command = typeof entry['command'] === 'string' ? entry['command'] : '';
     const stdio: StdioServerConfig = {
       ...common,
       transport,
-      command: typeof entry['command'] === 'string' ? entry['command'] : '',
+      // A per-principal process works in its principal's folder: a relative program path
+      // still means the one beside the config, where it would run without a listener.
+      command:
+        perPrincipal?.cwd === HOME_CWD && /[\\/]/.test(command)
+          ? path.resolve(ctx.workspace, command)
+          : command,
       args: strings(entry['args']),
       env: serverEnv(ctx, at('envFile'), entry['envFile'], stringMap(entry['env'])),
       ...(typeof entry['envFile'] === 'string' &&
         entry['envFile'] !== '' && { envFile: path.resolve(ctx.dir, entry['envFile']) }),
-      // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`.
-      cwd: resolveCwd(ctx, entry['cwd'], ctx.workspace),
+      // The editors start a server without `cwd` in the workspace folder, not in `.vscode/`. A
+      // cwd naming the principal is resolved when its process starts.
+      cwd:
+        perPrincipal?.cwd === undefined
+          ? resolveCwd(ctx, entry['cwd'], ctx.workspace)
+          : templateText(perPrincipal.cwd),
       ...sandboxSetting(ctx, at('sandbox'), entry['sandbox'], inherited.gateway.sandbox),
+      ...(perPrincipal && { perPrincipal }),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;

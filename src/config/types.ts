@@ -221,6 +221,12 @@ interface ServerCommon {
    * never started, listed as blocked, audited as `server_blocked`.
    */
   readonly blockedByManaged?: string;
+  /**
+   * Why this server's process cannot start for the principal its entry was resolved for (a claim
+   * its `${principal.claims.NAME}` needs is missing or unsafe): never started, reported failed.
+   * Set only on an entry resolved for one principal, never by loading.
+   */
+  readonly cannotStart?: string;
 }
 
 /**
@@ -258,6 +264,34 @@ export interface StdioServerConfig extends ServerCommon {
    * A platform that cannot sandbox never starts it unsandboxed: it fails to start instead.
    */
   readonly sandbox?: SandboxConfig;
+  /**
+   * The strings of `args`, `env` and `cwd` that name the principal (`${principal.id}`,
+   * `${principal.home}`, `${principal.claims.NAME}`), as parts: they are filled in when a
+   * principal's own process starts. The plain `args`, `env` and `cwd` show them as written.
+   * Present only on a server that runs one process per principal; a per-principal server whose
+   * entry gives no `cwd` gets `${principal.home}` here.
+   */
+  readonly perPrincipal?: PrincipalTemplates;
+  /**
+   * The principal's private folder, made (mode 0700) before the process starts, when the entry
+   * resolved for one principal uses it. Set only on such an entry, never by loading.
+   */
+  readonly principalHome?: string;
+}
+
+/**
+ * One string that names the principal: literal text and the principal's values, in order. A value
+ * part is `id`, `home` or `claims.NAME`.
+ */
+export type PrincipalTemplate = readonly (string | { readonly principal: string })[];
+
+/** Which strings of a stdio entry name the principal (see `StdioServerConfig.perPrincipal`). */
+export interface PrincipalTemplates {
+  /** By index into `args`. */
+  readonly args: Readonly<Record<number, PrincipalTemplate>>;
+  /** By variable name. */
+  readonly env: Readonly<Record<string, PrincipalTemplate>>;
+  readonly cwd?: PrincipalTemplate;
 }
 
 export interface HttpServerConfig extends ServerCommon {

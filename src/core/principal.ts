@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 
 /**
@@ -70,6 +71,31 @@ export function tokenPrincipal(
  */
 export function principalKey(principal: Principal): string {
   return `${principal.source}\u0000${principal.issuer ?? principal.hostname ?? ''}\u0000${principal.subject}`;
+}
+
+/** How much of the subject an id keeps readable. */
+const READABLE_LENGTH = 32;
+
+/**
+ * A name for a principal that is safe as one path segment, an argument or a variable's value
+ * (`${principal.id}`): the subject made readable (lower case; letters, digits, `.`, `_` and `-`,
+ * any other run of characters as one `_`, starting with a letter or digit, at most 32
+ * characters), a `-`, and the first 16 hex digits of the SHA-256 of `principalKey` (the
+ * subject within its issuer or machine). The readable part may be the same for two principals
+ * (`Alice` and `alice`, or one subject at two issuers); the hash tells them apart, so two
+ * principals share an id only if 64 bits of SHA-256 collide. Stable: the same token subject
+ * from the same issuer gets the same id (and folder) after a restart and on every replica.
+ */
+export function principalId(principal: Principal): string {
+  const readable =
+    principal.subject
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '_')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, READABLE_LENGTH)
+      .replace(/[^a-z0-9]+$/, '') || 'principal';
+  const hash = createHash('sha256').update(principalKey(principal)).digest('hex').slice(0, 16);
+  return `${readable}-${hash}`;
 }
 
 /** How a principal reads in a log line or a report: `alice@https://idp.example`, `bob@laptop`. */

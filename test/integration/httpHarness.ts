@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll } from 'vitest';
-import { CLI, NODE, type HostCapabilities } from './harness.js';
+import { CLI, NODE, STATE_ENV, type HostCapabilities } from './harness.js';
 
 /**
  * An OAuth issuer (oauth2-mock-server) on 127.0.0.1, started before the suite that calls this and
@@ -16,7 +16,8 @@ import { CLI, NODE, type HostCapabilities } from './harness.js';
  */
 export function suiteIssuer(audience: string): {
   readonly url: () => string;
-  readonly token: (subject: string) => Promise<string>;
+  /** A token for `subject`, carrying `claims` besides. */
+  readonly token: (subject: string, claims?: Readonly<Record<string, unknown>>) => Promise<string>;
 } {
   const server = new OAuth2Server();
   beforeAll(async () => {
@@ -26,9 +27,10 @@ export function suiteIssuer(audience: string): {
   afterAll(() => server.stop());
   return {
     url: () => server.issuer.url!,
-    token: (subject) =>
+    token: (subject, claims = {}) =>
       server.issuer.buildToken({
         scopesOrTransform: (_header, payload) => {
+          Object.assign(payload, claims);
           payload.sub = subject;
           payload.aud = audience;
         },
@@ -56,7 +58,8 @@ export async function startHttpGateway(
   options: { readonly address?: string; readonly env?: Record<string, string> } = {},
 ): Promise<HttpGateway> {
   const child = spawn(NODE, [CLI, '--config', configFile, '--http', options.address ?? '127.0.0.1:0'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    // State (listings, each principal's own folder) in a temporary folder, never the real HOME's.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...STATE_ENV, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -9,6 +9,7 @@ import { spawnChild, type ChildHandle, type CommandWrapper } from '../transports
 import type { OversizeLine } from '../transports/lineDecoder.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import { stdioSpawnOptions } from './childEnvironment.js';
+import { makePrincipalHome } from './principalServers.js';
 import {
   ConnectionBase,
   describeTarget,
@@ -61,6 +62,7 @@ export class StdioConnections implements ConnectionFactory {
     this.spawned = undefined;
     let child: ChildHandle;
     try {
+      if (config.principalHome !== undefined) await makePrincipalHome(config.principalHome);
       child = await (spawned ?? spawnChild(stdioSpawnOptions(config, this.options.wrap)));
     } catch (error) {
       throw new UpstreamFailedError(config.name, `failed to start (${what}): ${describeError(error)}`);

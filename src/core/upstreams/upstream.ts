@@ -510,6 +510,8 @@ function neverStarted(config: ServerConfig): { state: UpstreamState; error?: str
   // Its config entry cannot be used: never started, reported failed with the reason.
   if (config.failedAtLoad !== undefined)
     return { state: 'failed', error: `its config entry has problems: ${config.failedAtLoad}` };
+  // Its entry cannot be filled in for the principal it would run for (a missing or unsafe claim).
+  if (config.cannotStart !== undefined) return { state: 'failed', error: config.cannotStart };
   return undefined;
 }
 
@@ -524,6 +526,8 @@ function unavailableReason({ state, lastError, config }: Upstream): string {
         return `it is blocked by managed settings: ${config.blockedByManaged}; only an administrator of this machine can allow it`;
       if (config.failedAtLoad !== undefined)
         return `its config entry has problems: ${config.failedAtLoad}; fix the entry (${entry}) and restart the gateway`;
+      if (config.cannotStart !== undefined)
+        return `${config.cannotStart}; the entry (${entry}) or the identity provider's claims must change for it to start`;
       return `it failed and will not be restarted until the gateway restarts (last error: ${lastError ?? 'unknown'}); fix the server, then restart the gateway (reconnect the host's MCP server)`;
     case 'restarting':
       return `it is restarting after: ${lastError ?? 'a failure'}; try again shortly`;

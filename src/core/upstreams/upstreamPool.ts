@@ -5,6 +5,8 @@ import type { EarlyStart } from './earlySpawn.js';
 import type { ListKind, Upstream, UpstreamOptions } from './upstream.js';
 import { createUpstream } from './createUpstream.js';
 import type { UpstreamSignIn } from './signIn.js';
+import { osPrincipal } from '../principal.js';
+import { forPrincipal, principalHomes } from './principalServers.js';
 
 /** What every upstream shares: the router's hooks and the gateway's identity. */
 export type UpstreamPoolOptions = {
@@ -17,6 +19,11 @@ export type UpstreamPoolOptions = {
   readonly signInFor?: (server: ServerConfig) => UpstreamSignIn | undefined;
   /** What runs `server`'s command confined, when its entry asks for a sandbox. */
   readonly wrapFor?: (server: ServerConfig) => CommandWrapper | undefined;
+  /**
+   * Where each principal's own folder (`${principal.home}`) is made; default `principalHomes()`.
+   * An entry that names the principal is filled in for `principal` (else the local user).
+   */
+  readonly homes?: string;
   /**
    * `onListsChanged` in two halves, for lists that change while the pool starts many upstreams
    * at once (lazy servers listed from their kept listings): each upstream's lists are reviewed
@@ -85,8 +92,18 @@ export class UpstreamPool implements PoolView {
     return this.index;
   }
 
-  /** An upstream of this pool for `server`, taking over the process spawned ahead for it if any. */
-  private make(server: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
+  /**
+   * `server` as this pool runs it: an entry naming the principal filled in for the pool's
+   * principal (see principalServers.ts). Others are returned as they are.
+   */
+  private resolve(server: ServerConfig): ServerConfig {
+    if (server.transport !== 'stdio' || server.perPrincipal === undefined) return server;
+    const { principal, homes } = this.options;
+    return forPrincipal(server, principal ?? osPrincipal(), homes ?? principalHomes());
+  }
+
+  /** An upstream of this pool for `entry`, taking over the process spawned ahead for it if any. */
+  private make(entry: ServerConfig, spawned?: Promise<ChildHandle>): Upstream {
     const {
       config,
       early: _early,
@@ -94,8 +111,10 @@ export class UpstreamPool implements PoolView {
       signInFor,
       wrapFor,
       batchLists: _b,
+      homes: _homes,
       ...shared
     } = this.options;
+    const server = this.resolve(entry);
     const signIn = signInFor?.(server);
     const wrap = wrapFor?.(server);
     return createUpstream(
@@ -145,7 +164,7 @@ export class UpstreamPool implements PoolView {
     const kept = new Set<Upstream>();
     this.list = servers.map((server) => {
       const was = this.index.get(server.name);
-      if (was !== undefined && sameServer(was.config, server)) {
+      if (was !== undefined && sameServer(was.config, this.resolve(server))) {
         kept.add(was);
         return was;
       }
