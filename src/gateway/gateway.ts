@@ -8,7 +8,7 @@ import { loggedDefinitions } from '../core/catalog/servedDefinitions.js';
 import type { LifecycleEvent } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import type { RoutedMessage } from '../core/pipeline/types.js';
-import { osPrincipal, type Principal } from '../core/principal.js';
+import { osPrincipal, principalKey, type Principal } from '../core/principal.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
@@ -17,7 +17,7 @@ import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
-import { createListingCache } from '../features/pins/listingCache.js';
+import { createListingCache, principalListingCache } from '../features/pins/listingCache.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
@@ -229,6 +229,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     lists,
     servers: () => state.servers,
     listings: createListingCache(config, { logger }),
+    principalListings: (who) => principalListingCache(config, { logger, principalKey: principalKey(who) }),
     wrapFor: sandboxes.wrapFor,
   });
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
