@@ -26,6 +26,7 @@ import { createSandboxes, type Sandboxes } from '../features/sandbox/index.js';
 import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
 import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
+import type { RunningUpstreams } from './liveState.js';
 import {
   buildFeatures,
   managedPipeline,
@@ -91,10 +92,14 @@ export interface GatewayOptions {
    * user-only file (lib/credentials), opened when an HTTP server first asks for a sign-in.
    */
   readonly credentials?: () => Promise<CredentialStore>;
+  /** Called when an upstream's state or lists change: `Gateway.running` then says how. */
+  readonly onUpstreamState?: () => void;
 }
 
 export interface Gateway {
   readonly pool: UpstreamPool;
+  /** The upstreams running now, shared and per principal (for the live state file). */
+  running(): RunningUpstreams;
   readonly tools: NamedCatalog<Tool>;
   /**
    * Serves one more host connection (an HTTP session) made by `principal`, beside the one given
@@ -225,6 +230,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
       ...(signInFor && { signInFor }),
       ...(upstreamAuth && { authorizationFor: upstreamAuth.authorizationFor }),
+      ...(options.onUpstreamState && { onUpstreamState: options.onUpstreamState }),
     },
     lists,
     servers: () => state.servers,
@@ -283,6 +289,13 @@ function gatewayOf(
   const { connect, watchers, relist } = made;
   return {
     pool: upstreams.pool,
+    running: () => ({
+      shared: upstreams.pool.upstreams,
+      principals: (upstreams.principalPools?.all ?? []).map((view) =>
+        view.upstreams.filter((u) => view.ownsServer(u.name)),
+      ),
+      names: state.servers.map((s) => s.name),
+    }),
     tools: upstreams.main.catalogs.tools,
     connect: (transport, who, connectOptions) => {
       const connection = connect(transport, who, connectOptions);
