@@ -65,7 +65,7 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
   const warningText = warnings.length === 0 ? '' : `; ${plural(warnings.length, 'warning')}`;
   const ok = colour.out.green('ok');
   process.stdout.write(
-    `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${await sandboxLines(config, policies)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
+    `${warningLines(warnings, colour.out)}${layersLine(config, managed)}${await sandboxLines(config, policies)}${await lazyLines(config)}${config.file}: ${ok} (${plural(config.servers.length, 'server')}, ${enabled} enabled; ${policyText}${warningText})\n`,
   );
   return undefined;
 }
@@ -79,6 +79,41 @@ async function sandboxLines(config: WardenConfig, policies: PolicyRules): Promis
     .map((server) => ({ server, grants: grantsOf(server, policies) }))
     .filter(({ grants }) => grants !== undefined)
     .map(({ server, grants }) => `server ${server.name}: sandboxed: ${describeGrants(grants!)}\n`)
+    .join('');
+}
+
+/**
+ * For each lazy server that would start, whether serving lists it from its cached listing
+ * (read as serving reads it) or starts it once to be listed.
+ */
+async function lazyLines(config: WardenConfig): Promise<string> {
+  const lazy = config.servers.filter(
+    (s) =>
+      s.start === 'lazy' && !s.disabled && s.failedAtLoad === undefined && s.blockedByManaged === undefined,
+  );
+  if (lazy.length === 0) return '';
+  const [{ createListingCache }, { createLogger }, { agoOf }] = await Promise.all([
+    import('../features/pins/listingCache.js'),
+    import('../core/logger.js'),
+    import('../lib/age.js'),
+  ]);
+  const cache = createListingCache(config, { logger: createLogger({ level: 'error' }) });
+  const starts = 'it would start once to be listed';
+  return lazy
+    .map((server) => {
+      const found = cache.look(server);
+      const said = `server ${server.name}: start: lazy, `;
+      if (found.listing !== undefined) {
+        const tools = found.listing.lists?.tools.length ?? 0;
+        const at = found.listing.keptAt === undefined ? '' : ` of ${agoOf(found.listing.keptAt)}`;
+        return `${said}listed from its cached listing${at} (${plural(tools, 'tool')}) without starting\n`;
+      }
+      if (found.missing === 'changed')
+        return `${said}its entry or package changed since its cached listing: ${starts} again\n`;
+      if (found.missing === 'unreadable')
+        return `${said}its cached listing cannot be used (${found.warnings.join('; ')}): ${starts}\n`;
+      return `${said}no cached listing yet: ${starts}\n`;
+    })
     .join('');
 }
 

@@ -104,12 +104,15 @@ export function progressHooks(
   };
 }
 
-/** Tells `progress` which servers cannot start at all, and which are starting now. */
+/**
+ * Tells `progress` which servers cannot start at all, and which are starting now (before or just
+ * after the pool's start: a lazy server listed from its cached listing is asleep, not starting).
+ */
 export function announceStart(upstreams: readonly Upstream[], progress: StartupProgress): void {
   for (const u of upstreams) if (u.state === 'failed') progress.failed(u.name, u.lastError ?? 'failed');
   progress.starting(
     upstreams
-      .filter((u) => u.state === 'idle')
+      .filter((u) => u.state === 'idle' || u.state === 'connecting')
       .map((u) => {
         const launcher =
           u.config.transport === 'stdio' ? launcherOf(u.config.command, u.config.args) : undefined;

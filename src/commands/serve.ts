@@ -17,6 +17,7 @@ import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
 import type { ClosableLogger } from '../core/logger.js';
 import type { StreamTransport } from '../core/transports/streamTransport.js';
 import type { Gateway } from '../gateway/gateway.js';
+import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
@@ -66,6 +67,8 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
   const host = await hostTransport(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
+  // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
+  const stateFile: { state?: LiveStateWriter } = {};
   const gateway = createGateway({
     config,
     policies,
@@ -81,7 +84,13 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     ...(pins && { pins }),
     ...(telemetry && { telemetry }),
     session,
+    onUpstreamState: () => stateFile.state?.changed(),
   });
+  const { writeLiveState } = await import('../gateway/liveState.js');
+  const liveState = writeLiveState({ configFile: config.file, running: () => gateway.running(), logger });
+  stateFile.state = liveState;
+  // However the process ends short of SIGKILL, the file goes with it.
+  process.on('exit', () => liveState.close());
   // What both kinds of edit (of the config file, of managed.yaml) start from.
   const live: LiveConfig = { text: loaded.text, config, managed: loaded.managed };
   const managedWatcher =

@@ -11,6 +11,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigIssue } from '../config/issues.js';
 import type { ManagedSettings } from '../config/managed.js';
 import type { ServerConfig, WardenConfig } from '../config/types.js';
+import { formatDuration } from '../config/duration.js';
+import type { LiveServer, readLiveStates } from '../gateway/liveState.js';
+import { describeAge } from '../lib/age.js';
 import { plural } from '../lib/plural.js';
 import { editServers, writeAtomically, type ServerEntry, type ServersEdit } from './configEdit.js';
 import { loadConfigFile, loadManaged } from './loading.js';
@@ -287,6 +290,8 @@ export interface ServerRow {
   readonly settings: Readonly<Record<string, unknown>>;
   /** What the audit log and the pins file last recorded: not live. */
   readonly lastKnown: LastKnown;
+  /** Its state in each gateway serving this config now, by the gateway's pid. */
+  readonly live: readonly (LiveServer & { readonly gateway: number })[];
 }
 
 export interface LastKnown {
@@ -310,6 +315,8 @@ async function list(file: string, json: boolean): Promise<number> {
   const audit =
     config.audit?.file === undefined ? new Map<string, LastKnown>() : lastEvents(config.audit.file);
   const pinned = await pinCounts(config);
+  const { readLiveStates } = await import('../gateway/liveState.js');
+  const gateways = readLiveStates(config.file);
   const rows = config.servers.map((server): ServerRow => {
     const entry = raw.entry(server.name) ?? {};
     const settings = Object.fromEntries(
@@ -324,10 +331,50 @@ async function list(file: string, json: boolean): Promise<number> {
       ...(problemOf(server) !== undefined && { problem: problemOf(server)! }),
       settings,
       lastKnown: { ...audit.get(server.name), ...(count !== undefined && { pinned: count }) },
+      live: gateways.running.flatMap((g) =>
+        g.servers.filter((s) => s.name === server.name).map((s) => ({ ...s, gateway: g.pid })),
+      ),
     };
   });
-  await print(json ? `${JSON.stringify({ file, servers: rows }, null, 2)}\n` : formatRows(rows, config));
+  const gatewayFacts = {
+    gateways: gateways.running.map(({ pid, startedAt, updatedAt }) => ({ pid, startedAt, updatedAt })),
+    stale: gateways.stale.map(({ pid, updatedAt }) => ({ pid, updatedAt })),
+  };
+  await print(
+    json
+      ? `${JSON.stringify({ file, servers: rows, ...gatewayFacts }, null, 2)}\n`
+      : formatRows(rows, config, gateways),
+  );
   return 0;
+}
+
+/** A server's state in one gateway, as a line: `gateway 812: running since 09:01:02 (5 min), pid 830, 12 tools`. */
+function liveLine(server: ServerRow['live'][number], now: number): string {
+  const since = new Date(server.since);
+  const parts = [
+    `gateway ${server.gateway}: ${server.state} since ${since.toLocaleTimeString('en-GB')} (${describeAge(now - since.getTime())})`,
+    ...(server.pid === undefined ? [] : [`pid ${server.pid}`]),
+    ...(server.processes === undefined ? [] : [plural(server.processes, 'process', 'processes')]),
+    plural(server.tools, 'tool'),
+    ...(server.lazy ? ['lazy'] : []),
+    ...(server.idleTimeoutMs === undefined
+      ? []
+      : [`idle stop after ${formatDuration(server.idleTimeoutMs)}`]),
+  ];
+  const error = server.lastError === undefined ? '' : `; last error: ${server.lastError}`;
+  return `    ${parts.join(', ')}${error}`;
+}
+
+/** What the live lines come from, or why there are none. */
+function liveFooter(gateways: ReturnType<typeof readLiveStates>): string {
+  if (gateways.running.length > 0) {
+    const pids = gateways.running.map((g) => g.pid).join(', ');
+    return ` Live state from the ${gateways.running.length === 1 ? 'gateway' : 'gateways'} serving it now (pid ${pids}).`;
+  }
+  const stale = gateways.stale.map((g) => g.pid);
+  return stale.length === 0
+    ? ' No gateway running for this config; showing the config only.'
+    : ` No gateway running for this config; showing the config only (the live state left by pid ${stale.join(', ')} is stale: that gateway is gone).`;
 }
 
 function target(server: ServerConfig): Pick<ServerRow, 'command' | 'args' | 'url'> {
@@ -340,7 +387,12 @@ function problemOf(server: ServerConfig): string | undefined {
   return undefined;
 }
 
-function formatRows(rows: readonly ServerRow[], config: WardenConfig): string {
+function formatRows(
+  rows: readonly ServerRow[],
+  config: WardenConfig,
+  gateways: ReturnType<typeof readLiveStates>,
+): string {
+  const now = Date.now();
   const lines: string[] = [];
   for (const row of rows) {
     const what =
@@ -350,6 +402,7 @@ function formatRows(rows: readonly ServerRow[], config: WardenConfig): string {
     if (row.problem !== undefined) lines.push(`    ${row.problem}`);
     const settings = Object.entries(row.settings).map(([k, v]) => `${k}: ${String(v)}`);
     if (settings.length > 0) lines.push(`    ${settings.join(', ')}`);
+    for (const live of row.live) lines.push(liveLine(live, now));
     const known = row.lastKnown;
     if (known.tools !== undefined)
       lines.push(`    last known: ${plural(known.tools, 'tool')} when it started at ${known.startedAt}`);
@@ -362,7 +415,8 @@ function formatRows(rows: readonly ServerRow[], config: WardenConfig): string {
     `${plural(rows.length, 'server')} in ${config.file}.` +
       (sources.length === 0
         ? ' No audit log or pins file is configured, so nothing is known of their tools or errors; mcp-warden tools starts them and shows both.'
-        : ` "Last known" is what ${sources.join(' and ')} recorded, not their state now; mcp-warden tools shows it live.`),
+        : ` "Last known" is what ${sources.join(' and ')} recorded, not their state now.`) +
+      liveFooter(gateways),
   );
   return `${lines.join('\n')}\n`;
 }

@@ -21,9 +21,10 @@ FILE.bak. A gateway serving the file applies the edit when it reloads its config
   disable NAME               keep its entry but do not start it (disabled: true)
   enable NAME                start it again (removes disabled)
   list                       every server: transport, command or URL, enabled, start-up
-                             settings, and the tools and last error last recorded (from the
-                             audit log and the pins file: last known, not live; mcp-warden
-                             tools shows them live)
+                             settings, the tools and last error last recorded (audit log,
+                             pins file), and its live state in each gateway serving the
+                             config now (running, asleep, starting, needs sign-in, failed;
+                             pid, tools, since when); a gateway that is gone is called stale
     --json                   as JSON
 
 Exit codes: 0 done (or nothing to change); 2 bad usage, an unknown server, or an edit that was

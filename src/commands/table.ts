@@ -76,13 +76,15 @@ or pins file (nothing is started).`,
     help: `Usage: mcp-warden check --config FILE [--live] [--managed FILE]
 
 Validates the config file, its policy files and its pins file without starting any server.
-Every problem is printed as FILE:LINE:COLUMN: KEY: message. Policy rules that can never match
+For each server with start: lazy it says whether its cached listing is valid (it is then listed
+without starting) or it would start once to be listed. Every problem is printed as FILE:LINE:COLUMN: KEY: message. Policy rules that can never match
 are errors: a server glob that names no configured server, a tool or prompt glob written as the
 name the host sees (fs__read_file) instead of the server's own (read_file). Warnings (ignored
 keys, a stdio command not found on PATH) are printed too but do not fail the check.
 
-  --live     also start the servers (as tools does) and warn about tool, prompt and resource
-             globs that match nothing they offer, and about tools no rule decides
+  --live     also start the servers (as tools --live does, lazy ones too) and warn about tool,
+             prompt and resource globs that match nothing they offer, and about tools no rule
+             decides
   --managed FILE
              check against this managed settings file instead of the machine's (to try one
              before rolling it out); the layers in force are printed either way
@@ -94,18 +96,22 @@ Exit codes: 0 valid (warnings allowed); 2 invalid, with every problem on stderr.
   {
     name: 'tools',
     summary: `  mcp-warden tools --config FILE      start the upstreams, print the merged tool catalog, exit`,
-    help: `Usage: mcp-warden tools --config FILE [--json]
+    help: `Usage: mcp-warden tools --config FILE [--live] [--json]
 
-Starts the upstream servers as serving would, waits for them (up to gateway.startupTimeout),
-prints the merged tool catalog as the host would see it, and stops them. On a terminal,
-progress goes to stderr while the servers start. Each server that is not ready is listed with
-why; tools the policy hides and tools blocked by their pin are counted.
+Starts the upstream servers as serving would, waits for them (each up to its startupTimeout),
+prints the merged tool catalog as the host would see it, and stops them. A server with
+start: lazy that has a valid cached listing is not started: its tools are listed from that
+listing and it is marked cached, with the listing's age. On a terminal, progress goes to stderr
+while the servers start. Each server that is not ready is listed with why; tools the policy
+hides and tools blocked by their pin are counted.
 
+  --live     start lazy servers too, and keep their fresh listing as the cached one
   --json     the catalog as JSON
 
-Exit codes: 0 every enabled server is ready; 1 some server failed or was still starting;
+Exit codes: 0 every enabled server is ready (or listed from its cached listing); 1 some server
+failed or was still starting;
 2 an invalid config, policy or pins file.`,
-    options: { config: CONFIG, json: { type: 'boolean' } },
+    options: { config: CONFIG, json: { type: 'boolean' }, live: { type: 'boolean' } },
     run: async (input) => (await import('./toolsCommand.js')).runTools(input),
   },
   {

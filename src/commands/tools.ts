@@ -9,7 +9,9 @@ import { plural } from '../lib/plural.js';
 import { paletteFor, type Palette } from '../lib/colour.js';
 import type { Logger } from '../core/logger.js';
 import { UpstreamPool } from '../core/upstreams/upstreamPool.js';
-import type { UpstreamState } from '../core/upstreams/upstream.js';
+import type { Upstream } from '../core/upstreams/upstream.js';
+import type { ListingStore } from '../core/upstreams/startPolicy.js';
+import { agoOf } from '../lib/age.js';
 import type { Feature } from '../core/routing/feature.js';
 import { visible } from '../gateway/features.js';
 import { announceStart, progressHooks, type StartupProgress } from './progress.js';
@@ -23,9 +25,14 @@ export interface CatalogListing {
   }[];
   readonly servers: readonly {
     readonly name: string;
-    /** `unavailable`: still connecting or restarting when the startup deadline passed. */
-    readonly state: 'ready' | 'failed' | 'disabled' | 'unavailable';
+    /**
+     * `unavailable`: still connecting or restarting when the startup deadline passed. `cached`:
+     * a lazy server listed from its cached listing, not started.
+     */
+    readonly state: 'ready' | 'failed' | 'disabled' | 'unavailable' | 'cached';
     readonly tools: number;
+    /** For a `cached` server: when its listing was kept (ISO 8601). */
+    readonly cachedAt?: string;
     readonly error?: string;
     /** The protocol era the server speaks (known once it connected), and its version. */
     readonly era?: 'legacy' | 'modern';
@@ -51,8 +58,10 @@ export interface DefinitionFindings {
   readonly leftOut: readonly { readonly server: string; readonly tool: string; readonly reason: string }[];
 }
 
-function summarize(state: UpstreamState): CatalogListing['servers'][number]['state'] {
+function summarize(upstream: Upstream): CatalogListing['servers'][number]['state'] {
+  const { state } = upstream;
   if (state === 'ready' || state === 'disabled' || state === 'failed') return state;
+  if (state === 'asleep' && upstream.cachedListingAt !== undefined) return 'cached';
   return 'unavailable';
 }
 
@@ -81,6 +90,12 @@ export async function collectTools(options: {
   definitions?: 'upstream' | 'served';
   /** The policies in force, which `sandbox: auto` derives grants from. */
   policies?: PolicyRules;
+  /**
+   * The listings kept between runs: a lazy server with one is listed from it and not started
+   * (reported `cached`), and a server that starts keeps its listing there. Without it, every
+   * server starts.
+   */
+  listings?: ListingStore;
 }): Promise<CollectedTools> {
   const { config, logger, listed, progress } = options;
   // Servers are started as serving would start them: a sandboxed one in its sandbox.
@@ -103,6 +118,7 @@ export async function collectTools(options: {
     clientInfo: { name: 'mcp-warden', version: options.version },
     ...(progress && progressHooks(progress)),
     wrapFor: sandboxes.wrapFor,
+    ...(options.listings && { listings: options.listings }),
     onListsChanged: () =>
       void rebuildCatalogs({ tools: catalog }, pool.upstreams, ['tools'], {
         ...(listed !== undefined && { listed }),
@@ -111,9 +127,11 @@ export async function collectTools(options: {
         }),
       }),
   });
-  if (progress !== undefined) announceStart(pool.upstreams, progress);
   try {
-    await pool.startEach();
+    const started = pool.startEach();
+    // After the start began: a lazy server listed from its cached listing is not starting.
+    if (progress !== undefined) announceStart(pool.upstreams, progress);
+    await started;
     progress?.done();
     return {
       entries:
@@ -122,14 +140,16 @@ export async function collectTools(options: {
           : catalog.entries.filter((e) => listed({ list: 'tools', server: e.server, item: e.item })),
       servers: pool.upstreams.map((u) => ({
         name: u.name,
-        state: summarize(u.state),
+        state: summarize(u),
         tools: u.tools.length,
+        ...(summarize(u) === 'cached' && { cachedAt: u.cachedListingAt! }),
         ...(u.era !== undefined && { era: u.era }),
         ...(u.protocolVersion !== undefined && { protocolVersion: u.protocolVersion }),
         ...(u.serverInfo !== undefined && { serverInfo: u.serverInfo }),
         ...(u.config.transport === 'stdio' && u.config.sandbox !== undefined && { sandboxed: true }),
         ...(u.state !== 'ready' &&
-          u.state !== 'disabled' && {
+          u.state !== 'disabled' &&
+          summarize(u) !== 'cached' && {
             error: u.lastError ?? (u.state === 'failed' ? 'failed' : late(u.config, config.gateway)),
           }),
       })),
@@ -213,9 +233,18 @@ export function formatCatalog(listing: CatalogListing, palette: Palette = palett
   const line = (r: string[]) => `${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]}`.trimEnd();
   const out = [line(header), ...rows.map(line), ''];
   for (const s of listing.servers) {
-    const detail = s.error !== undefined ? `: ${s.error}` : speaks(s);
+    const detail =
+      s.error !== undefined
+        ? `: ${s.error}`
+        : s.cachedAt !== undefined
+          ? ` (listed from its cached listing of ${agoOf(s.cachedAt)}, not started; --live starts it)`
+          : speaks(s);
     const state =
-      s.state === 'ready' ? s.state : s.state === 'disabled' ? palette.dim(s.state) : palette.red(s.state);
+      s.state === 'ready'
+        ? s.state
+        : s.state === 'disabled' || s.state === 'cached'
+          ? palette.dim(s.state)
+          : palette.red(s.state);
     const sandboxed = s.sandboxed === true ? ', sandboxed' : '';
     out.push(`server ${s.name}: ${state}, ${plural(s.tools, 'tool')}${sandboxed}${detail}`);
   }
@@ -225,7 +254,7 @@ export function formatCatalog(listing: CatalogListing, palette: Palette = palett
     out.push(palette.red(`left out: server ${l.server}, tool ${l.tool}: ${l.reason}`));
   const hidden = listing.hiddenByPolicy ?? 0;
   out.push(
-    `${plural(listing.tools.length, 'tool')} from ${listing.servers.filter((s) => s.state === 'ready').length}/${plural(listing.servers.length, 'server')}` +
+    `${plural(listing.tools.length, 'tool')} from ${listing.servers.filter((s) => s.state === 'ready' || s.state === 'cached').length}/${plural(listing.servers.length, 'server')}` +
       (hidden === 0 ? '' : `; ${hidden} hidden by policy (see mcp-warden policy explain)`),
   );
   return `${out.join('\n')}\n`;

@@ -14,12 +14,14 @@ export async function runTools({ values, args }: CommandInput): Promise<number> 
     { hiddenByPolicy },
     { listCatalog, formatCatalog },
     { terminalProgress },
+    { createListingCache },
   ] = await Promise.all([
     import('../core/logger.js'),
     import('../features/policy/engine.js'),
     import('../features/policy/visibility.js'),
     import('./tools.js'),
     import('./progress.js'),
+    import('../features/pins/listingCache.js'),
   ]);
   const logger = createLogger({ level: 'warn' });
   const engine = createPolicyEngine(policies);
@@ -34,6 +36,10 @@ export async function runTools({ values, args }: CommandInput): Promise<number> 
     ]);
     byPins = blockedByPins(pins, config.pins);
   }
+  // What serving reads: a lazy server with a valid cached listing is listed from it, not
+  // started. With --live every server starts, and what it lists becomes the cached listing.
+  const cache = createListingCache(config, { logger });
+  const listings = values.live === true ? { read: () => undefined, write: cache.write } : cache;
   const blocked: string[] = [];
   const progress = terminalProgress(process.stderr, colour.err);
   const listing = await listCatalog({
@@ -42,6 +48,7 @@ export async function runTools({ values, args }: CommandInput): Promise<number> 
     version: version(),
     hiddenByPolicy: byPolicy,
     policies,
+    listings,
     hidden: (server, tool) => {
       if (byPins?.(server, tool) !== true) return false;
       blocked.push(`${server}/${tool.name}`);

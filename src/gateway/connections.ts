@@ -42,6 +42,11 @@ export interface UpstreamConnectionsOptions {
   readonly servers: () => readonly ServerConfig[];
   /** Where the shared servers' listings are kept between runs (when some server starts lazily). */
   readonly listings?: ListingStore;
+  /**
+   * Where one principal's own servers keep their listings, so a lazy one is listed without
+   * starting it for that principal too; each principal's apart (see `principalListingCache`).
+   */
+  readonly principalListings?: (principal: Principal) => ListingStore;
   /** What starts a server that asks for a sandbox confined (see features/sandbox). */
   readonly wrapFor?: (server: ServerConfig) => CommandWrapper | undefined;
 }
@@ -183,6 +188,7 @@ export class UpstreamConnections {
       config: { ...this.options.config, servers: isolatedServers(this.options.servers(), this.signsIn) },
       children: this.pool.children,
       ...(this.options.wrapFor && { wrapFor: this.options.wrapFor }),
+      ...(this.options.principalListings && { listings: this.options.principalListings(view.principal) }),
       ...upstreamHooks(this.options.hooks, {
         view,
         logger: loggerFor(this.options.logger, view.principal),

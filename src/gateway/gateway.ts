@@ -8,7 +8,7 @@ import { loggedDefinitions } from '../core/catalog/servedDefinitions.js';
 import type { LifecycleEvent } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import type { RoutedMessage } from '../core/pipeline/types.js';
-import { osPrincipal, type Principal } from '../core/principal.js';
+import { osPrincipal, principalKey, type Principal } from '../core/principal.js';
 import type { Feature } from '../core/routing/feature.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
@@ -17,7 +17,7 @@ import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
-import { createListingCache } from '../features/pins/listingCache.js';
+import { createListingCache, principalListingCache } from '../features/pins/listingCache.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
@@ -26,6 +26,7 @@ import { createSandboxes, type Sandboxes } from '../features/sandbox/index.js';
 import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
 import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
+import type { RunningUpstreams } from './liveState.js';
 import {
   buildFeatures,
   managedPipeline,
@@ -91,10 +92,14 @@ export interface GatewayOptions {
    * user-only file (lib/credentials), opened when an HTTP server first asks for a sign-in.
    */
   readonly credentials?: () => Promise<CredentialStore>;
+  /** Called when an upstream's state or lists change: `Gateway.running` then says how. */
+  readonly onUpstreamState?: () => void;
 }
 
 export interface Gateway {
   readonly pool: UpstreamPool;
+  /** The upstreams running now, shared and per principal (for the live state file). */
+  running(): RunningUpstreams;
   readonly tools: NamedCatalog<Tool>;
   /**
    * Serves one more host connection (an HTTP session) made by `principal`, beside the one given
@@ -225,10 +230,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(options.connectUpstream && { connectUpstream: options.connectUpstream }),
       ...(signInFor && { signInFor }),
       ...(upstreamAuth && { authorizationFor: upstreamAuth.authorizationFor }),
+      ...(options.onUpstreamState && { onUpstreamState: options.onUpstreamState }),
     },
     lists,
     servers: () => state.servers,
     listings: createListingCache(config, { logger }),
+    principalListings: (who) => principalListingCache(config, { logger, principalKey: principalKey(who) }),
     wrapFor: sandboxes.wrapFor,
   });
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
@@ -282,6 +289,13 @@ function gatewayOf(
   const { connect, watchers, relist } = made;
   return {
     pool: upstreams.pool,
+    running: () => ({
+      shared: upstreams.pool.upstreams,
+      principals: (upstreams.principalPools?.all ?? []).map((view) =>
+        view.upstreams.filter((u) => view.ownsServer(u.name)),
+      ),
+      names: state.servers.map((s) => s.name),
+    }),
     tools: upstreams.main.catalogs.tools,
     connect: (transport, who, connectOptions) => {
       const connection = connect(transport, who, connectOptions);

@@ -33,6 +33,8 @@ export interface UpstreamHookDeps {
     server: HttpServerConfig,
     principal: Principal | undefined,
   ) => HttpAuthorization | undefined;
+  /** An upstream's state or lists changed (for the live state `server list` shows). */
+  readonly onUpstreamState?: () => void;
 }
 
 /** Whose events one pool's upstreams raise: every connection's, or one principal's. */
@@ -91,8 +93,16 @@ export function upstreamHooks(deps: UpstreamHookDeps, reach: HookReach) {
     onListsChanged: (upstream: Upstream, kinds: readonly ListKind[]) => {
       review(upstream, kinds);
       reach.relist(kinds);
+      deps.onUpstreamState?.();
     },
-    batchLists: { review, relist: reach.relist },
+    batchLists: {
+      review,
+      relist: (kinds: readonly ListKind[]) => {
+        reach.relist(kinds);
+        deps.onUpstreamState?.();
+      },
+    },
+    ...(deps.onUpstreamState && { onStateChange: deps.onUpstreamState }),
     onNotification: (upstream: Upstream, notification: JsonRpcNotification) => {
       for (const c of reach.connections()) c.router.upstreamNotification(upstream, notification);
     },

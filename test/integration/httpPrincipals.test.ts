@@ -3,7 +3,7 @@
  * the SDK's StreamableHTTPClientTransport as host: each user gets their own process of a stdio
  * server (the real server-filesystem here), and nothing of one user's reaches another.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import {
@@ -217,6 +217,34 @@ describe('isolation between principals', () => {
     const again = starts(auditFile, 'up');
     expect(again.map(subjectOf)).toEqual(['alice', 'alice']);
     expect(again[1]!.pid).not.toBe(first!.pid);
+  });
+
+  it("lists a principal's lazy server from that principal's cached listing without starting it; another principal's first list starts their own", async () => {
+    const { config, auditFile, dir } = setup(
+      { lz: fixture([], { start: 'lazy' }) },
+      { listen: { http: '127.0.0.1:0' }, pins: { file: './tool-pins.json' } },
+    );
+    // Alice's first list: never listed for her, so her process starts to be listed.
+    gateway = await startHttpGateway(config);
+    const before = await hostAs('alice');
+    expect((await before.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
+    await expect.poll(() => starts(auditFile, 'lz').map(subjectOf)).toEqual(['alice']);
+    await Promise.all(hosts.splice(0).map((h) => h.close()));
+    await gateway.stop();
+    expect(readdirSync(path.join(dir, 'tool-pins.listings', 'principals'))).toHaveLength(1);
+
+    gateway = await startHttpGateway(config);
+    const alice = await hostAs('alice');
+    expect((await alice.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
+    await gateway.waitForStderr(/\[lz for alice@\S+\]: listed from its last listing/);
+    expect(starts(auditFile, 'lz').map(subjectOf)).toEqual(['alice']);
+    // Bob has no listing of his own: his list starts his process (alice's is never shown to him).
+    const bob = await hostAs('bob');
+    expect((await bob.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
+    await expect.poll(() => starts(auditFile, 'lz').map(subjectOf)).toEqual(['alice', 'bob']);
+    // Alice's first call starts hers.
+    expect(textOf(await alice.client.callTool({ name: 'lz__echo', arguments: { text: 'up' } }))).toBe('up');
+    await expect.poll(() => starts(auditFile, 'lz').map(subjectOf)).toEqual(['alice', 'bob', 'alice']);
   });
 
   it('refuses a new principal with an error naming the process bound while every principal is busy', async () => {

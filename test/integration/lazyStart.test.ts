@@ -14,6 +14,7 @@ import {
   fixture,
   isAlive,
   NODE,
+  runCli,
   serverBin,
   FIXTURE,
   spawnGateway,
@@ -244,6 +245,50 @@ describe('start: lazy and idleTimeout', () => {
     expect(result.isError).toBe(true);
     expect(textOf(result)).toMatch(
       /Upstream server "lz" is not available: it is restarting after: .*cannot start today/s,
+    );
+  });
+});
+
+describe('tools and check with a lazy server', () => {
+  it('tools lists a lazy server from its cached listing without starting it, marked cached with its age; --live starts it; check says which it will be', async () => {
+    const dir = tempDir();
+    const config = lazyConfig(dir);
+    const pidFile = path.join(dir, 'lz.pid');
+    const check = async () => (await runCli(['check', '--config', config])).stdout;
+
+    expect(await check()).toContain(
+      'server lz: start: lazy, no cached listing yet: it would start once to be listed',
+    );
+    // Never listed: tools starts it to list it, and keeps the listing.
+    const first = await runCli(['tools', '--config', config, '--json']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout).servers[0]).toMatchObject({ name: 'lz', state: 'ready' });
+    expect(existsSync(pidFile)).toBe(true);
+    expect(await check()).toMatch(
+      /server lz: start: lazy, listed from its cached listing of (just now|\d+ s ago) \(\d+ tools\) without starting/,
+    );
+
+    rmSync(pidFile);
+    const cached = await runCli(['tools', '--config', config]);
+    expect(cached.code).toBe(0);
+    expect(cached.stdout).toContain('lz__echo');
+    expect(cached.stdout).toMatch(
+      /server lz: cached, \d+ tools \(listed from its cached listing of (just now|\d+ s ago), not started; --live starts it\)/,
+    );
+    expect(existsSync(pidFile)).toBe(false);
+    const json = JSON.parse((await runCli(['tools', '--config', config, '--json'])).stdout);
+    expect(json.servers[0]).toMatchObject({ name: 'lz', state: 'cached', cachedAt: expect.any(String) });
+    expect(existsSync(pidFile)).toBe(false);
+
+    const live = await runCli(['tools', '--config', config, '--live']);
+    expect(live.code).toBe(0);
+    expect(live.stdout).toMatch(/server lz: ready/);
+    expect(existsSync(pidFile)).toBe(true);
+
+    // Another entry: the cached listing is not its own.
+    const changed = lazyConfig(dir, {}, ['--tools', 'basic,collide']);
+    expect(await runCli(['check', '--config', changed]).then((r) => r.stdout)).toContain(
+      'server lz: start: lazy, its entry or package changed since its cached listing: it would start once to be listed again',
     );
   });
 });

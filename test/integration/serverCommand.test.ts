@@ -6,8 +6,22 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { FIXTURE, NODE, runCli, tempDir } from './harness.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  fixture,
+  FIXTURE,
+  isAlive,
+  NODE,
+  runCli,
+  serverBin,
+  tempDir,
+  textOf,
+  waitForExit,
+  writeConfig,
+  type HostSession,
+} from './harness.js';
 
 /** A hand-written config: comments, blank lines, a padded flow list, a one-line entry. */
 const ORIGINAL = `# My gateway.
@@ -262,4 +276,95 @@ describe('server list', () => {
     expect(text.stdout).toContain('tight: stdio, disabled: ');
     expect(text.stdout).toContain('not their state now');
   });
+});
+
+describe('server list with a gateway serving the config', () => {
+  let host: HostSession | undefined;
+  const children: number[] = [];
+  afterEach(async () => {
+    await host?.close().catch(() => {});
+    host = undefined;
+    for (const pid of children.splice(0)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  });
+
+  /** `server list --json`, as the servers' live lines by name. */
+  const live = async (file: string) => {
+    const listed = await runCli(['server', 'list', '-c', file, '--json']);
+    const parsed = JSON.parse(listed.stdout) as {
+      servers: { name: string; live: Record<string, unknown>[] }[];
+      gateways: { pid: number }[];
+      stale: { pid: number }[];
+    };
+    return { ...parsed, byName: new Map(parsed.servers.map((s) => [s.name, s.live])) };
+  };
+
+  it("shows each server's live state in the gateway serving it: running and asleep with their tools, running after a first call, stale once the gateway is killed", async () => {
+    const dir = tempDir();
+    const file = writeConfig(
+      {
+        gateway: FAST_GATEWAY,
+        pins: { file: './tool-pins.json' },
+        servers: {
+          everything: { command: NODE, args: [serverBin('everything')] },
+          lz: fixture([], { start: 'lazy' }),
+        },
+      },
+      dir,
+    );
+    // The lazy server's listing, kept by a first run.
+    expect((await runCli(['tools', '-c', file])).code).toBe(0);
+    const idle = await live(file);
+    expect(idle.gateways).toEqual([]);
+    expect((await runCli(['server', 'list', '-c', file])).stdout).toContain(
+      'No gateway running for this config; showing the config only.',
+    );
+
+    host = await connectHost(file);
+    await host.client.listTools();
+    await expect
+      .poll(async () => (await live(file)).byName, { timeout: 20_000 })
+      .toEqual(
+        new Map([
+          [
+            'everything',
+            [
+              expect.objectContaining({
+                gateway: host.pid,
+                state: 'running',
+                pid: expect.any(Number),
+                tools: expect.any(Number),
+                lazy: false,
+              }),
+            ],
+          ],
+          ['lz', [expect.objectContaining({ gateway: host.pid, state: 'asleep', lazy: true })]],
+        ]),
+      );
+    const before = await live(file);
+    expect(before.byName.get('everything')![0]!.tools).toBeGreaterThan(5);
+    expect(before.byName.get('lz')![0]!.tools).toBeGreaterThan(0);
+    expect(before.byName.get('lz')![0]!.pid).toBeUndefined();
+    const text = (await runCli(['server', 'list', '-c', file])).stdout;
+    expect(text).toMatch(new RegExp(`gateway ${host.pid}: running since .*, pid \\d+, \\d+ tools`));
+    expect(text).toMatch(new RegExp(`gateway ${host.pid}: asleep since .*, \\d+ tools, lazy`));
+    expect(text).toContain(`Live state from the gateway serving it now (pid ${host.pid}).`);
+
+    expect(textOf(await host.client.callTool({ name: 'lz__echo', arguments: { text: 'up' } }))).toBe('up');
+    await expect
+      .poll(async () => (await live(file)).byName.get('lz'), { timeout: 10_000 })
+      .toEqual([expect.objectContaining({ state: 'running', pid: expect.any(Number) })]);
+
+    const after = await live(file);
+    for (const name of ['everything', 'lz']) children.push(after.byName.get(name)![0]!.pid as number);
+    const gateway = host.pid;
+    process.kill(gateway, 'SIGKILL');
+    expect(await waitForExit(gateway, 10_000)).toBe(true);
+    await expect.poll(async () => (await live(file)).stale.map((s) => s.pid)).toEqual([gateway]);
+    const stale = await live(file);
+    expect(stale.gateways).toEqual([]);
+    expect(stale.byName.get('lz')).toEqual([]);
+    expect((await runCli(['server', 'list', '-c', file])).stdout).toContain(
+      `No gateway running for this config; showing the config only (the live state left by pid ${gateway} is stale: that gateway is gone).`,
+    );
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import {
   installedVersion,
   listingKey,
   listingsFolder,
+  principalListingCache,
 } from '../../src/features/pins/listingCache.js';
 
 const dir = () => mkdtempSync(path.join(tmpdir(), 'warden-listings-'));
@@ -36,6 +37,8 @@ const listing = {
   },
   capabilities: { tools: {} },
 };
+/** What a read gives back: the listing as written, with when it was kept. */
+const asKept = { ...listing, keptAt: expect.any(String) as unknown as string };
 
 describe('listing cache', () => {
   it('keeps a listing for the same entry, beside the pins file, without the values of env', () => {
@@ -51,18 +54,19 @@ describe('listing cache', () => {
     expect(readFileSync(path.join(kept, 'mem.json'), 'utf8')).not.toContain('secret-value');
     expect(readFileSync(path.join(kept, 'mem.lists.json'), 'utf8')).toContain('read_graph');
     // A second gateway reads what the first kept.
-    expect(createListingCache(config as never, { logger }).read(server())).toEqual(listing);
+    expect(createListingCache(config as never, { logger }).read(server())).toEqual(asKept);
   });
 
   it('does not give a listing to an entry whose command, args, env or url changed', () => {
     const folder = dir();
     const cache = createListingCache({ file: '/x.yaml' } as never, { logger, folder });
     cache.write(server(), listing);
-    expect(cache.read(server())).toEqual(listing);
+    expect(cache.read(server())).toEqual(asKept);
     // An eager server's capabilities are kept, not its lists.
     cache.write(server({ name: 'eager', start: 'eager' }), listing);
     expect(cache.read(server({ name: 'eager', start: 'eager' }))).toEqual({
       capabilities: listing.capabilities,
+      keptAt: expect.any(String),
     });
     expect(cache.read(server({ args: ['-y', '@modelcontextprotocol/server-memory@2.0.0'] }))).toBeUndefined();
     expect(cache.read(server({ env: { TOKEN: 'another' } }))).toBeUndefined();
@@ -122,7 +126,35 @@ describe('listing cache', () => {
     expect(cache.read(server())).toBeUndefined();
     cache.write(server(), listing);
     expect(createListingCache({ file: '/x.yaml' } as never, { logger, folder }).read(server())).toEqual(
-      listing,
+      asKept,
     );
+  });
+
+  it('says why a server has no usable listing: never listed, its entry changed, or its file unreadable', () => {
+    const folder = dir();
+    const cache = createListingCache({ file: '/x.yaml' } as never, { logger, folder });
+    expect(cache.look(server())).toMatchObject({ missing: 'never', warnings: [] });
+    cache.write(server(), listing);
+    expect(cache.look(server())).toMatchObject({ listing: asKept });
+    expect(cache.look(server({ env: { TOKEN: 'another' } }))).toMatchObject({ missing: 'changed' });
+    writeFileSync(path.join(folder, 'mem.json'), '{ not json');
+    const broken = cache.look(server());
+    expect(broken.missing).toBe('unreadable');
+    expect(broken.warnings.join()).toMatch(/mem\.json is not valid JSON/);
+  });
+
+  it("keeps each principal's listings apart from the shared ones and from each other's", () => {
+    const folder = dir();
+    const config = {
+      file: path.join(folder, 'proxy.config.yaml'),
+      pins: { file: path.join(folder, 'p.json') },
+    };
+    const alice = principalListingCache(config as never, { logger, principalKey: 'https://idp\0alice' });
+    alice.write(server(), listing);
+    expect(alice.read(server())).toEqual(asKept);
+    expect(createListingCache(config as never, { logger }).read(server())).toBeUndefined();
+    const bob = principalListingCache(config as never, { logger, principalKey: 'https://idp\0bob' });
+    expect(bob.read(server())).toBeUndefined();
+    expect(readdirSync(path.join(folder, 'p.listings', 'principals'))).toHaveLength(1);
   });
 });

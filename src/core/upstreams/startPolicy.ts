@@ -18,6 +18,8 @@ export interface ServerListing {
   /** What the server declared in its handshake (the host's initialize answer is made from it). */
   readonly capabilities: Params;
   readonly instructions?: string;
+  /** When it was kept (ISO 8601), as read back; a listing being written needs none. */
+  readonly keptAt?: string;
 }
 
 /**

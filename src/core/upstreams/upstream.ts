@@ -88,6 +88,8 @@ export interface UpstreamOptions extends Omit<HandshakeOptions, 'log'> {
   ) => HttpAuthorization | undefined;
   /** Where listings are kept between runs, so a lazy server is listed without starting it. */
   readonly listings?: ListingStore;
+  /** Called after each change of `state` (for a live view of the servers; keep it cheap). */
+  readonly onStateChange?: (upstream: Upstream) => void;
 }
 
 export type { UpstreamLifecycleEvent } from './supervision.js';
@@ -104,7 +106,8 @@ export class Upstream {
   readonly name: string;
   readonly config: ServerConfig;
   private readonly log: Logger;
-  private _state: UpstreamState = 'idle';
+  private current: UpstreamState = 'idle';
+  private changedAt = Date.now();
   private _lastError: string | undefined;
   private live: Live | undefined;
   private readonly stopController = new AbortController();
@@ -172,7 +175,32 @@ export class Upstream {
   }
 
   get state(): UpstreamState {
-    return this._state;
+    return this.current;
+  }
+  /** When `state` last changed (ms since the epoch). */
+  get stateSince(): number {
+    return this.changedAt;
+  }
+  private get _state(): UpstreamState {
+    return this.current;
+  }
+  private set _state(next: UpstreamState) {
+    if (next === this.current) return;
+    this.current = next;
+    this.changedAt = Date.now();
+    this.options.onStateChange?.(this);
+  }
+  /** The process id of its server while one runs (a stdio server the gateway started). */
+  get pid(): number | undefined {
+    return this.live?.connection.child?.pid;
+  }
+  /**
+   * When the listing it is listed from was kept (ISO 8601), while it has not run in this
+   * process: a lazy server listed from the cache. Undefined once it has connected.
+   */
+  get cachedListingAt(): string | undefined {
+    if (this.connector.spoken !== undefined || this.kept?.lists === undefined) return undefined;
+    return this.kept.keptAt;
   }
   /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
   get tools(): readonly Tool[] {

@@ -49,6 +49,7 @@ export type UpstreamPoolOptions = {
   | 'principal'
   | 'authorizationFor'
   | 'listings'
+  | 'onStateChange'
 >;
 
 /** What a host connection's router reads of the upstreams: the pool, or a principal's view of it. */

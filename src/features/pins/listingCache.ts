@@ -60,26 +60,35 @@ export function listingsFolder(config: Pick<WardenConfig, 'file' | 'pins'>, env 
 export function createListingCache(
   config: Pick<WardenConfig, 'file' | 'pins'>,
   deps: { readonly logger: Logger; readonly folder?: string },
-): ListingStore {
+): ListingCache {
   const folder = deps.folder ?? listingsFolder(config);
   const log = deps.logger;
   const fileOf = (server: ServerConfig, part: '' | '.lists') =>
     path.join(folder, `${encodeURIComponent(server.name)}${part}.json`);
+  const look = (server: ServerConfig): ListingLook => {
+    const warnings: string[] = [];
+    const facts = readJson(fileOf(server, ''), (m) => warnings.push(m));
+    if (!isFacts(facts)) return { missing: warnings.length > 0 ? 'unreadable' : 'never', warnings };
+    if (facts.key !== listingKey(server)) return { missing: 'changed', warnings };
+    const kept = {
+      capabilities: facts.capabilities,
+      ...(facts.instructions !== undefined && { instructions: facts.instructions }),
+      keptAt: facts.keptAt,
+    };
+    if (!startsLazily(server)) return { listing: kept, warnings };
+    const lists = readJson(fileOf(server, '.lists'), (m) => warnings.push(m));
+    return isLists(lists)
+      ? { listing: { ...kept, lists }, warnings }
+      : { missing: warnings.length > 0 ? 'unreadable' : 'never', warnings };
+  };
   return {
+    look,
     read(server) {
-      const facts = readJson(fileOf(server, ''), (m) => log.warn(m));
-      if (!isFacts(facts)) return undefined;
-      if (facts.key !== listingKey(server)) {
+      const found = look(server);
+      for (const warning of found.warnings) log.warn(warning);
+      if (found.missing === 'changed')
         log.info(`server "${server.name}": its entry or package changed since it was last listed`);
-        return undefined;
-      }
-      const kept = {
-        capabilities: facts.capabilities,
-        ...(facts.instructions !== undefined && { instructions: facts.instructions }),
-      };
-      if (!startsLazily(server)) return kept;
-      const lists = readJson(fileOf(server, '.lists'), (m) => log.warn(m));
-      return isLists(lists) ? { ...kept, lists } : undefined;
+      return found.listing;
     },
     write(server, listing) {
       const facts: KeptFacts = {
@@ -101,6 +110,38 @@ export function createListingCache(
       }
     },
   };
+}
+
+/**
+ * What the cache holds for one server, and if nothing usable, why: `never` listed (or its lists
+ * are missing), its entry or package `changed` since, or its files `unreadable` (`warnings` say
+ * how). Reading it logs nothing: `read` logs what it finds, `check` reports it.
+ */
+export type ListingLook =
+  | { readonly listing: ServerListing; readonly missing?: undefined; readonly warnings: readonly string[] }
+  | {
+      readonly listing?: undefined;
+      readonly missing: 'never' | 'changed' | 'unreadable';
+      readonly warnings: readonly string[];
+    };
+
+/** The listings kept for one config, with a look that says why a server has none. */
+export interface ListingCache extends ListingStore {
+  look(server: ServerConfig): ListingLook;
+}
+
+/**
+ * The listings one principal's own processes keep, apart from everyone else's: what a server
+ * lists may depend on whose credentials it runs with (a signed-in HTTP server lists that user's
+ * resources), so one principal's listing is never shown to another. The folder is named by a
+ * hash of the principal's key, which names no one.
+ */
+export function principalListingCache(
+  config: Pick<WardenConfig, 'file' | 'pins'>,
+  deps: { readonly logger: Logger; readonly principalKey: string },
+): ListingCache {
+  const folder = path.join(listingsFolder(config), 'principals', sha256Hex(deps.principalKey).slice(0, 24));
+  return createListingCache(config, { logger: deps.logger, folder });
 }
 
 /** A file's JSON; undefined when it is missing or unreadable (which `warn` hears of). */
