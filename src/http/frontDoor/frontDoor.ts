@@ -622,7 +622,7 @@ export function redirectProblem(uri: string): string | undefined {
  * Whether a host's redirect URI is one it registered: the same text, or for loopback http the
  * same but for the port, which a desktop host picks anew each time (RFC 8252 §7.3).
  */
-function sameRedirect(registered: string, asked: string): boolean {
+export function sameRedirect(registered: string, asked: string): boolean {
   if (registered === asked) return true;
   let a: URL;
   let b: URL;
