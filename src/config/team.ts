@@ -108,8 +108,14 @@ function normalizeFrontDoor(value: unknown, audience: string, ctx: TeamContext):
     );
   const configuredBase = text('baseUrl');
   const base = configuredBase === undefined ? resource : checkUrl(ctx, at('baseUrl'), configuredBase);
-  if (configuredBase !== undefined && base !== undefined && (base.search !== '' || base.hash !== ''))
-    ctx.add(at('baseUrl'), 'value', `must be a plain URL without ?query or #fragment, got ${configuredBase}`);
+  // The front door answers at the root of its origin (/oauth/..., /.well-known/...), which is
+  // where hosts look for an issuer without a path.
+  if (configuredBase !== undefined && base !== undefined && base.href !== `${base.origin}/`)
+    ctx.add(
+      at('baseUrl'),
+      'value',
+      `must be an origin alone, such as https://mcp.example.com (the gateway serves /oauth/ and /.well-known/ at its root), got ${configuredBase}`,
+    );
   const scopes = Array.isArray(section['scopes'])
     ? strings(section['scopes'])
     : ['openid', 'profile', 'email'];
@@ -125,12 +131,7 @@ function normalizeFrontDoor(value: unknown, audience: string, ctx: TeamContext):
     clientId: text('clientId') ?? '',
     ...(clientSecret !== undefined && { clientSecret }),
     scopes,
-    baseUrl:
-      base === undefined
-        ? ''
-        : configuredBase === undefined
-          ? base.origin
-          : `${base.origin}${base.pathname}`.replace(/\/+$/, ''),
+    baseUrl: base === undefined ? '' : base.origin,
     ...(signingKey !== undefined && { signingKey }),
     accessTokenMs: ctx.duration(at('accessTokenLifetime'), section['accessTokenLifetime']) ?? 10 * 60_000,
     refreshTokenMs:

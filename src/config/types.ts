@@ -589,7 +589,7 @@ export interface FrontDoorConfig {
   readonly clientSecret?: string;
   /** Scopes asked of the identity provider; includes `openid`. */
   readonly scopes: readonly string[];
-  /** Where hosts and browsers reach the gateway, without a trailing slash: its tokens' issuer. */
+  /** Where hosts and browsers reach the gateway (an origin): its tokens' issuer. */
   readonly baseUrl: string;
   /** The private key tokens are signed with (JWK JSON or PKCS#8 PEM); absent: one kept in the state folder. */
   readonly signingKey?: string;

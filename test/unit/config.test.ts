@@ -800,6 +800,13 @@ describe('parseConfigText: one problem, one exact message', () => {
       ],
     ],
     [
+      'a front door base URL with a path',
+      'auth:\n  issuer: https://idp.example\n  audience: https://mcp.example/mcp\n  frontDoor: { clientId: c, baseUrl: "https://mcp.example/warden" }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:38: auth.frontDoor.baseUrl: must be an origin alone, such as https://mcp.example.com (the gateway serves /oauth/ and /.well-known/ at its root), got https://mcp.example/warden`,
+      ],
+    ],
+    [
       'a front door base URL over plain http elsewhere than loopback',
       'auth:\n  issuer: https://idp.example\n  audience: https://mcp.example/mcp\n  frontDoor: { clientId: c, baseUrl: "http://mcp.example" }\nservers:\n  a: { command: x }\n',
       [
