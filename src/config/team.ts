@@ -3,7 +3,7 @@
  * tokens). Kept apart from load.ts, which calls `normalizeTeam` with its own reporting helpers.
  */
 import type { KeyPath } from './interpolate.js';
-import type { AuthConfig, ListenConfig, PerPrincipalConfig, WardenConfig } from './types.js';
+import type { AuthConfig, FrontDoorConfig, ListenConfig, PerPrincipalConfig, WardenConfig } from './types.js';
 
 type Data = Readonly<Record<string, unknown>>;
 
@@ -39,17 +39,18 @@ const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 
 /** An issuer or JWKS URL: https, or http to a loopback address (a local test issuer). */
-function checkUrl(ctx: TeamContext, keyPath: KeyPath, value: string): void {
+function checkUrl(ctx: TeamContext, keyPath: KeyPath, value: string): URL | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     ctx.add(keyPath, 'value', `expected a URL, got ${JSON.stringify(value)}`);
-    return;
+    return undefined;
   }
-  if (url.protocol === 'https:') return;
-  if (url.protocol === 'http:' && isLoopback(url.hostname)) return;
+  if (url.protocol === 'https:') return url;
+  if (url.protocol === 'http:' && isLoopback(url.hostname)) return url;
   ctx.add(keyPath, 'value', `must be an https URL (http only to a loopback address), got ${value}`);
+  return undefined;
 }
 
 /** `listen:` and `auth:`, normalized; problems go to `ctx`. */
@@ -69,14 +70,72 @@ function normalizeAuth(value: unknown, ctx: TeamContext): AuthConfig | undefined
   if (issuer !== '') checkUrl(ctx, ['auth', 'issuer'], issuer);
   const jwksUri = typeof section['jwksUri'] === 'string' ? section['jwksUri'] : undefined;
   if (jwksUri !== undefined) checkUrl(ctx, ['auth', 'jwksUri'], jwksUri);
+  const audience = typeof section['audience'] === 'string' ? section['audience'] : '';
+  const frontDoor = normalizeFrontDoor(section['frontDoor'], audience, ctx);
   return {
     issuer,
-    audience: typeof section['audience'] === 'string' ? section['audience'] : '',
+    audience,
+    ...(frontDoor !== undefined && { frontDoor }),
     ...(jwksUri !== undefined && { jwksUri }),
     requiredScopes: strings(section['requiredScopes']),
     claims: strings(section['claims']),
     clockSkewMs: ctx.duration(['auth', 'clockSkew'], section['clockSkew']) ?? 30_000,
     jwksCooldownMs: ctx.duration(['auth', 'jwksCooldown'], section['jwksCooldown']) ?? 30_000,
+  };
+}
+
+/**
+ * `auth.frontDoor`. Hosts find the gateway's authorization server from the resource metadata,
+ * and the SDKs insist the resource is the URL they connect to: so with a front door the
+ * audience must be the gateway's /mcp URL, and the base URL defaults to its origin.
+ */
+function normalizeFrontDoor(value: unknown, audience: string, ctx: TeamContext): FrontDoorConfig | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const section = value as Data;
+  const at = (key: string): KeyPath => ['auth', 'frontDoor', key];
+  const text = (key: string) => (typeof section[key] === 'string' ? (section[key] as string) : undefined);
+  let resource: URL | undefined;
+  try {
+    resource = new URL(audience);
+  } catch {
+    // Reported below.
+  }
+  if (audience !== '' && (resource === undefined || !/^https?:$/.test(resource.protocol)))
+    ctx.add(
+      ['auth', 'audience'],
+      'value',
+      `with auth.frontDoor the audience must be this gateway's /mcp URL as hosts connect to it (such as https://mcp.example.com/mcp), got ${JSON.stringify(audience)}`,
+    );
+  const configuredBase = text('baseUrl');
+  const base = configuredBase === undefined ? resource : checkUrl(ctx, at('baseUrl'), configuredBase);
+  // The front door answers at the root of its origin (/oauth/..., /.well-known/...), which is
+  // where hosts look for an issuer without a path.
+  if (configuredBase !== undefined && base !== undefined && base.href !== `${base.origin}/`)
+    ctx.add(
+      at('baseUrl'),
+      'value',
+      `must be an origin alone, such as https://mcp.example.com (the gateway serves /oauth/ and /.well-known/ at its root), got ${configuredBase}`,
+    );
+  const scopes = Array.isArray(section['scopes'])
+    ? strings(section['scopes'])
+    : ['openid', 'profile', 'email'];
+  if (!scopes.includes('openid'))
+    ctx.add(
+      at('scopes'),
+      'value',
+      `must include openid: the principal is taken from the identity provider's ID token, which only an OpenID sign-in returns (got ${scopes.join(' ') || 'none'})`,
+    );
+  const clientSecret = text('clientSecret');
+  const signingKey = text('signingKey');
+  return {
+    clientId: text('clientId') ?? '',
+    ...(clientSecret !== undefined && { clientSecret }),
+    scopes,
+    baseUrl: base === undefined ? '' : base.origin,
+    ...(signingKey !== undefined && { signingKey }),
+    accessTokenMs: ctx.duration(at('accessTokenLifetime'), section['accessTokenLifetime']) ?? 10 * 60_000,
+    refreshTokenMs:
+      ctx.duration(at('refreshTokenLifetime'), section['refreshTokenLifetime']) ?? 12 * 3_600_000,
   };
 }
 

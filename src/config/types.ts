@@ -611,6 +611,24 @@ export interface AuthConfig {
   readonly clockSkewMs: number;
   /** An unknown key id refetches the JWKS at most once per this long. Default 30 s. */
   readonly jwksCooldownMs: number;
+  /** `auth.frontDoor`: hosts sign in through the gateway, which signs in at `issuer` for them. */
+  readonly frontDoor?: FrontDoorConfig;
+}
+
+/** `auth.frontDoor`: the gateway's own authorization server in front of the identity provider. */
+export interface FrontDoorConfig {
+  /** The one client registered at the identity provider (`auth.issuer`) for this gateway. */
+  readonly clientId: string;
+  /** Its secret (a confidential client); absent: a public client. */
+  readonly clientSecret?: string;
+  /** Scopes asked of the identity provider; includes `openid`. */
+  readonly scopes: readonly string[];
+  /** Where hosts and browsers reach the gateway (an origin): its tokens' issuer. */
+  readonly baseUrl: string;
+  /** The private key tokens are signed with (JWK JSON or PKCS#8 PEM); absent: one kept in the state folder. */
+  readonly signingKey?: string;
+  readonly accessTokenMs: number;
+  readonly refreshTokenMs: number;
 }
 
 /** How the host's tool list is served: every tool, or a search tool and a call tool. */

@@ -347,6 +347,22 @@ export interface UpstreamSignInAttemptEvent extends GatewayEventBase {
   error?: string;
 }
 
+/**
+ * A host signed in through the listener's front door (`auth.frontDoor`): the browser was sent
+ * to the identity provider (`host_sign_in_start`), the provider's ID token was taken and the
+ * host given its tokens (`host_sign_in`), or the sign-in stopped (`host_sign_in_failed`, with
+ * why). `principal` is who signed in once the ID token named them (anonymous before); never a
+ * token.
+ */
+export interface HostSignInEvent extends GatewayEventBase {
+  type: 'host_sign_in_start' | 'host_sign_in' | 'host_sign_in_failed';
+  /** The host's client id at the gateway, and the name it registered with. */
+  client: string;
+  clientName?: string;
+  /** Why it failed (`host_sign_in_failed`). */
+  error?: string;
+}
+
 /** A config file was loaded and is in effect. */
 export interface ConfigLoadEvent extends GatewayEventBase {
   type: 'config_load';
@@ -629,6 +645,7 @@ export type LifecycleEvent =
   | UpstreamRestartEvent
   | UpstreamFailedEvent
   | UpstreamSignInAttemptEvent
+  | HostSignInEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
   | ConfigReloadEvent

@@ -130,6 +130,8 @@ export interface Gateway {
   applyConfig(next: ConfigChange): Promise<ServerChanges>;
   /** Audits an edit of the config file that was refused (`error` says why); nothing changed. */
   reloadRefused(refusal: { readonly sha256?: string; readonly error: string }): void;
+  /** Audits what the HTTP edge saw (a host's sign-in), for `principal`; a no-op without `audit:`. */
+  record(event: LifecycleEventWithoutSession, principal?: Principal): void;
 }
 
 /** What a valid edit of the config file changes while serving (see `Gateway.applyConfig`). */
@@ -307,6 +309,7 @@ function gatewayOf(
     killChildrenNow: () => upstreams.pool.killAllNow(),
     applyManaged: (next) => applyManaged(parts, next, relist),
     applyConfig: (next) => applyConfig(parts, next),
+    record,
     reloadRefused: ({ sha256, error }) =>
       record({
         type: 'config_reload',

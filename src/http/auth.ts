@@ -1,4 +1,11 @@
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import {
+  createRemoteJWKSet,
+  decodeJwt,
+  errors as joseErrors,
+  jwtVerify,
+  type CryptoKey,
+  type JWTPayload,
+} from 'jose';
 import type { AuthConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
 import { tokenPrincipal, type Principal } from '../core/principal.js';
@@ -32,6 +39,17 @@ const FETCH_TIMEOUT_MS = 5000;
 const VERIFIED_TOKEN_TTL_MS = 60_000;
 /** Verified tokens remembered at once; the oldest is forgotten first. */
 const MAX_VERIFIED_TOKENS = 1024;
+
+/**
+ * The gateway's own tokens (the front door's): accepted beside the identity provider's, checked
+ * against the gateway's own key, their principal read by the front door.
+ */
+export interface OwnTokens {
+  readonly issuer: string;
+  readonly key: CryptoKey;
+  readonly alg: string;
+  principalOf(payload: JWTPayload): Principal;
+}
 
 export interface TokenVerifier {
   /** The principal of a request's `Authorization` header, or an `AuthRefusal`. */
@@ -71,7 +89,10 @@ class VerifiedTokens {
  * JWKS location comes from `jwksUri`, else from the issuer's metadata (RFC 8414, then OpenID
  * discovery), looked up on first use and again after a failure.
  */
-export function createTokenVerifier(config: AuthConfig, options: { readonly logger: Logger }): TokenVerifier {
+export function createTokenVerifier(
+  config: AuthConfig,
+  options: { readonly logger: Logger; readonly own?: OwnTokens },
+): TokenVerifier {
   let keys: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
   const keySet = () => {
     keys ??= discoverJwksUri(config).then((uri) =>
@@ -87,6 +108,15 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
     return keys;
   };
 
+  /** The identity provider's key set, or a 503 refusal when it cannot be found. */
+  const providerKeys = async () => {
+    try {
+      return await keySet();
+    } catch (error) {
+      options.logger.error(`cannot find the signing keys of ${config.issuer}: ${(error as Error).message}`);
+      throw new AuthRefusal(503, 'temporarily_unavailable', 'the identity provider cannot be reached');
+    }
+  };
   const verified = new VerifiedTokens();
   // jose takes the tolerance in whole seconds; the memory above uses the same figure.
   const toleranceSeconds = Math.round(config.clockSkewMs / 1000);
@@ -101,27 +131,30 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
       const token = match[1]!;
       const known = verified.get(token, Date.now());
       if (known !== undefined) return known;
-      let jwks;
-      try {
-        jwks = await keySet();
-      } catch (error) {
-        options.logger.error(`cannot find the signing keys of ${config.issuer}: ${(error as Error).message}`);
-        throw new AuthRefusal(503, 'temporarily_unavailable', 'the identity provider cannot be reached');
-      }
+      const own =
+        options.own !== undefined && issuerOf(token) === options.own.issuer ? options.own : undefined;
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, jwks, {
-          issuer: config.issuer,
+        const checks = {
+          issuer: own?.issuer ?? config.issuer,
           audience: config.audience,
           clockTolerance: toleranceSeconds,
-          algorithms: ALGORITHMS,
+          algorithms: own === undefined ? ALGORITHMS : [own.alg],
           // `sub` is checked below, with a message of its own.
           requiredClaims: ['exp'],
-        }));
+        };
+        ({ payload } =
+          own === undefined
+            ? await jwtVerify(token, await providerKeys(), checks)
+            : await jwtVerify(token, own.key, checks));
       } catch (error) {
+        if (error instanceof AuthRefusal) throw error;
         if (error instanceof joseErrors.JWKSTimeout)
           throw new AuthRefusal(503, 'temporarily_unavailable', 'the identity provider cannot be reached');
-        const why = describeTokenError(error);
+        const why = describeTokenError(error, {
+          audience: config.audience,
+          issuer: own?.issuer ?? config.issuer,
+        });
         options.logger.info(`refused a bearer token: ${why}`);
         throw new AuthRefusal(401, 'invalid_token', why);
       }
@@ -131,8 +164,12 @@ export function createTokenVerifier(config: AuthConfig, options: { readonly logg
       const scopes = scopesOf(payload);
       const missing = config.requiredScopes.filter((scope) => !scopes.has(scope));
       if (missing.length > 0)
-        throw new AuthRefusal(403, 'insufficient_scope', `the token lacks the scope ${missing.join(' ')}`);
-      const principal = tokenPrincipal(payload, config.claims);
+        throw new AuthRefusal(
+          403,
+          'insufficient_scope',
+          `the token lacks the scope ${missing.join(' ')} (auth.requiredScopes); it carries ${scopes.size === 0 ? 'none' : [...scopes].join(' ')}`,
+        );
+      const principal = own?.principalOf(payload) ?? tokenPrincipal(payload, config.claims);
       // `exp` is a required claim, so this is a number; tested again for the type's sake.
       if (typeof payload.exp === 'number') {
         const now = Date.now();
@@ -165,12 +202,32 @@ function scopesOf(payload: JWTPayload): Set<string> {
   return new Set(list.filter((s) => s !== ''));
 }
 
-/** What was wrong with a token, in words a client's developer can act on. */
-function describeTokenError(error: unknown): string {
+/** The unchecked `iss` of a JWT, to pick the keys it is checked with; undefined when unreadable. */
+function issuerOf(token: string): string | undefined {
+  try {
+    const { iss } = decodeJwt(token);
+    return iss;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What was wrong with a token, in words a client's developer can act on: for the issuer and
+ * audience, what came and what this gateway expects (neither is a secret, and a mismatch there
+ * is the usual mistake in setting up an identity provider).
+ */
+function describeTokenError(
+  error: unknown,
+  expected: { readonly audience: string; readonly issuer: string },
+): string {
   if (error instanceof joseErrors.JWTExpired) return 'the token has expired';
   if (error instanceof joseErrors.JWTClaimValidationFailed) {
-    if (error.claim === 'iss') return 'the token was issued by another issuer';
-    if (error.claim === 'aud') return 'the token is for another audience';
+    const { payload } = error;
+    if (error.claim === 'iss')
+      return `the token was issued by ${JSON.stringify(payload.iss ?? null)}; this gateway accepts tokens from ${expected.issuer} (auth.issuer)`;
+    if (error.claim === 'aud')
+      return `the token is for the audience ${JSON.stringify(payload.aud ?? null)}; this gateway expects ${expected.audience} (auth.audience): ask the identity provider for a token for this resource`;
     if (error.claim === 'nbf') return 'the token is not valid yet';
     return `the token's ${error.claim} claim is not acceptable (${error.reason})`;
   }

@@ -13,6 +13,7 @@ import { hasEnvelope } from '../core/protocol/envelope.js';
 import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
+import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
 import { SessionTable, type ServedConnection } from './sessionTable.js';
@@ -42,6 +43,8 @@ export interface ListenerOptions {
   readonly stateless?: (request: StatelessRequest) => Promise<void>;
   /** Names this replica in session ids (default random). */
   readonly replica?: string;
+  /** `auth.frontDoor`: the gateway's own authorization server, whose tokens are accepted too. */
+  readonly frontDoor?: FrontDoor;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -97,7 +100,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   });
   const edge: Edge = {
     options,
-    verifier: options.auth === undefined ? undefined : createTokenVerifier(options.auth, { logger }),
+    verifier:
+      options.auth === undefined
+        ? undefined
+        : createTokenVerifier(options.auth, {
+            logger,
+            ...(options.frontDoor !== undefined && { own: options.frontDoor.tokens }),
+          }),
     sessions: new SessionTable({ listen, ids, logger, connect: options.connect }),
     port: listen.port,
   };
@@ -191,7 +200,11 @@ function answeredBeforeAuth(edge: Edge, req: IncomingMessage, res: ServerRespons
     options.logger.warn(`refused an HTTP request: ${rebinding}`);
     sendJson(res, 403, { error: 'forbidden', error_description: rebinding });
   } else if (pathname.startsWith('/.well-known/oauth-protected-resource'))
-    resourceMetadata(options.auth, res);
+    resourceMetadata(options.auth, options.frontDoor, res);
+  else if (options.frontDoor?.serves(pathname) === true)
+    options.frontDoor
+      .handle(req, res, pathname)
+      .catch((error: unknown) => failed(options.logger, req, res, error));
   else if (profileOf(pathname, options.profiles) === null)
     sendJson(res, 404, { error: notServedHere(pathname, options.profiles) });
   else if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
@@ -276,11 +289,15 @@ function metadataUrl(edge: Edge): string {
   return `http://${edge.options.listen.host}:${edge.port}/.well-known/oauth-protected-resource/mcp`;
 }
 
-function resourceMetadata(auth: AuthConfig | undefined, res: ServerResponse): void {
+function resourceMetadata(
+  auth: AuthConfig | undefined,
+  frontDoor: FrontDoor | undefined,
+  res: ServerResponse,
+): void {
   if (auth === undefined) return sendJson(res, 404, { error: 'this gateway has no auth: section' });
   sendJson(res, 200, {
     resource: auth.audience,
-    authorization_servers: [auth.issuer],
+    authorization_servers: [frontDoor?.issuer ?? auth.issuer],
     bearer_methods_supported: ['header'],
     ...(auth.requiredScopes.length > 0 && { scopes_supported: auth.requiredScopes }),
     resource_name: 'mcp-warden',
@@ -314,7 +331,7 @@ function isInitialize(body: unknown): boolean {
  * The body as text, or undefined when it passes `max` bytes (the rest is not read: the answer
  * closes the connection). A body that pauses for BODY_IDLE_MS fails the request.
  */
-function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -4,7 +4,7 @@ import { NotServingError } from '../core/errors.js';
 import { principalKey } from '../core/principal.js';
 import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { startListener, type Listener } from './listener.js';
+import { readBody, startListener, type Listener } from './listener.js';
 import { createStatelessDispatch } from './stateless.js';
 
 /**
@@ -22,9 +22,11 @@ export async function startHttp(options: {
   let settled = false;
   const memories = new TaskMemories();
   void gateway.pool.start().then(() => (settled = true));
+  const frontDoor = await openFrontDoor(config, gateway, logger);
   const listener = await startListener({
     listen,
     ...(config.auth && { auth: config.auth }),
+    ...(frontDoor && { frontDoor }),
     maxBodyBytes: config.gateway.maxMessageBytes,
     logger,
     connect: (transport, principal, profile) =>
@@ -48,9 +50,34 @@ export async function startHttp(options: {
     }),
   });
   logger.info(
-    `listening on ${listener.url}${config.auth === undefined ? ' (no tokens asked: reachable from this machine only)' : ` (bearer tokens from ${config.auth.issuer})`}`,
+    `listening on ${listener.url}${config.auth === undefined ? ' (no tokens asked: reachable from this machine only)' : ` (bearer tokens from ${config.auth.issuer}${frontDoor === undefined ? '' : `, and hosts sign in at ${frontDoor.issuer}`})`}`,
   );
   return listener;
+}
+
+/**
+ * The front door when the config has `auth.frontDoor`, with its signing key (configured, or kept
+ * in the state folder). Loaded only then, so a gateway without one never reads the key file.
+ */
+async function openFrontDoor(config: WardenConfig, gateway: Gateway, logger: Logger) {
+  const door = config.auth?.frontDoor;
+  if (config.auth === undefined || door === undefined) return undefined;
+  const [{ createFrontDoor }, { keyFileFor, loadSigningKey }] = await Promise.all([
+    import('./frontDoor/frontDoor.js'),
+    import('./frontDoor/keys.js'),
+  ]);
+  const key = await loadSigningKey({
+    ...(door.signingKey !== undefined && { configured: door.signingKey }),
+    file: keyFileFor(config.file),
+  });
+  return createFrontDoor({
+    auth: config.auth,
+    door,
+    key,
+    logger,
+    record: (event, principal) => gateway.record(event, principal),
+    readBody,
+  });
 }
 
 /** Principals whose stateless requests' task questions are held at once; the oldest go first. */

@@ -161,8 +161,18 @@ describe('HTTP listener with auth:', () => {
     const tampered = `${head}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), sub: 'root' })).toString('base64url')}.${valid.split('.')[2]}`;
     const cases: [string, string, number, string][] = [
       ['expired', await token(() => {}, -120), 401, 'expired'],
-      ['wrong audience', await token((p) => (p.aud = 'https://other.test/mcp')), 401, 'another audience'],
-      ['wrong issuer', await token((p) => (p.iss = 'https://evil.test')), 401, 'another issuer'],
+      [
+        'wrong audience',
+        await token((p) => (p.aud = 'https://other.test/mcp')),
+        401,
+        "the token is for the audience 'https://other.test/mcp'; this gateway expects https://warden.test/mcp (auth.audience)",
+      ],
+      [
+        'wrong issuer',
+        await token((p) => (p.iss = 'https://evil.test')),
+        401,
+        "the token was issued by 'https://evil.test'; this gateway accepts tokens from",
+      ],
       ['bad signature', tampered, 401, 'signature'],
       ['alg none', unsigned, 401, 'invalid_token'],
       ['unknown kid', unknownKid, 401, 'invalid_token'],

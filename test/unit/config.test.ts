@@ -785,6 +785,34 @@ describe('parseConfigText: one problem, one exact message', () => {
         `${F}:6:8: this "-" is indented deeper than the list item above it, so YAML reads it as more of that item's text ("--root - /data"); indent it as far as the item above to make it an item of its own, or quote the text if the dash belongs to it`,
       ],
     ],
+    [
+      'a front door without openid among its scopes',
+      'auth:\n  issuer: https://idp.example\n  audience: https://mcp.example/mcp\n  frontDoor:\n    clientId: c\n    scopes: [email]\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:6:13: auth.frontDoor.scopes: must include openid: the principal is taken from the identity provider's ID token, which only an OpenID sign-in returns (got email)`,
+      ],
+    ],
+    [
+      'a front door whose audience is not the gateway URL',
+      'auth:\n  issuer: https://idp.example\n  audience: api://warden\n  frontDoor: { clientId: c }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:3:13: auth.audience: with auth.frontDoor the audience must be this gateway's /mcp URL as hosts connect to it (such as https://mcp.example.com/mcp), got "api://warden"`,
+      ],
+    ],
+    [
+      'a front door base URL with a path',
+      'auth:\n  issuer: https://idp.example\n  audience: https://mcp.example/mcp\n  frontDoor: { clientId: c, baseUrl: "https://mcp.example/warden" }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:38: auth.frontDoor.baseUrl: must be an origin alone, such as https://mcp.example.com (the gateway serves /oauth/ and /.well-known/ at its root), got https://mcp.example/warden`,
+      ],
+    ],
+    [
+      'a front door base URL over plain http elsewhere than loopback',
+      'auth:\n  issuer: https://idp.example\n  audience: https://mcp.example/mcp\n  frontDoor: { clientId: c, baseUrl: "http://mcp.example" }\nservers:\n  a: { command: x }\n',
+      [
+        `${F}:4:38: auth.frontDoor.baseUrl: must be an https URL (http only to a loopback address), got http://mcp.example`,
+      ],
+    ],
   ];
 
   it.each(cases)('%s', (_what, text, expected) => {
