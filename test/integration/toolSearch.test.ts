@@ -118,6 +118,22 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     expect(listed).not.toContain('search_tools');
   });
 
+  it('the instructions say how to reach the tools not listed, after the servers’ own', async () => {
+    const ops = { ops: fixture(['--tools', 'basic'], { instructions: 'Ops says hello.' }) };
+    host = await connectHost(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops));
+    const instructions = host.client.getInstructions() ?? '';
+    expect(instructions).toMatch(/^## ops\nOps says hello\.\n\n## mcp-warden\n/);
+    expect(instructions).toContain(
+      '302 tools of servers big, ops are not in your tool list. Find them with search_tools',
+    );
+    expect(instructions).toContain('call them with call_tool');
+    expect(instructions).toContain('the 1 listed tool is called directly');
+    await host.close();
+
+    host = await connectHost(catalogue({ catalog: { mode: 'all' } }, ops));
+    expect(host.client.getInstructions()).toBe('## ops\nOps says hello.');
+  });
+
   it('auto within the bounds lists everything', async () => {
     host = await connectHost(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
     expect((await host.client.listTools()).tools).toHaveLength(303);
@@ -262,6 +278,15 @@ describe('a 2026-07-28 host', () => {
       arguments: { name: 'ops__crash' },
     });
     expect(denied.result).toMatchObject({ isError: true });
+  });
+
+  it('server/discover tells it how to reach the tools', async () => {
+    modern = startModernHost(CLI, catalogue({ catalog: { mode: 'search' } }));
+    const discover = await modern.request('server/discover', {});
+    expect(discover.result!.instructions).toBe(
+      '## mcp-warden\n303 tools of servers big, ops are not in your tool list. Find them with ' +
+        'search_tools (describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
+    );
   });
 });
 
