@@ -1,12 +1,13 @@
 // The tool search benchmark: how well `rankTools` finds the tool a user means, what search mode
 // saves in listing tokens, and what one search costs on a 1,500-tool catalogue.
 //
-//   node bench/toolSearch/run.mjs [--misses] [--rounds N]
+//   node bench/toolSearch/run.mjs [--misses] [--quick] [--rounds N]
 //
 // It ranks the committed catalogue (catalogue.json, real definitions of public MCP servers,
 // collected by collect.mjs) against the committed queries (queries.json, written before any
 // tuning; a third of them marked `heldout` were never looked at while tuning). `--misses`
-// prints the tuning queries whose first accepted tool is not first, never the held-out ones.
+// prints the tuning queries whose first accepted tool is not first, never the held-out ones;
+// `--quick` prints recall and MRR only, without the listing and the timings.
 //
 // The ranking source is bundled on the fly from src/ (rolldown, already a devDependency of the
 // build), so the ranking figures are always those of the working tree, with no build step
@@ -28,6 +29,7 @@ const LIMIT = 10;
 
 const argv = process.argv.slice(2);
 const showMisses = argv.includes('--misses');
+const quick = argv.includes('--quick');
 const roundsAt = argv.indexOf('--rounds');
 const rounds = roundsAt === -1 ? 20 : Number(argv[roundsAt + 1]);
 
@@ -58,6 +60,18 @@ const ranks = queries.map((q) => {
   return { set: q.set, rank: at === -1 ? Infinity : at + 1 };
 });
 const all = quality(ranks);
+if (quick) {
+  // Recall and MRR only: what a change to the ranking moves, in a second.
+  for (const [label, q] of [
+    ['all', all],
+    ['tuning', quality(ranks.filter((r) => r.set !== 'heldout'))],
+    ['held out', quality(ranks.filter((r) => r.set === 'heldout'))],
+  ])
+    process.stdout.write(
+      `${label.padEnd(9)} r@1 ${q.r1.toFixed(3)} r@5 ${q.r5.toFixed(3)} r@10 ${q.r10.toFixed(3)} MRR ${q.mrr.toFixed(3)}\n`,
+    );
+  process.exit(0);
+}
 const tune = quality(ranks.filter((r) => r.set !== 'heldout'));
 const held = quality(ranks.filter((r) => r.set === 'heldout'));
 
