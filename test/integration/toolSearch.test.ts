@@ -134,6 +134,18 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     expect(host.client.getInstructions()).toBe('## ops\nOps says hello.');
   });
 
+  it('servers slower than the initialize answer: the host is still told how to find their tools', async () => {
+    const slow = {
+      big: fixture(['--tools', 'many:290', '--start-delay', '3000']),
+      ops: fixture(['--tools', 'basic', '--start-delay', '3000']),
+    };
+    host = await connectHost(catalogue({ catalog: { mode: 'search' } }, slow));
+    expect(host.client.getInstructions()).toBe(
+      "## mcp-warden\nThe servers' tools are not in your tool list. Find them with search_tools " +
+        '(describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
+    );
+  });
+
   it('auto within the bounds lists everything', async () => {
     host = await connectHost(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
     expect((await host.client.listTools()).tools).toHaveLength(303);

@@ -106,7 +106,6 @@ export class CatalogView implements ToolView {
     const { subset, mode } = this.facts();
     if (mode === 'all') return [];
     const hidden = subset.tools.filter((t) => !this.alwaysLoaded(t.tool.name));
-    if (hidden.length === 0) return [];
     return [searchInstructions(hidden, subset.tools.length - hidden.length)];
   }
 
@@ -238,8 +237,11 @@ function searchInstructions(hidden: readonly VisibleTool[], listed: number): str
   const servers = [...new Set(hidden.map((t) => t.server))];
   const tools = `${hidden.length} ${hidden.length === 1 ? 'tool' : 'tools'}`;
   const of = `${servers.length === 1 ? 'server' : 'servers'} ${servers.join(', ')}`;
+  // Servers slower than the initialize answer have listed nothing yet: their tools will be found
+  // the same way, so the host is told how even before any is known.
+  const what = hidden.length === 0 ? "The servers' tools are" : `${tools} of ${of} are`;
   return (
-    `## mcp-warden\n${tools} of ${of} are not in your tool list. ` +
+    `## mcp-warden\n${what} not in your tool list. ` +
     `Find them with ${SEARCH_TOOL} (describe the task in plain words) and call them with ` +
     `${CALL_TOOL} {"name", "arguments"}` +
     (listed === 0 ? '.' : `; the ${listed} listed ${listed === 1 ? 'tool is' : 'tools are'} called directly.`)
