@@ -122,12 +122,13 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     const ops = { ops: fixture(['--tools', 'basic'], { instructions: 'Ops says hello.' }) };
     host = await connectHost(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops));
     const instructions = host.client.getInstructions() ?? '';
-    expect(instructions).toMatch(/^## ops\nOps says hello\.\n\n## mcp-warden\n/);
-    expect(instructions).toContain(
-      '302 tools of servers big, ops are not in your tool list. Find them with search_tools',
+    // The count is there when the servers answered within the initialize answer's short wait
+    // (on a loaded machine they may not have); server/discover below checks it exactly.
+    expect(instructions).toMatch(
+      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
     );
-    expect(instructions).toContain('call them with call_tool');
-    expect(instructions).toContain('the 1 listed tool is called directly');
+    if (instructions.includes('302 tools'))
+      expect(instructions).toMatch(/the 1 listed tool is called directly\.$/);
     await host.close();
 
     host = await connectHost(catalogue({ catalog: { mode: 'all' } }, ops));
@@ -135,11 +136,16 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('servers slower than the initialize answer: the host is still told how to find their tools', async () => {
-    const slow = {
-      big: fixture(['--tools', 'many:290', '--start-delay', '3000']),
-      ops: fixture(['--tools', 'basic', '--start-delay', '3000']),
-    };
-    host = await connectHost(catalogue({ catalog: { mode: 'search' } }, slow));
+    // Servers of their own names, so that no listing kept by an earlier test stands in for them.
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      catalog: { mode: 'search' },
+      servers: {
+        tardy: fixture(['--tools', 'many:290', '--start-delay', '3000']),
+        laggard: fixture(['--tools', 'basic', '--start-delay', '3000']),
+      },
+    });
+    host = await connectHost(config);
     expect(host.client.getInstructions()).toBe(
       "## mcp-warden\nThe servers' tools are not in your tool list. Find them with search_tools " +
         '(describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
@@ -294,6 +300,8 @@ describe('a 2026-07-28 host', () => {
 
   it('server/discover tells it how to reach the tools', async () => {
     modern = startModernHost(CLI, catalogue({ catalog: { mode: 'search' } }));
+    // A list waits for every server, so the discovery after it knows all their tools.
+    await modern.request('tools/list', {});
     const discover = await modern.request('server/discover', {});
     expect(discover.result!.instructions).toBe(
       '## mcp-warden\n303 tools of servers big, ops are not in your tool list. Find them with ' +
