@@ -36,6 +36,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { underCallgrind, dumpCounts, zeroCounts } from './lib/callgrind.mjs';
+import { recordPrices } from './lib/prices.mjs';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS, BENCH_POLICY } from './lib/configs.mjs';
 import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
@@ -148,9 +149,18 @@ async function start(name, callgrindOut) {
   const wait = callgrindOut === undefined ? 30_000 : 300_000;
   await deadline(child.request('initialize', JSON.stringify(hello)), wait, `${name} initialize`);
   child.notify('notifications/initialized');
-  await deadline(child.request('tools/list'), wait, `${name} tools/list`);
   // The floors pass the server's names on as they are, but floor-full exposes them as the gateway does.
   const tool = name.startsWith('floor') && name !== 'floor-full' ? 'echo' : 'bench__echo';
+  // The gateway answers the host before its upstream is up (slowly, under valgrind): the tool is
+  // listed once the upstream has started, and calls before that would be refused as too early.
+  const listed = async () => {
+    for (;;) {
+      const { tools } = await child.request('tools/list');
+      if (tools.some((t) => t.name === tool)) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  await deadline(listed(), wait, `${name} tools/list naming ${tool}`);
   return { name, child, params: JSON.stringify({ name: tool, arguments: { text: TEXT } }) };
 }
 
@@ -187,6 +197,7 @@ if (flags.callgrind !== undefined) {
     `callgrind: ${calls} calls at 32 in flight after ${WARMUP}, instructions of the middle process`,
   );
   let floorCount;
+  const counts = {};
   for (const name of names) {
     const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
     const inst = await start(name, file);
@@ -196,10 +207,29 @@ if (flags.callgrind !== undefined) {
     const perCall = dumpCounts(inst.child.pid, file) / calls;
     await inst.child.close(60_000);
     floorCount ??= perCall;
+    counts[name] = perCall;
     console.log(
       `${name.padEnd(18)}${(perCall / 1000).toFixed(1).padStart(8)}k per call  ${(perCall / floorCount).toFixed(2)}× floor`,
     );
   }
+  const ratio = (a, b) =>
+    counts[a] !== undefined && counts[b] !== undefined ? counts[a] / counts[b] : undefined;
+  recordPrices(
+    'featureCost',
+    [
+      {
+        what: 'instructions per call, warden-full ÷ json-floor-full',
+        value: ratio('full', 'floor-full'),
+        unit: '×',
+        atMost: 1.1,
+      },
+      {
+        what: 'instructions per call, warden-full ÷ the baseline build',
+        value: ratio('full', 'full-base'),
+        unit: '×',
+      },
+    ].filter((p) => p.value !== undefined),
+  );
   process.exit(0);
 }
 

@@ -24,6 +24,7 @@
 // neighbours').
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { recordPrices } from './lib/prices.mjs';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -396,4 +397,12 @@ const added = large.on.cpu - large.off.cpu;
 console.log(
   `\n${added <= LARGE_BOUND_MS ? 'PASS' : 'FAIL'}: guardrails add ${added.toFixed(1)} ms of the gateway's CPU to a 1 MiB result (bound ${LARGE_BOUND_MS} ms)`,
 );
+recordPrices('guardrails', [
+  ...rows.map((r) => ({
+    what: `guardrails on ÷ off, gateway CPU per call, ${r.label} result`,
+    value: r.on.cpu / r.off.cpu,
+    unit: '×',
+  })),
+  { what: 'guardrails: CPU added to a 1 MiB result', value: added, unit: 'ms', atMost: LARGE_BOUND_MS },
+]);
 if (!flags.smoke) process.exitCode = added <= LARGE_BOUND_MS ? 0 : 1;

@@ -21,6 +21,7 @@
 // goals), 1 something failed, 2 bad usage, 3 ran but missed a goal.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { recordPrices } from './lib/prices.mjs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -226,6 +227,10 @@ async function main() {
     `${verdict(startup)} lazy start-up ≤ 1.2× alone: ${fmt(startup, 2)}×`,
     `${verdict(memory)} lazy RSS ≤ 1.2× alone: ${fmt(memory, 2)}×`,
   );
+  recordPrices('lazyStart', [
+    { what: `lazy start-up, ${SERVERS} servers ÷ gateway alone`, value: startup, unit: '×', atMost: 1.2 },
+    { what: `RSS, ${SERVERS} lazy servers ÷ gateway alone`, value: memory, unit: '×', atMost: 1.2 },
+  ]);
   const report = lines.join('\n') + '\n';
   process.stdout.write(report);
   if (flags.out !== undefined) writeFileSync(flags.out, report);

@@ -48,6 +48,7 @@
 // another build of the gateway instead of dist/cli.js.
 
 import { execFile } from 'node:child_process';
+import { recordPrices } from './lib/prices.mjs';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -1128,6 +1129,18 @@ async function main() {
   writeFileSync(OUT, `${JSON.stringify({ meta, rounds, ...summary }, null, 2)}\n`);
   process.stdout.write(`\nresults written to ${path.relative(process.cwd(), OUT) || OUT}\n`);
 
+  const vsFloorFull = summary.ratios['warden-full/json-floor-full'];
+  recordPrices('run', [
+    ...summary.targets.map((t) => ({
+      what: `warden-full ${t.what}`,
+      value: t.full,
+      unit: t.vs === null ? 'MB' : '×',
+      ...(t.op === '<=' ? { atMost: t.limit } : { atLeast: t.limit }),
+    })),
+    { what: 'warden-full ÷ json-floor-full, p50 latency', value: vsFloorFull.p50Us, unit: '×' },
+    { what: 'warden-full ÷ json-floor-full, throughput @32', value: vsFloorFull.callsPerSec, unit: '×' },
+    { what: 'warden-full ÷ json-floor-full, CPU per call', value: vsFloorFull.cpuUsPerCall, unit: '×' },
+  ]);
   const missed = summary.targets.filter((t) => t.result === 'FAIL');
   if (!QUICK && missed.length > 0) {
     process.stdout.write(`targets missed: ${missed.map((t) => t.what).join('; ')}\n`);

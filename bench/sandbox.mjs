@@ -12,6 +12,7 @@
 // Exit codes: 0 ran, 1 something failed, 2 bad usage.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { recordPrices } from './lib/prices.mjs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -122,6 +123,10 @@ if (process.exitCode !== 1) {
     startUp: summary.sandboxed.startMs / summary.plain.startMs,
     perCall: summary.sandboxed.callP50Ms / summary.plain.callP50Ms,
   };
+  recordPrices('sandbox', [
+    { what: 'sandboxed start-up ÷ unsandboxed', value: ratio.startUp, unit: '×' },
+    { what: 'sandboxed call p50 ÷ unsandboxed', value: ratio.perCall, unit: '×' },
+  ]);
   const ms = (v) => `${v.toFixed(v < 10 ? 2 : 0)} ms`;
   process.stdout.write(
     [

@@ -121,24 +121,37 @@ export interface InProcessGateway {
   close(): Promise<void>;
 }
 
-/**
- * Builds a gateway from config text (YAML, written relative to a fresh temp dir), connects each
- * server named in `upstreams` to the McpServer made for it, and the SDK Client as host.
- * Servers in the config that `upstreams` does not name are started as configured.
- */
-export async function startInProcess(options: {
+/** How a test builds the gateway: its config, its upstreams and its files. */
+export interface InProcessOptions {
   readonly config: string;
   /** Per server: an McpServer to connect, or the gateway's end of a connection the test drives. */
   readonly upstreams: Readonly<Record<string, () => McpServer | MemoryTransport>>;
   /** Files to write in the temp dir before the config is read, by path relative to it. */
   readonly files?: Readonly<Record<string, string>>;
-  readonly client?: ConstructorParameters<typeof Client>[1];
-  readonly beforeConnect?: (client: Client) => void;
   /** Connects the servers `upstreams` does not name, for the principal each connection serves. */
   readonly connectUpstream?: GatewayOptions['connectUpstream'];
   /** How users sign in to the servers that ask for it (see GatewayOptions.signInFor). */
   readonly signInFor?: GatewayOptions['signInFor'];
-}): Promise<InProcessGateway> {
+}
+
+/** A started gateway, the host's end of its connection still free for a client of any era. */
+interface Built {
+  readonly dir: string;
+  readonly gateway: Gateway;
+  readonly hostEnd: MemoryTransport;
+  readonly clientEnd: MemoryTransport;
+  readonly log: string[];
+  readonly auditFile: string | undefined;
+  auditRecords(): Record<string, unknown>[];
+  closeServers(): Promise<void>;
+}
+
+/**
+ * Builds a gateway from config text (YAML, written relative to a fresh temp dir) and connects
+ * each server named in `upstreams` to the McpServer made for it. Servers in the config that
+ * `upstreams` does not name are started as configured.
+ */
+async function build(options: InProcessOptions): Promise<Built> {
   const dir = mkdtempSync(path.join(tmpdir(), 'warden-inproc-'));
   for (const [name, text] of Object.entries(options.files ?? {})) {
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
@@ -183,15 +196,12 @@ export async function startInProcess(options: {
     },
   });
   await gateway.start();
-  const client = new Client({ name: 'in-process host', version: '1' }, options.client);
-  options.beforeConnect?.(client);
-  await client.connect(sdkTransport(clientEnd));
   const auditFile = config.audit?.file;
   return {
     dir,
     gateway,
-    client,
-    hostLines: () => hostEnd.sent,
+    hostEnd,
+    clientEnd,
     log: logger.lines,
     auditFile,
     auditRecords: () => {
@@ -199,10 +209,101 @@ export async function startInProcess(options: {
       audit?.flush();
       return readLines(auditFile);
     },
+    closeServers: async () => {
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+/** The gateway built in-process (see `build`), with the SDK Client as its host. */
+export async function startInProcess(
+  options: InProcessOptions & {
+    readonly client?: ConstructorParameters<typeof Client>[1];
+    readonly beforeConnect?: (client: Client) => void;
+  },
+): Promise<InProcessGateway> {
+  const built = await build(options);
+  const client = new Client({ name: 'in-process host', version: '1' }, options.client);
+  options.beforeConnect?.(client);
+  await client.connect(sdkTransport(built.clientEnd));
+  return {
+    dir: built.dir,
+    gateway: built.gateway,
+    client,
+    hostLines: () => built.hostEnd.sent,
+    log: built.log,
+    auditFile: built.auditFile,
+    auditRecords: built.auditRecords,
     close: async () => {
       await client.close();
-      await gateway.close();
-      await Promise.all(servers.map((s) => s.close()));
+      await built.gateway.close();
+      await built.closeServers();
+    },
+  };
+}
+
+/** The envelope every request of a 2026-07-28 host carries in `params._meta`. */
+export function modernEnvelope(capabilities: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'in-process modern host', version: '1' },
+  };
+}
+
+/** A host of the stateless revision over memory: no handshake, the envelope on every request. */
+export interface InProcessModernGateway extends Omit<InProcessGateway, 'client'> {
+  /** Sends a request with the envelope (`capabilities` declared in it) and waits for its answer. */
+  request(
+    method: string,
+    params?: Record<string, unknown>,
+    capabilities?: Record<string, unknown>,
+  ): Promise<{ result?: Record<string, unknown>; error?: { code: number; message: string } }>;
+  /** Every message the gateway sent that was not an answer (notifications, and requests it must not send). */
+  readonly unsolicited: JsonRpcMessage[];
+}
+
+/** The gateway built in-process (see `build`), spoken to as a host of 2026-07-28 would. */
+export async function startInProcessModern(
+  options: InProcessOptions & { readonly capabilities?: Record<string, unknown> },
+): Promise<InProcessModernGateway> {
+  const built = await build(options);
+  const waiting = new Map<number, (message: JsonRpcMessage) => void>();
+  const unsolicited: JsonRpcMessage[] = [];
+  built.clientEnd.onmessage = (message) => {
+    const id = 'id' in message && !('method' in message) ? message.id : undefined;
+    const resolve = typeof id === 'number' ? waiting.get(id) : undefined;
+    if (resolve === undefined) unsolicited.push(message);
+    else {
+      waiting.delete(id as number);
+      resolve(message);
+    }
+  };
+  let nextId = 1;
+  return {
+    dir: built.dir,
+    gateway: built.gateway,
+    hostLines: () => built.hostEnd.sent,
+    log: built.log,
+    auditFile: built.auditFile,
+    auditRecords: built.auditRecords,
+    unsolicited,
+    request: (method, params = {}, capabilities = options.capabilities ?? {}) => {
+      const id = nextId++;
+      const meta = { ...(params['_meta'] as object | undefined), ...modernEnvelope(capabilities) };
+      const answer = new Promise<JsonRpcMessage>((resolve) => waiting.set(id, resolve));
+      built.clientEnd.sendLine(
+        JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
+      );
+      return answer as Promise<{
+        result?: Record<string, unknown>;
+        error?: { code: number; message: string };
+      }>;
+    },
+    close: async () => {
+      await built.clientEnd.close();
+      await built.gateway.close();
+      await built.closeServers();
     },
   };
 }
