@@ -6,8 +6,9 @@
  * profile leaves out is refused exactly as a prompt or resource nobody serves.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { envelope, MODERN } from '../fixtures/modernHost.js';
+import { envelope, MODERN, startModernHost, type ModernHost } from '../fixtures/modernHost.js';
 import {
+  CLI,
   connectHost,
   FAST_GATEWAY,
   fixture,
@@ -22,10 +23,12 @@ type Json = Record<string, unknown>;
 
 let host: HostSession | undefined;
 let http: HttpGateway | undefined;
+let modern: ModernHost | undefined;
 afterEach(async () => {
   await host?.close();
   await http?.stop();
-  host = http = undefined;
+  await modern?.close();
+  host = http = modern = undefined;
 });
 
 /** `ops`: the fixture's two resources; `every`: server-everything's prompts, resources and templates. */
@@ -175,5 +178,36 @@ describe('a profile by listener path (2026-07-28 stateless requests)', () => {
     );
     const kept = await rpc(url, 'resources/read', { uri: OPS_A }, OPS_A);
     expect(kept.result!.contents).toMatchObject([{ uri: OPS_A, text: 'a from ops' }]);
+  });
+});
+
+describe('a profile by client name (2026-07-28 host over stdio)', () => {
+  it('a subscriptions/listen stream is not given resources outside the profile', async () => {
+    // Two servers that both take subscriptions, so only the profile can tell their URIs apart.
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        ops: fixture(['--tools', 'basic', '--resources', '--name', 'ops']),
+        other: fixture(['--tools', 'basic', '--resources', '--name', 'other']),
+      },
+      profiles: { modern: { clients: ['modern-test-host'], servers: ['ops'] } },
+    });
+    modern = startModernHost(CLI, config);
+    // A list waits for every server to be up.
+    const listed = await modern.request('resources/list', {});
+    expect((listed.result!.resources as { uri: string }[]).map((r) => r.uri).sort()).toEqual([
+      OPS_A,
+      'fixture://ops/b',
+    ]);
+    const id = modern.send('subscriptions/listen', {
+      notifications: { resourceSubscriptions: [OPS_A, 'fixture://other/a'] },
+    });
+    const ack = await modern.waitForNotification(
+      (n) => n.method === 'notifications/subscriptions/acknowledged',
+    );
+    expect(ack.params).toEqual({
+      _meta: { 'io.modelcontextprotocol/subscriptionId': id },
+      notifications: { resourceSubscriptions: [OPS_A] },
+    });
   });
 });
