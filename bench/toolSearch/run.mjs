@@ -1,21 +1,25 @@
 // The tool search benchmark: how well `rankTools` finds the tool a user means, what search mode
 // saves in listing tokens, and what one search costs on a 1,500-tool catalogue.
 //
-//   node bench/toolSearch/run.mjs [--misses] [--rounds N]
+//   node bench/toolSearch/run.mjs [--misses] [--quick] [--rounds N]
 //
 // It ranks the committed catalogue (catalogue.json, real definitions of public MCP servers,
 // collected by collect.mjs) against the committed queries (queries.json, written before any
 // tuning; a third of them marked `heldout` were never looked at while tuning). `--misses`
-// prints the tuning queries whose first accepted tool is not first, never the held-out ones.
+// prints the tuning queries whose first accepted tool is not first, never the held-out ones;
+// `--quick` prints recall and MRR only, without the listing and the timings.
 //
 // The ranking source is bundled on the fly from src/ (rolldown, already a devDependency of the
-// build), so the figures are always those of the working tree, with no build step first.
+// build), so the ranking figures are always those of the working tree, with no build step
+// first. The listing's tokens are read from the built gateway (dist/cli.js), which needs
+// `npm run build`; without it that line says so.
 
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { rolldown } from 'rolldown';
 import { quantile } from '../lib/stats.mjs';
+import { built, gatewayListing } from './listing.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -25,6 +29,7 @@ const LIMIT = 10;
 
 const argv = process.argv.slice(2);
 const showMisses = argv.includes('--misses');
+const quick = argv.includes('--quick');
 const roundsAt = argv.indexOf('--rounds');
 const rounds = roundsAt === -1 ? 20 : Number(argv[roundsAt + 1]);
 
@@ -34,6 +39,7 @@ const { queries } = JSON.parse(readFileSync(join(here, 'queries.json'), 'utf8'))
 
 /** The tools as the gateway lists them: each name namespaced by its server. */
 const catalogue = raw.map((tool) => ({ ...tool, name: tool.server + SEPARATOR + tool.name }));
+const servers = sources.map((source) => source.server);
 const known = new Set(catalogue.map((tool) => tool.name));
 for (const q of queries)
   for (const id of q.accept)
@@ -54,14 +60,29 @@ const ranks = queries.map((q) => {
   return { set: q.set, rank: at === -1 ? Infinity : at + 1 };
 });
 const all = quality(ranks);
+if (quick) {
+  // Recall and MRR only: what a change to the ranking moves, in a second.
+  for (const [label, q] of [
+    ['all', all],
+    ['tuning', quality(ranks.filter((r) => r.set !== 'heldout'))],
+    ['held out', quality(ranks.filter((r) => r.set === 'heldout'))],
+  ])
+    process.stdout.write(
+      `${label.padEnd(9)} r@1 ${q.r1.toFixed(3)} r@5 ${q.r5.toFixed(3)} r@10 ${q.r10.toFixed(3)} MRR ${q.mrr.toFixed(3)}\n`,
+    );
+  process.exit(0);
+}
 const tune = quality(ranks.filter((r) => r.set !== 'heldout'));
 const held = quality(ranks.filter((r) => r.set === 'heldout'));
 
-// Tokens of the listing, full and in search mode.
-const fullListing = JSON.stringify({
-  tools: raw.map(({ server, ...tool }) => ({ ...tool, name: server + SEPARATOR + tool.name })),
-});
-const searchListing = JSON.stringify({ tools: SEARCH_MODE_TOOLS() });
+// Tokens of the listing, full and in search mode: what the built gateway lists in front of the
+// catalogue's servers in each mode (see listing.mjs), estimated the same way for both.
+const listings = built()
+  ? {
+      all: await gatewayListing(servers, 'all'),
+      search: await gatewayListing(servers, 'search'),
+    }
+  : undefined;
 
 // Latency on 1,500 tools: the real catalogue replicated under renamed servers.
 const big = [];
@@ -116,10 +137,17 @@ for (const [label, q] of [
     `| ${label.padEnd(9)} | ${String(q.n).padEnd(3)} | ${fmt(q.r1)}    | ${fmt(q.r5)}    | ${fmt(q.r10)}     | ${fmt(q.mrr)} |`,
   );
 out.push('');
-out.push(
-  `listing tokens (chars/4): all ${tokens(fullListing)} (${catalogue.length} tools), ` +
-    `search mode ${tokens(searchListing)} (2 tools, stand-in definitions)`,
-);
+if (listings === undefined)
+  out.push('listing tokens: no built gateway (dist/cli.js); run `npm run build` first');
+else {
+  const all = tokens(listings.all.json);
+  const search = tokens(listings.search.json);
+  out.push(
+    `listing tokens (chars/4) from the built gateway's tools/list: all ${all} (${listings.all.count} tools), ` +
+      `search ${search} (${listings.search.count} tools), ${((100 * search) / all).toFixed(1)}% of all ` +
+      `(${(all / search).toFixed(0)}x smaller); search mode's instructions add ${tokens(listings.search.instructions ?? '')}`,
+  );
+}
 out.push(
   `search on ${big.length} tools: p50 ${fmt(p50)} ms, p95 ${fmt(p95)} ms over ${times.length} searches; ` +
     `mean CPU ${fmt(cpuPerSearch)} ms per search; index build median ${fmt(quantile(builds, 0.5))} ms ` +
@@ -145,48 +173,6 @@ function quality(list) {
 
 function tokens(text) {
   return Math.round(text.length / 4);
-}
-
-/**
- * A stand-in for search mode's listing: one tool that searches and one that calls what was
- * found. The gateway's own definitions may word things differently; what matters here is their
- * size, which is a few hundred tokens whatever the catalogue holds.
- */
-function SEARCH_MODE_TOOLS() {
-  return [
-    {
-      name: 'search_tools',
-      description:
-        'Find tools by describing what you want to do in plain words. Returns the best matching ' +
-        'tools with their full definitions; call one with call_tool.',
-      inputSchema: {
-        type: 'object',
-        properties: {
-          query: { type: 'string', description: 'What you want to do, in plain words.' },
-          servers: {
-            type: 'array',
-            items: { type: 'string' },
-            description: 'Only search the tools of these servers.',
-          },
-          limit: { type: 'integer', minimum: 1, maximum: 50, description: 'How many tools to return.' },
-        },
-        required: ['query'],
-      },
-    },
-    {
-      name: 'call_tool',
-      description:
-        'Call a tool found with search_tools, by its name, with arguments matching its inputSchema.',
-      inputSchema: {
-        type: 'object',
-        properties: {
-          name: { type: 'string', description: 'The tool name, as search_tools returned it.' },
-          arguments: { type: 'object', description: "The tool's arguments." },
-        },
-        required: ['name'],
-      },
-    },
-  ];
 }
 
 /** Bundles src/features/toolSearch/ranking.ts into a temporary module and imports it. */

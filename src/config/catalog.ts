@@ -73,6 +73,8 @@ export function normalizeCatalog(
       principals: strings(entry['principals']),
       servers: strings(entry['servers']),
       tools: strings(entry['tools']),
+      prompts: strings(entry['prompts']),
+      resources: strings(entry['resources']),
       ...(modeOf(entry['mode']) !== undefined && { mode: modeOf(entry['mode'])! }),
     };
     profile.servers.forEach((glob, i) => {

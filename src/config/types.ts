@@ -662,10 +662,17 @@ export interface ProfileConfig {
   readonly clients: readonly string[];
   /** Globs on the principal's subject (token `sub` or OS user): principals that get this profile. */
   readonly principals: readonly string[];
-  /** Globs on server names: only their tools (empty: every server). */
+  /** Globs on server names: only their tools, prompts and resources (empty: every server). */
   readonly servers: readonly string[];
   /** Globs on exposed tool names: only these tools (empty: every tool of the servers). */
   readonly tools: readonly string[];
+  /** Globs on exposed prompt names: only these prompts (empty: every prompt of the servers). */
+  readonly prompts: readonly string[];
+  /**
+   * Globs on resource URIs, a template counting by its `uriTemplate`: only these (empty: every
+   * resource and template of the servers).
+   */
+  readonly resources: readonly string[];
   /** This profile's own `catalog.mode`, when it has one. */
   readonly mode?: CatalogMode;
 }

@@ -118,6 +118,40 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     expect(listed).not.toContain('search_tools');
   });
 
+  it('the instructions say how to reach the tools not listed, after the servers’ own', async () => {
+    const ops = { ops: fixture(['--tools', 'basic'], { instructions: 'Ops says hello.' }) };
+    host = await connectHost(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops));
+    const instructions = host.client.getInstructions() ?? '';
+    // The count is there when the servers answered within the initialize answer's short wait
+    // (on a loaded machine they may not have); server/discover below checks it exactly.
+    expect(instructions).toMatch(
+      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
+    );
+    if (instructions.includes('302 tools'))
+      expect(instructions).toMatch(/the 1 listed tool is called directly\.$/);
+    await host.close();
+
+    host = await connectHost(catalogue({ catalog: { mode: 'all' } }, ops));
+    expect(host.client.getInstructions()).toBe('## ops\nOps says hello.');
+  });
+
+  it('servers slower than the initialize answer: the host is still told how to find their tools', async () => {
+    // Servers of their own names, so that no listing kept by an earlier test stands in for them.
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      catalog: { mode: 'search' },
+      servers: {
+        tardy: fixture(['--tools', 'many:290', '--start-delay', '3000']),
+        laggard: fixture(['--tools', 'basic', '--start-delay', '3000']),
+      },
+    });
+    host = await connectHost(config);
+    expect(host.client.getInstructions()).toBe(
+      "## mcp-warden\nThe servers' tools are not in your tool list. Find them with search_tools " +
+        '(describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
+    );
+  });
+
   it('auto within the bounds lists everything', async () => {
     host = await connectHost(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
     expect((await host.client.listTools()).tools).toHaveLength(303);
@@ -262,6 +296,17 @@ describe('a 2026-07-28 host', () => {
       arguments: { name: 'ops__crash' },
     });
     expect(denied.result).toMatchObject({ isError: true });
+  });
+
+  it('server/discover tells it how to reach the tools', async () => {
+    modern = startModernHost(CLI, catalogue({ catalog: { mode: 'search' } }));
+    // A list waits for every server, so the discovery after it knows all their tools.
+    await modern.request('tools/list', {});
+    const discover = await modern.request('server/discover', {});
+    expect(discover.result!.instructions).toBe(
+      '## mcp-warden\n303 tools of servers big, ops are not in your tool list. Find them with ' +
+        'search_tools (describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
+    );
   });
 });
 

@@ -20,6 +20,7 @@ describe('catalog: and profiles:', () => {
         'catalog: { mode: search, alwaysLoad: [a__x*], auto: { maxTools: 5 } }',
         'profiles:',
         '  cursor: { clients: [Cursor*], servers: [a], mode: all }',
+        "  docs: { prompts: ['a__*'], resources: ['file:///docs/*'] }",
         'servers:',
         '  a: { command: c }',
         '',
@@ -31,7 +32,25 @@ describe('catalog: and profiles:', () => {
       auto: { maxTools: 5, maxTokens: 20_000 },
     });
     expect(config.profiles).toEqual([
-      { name: 'cursor', clients: ['Cursor*'], principals: [], servers: ['a'], tools: [], mode: 'all' },
+      {
+        name: 'cursor',
+        clients: ['Cursor*'],
+        principals: [],
+        servers: ['a'],
+        tools: [],
+        prompts: [],
+        resources: [],
+        mode: 'all',
+      },
+      {
+        name: 'docs',
+        clients: [],
+        principals: [],
+        servers: [],
+        tools: [],
+        prompts: ['a__*'],
+        resources: ['file:///docs/*'],
+      },
     ]);
   });
 

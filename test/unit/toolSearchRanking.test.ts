@@ -198,6 +198,12 @@ describe('search terms', () => {
     expect(stem('directories')).toBe(stem('directory'));
     expect(stem('branches')).toBe(stem('branch'));
     expect(stem('navigation')).toBe(stem('navigate'));
+    expect(stem('approval')).toBe(stem('approve'));
+    expect(stem('environments')).toBe(stem('environment'));
+    expect(stem('containers')).toBe(stem('contain'));
+    // Short words keep -er and -al: a "user" is not a "us", a "label" not a "lab".
+    expect(stem('user')).toBe('user');
+    expect(stem('label')).toBe('label');
     expect(stem('running')).toBe('run');
     expect(stem('pulled')).toBe('pull');
     expect(stem('status')).toBe('status');

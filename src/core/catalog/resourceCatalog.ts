@@ -39,6 +39,11 @@ export class ResourceCatalog {
   private servers: ReadonlySet<string> = new Set();
   private resourcesJson = '{"resources":[]}';
   private templatesJson = '{"resourceTemplates":[]}';
+  /** What the lists show, each with its server, for a connection that sees only part of it. */
+  private shown: {
+    readonly resources: readonly { readonly server: string; readonly resource: Resource }[];
+    readonly templates: readonly { readonly server: string; readonly template: ResourceTemplate }[];
+  } = { resources: [], templates: [] };
   private readonly reported = new Set<string>();
 
   constructor(private readonly onWarning: (message: string) => void) {}
@@ -95,6 +100,10 @@ export class ResourceCatalog {
     this.servers = new Set(sources.map((s) => s.server));
     this.resourcesJson = resourcesJson;
     this.templatesJson = templatesJson;
+    this.shown = {
+      resources: shownResources.map((resource) => ({ server: owners.get(resource.uri)!, resource })),
+      templates: shownTemplates,
+    };
     return changed;
   }
 
@@ -124,5 +133,17 @@ export class ResourceCatalog {
 
   templatesResultJson(): string {
     return this.templatesJson;
+  }
+
+  /** `listResultJson` of only the resources `keep` lets through (by server and exposed URI). */
+  listResultJsonOf(keep: (server: string, uri: string) => boolean): string {
+    const resources = this.shown.resources.filter((r) => keep(r.server, r.resource.uri));
+    return JSON.stringify({ resources: resources.map((r) => r.resource) });
+  }
+
+  /** `templatesResultJson` of only the templates `keep` lets through (by server and exposed template). */
+  templatesResultJsonOf(keep: (server: string, uriTemplate: string) => boolean): string {
+    const templates = this.shown.templates.filter((t) => keep(t.server, t.template.uriTemplate));
+    return JSON.stringify({ resourceTemplates: templates.map((t) => t.template) });
   }
 }

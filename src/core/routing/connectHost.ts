@@ -25,6 +25,7 @@ import { Router } from './router.js';
 import { MessageStamps } from './stamps.js';
 import { TaskStatusFeed } from './taskStatusFeed.js';
 import { ToolCalls } from './toolCalls.js';
+import { ScopedLists } from './listScope.js';
 import type { ToolView } from './toolView.js';
 import { UntilListed } from './untilListed.js';
 import { UpstreamEvents } from './upstreamEvents.js';
@@ -93,7 +94,16 @@ export function connectHost(options: RouterOptions): Router {
   const memory = options.taskMemory ?? new TaskMemory(logger);
   // The peer hands what the host sends to the router, which exists before any message arrives.
   const inbox: { router?: Router } = {};
-  const { peer, session, bridge, modern, dialects } = hostEdge(options, memory, inbox);
+  // The instructions say how this connection reaches its tools (when not all are listed) before
+  // the gateway's notes on the servers.
+  const view = options.toolView;
+  const notes =
+    view === undefined ? options.notes : () => [...view.instructions(), ...(options.notes?.() ?? [])];
+  const { peer, session, bridge, modern, dialects } = hostEdge(
+    { ...options, ...(notes !== undefined && { notes }) },
+    memory,
+    inbox,
+  );
   const stamps = new MessageStamps({ dialect: () => dialects.current, pool, principal });
   const boundary = new RouteBoundary({ pipeline, bridge, logger });
   const hostRequests = new HostRequests({ pool, pipeline, stamps });
@@ -121,12 +131,14 @@ export function connectHost(options: RouterOptions): Router {
     ...(options.record !== undefined && { record: options.record }),
   });
   const parts = { pool, pipeline, session, tasks, boundary, stamps, listed, answeredHere, logger };
+  const lists = new ScopedLists(options, () => options.toolView?.scope());
   const hostMethods = new HostMethods({
     ...parts,
+    lists,
     prompts: options.prompts,
     resources: options.resources,
     serverInfo: options.serverInfo,
-    ...(options.notes !== undefined && { notes: options.notes }),
+    ...(notes !== undefined && { notes }),
     ...(options.revisionKnown !== undefined && { revisionKnown: options.revisionKnown }),
     acceptBatches: () => (options.host as { acceptBatches?: () => void }).acceptBatches?.(),
   });
@@ -168,6 +180,7 @@ export function connectHost(options: RouterOptions): Router {
     taskMemory: { memory, ownsIt: options.taskMemory === undefined },
     ...(options.revisionKnown !== undefined && { revisionKnown: options.revisionKnown }),
     ...(options.toolView !== undefined && { toolView: options.toolView }),
+    lists,
   }));
 }
 

@@ -18,6 +18,7 @@ import { LARGE_LINE_BYTES } from '../transports/lineDecoder.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import type { AnsweredHere } from './answeredHere.js';
 import type { RouteBoundary } from './boundary.js';
+import type { ScopedLists } from './listScope.js';
 import type { MessageStamps } from './stamps.js';
 import type { UntilListed } from './untilListed.js';
 
@@ -33,6 +34,8 @@ export interface HostMethodsOptions {
   readonly stamps: MessageStamps;
   readonly listed: UntilListed;
   readonly answeredHere: AnsweredHere;
+  /** What of the prompts and resources this connection may see and use. */
+  readonly lists: ScopedLists;
   readonly logger: Logger;
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Lines for the initialize answer's instructions after the upstreams' own. */
@@ -146,7 +149,7 @@ export class HostMethods {
     const params = request.params;
     const name = params?.name;
     if (typeof name !== 'string') throw new InvalidParamsError('prompts/get needs params.name (a string)');
-    const entry = await this.resolveNamed(this.options.prompts, name);
+    const entry = await this.resolvePrompt(name);
     const args =
       typeof params?.arguments === 'object' && params.arguments !== null
         ? (params.arguments as Params)
@@ -172,7 +175,7 @@ export class HostMethods {
     if (typeof uri !== 'string')
       throw new InvalidParamsError(`${request.method} needs params.uri (a string)`);
     await this.options.pool.start();
-    const target = this.options.resources.route(uri);
+    const target = this.resourceTarget(uri);
     if (target === undefined)
       return this.options.answeredHere.unserved(
         request,
@@ -200,7 +203,7 @@ export class HostMethods {
     const ref = params?.ref as Params | undefined;
     const args = params?.argument as Params | undefined;
     if (ref?.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const entry = await this.resolveNamed(this.options.prompts, ref.name);
+      const entry = await this.resolvePrompt(ref.name);
       // Recorded like a prompts/get of a name nobody serves: probing names by completion shows too.
       if (entry === undefined)
         return this.options.answeredHere.unserved(
@@ -231,7 +234,8 @@ export class HostMethods {
    * host's resources/subscribe; false when no server can be.
    */
   async streamSubscription(uri: string, subscribe: boolean, stream: IncomingRequest): Promise<boolean> {
-    const server = this.options.resources.ownerOf(uri);
+    const owner = this.options.resources.ownerOf(uri);
+    const server = owner !== undefined && this.options.lists.showsResource(owner, uri) ? owner : undefined;
     const upstream = server === undefined ? undefined : this.options.pool.byName.get(server);
     const offers = (upstream?.capabilities.resources as Params | undefined)?.subscribe === true;
     if (upstream === undefined || !offers) return false;
@@ -245,9 +249,20 @@ export class HostMethods {
     return true;
   }
 
-  /** Looks a name up, waiting (within the startup window) for a server that will list it. */
-  private resolveNamed<T extends { name: string }>(catalog: NamedCatalog<T>, name: string) {
-    return this.options.listed.find(() => catalog.resolve(name));
+  /**
+   * Looks a prompt up, waiting (within the startup window) for a server that will list it; one
+   * this connection may not see is not found, as if nobody served it.
+   */
+  private async resolvePrompt(name: string) {
+    const entry = await this.options.listed.find(() => this.options.prompts.resolve(name));
+    const { lists } = this.options;
+    return entry !== undefined && lists.showsPrompt(lists.scope(), name, entry.server) ? entry : undefined;
+  }
+
+  /** Where a request for `uri` goes; undefined when nobody serves it or this connection may not see it. */
+  private resourceTarget(uri: string) {
+    const target = this.options.resources.route(uri);
+    return target !== undefined && this.options.lists.showsResource(target.server, uri) ? target : undefined;
   }
 
   private upstreamMessage(

@@ -16,6 +16,7 @@ import type { RouteBoundary } from './boundary.js';
 import type { HostMethods } from './hostMethods.js';
 import type { HostRequests } from './hostRequests.js';
 import type { ToolCalls } from './toolCalls.js';
+import type { ScopedLists } from './listScope.js';
 import type { ToolView } from './toolView.js';
 import type { UntilListed } from './untilListed.js';
 import type { UpstreamEvents } from './upstreamEvents.js';
@@ -50,6 +51,8 @@ export interface RouterParts {
   readonly revisionKnown?: () => void;
   /** What this connection sees of the tool catalogue, when not all of it (see toolView.ts). */
   readonly toolView?: ToolView;
+  /** The prompts and resources lists this connection gets (see listScope.ts). */
+  readonly lists: ScopedLists;
 }
 
 /**
@@ -66,15 +69,15 @@ export class Router {
 
   constructor(private readonly parts: RouterParts) {
     this.peer = parts.peer;
-    const { tools, prompts, resources, tasks, hostMethods: host, toolCalls, toolView } = parts;
+    const { tools, tasks, hostMethods: host, toolCalls, toolView, lists } = parts;
     const toolsJson = toolView === undefined ? () => tools.listResultJson() : () => toolView.listJson();
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => host.initialize(r)],
       ['ping', (r) => r.respond(Outcome.of({}))],
       ['tools/list', (r) => host.list(r, 'tools', () => tasks.toolsList(toolsJson()))],
-      ['prompts/list', (r) => host.list(r, 'prompts', () => prompts.listResultJson())],
-      ['resources/list', (r) => host.list(r, 'resources', () => resources.listResultJson())],
-      ['resources/templates/list', (r) => host.list(r, 'resources', () => resources.templatesResultJson())],
+      ['prompts/list', (r) => host.list(r, 'prompts', () => lists.promptsJson())],
+      ['resources/list', (r) => host.list(r, 'resources', () => lists.resourcesJson())],
+      ['resources/templates/list', (r) => host.list(r, 'resources', () => lists.templatesJson())],
       ['tools/call', (r) => toolCalls.call(r)],
       ['prompts/get', (r) => host.getPrompt(r)],
       ['resources/read', (r) => host.byUri(r, 'resources/read', r.params?.uri)],

@@ -6,16 +6,36 @@ import type { Principal } from '../principal.js';
 import type { Params } from '../protocol/jsonRpc.js';
 
 /**
- * What one host connection sees of the merged tool catalogue, when that is not simply all of it
+ * What one host connection sees of the merged catalogue, when that is not simply all of it
  * (the catalogue feature's search mode, per-client profiles, a host's name-length budget). The
  * router asks it for the `tools/list` answer and about every `tools/call` before looking the
- * name up, so a tool the view leaves out is neither listed nor callable on this connection.
+ * name up, so a tool the view leaves out is neither listed nor callable on this connection; and
+ * for the part of the prompts and resources the connection may see, in their lists and when one
+ * is asked for by name or URI.
  */
 export interface ToolView {
   /** The `tools/list` answer (`{"tools":[...]}`) this connection gets. */
   listJson(): string;
   /** What a `tools/call` of `name` is on this connection (see ViewedCall). */
   call(name: string, args: Params | undefined): ViewedCall;
+  /** The prompts and resources this connection may see; undefined while it may see all of them. */
+  scope(): ListScope | undefined;
+  /**
+   * What the host is told, in the initialize answer's instructions (and a modern host's
+   * `server/discover`), about reaching the tools: empty when they are all listed.
+   */
+  instructions(): readonly string[];
+}
+
+/**
+ * Which prompts and resources a connection may see, by the server that serves each and the name
+ * or URI the host knows it by. What it leaves out is neither listed nor served: asked for, it is
+ * answered exactly as a prompt or resource nobody serves.
+ */
+export interface ListScope {
+  prompt(server: string, name: string): boolean;
+  resource(server: string, uri: string): boolean;
+  template(server: string, uriTemplate: string): boolean;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { CATALOG_DEFAULTS } from '../../config/catalog.js';
 import type { WardenConfig } from '../../config/types.js';
 import type { Feature } from '../../core/routing/feature.js';
+import { ProfileScopes } from './profileScope.js';
 import { Snapshots } from './snapshot.js';
 import { CatalogView } from './view.js';
 
@@ -15,6 +16,7 @@ export function createToolSearch(config: Pick<WardenConfig, 'catalog' | 'profile
     catalog: config.catalog ?? CATALOG_DEFAULTS,
     profiles: config.profiles ?? [],
     snapshots: new Snapshots(),
+    scopes: new ProfileScopes(),
   };
   return { toolView: (context) => new CatalogView(settings, context) };
 }

@@ -53,7 +53,7 @@ const FIELD_BOOST = { name: 3, title: 2, summary: 2, description: 0.5, params: 0
  * details) half as much.
  */
 const SAME_WEIGHT = 0.9;
-const RELATED_WEIGHT = 0.5;
+const RELATED_WEIGHT = 0.65;
 /**
  * A long word may be mistyped by one letter ("screnshot"); a short one is too often another
  * word one letter away.

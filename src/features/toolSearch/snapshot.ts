@@ -2,6 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig } from '../../config/types.js';
 import type { NamedCatalog } from '../../core/catalog/namedCatalog.js';
 import { matchesGlob } from '../../lib/glob.js';
+import { profileHasServer } from './profileScope.js';
 import { rankTools, type ToolRanking } from './ranking.js';
 
 /** One tool a host may see: its definition as listed (exposed name) and its server. */
@@ -91,7 +92,7 @@ export class ListingSnapshot {
 
 /** Whether `profile` lets its hosts see `tool`. */
 function inProfile(profile: ProfileConfig, { tool, server }: VisibleTool): boolean {
-  if (profile.servers.length > 0 && !profile.servers.some((glob) => matchesGlob(glob, server))) return false;
+  if (!profileHasServer(profile, server)) return false;
   return profile.tools.length === 0 || profile.tools.some((glob) => matchesGlob(glob, tool.name));
 }
 

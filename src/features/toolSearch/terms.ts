@@ -54,6 +54,8 @@ export function stem(word: string): string {
   }
   if (w.endsWith('ation') && w.length > 6) w = w.slice(0, -3);
   else if (/[st]ion$/.test(w) && w.length > 5) w = w.slice(0, -3);
+  // A long word's -al, -er and -ment ("approval", "container", "environment") join its stem.
+  if (w.length > 7) w = w.replace(/(?:al|er|ment)$/, '');
   if (w.endsWith('e') && w.length > 3) w = w.slice(0, -1);
   return w;
 }

@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { CatalogConfig, CatalogMode, ProfileConfig } from '../../config/types.js';
 import { UnknownToolError } from '../../core/errors.js';
 import type { Params } from '../../core/protocol/jsonRpc.js';
-import type { ToolView, ToolViewContext, ViewedCall } from '../../core/routing/toolView.js';
+import type { ListScope, ToolView, ToolViewContext, ViewedCall } from '../../core/routing/toolView.js';
 import { didYouMean } from '../../lib/didYouMean.js';
 import { matchesGlob } from '../../lib/glob.js';
 import { sha256Hex } from '../../lib/hash.js';
@@ -14,6 +14,7 @@ import {
   SEARCH_TOOL,
   searchToolDefinition,
 } from './gatewayTools.js';
+import type { ProfileScopes } from './profileScope.js';
 import type { ListingSnapshot, Snapshots, ToolSubset, VisibleTool } from './snapshot.js';
 
 /** The `_meta` key by which Claude Code keeps a tool loaded rather than deferring it behind its own search. */
@@ -34,6 +35,7 @@ export interface ViewSettings {
   readonly catalog: CatalogConfig;
   readonly profiles: readonly ProfileConfig[];
   readonly snapshots: Snapshots;
+  readonly scopes: ProfileScopes;
 }
 
 /**
@@ -86,6 +88,25 @@ export class CatalogView implements ToolView {
         unknown: new UnknownToolError(name, 'it is not in the tools this host may use (its profile)'),
       };
     return undefined;
+  }
+
+  scope(): ListScope | undefined {
+    const profile = this.profile();
+    return profile === undefined ? undefined : this.settings.scopes.of(profile);
+  }
+
+  instructions(): readonly string[] {
+    const profile = this.profile();
+    const claude = this.claude();
+    // As for the listing, a whole catalogue served whole is never parsed for this.
+    if (profile === undefined && !claude) {
+      const snapshot = this.settings.snapshots.of(this.context.tools);
+      if (this.wholeMode(profile, claude, snapshot) === 'all') return [];
+    }
+    const { subset, mode } = this.facts();
+    if (mode === 'all') return [];
+    const hidden = subset.tools.filter((t) => !this.alwaysLoaded(t.tool.name));
+    return [searchInstructions(hidden, subset.tools.length - hidden.length)];
   }
 
   /** The profile, host kind, visible tools and mode of this connection now. */
@@ -206,6 +227,25 @@ export class CatalogView implements ToolView {
     if (subset.byName.has(real)) return { route: real, arguments: inner as Params | undefined };
     return { refuse: unknownName(name, subset) };
   }
+}
+
+/**
+ * What a host in search mode is told at the start: the tools are not in its list, how to find
+ * and call them, and how many there are on which servers.
+ */
+function searchInstructions(hidden: readonly VisibleTool[], listed: number): string {
+  const servers = [...new Set(hidden.map((t) => t.server))];
+  const tools = `${hidden.length} ${hidden.length === 1 ? 'tool' : 'tools'}`;
+  const of = `${servers.length === 1 ? 'server' : 'servers'} ${servers.join(', ')}`;
+  // Servers slower than the initialize answer have listed nothing yet: their tools will be found
+  // the same way, so the host is told how even before any is known.
+  const what = hidden.length === 0 ? "The servers' tools are" : `${tools} of ${of} are`;
+  return (
+    `## mcp-warden\n${what} not in your tool list. ` +
+    `Find them with ${SEARCH_TOOL} (describe the task in plain words) and call them with ` +
+    `${CALL_TOOL} {"name", "arguments"}` +
+    (listed === 0 ? '.' : `; the ${listed} listed ${listed === 1 ? 'tool is' : 'tools are'} called directly.`)
+  );
 }
 
 /** A found tool as the search answers it: its full definition, and the server it is of. */
