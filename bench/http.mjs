@@ -1,301 +1,456 @@
 #!/usr/bin/env node
-// The HTTP listener against the stdio path, in one run: the built gateway serving the bench's
-// fixture server, driven by equally lean clients on both sides (no SDK on either: its cost would
-// hide the gateway's).
+// An HTTP call against a stdio call, and against the SDK's own Streamable HTTP server, in one
+// run: the built gateway serving the bench's fixture server, driven by equally lean clients on
+// every side (no SDK client: its cost would hide the servers').
 //
-//   node bench/http.mjs [--rounds N] [--calls N] [--warmup N] [--seconds S] [--principals 1,8,64]
-//                       [--cli FILE]
+//   node bench/http.mjs [--rounds N] [--calls N] [--warmup N] [--seconds S] [--principals N]
+//                       [--concurrency N] [--cli FILE] [--modes stdio,session,stateless,sdk]
+//                       [--profile DIR]
 //
-// Each round measures:
-// - p50 latency of sequential echo calls over stdio, over an HTTP session (2025-11-25, with a
-//   bearer token checked on every POST), and as stateless 2026-07-28 POSTs (same token), and
-//   reports each HTTP figure as a ratio to stdio's; with the gateway's CPU per call (user and
-//   system time from /proc) over the same calls. Each is measured after --warmup calls of its
-//   own (2,000 by default): a few dozen leave the gateway's code unoptimised, and its figures
-//   then say more about V8's tiers than about the path;
-// - throughput with 1, 8 and 64 principals at once, each with a token of its own subject and its
-//   own session, one call in flight each, for S seconds.
-// The upstream is marked `shared: true`, so the figures are the listener's and the pipeline's,
-// not the cost of starting one server process per principal (bench/principalMemory.mjs reports
-// that). Tokens come from a real issuer (oauth2-mock-server) on loopback.
+// --profile DIR runs each gateway under `node --cpu-prof` and leaves its profiles in DIR (read
+// them with bench/cpuprofile-top.mjs); --modes measures only the modes named.
+//
+// Four ways to make the same echo call, each measured in every round, in an order rotated per
+// round, each by a process of its own started for it:
+// - stdio: the gateway over stdio (the bench's lean JSON-RPC client);
+// - session: the gateway's listener, a 2025-11-25 Streamable HTTP session per principal;
+// - stateless: the gateway's listener, stateless 2026-07-28 POSTs (each carries its envelope);
+// - sdk: no gateway; a small SDK McpServer with the same tool behind the SDK's
+//   StreamableHTTPServerTransport (one session per principal), the cost of Streamable HTTP
+//   itself in Node.
+// For each: the p50 and p95 of sequential calls after --warmup calls of its own (2,000 by
+// default: fewer leave the code in V8's lower tiers), the serving process's CPU per call (user
+// and system time from /proc), and the throughput of --principals principals (64) with one call
+// in flight each, at most --concurrency (64) in flight in all, for S seconds. On stdio there is
+// one host, so its throughput is the same number of calls in flight on one connection.
+// The gateway runs with `auth:` (RS256 tokens from a real issuer, oauth2-mock-server, on
+// loopback), a different token per principal, so the per-principal paths (token check, the
+// principal's session bounds and tool view) are on the path; the SDK server checks no token.
+// The upstream is `shared: true`: the figures are the listener's and the pipeline's, not the
+// cost of one server process per principal (bench/principalMemory.mjs reports that).
+//
+// Goals (PASS/FAIL): the p50 of an HTTP call (session and stateless) ≤ 1.5× a stdio call's, and
+// ≥ 2,000 calls/s with 64 principals over HTTP (session and stateless). Each figure is the
+// median over the rounds; ratios are medians of each round's ratio. The load average at the
+// start and the end is printed: on a shared machine it says how far to trust the run.
 
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OAuth2Server } from 'oauth2-mock-server';
 import { deadline, RpcChild } from './lib/client.mjs';
+import { median, quantile, rotate } from './lib/stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = path.join(ROOT, 'bench/fixture/server.mjs');
 const AUDIENCE = 'https://warden.bench/mcp';
 const MODERN = '2026-07-28';
+const LEGACY = '2025-11-25';
+const P50_GOAL = 1.5;
+const THROUGHPUT_GOAL = 2000;
 
 function flag(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? fallback : process.argv[i + 1];
 }
-const CLI = path.resolve(flag('cli', path.join(ROOT, 'dist/cli.js')));
-const ROUNDS = Number(flag('rounds', 3));
-const WARMUP = Number(flag('warmup', 2000));
-const CALLS = Number(flag('calls', 1000));
-const SECONDS = Number(flag('seconds', 3));
-const PRINCIPALS = String(flag('principals', '1,8,64')).split(',').map(Number);
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
+if (process.argv.includes('--sdk-server')) await serveSdk();
+else await main();
 
-const issuer = new OAuth2Server();
-await issuer.issuer.keys.generate('RS256');
-await issuer.start(0, '127.0.0.1');
-const token = (subject) =>
-  issuer.issuer.buildToken({
-    expiresIn: 3600,
-    scopesOrTransform: (_header, payload) => {
-      payload.sub = subject;
-      payload.aud = AUDIENCE;
-    },
-  });
-
-const dir = mkdtempSync(path.join(tmpdir(), 'warden-http-bench-'));
-const server = { command: process.execPath, args: [FIXTURE], shared: true };
-const stdioConfig = path.join(dir, 'stdio.json');
-writeFileSync(
-  stdioConfig,
-  JSON.stringify({ audit: { file: path.join(dir, 'stdio.jsonl') }, servers: { up: server } }),
-);
-const httpConfig = path.join(dir, 'http.json');
-writeFileSync(
-  httpConfig,
-  JSON.stringify({
-    audit: { file: path.join(dir, 'http.jsonl') },
-    auth: { issuer: issuer.issuer.url, audience: AUDIENCE },
-    listen: { http: '127.0.0.1:0', maxSessions: 1000 },
-    servers: { up: server },
-  }),
-);
-
-async function startHttpGateway() {
-  const child = spawn(process.execPath, [CLI, '--config', httpConfig, '--http', '127.0.0.1:0'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MCP_WARDEN_MANAGED_DIR: dir },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const url = await deadline(
-    new Promise((resolve, reject) => {
-      child.stderr.on('data', (chunk) => {
-        stderr += chunk;
-        const found = /listening on (http:\/\/\S+\/mcp)/.exec(stderr);
-        if (found) resolve(found[1]);
+/** The SDK's own Streamable HTTP server with the fixture's echo tool as `up__echo`; prints its URL. */
+async function serveSdk() {
+  const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+  const { StreamableHTTPServerTransport } =
+    await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const { z } = await import('zod');
+  const sessions = new Map();
+  const http = createServer(async (req, res) => {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body = text === '' ? undefined : JSON.parse(text);
+    const id = req.headers['mcp-session-id'];
+    let transport = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (transport === undefined) {
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => sessions.set(sid, transport),
+        onsessionclosed: (sid) => sessions.delete(sid),
       });
-      child.once('exit', () => reject(new Error(`the HTTP gateway exited:\n${stderr}`)));
-    }),
-    30_000,
-    'HTTP gateway start',
-  );
-  return { child, url };
+      const server = new McpServer({ name: 'sdk-echo', version: '1.0.0' });
+      server.registerTool('up__echo', { inputSchema: { text: z.string() } }, ({ text: said }) => ({
+        content: [{ type: 'text', text: said }],
+      }));
+      await server.connect(transport);
+    }
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+  process.stdout.write(`listening on http://127.0.0.1:${http.address().port}/mcp\n`);
 }
 
-/** Reads the one JSON-RPC message of a POST's answer, sent as JSON or as an SSE stream. */
-async function answerOf(response) {
-  const text = await response.text();
-  if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) return JSON.parse(text);
-  const data = text
-    .split('\n')
-    .filter((line) => line.startsWith('data: '))
-    .map((line) => JSON.parse(line.slice(6)));
-  return data.find((m) => m.id !== undefined);
-}
+async function main() {
+  const CLI = path.resolve(flag('cli', path.join(ROOT, 'dist/cli.js')));
+  const ROUNDS = Number(flag('rounds', 3));
+  const WARMUP = Number(flag('warmup', 2000));
+  const CALLS = Number(flag('calls', 1000));
+  const SECONDS = Number(flag('seconds', 3));
+  const PRINCIPALS = Number(flag('principals', 64));
+  const CONCURRENCY = Number(flag('concurrency', 64));
+  const ONLY = flag('modes', undefined)?.split(',');
+  const PROFILE = flag('profile', undefined);
+  const profiling = PROFILE === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE)}`];
+  const loadAtStart = loadavg()[0];
 
-/** Calls `up__echo` with `text`, one POST each (with `meta` as the params' `_meta` when given). */
-function echoCaller(url, headers, what, meta) {
-  let id = 1;
-  return async (text) => {
-    const params = { name: 'up__echo', arguments: { text }, ...(meta !== undefined && { _meta: meta }) };
-    const response = await fetch(url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id: id++, method: 'tools/call', params }),
-    });
-    const answer = await answerOf(response);
-    if (answer?.result === undefined) throw new Error(`${what} call failed: ${JSON.stringify(answer)}`);
-  };
-}
-
-/** One HTTP session (2025-11-25) of `subject`, with lean calls over fetch. */
-async function session(url, subject) {
-  const auth = `Bearer ${await token(subject)}`;
-  const base = {
-    'Content-Type': 'application/json',
-    Accept: 'application/json, text/event-stream',
-    Authorization: auth,
-  };
-  const init = await fetch(url, {
-    method: 'POST',
-    headers: base,
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: subject, version: '1' },
+  const { OAuth2Server } = await import('oauth2-mock-server');
+  const issuer = new OAuth2Server();
+  await issuer.issuer.keys.generate('RS256');
+  await issuer.start(0, '127.0.0.1');
+  const token = (subject) =>
+    issuer.issuer.buildToken({
+      expiresIn: 3600,
+      scopesOrTransform: (_header, payload) => {
+        payload.sub = subject;
+        payload.aud = AUDIENCE;
       },
+    });
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'warden-http-bench-'));
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MCP_WARDEN_MANAGED_DIR: dir };
+  const server = { command: process.execPath, args: [FIXTURE], shared: true };
+  const stdioConfig = path.join(dir, 'stdio.json');
+  writeFileSync(
+    stdioConfig,
+    JSON.stringify({ audit: { file: path.join(dir, 'stdio.jsonl') }, servers: { up: server } }),
+  );
+  const httpConfig = path.join(dir, 'http.json');
+  writeFileSync(
+    httpConfig,
+    JSON.stringify({
+      audit: { file: path.join(dir, 'http.jsonl') },
+      auth: { issuer: issuer.issuer.url, audience: AUDIENCE },
+      listen: { http: '127.0.0.1:0', maxSessions: 1000 },
+      servers: { up: server },
     }),
-  });
-  await answerOf(init);
-  const headers = {
-    ...base,
-    'Mcp-Session-Id': init.headers.get('mcp-session-id'),
-    'Mcp-Protocol-Version': '2025-11-25',
-  };
-  await fetch(url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-  }).then((r) => r.text());
-  const caller = echoCaller(url, headers, 'session');
-  return {
-    call: caller,
-    close: () => fetch(url, { method: 'DELETE', headers }).then((r) => r.text()),
-  };
-}
+  );
 
-/** Stateless 2026-07-28 calls of `subject`: each POST carries its envelope and mirrored headers. */
-async function stateless(url, subject) {
-  const headers = {
-    'Content-Type': 'application/json',
-    Accept: 'application/json, text/event-stream',
-    Authorization: `Bearer ${await token(subject)}`,
-    'Mcp-Protocol-Version': MODERN,
-    'Mcp-Method': 'tools/call',
-    'Mcp-Name': 'up__echo',
-  };
-  const meta = {
-    'io.modelcontextprotocol/protocolVersion': MODERN,
-    'io.modelcontextprotocol/clientCapabilities': {},
-    'io.modelcontextprotocol/clientInfo': { name: subject, version: '1' },
-  };
-  return { call: echoCaller(url, headers, 'stateless', meta) };
-}
+  // One keep-alive pool for every HTTP client, as a host's HTTP library would keep one.
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY + 4 });
 
-/** CPU time (user + system) `pid` has used so far, in µs; NaN where /proc is not there. */
-function cpuUs(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    // utime and stime, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return Number.NaN;
+  /** A POST of `body` to `url`; resolves with its status, headers and text. */
+  function post(url, headers, body) {
+    return new Promise((resolve, reject) => {
+      const req = request(url, { method: 'POST', agent, headers }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   }
-}
 
-/** The p50 in ms of CALLS sequential calls after WARMUP, and the gateway's CPU µs per call. */
-async function latencies(call, pid) {
-  for (let i = 0; i < WARMUP; i++) await call(`warm ${i}`);
-  const times = [];
-  const cpuBefore = cpuUs(pid);
-  for (let i = 0; i < CALLS; i++) {
-    const start = process.hrtime.bigint();
-    await call(`call ${i}`);
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  /** The one JSON-RPC answer of a POST, sent as JSON or as an SSE stream. */
+  function answerOf(response) {
+    if (!(response.headers['content-type'] ?? '').includes('text/event-stream'))
+      return JSON.parse(response.text);
+    return response.text
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)))
+      .find((m) => m.id !== undefined);
   }
-  return { p50: median(times), cpu: (cpuUs(pid) - cpuBefore) / CALLS };
-}
 
-async function stdioP50() {
-  const child = new RpcChild({
-    label: 'stdio gateway',
-    command: process.execPath,
-    args: [CLI, '--config', stdioConfig],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MCP_WARDEN_MANAGED_DIR: dir },
-  });
-  await deadline(
-    child.request(
-      'initialize',
+  /** Calls `up__echo` with a text, one POST each (with `meta` as the params' `_meta` when given). */
+  function echoCaller(url, headers, what, meta) {
+    let id = 1;
+    return async (text) => {
+      const params = { name: 'up__echo', arguments: { text }, ...(meta !== undefined && { _meta: meta }) };
+      const answer = answerOf(
+        await post(url, headers, JSON.stringify({ jsonrpc: '2.0', id: id++, method: 'tools/call', params })),
+      );
+      if (answer?.result?.content?.[0]?.text !== text)
+        throw new Error(`${what} call failed: ${JSON.stringify(answer)}`);
+    };
+  }
+
+  /** One 2025-11-25 session of `subject` (a bearer token when `auth`), with lean calls. */
+  async function session(url, subject, auth) {
+    const base = {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(auth && { Authorization: `Bearer ${await token(subject)}` }),
+    };
+    const init = await post(
+      url,
+      base,
       JSON.stringify({
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'b', version: '1' },
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: subject, version: '1' } },
       }),
-    ),
-    30_000,
-    'stdio initialize',
-  );
-  child.notify('notifications/initialized');
-  const measured = await latencies(
-    (text) => child.request('tools/call', JSON.stringify({ name: 'up__echo', arguments: { text } })),
-    child.pid,
-  );
-  await child.close();
-  return measured;
-}
+    );
+    if (answerOf(init)?.result === undefined)
+      throw new Error(`initialize failed: ${init.status} ${init.text}`);
+    const headers = {
+      ...base,
+      'Mcp-Session-Id': init.headers['mcp-session-id'],
+      'Mcp-Protocol-Version': LEGACY,
+    };
+    await post(url, headers, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    return echoCaller(url, headers, 'session');
+  }
 
-async function throughput(url, principals) {
-  const hosts = await Promise.all(
-    Array.from({ length: principals }, (_, i) => session(url, `p${principals}-${i}`)),
-  );
-  for (const host of hosts) await host.call('warm');
-  let calls = 0;
-  const end = Date.now() + SECONDS * 1000;
-  const start = process.hrtime.bigint();
-  await Promise.all(
-    hosts.map(async (host) => {
-      while (Date.now() < end) {
-        await host.call('load');
-        calls++;
-      }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  await Promise.all(hosts.map((h) => h.close().catch(() => {})));
-  return calls / seconds;
-}
+  /** Stateless 2026-07-28 calls of `subject`: each POST carries its envelope and mirrored headers. */
+  async function stateless(url, subject) {
+    const headers = {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${await token(subject)}`,
+      'Mcp-Protocol-Version': MODERN,
+      'Mcp-Method': 'tools/call',
+      'Mcp-Name': 'up__echo',
+    };
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: subject, version: '1' },
+    };
+    return echoCaller(url, headers, 'stateless', meta);
+  }
 
-const rows = [];
-for (let round = 1; round <= ROUNDS; round++) {
-  const stdioRun = await stdioP50();
-  const { child, url } = await startHttpGateway();
-  const one = await session(url, 'latency');
-  const sessionRun = await latencies((text) => one.call(text), child.pid);
-  await one.close();
-  const modern = await stateless(url, 'latency');
-  const statelessRun = await latencies((text) => modern.call(text), child.pid);
-  const rates = {};
-  for (const n of PRINCIPALS) rates[n] = await throughput(url, n);
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
-  rows.push({ stdio: stdioRun, session: sessionRun, stateless: statelessRun, rates });
-  const said = (run) => `${run.p50.toFixed(3)} ms (${run.cpu.toFixed(0)} µs CPU)`;
-  process.stderr.write(
-    `round ${round}: stdio p50 ${said(stdioRun)}, session ${said(sessionRun)}, stateless ${said(statelessRun)}, ` +
-      PRINCIPALS.map((n) => `${n} principals ${rates[n].toFixed(0)}/s`).join(', ') +
-      '\n',
-  );
-}
-await issuer.stop();
+  /** Starts `args` under node and waits for the URL it prints (on stdout or stderr). */
+  async function startListening(args, label) {
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let said = '';
+    const url = await deadline(
+      new Promise((resolve, reject) => {
+        const look = (chunk) => {
+          said += chunk;
+          const found = /listening on (http:\/\/\S+\/mcp)/.exec(said);
+          if (found) resolve(found[1]);
+        };
+        child.stdout.on('data', look);
+        child.stderr.on('data', look);
+        child.once('exit', () => reject(new Error(`${label} exited:\n${said}`)));
+      }),
+      30_000,
+      `${label} start`,
+    );
+    // Keep reading, so a chatty process never blocks on a full pipe.
+    child.stdout.resume();
+    child.stderr.resume();
+    return { child, url };
+  }
 
-const med = (pick) => median(rows.map(pick));
-console.log(
-  `HTTP listener vs stdio, ${ROUNDS} rounds, ${CALLS} sequential calls each after ${WARMUP} warm-up calls; load average ${loadavg()[0].toFixed(2)}`,
-);
-console.log(
-  `p50 stdio:              ${med((r) => r.stdio.p50).toFixed(3)} ms; CPU ${med((r) => r.stdio.cpu).toFixed(0)} µs/call`,
-);
-for (const [what, key] of [
-  ['p50 HTTP session:      ', 'session'],
-  ['p50 HTTP stateless:    ', 'stateless'],
-])
+  async function stop(child) {
+    if (child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+
+  /** CPU time (user + system) `pid` has used so far, in µs; NaN where /proc is not there. */
+  function cpuUs(pid) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      // utime and stime, in clock ticks (100 per second on Linux).
+      return (Number(fields[11]) + Number(fields[12])) * 10_000;
+    } catch {
+      return Number.NaN;
+    }
+  }
+
+  /** p50 and p95 in ms of CALLS sequential calls after WARMUP, and `pid`'s CPU µs per call. */
+  async function latencies(call, pid) {
+    for (let i = 0; i < WARMUP; i++) await call(`warm ${i}`);
+    const times = [];
+    const cpuBefore = cpuUs(pid);
+    for (let i = 0; i < CALLS; i++) {
+      const start = process.hrtime.bigint();
+      await call(`call ${i}`);
+      times.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    return { p50: median(times), p95: quantile(times, 0.95), cpu: (cpuUs(pid) - cpuBefore) / CALLS };
+  }
+
+  /** Calls per second of `callers` (one per principal), CONCURRENCY in flight, for SECONDS. */
+  async function throughput(callers) {
+    for (const call of callers) await call('warm');
+    let calls = 0;
+    let next = 0;
+    const end = Date.now() + SECONDS * 1000;
+    const start = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: Math.min(CONCURRENCY, callers.length) }, async () => {
+        while (Date.now() < end) {
+          await callers[next++ % callers.length](`load ${calls}`);
+          calls++;
+        }
+      }),
+    );
+    return calls / (Number(process.hrtime.bigint() - start) / 1e9);
+  }
+
+  const principals = (prefix) => Array.from({ length: PRINCIPALS }, (_, i) => `${prefix}-${i}`);
+
+  const MODES = {
+    async stdio() {
+      const child = new RpcChild({
+        label: 'stdio gateway',
+        command: process.execPath,
+        args: [...profiling, CLI, '--config', stdioConfig],
+        env,
+      });
+      await deadline(
+        child.request(
+          'initialize',
+          JSON.stringify({
+            protocolVersion: LEGACY,
+            capabilities: {},
+            clientInfo: { name: 'b', version: '1' },
+          }),
+        ),
+        30_000,
+        'stdio initialize',
+      );
+      child.notify('notifications/initialized');
+      const call = async (text) => {
+        const result = await child.request(
+          'tools/call',
+          JSON.stringify({ name: 'up__echo', arguments: { text } }),
+        );
+        if (result?.content?.[0]?.text !== text)
+          throw new Error(`stdio call failed: ${JSON.stringify(result)}`);
+      };
+      const measured = await latencies(call, child.pid);
+      const rate = await throughput(Array.from({ length: PRINCIPALS }, () => call));
+      await child.close();
+      return { ...measured, rate };
+    },
+    async session() {
+      const { child, url } = await startListening(
+        [...profiling, CLI, '--config', httpConfig, '--http', '127.0.0.1:0'],
+        'HTTP gateway',
+      );
+      const measured = await latencies(await session(url, 'latency', true), child.pid);
+      const callers = await Promise.all(principals('s').map((p) => session(url, p, true)));
+      const rate = await throughput(callers);
+      await stop(child);
+      return { ...measured, rate };
+    },
+    async stateless() {
+      const { child, url } = await startListening(
+        [...profiling, CLI, '--config', httpConfig, '--http', '127.0.0.1:0'],
+        'HTTP gateway',
+      );
+      const measured = await latencies(await stateless(url, 'latency'), child.pid);
+      const callers = await Promise.all(principals('m').map((p) => stateless(url, p)));
+      const rate = await throughput(callers);
+      await stop(child);
+      return { ...measured, rate };
+    },
+    async sdk() {
+      const { child, url } = await startListening(
+        [fileURLToPath(import.meta.url), '--sdk-server'],
+        'SDK server',
+      );
+      const measured = await latencies(await session(url, 'latency', false), child.pid);
+      const callers = await Promise.all(principals('d').map((p) => session(url, p, false)));
+      const rate = await throughput(callers);
+      await stop(child);
+      return { ...measured, rate };
+    },
+  };
+
+  if (ONLY !== undefined) for (const name of Object.keys(MODES)) if (!ONLY.includes(name)) delete MODES[name];
+  const rounds = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const row = {};
+    for (const name of rotate(Object.keys(MODES), round)) row[name] = await MODES[name]();
+    rounds.push(row);
+    process.stderr.write(
+      `round ${round + 1}: ` +
+        Object.entries(row)
+          .map(
+            ([name, r]) =>
+              `${name} p50 ${r.p50.toFixed(3)} ms, ${r.cpu.toFixed(0)} µs CPU, ${r.rate.toFixed(0)}/s`,
+          )
+          .join('; ') +
+        '\n',
+    );
+  }
+  await issuer.stop();
+  agent.destroy();
+
+  const med = (pick) => median(rounds.map(pick));
+  const fixed = (n, digits) =>
+    n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   console.log(
-    `${what} ${med((r) => r[key].p50).toFixed(3)} ms  (${med((r) => r[key].p50 / r.stdio.p50).toFixed(2)}x stdio); ` +
-      `CPU ${med((r) => r[key].cpu).toFixed(0)} µs/call (${med((r) => r[key].cpu / r.stdio.cpu).toFixed(2)}x stdio)`,
+    `HTTP against stdio and the SDK's own HTTP server: ${ROUNDS} rounds, ${CALLS} sequential calls after ${WARMUP} warm-up calls per mode; ` +
+      `${PRINCIPALS} principals, ${CONCURRENCY} in flight, ${SECONDS} s; load average ${loadAtStart.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end`,
   );
-for (const n of PRINCIPALS)
   console.log(
-    `throughput, ${String(n).padStart(2)} principals: ${med((r) => r.rates[n]).toFixed(0)} calls/s`,
+    '| mode | p50 | p95 | CPU per call | throughput | p50 ÷ stdio | p50 ÷ sdk | throughput ÷ sdk |',
   );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const name of Object.keys(MODES))
+    console.log(
+      `| ${name} | ${fixed(
+        med((r) => r[name].p50),
+        3,
+      )} ms | ${fixed(
+        med((r) => r[name].p95),
+        3,
+      )} ms | ` +
+        `${fixed(
+          med((r) => r[name].cpu),
+          0,
+        )} µs | ${fixed(
+          med((r) => r[name].rate),
+          0,
+        )} calls/s | ` +
+        `${fixed(
+          med((r) => r[name].p50 / r.stdio?.p50),
+          2,
+        )}× | ${fixed(
+          med((r) => r[name].p50 / r.sdk?.p50),
+          2,
+        )}× | ` +
+        `${fixed(
+          med((r) => r[name].rate / r.sdk?.rate),
+          2,
+        )}× |`,
+    );
+  let failed = false;
+  const judge = (what, figure, goal, pass) => {
+    failed ||= !pass;
+    console.log(`${pass ? 'PASS' : 'FAIL'}  ${what}: ${figure} (goal ${goal})`);
+  };
+  const judged = ['session', 'stateless'].filter((name) => name in MODES);
+  if ('stdio' in MODES)
+    for (const name of judged) {
+      const ratio = med((r) => r[name].p50 / r.stdio?.p50);
+      judge(
+        `p50 of an HTTP ${name} call ÷ stdio`,
+        `${fixed(ratio, 2)}×`,
+        `≤ ${P50_GOAL}×`,
+        ratio <= P50_GOAL,
+      );
+    }
+  for (const name of judged) {
+    const rate = med((r) => r[name].rate);
+    judge(
+      `throughput, HTTP ${name}, ${PRINCIPALS} principals`,
+      `${fixed(rate, 0)} calls/s`,
+      `≥ ${fixed(THROUGHPUT_GOAL, 0)}`,
+      rate >= THROUGHPUT_GOAL,
+    );
+  }
+  process.exitCode = failed ? 1 : 0;
+}

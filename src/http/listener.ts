@@ -155,7 +155,9 @@ function failed(logger: Logger, req: IncomingMessage, res: ServerResponse, error
 
 /** One request: the checks every request passes in order, then its session or a new one. */
 async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (answeredBeforeAuth(edge, req, res)) return;
+  // The path, read once: the checks before authentication and the profile both need it.
+  const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+  if (answeredBeforeAuth(edge, req, res, pathname)) return;
   const principal = await authenticate(edge, req, res);
   if (principal === undefined) return;
   let body: unknown;
@@ -166,8 +168,7 @@ async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Pr
   }
   const { options, sessions } = edge;
   // Checked before authentication (answeredBeforeAuth): the path is /mcp or a profile's.
-  const profile =
-    profileOf(new URL(req.url ?? '/', 'http://localhost').pathname, options.profiles) ?? undefined;
+  const profile = profileOf(pathname, options.profiles) ?? undefined;
   const id = req.headers['mcp-session-id'];
   if (typeof id === 'string' && id !== '') return sessions.serve(req, res, id, principal, body);
   // An initialize carrying the per-request envelope is a stateless request (one the stateless
@@ -183,9 +184,13 @@ async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Pr
  * Answers what needs no principal: the health probes, a DNS-rebinding refusal, the resource
  * metadata, a wrong path or method. Says whether it answered.
  */
-function answeredBeforeAuth(edge: Edge, req: IncomingMessage, res: ServerResponse): boolean {
+function answeredBeforeAuth(
+  edge: Edge,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+): boolean {
   const { options } = edge;
-  const { pathname } = new URL(req.url ?? '/', 'http://localhost');
   if (req.method === 'GET' && pathname === '/healthz') {
     sendJson(res, 200, { status: 'ok' });
     return true;

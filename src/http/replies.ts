@@ -1,4 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import type { JsonRpcResponse } from '../core/protocol/jsonRpc.js';
+import { RETRY_AFTER_META_KEY } from '../core/rpc/errorsToWire.js';
 
 /**
  * How long a connection lives after an answer sent before its request was read whole (a
@@ -28,4 +30,16 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** Answers with a JSON-RPC error that has no request id (the request was not read as one). */
 export function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   sendJson(res, status, { jsonrpc: '2.0', id: null, error: { code, message } });
+}
+
+/**
+ * The seconds a rate-limited request should wait (see RETRY_AFTER_META_KEY): a refused tool
+ * call's result carries them in `_meta`, another request's error in `data`. Such an answer is
+ * sent with 429 and Retry-After, as HTTP clients and the proxies before them expect, when no
+ * part of its response has been sent yet.
+ */
+export function retryAfterOf(response: JsonRpcResponse): number | undefined {
+  const holder = 'error' in response ? response.error.data : (response.result as { _meta?: unknown })._meta;
+  const seconds = (holder as Record<string, unknown> | undefined)?.[RETRY_AFTER_META_KEY];
+  return typeof seconds === 'number' ? seconds : undefined;
 }

@@ -1,8 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
-import { BATCHES_REFUSED, isRequest, isResponse, type JsonRpcMessage } from '../core/protocol/jsonRpc.js';
+import {
+  BATCHES_REFUSED,
+  isRequest,
+  isResponse,
+  serializeMessage,
+  type JsonRpcMessage,
+} from '../core/protocol/jsonRpc.js';
+import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 
@@ -18,7 +25,12 @@ export interface SessionTransportOptions {
   readonly onDeleted: () => void;
   /** Runs before each message is handed to the HTTP response (audit records are flushed first). */
   readonly beforeWrite?: () => void;
+  /** Comment interval on the streams this class answers itself (default 15 s, as the SDK's). */
+  readonly keepAliveMs?: number;
 }
+
+/** How often a quiet answer stream gets an SSE comment, so proxies and clients keep it open. */
+const KEEP_ALIVE_MS = 15_000;
 
 /**
  * One 2025-11-25 Streamable HTTP session, through the SDK's own server transport (it keeps the
@@ -29,6 +41,16 @@ export interface SessionTransportOptions {
  * (found by its progress token); other messages go on the stream of the request the host sent
  * last that is still open, which is the request they are part of in practice (a confirmation
  * asked during a tool call), else on the GET stream.
+ *
+ * A POST that carries one plain request (the common case: a tool call) is answered by this class
+ * itself, on an SSE stream of its own, framed as the SDK frames it; the SDK's transport converts
+ * each request to a web Request and its answer from a web stream, and validates the message
+ * again, which made an HTTP call several times the cost of a stdio call. Everything else
+ * (initialize, notifications and answers from the host, batches, GET, DELETE, and any request
+ * whose headers or shape are out of the ordinary, which the SDK refuses in its own words) still
+ * goes through the SDK's transport. The stream's headers are sent with its first message (or
+ * the first keep-alive comment), so an answer that is a rate-limit refusal, with nothing sent
+ * before it, can still be a 429 with Retry-After.
  */
 export class SessionTransport implements MessageTransport {
   onmessage?: (message: JsonRpcMessage) => void;
@@ -37,6 +59,9 @@ export class SessionTransport implements MessageTransport {
   readonly inner: StreamableHTTPServerTransport;
   /** The host's requests not answered yet, in arrival order, with their progress tokens. */
   private readonly open = new Map<RequestId, unknown>();
+  /** The requests answered on this class's own streams (see `handle`), by id. */
+  private readonly streams = new Map<RequestId, AnswerStream>();
+  private closed = false;
   private readonly options: SessionTransportOptions;
 
   constructor(options: SessionTransportOptions) {
@@ -57,7 +82,10 @@ export class SessionTransport implements MessageTransport {
       }
       this.onmessage?.(ours);
     };
-    this.inner.onclose = () => this.onclose?.();
+    this.inner.onclose = () => {
+      this.endStreams();
+      this.onclose?.();
+    };
     this.inner.onerror = (error) => this.onerror?.(error);
   }
 
@@ -91,7 +119,31 @@ export class SessionTransport implements MessageTransport {
       }
       for (const id of ids) this.owed.add(id);
     }
+    const sessionId = this.inner.sessionId;
+    // The SDK maps a request id to one stream: a request reusing an id that is still open is
+    // left to it, as it was before this class answered any.
+    if (
+      req.method === 'POST' &&
+      sessionId !== undefined &&
+      !this.closed &&
+      isPlainRequest(req, body) &&
+      !this.streams.has(body.id)
+    ) {
+      this.answerOnOwnStream(res, body, sessionId);
+      return Promise.resolve();
+    }
     return this.inner.handleRequest(req, res, body);
+  }
+
+  /** Serves `message` on an answer stream of its own (see the class comment). */
+  private answerOnOwnStream(res: ServerResponse, message: PlainRequest, sessionId: string): void {
+    const stream = new AnswerStream(res, sessionId, this.options.keepAliveMs ?? KEEP_ALIVE_MS);
+    this.streams.set(message.id, stream);
+    res.once('close', () => {
+      stream.stop();
+      if (this.streams.get(message.id) === stream) this.streams.delete(message.id);
+    });
+    this.inner.onmessage?.(message as unknown as JSONRPCMessage);
   }
 
   /**
@@ -109,15 +161,38 @@ export class SessionTransport implements MessageTransport {
 
   send(outgoing: OutgoingMessage): Promise<void> {
     this.options.beforeWrite?.();
+    if (outgoing instanceof EncodedResult) {
+      const stream = this.answered(outgoing.id as RequestId);
+      if (stream !== undefined) {
+        stream.answer(`{"jsonrpc":"2.0","id":${JSON.stringify(outgoing.id)},"result":${outgoing.text}}`);
+        return Promise.resolve();
+      }
+    }
     const message = outgoing instanceof EncodedResult ? outgoing.toMessage() : outgoing;
     if (isResponse(message)) {
-      if (message.id !== null) {
-        this.open.delete(message.id as RequestId);
-        this.owed.delete(message.id as RequestId);
+      const stream = message.id === null ? undefined : this.answered(message.id as RequestId);
+      if (stream !== undefined) {
+        stream.answer(serializeMessage(message), retryAfterOf(message));
+        return Promise.resolve();
       }
       return this.inner.send(message as unknown as JSONRPCMessage);
     }
-    return this.inner.send(message as unknown as JSONRPCMessage, this.related(message));
+    const related = this.related(message);
+    const stream = related === undefined ? undefined : this.streams.get(related.relatedRequestId);
+    if (stream !== undefined) {
+      stream.event(serializeMessage(message));
+      return Promise.resolve();
+    }
+    return this.inner.send(message as unknown as JSONRPCMessage, related);
+  }
+
+  /** Forgets the request `id` as open, and takes its own answer stream, when it has one. */
+  private answered(id: RequestId): AnswerStream | undefined {
+    this.open.delete(id);
+    this.owed.delete(id);
+    const stream = this.streams.get(id);
+    if (stream !== undefined) this.streams.delete(id);
+    return stream;
   }
 
   private related(message: JsonRpcMessage): { relatedRequestId: RequestId } | undefined {
@@ -134,8 +209,151 @@ export class SessionTransport implements MessageTransport {
   close(): Promise<void> {
     this.open.clear();
     this.owed.clear();
+    this.endStreams();
     return this.inner.close();
   }
+
+  /** Ends the answer streams left open: the session is over, as the SDK ends its own. */
+  private endStreams(): void {
+    this.closed = true;
+    for (const stream of this.streams.values()) stream.end();
+    this.streams.clear();
+  }
+}
+
+/** A POST's one request, in the shape `isPlainRequest` admits. */
+interface PlainRequest {
+  readonly jsonrpc: '2.0';
+  readonly id: RequestId;
+  readonly method: string;
+  readonly params?: Record<string, unknown>;
+}
+
+const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * Whether this POST is one request this class answers itself: headers the SDK's transport would
+ * accept as they are (Accept naming both JSON and SSE, a JSON Content-Type, a protocol version
+ * it supports or none), and a body its schema would take unchanged (a JSON-RPC request with only
+ * the four members, an integer or string id, params an object whose `_meta` holds a valid
+ * progress token or none, and no task member the schema would rewrite). Anything else goes to
+ * the SDK, which refuses or takes it as it always did.
+ */
+function isPlainRequest(req: IncomingMessage, body: unknown): body is PlainRequest {
+  const { accept, 'content-type': type, 'mcp-protocol-version': version } = req.headers;
+  if (accept === undefined || !accept.includes('application/json') || !accept.includes('text/event-stream'))
+    return false;
+  if (type === undefined || !JSON_TYPE.test(type)) return false;
+  if (
+    version !== undefined &&
+    (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+  )
+    return false;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const { jsonrpc, id, method, params } = body as Record<string, unknown>;
+  if (jsonrpc !== '2.0' || typeof method !== 'string' || method === 'initialize') return false;
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
+  for (const key in body) if (!REQUEST_KEYS.has(key)) return false;
+  if (params === undefined) return true;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return false;
+  const meta = (params as { _meta?: unknown })._meta;
+  if (meta === undefined) return true;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return false;
+  const token = (meta as { progressToken?: unknown }).progressToken;
+  if (token !== undefined && typeof token !== 'string' && !Number.isSafeInteger(token)) return false;
+  return !(RELATED_TASK in meta);
+}
+
+/** A Content-Type whose media type is JSON, whatever its parameters. */
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+/**
+ * The SSE stream one request is answered on: its headers are those the SDK's transport sends,
+ * held until the first message, so that a lone answer goes out in one write with its length
+ * (and a rate-limit refusal with nothing before it as a 429).
+ */
+class AnswerStream {
+  private readonly keepAlive: NodeJS.Timeout;
+  private started = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly sessionId: string,
+    keepAliveMs: number,
+  ) {
+    this.keepAlive = setInterval(() => {
+      this.start();
+      this.res.write(': keepalive\n\n');
+    }, keepAliveMs);
+    this.keepAlive.unref();
+  }
+
+  /** A notification or request about this stream's request. */
+  event(text: string): void {
+    if (!this.open) return;
+    this.start();
+    this.res.write(frame(text));
+  }
+
+  /** The request's answer: the stream's last message. */
+  answer(text: string, retryAfterSeconds?: number): void {
+    this.stop();
+    if (!this.open) return;
+    if (this.started) {
+      this.res.end(frame(text));
+      return;
+    }
+    if (retryAfterSeconds !== undefined) {
+      this.res.writeHead(429, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(text),
+        'Retry-After': String(retryAfterSeconds),
+        'mcp-session-id': this.sessionId,
+      });
+      this.res.end(text);
+      return;
+    }
+    const framed = frame(text);
+    this.res.writeHead(200, { ...this.headers(), 'Content-Length': Buffer.byteLength(framed) });
+    this.res.end(framed);
+  }
+
+  /** Ends the stream without an answer (the session ended). */
+  end(): void {
+    this.stop();
+    if (!this.open) return;
+    if (!this.started) this.res.writeHead(200, this.headers());
+    this.res.end();
+  }
+
+  stop(): void {
+    clearInterval(this.keepAlive);
+  }
+
+  private get open(): boolean {
+    return !this.res.writableEnded && !this.res.destroyed;
+  }
+
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.res.writeHead(200, this.headers());
+  }
+
+  private headers(): Record<string, string> {
+    return {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+      'mcp-session-id': this.sessionId,
+    };
+  }
+}
+
+function frame(text: string): string {
+  return `event: message\ndata: ${text}\n\n`;
 }
 
 /** The ids of a batch's elements that are requests, for the errors that answer a refused batch. */

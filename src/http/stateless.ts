@@ -6,7 +6,6 @@ import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeade
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
-import { RETRY_AFTER_META_KEY } from '../core/rpc/errorsToWire.js';
 import {
   isNotification,
   isResponse,
@@ -18,6 +17,7 @@ import {
 } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
+import { retryAfterOf } from './replies.js';
 
 /** The revision's code for headers that are missing, malformed or disagree with the body. */
 export const HEADER_MISMATCH = -32020;
@@ -453,18 +453,6 @@ class StatelessTransport implements MessageTransport {
       );
     sink.finish();
   }
-}
-
-/**
- * The seconds a rate-limited request should wait (see RETRY_AFTER_META_KEY): a refused tool
- * call's result carries them in `_meta`, another request's error in `data`. Such an answer is
- * sent with 429 and Retry-After, as HTTP clients and the proxies before them expect, when no
- * part of its response has been sent yet.
- */
-function retryAfterOf(response: JsonRpcResponse): number | undefined {
-  const holder = 'error' in response ? response.error.data : (response.result as { _meta?: unknown })._meta;
-  const seconds = (holder as Record<string, unknown> | undefined)?.[RETRY_AFTER_META_KEY];
-  return typeof seconds === 'number' ? seconds : undefined;
 }
 
 function statusOf(response: JsonRpcResponse): number {

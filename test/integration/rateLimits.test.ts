@@ -15,7 +15,7 @@ import {
   writeConfig,
   type HostSession,
 } from './harness.js';
-import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 
 let host: HostSession | undefined;
@@ -73,34 +73,75 @@ describe('rate limits on the HTTP listener', () => {
     gateway = undefined;
   });
 
-  it('answers a stateless request beyond the limit with 429 and Retry-After, the result saying the same', async () => {
-    gateway = await startHttpGateway(
+  /** A gateway whose echo tool takes one call an hour. */
+  const startLimitedGateway = () =>
+    startHttpGateway(
       writeConfig({
         gateway: FAST_GATEWAY,
         rateLimits: [{ tool: 'echo', rate: '1/hour' }],
         servers: { up: fixture() },
       }),
     );
-    const call = (id: number) =>
-      postRpc(
-        gateway!.url,
-        {
-          jsonrpc: '2.0',
-          id,
-          method: 'tools/call',
-          params: { name: 'up__echo', arguments: { text: 'hi' }, _meta: envelope() },
-        },
-        { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'up__echo' },
-      );
-    const first = await call(1);
-    expect(first.status).toBe(200);
-    const refused = await call(2);
+
+  /** The refusal's result, after checking it is a 429 whose Retry-After the result repeats. */
+  const refusedResult = (refused: { status: number; headers: Headers; text: string }) => {
     expect(refused.status).toBe(429);
     const wait = Number(refused.headers.get('retry-after'));
     expect(wait).toBeGreaterThan(3500);
     expect(wait).toBeLessThanOrEqual(3600);
-    const result = (JSON.parse(refused.text) as { result: Record<string, unknown> }).result;
-    expect(result.isError).toBe(true);
-    expect(textOf(result)).toContain(`Try again in ${wait} s.`);
+    const answer = JSON.parse(refused.text) as { id: number; result: Record<string, unknown> };
+    expect(answer.result.isError).toBe(true);
+    expect(textOf(answer.result)).toContain(`Try again in ${wait} s.`);
+    return answer;
+  };
+
+  /** A POST calling `up__echo` with "hi", with `params` added to the call's and `headers`. */
+  const echoCall = (id: number, params: Record<string, unknown>, headers: Record<string, string>) =>
+    postRpc(
+      gateway!.url,
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'up__echo', arguments: { text: 'hi' }, ...params },
+      },
+      headers,
+    );
+
+  it('answers a stateless request beyond the limit with 429 and Retry-After, the result saying the same', async () => {
+    gateway = await startLimitedGateway();
+    const call = (id: number) =>
+      echoCall(
+        id,
+        { _meta: envelope() },
+        { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'up__echo' },
+      );
+    const first = await call(1);
+    expect(first.status).toBe(200);
+    refusedResult(await call(2));
+  });
+
+  it('answers a 2025-11-25 session’s call beyond the limit with 429 and Retry-After, before any stream is opened', async () => {
+    gateway = await startLimitedGateway();
+    const session = await connectHttpHost(gateway.url);
+    try {
+      const headers = {
+        'Mcp-Session-Id': session.transport.sessionId!,
+        'Mcp-Protocol-Version': '2025-11-25',
+      };
+      const call = (id: number) => echoCall(id, {}, headers);
+      const first = await call(1);
+      expect(first.status).toBe(200);
+      expect(first.text).toContain('"text":"hi"');
+      const refused = await call(2);
+      expect(refused.headers.get('content-type')).toBe('application/json');
+      expect(refusedResult(refused).id).toBe(2);
+      // The SDK's client sees the refusal as the HTTP error it is, with the status and the result.
+      await expect(
+        session.client.callTool({ name: 'up__echo', arguments: { text: 'again' } }),
+      ).rejects.toMatchObject({ code: 429, message: expect.stringContaining('Try again in') });
+    } finally {
+      await session.close();
+    }
   });
 });
