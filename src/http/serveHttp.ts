@@ -27,6 +27,7 @@ export async function startHttp(options: {
     ...(config.auth && { auth: config.auth }),
     maxBodyBytes: config.gateway.maxMessageBytes,
     logger,
+    subjectTokens: gateway.subjectTokens,
     connect: (transport, principal, profile) =>
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
