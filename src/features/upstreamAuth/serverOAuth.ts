@@ -266,6 +266,23 @@ export class ServerOAuth implements UpstreamSignIn {
   }
 
   /**
+   * Whether the server takes `principal`'s stored token: undefined when it does (or there is
+   * none), else the scope it asks for beyond it (403 `insufficient_scope`), which the next
+   * sign-in then asks for. For checking a sign-in at once, before any call meets the refusal.
+   */
+  async missingScope(principal: Principal | undefined): Promise<string | undefined> {
+    const who = principalAccount(principal);
+    const record = await this.read(who);
+    if (record === undefined) return undefined;
+    const scope = await this.discovery.missingScope(record.tokens.access_token);
+    if (scope !== undefined && scope !== '') {
+      this.wantedScope.set(who, scope);
+      await this.keepWantedScope(who, scope);
+    }
+    return scope;
+  }
+
+  /**
    * A step-up scope is kept with the sign-in in the store, so the next sign-in asks for it at
    * once even after a restart (or from `mcp-warden auth login`), rather than meeting the
    * server's refusal again.
