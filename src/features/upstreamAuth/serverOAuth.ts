@@ -77,7 +77,9 @@ const NO_REDIRECT = 'http://127.0.0.1/callback';
  * tokens one refresh at a time (see refresh.ts), and never starting a browser sign-in from
  * inside a connection: there the provider fails the request with `SignInRequiredError`. Its
  * parts: discovery.ts (where to sign in), interactiveSignIn.ts (the browser round trip),
- * refresh.ts (renewal and revocation), tokenCache.ts (the sign-ins in memory).
+ * refresh.ts (renewal and revocation), tokenCache.ts (the sign-ins in memory),
+ * tokenExchange.ts (behind the listener, a token exchanged for the principal's own instead of a
+ * sign-in).
  */
 export class ServerOAuth implements UpstreamSignIn {
   readonly server: string;
