@@ -1,7 +1,13 @@
 /** `mcp-warden auth login|status|logout`: signing in to HTTP servers that ask for OAuth. */
 import type { HttpServerConfig, WardenConfig } from '../config/types.js';
 import type { Redactor } from '../features/audit/redact.js';
-import type { SignInStatus, UpstreamAuth, UpstreamAuthEvent } from '../features/upstreamAuth/index.js';
+import type { SignedIn } from '../core/upstreams/signIn.js';
+import type {
+  ServerOAuth,
+  SignInStatus,
+  UpstreamAuth,
+  UpstreamAuthEvent,
+} from '../features/upstreamAuth/index.js';
 import { didYouMean } from '../lib/didYouMean.js';
 import { openCommandAudit, type CommandAudit } from './commandAudit.js';
 import { loadConfigFile } from './loading.js';
@@ -87,9 +93,46 @@ function httpServer(config: WardenConfig, name: string): HttpServerConfig {
   );
 }
 
+/**
+ * Signs in, then asks the server whether it takes the token: one that answers 403
+ * `insufficient_scope` gets one more sign-in asking for the scope it names (a step-up), and
+ * if the token still falls short, the command says which scope is missing.
+ */
 async function login(session: AuthSession, server: HttpServerConfig): Promise<number> {
-  const { openBrowser } = await import('../features/upstreamAuth/index.js');
   const client = session.auth.client(server);
+  let signedIn = await signInOnce(server, client);
+  // A server that cannot be reached now is not the sign-in's failure: the gateway will see.
+  let missing = await client.missingScope(undefined).catch(() => undefined);
+  if (missing === undefined) return printSignedIn(server, signedIn);
+  if (missing !== '') {
+    await print(
+      `${server.name} asks for more access (scope "${missing}") than was granted; signing in again for it\n`,
+    );
+    signedIn = await signInOnce(server, client);
+    missing = await client.missingScope(undefined).catch(() => undefined);
+    if (missing === undefined) return printSignedIn(server, signedIn);
+  }
+  const granted = signedIn.scopes.length > 0 ? ` (granted: ${signedIn.scopes.join(' ')})` : '';
+  throw new CommandError(
+    `signed in to ${server.name}, but it refuses the token for want of scope` +
+      (missing === '' ? ' (it names none)' : ` "${missing}"`) +
+      `${granted}: the authorization server did not grant it; ask its administrator, or add it to oauth.scopes`,
+    1,
+  );
+}
+
+async function printSignedIn(server: HttpServerConfig, signedIn: SignedIn): Promise<number> {
+  await print(
+    `Signed in to ${server.name}${signedIn.subject !== undefined ? ` as ${signedIn.subject}` : ''}` +
+      (signedIn.scopes.length > 0 ? ` (scopes: ${signedIn.scopes.join(' ')})` : '') +
+      '\n',
+  );
+  return 0;
+}
+
+/** One browser round trip; resolves once the tokens are stored. */
+async function signInOnce(server: HttpServerConfig, client: ServerOAuth): Promise<SignedIn> {
+  const { openBrowser } = await import('../features/upstreamAuth/index.js');
   let flow;
   try {
     flow = await client.begin(undefined);
@@ -102,13 +145,7 @@ async function login(session: AuthSession, server: HttpServerConfig): Promise<nu
   const cancel = () => flow.cancel('interrupted');
   process.once('SIGINT', cancel);
   try {
-    const signedIn = await flow.completed;
-    await print(
-      `Signed in to ${server.name}${signedIn.subject !== undefined ? ` as ${signedIn.subject}` : ''}` +
-        (signedIn.scopes.length > 0 ? ` (scopes: ${signedIn.scopes.join(' ')})` : '') +
-        '\n',
-    );
-    return 0;
+    return await flow.completed;
   } catch (error) {
     throw new CommandError(`signing in to ${server.name} failed: ${(error as Error).message}`, 1);
   } finally {

@@ -39,6 +39,7 @@ import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeRateLimits } from './rateLimits.js';
 import { normalizeGuardrails } from './guardrails.js';
 import { normalizeTeam } from './team.js';
+import { normalizeTokenExchange } from './tokenExchange.js';
 import {
   parseYamlSource,
   readSourceFile,
@@ -818,7 +819,7 @@ function normalizeServer(
     transport,
     url: typeof url === 'string' ? url : '',
     headers: stringMap(entry['headers']),
-    ...oauthClient(ctx, entry['oauth'], at),
+    ...oauthClient(ctx, entry['oauth'], at, typeof url === 'string' ? url : ''),
   };
   return http;
 }
@@ -827,9 +828,17 @@ function normalizeServer(
  * An HTTP server entry's `oauth`. The schema checked each key's type; a secret without the client
  * it belongs to is the one mistake left to name.
  */
-function oauthClient(ctx: Context, value: unknown, at: ServerKeyPath): { oauth?: OAuthClientConfig } {
+function oauthClient(
+  ctx: Context,
+  value: unknown,
+  at: ServerKeyPath,
+  url: string,
+): { oauth?: OAuthClientConfig } {
   const oauth = asRecord(value);
   if (oauth === undefined) return {};
+  const tokenExchange = normalizeTokenExchange(oauth['tokenExchange'], url, (key, message) =>
+    ctx.issues.add(at('oauth', 'tokenExchange', key), 'value', message),
+  );
   const text = (key: string) => (typeof oauth[key] === 'string' ? { [key]: oauth[key] as string } : {});
   if (oauth['clientSecret'] !== undefined && oauth['clientId'] === undefined)
     ctx.issues.add(at('oauth', 'clientSecret'), 'key', 'a client secret needs the clientId it belongs to');
@@ -839,6 +848,7 @@ function oauthClient(ctx: Context, value: unknown, at: ServerKeyPath): { oauth?:
       ...text('clientSecret'),
       ...text('clientMetadataUrl'),
       ...(Array.isArray(oauth['scopes']) && { scopes: strings(oauth['scopes']) }),
+      ...(tokenExchange && { tokenExchange }),
     },
   };
 }

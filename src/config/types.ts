@@ -316,6 +316,40 @@ export interface OAuthClientConfig {
   readonly scopes?: readonly string[];
   /** An https URL of this client's metadata document, used as its client ID where supported. */
   readonly clientMetadataUrl?: string;
+  /**
+   * Token exchange (RFC 8693): behind the HTTP listener, each principal's own bearer token is
+   * exchanged at the identity provider for one meant for this server, instead of the principal
+   * signing in to it. Absent: each principal signs in interactively.
+   */
+  readonly tokenExchange?: TokenExchangeConfig;
+}
+
+/** `servers.<name>.oauth.tokenExchange`: how the gateway exchanges a principal's token for this server. */
+export interface TokenExchangeConfig {
+  /**
+   * Where the exchange is made. Absent: the `token_endpoint` of the authorization server the
+   * server's protected resource metadata names (RFC 9728, then RFC 8414 / OpenID discovery).
+   */
+  readonly tokenEndpoint?: string;
+  /** The gateway's client at the identity provider, allowed the token-exchange grant. */
+  readonly clientId: string;
+  /** Its secret (a confidential client); absent: the client id is sent alone, as a public client's. */
+  readonly clientSecret?: string;
+  /** How the secret is sent: HTTP Basic (`client_secret_basic`, the default) or in the form (`client_secret_post`). */
+  readonly clientAuth: 'basic' | 'post';
+  /** The `audience` parameter: the logical name the identity provider knows the server by. */
+  readonly audience?: string;
+  /** The `resource` parameter (RFC 8707): the server's URL unless set; `false` sends none. */
+  readonly resource: string | false;
+  /** Scopes asked for on the exchanged token; absent: the identity provider's default. */
+  readonly scopes?: readonly string[];
+  /**
+   * What happens when the exchange is refused for a principal (the identity provider says no, or
+   * the principal has no token to exchange, as on stdio): `error` (the default), the call fails
+   * naming the server and the reason; `signIn`, the principal signs in to the server as without
+   * token exchange.
+   */
+  readonly fallback: 'error' | 'signIn';
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;

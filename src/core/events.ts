@@ -590,6 +590,22 @@ export interface UpstreamRefreshFailedEvent extends GatewayEventBase {
   signedOut: boolean;
 }
 
+/**
+ * The gateway exchanged a principal's own token for one meant for an HTTP upstream (RFC 8693),
+ * or tried to and failed. `principal` is whose token it was; never a token.
+ */
+export interface UpstreamTokenExchangeEvent extends GatewayEventBase {
+  type: 'upstream_token_exchange';
+  server: string;
+  outcome: 'success' | 'failure';
+  /** When the exchanged token expires (ISO 8601), when the identity provider said. */
+  expiresAt?: string;
+  /** The scopes granted (else those asked for). */
+  scopes?: string[];
+  /** Why it failed: the identity provider's error code and description, or why it was not reached. */
+  error?: string;
+}
+
 /** Someone signed out of an HTTP upstream (`auth logout`): its tokens are forgotten. */
 export interface UpstreamSignOutEvent extends GatewayEventBase {
   type: 'upstream_sign_out';
@@ -638,6 +654,7 @@ export type LifecycleEvent =
   | UpstreamSignInEvent
   | UpstreamRefreshFailedEvent
   | UpstreamSignOutEvent
+  | UpstreamTokenExchangeEvent
   | GatewayStartEvent
   | GatewayStopEvent
   | UpstreamStartEvent

@@ -10,6 +10,7 @@ import type { Logger } from '../core/logger.js';
 import type { RoutedMessage } from '../core/pipeline/types.js';
 import { osPrincipal, principalKey, type Principal } from '../core/principal.js';
 import type { Feature } from '../core/routing/feature.js';
+import { SubjectTokens } from '../core/subjectTokens.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
 import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
@@ -101,6 +102,11 @@ export interface Gateway {
   /** The upstreams running now, shared and per principal (for the live state file). */
   running(): RunningUpstreams;
   readonly tools: NamedCatalog<Tool>;
+  /**
+   * Where the HTTP listener leaves each principal's verified bearer token, for the servers whose
+   * tokens are exchanged for ones of their own (`oauth.tokenExchange`); read by nothing else.
+   */
+  readonly subjectTokens: SubjectTokens;
   /**
    * Serves one more host connection (an HTTP session) made by `principal`, beside the one given
    * as `host`. Config, policies, audit, features and upstreams are shared; the connection has
@@ -210,7 +216,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     featureDependencies(options, { record, session, principal, hosts, state }),
   );
   const lists = hostLists(features, hosts, logger, record, () => upstreams.relistAll(['tools']));
-  const { upstreamAuth, signInFor } = signIns(options, record);
+  const subjectTokens = new SubjectTokens();
+  const { upstreamAuth, signInFor } = signIns(options, record, subjectTokens);
   const sandboxes = createSandboxes({
     policies: () => options.policies,
     ...(audit && { record }),
@@ -274,7 +281,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     state,
     startedAt: Date.now(),
   };
-  return gatewayOf(parts, { connect, watchers, relist });
+  return gatewayOf(parts, { connect, watchers, relist, subjectTokens });
 }
 
 /** The gateway its embedder holds: its parts, and the connections and watchers made for it. */
@@ -284,6 +291,7 @@ function gatewayOf(
     readonly connect: ReturnType<typeof hostConnections>;
     readonly watchers: readonly { close(): void }[];
     readonly relist: () => void;
+    readonly subjectTokens: SubjectTokens;
   },
 ): Gateway {
   const { upstreams, hosts, state, record } = parts;
@@ -299,6 +307,7 @@ function gatewayOf(
       names: state.servers.map((s) => s.name),
     }),
     tools: upstreams.main.catalogs.tools,
+    subjectTokens: made.subjectTokens,
     connect: (transport, who, connectOptions) => {
       const connection = connect(transport, who, connectOptions);
       hosts.overHttp.add(connection.router.host);
@@ -329,12 +338,13 @@ function gatewayOf(
  * an edit of the config may add a server that asks for a sign-in (the client is cheap until a
  * server first answers 401). An embedder that brings its own sign-in (tests) replaces it.
  */
-function signIns(options: GatewayOptions, record: Recorder) {
+function signIns(options: GatewayOptions, record: Recorder, subjectTokens: SubjectTokens) {
   const upstreamAuth =
     options.signInFor === undefined
       ? createUpstreamAuth({
           store: options.credentials ?? once(() => openCredentialStore({ logger: options.logger })),
           logger: options.logger,
+          subjectTokens,
           record: (event, who) => record(event, who),
         })
       : undefined;

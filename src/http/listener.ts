@@ -12,6 +12,7 @@ import { ANONYMOUS, type Principal } from '../core/principal.js';
 import { hasEnvelope } from '../core/protocol/envelope.js';
 import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
+import type { SubjectTokens } from '../core/subjectTokens.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
@@ -45,6 +46,11 @@ export interface ListenerOptions {
   readonly replica?: string;
   /** `auth.frontDoor`: the gateway's own authorization server, whose tokens are accepted too. */
   readonly frontDoor?: FrontDoor;
+  /**
+   * Given each verified request's bearer token, for exchanging it at the identity provider for
+   * an upstream's own (token exchange); the token goes nowhere else.
+   */
+  readonly subjectTokens?: Pick<SubjectTokens, 'remember'>;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -227,7 +233,13 @@ async function authenticate(
 ): Promise<Principal | undefined> {
   if (edge.verifier === undefined) return ANONYMOUS;
   try {
-    return await edge.verifier.verify(req.headers.authorization);
+    const principal = await edge.verifier.verify(req.headers.authorization);
+    // Verified, so the header is `Bearer <token>`.
+    edge.options.subjectTokens?.remember(
+      principal,
+      req.headers.authorization!.replace(/^Bearer\s+/i, '').trim(),
+    );
+    return principal;
   } catch (error) {
     if (!(error instanceof AuthRefusal)) throw error;
     refuse(edge, req, res, error);

@@ -29,6 +29,7 @@ export async function startHttp(options: {
     ...(frontDoor && { frontDoor }),
     maxBodyBytes: config.gateway.maxMessageBytes,
     logger,
+    subjectTokens: gateway.subjectTokens,
     connect: (transport, principal, profile) =>
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),

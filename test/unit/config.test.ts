@@ -603,6 +603,26 @@ describe('parseConfigText: one problem, one exact message', () => {
       [`${F}:4:33: servers.a.oauth.clientMetadataUrl: expected an https:// URL with a path`],
     ],
     [
+      'token exchange without its client',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    oauth:\n      tokenExchange: { audience: crm }\n',
+      [`${F}:5:7: servers.a.oauth.tokenExchange: missing required key "clientId"`],
+    ],
+    [
+      'token exchange endpoint that is not https',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    oauth:\n      tokenExchange:\n        clientId: c\n        tokenEndpoint: http://idp.example/token\n',
+      [
+        `${F}:7:24: servers.a.oauth.tokenExchange.tokenEndpoint: must be an https URL (http only to a loopback address): the principal's token is sent there`,
+      ],
+    ],
+    [
+      'token exchange with post client authentication and no secret, and a resource with a fragment',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    oauth:\n      tokenExchange: { clientId: c, clientAuth: post, resource: "https://x.example/mcp#a" }\n',
+      [
+        `${F}:5:49: servers.a.oauth.tokenExchange.clientAuth: "post" sends the client secret in the form, and this entry has no clientSecret`,
+        `${F}:5:65: servers.a.oauth.tokenExchange.resource: a resource indicator must not have a fragment (#...)`,
+      ],
+    ],
+    [
       'empty tool glob',
       'servers:\n  a: { command: x, tools: { include: [""] } }\n',
       [`${F}:2:39: servers.a.tools.include[0]: must not be empty`],

@@ -38,4 +38,57 @@ describe('fileLocks', () => {
     writeFileSync(path.join(folder, name), String(dead));
     await expect(exclusive('oauth:tokens:y', () => Promise.resolve('ran'))).resolves.toBe('ran');
   });
+
+  it('lets only one of two takers that found the same stale lock take it over, however late the other acts', async () => {
+    const folder = path.join(mkdtempSync(path.join(os.tmpdir(), 'warden-locks-')), 'locks');
+    let name = '';
+    await fileLocks(folder)('oauth:tokens:z', () => {
+      name = readdirSync(folder).find((f) => f.endsWith('.lock'))!;
+      return Promise.resolve();
+    });
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(path.join(folder, name), String(dead));
+    // Each taker (its own locks, as a separate process has) stops once it has judged the lock
+    // stale, until let go: both judge the same stale lock, then the second acts only once the
+    // first is inside its work, holding the lock it made in the stale one's place.
+    const held: (() => void)[] = [];
+    let bothJudged!: () => void;
+    const judged = new Promise<void>((resolve) => (bothJudged = resolve));
+    const hold = () =>
+      new Promise<void>((go) => {
+        if (held.push(go) === 2) bothJudged();
+      });
+    const signal = () => {
+      let fire!: () => void;
+      return { fired: new Promise<void>((resolve) => (fire = resolve)), fire: () => fire() };
+    };
+    const [firstInside, secondInside, secondWaits, leave] = [signal(), signal(), signal(), signal()];
+    let inside = 0;
+    let most = 0;
+    const work = (who: number) => async () => {
+      most = Math.max(most, ++inside);
+      if (who === 0) {
+        firstInside.fire();
+        await leave.fired;
+      } else secondInside.fire();
+      inside--;
+      return who;
+    };
+    const runs = [
+      fileLocks(folder, { judgedStale: hold })('oauth:tokens:z', work(0)),
+      fileLocks(folder, { judgedStale: hold, waiting: secondWaits.fire })('oauth:tokens:z', work(1)),
+    ];
+    await judged;
+    held[0]!();
+    await firstInside.fired;
+    held[1]!();
+    // The second finds the first's live lock where the stale one was and waits, rather than
+    // removing it and going in too.
+    await Promise.race([secondWaits.fired, secondInside.fired]);
+    expect(inside).toBe(1);
+    leave.fire();
+    expect(await Promise.all(runs)).toEqual([0, 1]);
+    expect(most).toBe(1);
+    expect(readdirSync(folder)).toEqual([]);
+  });
 });

@@ -41,12 +41,35 @@ export class Discovery {
    * resource metadata is and which scope it wants.
    */
   async challenge(): Promise<{ resourceMetadataUrl?: URL; scope?: string }> {
+    const { response } = await this.ping(undefined);
+    if (response.status !== 401) return {};
+    const { extractWWWAuthenticateParams } = await sdkAuth();
+    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+    return { ...(resourceMetadataUrl && { resourceMetadataUrl }), ...(scope && { scope }) };
+  }
+
+  /**
+   * Asks the server with `accessToken` whether it takes it for more than a 401: the scope it asks
+   * for when it refuses the token for want of scope (403 `insufficient_scope`, RFC 6750 §3.1; an
+   * empty string when it names none), else undefined.
+   */
+  async missingScope(accessToken: string): Promise<string | undefined> {
+    const { response } = await this.ping(accessToken);
+    if (response.status !== 403) return undefined;
+    const { extractWWWAuthenticateParams } = await sdkAuth();
+    const { error, scope } = extractWWWAuthenticateParams(response);
+    return error === 'insufficient_scope' ? (scope ?? '') : undefined;
+  }
+
+  /** A ping to the server, with `accessToken` when given; the body is not read. */
+  private async ping(accessToken: string | undefined): Promise<{ response: Response }> {
     const response = await fetch(this.config.url, {
       method: 'POST',
       headers: {
         ...this.config.headers,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
+        ...(accessToken !== undefined && { authorization: `Bearer ${accessToken}` }),
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
       redirect: 'manual',
@@ -55,10 +78,7 @@ export class Discovery {
       throw new Error(`cannot reach ${this.config.url}: ${describeError(error)}`);
     });
     await response.body?.cancel();
-    if (response.status !== 401) return {};
-    const { extractWWWAuthenticateParams } = await sdkAuth();
-    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
-    return { ...(resourceMetadataUrl && { resourceMetadataUrl }), ...(scope && { scope }) };
+    return { response };
   }
 
   /** Discovery through the SDK, with the issuer check RFC 8414 §3.3 asks of a client. */

@@ -8,6 +8,7 @@ import type { HttpServerConfig } from '../../config/types.js';
 import { SignInRequiredError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { Principal } from '../../core/principal.js';
+import type { SubjectTokens } from '../../core/subjectTokens.js';
 import type { HttpAuthorization } from '../../core/transports/httpTransport.js';
 import type { SignInFlow, UpstreamSignIn } from '../../core/upstreams/signIn.js';
 import { describeError } from '../../lib/describeError.js';
@@ -17,10 +18,12 @@ import { clientMetadata, signInWithBrowser } from './interactiveSignIn.js';
 import { accounts, principalAccount, type SecretStore, type TokenRecord } from './records.js';
 import { revokeTokens, TokenRefresh } from './refresh.js';
 import { TokenCache } from './tokenCache.js';
+import { TokenExchange, type TokenExchangeRecord } from './tokenExchange.js';
 
 /** The audit records a sign-in writes (see core/events.ts); never a token. */
 export type UpstreamAuthEvent =
   | { type: 'upstream_sign_in'; server: string; scopes: string[]; subject?: string }
+  | TokenExchangeRecord
   | { type: 'upstream_refresh_failed'; server: string; error: string; signedOut: boolean }
   | { type: 'upstream_sign_out'; server: string; revoked: boolean };
 
@@ -37,6 +40,11 @@ export interface ServerOAuthDeps {
   readonly signInTimeoutMs?: number;
   /** An access token this close to expiry is renewed before it is sent. Default 60 s. */
   readonly refreshAheadMs?: number;
+  /**
+   * The bearer tokens principals authenticated with at the HTTP listener: what a server with
+   * `oauth.tokenExchange` exchanges. Absent (no listener): there is nothing to exchange.
+   */
+  readonly subjectTokens?: SubjectTokens;
 }
 
 /** What `auth status` shows of one sign-in: never a token. */
@@ -49,6 +57,9 @@ export interface SignInStatus {
   readonly refreshable: boolean;
   readonly authorizationServer?: string;
 }
+
+/** How long a token exchange may take: the identity provider answers it without any user. */
+const EXCHANGE_TIMEOUT_MS = 10_000;
 
 /** What the loopback redirect is registered as before the port is known; never listened on. */
 const NO_REDIRECT = 'http://127.0.0.1/callback';
@@ -66,7 +77,9 @@ const NO_REDIRECT = 'http://127.0.0.1/callback';
  * tokens one refresh at a time (see refresh.ts), and never starting a browser sign-in from
  * inside a connection: there the provider fails the request with `SignInRequiredError`. Its
  * parts: discovery.ts (where to sign in), interactiveSignIn.ts (the browser round trip),
- * refresh.ts (renewal and revocation), tokenCache.ts (the sign-ins in memory).
+ * refresh.ts (renewal and revocation), tokenCache.ts (the sign-ins in memory),
+ * tokenExchange.ts (behind the listener, a token exchanged for the principal's own instead of a
+ * sign-in).
  */
 export class ServerOAuth implements UpstreamSignIn {
   readonly server: string;
@@ -75,6 +88,8 @@ export class ServerOAuth implements UpstreamSignIn {
   private readonly discovery: Discovery;
   private readonly cache: TokenCache;
   private readonly refresher: TokenRefresh;
+  /** Set when the entry has `oauth.tokenExchange`: principals' tokens are exchanged, not signed in. */
+  private readonly exchange: TokenExchange | undefined;
   /** One browser round trip at a time per principal. */
   private readonly flows = new Map<string, Promise<SignInFlow>>();
   /** Scopes a server asked for beyond a sign-in's (403 insufficient_scope), per principal. */
@@ -108,6 +123,31 @@ export class ServerOAuth implements UpstreamSignIn {
           record({ type: 'upstream_refresh_failed', server: this.server, error, signedOut }, principal),
       }),
     });
+    this.exchange = this.tokenExchange();
+  }
+
+  private tokenExchange(): TokenExchange | undefined {
+    const config = this.config.oauth?.tokenExchange;
+    if (config === undefined) return undefined;
+    const { record } = this.deps;
+    return new TokenExchange({
+      server: this.server,
+      config,
+      ...(this.deps.subjectTokens && { subjectTokens: this.deps.subjectTokens }),
+      // The principal's token goes out in this request: bounded tighter than discovery's.
+      fetchFn: guardedFetch(this.deps.fetch, EXCHANGE_TIMEOUT_MS),
+      discoverEndpoint: async () => {
+        const state = this.discovery.state ?? (await this.discovery.discover(undefined));
+        const endpoint = state.authorizationServerMetadata?.token_endpoint;
+        if (endpoint === undefined)
+          throw new Error(`${state.authorizationServerUrl} publishes no token_endpoint`);
+        return endpoint;
+      },
+      now: this.now,
+      log: this.deps.log,
+      ...(this.deps.refreshAheadMs !== undefined && { aheadMs: this.deps.refreshAheadMs }),
+      ...(record && { record }),
+    });
   }
 
   describe(): string {
@@ -117,6 +157,16 @@ export class ServerOAuth implements UpstreamSignIn {
 
   /** What the transport of a connection made for `principal` signs its requests with. */
   authorizationFor(principal: Principal | undefined): HttpAuthorization {
+    const interactive = this.interactiveAuthorization(principal);
+    if (this.exchange === undefined) return interactive;
+    const fallsBack = this.config.oauth?.tokenExchange?.fallback === 'signIn';
+    return this.exchange.authorization(
+      principal,
+      fallsBack ? { ...interactive, enter: () => (this.challenged = true) } : undefined,
+    );
+  }
+
+  private interactiveAuthorization(principal: Principal | undefined): HttpAuthorization {
     const who = principalAccount(principal);
     return {
       provider: new ConnectionProvider(this, who, principal),
@@ -215,6 +265,23 @@ export class ServerOAuth implements UpstreamSignIn {
       );
     }
     return new SignInRequiredError(this.server, `not signed in: ${how}`);
+  }
+
+  /**
+   * Whether the server takes `principal`'s stored token: undefined when it does (or there is
+   * none), else the scope it asks for beyond it (403 `insufficient_scope`), which the next
+   * sign-in then asks for. For checking a sign-in at once, before any call meets the refusal.
+   */
+  async missingScope(principal: Principal | undefined): Promise<string | undefined> {
+    const who = principalAccount(principal);
+    const record = await this.read(who);
+    if (record === undefined) return undefined;
+    const scope = await this.discovery.missingScope(record.tokens.access_token);
+    if (scope !== undefined && scope !== '') {
+      this.wantedScope.set(who, scope);
+      await this.keepWantedScope(who, scope);
+    }
+    return scope;
   }
 
   /**
