@@ -14,12 +14,13 @@ import type { ManagedSettings } from '../config/managed.js';
 import type { LiveConfig } from './configReload.js';
 import type { AuditTrail } from '../features/audit/openTrail.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
-import type { ClosableLogger } from '../core/logger.js';
+import type { ClosableLogger, Logger } from '../core/logger.js';
 import type { StreamTransport } from '../core/transports/streamTransport.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { Listener } from '../http/listener.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
 import {
   loadConfigFile,
   loadPinsFile,
@@ -62,6 +63,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   const session = randomUUID();
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
   const host = await hostTransport(config, logger);
+  const store = await openStoreIfConfigured(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
   const gateway = createGateway({
     config,
@@ -77,6 +79,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     ...(trail?.log && { audit: trail.log }),
     ...(pins && { pins }),
     ...(telemetry && { telemetry }),
+    ...(store && { store }),
     session,
   });
   // What both kinds of edit (of the config file, of managed.yaml) start from.
@@ -92,7 +95,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     logger,
     ...(typeof values.http === 'string' && { http: values.http }),
   });
-  shutdown.serving({ logger, gateway, trail, telemetry, watchers: [managedWatcher, configWatcher] });
+  shutdown.serving({ logger, gateway, trail, telemetry, store, watchers: [managedWatcher, configWatcher] });
   shutdown.watch(servesStdio ? host : undefined);
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
@@ -101,6 +104,24 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   await gateway.start();
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown);
   return undefined;
+}
+
+/**
+ * The store replicas share, when the config names one. Its client is loaded only then: a
+ * gateway without `store:` (every stdio user) never loads it.
+ */
+async function openStoreIfConfigured(config: WardenConfig, logger: Logger): Promise<SharedStore | undefined> {
+  const { store } = config;
+  if (store === undefined) return undefined;
+  const { openRedisStore } = await import('../lib/store/redisStore.js');
+  const log = logger.child('store');
+  const opened = await openRedisStore({
+    ...store,
+    warn: (message) => log.warn(message),
+    info: (message) => log.info(message),
+  });
+  log.info(`sharing state with the other replicas through ${store.shown}`);
+  return opened;
 }
 
 /** The log, and in it what the config file holds that was refused or left out. */
@@ -209,6 +230,7 @@ interface Serving {
   readonly gateway: Gateway;
   readonly trail: AuditTrail | undefined;
   readonly telemetry: TelemetryRuntime | undefined;
+  readonly store: SharedStore | undefined;
   /** The watchers of managed.yaml and of the config file, closed first. */
   readonly watchers: readonly ({ close(): void } | undefined)[];
 }
@@ -260,7 +282,7 @@ export class Shutdown {
   async stop(why: string, code: number): Promise<void> {
     if (this.exiting || this.running === undefined) return;
     this.exiting = true;
-    const { logger, gateway, trail, telemetry, watchers } = this.running;
+    const { logger, gateway, trail, telemetry, store, watchers } = this.running;
     for (const watcher of watchers) watcher?.close();
     logger.info(`shutting down: ${why}`);
     setTimeout(() => {
@@ -279,6 +301,7 @@ export class Shutdown {
     }
     // What the exporters still hold goes out now, within the hard stop above.
     if (telemetry !== undefined) await within(1000, telemetry.shutdown());
+    if (store !== undefined) await within(500, store.close());
     await closeLogger(logger);
     // The last answers to the host are handed to the OS before we exit.
     await within(500, drained(process.stdout));

@@ -34,6 +34,8 @@ import {
   type LifecycleEventWithoutSession,
   type ManagedPipeline,
 } from './features.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
+import { sharedContinuations } from './sharedContinuations.js';
 import { askHost, hostConnections } from './hostConnection.js';
 import {
   firstOf,
@@ -91,6 +93,11 @@ export interface GatewayOptions {
    * user-only file (lib/credentials), opened when an HTTP server first asks for a sign-in.
    */
   readonly credentials?: () => Promise<CredentialStore>;
+  /**
+   * The store replicas share (`store:`), opened by the caller: rate-limit buckets, the one-time
+   * use of sealed request states and pending confirmations live there. Absent: in memory.
+   */
+  readonly store?: SharedStore;
 }
 
 export interface Gateway {
@@ -247,6 +254,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     revisionKnown: lists.revisionKnown,
     ...(audit && { record }),
     serversByName: state.byName,
+    ...(options.store !== undefined &&
+      config.listen?.sessionKey !== undefined && {
+        continuations: sharedContinuations(options.store, config.listen.sessionKey),
+      }),
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);
   const watchers = features.flatMap((f) =>
@@ -363,6 +374,7 @@ function featureDependencies(
     askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
     redact: (value) => options.redactor.redactValue(value),
     record: gateway.record,
+    ...(options.store && { store: options.store }),
     ...(audit && {
       audit: {
         log: audit,

@@ -45,6 +45,7 @@ export async function startHttp(options: {
         });
       },
       logger,
+      sharedContinuations: config.store !== undefined,
     }),
   });
   logger.info(
