@@ -102,7 +102,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   );
   growYoungGenerationOnceStarted(config, gateway);
   await gateway.start();
-  if (config.listen !== undefined) await listen(config, gateway, logger, shutdown);
+  if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
   return undefined;
 }
 
@@ -213,11 +213,12 @@ async function listen(
   gateway: Gateway,
   logger: ClosableLogger,
   shutdown: Shutdown,
+  store: SharedStore | undefined,
 ): Promise<void> {
   const { startHttp } = await import('../http/serveHttp.js');
   const { host, port } = config.listen!;
   try {
-    shutdown.listener = await startHttp({ config, gateway, logger });
+    shutdown.listener = await startHttp({ config, gateway, logger, ...(store && { store }) });
   } catch (error) {
     logger.error(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
     await shutdown.stop('the HTTP listener could not start', 1);

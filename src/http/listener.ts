@@ -15,7 +15,7 @@ import type { MessageTransport } from '../core/rpc/transport.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import { sendJson, sendRpcError } from './replies.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
-import { SessionTable, type ServedConnection } from './sessionTable.js';
+import { SessionTable, type ServedConnection, type SessionRecords } from './sessionTable.js';
 
 export type { ServedConnection } from './sessionTable.js';
 
@@ -42,6 +42,8 @@ export interface ListenerOptions {
   readonly stateless?: (request: StatelessRequest) => Promise<void>;
   /** Names this replica in session ids (default random). */
   readonly replica?: string;
+  /** Sessions shared with the other replicas (a store); absent: each lives on its replica. */
+  readonly sessionRecords?: SessionRecords;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -98,7 +100,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const edge: Edge = {
     options,
     verifier: options.auth === undefined ? undefined : createTokenVerifier(options.auth, { logger }),
-    sessions: new SessionTable({ listen, ids, logger, connect: options.connect }),
+    sessions: new SessionTable({
+      listen,
+      ids,
+      logger,
+      connect: options.connect,
+      ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
+    }),
     port: listen.port,
   };
   const server: Server = createServer((req, res) => {

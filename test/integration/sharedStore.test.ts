@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type Json, type RpcAnswer } from '../fixtures/modernHost.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
 import { freePort, hasHaproxy, startHaproxy } from './haproxy.js';
-import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 import { modernResult } from './modernWire.js';
 
 const installed = (command: string, flag: string) =>
@@ -66,7 +66,7 @@ describe.skipIf(missing !== '')(TITLE, () => {
         policies: ['policy.yaml'],
         rateLimits: [{ server: 'up', rate: '3/hour', burst: 3 }],
         audit: { file: audit },
-        servers: { up: fixture(), ask: fixture() },
+        servers: { up: fixture(), up2: fixture(), ask: fixture() },
       },
       dir,
     );
@@ -185,6 +185,36 @@ describe.skipIf(missing !== '')(TITLE, () => {
     const ok = (text: string) =>
       audits.flatMap((file) => callsIn(file, text)).filter((r) => r.outcome === 'ok').length;
     expect([ok('across'), ok('here')]).toEqual([1, 1]);
+  });
+
+  it('serves a 2025-11-25 session on whichever replica a request lands on', async () => {
+    // No stickiness: the initialize lands on one replica, the calls alternate between both.
+    const host = await connectHttpHost(`${lb}/mcp`, { name: 'session-host' });
+    for (let i = 0; i < 4; i++)
+      expect(textOf(await host.client.callTool({ name: 'up2__echo', arguments: { text: `s${i}` } }))).toBe(
+        `s${i}`,
+      );
+    // Each replica, asked directly, serves the session as the same host, though only one of
+    // them saw its initialize.
+    for (const [i, replica] of replicas.entries()) {
+      const answer = await postRpc(
+        replica.url,
+        {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'up2__echo', arguments: { text: `direct${i}` } },
+        },
+        { 'Mcp-Session-Id': host.transport.sessionId!, 'Mcp-Protocol-Version': '2025-11-25' },
+      );
+      expect(answer.status).toBe(200);
+      expect(answer.text).toContain(`direct${i}`);
+      expect(callsIn(audits[i]!, `direct${i}`).map((r) => r.client)).toEqual([
+        { name: 'session-host', version: '1.0.0' },
+      ]);
+    }
+    expect(replicas.some((r) => r.stderr().includes('continued here from the shared store'))).toBe(true);
+    await host.close();
   });
 
   it('loses no pending confirmation when the replica that asked is killed: the retry completes on the survivor', async () => {
