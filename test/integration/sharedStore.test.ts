@@ -227,4 +227,23 @@ describe.skipIf(missing !== '')(TITLE, () => {
     expect(textOf(modernResult('tools/call', final))).toBe('survives');
     expect(callsIn(audits[1]!, 'survives').filter((r) => r.outcome === 'ok')).toHaveLength(1);
   });
+
+  it('fails at once, saying why, when the store is gone: no limit is waived and no question is left unrecorded', async () => {
+    const survivor = replicas[1]!;
+    redis!.kill('SIGKILL');
+    await new Promise((resolve) => redis!.once('exit', resolve));
+    const limited = answerOf(
+      (await postRpc(survivor.url, callOf(nextId++, 'up__echo', 'no-store'), headersFor('up__echo'))).text,
+    );
+    expect(limited.error?.message).toMatch(/Rate limits could not be counted: the store redis:\/\/:\*\*\*@/);
+    const asked = answerOf(
+      (await postRpc(survivor.url, callOf(nextId++, 'ask__echo', 'no-store'), headersFor('ask__echo'))).text,
+    );
+    const refused = modernResult('tools/call', asked);
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/was not run/);
+    expect(textOf(refused)).toMatch(/store/);
+    expect(survivor.stderr()).toMatch(/the store redis:\/\/:\S+@127\.0\.0\.1:\d+\/0 is unreachable/);
+    expect(survivor.stderr()).not.toContain(PASSWORD);
+  });
 });
