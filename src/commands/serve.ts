@@ -14,13 +14,14 @@ import type { ManagedSettings } from '../config/managed.js';
 import type { LiveConfig } from './configReload.js';
 import type { AuditTrail } from '../features/audit/openTrail.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
-import type { ClosableLogger } from '../core/logger.js';
+import type { ClosableLogger, Logger } from '../core/logger.js';
 import type { StreamTransport } from '../core/transports/streamTransport.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
 import {
   loadConfigFile,
   loadPinsFile,
@@ -66,6 +67,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   const session = randomUUID();
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
   const host = await hostTransport(config, logger);
+  const store = await openStoreIfConfigured(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
   // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
   const stateFile: { state?: LiveStateWriter } = {};
@@ -83,6 +85,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     ...(trail?.log && { audit: trail.log }),
     ...(pins && { pins }),
     ...(telemetry && { telemetry }),
+    ...(store && { store }),
     session,
     onUpstreamState: () => stateFile.state?.changed(),
   });
@@ -104,15 +107,33 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     logger,
     ...(typeof values.http === 'string' && { http: values.http }),
   });
-  shutdown.serving({ logger, gateway, trail, telemetry, watchers: [managedWatcher, configWatcher] });
+  shutdown.serving({ logger, gateway, trail, telemetry, store, watchers: [managedWatcher, configWatcher] });
   shutdown.watch(servesStdio ? host : undefined);
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
   growYoungGenerationOnceStarted(config, gateway);
   await gateway.start();
-  if (config.listen !== undefined) await listen(config, gateway, logger, shutdown);
+  if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
   return undefined;
+}
+
+/**
+ * The store replicas share, when the config names one. Its client is loaded only then: a
+ * gateway without `store:` (every stdio user) never loads it.
+ */
+async function openStoreIfConfigured(config: WardenConfig, logger: Logger): Promise<SharedStore | undefined> {
+  const { store } = config;
+  if (store === undefined) return undefined;
+  const { openRedisStore } = await import('../lib/store/redisStore.js');
+  const log = logger.child('store');
+  const opened = await openRedisStore({
+    ...store,
+    warn: (message) => log.warn(message),
+    info: (message) => log.info(message),
+  });
+  log.info(`sharing state with the other replicas through ${store.shown}`);
+  return opened;
 }
 
 /** The log, and in it what the config file holds that was refused or left out. */
@@ -204,11 +225,12 @@ async function listen(
   gateway: Gateway,
   logger: ClosableLogger,
   shutdown: Shutdown,
+  store: SharedStore | undefined,
 ): Promise<void> {
   const { startHttp } = await import('../http/serveHttp.js');
   const { host, port } = config.listen!;
   try {
-    shutdown.listener = await startHttp({ config, gateway, logger });
+    shutdown.listener = await startHttp({ config, gateway, logger, ...(store && { store }) });
   } catch (error) {
     logger.error(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
     await shutdown.stop('the HTTP listener could not start', 1);
@@ -221,6 +243,7 @@ interface Serving {
   readonly gateway: Gateway;
   readonly trail: AuditTrail | undefined;
   readonly telemetry: TelemetryRuntime | undefined;
+  readonly store: SharedStore | undefined;
   /** The watchers of managed.yaml and of the config file, closed first. */
   readonly watchers: readonly ({ close(): void } | undefined)[];
 }
@@ -272,7 +295,7 @@ export class Shutdown {
   async stop(why: string, code: number): Promise<void> {
     if (this.exiting || this.running === undefined) return;
     this.exiting = true;
-    const { logger, gateway, trail, telemetry, watchers } = this.running;
+    const { logger, gateway, trail, telemetry, store, watchers } = this.running;
     for (const watcher of watchers) watcher?.close();
     logger.info(`shutting down: ${why}`);
     setTimeout(() => {
@@ -291,6 +314,7 @@ export class Shutdown {
     }
     // What the exporters still hold goes out now, within the hard stop above.
     if (telemetry !== undefined) await within(1000, telemetry.shutdown());
+    if (store !== undefined) await within(500, store.close());
     await closeLogger(logger);
     // The last answers to the host are handed to the OS before we exit.
     await within(500, drained(process.stdout));

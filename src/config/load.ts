@@ -38,6 +38,7 @@ import { underManagedSandbox } from './managedSandbox.js';
 import { checkDocumentShape, describeValue } from './schema.js';
 import { normalizeRateLimits } from './rateLimits.js';
 import { normalizeGuardrails } from './guardrails.js';
+import { normalizeStore } from './store.js';
 import { normalizeTeam } from './team.js';
 import { normalizeTokenExchange } from './tokenExchange.js';
 import {
@@ -343,6 +344,10 @@ function normalize(data: Data, ctx: Context): WardenConfig {
       { add: (keyPath, at, message) => ctx.issues.add(keyPath, at, message) },
     ),
     ...normalizeRateLimits(data, (keyPath, message) => ctx.issues.add(keyPath, 'value', message)),
+    ...normalizeStore(data, {
+      add: (keyPath, message) => ctx.issues.add(keyPath, 'value', message),
+      duration: (keyPath, value) => duration(ctx, keyPath, value),
+    }),
     servers,
   };
 }

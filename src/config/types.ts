@@ -568,6 +568,8 @@ export interface WardenConfig {
   readonly profiles?: readonly ProfileConfig[];
   /** Token buckets on calls (`rateLimits:`), in the order written; absent: none. */
   readonly rateLimits?: readonly RateLimitRule[];
+  /** The store replicas share (`store:`); absent: state is kept in each process's memory. */
+  readonly store?: StoreConfig;
   /** In the order the file lists them; this order decides name collisions. */
   readonly servers: readonly ServerConfig[];
   /**
@@ -592,6 +594,18 @@ export interface RateLimitRule {
   readonly refillMs: number;
   /** Tokens the bucket holds at most. */
   readonly burst: number;
+}
+
+/** `store:`, a Redis server (or a compatible one) that replicas share. */
+export interface StoreConfig {
+  /** `redis://` or `rediss://` (TLS), with the password already interpolated. */
+  readonly url: string;
+  /** The URL without its password, for messages and logs. */
+  readonly shown: string;
+  /** One store operation fails after this long. Default 2 s. */
+  readonly timeoutMs: number;
+  /** Every key starts with this and a colon. Default `mcp-warden`. */
+  readonly prefix: string;
 }
 
 /** `listen:`, the Streamable HTTP listener at /mcp. */

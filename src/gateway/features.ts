@@ -35,6 +35,7 @@ import { createTimeout } from '../features/timeout/feature.js';
 import { createToolSearch } from '../features/toolSearch/feature.js';
 import { createValidate } from '../features/validate/feature.js';
 import { createInputValidator } from '../features/validate/inputValidator.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
 import { createSchemaWarmup } from './schemaWarmup.js';
 
 /** What the features need from the gateway around them. */
@@ -62,6 +63,8 @@ export interface FeatureDependencies {
    * absent: the config's, as they are at start.
    */
   readonly serversByName?: ReadonlyMap<string, ServerConfig>;
+  /** The store replicas share, when the config has `store:`. */
+  readonly store?: SharedStore;
 }
 
 export type LifecycleEventWithoutSession = LifecycleEvent extends infer E
@@ -113,7 +116,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     createLimits(config),
     createPrincipalLimits(config),
     createToolSearch(config),
-    createRateLimits(config, { record: deps.record }),
+    createRateLimits(config, { record: deps.record, ...(deps.store && { store: deps.store }) }),
   ];
   return { features, policy, settingsFeatures };
 

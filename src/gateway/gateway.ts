@@ -36,6 +36,8 @@ import {
   type LifecycleEventWithoutSession,
   type ManagedPipeline,
 } from './features.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
+import { sharedContinuations } from './sharedContinuations.js';
 import { askHost, hostConnections } from './hostConnection.js';
 import {
   firstOf,
@@ -95,6 +97,11 @@ export interface GatewayOptions {
   readonly credentials?: () => Promise<CredentialStore>;
   /** Called when an upstream's state or lists change: `Gateway.running` then says how. */
   readonly onUpstreamState?: () => void;
+  /**
+   * The store replicas share (`store:`), opened by the caller: rate-limit buckets, the one-time
+   * use of sealed request states and pending confirmations live there. Absent: in memory.
+   */
+  readonly store?: SharedStore;
 }
 
 export interface Gateway {
@@ -263,6 +270,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     revisionKnown: lists.revisionKnown,
     ...(audit && { record }),
     serversByName: state.byName,
+    ...(options.store !== undefined &&
+      config.listen?.sessionKey !== undefined && {
+        continuations: sharedContinuations(options.store, config.listen.sessionKey),
+      }),
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);
   const watchers = features.flatMap((f) =>
@@ -390,6 +401,7 @@ function featureDependencies(
     askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
     redact: (value) => options.redactor.redactValue(value),
     record: gateway.record,
+    ...(options.store && { store: options.store }),
     ...(audit && {
       audit: {
         log: audit,

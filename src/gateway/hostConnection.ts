@@ -17,6 +17,7 @@ import type { CancelSignal } from '../core/rpc/cancellation.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { fulfilInput } from '../core/tasks/fulfilInput.js';
 import type { TaskHandles } from '../core/tasks/handles.js';
+import type { SharedContinuations } from '../core/tasks/inputBridge.js';
 import { StreamTransport } from '../core/transports/streamTransport.js';
 import type { PrincipalView } from '../core/upstreams/principalPools.js';
 import type { HostAnswer } from '../features/confirmation/stage.js';
@@ -45,6 +46,8 @@ export interface HostConnectionDeps {
   readonly record?: (event: SignInRecord, principal?: Principal) => void;
   /** The servers in force by name, kept current across edits of the config; absent: the config's. */
   readonly serversByName?: ReadonlyMap<string, ServerConfig>;
+  /** Continuations of stateless hosts' calls, when replicas share a store. */
+  readonly continuations?: SharedContinuations;
 }
 
 /** How long the host may leave what was written to it unread before the log says so. */
@@ -115,6 +118,7 @@ export function hostConnections(deps: HostConnectionDeps) {
       revisionKnown: deps.revisionKnown,
       whyUnknown: deps.whyUnknown,
       ...(toolView !== undefined && { toolView }),
+      ...(deps.continuations !== undefined && { continuations: deps.continuations }),
       // Behind the listener, a server not run per principal is everyone's: tasks stay apart.
       ...(deps.config.listen !== undefined && {
         sharedServer: (server: string) => view === undefined || !view.ownsServer(server),

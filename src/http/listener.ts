@@ -17,7 +17,7 @@ import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js'
 import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
-import { SessionTable, type ServedConnection } from './sessionTable.js';
+import { SessionTable, type ServedConnection, type SessionRecords } from './sessionTable.js';
 
 export type { ServedConnection } from './sessionTable.js';
 
@@ -51,6 +51,8 @@ export interface ListenerOptions {
    * an upstream's own (token exchange); the token goes nowhere else.
    */
   readonly subjectTokens?: Pick<SubjectTokens, 'remember'>;
+  /** Sessions shared with the other replicas (a store); absent: each lives on its replica. */
+  readonly sessionRecords?: SessionRecords;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -113,7 +115,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
             logger,
             ...(options.frontDoor !== undefined && { own: options.frontDoor.tokens }),
           }),
-    sessions: new SessionTable({ listen, ids, logger, connect: options.connect }),
+    sessions: new SessionTable({
+      listen,
+      ids,
+      logger,
+      connect: options.connect,
+      ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
+    }),
     port: listen.port,
   };
   const server: Server = createServer((req, res) => {

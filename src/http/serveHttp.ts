@@ -5,7 +5,9 @@ import { principalKey } from '../core/principal.js';
 import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { readBody, startListener, type Listener } from './listener.js';
+import { sharedSessionRecords } from './sessionRecords.js';
 import { createStatelessDispatch } from './stateless.js';
+import type { SharedStore } from '../lib/store/sharedStore.js';
 
 /**
  * Starts the HTTP listener for a gateway: each session becomes one of its host connections. The
@@ -16,8 +18,10 @@ export async function startHttp(options: {
   readonly config: WardenConfig;
   readonly gateway: Gateway;
   readonly logger: Logger;
+  /** The store replicas share (`store:`): sessions are recorded there. */
+  readonly store?: SharedStore;
 }): Promise<Listener> {
-  const { config, gateway, logger } = options;
+  const { config, gateway, logger, store } = options;
   const listen = config.listen!;
   let settled = false;
   const memories = new TaskMemories();
@@ -34,6 +38,7 @@ export async function startHttp(options: {
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
+    ...(store !== undefined && { sessionRecords: sharedSessionRecords(store) }),
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
       // the next request of the same principal (and no one else's) can poll them, and answer
@@ -48,6 +53,7 @@ export async function startHttp(options: {
         });
       },
       logger,
+      sharedContinuations: config.store !== undefined,
     }),
   });
   logger.info(

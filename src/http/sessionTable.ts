@@ -19,17 +19,43 @@ export interface ServedConnection {
   close(): Promise<void>;
 }
 
+/** Why a session ends when its host sends DELETE. */
+const HOST_ENDED = 'the host ended it';
+
 /** JSON-RPC's code for a session the server does not know, as the SDK's clients expect it. */
 const SESSION_NOT_FOUND = -32001;
 
+/** What another replica needs to continue a session: whose it is, and the host's initialize. */
+export interface SessionRecord {
+  /** A digest of the owner's principal key. */
+  readonly owner: string;
+  readonly profile?: string;
+  /** The params of the host's initialize request (protocol version, capabilities, client). */
+  readonly initialize: unknown;
+}
+
+/** Where sessions are recorded for the other replicas (a store they share). */
+export interface SessionRecords {
+  save(id: string, record: SessionRecord, ttlMs: number): Promise<void>;
+  load(id: string): Promise<SessionRecord | undefined>;
+  delete(id: string): Promise<void>;
+  /** The digest a record keeps of a principal key. */
+  ownerOf(principalKey: string): string;
+}
+
 interface Session {
   readonly transport: SessionTransport;
+  /** When its record was last written to the shared store (0: never). */
+  savedAt: number;
   connection: ServedConnection | undefined;
   readonly principal: Principal;
   readonly owner: string;
   lastSeen: number;
   /** Open GET streams: a session with one is in use even when no request comes. */
   streams: number;
+  /** What the host's initialize said, for the record other replicas continue it from. */
+  readonly initialize: unknown;
+  readonly profile?: string;
 }
 
 export interface SessionTableOptions {
@@ -38,6 +64,8 @@ export interface SessionTableOptions {
   readonly logger: Logger;
   /** Serves one more host connection; `profile`: the one its path named (`/mcp/<profile>`). */
   readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
+  /** Sessions shared with the other replicas; absent: a session lives on its replica only. */
+  readonly records?: SessionRecords;
 }
 
 /**
@@ -68,7 +96,7 @@ export class SessionTable {
     body: unknown,
   ): Promise<void> {
     const { logger } = this.options;
-    const session = this.sessions.get(id);
+    const session = this.sessions.get(id) ?? (await this.restore(id, principal));
     if (session === undefined) {
       const judged = this.options.ids.judge(id);
       logger.info(
@@ -87,6 +115,7 @@ export class SessionTable {
       return sendRpcError(res, 403, -32000, 'this session belongs to another principal');
     }
     session.lastSeen = Date.now();
+    this.save(id, session);
     if (req.method === 'GET') {
       session.streams++;
       res.once('close', () => {
@@ -113,11 +142,22 @@ export class SessionTable {
       sessionId: () => this.options.ids.mint(),
       onInitialized: (id) => {
         this.countStarting(owner, -1);
-        session = { transport, connection: undefined, principal, owner, lastSeen: Date.now(), streams: 0 };
+        session = {
+          transport,
+          savedAt: 0,
+          connection: undefined,
+          principal,
+          owner,
+          lastSeen: Date.now(),
+          streams: 0,
+          initialize: (body as { params?: unknown }).params,
+          ...(profile !== undefined && { profile }),
+        };
         this.sessions.set(id, session);
+        this.save(id, session);
         this.options.logger.info(`session ${id.slice(0, 12)}… opened for ${describePrincipal(principal)}`);
       },
-      onDeleted: () => void this.end(transport.sessionId, 'the host ended it'),
+      onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
     });
     const connection = this.options.connect(transport, principal, profile);
@@ -131,6 +171,82 @@ export class SessionTable {
         await connection.close();
       } else session.connection = connection;
     }
+  }
+
+  /**
+   * Writes `session`'s record for the other replicas, for as long as it may stay idle; once
+   * again when a quarter of that has passed, not on every request. A store that fails is
+   * logged: the session goes on here, and another replica would answer 404 as without a store.
+   */
+  private save(id: string, session: Session): void {
+    const { records, listen, logger } = this.options;
+    const now = Date.now();
+    if (records === undefined || now - session.savedAt < listen.sessionIdleMs / 4) return;
+    session.savedAt = now;
+    const record: SessionRecord = {
+      owner: records.ownerOf(session.owner),
+      initialize: session.initialize,
+      ...(session.profile !== undefined && { profile: session.profile }),
+    };
+    records.save(id, record, listen.sessionIdleMs).catch((error: unknown) => {
+      session.savedAt = 0;
+      logger.warn(
+        `session ${id.slice(0, 12)}… could not be shared with the other replicas: ${(error as Error).message}`,
+      );
+    });
+  }
+
+  /**
+   * Continues here a session another replica set up (or this one before a restart), from its
+   * record in the shared store: a new connection of the gateway, given the host's initialize
+   * again. Undefined when there is no record, it is another principal's (refused as a missing
+   * session: nothing to tell), or the store cannot say.
+   */
+  private async restore(id: string, principal: Principal): Promise<Session | undefined> {
+    const { records, logger } = this.options;
+    if (records === undefined || this.options.ids.judge(id) === 'unsealed') return undefined;
+    let record: SessionRecord | undefined;
+    try {
+      record = await records.load(id);
+    } catch (error) {
+      logger.warn(
+        `session ${id.slice(0, 12)}… could not be looked up in the shared store: ${(error as Error).message}`,
+      );
+      return undefined;
+    }
+    const owner = principalKey(principal);
+    if (record === undefined || record.owner !== records.ownerOf(owner)) return undefined;
+    // Another request of the same session may have restored it while the store answered.
+    const already = this.sessions.get(id);
+    if (already !== undefined) return already;
+    const transport = new SessionTransport({
+      sessionId: () => id,
+      onInitialized: () => {},
+      onDeleted: () => void this.end(id, HOST_ENDED),
+      beforeWrite: () => connection.beforeWrite(),
+    });
+    const connection = this.options.connect(transport, principal, record.profile);
+    await transport.start();
+    if (!(await transport.restore(id, record.initialize))) {
+      await connection.close();
+      return undefined;
+    }
+    const session: Session = {
+      transport,
+      savedAt: Date.now(),
+      connection,
+      principal,
+      owner,
+      lastSeen: Date.now(),
+      streams: 0,
+      initialize: record.initialize,
+      ...(record.profile !== undefined && { profile: record.profile }),
+    };
+    this.sessions.set(id, session);
+    logger.info(
+      `session ${id.slice(0, 12)}… continued here from the shared store for ${describePrincipal(principal)}`,
+    );
+    return session;
   }
 
   /** Stops closing idle sessions (the listener stops accepting). */
@@ -202,6 +318,14 @@ export class SessionTable {
     if (session === undefined || id === undefined) return;
     this.sessions.delete(id);
     this.options.logger.info(`session ${id.slice(0, 12)}… closed: ${why}`);
+    // Ended by its host, it is over on every replica; closed here for another reason (idle
+    // here, a shutdown), it may go on elsewhere until its record expires.
+    if (why === HOST_ENDED)
+      this.options.records?.delete(id).catch((error: unknown) => {
+        this.options.logger.warn(
+          `session ${id.slice(0, 12)}… could not be removed from the shared store: ${(error as Error).message}`,
+        );
+      });
     await session.connection?.close();
   }
 }

@@ -93,6 +93,34 @@ export class SessionTransport implements MessageTransport {
     return this.inner.sessionId;
   }
 
+  /** Ids of the initialize replayed by `restore`, whose answer is kept from the host. */
+  private replayed: { readonly id: string; readonly done: () => void } | undefined;
+
+  /**
+   * Makes this transport continue session `id`, set up on another replica: the SDK's transport
+   * is marked initialized under that id, and the host's initialize (`params`, as the session
+   * record kept it) is replayed to the gateway connection, which answers it to no one. Resolves
+   * once the connection has taken it; false when the SDK's transport is not the shape this
+   * relies on (the session then cannot be continued here).
+   */
+  async restore(id: string, params: unknown): Promise<boolean> {
+    // The SDK has no public way to resume a session: its transport keeps the id and whether it
+    // was initialized in fields of its inner web-standard transport.
+    const web = (this.inner as unknown as { _webStandardTransport?: Record<string, unknown> })
+      ._webStandardTransport;
+    if (web === undefined || typeof web['_initialized'] !== 'boolean') return false;
+    web['sessionId'] = id;
+    web['_initialized'] = true;
+    const replayId = `mcp-warden-restore-${id}`;
+    await new Promise<void>((resolve) => {
+      this.replayed = { id: replayId, done: resolve };
+      this.onmessage?.({ jsonrpc: '2.0', id: replayId, method: 'initialize', params } as JsonRpcMessage);
+    });
+    this.replayed = undefined;
+    this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/initialized' } as JsonRpcMessage);
+    return true;
+  }
+
   start(): Promise<void> {
     return this.inner.start();
   }
@@ -160,6 +188,15 @@ export class SessionTransport implements MessageTransport {
   private batches = false;
 
   send(outgoing: OutgoingMessage): Promise<void> {
+    // The answer to an initialize replayed to rebuild a session from its record goes to no one.
+    if (this.replayed !== undefined) {
+      const id =
+        outgoing instanceof EncodedResult ? outgoing.id : isResponse(outgoing) ? outgoing.id : undefined;
+      if (id === this.replayed.id) {
+        this.replayed.done();
+        return Promise.resolve();
+      }
+    }
     this.options.beforeWrite?.();
     if (outgoing instanceof EncodedResult) {
       const stream = this.answered(outgoing.id as RequestId);

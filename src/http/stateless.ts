@@ -45,6 +45,11 @@ export interface StatelessOptions {
   readonly logger: Logger;
   /** Comment interval on open response streams (default 15 s). */
   readonly keepAliveMs?: number;
+  /**
+   * Replicas share continuations through a store: a retry whose call does not wait here is
+   * served on a new connection, whose bridge asks the store (see ModernInputBridge).
+   */
+  readonly sharedContinuations?: boolean;
 }
 
 /**
@@ -120,7 +125,12 @@ async function dispatch(
   const key = principalKey(principal);
   const requestState = message.params?.requestState;
   const waiting = isRequest ? parked.claim(key, requestState) : undefined;
-  if (waiting === undefined && typeof requestState === 'string' && requestState.startsWith(STATE_PREFIX))
+  if (
+    waiting === undefined &&
+    options.sharedContinuations !== true &&
+    typeof requestState === 'string' &&
+    requestState.startsWith(STATE_PREFIX)
+  )
     return answerError(
       res,
       message.id,

@@ -5,34 +5,20 @@
  * found" at once, never a hang. HAProxy is a Debian package that .ci/run installs; these tests are
  * skipped, saying so, only where it is not installed.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
+import { hasHaproxy, startHaproxy } from './haproxy.js';
 import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
 
-const hasHaproxy = spawnSync('haproxy', ['-v'], { stdio: 'ignore' }).status === 0;
 const TITLE = hasHaproxy
   ? 'replicas behind HAProxy'
   : 'replicas behind HAProxy (skipped: haproxy is not installed)';
 const AUDIENCE = 'https://warden.test/mcp';
 const KEY = 'a-session-key-shared-by-both-replicas-0123456789';
-
-/** A port nobody listens on now (HAProxy binds it next). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe.skipIf(!hasHaproxy)(TITLE, () => {
   let issuer: OAuth2Server;
@@ -74,41 +60,16 @@ describe.skipIf(!hasHaproxy)(TITLE, () => {
       );
       replicas.push(await startHttpGateway(config, { env: { MCP_WARDEN_SESSION_KEY: KEY } }));
     }
-    const port = await freePort();
-    const cfg = path.join(tempDir(), 'haproxy.cfg');
-    writeFileSync(
-      cfg,
+    const balancer = await startHaproxy(
+      replicas.map((r) => new URL(r.base).host),
       [
-        'defaults',
-        '  mode http',
-        '  timeout connect 2s',
-        '  timeout client 30s',
-        '  timeout server 30s',
-        '  retries 2',
-        '  option redispatch',
-        'frontend mcp',
-        `  bind 127.0.0.1:${port}`,
-        '  default_backend warden',
-        'backend warden',
-        '  balance roundrobin',
         '  stick-table type string len 128 size 10k expire 30m',
         '  stick store-response res.hdr(mcp-session-id)',
         '  stick match req.hdr(mcp-session-id)',
-        ...replicas.map((r, i) => `  server w${i} ${new URL(r.base).host}`),
-        '',
-      ].join('\n'),
+      ],
     );
-    haproxy = spawn('haproxy', ['-f', cfg, '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    lb = `http://127.0.0.1:${port}`;
-    // Ready once HAProxy passes a request through (it binds after reading its config).
-    for (;;) {
-      const up = await fetch(`${lb}/healthz`).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (up) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    haproxy = balancer.process;
+    lb = balancer.url;
   });
 
   afterAll(async () => {

@@ -115,7 +115,7 @@ describe('Claude Desktop shape (mcpServers, no servers): top-level keys that are
 
 describe('files with servers: unknown top-level keys stay errors', () => {
   const allowed =
-    'allowed keys are: gateway, policies, flow, confirmation, audit, pins, guardrails, telemetry, rateLimits, listen, auth, catalog, profiles, servers, mcpServers';
+    'allowed keys are: gateway, policies, flow, confirmation, audit, pins, guardrails, telemetry, rateLimits, store, listen, auth, catalog, profiles, servers, mcpServers';
   it.each<[string, string, string[]]>([
     [
       'the native shape',

@@ -217,7 +217,7 @@ describe('inputs at the top level', () => {
 
   it('is left to the schema when it is not a list', () => {
     expect(issuesOf('inputs: { t: 1 }\nservers:\n  s: { command: x }\n')).toEqual([
-      `${vscodeFile}:1:1: inputs: unknown key "inputs"; allowed keys are: gateway, policies, flow, confirmation, audit, pins, guardrails, telemetry, rateLimits, listen, auth, catalog, profiles, servers, mcpServers`,
+      `${vscodeFile}:1:1: inputs: unknown key "inputs"; allowed keys are: gateway, policies, flow, confirmation, audit, pins, guardrails, telemetry, rateLimits, store, listen, auth, catalog, profiles, servers, mcpServers`,
     ]);
   });
 });

@@ -13,7 +13,7 @@ import type { Outcome } from '../rpc/outcome.js';
 import { RpcPeer } from '../rpc/peer.js';
 import type { MessageTransport } from '../rpc/transport.js';
 import type { TaskHandles } from '../tasks/handles.js';
-import { ModernInputBridge } from '../tasks/inputBridge.js';
+import { ModernInputBridge, type SharedContinuations } from '../tasks/inputBridge.js';
 import { TaskMemory, taskRouting } from '../tasks/taskRouting.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
@@ -76,6 +76,8 @@ export interface RouterOptions {
   readonly revisionKnown?: () => void;
   /** What this connection sees of the tool catalogue, when not all of it (see toolView.ts). */
   readonly toolView?: ToolView;
+  /** Continuations of stateless hosts' calls shared by replicas (see ModernInputBridge). */
+  readonly continuations?: SharedContinuations;
 }
 
 /** How long a modern host's call waits for the retry that answers its questions. */
@@ -211,6 +213,7 @@ function hostEdge(options: RouterOptions, memory: TaskMemory, inbox: { readonly 
     maxPending: MAX_PENDING_QUESTIONS,
     warn: (message) => logger.warn(message),
     inFlightOn: (server, methods) => pool.byName.get(server)?.requestsInFlight(methods) ?? 0,
+    ...(options.continuations !== undefined && { continuations: options.continuations }),
   });
   const modern = new ModernHost({
     bridge,

@@ -42,6 +42,33 @@ export interface ModernInputBridgeOptions {
    * only when that call is the one such request running there.
    */
   readonly inFlightOn: (server: string, methods: ReadonlySet<string>) => number;
+  /**
+   * Where continuations are recorded for replicas that share a store; absent: a state is good
+   * only on the connection that minted it.
+   */
+  readonly continuations?: SharedContinuations;
+}
+
+/** The questions a sealed state answers, as recorded for the replica that takes its retry. */
+export interface ContinuationRecord {
+  /** Each question's key in `inputRequests`, its method, and whether the gateway asked it itself. */
+  readonly questions: readonly { readonly key: string; readonly method: string; readonly own: boolean }[];
+}
+
+/**
+ * Continuations shared by replicas behind one balancer. A state is sealed with a key they all
+ * hold, and its one-time use is decided by the store: of two replicas shown the same state, one
+ * takes it. A retry that lands on a replica without its call can run the call afresh when the
+ * only questions were the gateway's own (a confirmation): nothing had gone upstream yet, and
+ * the answers it brings are the ones the question needs.
+ */
+export interface SharedContinuations {
+  /** The key states are sealed with, the same on every replica. */
+  readonly sealKey: Buffer;
+  /** Records the continuation of `token` until `ttlMs` passes; rejects when the store fails. */
+  record(token: string, entry: ContinuationRecord, ttlMs: number): Promise<void>;
+  /** Takes the record of `token` (once, over all replicas); rejects when the store cannot say. */
+  claim(token: string): Promise<ContinuationRecord | undefined>;
 }
 
 /** Requests that may be answered with an InputRequiredResult (the revision's list). */
@@ -76,6 +103,13 @@ interface StatePayload {
   readonly x: number;
 }
 
+/** How a routed call is answered and run: what `route` was given. */
+interface Continue {
+  readonly respond: (outcome: Outcome) => void;
+  readonly fail: (error: unknown) => void;
+  readonly run: (message: RoutedMessage) => Promise<Outcome>;
+}
+
 /** A host request attached to a bridged call: the one its next answer goes to. */
 interface Attached {
   readonly request: IncomingRequest;
@@ -97,6 +131,11 @@ class BridgedCall implements DeadlineEntry {
   settled: Settled | undefined;
   /** The token of the state handed out for the next retry. */
   token: string | undefined;
+  /**
+   * Answers a retry brought for a call this replica runs afresh (see SharedContinuations), by
+   * method: the gateway's own question of that method is answered with it instead of asked.
+   */
+  presetAnswers: Map<string, Record<string, unknown>> | undefined;
   private flushing = false;
 
   constructor(
@@ -164,10 +203,22 @@ class BridgedCall implements DeadlineEntry {
       this.attached = undefined;
       const inputRequests: Params = {};
       for (const q of this.pending) inputRequests[q.key] = { method: q.method, params: q.params ?? {} };
-      this.sent.push(...this.pending);
+      const asked = this.pending;
+      this.sent.push(...asked);
       this.pending = [];
       const requestState = this.bridge.seal(this);
-      attached.respond(Outcome.of({ resultType: 'input_required', inputRequests, requestState }));
+      const answer = (): void =>
+        attached.respond(Outcome.of({ resultType: 'input_required', inputRequests, requestState }));
+      const recorded = this.bridge.share(this);
+      if (recorded === undefined) return answer();
+      // The host may retry on any replica once it has the state: it is recorded first. A store
+      // that fails means no replica could take the retry: the questions fail (a confirmation
+      // is then refused), and the host is told that instead.
+      recorded.then(answer, (error: unknown) => {
+        this.bridge.unseal(this);
+        this.attached = attached;
+        for (const q of asked) q.reject(error as Error);
+      });
     });
   }
 }
@@ -224,16 +275,24 @@ export class ModernInputBridge implements InputBridge {
     const state = request.params?.requestState;
     if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) {
       try {
-        this.resume(request, message, state, respond, fail);
+        const resumed = this.resume(request, message, state, { respond, fail, run });
+        if (resumed !== undefined) resumed.catch(fail);
       } catch (error) {
         fail(error);
       }
       return;
     }
-    const call = new BridgedCall(this, request, message, this.bindingOf(request, message));
-    this.byOrigin.set(request, call);
-    call.attach({ request, respond, fail });
-    run(message).then(
+    this.start(new BridgedCall(this, request, message, this.bindingOf(request, message)), {
+      respond,
+      fail,
+      run,
+    });
+  }
+
+  private start(call: BridgedCall, how: Continue): void {
+    this.byOrigin.set(call.origin, call);
+    call.attach({ request: call.origin, respond: how.respond, fail: how.fail });
+    how.run(call.message).then(
       (outcome) => call.finish({ outcome }),
       (error: unknown) => call.finish({ error }),
     );
@@ -276,6 +335,11 @@ export class ModernInputBridge implements InputBridge {
       );
     const { signal } = options;
     if (signal?.cancelled) return Promise.reject(signal.reason!);
+    const preset = origin?.hostRequest === undefined ? undefined : call.presetAnswers?.get(method);
+    if (preset !== undefined) {
+      call.presetAnswers!.delete(method);
+      return Promise.resolve(Outcome.of(preset));
+    }
     this.pending++;
     return new Promise<Outcome>((resolve, reject) => {
       let done = false;
@@ -339,6 +403,24 @@ export class ModernInputBridge implements InputBridge {
     return `${STATE_PREFIX}${body}.${this.mac(body)}`;
   }
 
+  /**
+   * Records `call`'s continuation for the other replicas, when they share a store: resolves
+   * once it is recorded. Undefined without a store (nothing to wait for).
+   */
+  share(call: BridgedCall): Promise<void> | undefined {
+    const shared = this.options.continuations;
+    if (shared === undefined || call.token === undefined) return undefined;
+    const questions = call.sent.map((q) => ({ key: q.key, method: q.method, own: q.own }));
+    return shared.record(call.token, { questions }, this.options.waitMs);
+  }
+
+  /** Withdraws the state just sealed for `call` (it could not be recorded): no retry continues it. */
+  unseal(call: BridgedCall): void {
+    if (call.token !== undefined) this.byToken.delete(call.token);
+    call.token = undefined;
+    this.deadlines.remove(call);
+  }
+
   /** The host did not retry in time: the questions fail, and the call runs on without answers. */
   expire(call: BridgedCall): void {
     if (call.token !== undefined) this.byToken.delete(call.token);
@@ -360,21 +442,73 @@ export class ModernInputBridge implements InputBridge {
     this.deadlines.remove(call);
   }
 
+  /** Continues the call `state` belongs to; a promise when a shared store must be asked first. */
   private resume(
     request: IncomingRequest,
     message: RoutedMessage,
     state: string,
-    respond: (outcome: Outcome) => void,
-    fail: (error: unknown) => void,
-  ): void {
+    how: Continue,
+  ): Promise<void> | undefined {
     const payload = this.open(state);
     const binding = this.bindingOf(request, message);
     for (const field of ['m', 'g', 's', 'a', 'h'] as const)
       if (payload[field] !== binding[field])
         throw refused('it was issued for another request (method, target, arguments or host differ)');
     if (payload.x < Date.now()) throw refused('it has expired');
-    const call = this.byToken.get(payload.t);
-    if (call === undefined) throw refused('it was already used, or its call has ended');
+    const shared = this.options.continuations;
+    if (shared === undefined) {
+      const call = this.byToken.get(payload.t);
+      if (call === undefined) throw refused('it was already used, or its call has ended');
+      this.continueHere(call, payload.t, request, how);
+      return undefined;
+    }
+    return this.resumeShared(shared, payload.t, request, message, binding, how);
+  }
+
+  /**
+   * With a shared store, the store decides the one-time use: the record is taken before
+   * anything continues, and a store that cannot say refuses the state (fail closed). The call
+   * continues here when it waits here; else, when its only questions were the gateway's own, it
+   * runs afresh with the retry's answers to them.
+   */
+  private async resumeShared(
+    shared: SharedContinuations,
+    token: string,
+    request: IncomingRequest,
+    message: RoutedMessage,
+    binding: Omit<StatePayload, 't' | 'x'>,
+    how: Continue,
+  ): Promise<void> {
+    let record: ContinuationRecord | undefined;
+    try {
+      record = await shared.claim(token);
+    } catch (error) {
+      throw refused(
+        `the shared store could not confirm it was not used before (${(error as Error).message})`,
+      );
+    }
+    if (record === undefined) throw refused('it was already used, or its call has ended');
+    const call = this.byToken.get(token);
+    if (call !== undefined) return this.continueHere(call, token, request, how);
+    if (!record.questions.every((q) => q.own))
+      throw refused(
+        'its call is running on another replica, where a server asked a question during it; that call can only continue there',
+      );
+    const fresh = new BridgedCall(this, request, message, binding);
+    const responses = request.params?.inputResponses;
+    const answers = typeof responses === 'object' && responses !== null ? (responses as Params) : {};
+    fresh.presetAnswers = new Map();
+    for (const q of record.questions) {
+      const answer = answers[q.key];
+      if (typeof answer === 'object' && answer !== null && !Array.isArray(answer))
+        fresh.presetAnswers.set(q.method, answer as Record<string, unknown>);
+    }
+    this.start(fresh, how);
+  }
+
+  private continueHere(call: BridgedCall, token: string, request: IncomingRequest, how: Continue): void {
+    const { respond, fail } = how;
+    const payload = { t: token };
     this.byToken.delete(payload.t);
     call.token = undefined;
     this.deadlines.remove(call);
@@ -440,7 +574,7 @@ export class ModernInputBridge implements InputBridge {
   }
 
   private mac(data: string): string {
-    this.key ??= randomBytes(32);
+    this.key ??= this.options.continuations?.sealKey ?? randomBytes(32);
     return createHmac('sha256', this.key).update(data).digest('base64url');
   }
 }
