@@ -25,6 +25,7 @@ import { createPins } from '../features/pins/feature.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import type { PinGuard } from '../features/pins/pinGuard.js';
 import { createPinStage } from '../features/pins/stage.js';
+import { describeGuardrailEntry } from '../features/policy/engine.js';
 import { createPolicy } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import { createRepair } from '../features/repair/feature.js';
@@ -123,7 +124,15 @@ export function buildFeatures(deps: FeatureDependencies): {
       createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
       createTimeout(settings),
       createRepair(settings, { logger, validator: validators.output }),
-      ...createGuardrails(settings, { logger, record: deps.record }),
+      ...createGuardrails(settings, {
+        logger,
+        record: deps.record,
+        policyLevels: (message) =>
+          policy.guardrailsOf(message).map((found) => ({
+            settings: found.rule.settings,
+            from: describeGuardrailEntry(found),
+          })),
+      }),
     ];
   }
 }

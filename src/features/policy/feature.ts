@@ -7,7 +7,7 @@ import type { Logger } from '../../core/logger.js';
 import type { RoutedMessage } from '../../core/pipeline/types.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { lintPolicies } from './deadRules.js';
-import { createPolicyEngine, type LabelsFound, type PolicyEngine } from './engine.js';
+import { createPolicyEngine, type GuardrailsFound, type LabelsFound, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
 import { policyVersion, watchPolicies } from './policyWatcher.js';
 import { createPolicyStage, policyInput, type JudgedMessage, type PolicyStageOptions } from './stage.js';
@@ -37,6 +37,13 @@ export function createPolicy(
   engine(): PolicyEngine;
   /** The flow labels the policy files' `labels:` entries give a request, and which entries gave them. */
   labelsOf(message: RoutedMessage): LabelsFound;
+  /**
+   * The `guardrails:` entries that hold for the result of `message`, in order (a task's result
+   * as its tool's); empty when none does, or for a message that brings no result to scan.
+   */
+  guardrailsOf(message: RoutedMessage): readonly GuardrailsFound[];
+  /** Whether the policies in force have `guardrails:` entries at all. */
+  guarded(): boolean;
   /**
    * The managed settings now name `managed` as their policy files (tried before the user's): loads
    * them with the user's, puts them in force and watches them. Throws `ConfigError` when they
@@ -74,6 +81,18 @@ export function createPolicy(
       !state.engine.labelled || message.kind.startsWith('tasks/')
         ? NO_LABELS
         : state.engine.labelsOf(policyInput(message as JudgedMessage, trusted.get(message.server) ?? false)),
+    guardrailsOf(message) {
+      if (!state.engine.guarded) return NO_GUARDRAILS;
+      const judged: JudgedMessage | undefined =
+        message.kind === 'tasks/result'
+          ? ({ ...message, kind: 'tools/call' } as JudgedMessage)
+          : message.kind.startsWith('tasks/')
+            ? undefined
+            : (message as JudgedMessage);
+      if (judged === undefined) return NO_GUARDRAILS;
+      return state.engine.guardrailsOf(policyInput(judged, trusted.get(message.server) ?? false));
+    },
+    guarded: () => state.engine.guarded,
     visible: (item) => shown(item),
     serversChanged: (servers) => {
       trusted = new Map(servers.map((s) => [s.name, s.trusted]));
@@ -102,6 +121,7 @@ export function createPolicy(
 }
 
 const NO_LABELS: LabelsFound = Object.freeze({ labels: [], entries: [] });
+const NO_GUARDRAILS: readonly GuardrailsFound[] = Object.freeze([]);
 
 /** What the feature keeps while serving: the engine in force and the files it came from. */
 interface PolicyState {
