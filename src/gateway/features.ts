@@ -110,7 +110,6 @@ export function buildFeatures(deps: FeatureDependencies): {
     ...settingsFeatures(config),
     createSchemaWarmup(config, { ...validators, servers, logger }),
     policy,
-    createFlowControl(config, { sessions, policyLabels: (message) => policy.labelsOf(message).labels }),
     createLimits(config),
     createPrincipalLimits(config),
     createToolSearch(config),
@@ -124,6 +123,9 @@ export function buildFeatures(deps: FeatureDependencies): {
       createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
       createTimeout(settings),
       createRepair(settings, { logger, validator: validators.output }),
+      // What each session has seen outlives the settings: only `flow.trifecta` and the servers'
+      // labels are read from them.
+      createFlowControl(settings, { sessions, policyLabels: (message) => policy.labelsOf(message).labels }),
       ...createGuardrails(settings, {
         logger,
         record: deps.record,
@@ -156,6 +158,7 @@ export function visible(
  */
 const SETTINGS_STAGES: readonly StageName[] = [
   'validate',
+  'flow',
   'confirmation',
   'timeout',
   'resultRepair',
