@@ -50,11 +50,17 @@ export function createPolicy(
    * cannot be used; the policies in force then stay.
    */
   retarget(managed: readonly string[]): Promise<void>;
+  /** The policy set in force. */
+  set(): PolicySet;
+  /** Calls `listener` with the set that was in force and the new one, each time other policies come into force. */
+  onReload(listener: (before: PolicySet, after: PolicySet) => void): void;
 } {
   const state: PolicyState = {
     config,
     deps,
     engine: createPolicyEngine(deps.policies),
+    set: deps.policies,
+    listeners: [],
     files: config.policies,
     managedFiles: config.managed?.policies,
     relistHost: () => {},
@@ -109,6 +115,10 @@ export function createPolicy(
         },
       };
     },
+    set: () => state.set,
+    onReload: (listener) => {
+      state.listeners.push(listener);
+    },
     async retarget(managed) {
       const next = [...managed, ...state.files.slice(state.managedFiles?.length ?? 0)];
       const set = await loadPolicies(next, { managed });
@@ -128,6 +138,8 @@ interface PolicyState {
   readonly config: WardenConfig;
   readonly deps: PolicyDeps;
   engine: PolicyEngine;
+  set: PolicySet;
+  readonly listeners: ((before: PolicySet, after: PolicySet) => void)[];
   /** Every policy file in force, the managed ones first, and which of them are managed. */
   files: readonly string[];
   managedFiles: readonly string[] | undefined;
@@ -162,11 +174,14 @@ function warnDeadRules(state: PolicyState, set: PolicySet): void {
 }
 
 function inForce(state: PolicyState, next: PolicyEngine, set: PolicySet, version: string): void {
+  const before = state.set;
   state.engine = next;
+  state.set = set;
   warnDeadRules(state, set);
   recordPolicies(state.deps, set);
   state.deps.logger.info(`policies reloaded from ${state.files.join(', ')}; in force: ${version}`);
   state.relistHost();
+  for (const listener of state.listeners) listener(before, set);
 }
 
 function watch(state: PolicyState): void {
