@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger.js';
 import { describePrincipal, type Principal } from '../core/principal.js';
 import {
   createPolicyEngine,
+  describeGuardrailEntry,
   readAnnotations,
   type Explanation,
   type PolicySet,
@@ -12,6 +13,7 @@ import {
 import { collectTools } from './tools.js';
 import type { FlowLabel } from '../config/types.js';
 import { requestLabels } from '../features/flowControl/feature.js';
+import { configLevels, summarizeGuardrails, type GuardrailsSummary } from '../features/guardrails/feature.js';
 
 export interface ExplainRequest {
   readonly config: WardenConfig;
@@ -39,6 +41,8 @@ export interface ExplainReport {
   readonly labels: readonly FlowLabel[];
   /** The `labels:` entries that gave some of them. */
   readonly labelEntries: readonly string[];
+  /** What result guardrails do with the tool's result, and which setting or entry says so. */
+  readonly guardrails: GuardrailsSummary;
 }
 
 /**
@@ -103,6 +107,16 @@ export async function explainPolicy(request: ExplainRequest): Promise<ExplainRep
     ...(request.principal && { principal: request.principal }),
     labels: requestLabels(entry?.labels, byPolicy.labels, { kind: 'tools/call', definition }),
     labelEntries: byPolicy.entries,
+    guardrails: summarizeGuardrails([
+      ...engine
+        .guardrailsOf({
+          ...input,
+          arguments: request.arguments,
+          ...(request.principal && { principal: request.principal }),
+        })
+        .map((found) => ({ settings: found.rule.settings, from: describeGuardrailEntry(found) })),
+      ...configLevels(config.guardrails, entry, tool),
+    ]),
   };
 }
 
@@ -130,6 +144,7 @@ export function formatExplanation(report: ExplainReport): string {
     `flow labels: ${report.labels.length === 0 ? 'none' : report.labels.join(', ')}${
       report.labelEntries.length === 0 ? '' : ` (labels entries: ${report.labelEntries.join(', ')})`
     }`,
+    `guardrails: ${describeGuardrails(report.guardrails)}`,
     'rules tried:',
     ...(trace.length === 0
       ? ['  (none)']
@@ -139,4 +154,15 @@ export function formatExplanation(report: ExplainReport): string {
         )),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** `secrets redact (guardrails); pii audit (guardrails); email off (policy entry "x" (p.yaml:3))` */
+function describeGuardrails(summary: GuardrailsSummary): string {
+  const from = (where: string | undefined) => (where === undefined ? '' : ` (${where})`);
+  if (summary.groups.every((g) => g.from === undefined) && summary.categories.length === 0)
+    return 'off (no guardrails section in the config, no policy entry)';
+  return [
+    ...summary.groups.map((g) => `${g.group} ${g.action}${from(g.from)}`),
+    ...summary.categories.map((c) => `${c.category} ${c.action}${from(c.from)}`),
+  ].join('; ');
 }

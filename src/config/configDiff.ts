@@ -3,7 +3,6 @@
  * removed or changed (their entries compared as loaded, so a reformatted file or a moved entry
  * changes nothing), and which settings changed that a running gateway cannot take.
  */
-import { DEFAULTS } from './defaults.js';
 import { canonicalJson } from '../lib/canonicalJson.js';
 import type { ServerConfig, WardenConfig } from './types.js';
 
@@ -21,11 +20,13 @@ export interface ServerChanges {
 
 /**
  * A server entry as it matters to the process and its calls: everything but where it is written
- * in the file, so that an edit of another entry, which moves this one's line, leaves it alone.
+ * in the file, so that an edit of another entry, which moves this one's line, leaves it alone,
+ * and but its flow labels and guardrails, which only the gateway reads (from the config in force,
+ * on each call), so that changing them does not cost the server its process and subscriptions.
  * The env file's variables are already in `env`, so an edit of the env file shows here too.
  */
 function entryKey(server: ServerConfig): string {
-  const { source: _source, ...entry } = server;
+  const { source: _source, labels: _labels, guardrails: _guardrails, ...entry } = server;
   return canonicalJson(entry);
 }
 
@@ -71,7 +72,6 @@ const RESTART_ONLY: readonly (readonly [key: string, of: (config: WardenConfig) 
     ['audit', (c) => c.audit, 'the audit trail is opened at start'],
     ['pins', (c) => c.pins, 'the pins file is read and watched from the start'],
     ['telemetry', (c) => c.telemetry, 'the exporters are set up at start'],
-    ['flow', (c) => (c.flow ?? DEFAULTS.flow).trifecta, 'flow control is set up at start'],
     ['listen', (c) => c.listen, 'the listener is bound at start'],
     ['auth', (c) => c.auth, 'the listener checks tokens as set up at start'],
     ['catalog', (c) => c.catalog, "the hosts' tool lists are shaped by the settings read at start"],

@@ -79,11 +79,16 @@ export function normalizeGuardrails(
   };
 }
 
-function levelSettings(
+/**
+ * One level's `secrets`, `pii` and `categories`, each category name checked against `known`
+ * (`named` says what the known names are, for the error).
+ */
+export function levelSettings(
   level: Data,
   at: KeyPath,
   known: ReadonlySet<string>,
   ctx: GuardrailsContext,
+  named = 'the built-in ones (see docs/guides/result-guardrails.md) and the names of guardrails.patterns',
 ): GuardrailSettings {
   const secrets = action(level['secrets']);
   const pii = action(level['pii']);
@@ -94,7 +99,7 @@ function levelSettings(
       ctx.add(
         [...at, 'categories', name],
         'key',
-        `unknown guardrail category "${name}"${near === undefined ? '' : ` (did you mean "${near}"?)`}; categories are the built-in ones (see docs/guides/result-guardrails.md) and the names of guardrails.patterns`,
+        `unknown guardrail category "${name}"${near === undefined ? '' : ` (did you mean "${near}"?)`}; categories are ${named}`,
       );
       continue;
     }

@@ -25,6 +25,7 @@ import { createPins } from '../features/pins/feature.js';
 import type { PinSet } from '../features/pins/pinFile.js';
 import type { PinGuard } from '../features/pins/pinGuard.js';
 import { createPinStage } from '../features/pins/stage.js';
+import { describeGuardrailEntry } from '../features/policy/engine.js';
 import { createPolicy } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import { createRepair } from '../features/repair/feature.js';
@@ -112,7 +113,6 @@ export function buildFeatures(deps: FeatureDependencies): {
     ...settingsFeatures(config),
     createSchemaWarmup(config, { ...validators, servers, logger }),
     policy,
-    createFlowControl(config, { sessions, policyLabels: (message) => policy.labelsOf(message).labels }),
     createLimits(config),
     createPrincipalLimits(config),
     createToolSearch(config),
@@ -126,7 +126,18 @@ export function buildFeatures(deps: FeatureDependencies): {
       createConfirmation(settings, { askHost: deps.askHost, redact: deps.redact, logger }),
       createTimeout(settings),
       createRepair(settings, { logger, validator: validators.output }),
-      ...createGuardrails(settings, { logger, record: deps.record }),
+      // What each session has seen outlives the settings: only `flow.trifecta` and the servers'
+      // labels are read from them.
+      createFlowControl(settings, { sessions, policyLabels: (message) => policy.labelsOf(message).labels }),
+      ...createGuardrails(settings, {
+        logger,
+        record: deps.record,
+        policyLevels: (message) =>
+          policy.guardrailsOf(message).map((found) => ({
+            settings: found.rule.settings,
+            from: describeGuardrailEntry(found),
+          })),
+      }),
     ];
   }
 }
@@ -150,6 +161,7 @@ export function visible(
  */
 const SETTINGS_STAGES: readonly StageName[] = [
   'validate',
+  'flow',
   'confirmation',
   'timeout',
   'resultRepair',

@@ -2,6 +2,8 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import { diffServers, type ServerChanges } from '../config/configDiff.js';
 import type { ServerConfig, WardenConfig } from '../config/types.js';
+import { canonicalJson } from '../lib/canonicalJson.js';
+import { describeError } from '../lib/describeError.js';
 import { definitionRevision } from '../core/catalog/definitionCheck.js';
 import type { NamedCatalog } from '../core/catalog/namedCatalog.js';
 import { loggedDefinitions } from '../core/catalog/servedDefinitions.js';
@@ -23,7 +25,7 @@ import type { PinSet } from '../features/pins/pinFile.js';
 import { fileSha256 } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
-import { createSandboxes, type Sandboxes } from '../features/sandbox/index.js';
+import { createSandboxes, grantsOf, type Sandboxes } from '../features/sandbox/index.js';
 import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
 import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
@@ -226,7 +228,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const subjectTokens = new SubjectTokens();
   const { upstreamAuth, signInFor } = signIns(options, record, subjectTokens);
   const sandboxes = createSandboxes({
-    policies: () => options.policies,
+    policies: () => policy.set(),
     ...(audit && { record }),
     warn: (server, message) => logger.child(server).warn(message),
   });
@@ -254,6 +256,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     principalListings: (who) => principalListingCache(config, { logger, principalKey: principalKey(who) }),
     wrapFor: sandboxes.wrapFor,
   });
+  policy.onReload((before, after) => regrant(upstreams, state.servers, before, after, logger));
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
   const connect = hostConnections({
     config,
@@ -587,6 +590,32 @@ async function applyConfig(parts: Parts, next: ConfigChange): Promise<ServerChan
     removed: 'it was removed from the config',
   });
   return changes;
+}
+
+/**
+ * Restarts each running server whose sandbox derives its grants from the policies (`sandbox:
+ * auto`) and whose grants differ under the policies now in force, so that it runs with what
+ * the policies now let it touch: the grants of a process are fixed when it starts.
+ */
+function regrant(
+  upstreams: UpstreamConnections,
+  servers: readonly ServerConfig[],
+  before: PolicySet,
+  after: PolicySet,
+  logger: Logger,
+): void {
+  for (const server of servers) {
+    if (server.transport !== 'stdio' || server.sandbox?.auto !== true) continue;
+    if (server.blockedByManaged !== undefined || !upstreams.pool.byName.has(server.name)) continue;
+    const granted = (set: PolicySet) => canonicalJson(grantsOf(server, set) ?? null);
+    if (granted(before) === granted(after)) continue;
+    logger.info(`server "${server.name}": the policies changed what its sandbox grants; restarting it`);
+    upstreams.pool
+      .replace(server, 'the policies changed what its sandbox grants')
+      .catch((error: unknown) =>
+        logger.error(`server "${server.name}" could not be restarted: ${describeError(error)}`),
+      );
+  }
 }
 
 /** Logs and audits a server the managed settings do not let run. */

@@ -6,15 +6,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { FixtureProcess } from '../fixtures/fixtureProcess.js';
 import { AWS_KEY, GITHUB_TOKEN, PRIVATE_KEY } from '../fixtures/secretSamples.js';
 import {
   connectHost,
   FAST_GATEWAY,
   fixture,
-  initialize,
   killRawSessions,
-  rawSession,
+  resultBothWays,
   readAudit,
   tempDir,
   textOf,
@@ -126,37 +124,20 @@ describe('block', () => {
   });
 });
 
-/** The text of the `result` member of a response line. */
-const resultText = (line: string) => line.slice(line.indexOf(',"result":') + ',"result":'.length, -1);
-
-/** The result line of the call `id` of `tool` through the gateway, and straight from the fixture. */
+/** The result of a call of `tool` through a gateway serving only `server`, and straight from the fixture. */
 async function bothWays(
   server: keyof typeof SERVERS,
   tool: string,
   args: object,
 ): Promise<[string, string, string]> {
-  const upstream = new FixtureProcess(TOOLS);
-  await upstream.initialize();
   const { config, audit } = guardedConfig({ [server]: SERVERS[server] });
-  const gateway = rawSession(config);
-  await initialize(gateway);
-  const id = 7;
-  const answered = gateway.next((m) => m.id === id);
-  gateway.send(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: { name: `${server}__${tool}`, arguments: args },
-    }),
+  const { via, direct } = await resultBothWays(
+    config,
+    TOOLS,
+    { id: 7, method: 'tools/call', params: { name: `${server}__${tool}`, arguments: args } },
+    { name: tool, arguments: args },
   );
-  await answered;
-  const via = gateway.lines.find((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`))!;
-  upstream.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args } });
-  let direct = '';
-  while (!direct.startsWith(`{"jsonrpc":"2.0","id":${id},`)) direct = await upstream.stdout.next();
-  upstream.child.kill();
-  return [resultText(via), resultText(direct), audit];
+  return [via, direct, audit];
 }
 
 describe('results passed as they are', () => {

@@ -336,3 +336,33 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * The `result` member of the answer to `request` (its `id` a number) as written by a gateway
+ * on `configFile`, and as written by a fixture server started with `fixtureArgs` itself, each
+ * exactly as the bytes on the wire: for tests that a result passes untouched. `directParams`:
+ * the params the fixture is sent, when they differ (a tool's own name, not the exposed one).
+ */
+export async function resultBothWays(
+  configFile: string,
+  fixtureArgs: readonly string[],
+  request: { readonly id: number; readonly method: string; readonly params: object },
+  directParams: object = request.params,
+): Promise<{ via: string; direct: string }> {
+  const { FixtureProcess } = await import('../fixtures/fixtureProcess.js');
+  const prefix = `{"jsonrpc":"2.0","id":${request.id},`;
+  const resultOf = (line: string) => line.slice(line.indexOf(',"result":') + ',"result":'.length, -1);
+  const gateway = rawSession(configFile);
+  await initialize(gateway);
+  const answered = gateway.next((m) => m.id === request.id);
+  gateway.send(JSON.stringify({ jsonrpc: '2.0', ...request }));
+  await answered;
+  const via = gateway.lines.find((l) => l.startsWith(prefix))!;
+  const upstream = new FixtureProcess(fixtureArgs);
+  await upstream.initialize();
+  upstream.send({ jsonrpc: '2.0', ...request, params: directParams });
+  let direct = '';
+  while (!direct.startsWith(prefix)) direct = await upstream.stdout.next();
+  upstream.child.kill();
+  return { via: resultOf(via), direct: resultOf(direct) };
+}

@@ -67,10 +67,10 @@ describe('restartNeeded', () => {
     expect(restartNeeded(before, after).map((r) => r.key)).toEqual(['gateway.naming', 'gateway.log']);
     expect(restartNeeded(before, before)).toEqual([]);
   });
-  it('names flow.trifecta, which flow control takes at start; server labels apply while serving', () => {
+  it('flow.trifecta and server labels apply while serving: neither needs a restart', () => {
     const before = parse('servers: { a: { command: a } }\n');
     const denying = parse('flow: { trifecta: deny }\nservers: { a: { command: a, labels: [private] } }\n');
-    expect(restartNeeded(before, denying).map((r) => r.key)).toEqual(['flow']);
+    expect(restartNeeded(before, denying)).toEqual([]);
     expect(restartNeeded(before, parse('flow: {}\nservers: { a: { command: a } }\n'))).toEqual([]);
   });
 });

@@ -248,9 +248,11 @@ describe('parsePolicyText: errors, every one located', () => {
   });
 
   it('refuses an empty file, a list, a scalar, and a mapping with neither key', () => {
-    expect(issuesOf('')).toEqual([`${F}:1:1: policy file is empty; it needs "default", "rules" or "labels"`]);
+    expect(issuesOf('')).toEqual([
+      `${F}:1:1: policy file is empty; it needs "default", "rules", "labels" or "guardrails"`,
+    ]);
     expect(issuesOf('# only a comment\n')).toEqual([
-      `${F}:1:1: policy file is empty; it needs "default", "rules" or "labels"`,
+      `${F}:1:1: policy file is empty; it needs "default", "rules", "labels" or "guardrails"`,
     ]);
     expect(issuesOf('- deny\n')).toEqual([
       `${F}:1:1: expected a mapping at the top level (with "default" and "rules" keys), got a list`,
@@ -259,7 +261,7 @@ describe('parsePolicyText: errors, every one located', () => {
       `${F}:1:1: expected a mapping at the top level (with "default" and "rules" keys), got a string`,
     ]);
     expect(issuesOf('$schema: ../schema/policy.schema.json\n')).toEqual([
-      `${F}:1:1: a policy file needs "default", "rules" or "labels"`,
+      `${F}:1:1: a policy file needs "default", "rules", "labels" or "guardrails"`,
     ]);
   });
 

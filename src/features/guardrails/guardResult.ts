@@ -1,6 +1,13 @@
 import type { GuardrailAction } from '../../config/types.js';
 import type { Detector, Finding } from './detector.js';
-import { describePath, segmentsOf, withStrings, type ScannedKind, type Segment } from './resultText.js';
+import {
+  describePath,
+  encodedAs,
+  segmentsOf,
+  withStrings,
+  type ScannedKind,
+  type Segment,
+} from './resultText.js';
 
 /** What was found in one place of a result, and what was done: never the value itself. */
 export interface GuardFinding {
@@ -83,7 +90,8 @@ export async function guardResult(
     }
     for (const [category, { action, count }] of counts) findings.push({ category, action, location, count });
     const toRedact = hits.filter((h) => h.action === 'redact').map((h) => h.finding);
-    if (toRedact.length > 0) replacements.push({ path: segment.path, text: redact(segment.text, toRedact) });
+    if (toRedact.length > 0)
+      replacements.push({ path: segment.path, text: encodedAs(segment, redact(segment.text, toRedact)) });
   }
   const blocked = findings.some((f) => f.action === 'block');
   return {

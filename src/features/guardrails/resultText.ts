@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 /**
  * The text in a result that reaches the model, as segments with the path each came from, and a
  * copy of the result with some of them replaced. Nothing here knows what a secret is.
@@ -10,6 +11,8 @@ export type ResultPath = readonly (string | number)[];
 export interface Segment {
   readonly path: ResultPath;
   readonly text: string;
+  /** `base64`: the result holds `text` base64-encoded (a text resource sent as a blob). */
+  readonly encoding?: 'base64';
 }
 
 /** Which kinds of answer carry text for the model, and where. */
@@ -21,7 +24,9 @@ const MAX_DEPTH = 64;
 /**
  * The strings of `result` a host shows the model: text blocks and embedded resources' text
  * (`content`), every string in `structuredContent`, a read resource's text (`contents`), and a
- * prompt's messages. Binary (`blob`, images, audio) is not text and is not scanned.
+ * prompt's messages, and a resource's `blob` whose MIME type says it is text (a server may send
+ * a text file base64-encoded; the host decodes it for the model all the same). Other binary
+ * (images, audio, blobs of other types) is not scanned.
  */
 export function segmentsOf(kind: ScannedKind, result: object): Segment[] {
   const found: Segment[] = [];
@@ -46,18 +51,50 @@ function contentBlock(block: unknown, at: ResultPath, into: Segment[]): void {
   if (!isRecord(block)) return;
   if (block['type'] === 'text' && typeof block['text'] === 'string')
     into.push({ path: [...at, 'text'], text: block['text'] });
-  else if (block['type'] === 'resource' && isRecord(block['resource'])) {
-    const text = block['resource']['text'];
-    if (typeof text === 'string') into.push({ path: [...at, 'resource', 'text'], text });
-  }
+  else if (block['type'] === 'resource') resource(block['resource'], [...at, 'resource'], into);
 }
 
 function resourceContents(contents: unknown, at: ResultPath, into: Segment[]): void {
   if (!Array.isArray(contents)) return;
-  contents.forEach((item: unknown, i) => {
-    if (isRecord(item) && typeof item['text'] === 'string')
-      into.push({ path: [...at, i, 'text'], text: item['text'] });
-  });
+  contents.forEach((item: unknown, i) => resource(item, [...at, i], into));
+}
+
+/** A resource's contents: its `text`, or its `blob` when that is text. */
+function resource(item: unknown, at: ResultPath, into: Segment[]): void {
+  if (!isRecord(item)) return;
+  if (typeof item['text'] === 'string') into.push({ path: [...at, 'text'], text: item['text'] });
+  else if (typeof item['blob'] === 'string' && isTextType(item['mimeType'])) {
+    const text = decodedText(item['blob']);
+    if (text !== undefined) into.push({ path: [...at, 'blob'], text, encoding: 'base64' });
+  }
+}
+
+/** MIME types a host would show as text: `text/*`, JSON, XML, YAML, JavaScript and their `+json`/`+xml` kin. */
+function isTextType(mimeType: unknown): boolean {
+  if (typeof mimeType !== 'string') return false;
+  const type = mimeType.split(';')[0]!.trim().toLowerCase();
+  return (
+    type.startsWith('text/') ||
+    /^application\/(json|xml|yaml|x-yaml|javascript|x-sh|toml|x-www-form-urlencoded)$/.test(type) ||
+    /\+(json|xml|yaml)$/.test(type)
+  );
+}
+
+/** The UTF-8 text a base64 blob holds; undefined when it is not valid base64 of valid UTF-8. */
+function decodedText(blob: string): string | undefined {
+  const bytes = Buffer.from(blob, 'base64');
+  // Node skips characters that are not base64: such a blob is not what it says it is.
+  if (bytes.toString('base64').replace(/=+$/, '') !== blob.replace(/=+$/, '')) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A segment's new text as the result holds it (encoded again, for a blob). */
+export function encodedAs(segment: Segment, text: string): string {
+  return segment.encoding === 'base64' ? Buffer.from(text, 'utf8').toString('base64') : text;
 }
 
 function strings(value: unknown, at: ResultPath, depth: number, into: Segment[]): void {

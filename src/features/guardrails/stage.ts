@@ -21,13 +21,10 @@ export interface GuardedRecord {
 export interface GuardrailsStageOptions {
   readonly detector: Detector;
   /**
-   * The action for a category in a result of `server`'s `target` (a tool name or a URI);
-   * undefined when nothing of this server is scanned.
+   * The action for a category in the result of `message`; undefined when nothing in it is
+   * scanned for.
    */
-  readonly actionsFor: (
-    server: string,
-    target: string,
-  ) => ((category: string) => GuardrailAction) | undefined;
+  readonly actionsFor: (message: RoutedMessage) => ((category: string) => GuardrailAction) | undefined;
   readonly record: (event: GuardedRecord, principal?: Principal) => void;
   readonly logger: Logger;
 }
@@ -46,7 +43,7 @@ export const GUARDRAILS_RULE = 'guardrails';
 export function createGuardrailsStage(options: GuardrailsStageOptions): Stage {
   return function guardrails(message, next) {
     const kind = scannedKind(message);
-    const actionFor = kind === undefined ? undefined : options.actionsFor(message.server, message.target);
+    const actionFor = kind === undefined ? undefined : options.actionsFor(message);
     if (kind === undefined || actionFor === undefined) return next(message);
     return next(message).then(async (outcome) => {
       const { resultType } = outcome.result as { resultType?: unknown };

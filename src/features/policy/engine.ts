@@ -22,6 +22,7 @@ import {
   type ArgumentVerdict,
   type Decision,
   type Effect,
+  type GuardrailRule,
   type LabelRule,
   type PolicyRule,
   type PolicySet,
@@ -109,6 +110,15 @@ export interface PolicyEngine {
   labelsOf(input: PolicyCallInput): LabelsFound;
   /** Whether any file has a `labels:` entry: without one, `labelsOf` finds none, whatever it is asked. */
   readonly labelled: boolean;
+  /**
+   * The `guardrails:` entries whose match holds for this request, in order (the managed files'
+   * first), each with the layer it comes from when managed settings are in force. An entry whose
+   * arguments cannot be checked does not match: its settings could loosen what the config says
+   * as well as tighten it, and a guess either way would be wrong for one of them.
+   */
+  guardrailsOf(input: PolicyCallInput): readonly GuardrailsFound[];
+  /** Whether any file has a `guardrails:` entry: without one, `guardrailsOf` finds none. */
+  readonly guarded: boolean;
   /** Whether any rule has a `session` condition: without one, no decision depends on the session. */
   readonly asksSession: boolean;
 }
@@ -117,6 +127,13 @@ export interface PolicyEngine {
 export interface LabelsFound {
   readonly labels: readonly FlowLabel[];
   readonly entries: readonly string[];
+}
+
+/** A `guardrails:` entry that holds for a request. */
+export interface GuardrailsFound {
+  readonly rule: GuardrailRule;
+  /** Present when managed settings are in force: which layer the entry comes from. */
+  readonly layer?: 'managed' | 'user';
 }
 
 const NO_LABELS: LabelsFound = Object.freeze({ labels: Object.freeze([]), entries: Object.freeze([]) });
@@ -156,6 +173,7 @@ interface EngineState {
 export function createPolicyEngine(set: PolicySet): PolicyEngine {
   const rules: readonly PolicyRule[] = set.files.flatMap((file) => file.rules);
   const labelRules: readonly LabelRule[] = set.files.flatMap((file) => file.labels ?? []);
+  const guardrailRules: readonly GuardrailRule[] = set.files.flatMap((file) => file.guardrails ?? []);
   const managed = set.managedFiles === undefined ? undefined : new Set(set.managedFiles);
   let fallback: DefaultRule | null = null;
   for (const file of set.files) {
@@ -190,6 +208,9 @@ export function createPolicyEngine(set: PolicySet): PolicyEngine {
     },
     labelsOf: (input) => (labelRules.length === 0 ? NO_LABELS : labelsOf(labelRules, input)),
     labelled: labelRules.length > 0,
+    guardrailsOf: (input) =>
+      guardrailRules.length === 0 ? [] : guardrailsOf(guardrailRules, managed, input),
+    guarded: guardrailRules.length > 0,
     asksSession: rules.some((rule) => rule.match.session !== undefined),
     explain(input) {
       const trace: TraceEntry[] = [];
@@ -209,6 +230,23 @@ function labelsOf(labelRules: readonly LabelRule[], input: PolicyCallInput): Lab
     for (const label of rule.add) labels.add(label);
   }
   return entries.length === 0 ? NO_LABELS : { labels: FLOW_LABELS.filter((l) => labels.has(l)), entries };
+}
+
+/** Where a `guardrails:` entry is written, for `policy explain` and logs: `policy entry "x" (f.yaml:4, managed layer)`. */
+export function describeGuardrailEntry(found: GuardrailsFound): string {
+  const { rule, layer } = found;
+  return `policy entry "${rule.id}" (${path.basename(rule.source.file)}:${rule.source.line}${layer === undefined ? '' : `, ${layer} layer`})`;
+}
+
+function guardrailsOf(
+  rules: readonly GuardrailRule[],
+  managed: ReadonlySet<string> | undefined,
+  input: PolicyCallInput,
+): GuardrailsFound[] {
+  const context = { reader: annotationReader(input), args: input.arguments ?? {}, explain: false };
+  return rules
+    .filter((rule) => evaluate(rule, input, context).kind === 'match')
+    .map((rule) => ({ rule, ...layerOf(managed, rule.source.file) }));
 }
 
 /** Which layer a decision comes from, when managed settings are in force (nothing otherwise). */

@@ -7,7 +7,7 @@ import type { Logger } from '../../core/logger.js';
 import type { RoutedMessage } from '../../core/pipeline/types.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { lintPolicies } from './deadRules.js';
-import { createPolicyEngine, type LabelsFound, type PolicyEngine } from './engine.js';
+import { createPolicyEngine, type GuardrailsFound, type LabelsFound, type PolicyEngine } from './engine.js';
 import { loadPolicies } from './loadPolicies.js';
 import { policyVersion, watchPolicies } from './policyWatcher.js';
 import { createPolicyStage, policyInput, type JudgedMessage, type PolicyStageOptions } from './stage.js';
@@ -38,16 +38,29 @@ export function createPolicy(
   /** The flow labels the policy files' `labels:` entries give a request, and which entries gave them. */
   labelsOf(message: RoutedMessage): LabelsFound;
   /**
+   * The `guardrails:` entries that hold for the result of `message`, in order (a task's result
+   * as its tool's); empty when none does, or for a message that brings no result to scan.
+   */
+  guardrailsOf(message: RoutedMessage): readonly GuardrailsFound[];
+  /** Whether the policies in force have `guardrails:` entries at all. */
+  guarded(): boolean;
+  /**
    * The managed settings now name `managed` as their policy files (tried before the user's): loads
    * them with the user's, puts them in force and watches them. Throws `ConfigError` when they
    * cannot be used; the policies in force then stay.
    */
   retarget(managed: readonly string[]): Promise<void>;
+  /** The policy set in force. */
+  set(): PolicySet;
+  /** Calls `listener` with the set that was in force and the new one, each time other policies come into force. */
+  onReload(listener: (before: PolicySet, after: PolicySet) => void): void;
 } {
   const state: PolicyState = {
     config,
     deps,
     engine: createPolicyEngine(deps.policies),
+    set: deps.policies,
+    listeners: [],
     files: config.policies,
     managedFiles: config.managed?.policies,
     relistHost: () => {},
@@ -74,6 +87,18 @@ export function createPolicy(
       !state.engine.labelled || message.kind.startsWith('tasks/')
         ? NO_LABELS
         : state.engine.labelsOf(policyInput(message as JudgedMessage, trusted.get(message.server) ?? false)),
+    guardrailsOf(message) {
+      if (!state.engine.guarded) return NO_GUARDRAILS;
+      const judged: JudgedMessage | undefined =
+        message.kind === 'tasks/result'
+          ? ({ ...message, kind: 'tools/call' } as JudgedMessage)
+          : message.kind.startsWith('tasks/')
+            ? undefined
+            : (message as JudgedMessage);
+      if (judged === undefined) return NO_GUARDRAILS;
+      return state.engine.guardrailsOf(policyInput(judged, trusted.get(message.server) ?? false));
+    },
+    guarded: () => state.engine.guarded,
     visible: (item) => shown(item),
     serversChanged: (servers) => {
       trusted = new Map(servers.map((s) => [s.name, s.trusted]));
@@ -90,6 +115,10 @@ export function createPolicy(
         },
       };
     },
+    set: () => state.set,
+    onReload: (listener) => {
+      state.listeners.push(listener);
+    },
     async retarget(managed) {
       const next = [...managed, ...state.files.slice(state.managedFiles?.length ?? 0)];
       const set = await loadPolicies(next, { managed });
@@ -102,12 +131,15 @@ export function createPolicy(
 }
 
 const NO_LABELS: LabelsFound = Object.freeze({ labels: [], entries: [] });
+const NO_GUARDRAILS: readonly GuardrailsFound[] = Object.freeze([]);
 
 /** What the feature keeps while serving: the engine in force and the files it came from. */
 interface PolicyState {
   readonly config: WardenConfig;
   readonly deps: PolicyDeps;
   engine: PolicyEngine;
+  set: PolicySet;
+  readonly listeners: ((before: PolicySet, after: PolicySet) => void)[];
   /** Every policy file in force, the managed ones first, and which of them are managed. */
   files: readonly string[];
   managedFiles: readonly string[] | undefined;
@@ -142,11 +174,14 @@ function warnDeadRules(state: PolicyState, set: PolicySet): void {
 }
 
 function inForce(state: PolicyState, next: PolicyEngine, set: PolicySet, version: string): void {
+  const before = state.set;
   state.engine = next;
+  state.set = set;
   warnDeadRules(state, set);
   recordPolicies(state.deps, set);
   state.deps.logger.info(`policies reloaded from ${state.files.join(', ')}; in force: ${version}`);
   state.relistHost();
+  for (const listener of state.listeners) listener(before, set);
 }
 
 function watch(state: PolicyState): void {

@@ -8,7 +8,9 @@ export {
 } from './annotations.js';
 export {
   createPolicyEngine,
+  describeGuardrailEntry,
   type Explanation,
+  type GuardrailsFound,
   type PolicyCallInput,
   type PolicyEngine,
   type PolicyToolInput,
@@ -26,6 +28,7 @@ export type {
   ArgumentVerdict,
   Decision,
   Effect,
+  GuardrailRule,
   HintName,
   PolicyFile,
   PolicyMatch,

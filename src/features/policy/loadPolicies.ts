@@ -14,6 +14,8 @@ import { compilePrincipalCondition, type PrincipalCondition } from './principal.
 import { ConfigError, type ConfigIssue } from '../../config/issues.js';
 import { deepFreeze } from '../../lib/freeze.js';
 import { FLOW_LABELS } from '../../config/types.js';
+import { BUILT_IN_CATEGORIES } from '../../config/guardrailCategories.js';
+import { levelSettings } from '../../config/guardrails.js';
 import type { KeyPath } from '../../config/interpolate.js';
 import {
   documentSchemaUrl,
@@ -40,6 +42,7 @@ import {
   REQUEST_KINDS,
   type ArgumentCondition,
   type Effect,
+  type GuardrailRule,
   type HintName,
   type LabelRule,
   type PathCondition,
@@ -142,7 +145,7 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   const source = parseYamlSource(text, absolute, KIND);
   const { issues } = source;
   requireTopLevelMapping(source, {
-    empty: 'policy file is empty; it needs "default", "rules" or "labels"',
+    empty: 'policy file is empty; it needs "default", "rules", "labels" or "guardrails"',
     expectedKeys: 'with "default" and "rules" keys',
   });
   issues.throwIfAny();
@@ -151,8 +154,8 @@ export function parsePolicyText(text: string, file: string): PolicyFile {
   for (const problem of translateErrors(validatePolicyDocument(data), data)) {
     issues.add(problem.path, problem.at, problem.message);
   }
-  if (data['default'] === undefined && data['rules'] === undefined && data['labels'] === undefined) {
-    issues.add([], 'value', 'a policy file needs "default", "rules" or "labels"');
+  if (['default', 'rules', 'labels', 'guardrails'].every((key) => data[key] === undefined)) {
+    issues.add([], 'value', 'a policy file needs "default", "rules", "labels" or "guardrails"');
   }
 
   const policy = normalize(data, { file: absolute, source, compiler: lazyCompiler() });
@@ -199,12 +202,14 @@ function normalize(data: Readonly<Record<string, unknown>>, ctx: Context): Omit<
     rules.push(rule);
   });
   const labels = normalizeLabels(data, ctx);
+  const guardrails = normalizeGuardrailRules(data, ctx);
   return {
     file: ctx.file,
     default:
       defaultEffect === undefined ? null : { effect: defaultEffect, source: sourceOf(ctx, ['default']) },
     rules,
     ...(labels.length > 0 && { labels }),
+    ...(guardrails.length > 0 && { guardrails }),
   };
 }
 
@@ -284,6 +289,45 @@ function normalizeLabels(data: Readonly<Record<string, unknown>>, ctx: Context):
       id: written ?? `${path.basename(ctx.file)}#labels${index + 1}`,
       match: matchConditions(ctx, [...keyPath, 'match'], match),
       add: FLOW_LABELS.filter((label) => add.includes(label)),
+      source: sourceOf(ctx, keyPath),
+    });
+  });
+  return entries;
+}
+
+const BUILT_IN = new Set(BUILT_IN_CATEGORIES);
+
+/**
+ * The file's `guardrails:` entries. A `session` condition is refused, as for labels: what a
+ * result is scanned for is about what is asked, not what the session saw before. Category names
+ * must be built-in ones: the names of the config's own patterns are not known to a policy file
+ * (which may be shared by configs with other patterns); `secrets` covers those.
+ */
+function normalizeGuardrailRules(data: Readonly<Record<string, unknown>>, ctx: Context): GuardrailRule[] {
+  const list = Array.isArray(data['guardrails']) ? (data['guardrails'] as readonly unknown[]) : [];
+  const entries: GuardrailRule[] = [];
+  list.forEach((value, index) => {
+    const entry = asRecord(value);
+    const match = asRecord(entry?.['match']);
+    if (entry === undefined || match === undefined) return; // the schema
+    const keyPath: KeyPath = ['guardrails', index];
+    if (match['session'] !== undefined)
+      ctx.source.issues.add(
+        [...keyPath, 'match', 'session'],
+        'key',
+        'a guardrails entry cannot have a session condition: what a result is scanned for is about what is asked, whatever came before',
+      );
+    const written = typeof entry['id'] === 'string' && entry['id'] !== '' ? entry['id'] : undefined;
+    entries.push({
+      id: written ?? `${path.basename(ctx.file)}#guardrails${index + 1}`,
+      match: matchConditions(ctx, [...keyPath, 'match'], match),
+      settings: levelSettings(
+        entry,
+        keyPath,
+        BUILT_IN,
+        ctx.source.issues,
+        'the built-in ones (see docs/guides/result-guardrails.md); your own patterns are set through "secrets"',
+      ),
       source: sourceOf(ctx, keyPath),
     });
   });

@@ -3,7 +3,7 @@
  * The file format is `schema/policy.schema.json`; `policies/README.md` documents it for users.
  */
 
-import type { FlowLabel } from '../../config/types.js';
+import type { FlowLabel, GuardrailSettings } from '../../config/types.js';
 import type { Decision, Effect } from '../../core/pipeline/decision.js';
 import type { PrincipalCondition } from './principal.js';
 
@@ -147,6 +147,20 @@ export interface LabelRule {
   readonly source: PolicySource;
 }
 
+/**
+ * A `guardrails:` entry of a policy file: the results of the tools, prompts and resources its
+ * match holds for are scanned with its settings. For each category the first matching entry that
+ * says anything about it decides, before the config's settings.
+ */
+export interface GuardrailRule {
+  /** The `id` written in the file, else `<file basename>#guardrails<position in the list, from 1>`. */
+  readonly id: string;
+  /** A rule's match, without `session`. */
+  readonly match: PolicyMatch;
+  readonly settings: GuardrailSettings;
+  readonly source: PolicySource;
+}
+
 export interface PolicyRule {
   /** The `id` written in the file, else `<file basename>#<position in the file, from 1>`. */
   readonly id: string;
@@ -169,6 +183,8 @@ export interface PolicyFile {
   readonly rules: readonly PolicyRule[];
   /** The file's `labels:` entries, in order; absent when it has none. */
   readonly labels?: readonly LabelRule[];
+  /** The file's `guardrails:` entries, in order; absent when it has none. */
+  readonly guardrails?: readonly GuardrailRule[];
   /** SHA-256 (hex) of the exact text parsed: which version of the file is in force. */
   readonly sha256: string;
 }
