@@ -20,6 +20,7 @@ import { startsLazily, type ListingStore, type ServerListing } from './startPoli
 import { ResourceSubscriptions, restoreSubscriptions, subscribable } from './subscriptions.js';
 import { authorizeTool, needsSignIn, type UpstreamSignIn } from './signIn.js';
 import { SignInWait } from './signInWait.js';
+import { TrackedState } from './trackedState.js';
 import type { UpstreamDialect } from './upstreamDialect.js';
 import type { UpstreamEra } from './upstreamEra.js';
 
@@ -106,8 +107,9 @@ export class Upstream {
   readonly name: string;
   readonly config: ServerConfig;
   private readonly log: Logger;
-  private current: UpstreamState = 'idle';
-  private changedAt = Date.now();
+  private readonly tracked = new TrackedState<UpstreamState>('idle', () =>
+    this.options.onStateChange?.(this),
+  );
   private _lastError: string | undefined;
   private live: Live | undefined;
   private readonly stopController = new AbortController();
@@ -168,27 +170,18 @@ export class Upstream {
     });
     const never = neverStarted(this.config);
     if (never !== undefined) {
-      this._state = never.state;
+      this.tracked.set(never.state);
       this._lastError = never.error;
       this.firstAttemptDone();
     }
   }
 
   get state(): UpstreamState {
-    return this.current;
+    return this.tracked.value;
   }
   /** When `state` last changed (ms since the epoch). */
   get stateSince(): number {
-    return this.changedAt;
-  }
-  private get _state(): UpstreamState {
-    return this.current;
-  }
-  private set _state(next: UpstreamState) {
-    if (next === this.current) return;
-    this.current = next;
-    this.changedAt = Date.now();
-    this.options.onStateChange?.(this);
+    return this.tracked.since;
   }
   /** The process id of its server while one runs (a stdio server the gateway started). */
   get pid(): number | undefined {
@@ -204,7 +197,7 @@ export class Upstream {
   }
   /** The upstream's own tool definitions, as last listed. Kept while it restarts so the surface stays stable. */
   get tools(): readonly Tool[] {
-    if (this._state === 'needs-sign-in' && this.options.signIn !== undefined)
+    if (this.tracked.value === 'needs-sign-in' && this.options.signIn !== undefined)
       return [authorizeTool(this.name, this.options.signIn)];
     return this.parts.lists.lists.tools as unknown as readonly Tool[];
   }
@@ -218,8 +211,8 @@ export class Upstream {
    * state the attempt left it in. In any other state it changes nothing and resolves with it.
    */
   async retryNow(): Promise<UpstreamState> {
-    await this.signInWait.retryNow(() => this._state === 'needs-sign-in');
-    return this._state;
+    await this.signInWait.retryNow(() => this.tracked.value === 'needs-sign-in');
+    return this.tracked.value;
   }
   get prompts(): readonly Prompt[] {
     return this.parts.lists.lists.prompts as unknown as readonly Prompt[];
@@ -269,14 +262,14 @@ export class Upstream {
    * server with a kept listing offers that listing's capabilities until its handshake is done.
    */
   start(): void {
-    if (this._state !== 'idle') return;
+    if (this.tracked.value !== 'idle') return;
     this.kept = this.options.listings?.read(this.config);
     const lists = this.kept?.lists;
     if (lists !== undefined && startsLazily(this.config)) this.listFrom(lists);
     this.running = this.supervise().catch((error: unknown) => {
       // Supervision itself must never throw out of here; this is a bug if it happens.
       this.log.error(`supervisor stopped unexpectedly: ${describeError(error)}`);
-      this._state = 'failed';
+      this.tracked.set('failed');
       this.firstAttemptDone();
     });
   }
@@ -294,7 +287,7 @@ export class Upstream {
     // An asleep server holds no subscription (it has no process): an unsubscribe only ends the
     // host's, and must not start it.
     const answer =
-      method === 'resources/unsubscribe' && this._state === 'asleep'
+      method === 'resources/unsubscribe' && this.tracked.value === 'asleep'
         ? Promise.resolve(Outcome.of({}))
         : this.whenReady(method, (dialect) => dialect.requestOutcome(method, params, options), resultOf);
     // Every subscribe and unsubscribe for this server passes here, refused ones too (an
@@ -312,10 +305,10 @@ export class Upstream {
     send: (dialect: UpstreamDialect) => Promise<T>,
     result: (value: T) => Params | undefined,
   ): Promise<T> {
-    const dialect = this._state === 'ready' ? this.live?.dialect : undefined;
+    const dialect = this.tracked.value === 'ready' ? this.live?.dialect : undefined;
     if (dialect !== undefined) return this.dozing.track(method, send(dialect), result);
     if (!this.startsOnDemand()) return Promise.reject(this.unavailable());
-    if (this._state === 'asleep') this.dozing.wake();
+    if (this.tracked.value === 'asleep') this.dozing.wake();
     return this.dozing.started(this.options.gateway.startupTimeoutMs).then(() => {
       // Still starting when the window passed: the caller is told so, instead of waiting again.
       if (this.startsOnDemand()) throw this.unavailable();
@@ -355,14 +348,14 @@ export class Upstream {
   }
 
   notify(method: string, params?: Params): void {
-    if (this._state === 'ready') this.live?.session.notify(method, params);
+    if (this.tracked.value === 'ready') this.live?.session.notify(method, params);
   }
 
   /** Stops it for good; calls in flight fail with `why` (default: the gateway is shutting down). */
   async stop(why = 'the gateway is shutting down'): Promise<void> {
-    if (this._state === 'stopped') return;
-    const wasDisabled = this._state === 'disabled';
-    this._state = 'stopped';
+    if (this.tracked.value === 'stopped') return;
+    const wasDisabled = this.tracked.value === 'disabled';
+    this.tracked.set('stopped');
     this.dozing.stopped();
     this.stopController.abort();
     this.dozing.settled();
@@ -386,7 +379,7 @@ export class Upstream {
 
   /** Whether a request that finds the server not ready waits for it to start (then goes on). */
   private startsOnDemand(): boolean {
-    return this._state === 'asleep' || this._state === 'connecting';
+    return this.tracked.value === 'asleep' || this.tracked.value === 'connecting';
   }
 
   /** A lazy server's listing from an earlier run: listed at once, started when first needed. */
@@ -400,7 +393,7 @@ export class Upstream {
   /** Idle for its whole `idleTimeout`: the process is stopped, to be started again on demand. */
   private sleep(): void {
     const live = this.live;
-    if (this._state !== 'ready' || live === undefined) return;
+    if (this.tracked.value !== 'ready' || live === undefined) return;
     this.doze(
       `stopped after ${this.config.idleTimeoutMs} ms without requests; it starts again when next needed`,
     );
@@ -410,7 +403,7 @@ export class Upstream {
   /** Leaves it without a process until a request needs it. */
   private doze(why: string): void {
     this.dozing.doze();
-    this._state = 'asleep';
+    this.tracked.set('asleep');
     this.log.info(why);
   }
 
@@ -432,9 +425,10 @@ export class Upstream {
         this.log.info('starting: a request needs it');
       }
       // While it waits for a sign-in, its quiet attempts leave it waiting (and `authorize` listed).
-      if (this._state !== 'needs-sign-in')
-        this._state =
-          woken || (this.record.recent === 0 && this.tools.length === 0) ? 'connecting' : 'restarting';
+      if (this.tracked.value !== 'needs-sign-in')
+        this.tracked.set(
+          woken || (this.record.recent === 0 && this.tools.length === 0) ? 'connecting' : 'restarting',
+        );
       const attempt = await this.attempt();
       if (stopSignal.aborted) return;
       await this.teardown(attempt.endedWith);
@@ -450,7 +444,7 @@ export class Upstream {
         continue;
       }
       const delay = this.record.ended(attempt);
-      this._state = delay === undefined ? 'failed' : 'restarting';
+      this.tracked.set(delay === undefined ? 'failed' : 'restarting');
       this.attemptSettled();
       if (delay === undefined) return;
       await sleep(delay, stopSignal);
@@ -468,7 +462,7 @@ export class Upstream {
         return { endedWith: new UpstreamFailedError(this.name, 'the gateway is shutting down') };
       }
       this.live = live;
-      this._state = 'ready';
+      this.tracked.set('ready');
       // In the same turn as becoming ready: the host's own messages for this server can only
       // follow these subscribes, so the server sees them in the host's order.
       void this.restoreSubscriptions(live);
@@ -489,8 +483,8 @@ export class Upstream {
 
   /** The server wants its user to sign in: its tools give way to `authorize` until it has. */
   private async awaitSignIn(why: Error): Promise<void> {
-    const first = this._state !== 'needs-sign-in';
-    this._state = 'needs-sign-in';
+    const first = this.tracked.value !== 'needs-sign-in';
+    this.tracked.set('needs-sign-in');
     this.record.reset();
     const waited = this.signInWait.wait(why, { first });
     this.attemptSettled();
