@@ -1,3 +1,4 @@
+import { formatKeyPath } from '../config/interpolate.js';
 import type { ConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
 import { resolveCommand } from '../core/transports/childProcess.js';
@@ -35,4 +36,22 @@ export async function commandsNotFound(config: WardenConfig): Promise<ConfigIssu
     }),
   );
   return found.filter((issue): issue is ConfigIssue => issue !== undefined);
+}
+
+/**
+ * Warnings for the enabled HTTP servers with `oauth.tokenExchange` in a config without `auth:`:
+ * no call then carries a principal's bearer token, so there is nothing to exchange and every
+ * call to such a server fails.
+ */
+export function exchangesWithoutPrincipals(config: WardenConfig): ConfigIssue[] {
+  if (config.auth !== undefined) return [];
+  return config.servers
+    .filter((server) => !server.disabled && server.transport === 'http' && server.oauth?.tokenExchange)
+    .map((server) => ({
+      file: server.source.file,
+      line: server.source.line,
+      column: 0,
+      path: formatKeyPath(['servers', server.name, 'oauth', 'tokenExchange']),
+      message: `server "${server.name}" exchanges each principal's token, but this config has no auth: section, so no call brings a token to exchange and every call to it fails: add an auth: section and serve over HTTP, or remove tokenExchange`,
+    }));
 }

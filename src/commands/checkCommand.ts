@@ -27,8 +27,11 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
   });
   if (config.pins !== undefined) await loadPinsFile(config);
   await refuseMissingPackages(config);
-  const [{ commandsNotFound }, { lintPolicies, lintPoliciesLive }, { sharedWritablePaths }] =
-    await Promise.all([import('./check.js'), import('./policyLint.js'), import('./checkIsolation.js')]);
+  const [
+    { commandsNotFound, exchangesWithoutPrincipals },
+    { lintPolicies, lintPoliciesLive },
+    { sharedWritablePaths },
+  ] = await Promise.all([import('./check.js'), import('./policyLint.js'), import('./checkIsolation.js')]);
   const dead = lintPolicies(config, policies);
   if (dead.length > 0) throw new CommandError(`invalid policy:\n${dead.map(formatConfigIssue).join('\n')}`);
   const live: ConfigIssue[] = [];
@@ -54,6 +57,7 @@ export async function runCheck({ values, args }: CommandInput): Promise<undefine
     ...blockedServerIssues(config),
     ...(await commandsNotFound(config)),
     ...sharedWritablePaths(config),
+    ...exchangesWithoutPrincipals(config),
     ...live,
   ];
   const enabled = config.servers.filter((s) => !s.disabled).length;

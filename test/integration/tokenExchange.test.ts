@@ -10,7 +10,17 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, NODE, readAudit, ROOT, tempDir, textOf, writeConfig } from './harness.js';
+import {
+  connectHost,
+  FAST_GATEWAY,
+  NODE,
+  readAudit,
+  ROOT,
+  STATE_ENV,
+  tempDir,
+  textOf,
+  writeConfig,
+} from './harness.js';
 import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
 
 describe('token exchange to an upstream (RFC 8693) against oidc-provider', () => {
@@ -34,7 +44,8 @@ describe('token exchange to an upstream (RFC 8693) against oidc-provider', () =>
     hosts.push(host);
     return host;
   };
-  const call = (host: HttpHost, name: string) => host.client.callTool({ name, arguments: {} });
+  const call = (host: Pick<HttpHost, 'client'>, name: string) =>
+    host.client.callTool({ name, arguments: {} });
   const exchanges = async () =>
     (await (await fetch(`${issuer}/_test/exchanges`)).json()) as Record<string, number>;
   /** Every bearer token the upstream was sent. */
@@ -121,6 +132,71 @@ describe('token exchange to an upstream (RFC 8693) against oidc-provider', () =>
       'the identity provider refused the exchange: invalid_grant (mallory may not act at this resource)',
     );
     expect((await exchanges()).refused).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it('with fallback: signIn, a principal whose exchange is refused is offered the sign-in instead of an error', async () => {
+    // A gateway of its own, so that no one else's exchange is counted with the others here.
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      auth: { issuer, audience: 'mcp-warden' },
+      servers: {
+        signin: {
+          url: resource,
+          oauth: {
+            clientId: 'team-host',
+            tokenExchange: {
+              clientId: 'warden-exchange',
+              clientSecret: 'exchange-secret',
+              fallback: 'signIn',
+            },
+          },
+        },
+      },
+    });
+    const signing = await startHttpGateway(config, { env: { MCP_WARDEN_CREDENTIALS: 'file' } });
+    try {
+      const mallory = await connectHttpHost(signing.url, {
+        token: await tokenOf('mallory'),
+        name: 'mallory-host',
+      });
+      hosts.push(mallory);
+      const names = async () => (await mallory.client.listTools()).tools.map((t) => t.name);
+      await expect.poll(names, { timeout: 30_000 }).toContain('signin__authorize');
+      expect(await names()).not.toContain('signin__whoami');
+      const asked = await call(mallory, 'signin__whoami');
+      expect(textOf(asked)).not.toContain('refused the exchange');
+      expect(textOf(asked)).toContain('mcp-warden auth login signin');
+      const authorize = await call(mallory, 'signin__authorize');
+      // The sign-in page at the identity provider, for mallory's own sign-in to the server.
+      expect(textOf(authorize)).toContain('Open this URL in a browser and sign in');
+      expect(textOf(authorize)).toContain(`${issuer}/auth?response_type=code&client_id=team-host`);
+    } finally {
+      await signing.stop();
+    }
+  }, 60_000);
+
+  it('served on stdio, where no call brings a token to exchange, a call says so and what to change', async () => {
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      servers: {
+        up: {
+          url: resource,
+          oauth: { tokenExchange: { clientId: 'warden-exchange', clientSecret: 'exchange-secret' } },
+        },
+      },
+    });
+    const local = await connectHost(config, { env: { ...STATE_ENV, MCP_WARDEN_CREDENTIALS: 'file' } });
+    try {
+      const result = await call(local, 'up__whoami');
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain('"up"');
+      expect(textOf(result)).toContain('the local user has none');
+      expect(textOf(result)).toContain(
+        'Add an auth: section and serve over HTTP, or remove oauth.tokenExchange from this server',
+      );
+    } finally {
+      await local.close();
+    }
   }, 60_000);
 
   it('an identity provider that cannot be reached is a clear isError, not a hang', async () => {

@@ -102,7 +102,7 @@ export class TokenExchange {
     if (principal === undefined || principal.source !== 'token')
       return Promise.reject(
         new TokenExchangeError(
-          `token exchange needs the bearer token of the principal making the call, and ${principal === undefined ? 'the local user' : describePrincipal(principal)} has none (only hosts connecting through the HTTP listener with auth: do)`,
+          `token exchange needs the bearer token of the principal making the call, and ${principal === undefined ? 'the local user' : describePrincipal(principal)} has none: only hosts that connect through the HTTP listener of a config with an auth: section bring one. Add an auth: section and serve over HTTP, or remove oauth.tokenExchange from this server`,
           true,
         ),
       );
