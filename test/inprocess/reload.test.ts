@@ -1,7 +1,8 @@
 /**
  * Reloads in-process: the `labels:` and `guardrails:` entries of a policy file (the real file
  * and its watcher), and edits of the config file put in force by the same watcher the CLI runs
- * (`watchConfigWhileServing`), each applied to the next call. Rules of a policy file replaced are
+ * (`watchConfigWhileServing`), each applied to the next call; and managed settings that block a
+ * server and then allow it again (`Gateway.applyManaged`). Rules of a policy file replaced are
  * in policyReload.test.ts; the same edits through the built binary are in
  * test/integration/flowReload.test.ts and configReload.test.ts.
  */
@@ -156,5 +157,35 @@ describe('the config file edited while serving, in-process', () => {
     await expect.poll(names).toEqual(['mail__echo']);
     await expect(call('web__echo', 'late')).rejects.toThrow(/Unknown tool: web__echo/);
     expect(received.get('web')).toBeUndefined();
+  });
+});
+
+describe('the managed settings edited while serving, in-process', () => {
+  it('a server they now block is stopped and leaves the list; allowed again, it is back', async () => {
+    const text = servers(['web', 'mail']);
+    const { running, call, listChanged } = await serve(text);
+    const file = path.join(running.dir, 'proxy.config.yaml');
+    const configured = parseConfigText(text, { file, env: {} }).config.servers;
+    const names = async () => (await running.client.listTools()).tools.map((t) => t.name).sort();
+    expect(await names()).toEqual(['mail__echo', 'web__echo']);
+    expect(textOf(await call('mail__echo', 'before'))).toBe('before');
+
+    const blocked = configured.map((s) =>
+      s.name === 'mail' ? { ...s, blockedByManaged: 'not in managed.yaml allowedServers' } : s,
+    );
+    await running.gateway.applyManaged({ policies: [], servers: blocked });
+    await expect.poll(() => listChanged.length).toBeGreaterThan(0);
+    await expect.poll(names).toEqual(['web__echo']);
+    const refused = await call('mail__echo', 'during');
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toContain('not in managed.yaml allowedServers');
+    expect(running.log.join('\n')).toContain('not in managed.yaml allowedServers');
+
+    const told = listChanged.length;
+    await running.gateway.applyManaged({ policies: [], servers: configured });
+    await expect.poll(() => listChanged.length).toBeGreaterThan(told);
+    await expect.poll(names).toEqual(['mail__echo', 'web__echo']);
+    expect(textOf(await call('mail__echo', 'after'))).toBe('after');
+    expect(received.get('mail')).toEqual(['before', 'after']);
   });
 });
