@@ -32,6 +32,9 @@ export interface SessionTransportOptions {
 /** How often a quiet answer stream gets an SSE comment, so proxies and clients keep it open. */
 const KEEP_ALIVE_MS = 15_000;
 
+/** How long rebuilding a session from its record may wait for the replayed initialize's answer. */
+const RESTORE_TIMEOUT_MS = 10_000;
+
 /**
  * One 2025-11-25 Streamable HTTP session, through the SDK's own server transport (it keeps the
  * session's SSE streams, the GET stream and DELETE), adapted to our MessageTransport.
@@ -112,11 +115,17 @@ export class SessionTransport implements MessageTransport {
     web['sessionId'] = id;
     web['_initialized'] = true;
     const replayId = `mcp-warden-restore-${id}`;
-    await new Promise<void>((resolve) => {
-      this.replayed = { id: replayId, done: resolve };
+    // The gateway answers an initialize at once; if it ever does not, the session is not
+    // continued here (the host gets 404 and initializes again) rather than its request held.
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), RESTORE_TIMEOUT_MS);
+      this.replayed = { id: replayId, done: () => resolve(true) };
       this.onmessage?.({ jsonrpc: '2.0', id: replayId, method: 'initialize', params } as JsonRpcMessage);
     });
+    clearTimeout(timer);
     this.replayed = undefined;
+    if (!answered) return false;
     this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/initialized' } as JsonRpcMessage);
     return true;
   }
