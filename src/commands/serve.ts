@@ -7,6 +7,7 @@
  * overlaps that loading, and a stdio gateway loads no HTTP code.
  */
 import { randomUUID } from 'node:crypto';
+import type { Readable, Writable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { formatConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
@@ -36,13 +37,54 @@ type LoadedFile = Omit<Loaded, 'policies'>;
 export async function serve({ values, args }: CommandInput): Promise<undefined> {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
   youngGenerationGrowth(false);
-  const loaded = await loadConfigFile(values.config, {
+  await startServing({
+    ...(values.config !== undefined && { config: values.config }),
+    ...(typeof values.http === 'string' && { http: values.http }),
+    process,
+  });
+  return undefined;
+}
+
+/** Where a serving gateway meets the world: the binary's own process, or a program that embeds it. */
+export interface ServeOptions {
+  /** The config file (else MCP_WARDEN_CONFIG). */
+  readonly config?: string;
+  /** `--http HOST:PORT`: serve Streamable HTTP there instead of stdio. */
+  readonly http?: string;
+  /** The host's side of stdio; the process's stdin and stdout when absent. */
+  readonly stdio?: { readonly input: Readable; readonly output: Writable };
+  /** Where log lines go (a configured log file gets them too); stderr when absent. */
+  readonly log?: (line: string) => void;
+  /**
+   * The process the gateway owns: its signals stop the gateway, its exit kills the children,
+   * and the gateway's stop ends it. Absent when the gateway is embedded (the in-process tests):
+   * a stop then resolves `stopped` instead of exiting.
+   */
+  readonly process?: NodeJS.Process;
+}
+
+/** A started gateway, as `startServing` hands it back. */
+export interface Serving {
+  readonly config: WardenConfig;
+  readonly gateway: Gateway;
+  /** Stops as the host closing stdin or a signal would; resolves with the exit code. */
+  stop(why: string): Promise<number>;
+  /** Resolves with the exit code once the gateway has stopped, for whatever reason. */
+  readonly stopped: Promise<number>;
+}
+
+/**
+ * Loads the config, starts the upstreams and serves: the whole of `mcp-warden --config FILE`
+ * except what belongs to the process (V8's flags, and with `process` absent, signals and exit).
+ */
+export async function startServing(options: ServeOptions): Promise<Serving> {
+  const loaded = await loadConfigFile(options.config, {
     badServers: 'mark-failed',
-    listening: typeof values.http === 'string',
+    listening: options.http !== undefined,
   });
   // From the config layer, not the listener's module: a stdio gateway loads no HTTP code.
   const { listenFrom } = await import('../config/team.js');
-  const listening = listenFrom(loaded.config, values.http);
+  const listening = listenFrom(loaded.config, options.http);
   if (typeof listening === 'string') throw new UsageError(listening);
   const config = listening;
   // Like an invalid config, an invalid pins file stops us before any server is started.
@@ -55,18 +97,29 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   // Per-principal servers start on their principal's first use, never ahead; lazy servers on
   // the first request that needs them (or, never listed yet, when the pool starts).
   const early = spawnEarly(sharedServers(config).filter((server) => server.start !== 'lazy'));
-  const shutdown = new Shutdown(config);
+  const stdio = options.stdio ?? { input: process.stdin, output: process.stdout };
+  const shutdown = new Shutdown(config, {
+    output: stdio.output,
+    ...(options.process && { process: options.process }),
+  });
   shutdown.killOnExit(early.children);
-  const policies = await loadPolicyFiles(config);
+  let policies: Awaited<ReturnType<typeof loadPolicyFiles>>;
+  try {
+    policies = await loadPolicyFiles(config);
+  } catch (error) {
+    // Embedded, nothing else would stop the servers started above.
+    if (options.process === undefined) for (const child of early.children) child.killNow();
+    throw error;
+  }
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
-    openLogger(config, loaded),
+    openLogger(config, loaded, options.log),
   ]);
   const telemetry = await startTelemetryIfConfigured(config, logger);
   /** One id per gateway process: every audit record of this session carries it. */
   const session = randomUUID();
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
-  const host = await hostTransport(config, logger);
+  const host = await hostTransport(config, logger, stdio);
   const store = await openStoreIfConfigured(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
   // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
@@ -93,7 +146,7 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
   const liveState = writeLiveState({ configFile: config.file, running: () => gateway.running(), logger });
   stateFile.state = liveState;
   // However the process ends short of SIGKILL, the file goes with it.
-  process.on('exit', () => liveState.close());
+  options.process?.on('exit', () => liveState.close());
   // What both kinds of edit (of the config file, of managed.yaml) start from.
   const live: LiveConfig = { text: loaded.text, config, managed: loaded.managed };
   const managedWatcher =
@@ -105,17 +158,33 @@ export async function serve({ values, args }: CommandInput): Promise<undefined> 
     live,
     gateway,
     logger,
-    ...(typeof values.http === 'string' && { http: values.http }),
+    ...(options.http !== undefined && { http: options.http }),
   });
-  shutdown.serving({ logger, gateway, trail, telemetry, store, watchers: [managedWatcher, configWatcher] });
+  shutdown.serving({
+    logger,
+    gateway,
+    trail,
+    telemetry,
+    store,
+    watchers: [managedWatcher, configWatcher, liveState],
+  });
   shutdown.watch(servesStdio ? host : undefined);
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
-  growYoungGenerationOnceStarted(config, gateway);
+  // V8's flags are the whole process's: only a gateway that owns its process sets them.
+  if (options.process !== undefined) growYoungGenerationOnceStarted(config, gateway);
   await gateway.start();
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
-  return undefined;
+  return {
+    config,
+    gateway,
+    stop: async (why) => {
+      await shutdown.stop(why, 0);
+      return shutdown.stopped;
+    },
+    stopped: shutdown.stopped,
+  };
 }
 
 /**
@@ -137,11 +206,16 @@ async function openStoreIfConfigured(config: WardenConfig, logger: Logger): Prom
 }
 
 /** The log, and in it what the config file holds that was refused or left out. */
-async function openLogger(config: WardenConfig, loaded: LoadedFile): Promise<ClosableLogger> {
+async function openLogger(
+  config: WardenConfig,
+  loaded: LoadedFile,
+  write: ((line: string) => void) | undefined,
+): Promise<ClosableLogger> {
   const { redactor, warnings, refusals } = loaded;
   const { createLogger } = await import('../core/logger.js');
   const logger = createLogger(config.gateway.log, {
     redact: { text: (t) => redactor.redactText(t), value: (v) => redactor.redactValue(v) },
+    ...(write && { write }),
   });
   // stderr (or the log file) is where a host keeps what its servers say; the gateway serves anyway.
   for (const warning of warnings)
@@ -195,15 +269,19 @@ async function openTrail(
 }
 
 /** The host's side of stdio: JSON-RPC lines in on stdin, out on stdout. */
-async function hostTransport(config: WardenConfig, logger: ClosableLogger): Promise<StreamTransport> {
+async function hostTransport(
+  config: WardenConfig,
+  logger: ClosableLogger,
+  stdio: { readonly input: Readable; readonly output: Writable },
+): Promise<StreamTransport> {
   const [{ HOST_MAX_DEPTH, truncateForEcho }, { StreamTransport }, { EnvelopeReuse }] = await Promise.all([
     import('../core/protocol/jsonRpc.js'),
     import('../core/transports/streamTransport.js'),
     import('../core/host/envelopeReuse.js'),
   ]);
   return new StreamTransport({
-    input: process.stdin,
-    output: process.stdout,
+    input: stdio.input,
+    output: stdio.output,
     maxLineBytes: config.gateway.maxMessageBytes,
     // The host is waiting on its requests: a malformed one is answered under its id.
     answerInvalid: true,
@@ -238,7 +316,7 @@ async function listen(
 }
 
 /** What is running once the gateway serves, stopped in this order. */
-interface Serving {
+interface Running {
   readonly logger: ClosableLogger;
   readonly gateway: Gateway;
   readonly trail: AuditTrail | undefined;
@@ -255,23 +333,42 @@ interface Serving {
  */
 export class Shutdown {
   listener: Listener | undefined;
-  private running: Serving | undefined;
+  /** The exit code, once stopped. */
+  readonly stopped: Promise<number>;
+  private running: Running | undefined;
   private exiting = false;
   /** Hard stop well inside the 2 s a host gives us; an HTTP listener's hosts get longer. */
   private readonly hardStopMs: number;
+  private readonly owner: NodeJS.Process | undefined;
+  private readonly output: Writable;
+  private end: (code: number) => void = () => {};
 
-  constructor(config: WardenConfig) {
+  constructor(
+    config: WardenConfig,
+    options: { readonly output: Writable; readonly process?: NodeJS.Process },
+  ) {
     this.hardStopMs = config.listen === undefined ? 1900 : 10_000;
+    this.owner = options.process;
+    this.output = options.output;
+    this.stopped = new Promise((resolve) => {
+      let ended = false;
+      this.end = (code) => {
+        if (ended) return;
+        ended = true;
+        if (this.owner !== undefined) this.owner.exit(code);
+        else resolve(code);
+      };
+    });
   }
 
   /** Whatever happens, no child process outlives us; the gateway's pool keeps its children here. */
   killOnExit(children: ReadonlySet<{ killNow(): void }>): void {
-    process.on('exit', () => {
+    this.owner?.on('exit', () => {
       for (const child of children) child.killNow();
     });
   }
 
-  serving(running: Serving): void {
+  serving(running: Running): void {
     this.running = running;
   }
 
@@ -279,13 +376,15 @@ export class Shutdown {
   watch(host: StreamTransport | undefined): void {
     const logger = this.running?.logger;
     if (host !== undefined) host.onclose = () => void this.stop('the host closed stdin', 0);
+    const owner = this.owner;
+    if (owner === undefined) return;
     for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
-      process.on(signal, () => void this.stop(signal, 0));
-    process.on('uncaughtException', (error) => {
+      owner.on(signal, () => void this.stop(signal, 0));
+    owner.on('uncaughtException', (error) => {
       logger?.error(`uncaught exception: ${error.stack ?? error.message}`);
       void this.stop('an internal error', 1);
     });
-    process.on('unhandledRejection', (reason) => {
+    owner.on('unhandledRejection', (reason) => {
       logger?.error(
         `unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`,
       );
@@ -298,10 +397,11 @@ export class Shutdown {
     const { logger, gateway, trail, telemetry, store, watchers } = this.running;
     for (const watcher of watchers) watcher?.close();
     logger.info(`shutting down: ${why}`);
-    setTimeout(() => {
+    const hardStop = setTimeout(() => {
       gateway.killChildrenNow();
-      process.exit(code);
+      this.end(code);
     }, this.hardStopMs).unref();
+    void this.stopped.then(() => clearTimeout(hardStop));
     try {
       // No new connections; requests in flight are answered (the routers drain), then sessions end.
       this.listener?.stopAccepting();
@@ -317,13 +417,13 @@ export class Shutdown {
     if (store !== undefined) await within(500, store.close());
     await closeLogger(logger);
     // The last answers to the host are handed to the OS before we exit.
-    await within(500, drained(process.stdout));
-    process.exit(code);
+    await within(500, drained(this.output));
+    this.end(code);
   }
 }
 
 /** Resolves once nothing waits to be written to `stream` (or it is closed). */
-function drained(stream: NodeJS.WriteStream): Promise<void> {
+function drained(stream: Writable): Promise<void> {
   if (stream.writableLength === 0 || stream.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     stream.once('drain', resolve);

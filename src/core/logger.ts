@@ -26,6 +26,11 @@ type Level = keyof typeof LEVELS;
 export interface LoggerOptions {
   /** Applied to every line before it is written: the diagnostic log gets the audit's redaction. */
   readonly redact?: { readonly text: (text: string) => string; readonly value: (value: unknown) => unknown };
+  /**
+   * Where each line goes instead of stderr (a log file still gets it too): a gateway served
+   * inside another program, such as the in-process tests, keeps its lines apart from that program's.
+   */
+  readonly write?: (line: string) => void;
 }
 
 /**
@@ -38,6 +43,10 @@ export function createLogger(config: LogConfig, options: LoggerOptions = {}): Cl
   const threshold = LEVELS[config.level];
   const file = config.file === undefined ? undefined : openLogFile(config.file);
   const { redact } = options;
+  const toStderr = (line: string) => {
+    if (stderrOpen()) process.stderr.write(line);
+  };
+  const out = options.write ?? toStderr;
   const write = (
     level: Level,
     message: string,
@@ -65,7 +74,7 @@ export function createLogger(config: LogConfig, options: LoggerOptions = {}): Cl
     }
     const tag = scope === undefined ? '' : ` [${scope}]`;
     const line = `${new Date().toISOString()} mcp-warden ${level}${tag}: ${text}${extra}\n`;
-    if (stderrOpen()) process.stderr.write(line);
+    out(line);
     if (file !== undefined && !file.destroyed) file.write(line);
   };
   const scoped = (scope?: string): Logger => ({

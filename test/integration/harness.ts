@@ -54,7 +54,7 @@ export function tempDir(prefix = 'warden-test-'): string {
  */
 /** Where the gateways keep the servers' listings (one file per config without `pins:`), not in HOME. */
 export const STATE_ENV = { XDG_STATE_HOME: tempDir('warden-state-') };
-const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-'), ...STATE_ENV };
+export const NO_MANAGED = { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-'), ...STATE_ENV };
 
 /** Writes a config file (YAML text or an object, written as JSON) into a fresh temp dir. */
 export function writeConfig(config: string | object, dir = tempDir()): string {
@@ -111,25 +111,46 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...NO_MANAGED, ...options.env },
     stderr: 'pipe',
   });
-  let stderr = '';
-  const waiters = new Set<() => void>();
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-    for (const w of waiters) w();
-  });
+  const log = logWatcher();
+  transport.stderr?.on('data', (chunk: Buffer) => log.append(chunk.toString('utf8')));
+  const client = hostClient(options);
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid!,
+    stderr: log.text,
+    waitForStderr: log.waitFor,
+    close: () => client.close(),
+  };
+}
+
+/** The SDK Client a test host is, before it connects (its handlers set by `beforeConnect`). */
+export function hostClient(options: ConnectOptions): Client {
   const client = new Client(
     { name: options.name ?? 'warden-test-host', version: '1.0.0' },
     { capabilities: options.capabilities ?? {}, ...(options.taskStore && { taskStore: options.taskStore }) },
   );
   options.beforeConnect?.(client);
-  await client.connect(transport);
+  return client;
+}
+
+/** Text a gateway logs as it comes, and a wait for a line in it. */
+export function logWatcher(): {
+  append(text: string): void;
+  text(): string;
+  waitFor(text: string | RegExp, timeoutMs?: number): Promise<void>;
+} {
+  let log = '';
+  const waiters = new Set<() => void>();
   return {
-    client,
-    pid: transport.pid!,
-    stderr: () => stderr,
-    waitForStderr: (text, timeoutMs = 10_000) =>
+    append: (text) => {
+      log += text;
+      for (const wake of waiters) wake();
+    },
+    text: () => log,
+    waitFor: (text, timeoutMs = 10_000) =>
       new Promise<void>((resolve, reject) => {
-        const matches = () => (typeof text === 'string' ? stderr.includes(text) : text.test(stderr));
+        const matches = () => (typeof text === 'string' ? log.includes(text) : text.test(log));
         if (matches()) return resolve();
         const check = () => {
           if (!matches()) return;
@@ -139,11 +160,10 @@ export async function connectHost(configFile: string, options: ConnectOptions = 
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`stderr never showed ${String(text)}; it was:\n${stderr}`));
+          reject(new Error(`stderr never showed ${String(text)}; it was:\n${log}`));
         }, timeoutMs);
         waiters.add(check);
       }),
-    close: () => client.close(),
   };
 }
 
