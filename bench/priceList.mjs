@@ -79,7 +79,7 @@ const goal = (p) =>
     ? `≤ ${p.atMost}${p.unit === '×' ? '×' : ` ${p.unit}`.trimEnd()}`
     : p.atLeast !== undefined
       ? `≥ ${p.atLeast}${p.unit === '×' ? '×' : ` ${p.unit}`.trimEnd()}`
-      : '';
+      : (p.note ?? '');
 const result = (p) => {
   const met = verdict(p);
   return met === undefined ? 'reported' : met ? 'PASS' : 'FAIL';
