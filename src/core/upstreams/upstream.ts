@@ -1,6 +1,6 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { HttpServerConfig, ServerConfig } from '../../config/types.js';
-import { UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
+import { isLasting, UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
 import type { JsonRpcNotification, Params } from '../protocol/jsonRpc.js';
@@ -443,7 +443,9 @@ export class Upstream {
         await this.awaitSignIn(attempt.endedWith);
         continue;
       }
-      const delay = this.record.ended(attempt);
+      const delay = isLasting(attempt.endedWith)
+        ? this.record.failedForGood(attempt)
+        : this.record.ended(attempt);
       this.tracked.set(delay === undefined ? 'failed' : 'restarting');
       this.attemptSettled();
       if (delay === undefined) return;
