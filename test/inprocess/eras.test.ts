@@ -1,9 +1,12 @@
 /**
- * The gateway between protocol eras, through the built binary: a host of the stateless revision
- * (2026-07-28, test/fixtures/modernHost.ts) or of the handshake revisions (the SDK Client), in
- * front of a legacy upstream (test/fixtures/fixture-server.mjs) or a modern-only one
- * (test/fixtures/modern-server.mjs). Every modern message the gateway sends is checked against
- * the official 2026-07-28 schemas (modernWire.ts).
+ * The gateway between protocol eras, served in-process (test/inprocess/served.ts, the same
+ * `startServing` as `mcp-warden --config FILE`, with real upstream processes): a host of the
+ * stateless revision (2026-07-28, test/fixtures/modernHost.ts over servedModern.ts) or of the
+ * handshake revisions (the SDK Client), in front of a legacy upstream
+ * (test/fixtures/fixture-server.mjs) or a modern-only one (test/fixtures/modern-server.mjs).
+ * Every modern message the gateway sends is checked against the official 2026-07-28 schemas
+ * (modernWire.ts). What `mcp-warden tools` shows of each era stays with the binary, in
+ * test/integration/eras.test.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,7 +28,6 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   envelope,
-  startModernHost,
   MODERN,
   withRetries,
   type EnvelopeOptions,
@@ -33,25 +35,23 @@ import {
   type ModernHost,
 } from '../fixtures/modernHost.js';
 import {
-  CLI,
-  connectHost,
-  keepListings,
   STATE_ENV,
   FAST_GATEWAY,
   fixture,
   initialize,
-  killRawSessions,
   NODE,
-  rawSession,
   readAudit,
   ROOT,
-  runCli,
   serverBin,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { keepServedListings } from './servedListings.js';
+import { startServedModern } from './servedModern.js';
+import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
 import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
 import {
   modernAcknowledgment,
@@ -59,7 +59,7 @@ import {
   modernError,
   modernResult,
   modernTaskState,
-} from './modernWire.js';
+} from '../integration/modernWire.js';
 
 const MODERN_SERVER = path.join(ROOT, 'test/fixtures/modern-server.mjs');
 
@@ -76,9 +76,12 @@ afterEach(async () => {
   legacy = undefined;
 });
 
-function modernHost(servers: Record<string, unknown>, extra: Record<string, unknown> = {}): ModernHost {
+async function modernHost(
+  servers: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<ModernHost> {
   const config = writeConfig({ gateway: FAST_GATEWAY, servers, ...extra });
-  modern = startModernHost(CLI, config);
+  modern = await startServedModern(config);
   return modern;
 }
 
@@ -88,14 +91,14 @@ function modernHost(servers: Record<string, unknown>, extra: Record<string, unkn
  */
 async function modernHostAfterListing(servers: Record<string, unknown>): Promise<ModernHost> {
   const config = writeConfig({ gateway: FAST_GATEWAY, servers });
-  await keepListings(config);
-  modern = startModernHost(CLI, config, STATE_ENV);
+  await keepServedListings(config);
+  modern = await startServedModern(config, STATE_ENV);
   return modern;
 }
 
 describe('a modern host, a legacy upstream', () => {
   it('discovers, lists and calls statelessly, every answer valid 2026-07-28', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     const discovered = modernResult('server/discover', await host.request('server/discover'));
     expect(discovered.supportedVersions).toEqual([MODERN]);
     expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
@@ -118,7 +121,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('refuses an unsupported version with -32022 naming the versions it serves', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     const error = modernError(
       await host.request('tools/list', {}, { protocolVersion: '2099-01-01' }),
       -32022,
@@ -130,7 +133,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('reads a repeated envelope once, and still serves each request exactly as it was sent', async () => {
-    const host = modernHost({ up: fixture(['--tools', 'basic,meta']) });
+    const host = await modernHost({ up: fixture(['--tools', 'basic,meta']) });
     const echoed = async (data: Json, options?: Parameters<ModernHost['request']>[2]) =>
       (await host.request('tools/call', { name: 'up__echo_structured', arguments: { data } }, options)).result
         ?.structuredContent;
@@ -186,7 +189,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('answers a malformed envelope with -32602, and stays up', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     // The first request: an envelope without its required version is malformed, not legacy.
     const unversioned = await host.request(
       'tools/list',
@@ -211,7 +214,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('refuses initialize once the connection is modern, and methods the revision removed', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     modernResult('server/discover', await host.request('server/discover'));
     const init = await host.request(
       'initialize',
@@ -224,7 +227,7 @@ describe('a modern host, a legacy upstream', () => {
   });
 
   it('delivers list changes on subscriptions/listen, tagged with the stream, and closes it at shutdown', async () => {
-    const host = modernHost({ up: fixture(['--list-changed-after', '300']) });
+    const host = await modernHost({ up: fixture(['--list-changed-after', '300']) });
     modernResult('tools/list', await host.request('tools/list'));
     const id = await listen(
       host,
@@ -248,7 +251,7 @@ describe('a legacy host, a modern-only upstream', () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--log', log]) } }, dir);
-    legacy = await connectHost(config);
+    legacy = await connectServed(config);
     const names = (await legacy.client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('m__echo');
     const result = await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'hi' } });
@@ -263,28 +266,13 @@ describe('a legacy host, a modern-only upstream', () => {
     for (const request of seen.slice(1))
       expect(request.meta?.['io.modelcontextprotocol/protocolVersion']).toBe(MODERN);
   });
-
-  it('mcp-warden tools shows each server’s era and version', async () => {
-    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(), up: fixture() } });
-    const { stdout } = await runCli(['tools', '--config', config]);
-    expect(stdout).toMatch(
-      /^server m: ready, \d+ tools, modern-fixture 2\.0\.0, MCP 2026-07-28 \(modern\)$/m,
-    );
-    expect(stdout).toMatch(/^server up: ready, \d+ tools, fixture 1\.0\.0, MCP 2025-11-25 \(legacy\)$/m);
-    const json = JSON.parse((await runCli(['tools', '--json', '--config', config])).stdout) as {
-      servers: { name: string; era?: string; protocolVersion?: string }[];
-    };
-    expect(json.servers).toContainEqual(
-      expect.objectContaining({ name: 'm', era: 'modern', protocolVersion: MODERN }),
-    );
-  });
 });
 
 describe('a modern host, a modern upstream', () => {
   it('probes with server/discover first and passes caching hints through, the least of them', async () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
-    const host = modernHost({ m: modernServer(['--log', log]) });
+    const host = await modernHost({ m: modernServer(['--log', log]) });
     const listed = modernResult('tools/list', await host.request('tools/list'));
     expect(listed).toMatchObject({ ttlMs: 60000, cacheScope: 'private' });
     const first = JSON.parse(readFileSync(log, 'utf8').split('\n')[0]!) as { method: string };
@@ -298,7 +286,7 @@ describe('a modern host, a modern upstream', () => {
   });
 
   it('passes log messages only for requests that asked for them, at their level', async () => {
-    const host = modernHost({ m: modernServer() });
+    const host = await modernHost({ m: modernServer() });
     modernResult(
       'tools/call',
       await host.request('tools/call', { name: 'm__log', arguments: {} }, { logLevel: 'error' }),
@@ -337,7 +325,7 @@ describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () =
   it.each(Object.keys(ANSWERS))(
     '%s becomes an InputRequiredResult; the retry delivers the answer',
     async (method) => {
-      const host = modernHost({ up: fixture() });
+      const host = await modernHost({ up: fixture() });
       const params = { name: 'up__ask_client', arguments: { method, params: QUESTIONS[method] } };
       const first = modernResult('tools/call', await host.request('tools/call', params));
       expect(first.resultType).toBe('input_required');
@@ -363,7 +351,7 @@ describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () =
     // A legacy server's request names no call. With one bridged call running there and another
     // whose host declared nothing it can be asked, the question may be the second one's: the
     // host must not see it as the first call's.
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     const ask = (text: string) => ({
       name: 'up__ask_client',
       arguments: {
@@ -396,7 +384,7 @@ describe('bridging a legacy upstream’s requests to a modern host (MRTR)', () =
   });
 
   it('refuses a forged, a replayed and a misdirected requestState', async () => {
-    const host = modernHost({ up: fixture() });
+    const host = await modernHost({ up: fixture() });
     const params = { name: 'up__ask_client', arguments: { method: 'roots/list', params: {} } };
     const first = modernResult('tools/call', await host.request('tools/call', params));
     const state = first.requestState as string;
@@ -428,7 +416,7 @@ describe('bridging a modern upstream’s InputRequiredResult to a legacy host', 
   it('asks the host with real requests and retries upstream with the answers', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
     const asked: string[] = [];
-    legacy = await connectHost(config, {
+    legacy = await connectServed(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
       beforeConnect: (client) => {
         client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -464,7 +452,7 @@ describe('a modern server slow to answer the probe', () => {
     // The first server/discover is answered after the probe's 2 s bound, as by a server still
     // starting (an interpreter, a package download): the gateway has fallen back to initialize
     // by then, which a modern server refuses.
-    const host = modernHost({ m: modernServer(['--slow-discover', '2500']) });
+    const host = await modernHost({ m: modernServer(['--slow-discover', '2500']) });
     const listed = modernResult('tools/list', await host.request('tools/list'));
     expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('m__echo');
     const called = modernResult(
@@ -480,7 +468,7 @@ describe('a modern host and a modern upstream asking for input', () => {
   it('asks the host the upstream’s question itself, labelled and audited, then retries upstream with the answer', async () => {
     const dir = tempDir();
     const audit = path.join(dir, 'audit.jsonl');
-    const host = modernHost({ m: modernServer() }, { audit: { file: audit } });
+    const host = await modernHost({ m: modernServer() }, { audit: { file: audit } });
     const params = { name: 'm__ask_name', arguments: {} };
     const answers = await withRetries(host, 'tools/call', params, (requests) => {
       const [key, request] = Object.entries(requests)[0]!;
@@ -508,7 +496,7 @@ describe('a modern host and a modern upstream asking for input', () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const audit = path.join(dir, 'audit.jsonl');
-    const host = modernHost({ m: modernServer(['--log', log]) }, { audit: { file: audit } });
+    const host = await modernHost({ m: modernServer(['--log', log]) }, { audit: { file: audit } });
     // The fixture would take this answer under its own state, which the gateway never hands out:
     // passed on, the host would answer a question no policy saw and no audit record holds.
     const params = { name: 'm__ask_name', arguments: {} };
@@ -539,19 +527,19 @@ describe('confirmation for a modern host', () => {
     'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n';
 
   /** A modern host over one fixture server `up` (started with `fixtureArgs`), under `policy`. */
-  function confirmHost(policy = ASK_ECHO, fixtureArgs: string[] = []): ModernHost {
+  async function confirmHost(policy = ASK_ECHO, fixtureArgs: string[] = []): Promise<ModernHost> {
     const dir = tempDir();
     writeFileSync(path.join(dir, 'policy.yaml'), policy);
     const config = writeConfig(
       { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(fixtureArgs) } },
       dir,
     );
-    modern = startModernHost(CLI, config);
+    modern = await startServedModern(config);
     return modern;
   }
 
   it('asks through MRTR; an approval runs the call, once', async () => {
-    const host = confirmHost();
+    const host = await confirmHost();
     const params = { name: 'up__echo', arguments: { text: 'approved' } };
     const answers = await withRetries(host, 'tools/call', params, (requests) => {
       const [key, request] = Object.entries(requests)[0]!;
@@ -565,7 +553,7 @@ describe('confirmation for a modern host', () => {
   });
 
   it('a declined approval does not run it; a host without elicitation gets -32021 naming it, and nothing runs', async () => {
-    const host = confirmHost();
+    const host = await confirmHost();
     const params = { name: 'up__echo', arguments: { text: 'x' } };
     const answers = await withRetries(host, 'tools/call', params, (requests) => ({
       [Object.keys(requests)[0]!]: { action: 'decline' },
@@ -586,7 +574,7 @@ describe('confirmation for a modern host', () => {
   it('a call still waiting for its confirmation does not take an upstream’s question asked in another call', async () => {
     // The call being confirmed has not reached the server, so it cannot be the one asking: the
     // question belongs to the only call that is running there.
-    const host = confirmHost();
+    const host = await confirmHost();
     const waiting = modernResult(
       'tools/call',
       await host.request('tools/call', { name: 'up__echo', arguments: { text: 'later' } }),
@@ -614,7 +602,7 @@ describe('confirmation for a modern host', () => {
   });
 
   it('asks at most 64 questions at once; the next call is refused, saying why, not as the user’s no', async () => {
-    const host = confirmHost();
+    const host = await confirmHost();
     const sent = Array.from({ length: 65 }, (_, i) =>
       host.request('tools/call', { name: 'up__echo', arguments: { text: `n${i}` } }),
     );
@@ -627,7 +615,7 @@ describe('confirmation for a modern host', () => {
   });
 
   it('asks about a resource read through MRTR too; the retry with the approval reads it', async () => {
-    const host = confirmHost(
+    const host = await confirmHost(
       'rules:\n  - id: ask-read\n    match: { kind: resource }\n    action: confirm\n    reason: Reads need a human.\n',
       ['--resources'],
     );
@@ -651,7 +639,7 @@ describe('policy, audit and repair across eras', () => {
 
   it('audit records name both eras when either side is modern, and neither when both are legacy', async () => {
     const both = audited({ up: fixture(), m: modernServer() });
-    modern = startModernHost(CLI, both.config);
+    modern = await startServedModern(both.config);
     modernResult(
       'tools/call',
       await modern.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }),
@@ -668,7 +656,7 @@ describe('policy, audit and repair across eras', () => {
     ]);
 
     const old = audited({ up: fixture(), m: modernServer() });
-    legacy = await connectHost(old.config);
+    legacy = await connectServed(old.config);
     await legacy.client.callTool({ name: 'up__echo', arguments: { text: 'a' } });
     await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'b' } });
     await legacy.close();
@@ -681,7 +669,7 @@ describe('policy, audit and repair across eras', () => {
 
   it('a 2025 host gets structuredContent only as an object: an array from a modern server is repaired', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
-    legacy = await connectHost(config);
+    legacy = await connectServed(config);
     const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
     expect(result.structuredContent).toBeUndefined();
     expect(textOf(result)).toBe('[1,2,3]');
@@ -692,7 +680,7 @@ describe('result types across eras', () => {
   it('a legacy server’s answer is final for a modern host, whatever resultType it writes', async () => {
     // An InputRequiredResult from a server whose revision has none would put its question to
     // the host unlabelled, answered past the policy and audit trail its real requests go through.
-    const host = modernHost({ up: fixture(['--tools', 'basic,odd']) });
+    const host = await modernHost({ up: fixture(['--tools', 'basic,odd']) });
     const answer = modernResult(
       'tools/call',
       await host.request('tools/call', { name: 'up__modern_fields', arguments: {} }),
@@ -713,7 +701,7 @@ describe('result types across eras', () => {
   });
 
   it('a modern server’s unknown resultType fails that call only, naming the server', async () => {
-    const host = modernHost({ m: modernServer() });
+    const host = await modernHost({ m: modernServer() });
     const failed = modernResult(
       'tools/call',
       await host.request('tools/call', { name: 'm__unknown_result_type', arguments: {} }),
@@ -728,10 +716,10 @@ describe('result types across eras', () => {
 });
 
 describe('a legacy connection', () => {
-  afterEach(() => killRawSessions());
+  afterEach(() => stopServedRawSessions());
 
   it('refuses an enveloped request with -32600, and server/discover as before; it keeps serving', async () => {
-    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     const mixed = s.next((m) => m.id === 1);
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } }));
@@ -750,7 +738,7 @@ describe('a legacy connection', () => {
   });
 
   it('refuses a _meta that is not an object with -32602, not an internal error; it keeps serving', async () => {
-    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     for (const [id, meta] of [
       [1, 'null'],
@@ -778,7 +766,7 @@ describe('a modern host’s capabilities, per request', () => {
   it('reach a modern upstream as the request declared them, not the connection’s', async () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
-    const host = modernHost({ m: modernServer(['--log', log]) });
+    const host = await modernHost({ m: modernServer(['--log', log]) });
     modernResult(
       'tools/call',
       await host.request('tools/call', { name: 'm__echo', arguments: { text: 'a' } }, { capabilities: {} }),
@@ -839,7 +827,7 @@ describe('resource updates and list changes from a modern upstream', () => {
       { gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources', '--log', log]) } },
       dir,
     );
-    legacy = await connectHost(config);
+    legacy = await connectServed(config);
     const uri = 'modern://modern-fixture/a';
     const updates: unknown[] = [];
     let told: (() => void) | undefined;
@@ -873,7 +861,7 @@ describe('resource updates and list changes from a modern upstream', () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources']) } });
     const changed: string[] = [];
     const waiters = new Map<string, () => void>();
-    legacy = await connectHost(config, {
+    legacy = await connectServed(config, {
       beforeConnect: (client) => {
         for (const schema of [ToolListChangedNotificationSchema, ResourceListChangedNotificationSchema])
           client.setNotificationHandler(schema, (n) => {
@@ -964,8 +952,8 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
       dir,
     );
     // What initialize declares is what the server declared, however slow its start.
-    await keepListings(config);
-    legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    await keepServedListings(config);
+    legacy = await connectServed(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({
       cancel: {},
       requests: { tools: { call: {} } },
@@ -989,7 +977,7 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
   it('asks the host what the task needs, answers it with tasks/update, and reports a failure as its error', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
     const asked: string[] = [];
-    legacy = await connectHost(config, {
+    legacy = await connectServed(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -1031,7 +1019,7 @@ describe('tasks across eras: a 2025-11-25 host hears a modern server’s task st
     const statuses: Task[] = [];
     let done!: () => void;
     const completed = new Promise<void>((resolve) => (done = resolve));
-    legacy = await connectHost(config, {
+    legacy = await connectServed(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) => {
         client.setRequestHandler(ElicitRequestSchema, () => ANSWERS['elicitation/create'] as never);
@@ -1063,8 +1051,8 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
       gateway: FAST_GATEWAY,
       servers: { m: modernServer(['--tasks']), plain: modernServer(['--name', 'plain']) },
     });
-    await keepListings(config);
-    legacy = await connectHost(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    await keepServedListings(config);
+    legacy = await connectServed(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     const tools = (await legacy.client.listTools()).tools;
     const tool = (name: string) => tools.find((t) => t.name === name);
     // The tasks extension has no per-tool flag: every tool of the server may become a task.
@@ -1092,7 +1080,7 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
 
   it('are listed without execution to a host that runs no tasks', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
-    legacy = await connectHost(config);
+    legacy = await connectServed(config);
     const tool = (await legacy.client.listTools()).tools.find((t) => t.name === 'm__task_report');
     expect(tool).toBeDefined();
     expect(tool).not.toHaveProperty('execution');
@@ -1101,7 +1089,8 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
 
 describe('tasks across eras: a modern host with the tasks extension, a 2025-11-25 upstream’s tasks', () => {
   it('gets a task (resultType "task") under a handle, and polls it with tasks/get until the result is in it', async () => {
-    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    // What server/discover declares is what the server declared, however slow its start.
+    const host = await modernHostAfterListing({ t: { command: NODE, args: [TASK_FIXTURE] } });
     const discovered = modernResult('server/discover', await host.request('server/discover'));
     expect(discovered.capabilities).toMatchObject(TASKS_EXTENSION);
     const params = { name: 't__report', arguments: { n: 3 } };
@@ -1154,7 +1143,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
       },
       dir,
     );
-    const host = (modern = startModernHost(CLI, config));
+    const host = (modern = await startServedModern(config));
     const created = modernCreatedTask(
       await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 2 } }, ASKABLE),
     );
@@ -1218,7 +1207,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
   });
 
   it('pushes the task, result inlined, to a subscriptions/listen stream that names it', async () => {
-    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const host = await modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
     const created = modernCreatedTask(
       await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 1 } }, ASKABLE),
     );
@@ -1255,7 +1244,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
   });
 
   it('works with a real 2025-11-25 server: server-everything’s research task asks, and is answered', async () => {
-    const host = modernHost({ everything: { command: NODE, args: [serverBin('everything')] } });
+    const host = await modernHost({ everything: { command: NODE, args: [serverBin('everything')] } });
     const created = modernCreatedTask(
       await host.request(
         'tools/call',
@@ -1286,7 +1275,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
   });
 
   it('refuses tasks/update for a task with no open question', async () => {
-    const host = modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
+    const host = await modernHost({ t: { command: NODE, args: [TASK_FIXTURE] } });
     const created = modernCreatedTask(
       await host.request('tools/call', { name: 't__report', arguments: {} }, ASKABLE),
     );
@@ -1322,7 +1311,7 @@ describe('tasks of a modern upstream for a modern host', () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const audit = path.join(dir, 'audit.jsonl');
-    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
+    const host = await modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
     const handle = await createTask(host, 'm__task_ask');
     const asking = await pollPastWorking(host, handle);
     expect(asking).toMatchObject({ taskId: handle, status: 'input_required' });
@@ -1401,7 +1390,7 @@ describe('tasks of a modern upstream for a modern host', () => {
       },
       dir,
     );
-    const host = (modern = startModernHost(CLI, config));
+    const host = (modern = await startServedModern(config));
     const handle = await createTask(host, 'm__task_ask');
     const failed = await pollPastWorking(host, handle);
     expect(failed).toMatchObject({ taskId: handle, status: 'failed' });
@@ -1429,7 +1418,7 @@ describe('tasks of a modern upstream for a modern host', () => {
   it('relays the task’s statuses to a subscriptions/listen stream that names it, questions the gateway’s', async () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
-    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) });
+    const host = await modernHost({ m: modernServer(['--tasks', '--log', log]) });
     // The server's task asks once a stream names it, so the stream sees the question.
     const handle = await createTask(host, 'm__task_ask', { whenWatched: true });
     const id = await listen(host, { taskIds: [handle] }, { taskIds: [handle] }, ASKABLE);
@@ -1466,7 +1455,7 @@ describe('a question a modern server’s task no longer lists', () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const audit = path.join(dir, 'audit.jsonl');
-    const host = modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
+    const host = await modernHost({ m: modernServer(['--tasks', '--log', log]) }, { audit: { file: audit } });
     const handle = modernCreatedTask(await host.request('tools/call', { name: tool, arguments: {} }, ASKABLE))
       .taskId as string;
     let asking: Json;
@@ -1533,7 +1522,7 @@ describe('a question a modern server’s task no longer lists', () => {
     );
     const asked: string[] = [];
     let withdrawn: string | undefined;
-    legacy = await connectHost(config, {
+    legacy = await connectServed(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
@@ -1578,7 +1567,7 @@ describe('a modern-only Streamable HTTP upstream', () => {
         gateway: FAST_GATEWAY,
         servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
       });
-      legacy = await connectHost(config);
+      legacy = await connectServed(config);
       await test(server, legacy, config);
     } finally {
       await legacy?.close();
@@ -1586,23 +1575,6 @@ describe('a modern-only Streamable HTTP upstream', () => {
       await server.close();
     }
   }
-
-  it('is probed with server/discover first and spoken to in the 2026-07-28 binding', () =>
-    withHttpUpstream(async (server, host, config) => {
-      expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('h__echo');
-      const result = await host.client.callTool({ name: 'h__echo', arguments: { text: 'over http' } });
-      expect(textOf(result)).toBe('echo: over http');
-      // No initialize: the probe answered, and every request carried the binding's headers.
-      expect(server.seen[0]).toMatchObject({ method: 'server/discover', version: MODERN });
-      expect(server.seen.map((r) => r.method)).not.toContain('initialize');
-      for (const request of server.seen)
-        expect(request).toMatchObject({ version: MODERN, mcpMethod: request.method });
-      expect(server.seen.find((r) => r.method === 'tools/call')?.mcpName).toBe('echo');
-      const { stdout } = await runCli(['tools', '--config', config]);
-      expect(stdout).toMatch(
-        /^server h: ready, 2 tools, modern-http-fixture 3\.0\.0, MCP 2026-07-28 \(modern\)$/m,
-      );
-    }));
 
   it('mirrors x-mcp-header arguments into Mcp-Param-* headers, and leaves out a tool that breaks the rules', () =>
     withHttpUpstream(async (server, host) => {
