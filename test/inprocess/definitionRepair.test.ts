@@ -1,30 +1,31 @@
 /**
- * Definition repair: a server whose tool definitions a strict SDK host rejects. Direct, the SDK
+ * Definition repair, served in-process (test/inprocess/served.ts, the fixture servers as real
+ * processes): a server whose tool definitions a strict SDK host rejects. Direct, the SDK
  * Client's listTools throws for that server; through the gateway it succeeds, the repairable
  * definitions are served repaired, the unrepairable one is left out with a warning, and the
- * other server's tools are all there.
+ * other server's tools are all there. What `mcp-warden tools` shows of the repairs is in
+ * test/integration/definitionRepair.test.ts.
  */
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { startModernHost, type ModernHost } from '../fixtures/modernHost.js';
-import { modernResult } from './modernWire.js';
+import type { ModernHost } from '../fixtures/modernHost.js';
+import { startServedModern } from './servedModern.js';
+import { modernResult } from '../integration/modernWire.js';
 import {
-  CLI,
-  connectHost,
   FAST_GATEWAY,
   fixture,
   FIXTURE,
   NODE,
   readAudit,
-  runCli,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 async function direct(args: string[]): Promise<Client> {
   const client = new Client({ name: 'direct-host', version: '1.0.0' });
@@ -48,7 +49,7 @@ describe('definition repair', () => {
       },
       dir,
     );
-    host = await connectHost(config);
+    host = await connectServed(config);
   });
   afterAll(async () => {
     await host?.close();
@@ -103,18 +104,6 @@ describe('definition repair', () => {
     ]);
     expect(repaired[1]!.repairs).toEqual(['inputSchema.type: missing, set to "object"']);
   });
-
-  it('mcp-warden tools lists the repairs and the tool left out', async () => {
-    const { code, stdout } = await runCli(['tools', '--config', config]);
-    expect(code).toBe(0);
-    expect(stdout).toContain(
-      'repaired: server bad, tool bool_subschema: outputSchema.properties.v: true became {}',
-    );
-    expect(stdout).toContain('repaired: server bad, tool no_type_input: inputSchema.type: missing');
-    expect(stdout).toMatch(/left out: server bad, tool string_input: inputSchema\.type/);
-    expect(stdout).toContain('good__echo');
-    expect(stdout).not.toContain('bad__string_input');
-  });
 });
 
 describe('definitions checked against the host’s revision', () => {
@@ -129,7 +118,7 @@ describe('definitions checked against the host’s revision', () => {
       gateway: FAST_GATEWAY,
       servers: { good: fixture(), bad: fixture(['--tools', 'badschema']) },
     });
-    modern = startModernHost(CLI, config);
+    modern = await startServedModern(config);
     const result = modernResult('tools/list', await modern.request('tools/list'));
     const tools = result.tools as Tool[];
     const names = tools.map((t) => t.name);
