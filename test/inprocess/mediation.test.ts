@@ -2,7 +2,7 @@
  * Complete mediation in-process, with the SDK Client as host and the real server-everything as
  * upstream, both over memory: resources and prompts are decided by policy and recorded as tool
  * calls are, and what the config refuses a server is never offered to it. The requests a server
- * makes of the host go through the built binary in test/integration/mediation.test.ts.
+ * makes of the host are served as the binary serves them in test/inprocess/mediationServed.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -2,8 +2,9 @@
  * A host of the stateless revision (2026-07-28) in-process, in front of upstreams of the
  * handshake era (the SDK's McpServer): no initialize, the envelope on every request, and every
  * question the gateway or a server has for the host carried inside the call as an
- * InputRequiredResult that the host answers by retrying. The same pairings through the built
- * binary, with the Python SDK and server-everything, are in test/integration/eras.test.ts.
+ * InputRequiredResult that the host answers by retrying. The same pairings with real upstream
+ * processes (the fixture servers, server-everything), served as the binary serves them, are in
+ * test/inprocess/eras.test.ts.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -111,7 +111,7 @@ class StreamClientTransport implements Transport {
 }
 
 /** A gateway served in this process, before any host connects. */
-interface Started {
+export interface Started {
   readonly serving: Serving;
   readonly log: ReturnType<typeof logWatcher>;
   readonly toGateway: PassThrough;
@@ -119,7 +119,7 @@ interface Started {
 }
 
 /** `startServing` on `configFile` with `env` borrowed, its stdio two in-memory streams. */
-async function start(
+export async function start(
   configFile: string,
   options: { readonly env?: Record<string, string> | undefined; readonly http?: string },
 ): Promise<Started> {

@@ -1,7 +1,7 @@
 /**
  * Input validation switched off, in-process, with the SDK Client as host and the real
  * server-everything as upstream over memory: the call reaches the upstream, which answers for
- * itself. Validation on goes through the built binary in test/integration/validateArguments.test.ts.
+ * itself. Validation on, served as the binary serves it: test/inprocess/validateArgumentsServed.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { textOf } from '../integration/harness.js';

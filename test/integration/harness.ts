@@ -294,7 +294,7 @@ export function rawSession(configFile: string, env: Record<string, string> = {})
 
 /** The handshake as a host declaring `capabilities` makes it. */
 export async function initialize(
-  s: ReturnType<typeof rawSession>,
+  s: Pick<ReturnType<typeof rawSession>, 'next' | 'send'>,
   capabilities: Record<string, unknown> = {},
   protocolVersion = '2025-06-18',
 ): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * A restarted upstream is a new process that knows none of the host's resource subscriptions:
- * the gateway must subscribe it again, or the host silently stops getting updates.
+ * the gateway must subscribe it again, or the host silently stops getting updates. Served
+ * in-process (test/inprocess/served.ts), with the fixture server as a real process to crash.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -8,14 +9,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -29,7 +30,7 @@ const B = 'fixture://up/b';
 /** A host on a gateway fronting one fixture server `up` that serves resources A and B. */
 function connectWithResources(dir: string, flags: string[]): Promise<HostSession> {
   const servers = { up: fixture(['--resources', '--name', 'up', ...flags]) };
-  return connectHost(writeConfig({ gateway: FAST_GATEWAY, servers }, dir));
+  return connectServed(writeConfig({ gateway: FAST_GATEWAY, servers }, dir));
 }
 
 /** Resolves with the next `notifications/resources/updated` the host gets for `uri`. */

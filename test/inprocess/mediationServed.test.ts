@@ -1,8 +1,9 @@
 /**
- * Complete mediation through the built binary, with the SDK Client as host and the real
- * server-everything as upstream: the requests a server makes of the host are decided by policy
- * and the config, and recorded, as tool calls are. Resources, prompts and what the config
- * refuses a server are covered in-process (test/inprocess/mediation.test.ts).
+ * Complete mediation served in-process (test/inprocess/served.ts: the same `startServing` as
+ * `mcp-warden --config FILE`), with the SDK Client as host and the real server-everything as
+ * upstream: the requests a server makes of the host are decided by policy and the config, and
+ * recorded, as tool calls are. Resources, prompts and what the config refuses a server are
+ * covered over in-memory upstreams (test/inprocess/mediation.test.ts).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +14,6 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   NODE,
   serverBin,
   tempDir,
@@ -21,7 +21,8 @@ import {
   writeConfig,
   type HostSession,
   readAudit,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -53,7 +54,7 @@ describe('requests a server makes of the host', () => {
       'default: allow\nrules:\n  - id: no-sampling\n    match: { kind: sampling }\n    action: deny\n    reason: No model calls from servers here.\n',
     );
     const asked = { sampling: 0, roots: 0, elicitations: [] as string[] };
-    host = await connectHost(config, {
+    host = await connectServed(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
       beforeConnect: (client) => {
         client.setRequestHandler(CreateMessageRequestSchema, () => {

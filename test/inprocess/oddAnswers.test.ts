@@ -1,27 +1,27 @@
 /**
  * Answers no peer should give, met with a clear message: an upstream's `result: null`, a host
  * answering a confirmation with `result: null` (fails closed, saying why), and upstream
- * notifications named like members every object inherits.
+ * notifications named like members every object inherits. Served in-process
+ * (test/inprocess/served.ts), with the fixture server as a real process.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   initialize,
-  killRawSessions,
-  rawSession,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
 
 let host: HostSession | undefined;
 afterEach(async () => {
-  killRawSessions();
+  await stopServedRawSessions();
   await host?.close();
   host = undefined;
 });
@@ -29,7 +29,7 @@ afterEach(async () => {
 describe('odd answers', () => {
   it('an upstream result of null fails the call naming the server and the method', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture(['--tools', 'basic,odd']) } });
-    host = await connectHost(config);
+    host = await connectServed(config);
     const result = await host.client.callTool({ name: 'up__null_result', arguments: {} });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toBe(
@@ -44,7 +44,7 @@ describe('odd answers', () => {
         gateway: FAST_GATEWAY,
         servers: { up: fixture(['--tools', 'basic,odd']) },
       });
-      host = await connectHost(config);
+      host = await connectServed(config);
       const notified = await host.client.callTool({ name: 'up__notify', arguments: { method } });
       expect(textOf(notified)).toBe('notified');
       // The fixture answers in order: once a later call is answered, the notification was handled.
@@ -63,7 +63,7 @@ describe('odd answers', () => {
       path.join(dir, 'policy.yaml'),
       'default: allow\nrules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    const s = rawSession(
+    const s = await servedRawSession(
       writeConfig({ gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } }, dir),
     );
     await initialize(s, { elicitation: {} });

@@ -3,24 +3,18 @@
  * read is answered under that id (null when it cannot), -32600 where JSON-RPC says, -32700 only
  * for text that is not JSON; nothing before initialize but ping is served; nothing the host sent
  * is echoed back at length; and arguments nested too deep are refused and recorded as such.
+ * Served in-process (test/inprocess/served.ts), raw lines over the gateway's stdio.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import {
-  FAST_GATEWAY,
-  fixture,
-  initialize,
-  killRawSessions,
-  rawSession,
-  tempDir,
-  writeConfig,
-} from './harness.js';
+import { FAST_GATEWAY, fixture, initialize, tempDir, writeConfig } from '../integration/harness.js';
+import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
 
-afterEach(() => killRawSessions());
+afterEach(() => stopServedRawSessions());
 
-function session(extra: Record<string, unknown> = {}, dir = tempDir()) {
-  return rawSession(
+async function session(extra: Record<string, unknown> = {}, dir = tempDir()) {
+  return servedRawSession(
     writeConfig(
       { gateway: { ...FAST_GATEWAY, maxMessageSize: '1MiB' }, servers: { up: fixture() }, ...extra },
       dir,
@@ -32,7 +26,7 @@ type Answer = { id?: unknown; result?: unknown; error?: { code: number; message:
 
 describe('before initialize', () => {
   it('answers ping, and refuses anything else with the SDK’s "Server not initialized" error', async () => {
-    const s = session();
+    const s = await session();
     const pong = s.next((m) => m.id === 'p');
     const listed = s.next((m) => m.id === 'l');
     const called = s.next((m) => m.id === 'c');
@@ -62,7 +56,7 @@ describe('malformed messages', () => {
     ['an id of null', '{"jsonrpc":"2.0","id":null,"method":"ping"}', null, -32600],
     ['text that is not JSON', '{"jsonrpc":"2.0","id":5,"method":', null, -32700],
   ])('%s gets an error under the id it can be told by', async (_what, line, id, code) => {
-    const s = session();
+    const s = await session();
     await initialize(s);
     const answered = s.next((m) => m.id === id && 'error' in m);
     s.send(line);
@@ -77,7 +71,7 @@ describe('malformed messages', () => {
   });
 
   it('a batch gets one -32600 per request in it, under each one’s id', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s);
     const pong = s.next((m) => m.id === 'after');
     s.send(
@@ -93,7 +87,7 @@ describe('malformed messages', () => {
   });
 
   it('a host on 2025-03-26 gets a batch served: one array with an answer per request, none per notification', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s, {}, '2025-03-26');
     const batch = s.next((_m, line) => line.startsWith('['));
     s.send(
@@ -122,7 +116,7 @@ describe('malformed messages', () => {
   });
 
   it('a host on 2025-03-26 gets a batch over 100 elements refused whole, each request under its id', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s, {}, '2025-03-26');
     const refused = s.next((_m, line) => line.startsWith('['));
     s.send(
@@ -140,7 +134,7 @@ describe('malformed messages', () => {
   });
 
   it('a host on 2025-03-26 gets a batch refused that would take the answers open batches owe past 100, and served once they are done', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s, {}, '2025-03-26');
     const hang = (i: number) => ({
       jsonrpc: '2.0',
@@ -171,7 +165,7 @@ describe('malformed messages', () => {
   });
 
   it('a host on 2025-03-26 gets one -32600 for an empty batch', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s, {}, '2025-03-26');
     const refused = s.next((m) => m.id === null);
     s.send('[]');
@@ -181,7 +175,7 @@ describe('malformed messages', () => {
   });
 
   it('a leading byte order mark is ignored', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s);
     const pong = s.next((m) => m.id === 'bom');
     s.send('\uFEFF{"jsonrpc":"2.0","id":"bom","method":"ping"}');
@@ -189,7 +183,7 @@ describe('malformed messages', () => {
   });
 
   it('an id of 1e400 comes back exactly as sent', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s);
     const pong = s.next((_m, line) => line.includes('1e400'));
     s.send('{"jsonrpc":"2.0","id":1e400,"method":"ping"}');
@@ -200,7 +194,7 @@ describe('malformed messages', () => {
   });
 
   it('a line over gateway.maxMessageSize is answered under its id, read from its head', async () => {
-    const s = session();
+    const s = await session();
     await initialize(s);
     const answered = s.next((m) => m.id === 'big');
     s.send(
@@ -212,7 +206,7 @@ describe('malformed messages', () => {
   });
 
   it('a 10 MiB method name is not echoed back whole', async () => {
-    const s = rawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     const answered = s.next((m) => m.id === 'long');
     s.send(`{"jsonrpc":"2.0","id":"long","method":"${'m'.repeat(10 * 1024 * 1024)}"}`);
@@ -226,7 +220,7 @@ describe('malformed messages', () => {
 describe('arguments nested too deep', () => {
   it('are refused as invalid params and recorded as a protocol error, not an upstream failure', async () => {
     const dir = tempDir();
-    const s = session({ audit: { file: './audit.jsonl' } }, dir);
+    const s = await session({ audit: { file: './audit.jsonl' } }, dir);
     await initialize(s);
     const listed = s.next((m) => m.id === 1);
     s.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
@@ -243,8 +237,7 @@ describe('arguments nested too deep', () => {
     const pong = s.next((m) => m.id === 'after');
     s.send('{"jsonrpc":"2.0","id":"after","method":"ping"}');
     await pong;
-    s.child.stdin.end();
-    await s.exited;
+    await s.close();
     const records = readFileSync(path.join(dir, 'audit.jsonl'), 'utf8')
       .trim()
       .split('\n')

@@ -1,13 +1,15 @@
 /**
- * Input validation through the built binary, with the SDK Client as host and the real
- * server-everything as upstream: a call whose arguments do not match the tool's own inputSchema
- * is refused by the gateway, names the property, never reaches the upstream, and is recorded.
- * With validateArguments: false, in-process: test/inprocess/validateArguments.test.ts.
+ * Input validation served in-process (test/inprocess/served.ts: the same `startServing` as
+ * `mcp-warden --config FILE`), with the SDK Client as host and the real server-everything as
+ * upstream: a call whose arguments do not match the tool's own inputSchema is refused by the
+ * gateway, names the property, never reaches the upstream, and is recorded. With
+ * validateArguments: false: test/inprocess/validateArguments.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { connectHost, NODE, serverBin, tempDir, textOf, writeConfig, type HostSession } from './harness.js';
+import { NODE, serverBin, tempDir, textOf, writeConfig, type HostSession } from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 type AuditRecord = Record<string, unknown> & { type: string };
 
@@ -35,7 +37,7 @@ async function start(server: Record<string, unknown> = {}, gateway: Record<strin
     },
     dir,
   );
-  host = await connectHost(config);
+  host = await connectServed(config);
   return { host, audit: path.join(dir, 'audit.jsonl') };
 }
 

@@ -1,8 +1,9 @@
 /**
- * Full protocol pass-through through the built binary: the host, declaring sampling, elicitation
- * and roots, uses everything server-everything offers through the gateway as if it were connected
- * directly. The same routing runs in-process, with the requests servers make of the host, in
- * test/inprocess/passThrough.test.ts.
+ * Full protocol pass-through, served in-process (test/inprocess/served.ts: the same
+ * `startServing` as `mcp-warden --config FILE`, with the real server-everything as a process):
+ * the host, declaring sampling, elicitation and roots, uses everything server-everything offers
+ * through the gateway as if it were connected directly. The same routing over in-memory
+ * upstreams, with the requests servers make of the host, is in test/inprocess/passThrough.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
@@ -13,8 +14,6 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
-  connectHost,
-  keepListings,
   FAST_GATEWAY,
   fixture,
   NODE,
@@ -23,7 +22,9 @@ import {
   writeConfig,
   type HostSession,
   textOf,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { keepServedListings } from './servedListings.js';
 
 describe('pass-through to server-everything', () => {
   let host: HostSession;
@@ -35,8 +36,8 @@ describe('pass-through to server-everything', () => {
       servers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
     // What the initialize answer declares is what the server declared, however slow its start.
-    await keepListings(config);
-    host = await connectHost(config, {
+    await keepServedListings(config);
+    host = await connectServed(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
       beforeConnect: (client) => {
         client.setRequestHandler(CreateMessageRequestSchema, (request) => {
@@ -56,6 +57,10 @@ describe('pass-through to server-everything', () => {
         }));
       },
     });
+    // In-process the gateway is ready at once, and on a loaded machine server-everything can
+    // still be starting when the start-up window closes: these scenarios are about the server
+    // once connected.
+    await host.waitForStderr('[everything]: connected', 25_000);
   });
   afterAll(async () => {
     await host?.close();
@@ -113,7 +118,7 @@ describe('cancellation from the host', () => {
       { gateway: FAST_GATEWAY, servers: { up: fixture(['--record', record]) } },
       dir,
     );
-    const host = await connectHost(config);
+    const host = await connectServed(config);
     await host.client.listTools();
     const controller = new AbortController();
     const call = host.client.callTool({ name: 'up__hang', arguments: {} }, undefined, {
@@ -140,7 +145,7 @@ describe('without the capability', () => {
       gateway: FAST_GATEWAY,
       servers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
-    const host = await connectHost(config);
+    const host = await connectServed(config);
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     // server-everything offers the sampling tool only to clients that can sample.
     expect(names).not.toContain('everything__trigger-sampling-request');

@@ -1,15 +1,25 @@
 /**
- * The stateless revision (2026-07-28) on the HTTP listener, through the built gateway: a POST
- * with the per-request envelope and no session is answered at once, as stdio answers a modern
- * host, and the `Mcp-Method` / `Mcp-Name` headers must agree with the body.
+ * The stateless revision (2026-07-28) on the HTTP listener, served in-process
+ * (test/inprocess/served.ts: the same `startServing` as `mcp-warden --config FILE --http`): a
+ * POST with the per-request envelope and no session is answered at once, as stdio answers a
+ * modern host, and the `Mcp-Method` / `Mcp-Name` headers must agree with the body.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type RpcAnswer } from '../fixtures/modernHost.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { FAST_GATEWAY, fixture, NODE, readAudit, ROOT, tempDir, writeConfig } from './harness.js';
-import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
-import { modernAcknowledgment, modernResult } from './modernWire.js';
+import {
+  FAST_GATEWAY,
+  fixture,
+  NODE,
+  readAudit,
+  ROOT,
+  tempDir,
+  writeConfig,
+} from '../integration/harness.js';
+import { postRpc } from '../integration/httpHarness.js';
+import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { modernAcknowledgment, modernResult } from '../integration/modernWire.js';
 import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
 
 type Json = Record<string, unknown>;
@@ -56,7 +66,7 @@ function sseReader(body: ReadableStream<Uint8Array>): { next(): Promise<Json> } 
 const textOf = (result: Json) => (result.content as { text: string }[])[0]!.text;
 
 describe('stateless requests on the HTTP listener', () => {
-  let gateway: HttpGateway;
+  let gateway: ServedHttp;
   const audit = path.join(tempDir(), 'audit.jsonl');
   const headers = (method: string, name?: string): Record<string, string> => ({
     'Mcp-Protocol-Version': MODERN,
@@ -65,7 +75,7 @@ describe('stateless requests on the HTTP listener', () => {
   });
 
   beforeAll(async () => {
-    gateway = await startHttpGateway(
+    gateway = await serveHttpInProcess(
       writeConfig({
         gateway: FAST_GATEWAY,
         audit: { file: audit },
@@ -390,7 +400,7 @@ describe('stateless requests on the HTTP listener', () => {
 });
 
 describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () => {
-  let gateway: HttpGateway;
+  let gateway: ServedHttp;
   const dir = tempDir();
   const audit = path.join(dir, 'audit.jsonl');
   const headers = { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'up__echo' };
@@ -407,7 +417,7 @@ describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () 
       path.join(dir, 'policy.yaml'),
       'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    gateway = await startHttpGateway(
+    gateway = await serveHttpInProcess(
       writeConfig(
         {
           gateway: FAST_GATEWAY,
@@ -464,7 +474,7 @@ describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () 
 });
 
 describe('arguments mirrored into Mcp-Param-* headers', () => {
-  let gateway: HttpGateway;
+  let gateway: ServedHttp;
   let upstream: Awaited<ReturnType<typeof startModernHttpFixture>>;
   const call = (id: number, args: Json) => ({
     jsonrpc: '2.0',
@@ -484,7 +494,7 @@ describe('arguments mirrored into Mcp-Param-* headers', () => {
     // The gateway serves the modern server's `query` tool as it was defined: its `region` and
     // `options.limit` arguments are marked for mirroring, so hosts send them as headers too.
     upstream = await startModernHttpFixture();
-    gateway = await startHttpGateway(
+    gateway = await serveHttpInProcess(
       writeConfig({
         gateway: FAST_GATEWAY,
         servers: { h: { url: `http://127.0.0.1:${upstream.port}/mcp` } },
@@ -546,9 +556,9 @@ describe('arguments mirrored into Mcp-Param-* headers', () => {
 
 describe('tasks of stateless requests on the HTTP listener', () => {
   const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-  let gateway: HttpGateway;
+  let gateway: ServedHttp;
   beforeAll(async () => {
-    gateway = await startHttpGateway(
+    gateway = await serveHttpInProcess(
       writeConfig({
         gateway: FAST_GATEWAY,
         servers: {
