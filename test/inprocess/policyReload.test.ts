@@ -2,7 +2,7 @@
  * Policy reload in-process: the real files and their watcher, the gateway and an echo upstream
  * over memory. A policy folder renamed away and replaced, and the rules an engine remembers per
  * tool replaced with the policy. The folder deleted and created again, and a file written in two
- * steps, go through the built binary in test/integration/policyReload.test.ts.
+ * steps, are served from the config file in test/inprocess/policyReloadServed.test.ts.
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

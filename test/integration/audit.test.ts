@@ -1,42 +1,27 @@
 /**
- * The audit trail through the built binary (issue 6): complete, redacted, tamper-evident, and
- * nothing lost however the gateway stops.
+ * The audit trail through the built binary, for what needs the gateway's own process: nothing
+ * lost however it stops (the host closing stdin at once, SIGTERM during calls), names nobody
+ * serves (raw JSON-RPC on its stdin), and tamper evidence (the `audit verify` and `summary`
+ * commands). What a call record says, redaction and an unwritable audit file run in-process in
+ * test/inprocess/audit.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   connectHost,
-  FAST_GATEWAY,
   fixture,
-  initialize,
-  killRawSessions,
   NODE,
   serverBin,
+  initialize,
+  killRawSessions,
   rawSession,
   runCli,
-  tempDir,
-  writeConfig,
   readAudit,
   type AuditRecord,
 } from './harness.js';
+import { setup } from './auditScenario.js';
 
 afterEach(() => killRawSessions());
-
-function setup(audit: object = {}, extra: object = {}) {
-  const dir = tempDir();
-  const file = path.join(dir, 'audit.jsonl');
-  const config = writeConfig(
-    {
-      gateway: { ...FAST_GATEWAY, log: { level: 'info', file: './gateway.log' } },
-      audit: { file: './audit.jsonl', ...audit },
-      servers: { up: fixture() },
-      ...extra,
-    },
-    dir,
-  );
-  return { dir, file, config, diagnosticLog: path.join(dir, 'gateway.log') };
-}
 
 const call = (id: number, name: string, args: object) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
@@ -109,44 +94,6 @@ describe('nothing lost', () => {
     expect(calls.find((c) => c.tool === 'up__echo')?.outcome).toBe('ok');
     const stop = readAudit(file).at(-1)!;
     expect(stop).toMatchObject({ type: 'gateway_stop', reason: 'SIGTERM' });
-  });
-});
-
-describe('what a call record says', () => {
-  it('who, what, decision, outcome, duration, repairs and size', async () => {
-    const { file, config, dir } = setup({}, { policies: ['policy.yaml'] });
-    writeFileSync(
-      path.join(dir, 'policy.yaml'),
-      'rules:\n  - id: no-crash\n    match: { tool: crash }\n    action: deny\n    reason: No crashing.\n',
-    );
-    const host = await connectHost(config);
-    await host.client.callTool({ name: 'up__echo', arguments: { text: 'hello' } });
-    await host.client.callTool({ name: 'up__crash', arguments: {} });
-    await host.client.callTool({ name: 'up__fail', arguments: {} });
-    await host.close();
-
-    const calls = readAudit(file).filter((r) => r.type === 'call');
-    expect(calls[0]).toMatchObject({
-      client: { name: 'warden-test-host', version: '1.0.0' },
-      tool: 'up__echo',
-      server: 'up',
-      upstreamTool: 'echo',
-      args: { text: 'hello' },
-      decision: { effect: 'allow', rule: null },
-      outcome: 'ok',
-      repairs: [],
-      resultBytes: expect.any(Number),
-      session: expect.any(String),
-      ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-    });
-    expect(calls[0]!.ms).toBeGreaterThan(0);
-    expect(calls[1]).toMatchObject({
-      tool: 'up__crash',
-      decision: { effect: 'deny', rule: 'no-crash' },
-      outcome: 'denied',
-    });
-    expect(calls[2]).toMatchObject({ tool: 'up__fail', outcome: 'tool_error' });
-    expect(readAudit(file).some((r) => r.type === 'policy_load' && r.rules === 1)).toBe(true);
   });
 });
 
@@ -247,82 +194,6 @@ describe('names nobody serves', () => {
   });
 });
 
-describe('redaction', () => {
-  it('seeded secrets appear nowhere in the audit or the diagnostic log', async () => {
-    const { file, config, diagnosticLog } = setup({ logResults: true });
-    const secrets = {
-      apiKey: 'sk-live-4f8Qw2LmZx9Vb7Nc3Rt6Yp1K',
-      password: 'correct horse battery staple',
-      jwt: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ3YXJkZW4ifQ.c2lnbmF0dXJlLXdhcmRlbi10ZXN0',
-      github: 'ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123',
-    };
-    const host = await connectHost(config);
-    await host.client.callTool({
-      name: 'up__echo',
-      arguments: { text: `deploy with ${secrets.github}`, auth: { password: secrets.password } },
-    });
-    await host.client.callTool({
-      name: 'up__echo_structured',
-      arguments: { data: { user: 'ada', session: { token: secrets.jwt }, note: `key ${secrets.apiKey}` } },
-    });
-    // Servers log secrets too; their stderr goes to the diagnostic log.
-    await host.client.callTool({
-      name: 'up__say_stderr',
-      arguments: { text: `Authorization: Bearer ${secrets.jwt}` },
-    });
-    await host.close();
-
-    const audit = readFileSync(file, 'utf8');
-    const diagnostic = readFileSync(diagnosticLog, 'utf8') + host.stderr();
-    for (const secret of Object.values(secrets)) {
-      expect(audit).not.toContain(secret);
-      expect(diagnostic).not.toContain(secret);
-    }
-    // The records are still useful: what is not secret stays.
-    expect(audit).toContain('deploy with');
-    expect(audit).toContain('"user":"ada"');
-    expect(diagnostic).toContain('[up]: stderr: Authorization: Bearer');
-  });
-
-  it('a secret in YAML text as a block scalar, on the next line, behind a tag or an anchor, under a complex key or with an escaped quote is redacted', async () => {
-    const { file, config } = setup({ logResults: true });
-    const secrets = [
-      'Zq7wX9vK2mP4-block',
-      'Zq7wX9vK2mP4-folded',
-      'Zq7wX9vK2mP4-below',
-      'Zq7wX9vK2mP4-tag',
-      'Zq7wX9vK2mP4-anchor',
-      'Zq7wX9vK2mP4-complex',
-      'Zq7wX9vK2mP4-escaped',
-    ];
-    const yaml = [
-      'db:',
-      '  host: db.internal',
-      '  password: |',
-      `    ${secrets[0]}`,
-      '  api_token: >-',
-      `    ${secrets[1]}`,
-      '  secret:',
-      `    ${secrets[2]}`,
-      `  passphrase: !!str ${secrets[3]}`,
-      `  client_secret: &shared ${secrets[4]}`,
-      '  ? password',
-      `  : ${secrets[5]}`,
-      `  token: "ab\\"${secrets[6]}"`,
-      '  port: 5432',
-      '',
-    ].join('\n');
-    const host = await connectHost(config);
-    await host.client.callTool({ name: 'up__echo', arguments: { text: yaml } });
-    await host.close();
-
-    const audit = readFileSync(file, 'utf8');
-    for (const secret of secrets) expect(audit).not.toContain(secret);
-    expect(audit).toContain('host: db.internal');
-    expect(audit).toContain('port: 5432');
-  });
-});
-
 describe('tamper evidence', () => {
   async function makeLog() {
     const { file, config } = setup();
@@ -332,13 +203,6 @@ describe('tamper evidence', () => {
     await host.close();
     return file;
   }
-
-  it('verify accepts an intact log', async () => {
-    const file = await makeLog();
-    const { code, stdout } = await runCli(['audit', 'verify', file]);
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/ok|intact|verified/i);
-  });
 
   it.each([
     ['an edited record', (lines: string[]) => lines.map((l, i) => (i === 6 ? l.replace('"n1"', '"n9"') : l))],
@@ -355,6 +219,13 @@ describe('tamper evidence', () => {
     expect(stdout).toContain(`${file}:7`);
   });
 
+  it('verify accepts an intact log', async () => {
+    const file = await makeLog();
+    const { code, stdout } = await runCli(['audit', 'verify', file]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/ok|intact|verified/i);
+  });
+
   it('rotation keeps the chain across files', async () => {
     const { file, config, dir } = setup({ maxSize: '1KiB', maxFiles: 40 });
     const host = await connectHost(config);
@@ -368,49 +239,5 @@ describe('tamper evidence', () => {
     const summary = await runCli(['audit', 'summary', file]);
     expect(summary.code).toBe(0);
     expect(summary.stdout).toMatch(/up__echo\s+up\s+12\b/);
-  });
-});
-
-describe('an audit file that cannot be written', () => {
-  it('block: calls are refused with a clear error, and never run', async () => {
-    const dir = tempDir();
-    mkdirSync(path.join(dir, 'audit.jsonl')); // a directory where the file should be
-    const recorded = path.join(dir, 'record.jsonl');
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        audit: { file: './audit.jsonl', onFailure: 'block' },
-        servers: { up: fixture(['--record', recorded]) },
-      },
-      dir,
-    );
-    const host = await connectHost(config);
-    await host.client.listTools(); // the upstream is up, so only the audit stage can stop the call
-    const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
-    expect(result.isError).toBe(true);
-    expect((result.content as { text: string }[])[0]!.text).toContain('Calls are refused: the audit log');
-    expect(host.stderr()).toContain('AUDIT: Calls are refused');
-    expect(readFileSync(recorded, 'utf8')).not.toContain('tools/call');
-    await host.close();
-  });
-
-  it('continue: calls are served and the gateway warns loudly', async () => {
-    const dir = tempDir();
-    mkdirSync(path.join(dir, 'audit.jsonl'));
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        audit: { file: './audit.jsonl', onFailure: 'continue' },
-        servers: { up: fixture() },
-      },
-      dir,
-    );
-    const host = await connectHost(config);
-    const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'served' } });
-    expect((result.content as { text: string }[])[0]!.text).toBe('served');
-    expect(host.stderr()).toMatch(
-      /AUDIT: The audit log ".*audit\.jsonl" cannot be written .*calls continue unaudited/,
-    );
-    await host.close();
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The gateway as a process: shutdown leaves no children behind, stdout carries JSON-RPC only,
- * ids come back exactly as sent, and children get only the environment they were given.
+ * and ids come back exactly as sent. What environment its children get runs in-process in
+ * test/inprocess/lifecycle.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
-  connectHost,
   FAST_GATEWAY,
   FIXTURE,
   fixture,
@@ -225,29 +225,6 @@ describe('stdout', () => {
     expect(line).toContain('big id');
     s.child.stdin.end();
     await s.exited;
-  });
-});
-
-describe('child environment', () => {
-  it('gets the minimal default environment plus its configured env, never the gateway’s secrets', async () => {
-    const config = writeConfig({
-      gateway: FAST_GATEWAY,
-      servers: {
-        up: fixture([], { env: { GIVEN: '${WARDEN_TEST_VALUE}', DEFAULTED: '${WARDEN_UNSET:-fallback}' } }),
-      },
-    });
-    const host = await connectHost(config, {
-      env: { WARDEN_TEST_VALUE: 'from-config', GATEWAY_SECRET: 's3cret' },
-    });
-    const read = async (name: string) => {
-      const r = await host.client.callTool({ name: 'up__env', arguments: { name } });
-      return (r.content as { text: string }[])[0]!.text;
-    };
-    expect(await read('GIVEN')).toBe('from-config');
-    expect(await read('DEFAULTED')).toBe('fallback');
-    expect(await read('GATEWAY_SECRET')).toBe('<unset>');
-    expect(await read('PATH')).toBe(process.env.PATH);
-    await host.close();
   });
 });
 

@@ -1,14 +1,19 @@
 /**
- * A sandboxed server's grants follow edits while serving, through the built binary: its own
- * `sandbox:`, the gateway's default, and (for `sandbox: auto`) the policy its grants derive
- * from. The server restarts with the new grants; the probe server shows what it may write.
+ * A sandboxed server's grants follow edits while serving, served in-process (`startServing` on
+ * the config file and its watcher): its own `sandbox:`, the gateway's default, and (for
+ * `sandbox: auto`) the policy its grants derive from. The server restarts with the new grants;
+ * the probe server shows what it may write.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectHost, FAST_GATEWAY, NODE, tempDir, textOf, type HostSession } from './harness.js';
+import { FAST_GATEWAY, NODE, tempDir, textOf, type HostSession } from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+loadServingModulesFirst();
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sandbox-probe.mjs');
 const installed = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
@@ -46,7 +51,7 @@ describe.skipIf(!canSandbox)('sandbox grants changed while serving', () => {
         servers: { boxed: { command: NODE, args: [PROBE] } },
       });
     writeFileSync(file, config([work]));
-    host = await connectHost(file);
+    host = await connectServed(file);
     await connected(1);
     expect(await write(path.join(work, 'a'))).toMatch(/^ok/);
     expect(await write(path.join(more, 'b'))).toMatch(/^refused: E/);
@@ -70,7 +75,7 @@ describe.skipIf(!canSandbox)('sandbox grants changed while serving', () => {
         servers: { boxed: { command: NODE, args: [PROBE], sandbox: 'auto' } },
       }),
     );
-    host = await connectHost(file);
+    host = await connectServed(file);
     await connected(1);
     expect(await write(path.join(work, 'a'))).toMatch(/^ok/);
     expect(await write(path.join(more, 'b'))).toMatch(/^refused: E/);

@@ -1,12 +1,12 @@
 /**
- * `rateLimits:` through the built binary, with the SDK Client as host: calls beyond a bucket
- * are refused with a result that says when to try again, never reach the upstream, and the
- * audit trail holds one record for the burst, not one per refused call.
+ * `rateLimits:` served in-process (`startServing` on the config file, over stdio and with
+ * `--http`), with the SDK Client as host: calls beyond a bucket are refused with a result that
+ * says when to try again, never reach the upstream, and the audit trail holds one record for
+ * the burst, not one per refused call.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   readAudit,
@@ -14,9 +14,13 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
-import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+} from '../integration/harness.js';
+import { connectHttpHost, postRpc } from '../integration/httpHarness.js';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
+import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -36,7 +40,7 @@ describe('rate limits', () => {
       },
       dir,
     );
-    host = await connectHost(config);
+    host = await connectServed(config);
     const results = [];
     for (let i = 0; i < 5; i++)
       results.push(await host.client.callTool({ name: 'up__echo', arguments: { text: `n${i}` } }));
@@ -67,7 +71,7 @@ describe('rate limits', () => {
 });
 
 describe('rate limits on the HTTP listener', () => {
-  let gateway: HttpGateway | undefined;
+  let gateway: ServedHttp | undefined;
   afterEach(async () => {
     await gateway?.stop();
     gateway = undefined;
@@ -75,7 +79,7 @@ describe('rate limits on the HTTP listener', () => {
 
   /** A gateway whose echo tool takes one call an hour. */
   const startLimitedGateway = () =>
-    startHttpGateway(
+    serveHttpInProcess(
       writeConfig({
         gateway: FAST_GATEWAY,
         rateLimits: [{ tool: 'echo', rate: '1/hour' }],

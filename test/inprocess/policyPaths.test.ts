@@ -1,14 +1,14 @@
 /**
- * The shipped locked-down-org.yaml in front of the real filesystem server, through the built
- * binary with the SDK Client as host: no spelling of a path, no list of paths, no symlink and
- * no listing from above gets anything out of the credential folders, and each refusal names
- * its rule. HOME is a temp folder holding the credentials, shared by the gateway and the server.
+ * The shipped locked-down-org.yaml in front of the real filesystem server, served in-process
+ * (`startServing` on the config file) with the SDK Client as host: no spelling of a path, no
+ * list of paths, no symlink and no listing from above gets anything out of the credential
+ * folders, and each refusal names its rule. HOME is a temp folder holding the credentials,
+ * shared by the gateway (set in this process while it serves) and the server.
  */
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   FAST_GATEWAY,
   NODE,
   ROOT,
@@ -17,7 +17,11 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+loadServingModulesFirst();
 
 const KEY = 'PRIVATE-KEY-MATERIAL';
 const AWS = 'AWS-SECRET-ACCESS-KEY';
@@ -44,7 +48,7 @@ describe('locked-down-org.yaml with the real filesystem server', () => {
       },
       dir,
     );
-    host = await connectHost(config, { env: { HOME: home } });
+    host = await connectServed(config, { env: { HOME: home } });
   });
   afterAll(async () => {
     await host?.close();

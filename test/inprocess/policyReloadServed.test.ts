@@ -1,23 +1,26 @@
 /**
- * Policy reload under the file operations that broke it, through the built binary: the policy
- * folder deleted and created again, and a file written in two steps whose first half is itself a
- * valid policy. The folder renamed away and replaced, and the rules remembered per tool, are
- * covered in-process (test/inprocess/policyReload.test.ts).
+ * Policy reload under the file operations that broke it, served in-process (`startServing` on
+ * the config file and its watchers): the policy folder deleted and created again, and a file
+ * written in two steps whose first half is itself a valid policy. The folder renamed away and
+ * replaced, and the rules remembered per tool, are in test/inprocess/policyReload.test.ts.
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
-import { ALLOW_ALL, NO_ECHO, version } from './policyTexts.js';
+} from '../integration/harness.js';
+import { ALLOW_ALL, NO_ECHO, version } from '../integration/policyTexts.js';
+import { connectServed } from './served.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -56,7 +59,7 @@ function setup(policy: string) {
 describe('the policy folder replaced', () => {
   it('deleted and created again with a stricter policy: the next call is denied', async () => {
     const { policies, policyFile, config, echoes } = setup(ALLOW_ALL);
-    host = await connectHost(config);
+    host = await connectServed(config);
     expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'before' } }))).toBe(
       'before',
     );
@@ -78,7 +81,7 @@ describe('the policy folder replaced', () => {
 describe('a policy file written in two steps', () => {
   it('the first half, although a valid policy, is never in force', async () => {
     const { policyFile, config, policyLoads } = setup(ALLOW_ALL);
-    host = await connectHost(config);
+    host = await connectServed(config);
     // Between the two writes, a call through the gateway: its event loop has turned since the
     // first half was written (a gateway reading on the first event would read that half), and
     // the call must still be decided by the policy in force before. The exact timing against

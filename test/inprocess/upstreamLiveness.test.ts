@@ -1,20 +1,24 @@
 /**
  * An upstream that stops talking is seen at once, and one that talks too much is not obeyed
- * notification by notification: through the built binary, with the SDK Client as host.
+ * notification by notification: served in-process (`startServing` on the config file, real
+ * fixture upstreams), with the SDK Client as host.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -29,7 +33,7 @@ describe('upstream liveness', () => {
       gateway: { ...FAST_GATEWAY, timeout: '2m' },
       servers: { up: fixture(['--tools', 'basic,odd']) },
     });
-    host = await connectHost(config);
+    host = await connectServed(config);
     expect(textOf(await host.client.callTool({ name: 'up__close_stdout', arguments: {} }))).toBe(
       'closing stdout',
     );
@@ -53,7 +57,7 @@ describe('upstream liveness', () => {
       dir,
     );
     let told = 0;
-    host = await connectHost(config, {
+    host = await connectServed(config, {
       beforeConnect: (client) =>
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => void told++),
     });
@@ -77,7 +81,7 @@ describe('upstream liveness', () => {
       gateway: { ...FAST_GATEWAY, timeout: '3s', maxMessageSize: '1MiB' },
       servers: { up: fixture(['--tools', 'basic,odd']) },
     });
-    host = await connectHost(config);
+    host = await connectServed(config);
     expect(textOf(await host.client.callTool({ name: 'up__stop_reading', arguments: {} }))).toBe(
       'not reading',
     );
