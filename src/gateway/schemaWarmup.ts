@@ -24,16 +24,22 @@ const QUIET_MS = 200;
  * tools most hosts never call. Past it, a schema is compiled at its tool's first call.
  */
 const MAX_COMPILED_AHEAD = 100;
-/** Tools waiting at most; the rest are dropped (and compiled at their first call, if ever). */
+/**
+ * Tools of one listing made ready ahead: the first ones listed, those a host is likely to call
+ * first. The rest are made ready at their first call; a simple schema's check takes microseconds
+ * to build then.
+ */
+const MAX_TOOLS_AHEAD = 200;
+/** Steps waiting at most (listings, tools); the rest are dropped, and done at a first call. */
 const MAX_QUEUED = 2_000;
 
 /**
- * Gets the validators of listed tools ready ahead of their first call. Most input schemas need
- * no ajv at all (lib/schema/simpleSchema.ts checks them); the others, and output schemas, are
- * compiled here, once the host has been answered and has gone quiet, in short slices, so that
- * neither start-up nor the host's first requests wait for ajv to load. The validators are the
- * ones the stages use, shared across every settings in force, so what is compiled here is what a
- * call looks up.
+ * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
+ * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
+ * the others are compiled here once the host has been answered and has gone quiet, in short
+ * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
+ * validators are the ones the stages use, shared across every settings in force, so what is
+ * compiled here is what a call looks up.
  */
 export function createSchemaWarmup(
   config: WardenConfig,
@@ -101,14 +107,17 @@ export function createSchemaWarmup(
       const tools = upstream.tools;
       if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
       waiting.push(() => {
-        for (const tool of tools) {
+        for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
           if (validated) {
             const schema = tool.inputSchema;
             work.add(() => {
               if (!deps.input.checkedWithoutAjv(schema)) compileAhead(() => deps.input.prepare(schema));
             });
           }
-          if (tool.outputSchema !== undefined) work.add(() => compileAhead(() => deps.output.prepare(tool)));
+          if (tool.outputSchema !== undefined)
+            work.add(() => {
+              if (!deps.output.checkedWithoutAjv(tool)) compileAhead(() => deps.output.prepare(tool));
+            });
         }
         work.add(() =>
           deps.logger.debug(
