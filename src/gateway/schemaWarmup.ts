@@ -12,16 +12,33 @@ import { AJV_LOAD_STEPS } from '../lib/schema/dialectAjv.js';
  * one tool schema compiles in about a millisecond.
  */
 const SLICE_MS = 4;
-const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';
-/** More tools than any catalogue has; beyond it a schema is compiled at its first call. */
-const MAX_QUEUED = 10_000;
+/**
+ * How long the host must have been sent nothing before the work starts. A host that has just
+ * been answered usually asks again at once (it lists, then calls); loading ajv (tens of
+ * milliseconds in one piece) must not land in that burst, nor in the gateway's start-up.
+ */
+const QUIET_MS = 200;
+/**
+ * Validators compiled ahead, over the life of the gateway. Each holds generated code (a few
+ * kilobytes); a catalogue of thousands of tools would otherwise double the gateway's memory for
+ * tools most hosts never call. Past it, a schema is compiled at its tool's first call.
+ */
+const MAX_COMPILED_AHEAD = 100;
+/**
+ * Tools of one listing made ready ahead: the first ones listed, those a host is likely to call
+ * first. The rest are made ready at their first call; a simple schema's check takes microseconds
+ * to build then.
+ */
+const MAX_TOOLS_AHEAD = 200;
+/** Steps waiting at most (listings, tools); the rest are dropped, and done at a first call. */
+const MAX_QUEUED = 2_000;
 
 /**
- * Compiles the validators of listed tools ahead of their first call. Loading ajv and compiling a
- * dialect's meta-schema made the first call of a gateway process take hundreds of milliseconds
- * (measured in bench/firstCall.mjs), and each new tool's first call a few more; done here, in
- * short slices while the gateway is idle, a call finds its tool's validators already compiled.
- * The validators are the ones the stages use, shared across every settings in force, so what is
+ * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
+ * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
+ * the others are compiled here once the host has been answered and has gone quiet, in short
+ * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
+ * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
  */
 export function createSchemaWarmup(
@@ -34,44 +51,81 @@ export function createSchemaWarmup(
     readonly logger: Logger;
   },
 ): Feature {
+  /** Listed tools' steps, held until the host is quiet. */
+  const waiting: (() => void)[] = [];
   const work = new IdleWork({ sliceMs: SLICE_MS, maxQueued: MAX_QUEUED });
-  let loaded = false;
-  const load = (): void => {
-    if (loaded) return;
-    loaded = true;
-    for (const step of AJV_LOAD_STEPS) work.add(step);
-    // Each validator builds a dialect's meta-schema at its first schema of that dialect, the
-    // largest part of a first compile: the default dialect's, and draft-07's, which schemas
-    // generated from zod declare.
-    for (const $schema of [undefined, DRAFT_07]) {
-      const schema = $schema === undefined ? {} : { $schema };
-      work.add(() => deps.input.prepare(schema));
-      work.add(() => deps.output.prepare({ outputSchema: schema }));
+  let compiledAhead = 0;
+  let ajvLoaded = false;
+  /** When the host was last written to; 0: never yet. */
+  let lastWrite = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  const compileAhead = (compile: () => void): void => {
+    if (compiledAhead >= MAX_COMPILED_AHEAD) return;
+    if (!ajvLoaded) {
+      ajvLoaded = true;
+      // Loading ajv is most of a first compile: in steps of its own, so each is one slice.
+      for (const step of AJV_LOAD_STEPS) work.add(step);
+      work.add(() => compileAhead(compile));
+      return;
     }
+    compile();
+    compiledAhead++;
   };
-  // A server started with the gateway takes hundreds of milliseconds to answer its handshake,
-  // time in which the gateway waits: loading ajv then costs the host nothing. A gateway of lazy
-  // servers answers the host at once instead, and loads ajv when a server is started.
-  if (config.servers.some((s) => !s.disabled && s.start !== 'lazy' && s.validateArguments)) load();
+
+  const whenQuiet = (): void => {
+    timer = undefined;
+    const quietFor = performance.now() - lastWrite;
+    if (quietFor < QUIET_MS) {
+      timer = setTimeout(whenQuiet, QUIET_MS - quietFor).unref();
+      return;
+    }
+    for (const step of waiting.splice(0)) work.add(step);
+  };
+  const schedule = (): void => {
+    if (timer === undefined && lastWrite !== 0 && waiting.length > 0)
+      timer = setTimeout(whenQuiet, QUIET_MS).unref();
+  };
+
   return {
+    beforeHostWrite: () => {
+      const first = lastWrite === 0;
+      lastWrite = performance.now();
+      if (first) schedule();
+    },
+    // A connection that is not a byte stream (HTTP) has no write hook: its quiet starts here.
+    started: () => {
+      if (lastWrite === 0) lastWrite = performance.now();
+      schedule();
+    },
     onListsChanged: (upstream, kinds) => {
       // A sleeping server's tools are listed from its last listing; their first call starts it,
-      // and its schemas are compiled once it is running and lists them.
+      // and its schemas are made ready once it is running and lists them.
       if (!kinds.includes('tools') || upstream.state === 'asleep') return;
       const validated =
         deps.servers.get(upstream.name)?.validateArguments ?? config.gateway.validateArguments;
       const tools = upstream.tools;
-      if (tools.length === 0) return;
-      load();
-      for (const tool of tools) {
-        if (validated) work.add(() => deps.input.prepare(tool.inputSchema));
-        if (tool.outputSchema !== undefined) work.add(() => deps.output.prepare(tool));
-      }
-      work.add(() =>
-        deps.logger.debug(
-          `the schemas of server "${upstream.name}"'s ${plural(tools.length, 'tool')} are compiled, ahead of their first call`,
-        ),
-      );
+      if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
+      waiting.push(() => {
+        for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
+          if (validated) {
+            const schema = tool.inputSchema;
+            work.add(() => {
+              if (!deps.input.checkedWithoutAjv(schema)) compileAhead(() => deps.input.prepare(schema));
+            });
+          }
+          if (tool.outputSchema !== undefined)
+            work.add(() => {
+              if (!deps.output.checkedWithoutAjv(tool)) compileAhead(() => deps.output.prepare(tool));
+            });
+        }
+        work.add(() =>
+          deps.logger.debug(
+            `the schemas of server "${upstream.name}"'s ${plural(tools.length, 'tool')} are ready, ahead of their first call`,
+          ),
+        );
+      });
+      schedule();
     },
   };
 }

@@ -42,11 +42,11 @@ async function start(server: Record<string, unknown> = {}, gateway: Record<strin
 }
 
 describe('arguments validated against the tool’s inputSchema', () => {
-  it('compiles the listed tools’ schemas while idle, ahead of their first call, and checks with them', async () => {
+  it('gets the listed tools’ schemas ready once the host is quiet, ahead of their first call, and checks with them', async () => {
     const { host } = await start({}, { log: { level: 'debug' } });
     const { tools } = await host.client.listTools();
     await host.waitForStderr(
-      `the schemas of server "everything"'s ${tools.length} tools are compiled, ahead of their first call`,
+      `the schemas of server "everything"'s ${tools.length} tools are ready, ahead of their first call`,
     );
     const refused = await host.client.callTool({ name: 'everything__get-sum', arguments: { a: 1, b: 'x' } });
     expect(textOf(refused)).toContain('/b must be number (got string "x")');

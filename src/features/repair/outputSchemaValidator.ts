@@ -33,9 +33,16 @@ export interface OutputValidator {
 
 /** A validator that can also compile a tool's schema ahead of its first result. */
 export interface PreparedOutputValidator extends OutputValidator {
+  /**
+   * Whether results matching `tool.outputSchema` are recognised without ajv (true without a
+   * schema); the check is built now and cached. Never throws.
+   */
+  checkedWithoutAjv(tool: { outputSchema?: unknown }): boolean;
   /** Compiles `tool.outputSchema` now (a no-op without one); never throws. */
   prepare(tool: { outputSchema?: unknown }): void;
 }
+
+const VALID: SchemaVerdict = Object.freeze({ kind: 'valid' });
 
 export function createOutputValidator(
   options: { limits?: Partial<OutputValidatorLimits> } = {},
@@ -55,6 +62,9 @@ export function createOutputValidator(
       if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
         return { kind: 'unverifiable', reason: 'the outputSchema is not a JSON Schema object' };
       }
+      // As for arguments: a simple schema vouches for a matching result without ajv, so a
+      // gateway whose schemas are all simple never loads it (lib/schema/simpleSchema.ts).
+      if (compiler.simple(schema as Record<string, unknown>)?.(data) === true) return VALID;
       const compiled = compiler.compiled(schema as Record<string, unknown>);
       if (compiled.kind === 'unverifiable') return compiled;
       compiler.beginValidation();
@@ -67,13 +77,19 @@ export function createOutputValidator(
     }
   }
 
+  function checkedWithoutAjv(tool: { outputSchema?: unknown }): boolean {
+    const schema = tool.outputSchema;
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return true;
+    return compiler.simple(schema as Record<string, unknown>) !== undefined;
+  }
+
   function prepare(tool: { outputSchema?: unknown }): void {
     const schema = tool.outputSchema;
     if (typeof schema === 'object' && schema !== null && !Array.isArray(schema))
       compiler.compiled(schema as Record<string, unknown>);
   }
 
-  return { check, prepare, stats: compiler.stats };
+  return { check, checkedWithoutAjv, prepare, stats: compiler.stats };
 }
 
 function errorMessage(errors: ErrorObject[] | null | undefined): string {

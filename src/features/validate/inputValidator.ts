@@ -25,8 +25,13 @@ export type ArgumentsVerdict =
   | { readonly kind: 'unverifiable'; readonly reason: string };
 
 export interface InputValidator {
-  /** Never throws. A valid call costs one cache lookup and one compiled-validator call. */
+  /** Never throws. A valid call costs one cache lookup and one check. */
   check(inputSchema: unknown, args: Record<string, unknown>): ArgumentsVerdict;
+  /**
+   * Whether valid arguments for this schema are recognised without ajv (simpleSchema.ts); the
+   * check is built now and cached, so asking is also getting it ready. Never throws.
+   */
+  checkedWithoutAjv(inputSchema: unknown): boolean;
   /**
    * Compiles a tool's schema now, ahead of its first call, so that call only looks it up (the
    * same schema object is then found in the cache). Never throws.
@@ -51,7 +56,11 @@ export function createInputValidator(
     if (typeof inputSchema !== 'object' || inputSchema === null || Array.isArray(inputSchema)) {
       return { kind: 'unverifiable', reason: 'the inputSchema is not a JSON Schema object' };
     }
-    const compiled = compiler.compiled(inputSchema as Record<string, unknown>);
+    const schema = inputSchema as Record<string, unknown>;
+    // Most tools' arguments are checked without ajv, so no call waits for it to load or compile
+    // (see simpleSchema.ts); ajv takes what that check cannot vouch for, and words the problem.
+    if (compiler.simple(schema)?.(args) === true) return VALID;
+    const compiled = compiler.compiled(schema);
     if (compiled.kind === 'unverifiable') return compiled;
     const { validate } = compiled;
     try {
@@ -65,12 +74,19 @@ export function createInputValidator(
     return { kind: 'invalid', problem: describeFirstError(validate.errors, args) };
   }
 
-  function prepare(inputSchema: unknown): void {
-    if (typeof inputSchema === 'object' && inputSchema !== null && !Array.isArray(inputSchema))
-      compiler.compiled(inputSchema as Record<string, unknown>);
+  function isObjectSchema(inputSchema: unknown): inputSchema is Record<string, unknown> {
+    return typeof inputSchema === 'object' && inputSchema !== null && !Array.isArray(inputSchema);
   }
 
-  return { check, prepare, stats: compiler.stats };
+  function checkedWithoutAjv(inputSchema: unknown): boolean {
+    return isObjectSchema(inputSchema) && compiler.simple(inputSchema) !== undefined;
+  }
+
+  function prepare(inputSchema: unknown): void {
+    if (isObjectSchema(inputSchema)) compiler.compiled(inputSchema);
+  }
+
+  return { check, checkedWithoutAjv, prepare, stats: compiler.stats };
 }
 
 /** `/a must be number (got string "1000")`: where, what, and what was sent. */

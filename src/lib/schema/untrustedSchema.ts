@@ -13,6 +13,7 @@ import type { Ajv, Options, ValidateFunction } from 'ajv';
 import { createDialectAjv, type Dialect } from './dialectAjv.js';
 import { findSchemaBoundProblem } from './schemaBounds.js';
 import { createGuardedRegExpEngine, UnsafePatternError, type PatternWorkMeter } from './safeRegExp.js';
+import { buildSimpleCheck, type SimpleCheck } from './simpleSchema.js';
 
 export interface UntrustedSchemaLimits {
   /** Approximate JSON size of one schema. */
@@ -62,6 +63,12 @@ export interface UntrustedSchemaCompiler {
    */
   compiled(schema: Record<string, unknown>): CompiledSchema;
   /**
+   * A check that vouches for data without ajv, when the schema is simple enough
+   * (simpleSchema.ts); undefined when it is not. Its `false` means "ask `compiled`". Cached like
+   * `compiled`. Never throws.
+   */
+  simple(schema: Record<string, unknown>): SimpleCheck | undefined;
+  /**
    * Refills the work allowance all patterns share during one validation (see safeRegExp.ts).
    * Call it before each validation: setting one number, no allocation.
    */
@@ -97,6 +104,9 @@ const COMPILES_PER_INSTANCE = 500;
  */
 const PATTERN_WORK_PER_VALIDATION = 50_000_000;
 
+/** Cached for a schema that has no simple check, so it is not looked at again. */
+const NOT_SIMPLE = Symbol('not simple');
+
 /** Keep messages readable: an ajv message quotes schema values, which the upstream controls. */
 const MAX_MESSAGE_LENGTH = 300;
 
@@ -108,6 +118,8 @@ export function createUntrustedSchemaCompiler(
   const maxCached = options.maxCached ?? 2000;
   let cache = new WeakMap<object, CompiledSchema>();
   let cached = 0;
+  let simpleCache = new WeakMap<object, SimpleCheck | typeof NOT_SIMPLE>();
+  let simpleCached = 0;
   const instances = new Map<Dialect, { ajv: Ajv; compiles: number }>();
   const stats = { compiled: 0, ajvInstances: 0 };
   const patternWork: PatternWorkMeter = { remaining: PATTERN_WORK_PER_VALIDATION };
@@ -135,7 +147,32 @@ export function createUntrustedSchemaCompiler(
     return compileIn(instanceFor(dialect), body, what);
   }
 
+  function simpleOf(schema: Record<string, unknown>): SimpleCheck | undefined {
+    // What ajv would refuse to compile is unverifiable, not valid: such schemas get no check.
+    if (findSchemaBoundProblem(schema, limits) !== null) return undefined;
+    if (typeof dialectOf(schema.$schema, what) !== 'string') return undefined;
+    const { $schema: _dialect, $id: _id, ...body } = schema;
+    return buildSimpleCheck(body);
+  }
+
   return {
+    simple(schema) {
+      const known = simpleCache.get(schema);
+      if (known !== undefined) return known === NOT_SIMPLE ? undefined : known;
+      let check: SimpleCheck | undefined;
+      try {
+        check = simpleOf(schema);
+      } catch {
+        check = undefined;
+      }
+      if (simpleCached >= maxCached) {
+        simpleCache = new WeakMap();
+        simpleCached = 0;
+      }
+      simpleCache.set(schema, check ?? NOT_SIMPLE);
+      simpleCached++;
+      return check;
+    },
     compiled(schema) {
       let result = cache.get(schema);
       if (result !== undefined) return result;

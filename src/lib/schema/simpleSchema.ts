@@ -1,0 +1,209 @@
+/**
+ * A check for the simplest tool schemas (typed properties, `required`, `enum`, bounds), built
+ * from the schema as a tree of small functions, without ajv. Loading ajv and compiling a schema
+ * is what made a gateway's first call of a tool slow; most tools' arguments are a flat object of
+ * strings and numbers, which this checks at once.
+ *
+ * It only ever vouches: `true` means ajv, with the options untrustedSchema.ts gives it, would
+ * accept the data too; `false` means "not sure", and the caller asks ajv, which also words the
+ * problem. A schema with any keyword outside the small set below, or a value ajv's meta-schema
+ * would refuse, gets no check at all (`undefined`), so there is nothing to keep in step with
+ * ajv beyond the meaning of these keywords.
+ */
+
+/** True: the data matches for certain; false: ask ajv. */
+export type SimpleCheck = (data: unknown) => boolean;
+
+/** Deeper or larger schemas are not "simple"; ajv takes them. */
+const MAX_DEPTH = 8;
+const MAX_KEYWORDS = 400;
+
+const TYPE_CHECKS: Readonly<Record<string, SimpleCheck>> = {
+  string: (d) => typeof d === 'string',
+  // JSON data has no NaN or Infinity, but ajv refuses them, so this does too.
+  number: (d) => typeof d === 'number' && Number.isFinite(d),
+  integer: (d) => Number.isInteger(d),
+  boolean: (d) => typeof d === 'boolean',
+  null: (d) => d === null,
+  object: isObject,
+  array: (d) => Array.isArray(d),
+};
+
+/** Keywords that say something about the schema, not the data, with the type the meta-schemas want. */
+const ANNOTATIONS: Readonly<Record<string, (value: unknown) => boolean>> = {
+  title: (v) => typeof v === 'string',
+  description: (v) => typeof v === 'string',
+  $comment: (v) => typeof v === 'string',
+  default: () => true,
+  examples: (v) => Array.isArray(v),
+  deprecated: (v) => typeof v === 'boolean',
+  readOnly: (v) => typeof v === 'boolean',
+  writeOnly: (v) => typeof v === 'boolean',
+};
+
+type NumberBound = 'minimum' | 'maximum' | 'exclusiveMinimum' | 'exclusiveMaximum';
+const COUNT_BOUNDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties'];
+
+/** The check for `schema` (its `$schema` and `$id` already taken off), or undefined when it is not simple. */
+export function buildSimpleCheck(schema: Record<string, unknown>): SimpleCheck | undefined {
+  const budget = { keywords: MAX_KEYWORDS };
+  try {
+    return build(schema, 0, budget);
+  } catch (error) {
+    if (error instanceof NotSimple) return undefined;
+    throw error;
+  }
+}
+
+class NotSimple extends Error {}
+
+function refuse(): never {
+  throw new NotSimple();
+}
+
+function build(schema: unknown, depth: number, budget: { keywords: number }): SimpleCheck {
+  if (schema === true) return accept;
+  if (!isObject(schema) || depth > MAX_DEPTH) refuse();
+  const checks: SimpleCheck[] = [];
+  for (const key of Object.keys(schema)) {
+    if (--budget.keywords < 0) refuse();
+    const value = schema[key];
+    const annotation = ANNOTATIONS[key];
+    if (annotation !== undefined) {
+      if (!annotation(value)) refuse();
+      continue;
+    }
+    switch (key) {
+      case 'type':
+        checks.push(typeCheck(value));
+        break;
+      case 'properties':
+      case 'required':
+      case 'additionalProperties':
+        // Built once below, from all three together.
+        break;
+      case 'items': {
+        const item = build(value, depth + 1, budget);
+        checks.push((d) => !Array.isArray(d) || d.every(item));
+        break;
+      }
+      case 'enum':
+        checks.push(enumCheck(value));
+        break;
+      case 'const':
+        if (!isScalar(value)) refuse();
+        checks.push((d) => d === value);
+        break;
+      case 'minimum':
+      case 'maximum':
+      case 'exclusiveMinimum':
+      case 'exclusiveMaximum':
+        checks.push(numberBound(key, value));
+        break;
+      default:
+        if (!COUNT_BOUNDS.includes(key)) refuse();
+        checks.push(countBound(key, value));
+    }
+  }
+  if ('properties' in schema || 'required' in schema || 'additionalProperties' in schema)
+    checks.push(objectCheck(schema, depth, budget));
+  return checks.length === 1 ? checks[0]! : (d) => checks.every((check) => check(d));
+}
+
+function typeCheck(value: unknown): SimpleCheck {
+  if (typeof value === 'string') return TYPE_CHECKS[value] ?? refuse();
+  if (!Array.isArray(value) || value.length === 0 || new Set(value).size !== value.length) refuse();
+  const any = value.map((t: unknown) => (typeof t === 'string' && TYPE_CHECKS[t]) || refuse());
+  return (d) => any.some((check) => check(d));
+}
+
+function enumCheck(value: unknown): SimpleCheck {
+  // Objects and arrays in an enum are compared deeply by ajv; those schemas are left to it.
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isScalar)) refuse();
+  const allowed = new Set<unknown>(value);
+  return (d) => allowed.has(d);
+}
+
+function numberBound(key: NumberBound, limit: unknown): SimpleCheck {
+  if (typeof limit !== 'number' || !Number.isFinite(limit)) refuse();
+  const within =
+    key === 'minimum'
+      ? (n: number) => n >= limit
+      : key === 'maximum'
+        ? (n: number) => n <= limit
+        : key === 'exclusiveMinimum'
+          ? (n: number) => n > limit
+          : (n: number) => n < limit;
+  return (d) => typeof d !== 'number' || within(d);
+}
+
+function countBound(key: string, limit: unknown): SimpleCheck {
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) refuse();
+  const least = key.startsWith('min');
+  const within = (count: number): boolean => (least ? count >= limit : count <= limit);
+  if (key.endsWith('Length')) return (d) => typeof d !== 'string' || within(codePoints(d));
+  if (key.endsWith('Items')) return (d) => !Array.isArray(d) || within(d.length);
+  return (d) => !isObject(d) || within(Object.keys(d).length);
+}
+
+function objectCheck(
+  schema: Record<string, unknown>,
+  depth: number,
+  budget: { keywords: number },
+): SimpleCheck {
+  const { properties = {}, required = [], additionalProperties = true } = schema;
+  if (!isObject(properties)) refuse();
+  if (!Array.isArray(required) || new Set(required).size !== required.length) refuse();
+  const names: readonly string[] = required.map((r: unknown) => (typeof r === 'string' ? r : refuse()));
+  const declared = new Map<string, SimpleCheck>();
+  for (const [name, sub] of Object.entries(properties)) {
+    // A property named like one of Object's own is left to ajv rather than reasoned about.
+    if (name in Object.prototype) refuse();
+    declared.set(name, build(sub, depth + 1, budget));
+  }
+  const others: SimpleCheck | undefined =
+    additionalProperties === true
+      ? undefined
+      : additionalProperties === false
+        ? () => false
+        : build(additionalProperties, depth + 1, budget);
+  return (d) => {
+    if (!isObject(d)) return true;
+    for (const name of names) if (!Object.hasOwn(d, name)) return false;
+    for (const key of Object.keys(d)) {
+      const check = declared.get(key) ?? others;
+      if (check !== undefined && !check(d[key])) return false;
+    }
+    return true;
+  };
+}
+
+function isObject(d: unknown): d is Record<string, unknown> {
+  return typeof d === 'object' && d !== null && !Array.isArray(d);
+}
+
+function isScalar(v: unknown): v is string | number | boolean | null {
+  return (
+    v === null ||
+    typeof v === 'string' ||
+    typeof v === 'boolean' ||
+    (typeof v === 'number' && Number.isFinite(v))
+  );
+}
+
+function accept(): boolean {
+  return true;
+}
+
+/** A string's length as JSON Schema counts it (and ajv does): a surrogate pair is one character. */
+function codePoints(s: string): number {
+  let count = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      count--;
+      i++;
+    }
+  }
+  return count;
+}

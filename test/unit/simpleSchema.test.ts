@@ -1,0 +1,140 @@
+/**
+ * The check that vouches for simple tool arguments without ajv must never accept what ajv (with
+ * the gateway's own options) refuses. Each schema here is run on many values through both; for
+ * the schemas it takes, the two must agree on every value, and the schemas it does not take
+ * must get no check at all.
+ */
+import { describe, expect, it } from 'vitest';
+import { createInputValidator } from '../../src/features/validate/inputValidator.js';
+import { buildSimpleCheck } from '../../src/lib/schema/simpleSchema.js';
+import { createUntrustedSchemaCompiler } from '../../src/lib/schema/untrustedSchema.js';
+
+const VALUES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -0,
+  1,
+  1.5,
+  -3,
+  10,
+  11,
+  2 ** 53,
+  '',
+  'a',
+  'abc',
+  'abcdefghijk',
+  '😀😀',
+  '😀😀😀',
+  'Text',
+  'error',
+  [],
+  [1],
+  [1, 'a'],
+  ['a', 'b', 'c'],
+  {},
+  { message: 'hi' },
+  { message: 3 },
+  { message: 'hi', extra: 1 },
+  { a: 1, b: 2 },
+  { a: 1, b: '2' },
+  { a: 1 },
+  { nested: { x: 1 } },
+  { nested: { x: 'no' } },
+  { list: [1, 2, 3] },
+  { list: [1, 'x'] },
+  { constructor: 'x' },
+  JSON.parse('{"__proto__": {"x": 1}}') as unknown,
+];
+
+const SIMPLE: Record<string, unknown>[] = [
+  { type: 'object', properties: { message: { type: 'string', description: 'm' } }, required: ['message'] },
+  { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+  { type: 'object', properties: { message: { type: 'string' } }, additionalProperties: false },
+  { type: 'object', properties: {}, additionalProperties: { type: 'number' } },
+  { type: 'object', properties: { nested: { type: 'object', properties: { x: { type: 'integer' } } } } },
+  { type: 'object', properties: { list: { type: 'array', items: { type: 'number' }, maxItems: 3 } } },
+  { type: ['string', 'null'], minLength: 2, maxLength: 2 },
+  { type: 'string', enum: ['Text', 'error', 'Blob'] },
+  { enum: [0, 'a', null, true] },
+  { const: 10 },
+  { type: 'number', minimum: 1, maximum: 10 },
+  { type: 'integer', exclusiveMinimum: 0, exclusiveMaximum: 11 },
+  { minProperties: 1, maxProperties: 1 },
+  { type: 'array', minItems: 1, items: true },
+  { title: 't', default: 3, examples: [1], $comment: 'c', deprecated: false, readOnly: true },
+  { type: 'object', required: [] },
+];
+
+const NOT_SIMPLE: Record<string, unknown>[] = [
+  { type: 'string', format: 'uri' },
+  { type: 'string', pattern: '^a' },
+  { anyOf: [{ type: 'string' }] },
+  { $ref: '#/definitions/x', definitions: { x: {} } },
+  { type: 'object', properties: { constructor: { type: 'string' } } },
+  { type: 'number', multipleOf: 0.1 },
+  { enum: [{ a: 1 }] },
+  { enum: [] },
+  { type: 'nonsense' },
+  { type: ['string', 'string'] },
+  { required: ['a', 'a'] },
+  { minLength: -1 },
+  { title: 3 },
+  { items: [{ type: 'string' }] },
+  { properties: { a: { type: 'string', unknownKeyword: 1 } } },
+];
+
+describe('the simple check, against ajv', () => {
+  const compiler = createUntrustedSchemaCompiler({ what: 'inputSchema' });
+  const ajvAccepts = (schema: Record<string, unknown>, value: unknown): boolean => {
+    const compiled = compiler.compiled(schema);
+    if (compiled.kind !== 'ready') throw new Error(`ajv did not compile ${JSON.stringify(schema)}`);
+    return compiled.validate(value) === true;
+  };
+
+  it.each(SIMPLE.map((s) => [JSON.stringify(s), s] as const))(
+    'agrees with ajv on every value: %s',
+    (_, schema) => {
+      const check = buildSimpleCheck(schema);
+      expect(check).toBeDefined();
+      for (const value of VALUES)
+        expect([JSON.stringify(value), check!(value)]).toEqual([
+          JSON.stringify(value),
+          ajvAccepts(schema, value),
+        ]);
+    },
+  );
+
+  it.each(NOT_SIMPLE.map((s) => [JSON.stringify(s), s] as const))('leaves %s to ajv', (_, schema) => {
+    expect(buildSimpleCheck(schema)).toBeUndefined();
+  });
+
+  it('is used for the schemas of a dialect ajv runs, and not for the others', () => {
+    const validator = createInputValidator();
+    const body = { type: 'object', properties: { a: { type: 'number' } } };
+    expect(validator.checkedWithoutAjv({ $schema: 'http://json-schema.org/draft-07/schema#', ...body })).toBe(
+      true,
+    );
+    expect(validator.checkedWithoutAjv(body)).toBe(true);
+    expect(validator.checkedWithoutAjv({ $schema: 'http://json-schema.org/draft-04/schema#', ...body })).toBe(
+      false,
+    );
+    // Beyond the configured bounds a schema is unverifiable, never vouched for.
+    const tight = createInputValidator({ limits: { maxSchemaNodes: 3 } });
+    expect(tight.checkedWithoutAjv(body)).toBe(false);
+    expect(tight.check(body, { a: 1 }).kind).toBe('unverifiable');
+  });
+
+  it('answers a valid call without compiling, and words an invalid one through ajv', () => {
+    const validator = createInputValidator();
+    const schema = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] };
+    expect(validator.check(schema, { a: 1 })).toEqual({ kind: 'valid' });
+    expect(validator.stats.compiled).toBe(0);
+    expect(validator.check(schema, { a: 'x' })).toEqual({
+      kind: 'invalid',
+      problem: '/a must be number (got string "x")',
+    });
+    expect(validator.stats.compiled).toBe(1);
+  });
+});
