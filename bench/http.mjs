@@ -42,6 +42,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deadline, RpcChild } from './lib/client.mjs';
+import { recordPrices } from './lib/prices.mjs';
 import { median, quantile, rotate } from './lib/stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -428,6 +429,8 @@ async function main() {
         )}× |`,
     );
   let failed = false;
+  /** The goals' figures, for the price list (bench/priceList.mjs). */
+  const prices = [];
   const judge = (what, figure, goal, pass) => {
     failed ||= !pass;
     console.log(`${pass ? 'PASS' : 'FAIL'}  ${what}: ${figure} (goal ${goal})`);
@@ -442,6 +445,13 @@ async function main() {
         `≤ ${P50_GOAL}×`,
         ratio <= P50_GOAL,
       );
+      prices.push({ what: `HTTP ${name}: p50 ÷ stdio`, value: ratio, unit: '×', atMost: P50_GOAL });
+      // No goal: the figure that moves least with the machine's load, beside the one judged.
+      prices.push({
+        what: `HTTP ${name}: CPU per call ÷ stdio`,
+        value: med((r) => r[name].cpu / r.stdio?.cpu),
+        unit: '×',
+      });
     }
   for (const name of judged) {
     const rate = med((r) => r[name].rate);
@@ -451,6 +461,13 @@ async function main() {
       `≥ ${fixed(THROUGHPUT_GOAL, 0)}`,
       rate >= THROUGHPUT_GOAL,
     );
+    prices.push({
+      what: `HTTP ${name}: throughput, ${PRINCIPALS} principals`,
+      value: rate,
+      unit: 'calls/s',
+      atLeast: THROUGHPUT_GOAL,
+    });
   }
+  recordPrices('http', prices);
   process.exitCode = failed ? 1 : 0;
 }

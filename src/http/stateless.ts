@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { INVALID_ENVELOPE, META } from '../core/protocol/envelope.js';
+import { hasEnvelope, INVALID_ENVELOPE, META } from '../core/protocol/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
 import { STATE_PREFIX } from '../core/tasks/inputBridge.js';
 import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeaders.js';
@@ -59,11 +59,21 @@ export interface StatelessOptions {
 const MAX_PARKED_PER_PRINCIPAL = 32;
 const MAX_PARKED = 1_000;
 
+/**
+ * Connections whose request was answered, kept for a later request they can serve as a new one
+ * would: at most this many for one principal and envelope, this many in all, each for this long.
+ */
+const MAX_IDLE_PER_KEY = 4;
+const MAX_IDLE = 256;
+const IDLE_MS = 10_000;
+
 interface Parked {
   readonly key: string;
   readonly connection: ServedConnection;
   readonly transport: StatelessTransport;
   timer: NodeJS.Timeout | undefined;
+  /** What a request must match to be served on this connection once it is idle (see reuseKey). */
+  reuse: string | undefined;
 }
 
 /**
@@ -90,6 +100,7 @@ export function createStatelessDispatch(
     options,
     keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
     parked: new ParkedConnections(options.logger),
+    idle: new IdleConnections(),
   };
   return (request) => dispatch(context, request);
 }
@@ -98,6 +109,7 @@ interface Dispatch {
   readonly options: StatelessOptions;
   readonly keepAliveMs: number;
   readonly parked: ParkedConnections;
+  readonly idle: IdleConnections;
 }
 
 type StatelessMessage = JsonRpcMessage & { method: string; id?: unknown; params?: Params };
@@ -137,7 +149,14 @@ async function dispatch(
       RpcErrorCode.InvalidParams,
       'requestState refused: the call it continues is not waiting here (it has ended, its wait expired, it belongs to another principal, or this is another replica: with several replicas, route a principal to one, for instance by its Authorization header)',
     );
-  const entry = waiting ?? (await connect(context, key, principal, profile));
+  // An initialize is answered by what a new connection has not yet decided (its era).
+  const reuse =
+    isRequest && message.method !== 'initialize' ? reuseKey(principal, profile, message.params) : undefined;
+  const entry =
+    waiting ??
+    (reuse === undefined ? undefined : context.idle.take(reuse)) ??
+    (await connect(context, key, principal, profile));
+  if (waiting === undefined) entry.reuse = reuse;
   const { transport, connection } = entry;
   // Arguments mirrored into Mcp-Param-* headers are checked against the tool this connection
   // lists, so the check needs the connection; a refused request runs nothing.
@@ -155,7 +174,7 @@ async function dispatch(
     await connection.close();
     return;
   }
-  await serveRequest(req, res, message, entry, parked);
+  await serveRequest(req, res, message, entry, context);
 }
 
 /** A new host connection of the gateway for one request (and the retries that continue its call). */
@@ -173,7 +192,7 @@ async function connect(
   // The audit trail is written before any answer leaves, as on every other transport.
   transport.beforeWrite = () => connection.beforeWrite();
   await transport.start();
-  return { key, connection, transport, timer: undefined };
+  return { key, connection, transport, timer: undefined, reuse: undefined };
 }
 
 /** Serves a request on its connection until answered, then keeps the connection or ends it. */
@@ -182,7 +201,7 @@ async function serveRequest(
   res: ServerResponse,
   message: StatelessMessage,
   entry: Parked,
-  parked: ParkedConnections,
+  { parked, idle }: Dispatch,
 ): Promise<void> {
   const { transport, connection } = entry;
   // Closing the response before the answer is how this revision cancels a request: it takes
@@ -202,7 +221,7 @@ async function serveRequest(
   transport.onmessage?.(message);
   await answered;
   if (cancelled) await connection.close();
-  else parked.parkOrClose(entry);
+  else parked.parkOrClose(entry, (done) => idle.keepOrClose(done));
 }
 
 /** Connections kept after their answer because a call in them waits for the host's retry. */
@@ -212,11 +231,14 @@ class ParkedConnections {
 
   constructor(private readonly logger: Logger) {}
 
-  /** Keeps `entry` for its retry, or closes it when nothing in it waits (or no room is left). */
-  parkOrClose(entry: Parked): void {
+  /**
+   * Keeps `entry` for its retry, or closes it when no room is left; when nothing in it waits,
+   * hands it to `settled` (by default, closes it).
+   */
+  parkOrClose(entry: Parked, settled: (entry: Parked) => void = closeEntry): void {
     const window = entry.connection.retryWindowMs();
     if (window === undefined || window <= 0) {
-      void entry.connection.close();
+      settled(entry);
       return;
     }
     const own = this.parked.get(entry.key) ?? new Set<Parked>();
@@ -257,6 +279,100 @@ class ParkedConnections {
     if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
   }
+}
+
+function closeEntry(entry: Parked): void {
+  void entry.connection.close();
+}
+
+/**
+ * Connections whose request was answered and in which nothing waits, kept a short while for the
+ * next request of the same principal with the same envelope. Building a host connection (its
+ * peer, router, host session and tool view) and closing it again was, after the socket writes,
+ * the largest cost of a stateless request; a host sending one call after another now pays it
+ * once. A kept connection serves one request at a time, as a new one would: it is taken out
+ * while it serves, and only a request it would have been built the same for takes it (see
+ * `reuseKey`). Bounded per principal and envelope and in all, the longest unused going first.
+ */
+class IdleConnections {
+  /** By reuse key, in the order the keys were last given a connection back. */
+  private readonly idle = new Map<string, Parked[]>();
+  private count = 0;
+
+  /** An idle connection for a request with this reuse key, taken out; undefined when none. */
+  take(reuse: string): Parked | undefined {
+    const list = this.idle.get(reuse);
+    const entry = list?.pop();
+    if (entry === undefined) return undefined;
+    if (list!.length === 0) this.idle.delete(reuse);
+    this.count--;
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    return entry;
+  }
+
+  /** Keeps `entry` for the next request with its reuse key, or closes it. */
+  keepOrClose(entry: Parked): void {
+    const reuse = entry.reuse;
+    const list = reuse === undefined ? undefined : (this.idle.get(reuse) ?? []);
+    if (reuse === undefined || list === undefined || list.length >= MAX_IDLE_PER_KEY) {
+      closeEntry(entry);
+      return;
+    }
+    if (this.count >= MAX_IDLE) this.dropOldest();
+    // Last in the map: the key given a connection back most recently is dropped last.
+    this.idle.delete(reuse);
+    this.idle.set(reuse, list);
+    list.push(entry);
+    this.count++;
+    entry.timer = setTimeout(() => this.drop(reuse, entry), IDLE_MS);
+    entry.timer.unref();
+  }
+
+  private dropOldest(): void {
+    const first = this.idle.entries().next();
+    if (first.done === true) return;
+    const [reuse, list] = first.value;
+    const oldest = list[0];
+    if (oldest !== undefined) this.drop(reuse, oldest);
+  }
+
+  private drop(reuse: string, entry: Parked): void {
+    const list = this.idle.get(reuse);
+    const at = list?.indexOf(entry) ?? -1;
+    if (list === undefined || at < 0) return;
+    list.splice(at, 1);
+    if (list.length === 0) this.idle.delete(reuse);
+    this.count--;
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    closeEntry(entry);
+  }
+}
+
+/** Each principal's part of the reuse key, made once per principal object. */
+const principalTexts = new WeakMap<Principal, string>();
+
+/**
+ * What a request must share with the one a kept connection was built for to be served on it:
+ * the whole principal (claims included, so a token with other claims gets its own connection),
+ * the profile, and the envelope's client capabilities and identity, which a connection takes
+ * from its requests. Undefined for a request without the envelope: only an enveloped request
+ * (other than an initialize) finds a connection in the same state whether it is new or kept.
+ */
+function reuseKey(
+  principal: Principal,
+  profile: string | undefined,
+  params: Params | undefined,
+): string | undefined {
+  if (!hasEnvelope(params)) return undefined;
+  let who = principalTexts.get(principal);
+  if (who === undefined) {
+    who = JSON.stringify(principal);
+    principalTexts.set(principal, who);
+  }
+  const meta = params!._meta as Record<string, unknown>;
+  return `${who}\u0000${profile ?? ''}\u0000${JSON.stringify(meta[META.clientCapabilities] ?? null)}\u0000${JSON.stringify(meta[META.clientInfo] ?? null)}`;
 }
 
 function acceptsEventStream(accept: string | undefined): boolean {
