@@ -257,6 +257,20 @@ export class QuestionWithdrawnError extends WardenError {
   }
 }
 
+/**
+ * A confirmation asked through this replica was answered through another one, which took the
+ * host's answer from the shared store and ran the call: the copy that waited here gives up,
+ * unrun. Audited as cancelled, naming the replica that ran it by its audit session.
+ */
+export class ContinuedElsewhereError extends WardenError {
+  constructor(readonly by: string) {
+    super(
+      'CALL_CANCELLED',
+      `continued on another replica (audit session ${by}), which took the host's answer and ran the call; not run here`,
+    );
+  }
+}
+
 /** Too many calls already wait for this upstream. */
 export class QueueFullError extends WardenError {
   constructor(server: string, maxConcurrency: number, maxQueue: number) {

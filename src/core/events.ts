@@ -73,7 +73,14 @@ export interface Decision {
  * - `timeout`: nobody answered in time (counts as declined);
  * - `unavailable`: there was no way to ask (counts as declined).
  */
-export type ConfirmationMethod = 'elicitation' | 'command' | 'remembered' | 'timeout' | 'unavailable';
+export type ConfirmationMethod =
+  | 'elicitation'
+  | 'command'
+  | 'remembered'
+  | 'timeout'
+  | 'unavailable'
+  /** Answered through another replica, which ran the call (see ContinuedElsewhereError). */
+  | 'continued_elsewhere';
 
 /**
  * How a call ended, as the host saw it:

@@ -275,7 +275,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     serversByName: state.byName,
     ...(options.store !== undefined &&
       config.listen?.sessionKey !== undefined && {
-        continuations: sharedContinuations(options.store, config.listen.sessionKey),
+        continuations: sharedContinuations(options.store, config.listen.sessionKey, session),
       }),
   });
   const relist = () => upstreams.relistAll(ALL_LISTS);

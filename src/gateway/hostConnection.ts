@@ -1,5 +1,5 @@
 import type { ServerConfig, WardenConfig } from '../config/types.js';
-import { MalformedAnswerError, PeerRpcError } from '../core/errors.js';
+import { ContinuedElsewhereError, MalformedAnswerError, PeerRpcError } from '../core/errors.js';
 import type { HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
 import { compose } from '../core/pipeline/compose.js';
@@ -240,10 +240,11 @@ export function askHost(
   if (host === undefined || !host.can('elicitation', origin)) return undefined;
   return host.ask('elicitation/create', params, { signal }, origin).then(
     (outcome): HostAnswer => ({ result: outcome.result }),
-    (error: unknown): HostAnswer =>
-      error instanceof MalformedAnswerError
-        ? { malformed: `${error.what} result` }
-        : { error: errorObject(error) },
+    (error: unknown): HostAnswer => {
+      if (error instanceof MalformedAnswerError) return { malformed: `${error.what} result` };
+      if (error instanceof ContinuedElsewhereError) return { continuedBy: error.by };
+      return { error: errorObject(error) };
+    },
   );
 }
 

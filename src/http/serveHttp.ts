@@ -26,7 +26,7 @@ export async function startHttp(options: {
   let settled = false;
   const memories = new TaskMemories();
   void gateway.pool.start().then(() => (settled = true));
-  const frontDoor = await openFrontDoor(config, gateway, logger);
+  const frontDoor = await openFrontDoor(config, gateway, logger, store);
   const listener = await startListener({
     listen,
     ...(config.auth && { auth: config.auth }),
@@ -66,7 +66,7 @@ export async function startHttp(options: {
  * The front door when the config has `auth.frontDoor`, with its signing key (configured, or kept
  * in the state folder). Loaded only then, so a gateway without one never reads the key file.
  */
-async function openFrontDoor(config: WardenConfig, gateway: Gateway, logger: Logger) {
+async function openFrontDoor(config: WardenConfig, gateway: Gateway, logger: Logger, store?: SharedStore) {
   const door = config.auth?.frontDoor;
   if (config.auth === undefined || door === undefined) return undefined;
   const [{ createFrontDoor }, { keyFileFor, loadSigningKey }] = await Promise.all([
@@ -84,6 +84,7 @@ async function openFrontDoor(config: WardenConfig, gateway: Gateway, logger: Log
     logger,
     record: (event, principal) => gateway.record(event, principal),
     readBody,
+    ...(store !== undefined && { store }),
   });
 }
 

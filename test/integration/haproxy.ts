@@ -23,12 +23,14 @@ export function freePort(): Promise<number> {
  * Starts HAProxy balancing round robin over `backends` (each HOST:PORT), with `backendLines`
  * added to the backend (stickiness, when a test wants it); resolves once it passes a request
  * through to /healthz. A replica that refuses the connection is passed over (retries, redispatch).
+ * It listens on `options.port` when given (when the replicas must know their public URL first).
  */
 export async function startHaproxy(
   backends: readonly string[],
   backendLines: readonly string[] = [],
+  options: { readonly port?: number } = {},
 ): Promise<{ readonly url: string; readonly process: ChildProcess }> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const cfg = path.join(tempDir(), 'haproxy.cfg');
   writeFileSync(
     cfg,

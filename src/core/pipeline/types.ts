@@ -139,7 +139,7 @@ export interface CallRecord {
     effect: Decision['effect'];
     rule: string | null;
     confirmed?: boolean;
-    how?: ConfirmedBy | 'unavailable' | 'timeout';
+    how?: ConfirmedBy | 'unavailable' | 'timeout' | 'continued_elsewhere';
     /** Which layer's policy decided, when managed settings are in force. */
     layer?: Decision['layer'];
   };

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '../../lib/canonicalJson.js';
 import { sha256Hex } from '../../lib/hash.js';
-import { MethodNotFoundError, ProtocolError } from '../errors.js';
+import { ContinuedElsewhereError, MethodNotFoundError, ProtocolError } from '../errors.js';
 import type { RoutedMessage } from '../pipeline/types.js';
 import { DeadlineQueue, type DeadlineEntry } from '../rpc/deadlines.js';
 import { RpcErrorCode, type Params } from '../protocol/jsonRpc.js';
@@ -67,9 +67,16 @@ export interface SharedContinuations {
   readonly sealKey: Buffer;
   /** Records the continuation of `token` until `ttlMs` passes; rejects when the store fails. */
   record(token: string, entry: ContinuationRecord, ttlMs: number): Promise<void>;
-  /** Takes the record of `token` (once, over all replicas); rejects when the store cannot say. */
-  claim(token: string): Promise<ContinuationRecord | undefined>;
+  /**
+   * Takes the record of `token` (once, over all replicas), noting that this replica took it;
+   * when it is gone, who took it, if a replica did. Rejects when the store cannot say.
+   */
+  claim(token: string): Promise<ContinuationClaim>;
 }
+
+/** What claiming a continuation found: its record (now ours), the replica that took it, or nothing. */
+export type ContinuationClaim =
+  { readonly record: ContinuationRecord } | { readonly takenBy: string } | undefined;
 
 /** Requests that may be answered with an InputRequiredResult (the revision's list). */
 const MRTR_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
@@ -362,7 +369,7 @@ export class ModernInputBridge implements InputBridge {
       const stopListening =
         signal?.onCancel((reason) => {
           call.pending = call.pending.filter((q) => q !== question);
-          question.reject(reason);
+          this.giveUp(call, question, reason);
         }) ?? (() => {});
       call.ask(question);
     });
@@ -423,6 +430,7 @@ export class ModernInputBridge implements InputBridge {
 
   /** The host did not retry in time: the questions fail, and the call runs on without answers. */
   expire(call: BridgedCall): void {
+    const token = call.token;
     if (call.token !== undefined) this.byToken.delete(call.token);
     call.token = undefined;
     const questions = call.sent;
@@ -431,9 +439,29 @@ export class ModernInputBridge implements InputBridge {
       this.options.warn(
         `the host did not retry ${call.message.kind} ${call.message.exposedName} within ${this.options.waitMs} ms to answer ${questions.map((q) => q.method).join(', ')}`,
       );
-    for (const q of questions)
-      q.reject(new Error(`the host did not answer within ${this.options.waitMs} ms`));
+    const reason = new Error(`the host did not answer within ${this.options.waitMs} ms`);
+    for (const q of questions) this.giveUp(call, q, reason, token);
     if (call.settled !== undefined) this.forget(call);
+  }
+
+  /**
+   * Fails `question` with `reason`, except when the gateway asked it itself in a call whose
+   * state the replicas share: then the store settles it first. Taking the record there means no
+   * retry can run the call anywhere any more, and `reason` stands; finding it taken by another
+   * replica means that replica got the host's answer and ran the call, and the question fails
+   * saying so (so this replica does not record a confirmation that went unanswered).
+   */
+  private giveUp(call: BridgedCall, question: Question, reason: Error, token = call.token): void {
+    const shared = this.options.continuations;
+    if (!question.own || shared === undefined || token === undefined) return question.reject(reason);
+    shared.claim(token).then(
+      (claim) => {
+        if (claim === undefined || 'record' in claim) return question.reject(reason);
+        if (call.token === token) this.unseal(call);
+        question.reject(new ContinuedElsewhereError(claim.takenBy));
+      },
+      () => question.reject(reason),
+    );
   }
 
   forget(call: BridgedCall): void {
@@ -479,15 +507,17 @@ export class ModernInputBridge implements InputBridge {
     binding: Omit<StatePayload, 't' | 'x'>,
     how: Continue,
   ): Promise<void> {
-    let record: ContinuationRecord | undefined;
+    let claim: ContinuationClaim;
     try {
-      record = await shared.claim(token);
+      claim = await shared.claim(token);
     } catch (error) {
       throw refused(
         `the shared store could not confirm it was not used before (${(error as Error).message})`,
       );
     }
-    if (record === undefined) throw refused('it was already used, or its call has ended');
+    if (claim === undefined || !('record' in claim))
+      throw refused('it was already used, or its call has ended');
+    const { record } = claim;
     const call = this.byToken.get(token);
     if (call !== undefined) return this.continueHere(call, token, request, how);
     if (!record.questions.every((q) => q.own))

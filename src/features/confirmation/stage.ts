@@ -1,6 +1,12 @@
 import { deepFreeze } from '../../lib/freeze.js';
 import type { ConfirmationConfig } from '../../config/types.js';
-import { DeniedError, formatMs, HostCancelledError, MissingCapabilityError } from '../../core/errors.js';
+import {
+  ContinuedElsewhereError,
+  DeniedError,
+  formatMs,
+  HostCancelledError,
+  MissingCapabilityError,
+} from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { Cancellation, type CancelSignal } from '../../core/rpc/cancellation.js';
 import type { CallRecord, Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
@@ -16,7 +22,12 @@ export type HostAnswer =
   | { readonly result: Record<string, unknown> }
   | { readonly error: JsonRpcErrorObject }
   /** What the host sent instead of a result object, e.g. "a null result". */
-  | { readonly malformed: string };
+  | { readonly malformed: string }
+  /**
+   * The host answered through another replica, which ran the call (its audit session): replicas
+   * that share a store.
+   */
+  | { readonly continuedBy: string };
 
 export interface ConfirmationOptions {
   readonly config: ConfirmationConfig;
@@ -199,6 +210,11 @@ async function settle(
     if (verdict === 'remember') state.remembered.add(pending.key);
     return pending.next(pending.approved);
   }
+  if (typeof verdict === 'object' && 'continuedBy' in verdict) {
+    // Neither approved nor declined here: the answer, whatever it was, was acted on there.
+    record.how = 'continued_elsewhere';
+    throw new ContinuedElsewhereError(verdict.continuedBy);
+  }
   record.confirmed = false;
   if (verdict === 'timeout') {
     record.how = 'timeout';
@@ -227,7 +243,13 @@ async function settle(
  * saying so).
  */
 type Verdict =
-  'yes' | 'remember' | 'no' | 'timeout' | { readonly malformed: string } | { readonly failed: string };
+  | 'yes'
+  | 'remember'
+  | 'no'
+  | 'timeout'
+  | { readonly malformed: string }
+  | { readonly failed: string }
+  | { readonly continuedBy: string };
 
 /** The elicitation request that asks about `call`, with the "remember" box when offered. */
 function questionFor(options: ConfirmationOptions, call: RoutedMessage, why: string): Params {
@@ -267,6 +289,8 @@ async function askThroughHost(
     const reply = await answer;
     // The host cancelled the call itself while we were asking: nothing runs, nothing is answered.
     if (call.signal.cancelled) throw call.signal.reason ?? new HostCancelledError('cancelled');
+    // Asked here, answered through another replica that ran the call: not a timeout here.
+    if ('continuedBy' in reply) return { continuedBy: reply.continuedBy };
     if (question.cancelled) return 'timeout';
     if ('malformed' in reply) return { malformed: String(reply.malformed) };
     // The question failed on its way (the host answered with an error, or the gateway could

@@ -1,3 +1,6 @@
+import { sha256Hex } from '../../lib/hash.js';
+import type { SharedStore } from '../../lib/store/sharedStore.js';
+
 /**
  * A map whose entries expire and whose size is capped: what the front door keeps between two
  * requests (registered hosts, sign-ins under way, codes, refresh tokens). When full, the entry
@@ -44,4 +47,42 @@ export class BoundedMap<V> {
   delete(key: string): void {
     this.#entries.delete(key);
   }
+}
+
+/**
+ * What the front door keeps from one request to a later one (a sign-in under way, a code, a
+ * refresh token), each used once: in this process, or in the store replicas share, so that a
+ * sign-in started through one replica can finish through another.
+ */
+export interface Kept<V> {
+  set(key: string, value: V, until: number): Promise<void>;
+  /** The value, removed in the same step (of several replicas asking, one gets it). */
+  take(key: string): Promise<V | undefined>;
+  delete(key: string): Promise<void>;
+}
+
+/** Kept in this process's memory, at most `max` at once. */
+export function keptHere<V>(max: number): Kept<V> {
+  const map = new BoundedMap<V>(max);
+  return {
+    set: (key, value, until) => Promise.resolve(map.set(key, value, until)),
+    take: (key) => Promise.resolve(map.take(key)),
+    delete: (key) => Promise.resolve(map.delete(key)),
+  };
+}
+
+/**
+ * Kept in the shared store under a digest of the key (the key is a secret a browser or host
+ * presents: the store never holds it), each entry living as long as it is good for.
+ */
+export function keptInStore<V>(store: SharedStore, kind: string): Kept<V> {
+  const at = (key: string): string => `front-door:${kind}:${sha256Hex(key)}`;
+  return {
+    set: (key, value, until) => store.put(at(key), JSON.stringify(value), until - Date.now()),
+    async take(key) {
+      const text = await store.take(at(key));
+      return text === undefined ? undefined : (JSON.parse(text) as V);
+    },
+    delete: (key) => store.delete(at(key)),
+  };
 }

@@ -20,7 +20,8 @@ import type { Logger } from '../../core/logger.js';
 import { ANONYMOUS, tokenPrincipal, type Principal } from '../../core/principal.js';
 import type { OwnTokens } from '../auth.js';
 import { sendJson } from '../replies.js';
-import { BoundedMap } from './bounded.js';
+import { keptHere, keptInStore, type Kept } from './bounded.js';
+import { StoreError, type SharedStore } from '../../lib/store/sharedStore.js';
 import { identityProvider, SignInError } from './idp.js';
 import type { SigningKey } from './keys.js';
 
@@ -36,6 +37,11 @@ export interface FrontDoorOptions {
   readonly record?: (event: SignInRecord, principal: Principal) => void;
   /** Reads a request body, bounded (the listener's reader). */
   readonly readBody: (req: IncomingMessage, max: number) => Promise<string | undefined>;
+  /**
+   * The store replicas share (`store:`): sign-ins under way, codes and refresh tokens are kept
+   * there, so any replica continues what another started. Absent: in this process's memory.
+   */
+  readonly store?: SharedStore;
 }
 
 export interface FrontDoor {
@@ -128,9 +134,10 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
   const { auth, door, key, logger } = options;
   const issuer = door.baseUrl;
   const idp = identityProvider(auth, door);
-  const pending = new BoundedMap<Pending>(MAX_PENDING);
-  const codes = new BoundedMap<Code>(MAX_CODES);
-  const refreshTokens = new BoundedMap<Refresh>(MAX_REFRESH_TOKENS);
+  const { store } = options;
+  const pending: Kept<Pending> = store ? keptInStore(store, 'pending') : keptHere(MAX_PENDING);
+  const codes: Kept<Code> = store ? keptInStore(store, 'code') : keptHere(MAX_CODES);
+  const refreshTokens: Kept<Refresh> = store ? keptInStore(store, 'refresh') : keptHere(MAX_REFRESH_TOKENS);
   const scope = auth.requiredScopes.join(' ');
 
   const record = (event: SignInRecord, principal: Principal = ANONYMOUS) =>
@@ -330,7 +337,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
           : `the identity provider cannot be reached: ${(error as Error).message}`;
       return refuse('temporarily_unavailable', why);
     }
-    pending.set(state, entry, Date.now() + PENDING_MS);
+    await pending.set(state, entry, Date.now() + PENDING_MS);
     record({
       type: 'host_sign_in_start',
       client: client.tag,
@@ -342,7 +349,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
   /** The identity provider sends the browser back here, with its code and our state. */
   async function callback(_req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const q = url.searchParams;
-    const entry = pending.take(q.get('state') ?? '');
+    const entry = await pending.take(q.get('state') ?? '');
     if (entry === undefined) {
       const why =
         'this sign-in is unknown or has expired (its state does not match one this gateway started, or it was already used): start the sign-in again from the host';
@@ -384,7 +391,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
     for (const name of auth.claims) if (claims[name] !== undefined) kept[name] = claims[name];
     const subject: Subject = { sub: claims.sub!, idpIssuer: claims.iss!, claims: kept };
     const code = random();
-    codes.set(
+    await codes.set(
       code,
       { client, redirectUri: entry.redirectUri, challenge: entry.challenge, subject },
       Date.now() + CODE_MS,
@@ -401,7 +408,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
     const grant = form.get('grant_type');
     const resourceProblem = targetProblem(form.get('resource'));
     if (grant === 'authorization_code') {
-      const code = codes.take(form.get('code') ?? '');
+      const code = await codes.take(form.get('code') ?? '');
       if (code === undefined)
         throw tokenFailure(
           undefined,
@@ -446,7 +453,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
       return sendTokens(res, answer);
     }
     if (grant === 'refresh_token') {
-      const stored = refreshTokens.take(digest(form.get('refresh_token') ?? ''));
+      const stored = await refreshTokens.take(digest(form.get('refresh_token') ?? ''));
       if (stored === undefined)
         throw new OAuthError(
           'invalid_grant',
@@ -468,7 +475,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
     if (req.method !== 'POST')
       throw new OAuthError('invalid_request', 'the revocation endpoint takes a POST', 405);
     const form = await readForm(req);
-    refreshTokens.delete(digest(form.get('token') ?? ''));
+    await refreshTokens.delete(digest(form.get('token') ?? ''));
     res.writeHead(200, { 'Cache-Control': 'no-store' }).end();
   }
 
@@ -499,7 +506,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
       .setJti(random(16))
       .sign(key.privateKey);
     const refreshToken = random();
-    refreshTokens.set(digest(refreshToken), { client, subject, until }, until);
+    await refreshTokens.set(digest(refreshToken), { client, subject, until }, until);
     return {
       access_token: accessToken,
       token_type: 'Bearer',
@@ -528,6 +535,16 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
       try {
         await routes[pathname]!(req, res, url);
       } catch (error) {
+        if (error instanceof StoreError) {
+          // Nothing is continued or handed out that the other replicas could not see.
+          logger.warn(`${pathname}: ${error.message}`);
+          res.setHeader('Cache-Control', 'no-store');
+          sendJson(res, 503, {
+            error: 'temporarily_unavailable',
+            error_description: `the sign-in cannot go on: ${error.message}; try again shortly`,
+          });
+          return;
+        }
         if (!(error instanceof OAuthError)) throw error;
         logger.info(`${pathname}: ${error.code}: ${error.message}`);
         res.setHeader('Cache-Control', 'no-store');
