@@ -8,19 +8,17 @@
  * HAProxy are Debian packages that .ci/run installs; these tests are skipped, saying so, only
  * where one of them is not installed.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type Json, type RpcAnswer } from '../fixtures/modernHost.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
-import { freePort, hasHaproxy, startHaproxy } from './haproxy.js';
+import { hasHaproxy, startHaproxy } from './haproxy.js';
 import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { hasRedis, startRedis } from './redis.js';
 import { modernResult } from './modernWire.js';
 
-const installed = (command: string, flag: string) =>
-  spawnSync(command, [flag], { stdio: 'ignore' }).status === 0;
-const hasRedis = installed('redis-server', '--version');
 const missing = [!hasRedis && 'redis-server', !hasHaproxy && 'haproxy'].filter(Boolean).join(' and ');
 const TITLE =
   missing === ''
@@ -78,34 +76,9 @@ describe.skipIf(missing !== '')(TITLE, () => {
   }
 
   beforeAll(async () => {
-    const redisPort = await freePort();
-    redis = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(redisPort),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        tempDir(),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--requirepass',
-        PASSWORD,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    // Ready once it says so.
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      redis!.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString('utf8');
-        if (out.includes('Ready to accept connections')) resolve();
-      });
-      redis!.once('exit', () => reject(new Error(`redis-server exited:\n${out}`)));
-    });
+    const started = await startRedis(PASSWORD);
+    redis = started.process;
+    const redisPort = started.port;
     replicas.push(await startReplica(redisPort), await startReplica(redisPort));
     // Round robin and nothing else: no stick table, no cookie, no hash on a header.
     const balancer = await startHaproxy(replicas.map((r) => new URL(r.base).host));
