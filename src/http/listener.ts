@@ -13,6 +13,7 @@ import { hasEnvelope } from '../core/protocol/envelope.js';
 import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import type { SubjectTokens } from '../core/subjectTokens.js';
+import type { AnswerRelay } from './answerRelay.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
@@ -53,6 +54,11 @@ export interface ListenerOptions {
   readonly subjectTokens?: Pick<SubjectTokens, 'remember'>;
   /** Sessions shared with the other replicas (a store); absent: each lives on its replica. */
   readonly sessionRecords?: SessionRecords;
+  /**
+   * Carries the hosts' answers to the replica whose request they answer (a store); its tag
+   * names this replica in session ids too. Absent: an answer is taken where it lands.
+   */
+  readonly relay?: AnswerRelay;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -102,9 +108,10 @@ interface Edge {
  */
 export async function startListener(options: ListenerOptions): Promise<Listener> {
   const { listen, logger } = options;
+  const replica = options.replica ?? options.relay?.replica;
   const ids: SessionIds = createSessionIds({
     ...(listen.sessionKey !== undefined && { key: listen.sessionKey }),
-    ...(options.replica !== undefined && { replica: options.replica }),
+    ...(replica !== undefined && { replica }),
   });
   const edge: Edge = {
     options,
@@ -121,9 +128,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       logger,
       connect: options.connect,
       ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
+      ...(options.relay !== undefined && { relay: options.relay }),
     }),
     port: listen.port,
   };
+  await options.relay?.listen((id, message) => edge.sessions.deliver(id, message));
   const server: Server = createServer((req, res) => {
     handle(edge, req, res).catch((error: unknown) => failed(logger, req, res, error));
   });

@@ -5,6 +5,7 @@ import { principalKey } from '../core/principal.js';
 import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { readBody, startListener, type Listener } from './listener.js';
+import { createAnswerRelay } from './answerRelay.js';
 import { sharedSessionRecords } from './sessionRecords.js';
 import { createStatelessDispatch } from './stateless.js';
 import type { SharedStore } from '../lib/store/sharedStore.js';
@@ -18,7 +19,7 @@ export async function startHttp(options: {
   readonly config: WardenConfig;
   readonly gateway: Gateway;
   readonly logger: Logger;
-  /** The store replicas share (`store:`): sessions are recorded there. */
+  /** The store replicas share (`store:`): sessions are recorded there, and answers sent on. */
   readonly store?: SharedStore;
 }): Promise<Listener> {
   const { config, gateway, logger, store } = options;
@@ -38,7 +39,10 @@ export async function startHttp(options: {
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
-    ...(store !== undefined && { sessionRecords: sharedSessionRecords(store) }),
+    ...(store !== undefined && {
+      sessionRecords: sharedSessionRecords(store),
+      relay: createAnswerRelay(store, logger),
+    }),
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
       // the next request of the same principal (and no one else's) can poll them, and answer

@@ -5,7 +5,9 @@ import { describePrincipal, principalKey, type Principal } from '../core/princip
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
-import { SessionTransport } from './sessionTransport.js';
+import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
+import type { AnswerRelay } from './answerRelay.js';
+import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
@@ -66,6 +68,8 @@ export interface SessionTableOptions {
   readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
   /** Sessions shared with the other replicas; absent: a session lives on its replica only. */
   readonly records?: SessionRecords;
+  /** Carries the host's answers to the replica that asked (with `records`, from a shared store). */
+  readonly relay?: AnswerRelay;
 }
 
 /**
@@ -80,8 +84,19 @@ export class SessionTable {
   private readonly startingBy = new Map<string, number>();
   private readonly sweep: NodeJS.Timeout;
 
+  /** How this table's session transports send on answers meant for another replica. */
+  private readonly transportRelay: TransportRelay | undefined;
+
   constructor(private readonly options: SessionTableOptions) {
     const { sessionIdleMs } = options.listen;
+    const { relay } = options;
+    this.transportRelay =
+      relay === undefined
+        ? undefined
+        : {
+            replica: relay.replica,
+            forward: (to, session, message) => this.forward(relay, to, session, message),
+          };
     // Idle sessions are closed, so a host that went away does not hold a session slot for ever.
     this.sweep = setInterval(() => this.closeIdle(), Math.max(1000, Math.min(60_000, sessionIdleMs / 4)));
     this.sweep.unref();
@@ -159,6 +174,7 @@ export class SessionTable {
       },
       onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      ...(this.transportRelay !== undefined && { relay: this.transportRelay }),
     });
     const connection = this.options.connect(transport, principal, profile);
     await transport.start();
@@ -224,6 +240,7 @@ export class SessionTable {
       onInitialized: () => {},
       onDeleted: () => void this.end(id, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      ...(this.transportRelay !== undefined && { relay: this.transportRelay }),
     });
     const connection = this.options.connect(transport, principal, record.profile);
     await transport.start();
@@ -247,6 +264,44 @@ export class SessionTable {
       `session ${id.slice(0, 12)}… continued here from the shared store for ${describePrincipal(principal)}`,
     );
     return session;
+  }
+
+  /**
+   * Sends on the host's answer in `session` (which the host was allowed to use here) to replica `to`, whose request it answers. Nothing waits for it: a replica that is
+   * gone has taken its call with it, which the log says.
+   */
+  private forward(
+    relay: AnswerRelay,
+    to: string,
+    session: string,
+    message: JsonRpcMessage & { id?: unknown },
+  ): void {
+    const { logger } = this.options;
+    const shown = `the host's answer to request ${String(message.id)} in session ${session.slice(0, 12)}…`;
+    relay.forward(to, session, message).then(
+      (taken) => {
+        if (taken) logger.info(`${shown} was sent on to replica ${to}, which asked`);
+        else
+          logger.info(
+            `${shown} was for replica ${to}, which is gone: dropped (the call it was for ended with that replica; the session goes on here)`,
+          );
+      },
+      (error: unknown) =>
+        logger.warn(`${shown} could not be sent on to replica ${to}: ${(error as Error).message}`),
+    );
+  }
+
+  /** An answer another replica sent on, for a request this one sent the host in `id`. */
+  deliver(id: string, message: JsonRpcMessage): void {
+    const session = this.sessions.get(id);
+    if (session === undefined) {
+      this.options.logger.info(
+        `an answer sent on from another replica is for session ${id.slice(0, 12)}…, which is no longer here: dropped`,
+      );
+      return;
+    }
+    session.lastSeen = Date.now();
+    session.transport.deliverForwarded(message);
   }
 
   /** Stops closing idle sessions (the listener stops accepting). */

@@ -27,7 +27,20 @@ export interface SessionTransportOptions {
   readonly beforeWrite?: () => void;
   /** Comment interval on the streams this class answers itself (default 15 s, as the SDK's). */
   readonly keepAliveMs?: number;
+  /** Replicas share the session: answers to another replica's requests go there (answerRelay.ts). */
+  readonly relay?: TransportRelay;
 }
+
+/** What a session's transport needs to tell its own answers from another replica's. */
+export interface TransportRelay {
+  /** This replica's tag: the requests it sends the host have ids `<tag>.<number>`. */
+  readonly replica: string;
+  /** Sends on an answer, in session `session`, to a request that replica `replica` sent the host. */
+  forward(replica: string, session: string, message: JsonRpcMessage): void;
+}
+
+/** The id of a request a replica sent a host: its tag, a dot, and the number its peer gave it. */
+const TAGGED_ID = /^([A-Za-z0-9_-]{1,64})\.(\d{1,15})$/;
 
 /** How often a quiet answer stream gets an SSE comment, so proxies and clients keep it open. */
 const KEEP_ALIVE_MS = 15_000;
@@ -75,7 +88,12 @@ export class SessionTransport implements MessageTransport {
       onsessionclosed: () => options.onDeleted(),
     });
     this.inner.onmessage = (message) => {
-      const ours = message as unknown as JsonRpcMessage;
+      let ours = message as unknown as JsonRpcMessage;
+      if (isResponse(ours) && options.relay !== undefined) {
+        const own = this.untagged(ours, options.relay);
+        if (own === undefined) return;
+        ours = own;
+      }
       // A cancelled request is answered by no one: it is owed nothing any more.
       if ('method' in ours && ours.method === 'notifications/cancelled')
         this.owed.delete((ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
@@ -132,6 +150,57 @@ export class SessionTransport implements MessageTransport {
 
   start(): Promise<void> {
     return this.inner.start();
+  }
+
+  /**
+   * The host's answer to a request with a tagged id, with the number this connection's peer
+   * gave it when the tag is this replica's; undefined when it is another replica's (it is sent
+   * on there). Any other id is left as it is: no request had it, and the peer drops it.
+   */
+  private untagged(message: JsonRpcMessage, relay: TransportRelay): JsonRpcMessage | undefined {
+    const tagged = taggedIdOf(message);
+    if (tagged === undefined) return message;
+    if (tagged.replica !== relay.replica) {
+      const session = this.inner.sessionId;
+      if (session !== undefined) relay.forward(tagged.replica, session, message);
+      return undefined;
+    }
+    return { ...message, id: tagged.id } as JsonRpcMessage;
+  }
+
+  /** An answer another replica got for a request this one sent the host in this session. */
+  deliverForwarded(message: JsonRpcMessage): void {
+    const tagged = taggedIdOf(message);
+    const relay = this.options.relay;
+    if (this.closed || !isResponse(message) || tagged === undefined || tagged.replica !== relay?.replica)
+      return;
+    this.onmessage?.({ ...message, id: tagged.id } as JsonRpcMessage);
+  }
+
+  /**
+   * With replicas sharing the session, the requests this replica sends the host (and the
+   * cancellations of them) carry its tag in their ids, so that whichever replica the host's
+   * answer reaches can tell where it belongs.
+   */
+  private tagged(message: JsonRpcMessage): JsonRpcMessage {
+    const tag = this.options.relay?.replica;
+    if (tag === undefined) return message;
+    if (isRequest(message) && typeof message.id === 'number')
+      return {
+        jsonrpc: '2.0',
+        id: `${tag}.${message.id}`,
+        method: message.method,
+        ...(message.params !== undefined && { params: message.params }),
+      } as JsonRpcMessage;
+    if ('method' in message && message.method === 'notifications/cancelled') {
+      const params = message.params as { requestId?: unknown } | undefined;
+      if (typeof params?.requestId === 'number')
+        return {
+          ...message,
+          params: { ...params, requestId: `${tag}.${params.requestId}` },
+        } as JsonRpcMessage;
+    }
+    return message;
   }
 
   /**
@@ -225,11 +294,12 @@ export class SessionTransport implements MessageTransport {
     }
     const related = this.related(message);
     const stream = related === undefined ? undefined : this.streams.get(related.relatedRequestId);
+    const sent = this.tagged(message);
     if (stream !== undefined) {
-      stream.event(serializeMessage(message));
+      stream.event(serializeMessage(sent));
       return Promise.resolve();
     }
-    return this.inner.send(message as unknown as JSONRPCMessage, related);
+    return this.inner.send(sent as unknown as JSONRPCMessage, related);
   }
 
   /** Forgets the request `id` as open, and takes its own answer stream, when it has one. */
@@ -265,6 +335,13 @@ export class SessionTransport implements MessageTransport {
     for (const stream of this.streams.values()) stream.end();
     this.streams.clear();
   }
+}
+
+/** The replica's tag and the peer's number in a tagged id (see `TAGGED_ID`), or undefined. */
+function taggedIdOf(message: JsonRpcMessage): { readonly replica: string; readonly id: number } | undefined {
+  const { id } = message as { id?: unknown };
+  const match = typeof id === 'string' ? TAGGED_ID.exec(id) : null;
+  return match === null ? undefined : { replica: match[1]!, id: Number(match[2]) };
 }
 
 /** A POST's one request, in the shape `isPlainRequest` admits. */

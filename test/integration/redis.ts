@@ -1,14 +1,14 @@
-/** A real `redis-server` (the Debian package) for the tests of replicas that share a store. */
+/** A real redis-server for the tests of replicas sharing a store. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { FAST_GATEWAY, tempDir, writeConfig } from './harness.js';
 import { freePort } from './haproxy.js';
-import { tempDir } from './harness.js';
+import { startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 export const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-/**
- * Starts redis-server on a free loopback port, in a temporary folder, persisting nothing, with
- * `password` required; resolves once it says it is ready.
- */
+/** Starts redis-server on a free port with `password`, keeping nothing on disk; resolves once it is ready. */
 export async function startRedis(
   password: string,
 ): Promise<{ readonly port: number; readonly process: ChildProcess }> {
@@ -31,6 +31,7 @@ export async function startRedis(
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  // Ready once it says so.
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -40,4 +41,40 @@ export async function startRedis(
     child.once('exit', () => reject(new Error(`redis-server exited:\n${out}`)));
   });
   return { port, process: child };
+}
+
+/** The session key every replica of a test shares. */
+const SESSION_KEY = 'a-session-key-shared-by-both-replicas-0123456789';
+
+/**
+ * Starts one gateway replica over HTTP that shares the store at `redisPort` (password
+ * `password`), with its own audit trail and a policy that asks a human before any call of the
+ * server `ask`; `config` adds to (or replaces) what every such replica has.
+ */
+export async function startStoreReplica(options: {
+  readonly redisPort: number;
+  readonly password: string;
+  readonly config: Record<string, unknown>;
+}): Promise<{ readonly replica: HttpGateway; readonly audit: string }> {
+  const dir = tempDir();
+  const audit = path.join(dir, 'audit.jsonl');
+  writeFileSync(
+    path.join(dir, 'policy.yaml'),
+    'rules:\n  - id: ask-first\n    match: { server: ask }\n    action: confirm\n    reason: This one needs a human.\n',
+  );
+  const config = writeConfig(
+    {
+      gateway: FAST_GATEWAY,
+      listen: { http: '127.0.0.1:0', sessionKey: '${MCP_WARDEN_SESSION_KEY}', allowedHosts: ['127.0.0.1'] },
+      store: `redis://:\${REDIS_PASSWORD}@127.0.0.1:${options.redisPort}/0`,
+      policies: ['policy.yaml'],
+      audit: { file: audit },
+      ...options.config,
+    },
+    dir,
+  );
+  const replica = await startHttpGateway(config, {
+    env: { MCP_WARDEN_SESSION_KEY: SESSION_KEY, REDIS_PASSWORD: options.password },
+  });
+  return { replica, audit };
 }

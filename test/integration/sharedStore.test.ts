@@ -9,14 +9,12 @@
  * where one of them is not installed.
  */
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN, type Json, type RpcAnswer } from '../fixtures/modernHost.js';
-import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from './harness.js';
+import { fixture, readAudit, textOf } from './harness.js';
 import { hasHaproxy, startHaproxy } from './haproxy.js';
-import { hasRedis, startRedis } from './redis.js';
-import { connectHttpHost, postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+import { connectHttpHost, postRpc, type HttpGateway } from './httpHarness.js';
+import { hasRedis, startRedis, startStoreReplica } from './redis.js';
 import { modernResult } from './modernWire.js';
 
 const missing = [!hasRedis && 'redis-server', !hasHaproxy && 'haproxy'].filter(Boolean).join(' and ');
@@ -24,7 +22,6 @@ const TITLE =
   missing === ''
     ? 'replicas sharing a Redis store behind round-robin HAProxy'
     : `replicas sharing a Redis store (skipped: ${missing} is not installed)`;
-const KEY = 'a-session-key-shared-by-both-replicas-0123456789';
 const PASSWORD = 'redis-password-for-the-test';
 
 const headersFor = (tool: string) => ({
@@ -50,26 +47,13 @@ describe.skipIf(missing !== '')(TITLE, () => {
 
   /** Starts one replica with the config both share (each with its own audit trail). */
   async function startReplica(redisPort: number): Promise<HttpGateway> {
-    const dir = tempDir();
-    const audit = path.join(dir, 'audit.jsonl');
-    writeFileSync(
-      path.join(dir, 'policy.yaml'),
-      'rules:\n  - id: ask-first\n    match: { server: ask }\n    action: confirm\n    reason: This one needs a human.\n',
-    );
-    const config = writeConfig(
-      {
-        gateway: FAST_GATEWAY,
-        listen: { http: '127.0.0.1:0', sessionKey: '${MCP_WARDEN_SESSION_KEY}', allowedHosts: ['127.0.0.1'] },
-        store: `redis://:\${REDIS_PASSWORD}@127.0.0.1:${redisPort}/0`,
-        policies: ['policy.yaml'],
+    const { replica, audit } = await startStoreReplica({
+      redisPort,
+      password: PASSWORD,
+      config: {
         rateLimits: [{ server: 'up', rate: '3/hour', burst: 3 }],
-        audit: { file: audit },
         servers: { up: fixture(), up2: fixture(), ask: fixture() },
       },
-      dir,
-    );
-    const replica = await startHttpGateway(config, {
-      env: { MCP_WARDEN_SESSION_KEY: KEY, REDIS_PASSWORD: PASSWORD },
     });
     audits.push(audit);
     return replica;

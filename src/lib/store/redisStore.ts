@@ -56,6 +56,7 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<Shared
     down = true;
   });
   const key = (k: string): string => `${prefix}:${k}`;
+  let listening: RedisClientType | undefined;
   const run = <T>(what: string, work: () => Promise<T>): Promise<T> => {
     if (!client.isReady)
       return Promise.reject(new StoreError(`the store ${shown} is not connected (${what})`));
@@ -82,7 +83,24 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<Shared
     script(source, keys, args) {
       return run('script', () => client.eval(source, { keys: keys.map(key), arguments: [...args] }));
     },
+    publish(channel, message) {
+      return run('publish', () => client.publish(key(channel), message));
+    },
+    async listen(channel, listener) {
+      // A subscribed connection can do nothing else, so listening takes one of its own; it
+      // queues its subscription until connected and subscribes again after each reconnection.
+      const subscriber = (listening ??= client.duplicate({ disableOfflineQueue: false }));
+      subscriber.on('error', () => {});
+      if (!subscriber.isOpen) void subscriber.connect().catch(() => {});
+      await bounded(
+        subscriber.subscribe(key(channel), (message) => listener(message)),
+        timeoutMs,
+        shown,
+        'subscribing',
+      );
+    },
     async close() {
+      if (listening?.isOpen === true) await listening.close().catch(() => listening?.destroy());
       if (client.isOpen) await client.close().catch(() => client.destroy());
     },
   };

@@ -20,6 +20,18 @@ export interface SharedStore {
   delete(key: string): Promise<void>;
   /** Runs a Lua script atomically on `keys` (prefixed here) with `args`; its reply as Redis gives it. */
   script(source: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * Sends `message` to whoever listens on `channel` now (prefixed here) and says how many did:
+   * nothing is kept for a listener that comes later.
+   */
+  publish(channel: string, message: string): Promise<number>;
+  /**
+   * Calls `listener` with each message published on `channel` from now on, over a connection of
+   * its own that is opened again after an outage (messages sent while it is down are missed).
+   * Resolves once listening, or fails with a `StoreError` when the store cannot be reached yet;
+   * then it keeps trying in the background.
+   */
+  listen(channel: string, listener: (message: string) => void): Promise<void>;
   close(): Promise<void>;
 }
 
