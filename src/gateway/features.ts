@@ -6,7 +6,8 @@ import type { LifecycleEvent } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import type { Principal } from '../core/principal.js';
 import { orderStages, type StageName } from '../core/pipeline/order.js';
-import type { Stage } from '../core/pipeline/types.js';
+import { compose } from '../core/pipeline/compose.js';
+import type { Next, Stage } from '../core/pipeline/types.js';
 import { foldVisibility, type Feature } from '../core/routing/feature.js';
 import { refusedByConfig } from '../core/routing/clientRequests.js';
 import { withAppVisibility } from '../core/routing/toolResolution.js';
@@ -169,21 +170,13 @@ const SETTINGS_STAGES: readonly StageName[] = [
 ];
 
 /**
- * `features` with each settings stage replaced by one that runs whatever `current` holds under
- * its name (passing the message on when it holds none, as a config without that stage would).
+ * `features` with each settings stage replaced by the one `current` holds under its name, and
+ * left out when it holds none (as a config without that stage would leave it out).
  */
-function swappableSettings(features: readonly Feature[], current: ReadonlyMap<StageName, Stage>): Feature[] {
+function withSettings(features: readonly Feature[], current: ReadonlyMap<StageName, Stage>): Feature[] {
   return [
     ...features.filter((f) => f.stage === undefined || !SETTINGS_STAGES.includes(f.stage.name)),
-    ...SETTINGS_STAGES.map((name): Feature => ({
-      stage: {
-        name,
-        run: (message, next) => {
-          const run = current.get(name);
-          return run === undefined ? next(message) : run(message, next);
-        },
-      },
-    })),
+    ...[...current].map(([name, run]): Feature => ({ stage: { name, run } })),
   ];
 }
 
@@ -219,7 +212,11 @@ export function stageObserver(features: readonly Feature[]): Feature['observeSta
 
 /** The pipeline of a gateway, and how a managed edit changes the settings its stages read. */
 export interface ManagedPipeline {
-  readonly stages: Stage[];
+  /**
+   * `terminal` wrapped in the stages in force. Composed again, at the next call, after other
+   * settings came into force; the calls in flight finish in the stages they started in.
+   */
+  compose(terminal: Next): Next;
   /**
    * Puts other settings in force from the next call on: the settings stages made for them and,
    * when they require an audit trail the gateway did not open, the refusal of every call.
@@ -228,9 +225,12 @@ export interface ManagedPipeline {
 }
 
 /**
- * The pipeline's stages for `features`. With managed settings, or with the config reloaded while
- * serving (`gateway.reload`), an edit may change what the settings stages read: each runs the
- * stage made for the settings in force. Without either, nothing changes while serving.
+ * The pipeline for `features`. With managed settings, or with the config reloaded while
+ * serving (`gateway.reload`), an edit may change what the settings stages read: the stages are
+ * then composed again from the ones made for the settings in force. A stage that has nothing to
+ * do for the settings in force is left out when the pipeline is composed, not passed by each
+ * call: a call pays only for the stages that can act on it. Without managed settings or reloads,
+ * nothing changes while serving.
  */
 export function managedPipeline(
   features: readonly Feature[],
@@ -241,37 +241,48 @@ export function managedPipeline(
   },
 ): ManagedPipeline {
   const { config } = options;
-  const settingsStages = stagesByName(features);
+  const swappable = config.managed !== undefined || config.gateway.reload;
+  let settingsStages = stagesByName(features);
   /**
    * Set when a managed edit requires an audit trail and none was opened at start: a trail cannot
    * be opened under a running gateway, and serving unaudited calls would be the weaker state the
    * organisation forbade, so every call is refused (saying why) until a restart opens it.
    */
   let unaudited: string | undefined;
-  const refuseUnaudited: Feature = {
-    stage: {
-      name: 'audit',
-      run: (message, next) =>
-        unaudited === undefined ? next(message) : Promise.reject(new DeniedError(unaudited, null)),
-    },
+  const stagesInForce = (): Stage[] => {
+    const refusal = unaudited;
+    const refuseUnaudited: Feature[] =
+      refusal === undefined || config.managed === undefined
+        ? []
+        : [{ stage: { name: 'audit', run: () => Promise.reject(new DeniedError(refusal, null)) } }];
+    return pipelineStages(
+      swappable ? [...withSettings(features, settingsStages), ...refuseUnaudited] : features,
+    );
   };
-  const stages = pipelineStages(
-    config.managed === undefined
-      ? config.gateway.reload
-        ? swappableSettings(features, settingsStages)
-        : features
-      : [...swappableSettings(features, settingsStages), ...(options.audited ? [] : [refuseUnaudited])],
-  );
+  let stages = stagesInForce();
+  /** Counts the settings put in force: a connection's chain made before the last is made again. */
+  let generation = 0;
   return {
-    stages,
+    compose(terminal) {
+      let made = generation;
+      let chain = compose(stages, terminal);
+      if (!swappable) return chain;
+      return (message) => {
+        if (made !== generation) {
+          made = generation;
+          chain = compose(stages, terminal);
+        }
+        return chain(message);
+      };
+    },
     applySettings(settings) {
-      settingsStages.clear();
-      for (const [name, run] of stagesByName(options.settingsFeatures(settings)))
-        settingsStages.set(name, run);
+      settingsStages = stagesByName(options.settingsFeatures(settings));
       unaudited =
         !options.audited && settings.audit !== undefined
           ? `Calls are refused: the organisation's managed settings (${config.managed?.file ?? 'managed.yaml'}) now require an audit trail, which mcp-warden opens only when it starts. Restart mcp-warden (or the host) to go on.`
           : undefined;
+      stages = stagesInForce();
+      generation++;
     },
   };
 }

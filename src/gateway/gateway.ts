@@ -265,7 +265,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     hosts,
     upstreams,
     features,
-    stages: pipeline.stages,
+    pipeline: (terminal) => pipeline.compose(terminal),
     // One key for the process's task handles: each handle names its owner, which is what keeps
     // connections apart, and one key lets every stateless request of a principal open its tasks.
     taskHandles: new TaskHandles(),

@@ -4,7 +4,7 @@ import type { HostSession } from '../core/host/hostSession.js';
 import type { Logger } from '../core/logger.js';
 import { compose } from '../core/pipeline/compose.js';
 import { createForward } from '../core/pipeline/forward.js';
-import type { Next, RoutedMessage, Stage } from '../core/pipeline/types.js';
+import type { Next, RoutedMessage } from '../core/pipeline/types.js';
 import type { Principal } from '../core/principal.js';
 import type { JsonRpcErrorObject, Params } from '../core/protocol/jsonRpc.js';
 import { fixedRoots } from '../core/routing/clientRequests.js';
@@ -33,8 +33,8 @@ export interface HostConnectionDeps {
   readonly hosts: HostConnections;
   readonly upstreams: UpstreamConnections;
   readonly features: readonly Feature[];
-  /** The pipeline's stages, in order. */
-  readonly stages: readonly Stage[];
+  /** Wraps a connection's terminal in the pipeline's stages in force (see `managedPipeline`). */
+  readonly pipeline: (terminal: Next) => Next;
   readonly taskHandles: TaskHandles;
   /** Lines for the initialize answer's instructions (servers left out, and why). */
   readonly notes: () => readonly string[];
@@ -81,10 +81,7 @@ export function hostConnections(deps: HostConnectionDeps) {
       ...(deps.record && { record: deps.record }),
       logger: deps.logger,
     });
-    const shared = compose(
-      deps.stages as Stage[],
-      forwardOf(scope, () => router, observe, serversByName, authorize),
-    );
+    const shared = deps.pipeline(forwardOf(scope, () => router, observe, serversByName, authorize));
     const toolView = viewOf(features, {
       tools: scope.catalogs.tools,
       host: () => router.host,

@@ -140,6 +140,26 @@ describe('the config file edited while serving, in-process', () => {
     expect(received.get('web')).toEqual([AWS_KEY, AWS_KEY]);
   });
 
+  it('argument validation turned on, a stage the pipeline was built without, applies to the next call', async () => {
+    const { running, call, edit } = await serveWatched(
+      `gateway: { validateArguments: false }\n${servers(['web'])}`,
+    );
+    const wrong = async () => {
+      try {
+        return textOf(await running.client.callTool({ name: 'web__echo', arguments: { text: 42 } }));
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect(await wrong()).not.toContain('Invalid arguments for tool "echo" on server "web"');
+
+    await edit(servers(['web']));
+    // The gateway section changed, so the server starts again: its calls wait for that.
+    await expect.poll(wrong).not.toContain('still starting');
+    expect(await wrong()).toContain('Invalid arguments for tool "echo" on server "web"');
+    expect(textOf(await call('web__echo', 'fine'))).toBe('fine');
+  });
+
   it('a server added is started and listed, one removed leaves the list; the host is told each time', async () => {
     const { running, call, edit, listChanged } = await serveWatched(servers(['web']));
     const names = async () => (await running.client.listTools()).tools.map((t) => t.name).sort();
