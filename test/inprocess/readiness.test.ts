@@ -8,21 +8,30 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixture, tempDir, writeConfig } from '../integration/harness.js';
-import { serveRaw, type ServedRaw } from './servedAnswers.js';
+import { servedRawSession, type ServedRawSession } from './servedRaw.js';
 import { loadServingModulesFirst } from './servedWarmup.js';
 
 loadServingModulesFirst();
 
-let served: ServedRaw | undefined;
+let served: ServedRawSession | undefined;
 afterEach(async () => {
   await served?.close();
   served = undefined;
 });
 
-/** The gateway served in this process, driven raw; closed after the test. */
-async function raw(config: string): Promise<ServedRaw> {
-  served = await serveRaw(config);
-  return served;
+/** The gateway served in this process, driven raw (a message per line); closed after the test. */
+async function raw(config: string): Promise<{
+  send(message: object): void;
+  answer(id: number): Promise<object>;
+  stderr(): string;
+}> {
+  const session = await servedRawSession(config);
+  served = session;
+  return {
+    send: (message) => void session.send(JSON.stringify(message)),
+    answer: (id) => session.next((message) => message.id === id),
+    stderr: session.stderr,
+  };
 }
 
 describe('readiness per server', () => {
