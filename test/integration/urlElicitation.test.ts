@@ -1,85 +1,19 @@
 /**
- * URL-mode elicitation through the gateway, with server-everything, which lists its
- * `trigger-url-elicitation` tool only to a client that declared URL mode: a host that supports it
- * (a 2025-11-25 host declaring `elicitation.url`, or a 2026-07-28 host whose requests declare it)
- * sees the tool and is asked to open the URL; a host that supports form mode only never sees it.
+ * URL-mode elicitation through the built binary to a 2026-07-28 host over stdio, with
+ * server-everything, which lists its `trigger-url-elicitation` tool only to a client that
+ * declared URL mode: requests that declare it see the tool and are asked within the call; form
+ * mode only never sees it. The 2025-11-25 host is in test/inprocess/urlElicitation.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startModernHost, type ModernHost } from '../fixtures/modernHost.js';
-import {
-  CLI,
-  connectHost,
-  FAST_GATEWAY,
-  fixture,
-  NODE,
-  serverBin,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from './harness.js';
+import { CLI, FAST_GATEWAY, fixture, textOf, writeConfig } from './harness.js';
 import { modernResult } from './modernWire.js';
+import { ASK, config, refusal, TOOL, URL_ASKED } from './urlElicitationSetup.js';
 
-const TOOL = 'everything__trigger-url-elicitation';
-const URL_ASKED = 'https://example.com/authorize';
-
-let host: HostSession | undefined;
 let modern: ModernHost | undefined;
 afterEach(async () => {
-  await host?.close();
-  host = undefined;
   await modern?.close();
   modern = undefined;
-});
-
-function config(): string {
-  return writeConfig({
-    gateway: FAST_GATEWAY,
-    servers: { everything: { command: NODE, args: [serverBin('everything')] } },
-  });
-}
-
-describe('a 2025-11-25 host', () => {
-  it('that declares URL mode sees the tool, is asked to open the URL, and its answer completes the call', async () => {
-    const asked: unknown[] = [];
-    host = await connectHost(config(), {
-      capabilities: { elicitation: { form: {}, url: {} } },
-      beforeConnect: (client) =>
-        client.setRequestHandler(ElicitRequestSchema, (request) => {
-          asked.push(request.params);
-          return { action: 'accept' };
-        }),
-    });
-    const { tools } = await host.client.listTools();
-    expect(tools.map((t) => t.name)).toContain(TOOL);
-    const result = await host.client.callTool({
-      name: TOOL,
-      arguments: { url: URL_ASKED, elicitationId: 'e-1' },
-    });
-    expect(asked).toEqual([expect.objectContaining({ mode: 'url', url: URL_ASKED, elicitationId: 'e-1' })]);
-    expect(textOf(result)).toContain('User completed the URL elicitation flow');
-  });
-
-  it('gets a server’s URL-elicitation-required error (-32042) as the server sent it', async () => {
-    host = await connectHost(config(), { capabilities: { elicitation: { form: {}, url: {} } } });
-    const error = await host.client
-      .callTool({ name: TOOL, arguments: { url: URL_ASKED, errorPath: true } })
-      .then(
-        () => undefined,
-        (e: unknown) => e as { code: number; data?: { elicitations?: { mode: string; url: string }[] } },
-      );
-    expect(error?.code).toBe(-32042);
-    expect(error?.data?.elicitations).toEqual([
-      expect.objectContaining({ mode: 'url', url: 'https://modelcontextprotocol.io' }),
-    ]);
-  });
-
-  it('that declares form mode only does not see the tool', async () => {
-    host = await connectHost(config(), { capabilities: { elicitation: {} } });
-    const { tools } = await host.client.listTools();
-    expect(tools.map((t) => t.name)).toContain('everything__echo');
-    expect(tools.map((t) => t.name)).not.toContain(TOOL);
-  });
 });
 
 describe('a 2026-07-28 host', () => {
@@ -168,32 +102,6 @@ describe('a 2026-07-28 host', () => {
 });
 
 describe('a URL-mode question for a host that declared form mode only', () => {
-  // A server that asks anyway (the fixture does what it is told) gets an error naming the mode.
-  const ASK = {
-    name: 'up__ask_client',
-    arguments: {
-      method: 'elicitation/create',
-      params: { mode: 'url', url: URL_ASKED, message: 'Open it', elicitationId: 'e-3' },
-    },
-  };
-  const refusal = (result: object) => (JSON.parse(textOf(result)) as { error?: { message: string } }).error;
-
-  it('is refused for a 2025-11-25 host, which is never asked', async () => {
-    const asked: unknown[] = [];
-    const upConfig = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } });
-    host = await connectHost(upConfig, {
-      capabilities: { elicitation: {} },
-      beforeConnect: (client) =>
-        client.setRequestHandler(ElicitRequestSchema, (request) => {
-          asked.push(request.params);
-          return { action: 'accept' };
-        }),
-    });
-    const result = await host.client.callTool(ASK);
-    expect(refusal(result)?.message).toContain('did not declare url-mode elicitation');
-    expect(asked).toEqual([]);
-  });
-
   it('is refused for a 2026-07-28 host, which is not asked within the call', async () => {
     modern = startModernHost(CLI, writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     const formOnly = { capabilities: { elicitation: { form: {} } } };

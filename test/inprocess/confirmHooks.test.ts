@@ -1,13 +1,12 @@
 /**
- * The shipped confirmation hooks (examples/), run by the built gateway exactly as a user's config
- * would run them, with a stub zenity or osascript first on PATH that records what it was asked
- * and answers as told.
+ * The shipped confirmation hooks (examples/), run by the gateway served in-process exactly as a
+ * user's config would run them, with a stub zenity or osascript first on PATH that records what
+ * it was asked and answers as told.
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   ROOT,
@@ -16,7 +15,8 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 const HOOKS = ['confirm-zenity.sh', 'confirm-osascript.sh'] as const;
 const DIALOG: Record<(typeof HOOKS)[number], string> = {
@@ -69,7 +69,7 @@ describe.each(HOOKS)('examples/%s', (hook) => {
       },
       dir,
     );
-    host = await connectHost(config, { env: { PATH: `${bin}:${process.env.PATH ?? ''}` } });
+    host = await connectServed(config, { env: { PATH: `${bin}:${process.env.PATH ?? ''}` } });
     const result = await host.client.callTool({ name: 'up__echo', arguments: { text: '<b>hi</b> & bye' } });
     expect(Boolean(result.isError)).toBe(denied);
     if (!denied) expect(textOf(result)).toContain('<b>hi</b> & bye');

@@ -1,21 +1,21 @@
 /**
- * Resource reads count for flow control, through the built binary: a `resources/read` of a
- * resource labelled `private` (by a policy labels entry, not its server) brings the label into
- * the session, so a later call that completes the trifecta is asked about.
+ * Resource reads count for flow control, with the gateway served in-process: a `resources/read`
+ * of a resource labelled `private` (by a policy labels entry, not its server) brings the label
+ * into the session, so a later call that completes the trifecta is asked about.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 const hosts: HostSession[] = [];
 afterEach(async () => {
@@ -43,7 +43,7 @@ describe('resource reads and the lethal trifecta', () => {
       dir,
     );
     const asked: string[] = [];
-    const host = await connectHost(config, {
+    const host = await connectServed(config, {
       capabilities: { elicitation: { form: {} } },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, (request) => {

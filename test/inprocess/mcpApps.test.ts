@@ -1,6 +1,7 @@
 /**
- * MCP Apps (`io.modelcontextprotocol/ui`) through the gateway, with the two official example App
- * servers as upstreams: both serve `ui://get-time/mcp-app.html` and a `get-time` tool.
+ * MCP Apps (`io.modelcontextprotocol/ui`) through the gateway served in-process, with the two
+ * official example App servers as upstreams: both serve `ui://get-time/mcp-app.html` and a
+ * `get-time` tool.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +10,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
-  connectHost,
   FAST_GATEWAY,
   fixture,
   NODE,
@@ -19,7 +19,8 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 const UI = 'io.modelcontextprotocol/ui';
 /** A host that runs Apps declares the extension. */
@@ -57,7 +58,7 @@ describe('two App servers behind one gateway', () => {
       gateway: FAST_GATEWAY,
       servers: { vanilla: app('basic-vanillajs'), react: app('basic-react') },
     });
-    host = await connectHost(config, { capabilities: APPS_HOST });
+    host = await connectServed(config, { capabilities: APPS_HOST });
   });
   afterAll(async () => {
     await host?.close();
@@ -137,7 +138,7 @@ describe('one App server', () => {
       },
       dir,
     );
-    const host = await connectHost(config, { capabilities: APPS_HOST });
+    const host = await connectServed(config, { capabilities: APPS_HOST });
     try {
       const through = await host.client.callTool({ name: 'get-time', arguments: {} });
       const client = await direct('basic-vanillajs');
@@ -170,7 +171,7 @@ describe('app-only visibility', () => {
 
   it('a host without the Apps extension is not given app-only tools, and a call of one is refused', async () => {
     const dir = tempDir();
-    host = await connectHost(
+    host = await connectServed(
       writeConfig({ gateway: FAST_GATEWAY, audit: { file: './audit.jsonl' }, servers }, dir),
     );
     const names = (await host.client.listTools()).tools.map((t) => t.name);
@@ -191,7 +192,7 @@ describe('app-only visibility', () => {
   });
 
   it('a host with the extension lists them (it hides them from its model); App calls are held to the rules', async () => {
-    host = await connectHost(writeConfig({ gateway: FAST_GATEWAY, servers }), { capabilities: APPS_HOST });
+    host = await connectServed(writeConfig({ gateway: FAST_GATEWAY, servers }), { capabilities: APPS_HOST });
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('fx__app_refresh');
     const ownApp = fromApp('ui://fx/fx/app.html');
@@ -221,7 +222,7 @@ describe('pins hold _meta.ui', () => {
       },
       dir,
     );
-    const host = await connectHost(config);
+    const host = await connectServed(config);
     try {
       expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('fx__app_show');
       writeFileSync(
@@ -261,7 +262,7 @@ describe('App resource templates', () => {
       gateway: FAST_GATEWAY,
       servers: { one: fixture(flags('one')), two: fixture(flags('two')) },
     });
-    const host = await connectHost(config, { capabilities: APPS_HOST });
+    const host = await connectServed(config, { capabilities: APPS_HOST });
     try {
       const { resourceTemplates } = await host.client.listResourceTemplates();
       // Both servers serve the same template: the host is given two, one per server.

@@ -1,6 +1,6 @@
 /**
- * Flow control and result guardrails follow edits while the gateway serves, through the built
- * binary: `flow.trifecta`, a server's labels and the `guardrails:` section in the config, and
+ * Flow control and result guardrails follow edits while the gateway serves (in-process, with
+ * its config watchers): `flow.trifecta`, a server's labels and the `guardrails:` section in the config, and
  * the `labels:` and `guardrails:` entries of a policy file, each from the next call on. Each
  * test waits for the reload's own log line, never a fixed time.
  */
@@ -9,8 +9,9 @@ import path from 'node:path';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AWS_KEY } from '../fixtures/secretSamples.js';
-import { connectHost, FAST_GATEWAY, tempDir, textOf, type HostSession } from './harness.js';
-import { FIXTURE, NODE } from './harness.js';
+import { FAST_GATEWAY, tempDir, textOf, type HostSession } from '../integration/harness.js';
+import { FIXTURE, NODE } from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 const hosts: HostSession[] = [];
 afterEach(async () => {
@@ -41,7 +42,7 @@ async function serve(text: string, policy?: string) {
   if (policy !== undefined) writeFileSync(path.join(dir, 'policy.yaml'), policy);
   writeFileSync(file, text);
   const asked: string[] = [];
-  const host = await connectHost(file, {
+  const host = await connectServed(file, {
     capabilities: { elicitation: { form: {} } },
     beforeConnect: (client) =>
       client.setRequestHandler(ElicitRequestSchema, (request) => {

@@ -1,6 +1,7 @@
 /**
- * Tasks through the built gateway, with the SDK Client as host: server-everything's task tool
- * compared with a direct connection, and two task fixtures whose task ids collide.
+ * Tasks through the gateway served in-process (as `mcp-warden --config` runs it), with the SDK
+ * Client as host: server-everything's task tool compared with a direct connection, and two task
+ * fixtures whose task ids collide.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -18,8 +19,6 @@ import {
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
-  connectHost,
-  keepListings,
   FAST_GATEWAY,
   NODE,
   readAudit,
@@ -29,11 +28,22 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
+import { connectServed } from './served.js';
 
 const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
 /** What a host that runs tasks itself declares. */
 const TASK_HOST = { tasks: { list: {}, cancel: {} } };
+
+/**
+ * Serves `configFile` once, until every server has connected and been listed, so that the next
+ * gateway keeps their listings (as `keepListings` does with the binary).
+ */
+async function keepListings(configFile: string): Promise<void> {
+  const once = await connectServed(configFile);
+  await once.client.listTools();
+  await once.close();
+}
 
 function taskServer(args: string[] = []) {
   return { command: NODE, args: [TASK_FIXTURE, ...args] };
@@ -80,7 +90,7 @@ describe('server-everything tasks, through the gateway and direct', () => {
     });
     // What the initialize answer declares is what the server declared, however slow its start.
     await keepListings(config);
-    host = await connectHost(config, {
+    host = await connectServed(config, {
       capabilities: TASK_HOST,
       beforeConnect: (client) =>
         client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
@@ -155,7 +165,7 @@ describe('a task that asks the host a question (input_required)', () => {
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
     const asked: { message: string; related: unknown }[] = [];
-    const host = await connectHost(config, {
+    const host = await connectServed(config, {
       capabilities: { ...TASK_HOST, elicitation: {} },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -189,7 +199,7 @@ describe('a host without tasks and a tool that requires one', () => {
       gateway: FAST_GATEWAY,
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
-    host = await connectHost(config);
+    host = await connectServed(config);
   });
   afterAll(async () => {
     await host?.close();
@@ -249,7 +259,7 @@ describe('a server that has the host run sampling as a task (trigger-sampling-re
       gateway: FAST_GATEWAY,
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
-    const host = await connectHost(config, {
+    const host = await connectServed(config, {
       capabilities: SAMPLING_TASK_HOST,
       taskStore: new InMemoryTaskStore(),
       beforeConnect: samplingTaskHost,
@@ -289,7 +299,7 @@ describe('a server that has the host run sampling as a task (trigger-sampling-re
       gateway: FAST_GATEWAY,
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
-    const host = await connectHost(config, { capabilities: { sampling: {}, tasks: { list: {} } } });
+    const host = await connectServed(config, { capabilities: { sampling: {}, tasks: { list: {} } } });
     try {
       const listed = (await host.client.listTools()).tools.map((t) => t.name);
       expect(listed).toContain('everything__trigger-sampling-request');
@@ -321,7 +331,7 @@ describe('two task servers whose task ids collide', () => {
       },
       dir,
     );
-    host = await connectHost(config, {
+    host = await connectServed(config, {
       capabilities: TASK_HOST,
       beforeConnect: (client) =>
         client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
@@ -400,7 +410,7 @@ describe('two task servers whose task ids collide', () => {
       },
       dir,
     );
-    const plain = await connectHost(config);
+    const plain = await connectServed(config);
     try {
       const { tools } = await plain.client.listTools();
       expect(tools.find((t) => t.name === 'quick__required-work')).not.toHaveProperty('execution');
@@ -437,7 +447,7 @@ describe('a task the gateway runs, past the call timeout', () => {
       },
       dir,
     );
-    const plain = await connectHost(config);
+    const plain = await connectServed(config);
     try {
       const result = await plain.client.callTool({ name: 'slow__required-work', arguments: {} });
       expect(result.isError).toBe(true);
@@ -497,7 +507,7 @@ describe('progress a server reports for a task after creating it', () => {
     expect(directSeen).toEqual([1, 2, 3]);
 
     const config = writeConfig({ gateway: FAST_GATEWAY, mcpServers: { a: taskServer(args) } });
-    const host = await connectHost(config, { capabilities: TASK_HOST });
+    const host = await connectServed(config, { capabilities: TASK_HOST });
     try {
       expect(await progressOf(host.client, 'a__report')).toEqual(directSeen);
     } finally {
@@ -551,7 +561,7 @@ describe('servers that list the tasks they had the host create', () => {
 
     const config = writeConfig({ gateway: FAST_GATEWAY, mcpServers: { a: taskServer(), b: taskServer() } });
     const store = new InMemoryTaskStore();
-    const host = await connectHost(config, {
+    const host = await connectServed(config, {
       capabilities: host_,
       taskStore: store,
       beforeConnect: samplingTaskHost,
