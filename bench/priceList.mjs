@@ -3,7 +3,7 @@
 // goal and whether it is met. The benchmarks run one after another (never two at once: on two
 // cores they would measure each other), each recording its figures through lib/prices.mjs.
 //
-//   npm run build && node bench/priceList.mjs [--only a,b,...] [--readme] [--out FILE]
+//   npm run build && node bench/priceList.mjs [--only a,b,...] [--readme] [--out FILE] [--baseline-cli FILE]
 //
 // --only runs some of the benchmarks (names as in the table below). --readme puts the table,
 // with the command and the machine's state, into bench/README.md between its price-list markers.
@@ -34,8 +34,16 @@ const BENCHES = {
 };
 
 const { values: flags } = parseArgs({
-  options: { only: { type: 'string' }, readme: { type: 'boolean' }, out: { type: 'string' } },
+  options: {
+    only: { type: 'string' },
+    readme: { type: 'boolean' },
+    out: { type: 'string' },
+    'baseline-cli': { type: 'string' },
+  },
 });
+// Another build to set warden-full against, in the same run (bench/run.mjs --baseline-cli).
+if (flags['baseline-cli'] !== undefined)
+  BENCHES.run.push('--baseline-cli', path.resolve(flags['baseline-cli']));
 const names = flags.only === undefined ? Object.keys(BENCHES) : flags.only.split(',');
 for (const name of names) if (!(name in BENCHES)) throw new Error(`unknown benchmark ${name}`);
 
@@ -79,7 +87,7 @@ const goal = (p) =>
     ? `≤ ${p.atMost}${p.unit === '×' ? '×' : ` ${p.unit}`.trimEnd()}`
     : p.atLeast !== undefined
       ? `≥ ${p.atLeast}${p.unit === '×' ? '×' : ` ${p.unit}`.trimEnd()}`
-      : '';
+      : (p.note ?? '');
 const result = (p) => {
   const met = verdict(p);
   return met === undefined ? 'reported' : met ? 'PASS' : 'FAIL';
@@ -87,6 +95,7 @@ const result = (p) => {
 const minutes = ((Date.now() - started) / 60_000).toFixed(0);
 const lines = [
   `Command: \`npm run build && node bench/priceList.mjs${flags.only ? ` --only ${flags.only}` : ''}\` ` +
+    `${flags['baseline-cli'] ? ` (with \`--baseline-cli ${flags['baseline-cli']}\`)` : ''}` +
     `(node ${process.version}, ${cpus().length} cores, load ${loadBefore.toFixed(1)} before and ` +
     `${loadavg()[0].toFixed(1)} after, ${minutes} min)`,
   '',

@@ -1140,6 +1140,8 @@ async function main() {
     { what: 'warden-full ÷ json-floor-full, p50 latency', value: vsFloorFull.p50Us, unit: '×' },
     { what: 'warden-full ÷ json-floor-full, throughput @32', value: vsFloorFull.callsPerSec, unit: '×' },
     { what: 'warden-full ÷ json-floor-full, CPU per call', value: vsFloorFull.cpuUsPerCall, unit: '×' },
+    // Against another build (--baseline-cli): what this build's changes cost, as information.
+    ...baselinePrices(summary.ratios['warden-full/warden-base']),
   ]);
   const missed = summary.targets.filter((t) => t.result === 'FAIL');
   if (!QUICK && missed.length > 0) {
@@ -1147,6 +1149,19 @@ async function main() {
     return 3;
   }
   return 0;
+}
+
+/** warden-full against the same config served by the --baseline-cli build, when there is one. */
+function baselinePrices(ratios) {
+  if (ratios === undefined) return [];
+  const note = `÷ ${path.relative(ROOT, BASELINE_CLI)}`;
+  return [
+    ['p50 latency', ratios.p50Us],
+    ['throughput @32', ratios.callsPerSec],
+    ['CPU per call', ratios.cpuUsPerCall],
+    ['start-up', ratios.startupMs],
+    ['peak RSS, 10k tools', ratios.peakRssMB],
+  ].map(([what, value]) => ({ what: `warden-full ÷ baseline build, ${what}`, value, unit: '×', note }));
 }
 
 main().then(

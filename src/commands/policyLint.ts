@@ -47,10 +47,7 @@ export async function lintPoliciesLive(
   }
 }
 
-type Offered = Pick<
-  Upstream,
-  'name' | 'config' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'capabilities'
->;
+type Offered = Pick<Upstream, 'name' | 'config' | 'tools' | 'listed' | 'capabilities'>;
 
 /** The live findings, from what each upstream listed. */
 export function liveIssues(
@@ -76,11 +73,11 @@ export function liveIssues(
       }
     };
     check('tool', rule.match.tool, (u) => u.tools.map((t: Tool) => t.name));
-    check('prompt', rule.match.prompt, (u) => u.prompts.map((p: Prompt) => p.name));
+    check('prompt', rule.match.prompt, (u) => u.listed.prompts.map((p: Prompt) => p.name));
     check('resource', rule.match.resource, (u) =>
-      u.resources
+      u.listed.resources
         .map((r: Resource) => normalizeResourceUri(r.uri))
-        .concat(u.resourceTemplates.map((t) => t.uriTemplate)),
+        .concat(u.listed.resourceTemplates.map((t) => t.uriTemplate)),
     );
   });
   // Tools that reach the default: every rule passes them by, whatever the arguments.

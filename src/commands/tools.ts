@@ -144,8 +144,8 @@ export async function collectTools(options: {
         tools: u.tools.length,
         ...(summarize(u) === 'cached' && { cachedAt: u.cachedListingAt! }),
         ...(u.era !== undefined && { era: u.era }),
-        ...(u.protocolVersion !== undefined && { protocolVersion: u.protocolVersion }),
-        ...(u.serverInfo !== undefined && { serverInfo: u.serverInfo }),
+        ...(u.spoken !== undefined && { protocolVersion: u.spoken.protocolVersion }),
+        ...(u.spoken?.serverInfo !== undefined && { serverInfo: u.spoken.serverInfo }),
         ...(u.config.transport === 'stdio' && u.config.sandbox !== undefined && { sandboxed: true }),
         ...(u.state !== 'ready' &&
           u.state !== 'disabled' &&

@@ -125,6 +125,18 @@ export class UpstreamFailedError extends WardenError {
 }
 
 /**
+ * Whether a failure to connect is one that trying again cannot mend: it, or an error it was
+ * caused by, says `lasting: true` (a refusal that only a change of config or identity removes,
+ * such as a token exchange on a gateway whose callers bring no token). Retrying it would only
+ * tell the user "try again shortly" about something that will fail the same way.
+ */
+export function isLasting(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    if ((e as { lasting?: unknown }).lasting === true) return true;
+  return false;
+}
+
+/**
  * The other side of a connection answered one of our requests with a JSON-RPC error. Kept apart
  * from errors we make up so the requester sees that side's own code and message.
  */

@@ -194,6 +194,11 @@ describe('token exchange to an upstream (RFC 8693) against oidc-provider', () =>
       expect(textOf(result)).toContain(
         'Add an auth: section and serve over HTTP, or remove oauth.tokenExchange from this server',
       );
+      // Retrying cannot mend it, so the user is not told to try again, and it is not retried.
+      expect(textOf(result)).not.toContain('try again shortly');
+      expect(textOf(result)).toContain('will not be restarted');
+      expect(local.stderr()).toContain('marked failed, not restarted');
+      expect(local.stderr()).not.toContain('restarting in');
     } finally {
       await local.close();
     }

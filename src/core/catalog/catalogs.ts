@@ -10,10 +10,7 @@ export interface Catalogs {
   readonly resources: ResourceCatalog;
 }
 
-type UpstreamView = Pick<
-  Upstream,
-  'name' | 'config' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'capabilities'
->;
+type UpstreamView = Pick<Upstream, 'name' | 'config' | 'tools' | 'listed' | 'capabilities'>;
 
 /** One item of a list the host sees, as a visibility rule is asked about it. */
 export type ListedItem =
@@ -66,7 +63,7 @@ export function rebuildCatalogs(
     const sources = upstreams.map((u) => ({
       server: u.name,
       namespace: u.config.namespace,
-      items: u.prompts,
+      items: u.listed.prompts,
     }));
     const { listed } = options;
     const shown =
@@ -79,8 +76,8 @@ export function rebuildCatalogs(
     const sources = upstreams.map((u) => ({
       server: u.name,
       offersResources: u.capabilities.resources !== undefined,
-      resources: u.resources,
-      templates: u.resourceTemplates,
+      resources: u.listed.resources,
+      templates: u.listed.resourceTemplates,
     }));
     const { listed } = options;
     const listing =

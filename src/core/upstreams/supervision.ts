@@ -73,6 +73,15 @@ export class Supervision {
    * when there were more than `maxRestarts` failures within the window: the server is then given
    * up on until the gateway restarts (logged and recorded as such).
    */
+  /** The attempt failed in a way no retry can mend (see `isLasting`): no restart, failed at once. */
+  failedForGood({ endedWith }: AttemptEnd): undefined {
+    const { server, log, onLifecycle } = this.options;
+    const message = `marked failed, not restarted: ${endedWith.message}`;
+    log.error(message);
+    onLifecycle?.({ type: 'upstream_failed', server, error: message });
+    return undefined;
+  }
+
   ended({ endedWith, connectedAt }: AttemptEnd): number | undefined {
     const { server, restart, log, onLifecycle } = this.options;
     log.error(this.repeated.line(endedWith.message, { connected: connectedAt !== undefined }));

@@ -1,6 +1,6 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { HttpServerConfig, ServerConfig } from '../../config/types.js';
-import { UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
+import { isLasting, UpstreamFailedError, UpstreamUnavailableError } from '../errors.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Logger } from '../logger.js';
 import type { JsonRpcNotification, Params } from '../protocol/jsonRpc.js';
@@ -14,7 +14,7 @@ import type { Principal } from '../principal.js';
 import { Supervision, type UpstreamLifecycleEvent } from './supervision.js';
 import { close, Connector, type Live, type UpstreamParts } from './connector.js';
 import { Dozing } from './dozing.js';
-import type { HandshakeOptions } from './handshake.js';
+import type { Handshaken, HandshakeOptions } from './handshake.js';
 import { LIST_KINDS, type ListKind } from './listSync.js';
 import { startsLazily, type ListingStore, type ServerListing } from './startPolicy.js';
 import { ResourceSubscriptions, restoreSubscriptions, subscribable } from './subscriptions.js';
@@ -103,6 +103,13 @@ export type { UpstreamLifecycleEvent } from './supervision.js';
  * connection ends. A failure here never reaches another upstream: every error is caught at this
  * boundary and logged with the name.
  */
+/** What an upstream lists besides its tools (which give way to `authorize` while it needs a sign-in). */
+export interface Listed {
+  readonly prompts: readonly Prompt[];
+  readonly resources: readonly Resource[];
+  readonly resourceTemplates: readonly ResourceTemplate[];
+}
+
 export class Upstream {
   readonly name: string;
   readonly config: ServerConfig;
@@ -214,14 +221,9 @@ export class Upstream {
     await this.signInWait.retryNow(() => this.tracked.value === 'needs-sign-in');
     return this.tracked.value;
   }
-  get prompts(): readonly Prompt[] {
-    return this.parts.lists.lists.prompts as unknown as readonly Prompt[];
-  }
-  get resources(): readonly Resource[] {
-    return this.parts.lists.lists.resources as unknown as readonly Resource[];
-  }
-  get resourceTemplates(): readonly ResourceTemplate[] {
-    return this.parts.lists.lists.resourceTemplates as unknown as readonly ResourceTemplate[];
+  /** Its prompts, resources and resource templates, as last listed. */
+  get listed(): Listed {
+    return this.parts.lists.lists as unknown as Listed;
   }
   /** What the server declared in its initialize or discover answer (last connection). */
   get capabilities(): Params {
@@ -235,21 +237,13 @@ export class Upstream {
   get lastError(): string | undefined {
     return this._lastError;
   }
-  /** How the last connection speaks its era; undefined before one. */
-  get dialect(): UpstreamDialect | undefined {
-    return this.connector.spoken?.dialect;
+  /** What the server said in its last handshake (its dialect, version, name); undefined before one. */
+  get spoken(): Handshaken | undefined {
+    return this.connector.spoken;
   }
   /** The protocol era of the last connection, by name; undefined before one. */
   get era(): UpstreamEra | undefined {
     return this.connector.spoken?.dialect.era;
-  }
-  /** The protocol version spoken on the last connection. */
-  get protocolVersion(): string | undefined {
-    return this.connector.spoken?.protocolVersion;
-  }
-  /** The server's name and version as it reported them (initialize or server/discover). */
-  get serverInfo(): { readonly name: string; readonly version: string } | undefined {
-    return this.connector.spoken?.serverInfo;
   }
   /** The caching hints this server gave for `method`'s results; undefined for a legacy server. */
   cacheHint(method: string): CacheHint | undefined {
@@ -443,7 +437,9 @@ export class Upstream {
         await this.awaitSignIn(attempt.endedWith);
         continue;
       }
-      const delay = this.record.ended(attempt);
+      const delay = isLasting(attempt.endedWith)
+        ? this.record.failedForGood(attempt)
+        : this.record.ended(attempt);
       this.tracked.set(delay === undefined ? 'failed' : 'restarting');
       this.attemptSettled();
       if (delay === undefined) return;
@@ -465,7 +461,12 @@ export class Upstream {
       this.tracked.set('ready');
       // In the same turn as becoming ready: the host's own messages for this server can only
       // follow these subscribes, so the server sees them in the host's order.
-      void this.restoreSubscriptions(live);
+      void restoreSubscriptions({
+        ...{ subscriptions: this.subscriptions, supported: subscribable(this.capabilities) },
+        ...{ timeoutMs: this.options.gateway.connectTimeoutMs, server: this.name, log: this.log },
+        subscribe: (uri, signal) => live.dialect!.subscribe(uri, signal),
+        ended: () => this.stopController.signal.aborted || this.live !== live,
+      });
       this._lastError = undefined;
       connectedAt = Date.now();
       const ms = connectedAt - attemptStarted;
@@ -497,20 +498,6 @@ export class Upstream {
     this.firstAttemptDone();
     this.dozing.settled();
     this.signInWait.attemptSettled();
-  }
-
-  /** Subscribes a new process to what the host subscribed to on the ones before it. */
-  private restoreSubscriptions(live: Live): Promise<void> {
-    const dialect = live.dialect!;
-    return restoreSubscriptions({
-      subscriptions: this.subscriptions,
-      supported: subscribable(this.capabilities),
-      subscribe: (uri, signal) => dialect.subscribe(uri, signal),
-      timeoutMs: this.options.gateway.connectTimeoutMs,
-      server: this.name,
-      log: this.log,
-      ended: () => this.stopController.signal.aborted || this.live !== live,
-    });
   }
 
   private async teardown(reason: Error, live: Live | undefined = this.live): Promise<void> {

@@ -41,12 +41,20 @@ const REFUSALS = new Set([
  * could not be asked (unreachable, an unexpected answer).
  */
 export class TokenExchangeError extends Error {
+  /**
+   * Whether no later attempt can succeed without a change of config: the gateway's callers bring
+   * no token at all. Its server is then failed at once instead of restarted (see core `isLasting`).
+   */
+  readonly lasting: boolean;
+
   constructor(
     message: string,
     readonly refused: boolean,
+    options: { readonly lasting?: boolean } = {},
   ) {
     super(message);
     this.name = 'TokenExchangeError';
+    this.lasting = options.lasting ?? false;
   }
 }
 
@@ -104,6 +112,8 @@ export class TokenExchange {
         new TokenExchangeError(
           `token exchange needs the bearer token of the principal making the call, and ${principal === undefined ? 'the local user' : describePrincipal(principal)} has none: only hosts that connect through the HTTP listener of a config with an auth: section bring one. Add an auth: section and serve over HTTP, or remove oauth.tokenExchange from this server`,
           true,
+          // A caller without a token of its own never gets one: retrying cannot help.
+          { lasting: true },
         ),
       );
     const key = principalKey(principal);
