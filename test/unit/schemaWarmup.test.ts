@@ -1,0 +1,59 @@
+/**
+ * Validators compiled ahead of a tool's first call must cost neither start-up nor the host's
+ * first requests (nothing before the host has been answered and gone quiet), nor memory without
+ * bound (at most 100 compiled ahead), and must not load ajv for schemas checked without it.
+ */
+import { describe, expect, it } from 'vitest';
+import type { WardenConfig } from '../../src/config/types.js';
+import type { Logger } from '../../src/core/logger.js';
+import type { Upstream } from '../../src/core/upstreams/upstream.js';
+import { createInputValidator } from '../../src/features/validate/inputValidator.js';
+import { createOutputValidator } from '../../src/features/repair/outputSchemaValidator.js';
+import { createSchemaWarmup } from '../../src/gateway/schemaWarmup.js';
+
+const config = { servers: [], gateway: { validateArguments: true } } as unknown as WardenConfig;
+const logger = { debug: () => {} } as unknown as Logger;
+
+function setUp() {
+  const input = createInputValidator();
+  const output = createOutputValidator();
+  const warmup = createSchemaWarmup(config, { input, output, servers: new Map(), logger });
+  return { input, output, warmup };
+}
+
+function upstreamWith(tools: Record<string, unknown>[]): Upstream {
+  return { name: 'a', state: 'running', tools } as unknown as Upstream;
+}
+
+const complex = (i: number) => ({
+  name: `t${i}`,
+  inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: `^x${i}` } } },
+});
+
+describe('compiling ahead of the first call', () => {
+  it('waits until the host has been answered and is quiet, then compiles at most 100', async () => {
+    const { input, warmup } = setUp();
+    warmup.onListsChanged!(upstreamWith(Array.from({ length: 150 }, (_, i) => complex(i))), ['tools']);
+    // Nothing while the host has not been answered, however long that takes.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(input.stats.compiled).toBe(0);
+    warmup.beforeHostWrite!();
+    await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(100);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(input.stats.compiled).toBe(100);
+  });
+
+  it('loads no ajv for schemas checked without it', async () => {
+    const { input, output, warmup } = setUp();
+    const simple = {
+      name: 's',
+      inputSchema: { type: 'object', properties: { a: { type: 'number' } } },
+      outputSchema: { type: 'object', properties: { b: { type: 'string' } } },
+    };
+    warmup.onListsChanged!(upstreamWith([simple, complex(1)]), ['tools']);
+    warmup.beforeHostWrite!();
+    await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(1);
+    expect(input.checkedWithoutAjv(simple.inputSchema)).toBe(true);
+    expect(output.stats.ajvInstances).toBe(0);
+  });
+});
