@@ -21,6 +21,12 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import type { HttpGateway } from '../integration/httpHarness.js';
+import { loadServingModulesFirst } from './servedWarmup.js';
+
+// The first file of a worker that serves a config loads the gateway's modules in a hook of its
+// own (see servedWarmup.ts), whether or not it asks for that itself: the workers share one
+// module graph, so this module, and this hook, are evaluated once per worker.
+loadServingModulesFirst();
 
 /** A served gateway and its host: what `connectHost` gives, plus the gateway's own handle. */
 export interface ServedSession extends HostSession {

@@ -145,7 +145,8 @@ describe.skipIf(missing !== '')(TITLE, () => {
     const asker = indexOf(call.replica);
     expect(okCalls(audits[asker]!, 'crossed')).toBe(1);
     expect(okCalls(audits[1 - asker]!, 'crossed')).toBe(0);
-    expect(replicas[1 - asker]!.stderr()).toMatch(/was sent on to replica \S+, which asked/);
+    // The other replica logs the hand-over from its own process: wait for the line, not a read race.
+    await replicas[1 - asker]!.waitForStderr(/was sent on to replica \S+, which asked/);
     await host.close();
     // The first call of a replica waits for its upstreams to start, which a loaded machine takes a while over.
   }, 60_000);
