@@ -94,8 +94,8 @@ const result = (p) => {
 };
 const minutes = ((Date.now() - started) / 60_000).toFixed(0);
 const lines = [
-  `Command: \`npm run build && node bench/priceList.mjs${flags.only ? ` --only ${flags.only}` : ''}\` ` +
-    `${flags['baseline-cli'] ? ` (with \`--baseline-cli ${flags['baseline-cli']}\`)` : ''}` +
+  `Command: \`npm run build && node bench/priceList.mjs${flags.only ? ` --only ${flags.only}` : ''}` +
+    `${flags['baseline-cli'] ? ` --baseline-cli ${flags['baseline-cli']}` : ''}\` ` +
     `(node ${process.version}, ${cpus().length} cores, load ${loadBefore.toFixed(1)} before and ` +
     `${loadavg()[0].toFixed(1)} after, ${minutes} min)`,
   '',

@@ -1154,7 +1154,7 @@ async function main() {
 /** warden-full against the same config served by the --baseline-cli build, when there is one. */
 function baselinePrices(ratios) {
   if (ratios === undefined) return [];
-  const note = `÷ ${path.relative(ROOT, BASELINE_CLI)}`;
+  const note = `÷ ${BASELINE_CLI}`;
   return [
     ['p50 latency', ratios.p50Us],
     ['throughput @32', ratios.callsPerSec],

@@ -74,10 +74,10 @@ export interface Serving {
 }
 
 /**
- * Loads the config, starts the upstreams and serves: the whole of `mcp-warden --config FILE`
- * except what belongs to the process (V8's flags, and with `process` absent, signals and exit).
+ * What can still stop a start with an error, before anything is served: the config read and
+ * checked, its pins, its servers started, its policies loaded.
  */
-export async function startServing(options: ServeOptions): Promise<Serving> {
+async function prepare(options: ServeOptions) {
   const loaded = await loadConfigFile(options.config, {
     badServers: 'mark-failed',
     listening: options.http !== undefined,
@@ -111,6 +111,15 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     if (options.process === undefined) for (const child of early.children) child.killNow();
     throw error;
   }
+  return { loaded, config, pins, early, stdio, shutdown, policies };
+}
+
+/**
+ * Loads the config, starts the upstreams and serves: the whole of `mcp-warden --config FILE`
+ * except what belongs to the process (V8's flags, and with `process` absent, signals and exit).
+ */
+export async function startServing(options: ServeOptions): Promise<Serving> {
+  const { loaded, config, pins, early, stdio, shutdown, policies } = await prepare(options);
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
     openLogger(config, loaded, options.log),
