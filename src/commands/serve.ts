@@ -36,7 +36,6 @@ type LoadedFile = Omit<Loaded, 'policies'>;
 
 export async function serve({ values, args }: CommandInput): Promise<undefined> {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
-  youngGenerationGrowth(false);
   await startServing({
     ...(values.config !== undefined && { config: values.config }),
     ...(typeof values.http === 'string' && { http: values.http }),
@@ -120,6 +119,10 @@ async function prepare(options: ServeOptions) {
  */
 export async function startServing(options: ServeOptions): Promise<Serving> {
   const { loaded, config, pins, early, stdio, shutdown, policies } = await prepare(options);
+  // V8's flags are the whole process's: only a gateway that owns its process sets them. Not
+  // before the config and policies are read: V8 refuses a code cache made under other flags,
+  // and their generated validators would then be compiled afresh at every start.
+  if (options.process !== undefined) youngGenerationGrowth(false);
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
     openLogger(config, loaded, options.log),
@@ -181,7 +184,6 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
-  // V8's flags are the whole process's: only a gateway that owns its process sets them.
   if (options.process !== undefined) growYoungGenerationOnceStarted(config, gateway);
   await gateway.start();
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
@@ -538,7 +540,8 @@ function growYoungGenerationOnceStarted(config: WardenConfig, gateway: Gateway):
  * where V8 would grow it (to 16 MB, then 32 MB) after collections in which much survived. That
  * is what start-up is: the modules, and with a long tool list its parsed definitions, its served
  * text and bytes, all long-lived, so growing the young generation for them buys nothing, and the
- * pages grown into stay resident for the rest of the run. Measured with 10,000 tools
+ * pages grown into stay resident for the rest of the run (set once the config and policies are
+ * read: see `startServing`). Measured with 10,000 tools
  * (bench/listRss.mjs): the peak resident size fell by about 7 MB. Once the upstreams' first
  * lists are in (see `serve`), V8's own rule applies again: kept small under call traffic, the young generation
  * cost about 3.5% more instructions per call (more frequent collections, measured under
