@@ -1,13 +1,14 @@
 /**
- * Locks and audit minimums that an edit of managed.yaml changes while the built gateway serves:
- * the managed folder is a temp folder given as MCP_WARDEN_MANAGED_DIR, and each test waits for
- * the gateway to say the edit is in force before it calls.
+ * Locks and audit minimums that an edit of managed.yaml changes while the gateway serves, run
+ * in-process (test/inprocess/served.ts: the same `startServing` as `mcp-warden --config FILE`,
+ * with real upstream processes): the managed folder is a temp folder given as
+ * MCP_WARDEN_MANAGED_DIR, and each test waits for the gateway to say the edit is in force
+ * before it calls.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  connectHost,
   fixture,
   readAudit,
   tempDir,
@@ -16,9 +17,10 @@ import {
   FAST_GATEWAY,
   NODE,
   type HostSession,
-} from './harness.js';
+} from '../integration/harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../fixtures/otlpReceiver.js';
-import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
+import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
+import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
 
 const sessions: HostSession[] = [];
 const receivers: OtlpReceiver[] = [];
@@ -47,7 +49,7 @@ function managedDir(yaml: string, files: Record<string, string> = {}) {
 const NOTHING = 'servers:\n  deny: []\n';
 
 async function serve(config: string, env: Record<string, string>): Promise<HostSession> {
-  const host = await connectHost(config, { env });
+  const host = await connectServed(config, { env });
   sessions.push(host);
   return host;
 }
@@ -282,7 +284,7 @@ describe('managed edits with the HTTP listener', () => {
       audit: { file: audit },
       servers: { fx: fixture(), gx: { ...gx, shared: true } },
     });
-    const gateway: HttpGateway = await startHttpGateway(config, { env: managed.env });
+    const gateway: ServedHttp = await serveHttpInProcess(config, { env: managed.env });
     closers.push(() => gateway.stop());
     const host: HttpHost = await connectHttpHost(gateway.url);
     closers.unshift(() => host.close());
