@@ -3,8 +3,8 @@
  * and its watcher), and edits of the config file put in force by the same watcher the CLI runs
  * (`watchConfigWhileServing`), each applied to the next call; and managed settings that block a
  * server and then allow it again (`Gateway.applyManaged`). Rules of a policy file replaced are
- * in policyReload.test.ts; the same edits through the built binary are in
- * test/integration/flowReload.test.ts and configReload.test.ts.
+ * in policyReload.test.ts; the same edits served from a config file (`startServing`) are in
+ * flowReload.test.ts and configReload.test.ts here.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
