@@ -11,26 +11,17 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
-import { OAuth2Server } from 'oauth2-mock-server';
+import type { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
-import {
-  FAST_GATEWAY,
-  fixture,
-  NODE,
-  readAudit,
-  ROOT,
-  tempDir,
-  textOf,
-  writeConfig,
-} from '../integration/harness.js';
+import { NODE, readAudit, ROOT, textOf } from '../integration/harness.js';
+import { AUDIENCE, authConfig, PRINCIPAL_POLICY, startIssuer } from '../integration/authIssuer.js';
 import { connectHttpHost, INITIALIZE, postRpc } from '../integration/httpHarness.js';
 import { serveHttpInProcess, type ServedHttp } from './served.js';
 import { loadServingModulesFirst } from './servedWarmup.js';
 
 loadServingModulesFirst();
 
-const AUDIENCE = 'https://warden.test/mcp';
 let issuer: OAuth2Server;
 let issuerUrl: string;
 /** Counts the issuer's JWKS fetches: a local proxy to its /jwks endpoint. */
@@ -39,10 +30,7 @@ let jwksFetches = 0;
 let jwksUrl: string;
 
 beforeAll(async () => {
-  issuer = new OAuth2Server();
-  await issuer.issuer.keys.generate('RS256');
-  await issuer.start(0, '127.0.0.1');
-  issuerUrl = issuer.issuer.url!;
+  ({ server: issuer, url: issuerUrl } = await startIssuer());
   jwksProxy = createServer((_req, res) => {
     jwksFetches++;
     fetch(`${issuerUrl}/jwks`)
@@ -67,26 +55,7 @@ afterEach(async () => {
 });
 
 function setup(auth: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  const dir = tempDir();
-  const auditFile = path.join(dir, 'audit.jsonl');
-  const record = path.join(dir, 'upstream.jsonl');
-  const config = writeConfig(
-    {
-      gateway: FAST_GATEWAY,
-      audit: { file: auditFile },
-      auth: {
-        issuer: issuerUrl,
-        audience: AUDIENCE,
-        requiredScopes: ['mcp'],
-        claims: ['email', 'groups'],
-        ...auth,
-      },
-      servers: { up: fixture(['--record', record]) },
-      ...extra,
-    },
-    dir,
-  );
-  return { config, auditFile, record, dir };
+  return authConfig(issuerUrl, auth, extra);
 }
 
 /** A token from the issuer, its payload changed by `change`. */
@@ -319,19 +288,9 @@ describe('HTTP listener with auth:', () => {
 });
 
 describe('policy by principal', () => {
-  const POLICY = [
-    'default: allow',
-    'rules:',
-    '  - id: contractors-no-echo',
-    '    match: { tool: echo, principal: { claims: { groups: contractors } } }',
-    '    action: deny',
-    '    reason: Contractors may not echo.',
-    '',
-  ].join('\n');
-
   it("decides each call by its token's claims, and records who was denied", async () => {
     const { config, auditFile, dir, record } = setup({}, { policies: ['policy.yaml'] });
-    writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
+    writeFileSync(path.join(dir, 'policy.yaml'), PRINCIPAL_POLICY);
     gateway = await serveHttpInProcess(config);
     const alice = await connectHttpHost(gateway.url, { token: await token() });
     const carol = await connectHttpHost(gateway.url, {

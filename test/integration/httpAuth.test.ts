@@ -6,20 +6,17 @@
 import { connect, type Socket } from 'node:net';
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { OAuth2Server } from 'oauth2-mock-server';
+import type { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FAST_GATEWAY, fixture, runCli, tempDir, writeConfig } from './harness.js';
+import { authConfig, PRINCIPAL_POLICY, startIssuer } from './authIssuer.js';
+import { runCli } from './harness.js';
 import { startHttpGateway, type HttpGateway } from './httpHarness.js';
 
-const AUDIENCE = 'https://warden.test/mcp';
 let issuer: OAuth2Server;
 let issuerUrl: string;
 
 beforeAll(async () => {
-  issuer = new OAuth2Server();
-  await issuer.issuer.keys.generate('RS256');
-  await issuer.start(0, '127.0.0.1');
-  issuerUrl = issuer.issuer.url!;
+  ({ server: issuer, url: issuerUrl } = await startIssuer());
 });
 afterAll(async () => {
   await issuer.stop();
@@ -32,24 +29,7 @@ afterEach(async () => {
 });
 
 function setup(auth: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  const dir = tempDir();
-  const config = writeConfig(
-    {
-      gateway: FAST_GATEWAY,
-      audit: { file: path.join(dir, 'audit.jsonl') },
-      auth: {
-        issuer: issuerUrl,
-        audience: AUDIENCE,
-        requiredScopes: ['mcp'],
-        claims: ['email', 'groups'],
-        ...auth,
-      },
-      servers: { up: fixture(['--record', path.join(dir, 'upstream.jsonl')]) },
-      ...extra,
-    },
-    dir,
-  );
-  return { config, dir };
+  return authConfig(issuerUrl, auth, extra);
 }
 
 describe('HTTP listener with auth:', () => {
@@ -99,18 +79,9 @@ describe('HTTP listener with auth:', () => {
 });
 
 describe('policy by principal', () => {
-  const POLICY = [
-    'default: allow',
-    'rules:',
-    '  - id: contractors-no-echo',
-    '    match: { tool: echo, principal: { claims: { groups: contractors } } }',
-    '    action: deny',
-    '    reason: Contractors may not echo.',
-    '',
-  ].join('\n');
   it('policy explain takes the principal and its claims', async () => {
     const { config, dir } = setup({}, { policies: ['policy.yaml'] });
-    writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
+    writeFileSync(path.join(dir, 'policy.yaml'), PRINCIPAL_POLICY);
     const explain = (subject: string, group: string, ...args: string[]) =>
       runCli([
         'policy',
