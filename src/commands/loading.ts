@@ -179,19 +179,36 @@ export async function loadConfigFile(
  * to stderr, where a command's messages go (stdout may carry JSON-RPC). Opened once per process
  * and shared (the config's secrets at load and at every reload, and the OAuth client while
  * serving): opening probes the OS store, in a child process on Linux. A store that could not be
- * opened is tried again next time.
+ * opened is tried again next time. The store kept is the one the environment chose: a process
+ * that serves one config after another under other variables (the tests that serve in their own
+ * process) must not keep reading the first one's secrets.
  */
 export function openCommandCredentials(): Promise<CredentialStore> {
-  opening ??= import('../lib/credentials/index.js')
-    .then(({ openCredentialStore }) => openCredentialStore({ env: process.env, logger: stderrWarnings }))
-    .catch((error: unknown) => {
-      opening = undefined;
-      throw error;
-    });
-  return opening;
+  const chosenBy = STORE_CHOOSERS.map((name) => process.env[name] ?? '').join('\0');
+  if (opening?.chosenBy !== chosenBy) {
+    const store = import('../lib/credentials/index.js')
+      .then(({ openCredentialStore }) => openCredentialStore({ env: process.env, logger: stderrWarnings }))
+      .catch((error: unknown) => {
+        if (opening?.store === store) opening = undefined;
+        throw error;
+      });
+    opening = { chosenBy, store };
+  }
+  return opening.store;
 }
 
-let opening: Promise<CredentialStore> | undefined;
+let opening: { readonly chosenBy: string; readonly store: Promise<CredentialStore> } | undefined;
+
+/**
+ * The variables that choose which store opens and where its file is (named here, not imported,
+ * so the credentials module is loaded only when a store is first asked for).
+ */
+const STORE_CHOOSERS = [
+  'MCP_WARDEN_CREDENTIALS',
+  'MCP_WARDEN_CREDENTIALS_FILE',
+  'XDG_CONFIG_HOME',
+  'APPDATA',
+] as const;
 
 const stderrWarnings = {
   warn: (message: string) => process.stderr.write(`mcp-warden: warning: ${message}\n`),

@@ -1,5 +1,6 @@
 /**
- * Signing in through the host, end to end: the built binary with its real OAuth client, a real
+ * Signing in through the host, end to end, served in-process (test/inprocess/served.ts, the same
+ * `startServing` as `mcp-warden --config FILE`): the gateway with its real OAuth client, a real
  * authorization server (oauth2-mock-server: metadata, authorize redirect, token endpoint, signed
  * JWTs) and a resource server that answers 401 until a request carries one of its tokens
  * (test/fixtures/signin-http-server.mjs), beside a stdio server that must never wait for it.
@@ -12,11 +13,9 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { OAuth2Server } from 'oauth2-mock-server';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startModernHost, type ModernHost } from '../fixtures/modernHost.js';
+import type { ModernHost } from '../fixtures/modernHost.js';
 import { startSignInFixture, type SignInFixture } from '../fixtures/signin-http-server.mjs';
 import {
-  CLI,
-  connectHost,
   FAST_GATEWAY,
   fixture,
   readAudit,
@@ -24,9 +23,11 @@ import {
   textOf,
   writeConfig,
   type HostSession,
-} from './harness.js';
-import { modernResult } from './modernWire.js';
-import { connectHttpHost, startHttpGateway, type HttpGateway, type HttpHost } from './httpHarness.js';
+} from '../integration/harness.js';
+import { modernResult } from '../integration/modernWire.js';
+import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
+import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { startServedModern } from './servedModern.js';
 
 const SUBJECT = 'e2e-user';
 /** The `sub` of the next upstream token the authorization server issues at its token endpoint. */
@@ -99,7 +100,7 @@ describe('a host that declared URL-mode elicitation', () => {
   it('signs in through the real OAuth client; the server tools replace authorize', async () => {
     const { config, env, audit } = setUp();
     const asked: { url?: string }[] = [];
-    host = await connectHost(config, {
+    host = await connectServed(config, {
       env,
       capabilities: { elicitation: { form: {}, url: {} } },
       beforeConnect: (client) =>
@@ -133,7 +134,7 @@ describe('a host that declared URL-mode elicitation', () => {
 describe('a host that can neither be asked by URL nor runs 2026-07-28', () => {
   it('gets the URL and the auth login command; once the browser signs in, the tools appear', async () => {
     const { config, env } = setUp();
-    host = await connectHost(config, { env });
+    host = await connectServed(config, { env });
     expect(await names(host.client)).toContain('remote__authorize');
     const result = await host.client.callTool({ name: 'remote__authorize' });
     expect(result.isError).toBeFalsy();
@@ -156,7 +157,7 @@ describe('a 2026-07-28 host', () => {
 
   it('is asked within the call (input required); its retry gets who signed in', async () => {
     const { config, env } = setUp();
-    modern = startModernHost(CLI, config, env);
+    modern = await startServedModern(config, env);
     const URL_MODE = { capabilities: { elicitation: { form: {}, url: {} } } };
     const listed = modernResult('tools/list', await modern.request('tools/list', {}, URL_MODE));
     expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('remote__authorize');
@@ -185,7 +186,7 @@ describe('a 2026-07-28 host', () => {
 
 describe('behind the HTTP listener, two principals', () => {
   const AUDIENCE = 'https://warden.test/mcp';
-  let gateway: HttpGateway | undefined;
+  let gateway: ServedHttp | undefined;
   const hosts: HttpHost[] = [];
   afterEach(async () => {
     await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
@@ -230,7 +231,7 @@ describe('behind the HTTP listener, two principals', () => {
 
   it("each signs in for themselves, and one's upstream token never serves the other's call", async () => {
     const { config, env } = setUp({ auth: { issuer: issuer.issuer.url, audience: AUDIENCE } });
-    gateway = await startHttpGateway(config, { env });
+    gateway = await serveHttpInProcess(config, { env });
     const alice = await hostAs('alice', true);
     const bob = await hostAs('bob', false);
     const seen = resource.authorizations.length;
@@ -280,7 +281,7 @@ describe('a server that asks for a sign-in, added by an edit of the config while
       MCP_WARDEN_CREDENTIALS: 'file',
       MCP_WARDEN_CREDENTIALS_FILE: path.join(dir, 'credentials.json'),
     };
-    host = await connectHost(config, { env });
+    host = await connectServed(config, { env });
     expect(await names(host.client)).not.toContain('remote__authorize');
     const changed = nextListChanged(host.client);
     writeConfig(

@@ -1,28 +1,29 @@
 /**
- * Profiles cut prompts, resources and resource templates as they cut tools, through the built
- * binary: by the profile's `servers`, `prompts` and `resources` globs, in the lists and when one
- * is asked for (prompts/get, resources/read, resources/subscribe), for a 2025-11-25 host chosen
- * by its client name and for 2026-07-28 requests on the listener's `/mcp/<profile>` path. What a
- * profile leaves out is refused exactly as a prompt or resource nobody serves.
+ * Profiles cut prompts, resources and resource templates as they cut tools, served in-process
+ * (test/inprocess/served.ts, the same `startServing` as `mcp-warden --config FILE`, with real
+ * upstream processes): by the profile's `servers`, `prompts` and `resources` globs, in the lists
+ * and when one is asked for (prompts/get, resources/read, resources/subscribe), for a 2025-11-25
+ * host chosen by its client name and for 2026-07-28 requests on the listener's `/mcp/<profile>`
+ * path. What a profile leaves out is refused exactly as a prompt or resource nobody serves.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { envelope, MODERN, startModernHost, type ModernHost } from '../fixtures/modernHost.js';
+import { envelope, MODERN, type ModernHost } from '../fixtures/modernHost.js';
 import {
-  CLI,
-  connectHost,
   FAST_GATEWAY,
   fixture,
   NODE,
   serverBin,
   writeConfig,
   type HostSession,
-} from './harness.js';
-import { postRpc, startHttpGateway, type HttpGateway } from './httpHarness.js';
+} from '../integration/harness.js';
+import { postRpc } from '../integration/httpHarness.js';
+import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { startServedModern } from './servedModern.js';
 
 type Json = Record<string, unknown>;
 
 let host: HostSession | undefined;
-let http: HttpGateway | undefined;
+let http: ServedHttp | undefined;
 let modern: ModernHost | undefined;
 afterEach(async () => {
   await host?.close();
@@ -73,7 +74,7 @@ const templates = async (h: HostSession) =>
 
 describe('a profile by client name (2025-11-25 host)', () => {
   it('a host without a profile sees every server', async () => {
-    host = await connectHost(config());
+    host = await connectServed(config());
     expect(await promptNames(host)).toContain(EVERY_PROMPT);
     expect(await resourceUris(host)).toEqual(expect.arrayContaining([OPS_A, 'fixture://ops/b']));
     expect(await templates(host)).toContain(EVERY_TEXT_TEMPLATE);
@@ -82,7 +83,7 @@ describe('a profile by client name (2025-11-25 host)', () => {
   });
 
   it('servers: what other servers serve is neither listed nor served, and refused as unknown', async () => {
-    host = await connectHost(config(), { name: 'ops-host' });
+    host = await connectServed(config(), { name: 'ops-host' });
     expect(await promptNames(host)).toEqual([]);
     expect((await resourceUris(host)).sort()).toEqual([OPS_A, 'fixture://ops/b']);
     expect(await templates(host)).toEqual([]);
@@ -110,7 +111,7 @@ describe('a profile by client name (2025-11-25 host)', () => {
   });
 
   it('prompts and resources globs: only the names and URIs they match', async () => {
-    host = await connectHost(config(), { name: 'narrow-host' });
+    host = await connectServed(config(), { name: 'narrow-host' });
     expect(await promptNames(host)).toEqual([EVERY_PROMPT]);
     expect(await resourceUris(host)).toEqual([OPS_A]);
     expect(await templates(host)).toEqual([EVERY_TEXT_TEMPLATE]);
@@ -150,7 +151,7 @@ describe('a profile by listener path (2026-07-28 stateless requests)', () => {
   };
 
   it('lists and serves only the profile’s servers; the rest is refused as unknown', async () => {
-    http = await startHttpGateway(config());
+    http = await serveHttpInProcess(config());
     const whole = await rpc(http.url, 'prompts/list', {});
     expect((whole.result!.prompts as { name: string }[]).map((p) => p.name)).toContain(EVERY_PROMPT);
 
@@ -192,7 +193,7 @@ describe('a profile by client name (2026-07-28 host over stdio)', () => {
       },
       profiles: { modern: { clients: ['modern-test-host'], servers: ['ops'] } },
     });
-    modern = startModernHost(CLI, config);
+    modern = await startServedModern(config);
     // A list waits for every server to be up.
     const listed = await modern.request('resources/list', {});
     expect((listed.result!.resources as { uri: string }[]).map((r) => r.uri).sort()).toEqual([
