@@ -62,7 +62,9 @@ describe('live state', () => {
 
     const gone = writeLiveState({ configFile: config, running, logger, env, pid: GONE });
     const live = writeLiveState({ configFile: config, running, logger, env });
-    await expect.poll(() => readdirSync(folder).sort()).toEqual([`${GONE}.json`, `${process.pid}.json`]);
+    await expect
+      .poll(() => readdirSync(folder).sort())
+      .toEqual([`${GONE}.json`, `${process.pid}.json`].sort());
     expect(statSync(path.join(folder, `${process.pid}.json`)).mode & 0o777).toBe(0o600);
     const read = readLiveStates(config, env);
     expect(read.running.map((s) => s.pid)).toEqual([process.pid]);
