@@ -11,9 +11,6 @@ import path from 'node:path';
 import { FAST_GATEWAY, fixture, tempDir, writeConfig, readAudit } from '../integration/harness.js';
 import { setup } from '../integration/auditScenario.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 describe('what a call record says', () => {
   it('who, what, decision, outcome, duration, repairs and size', async () => {

@@ -18,9 +18,6 @@ import { NODE, readAudit, ROOT, textOf } from '../integration/harness.js';
 import { AUDIENCE, authConfig, PRINCIPAL_POLICY, startIssuer } from '../integration/authIssuer.js';
 import { connectHttpHost, INITIALIZE, postRpc } from '../integration/httpHarness.js';
 import { serveHttpInProcess, type ServedHttp } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let issuer: OAuth2Server;
 let issuerUrl: string;

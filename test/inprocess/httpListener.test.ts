@@ -13,9 +13,6 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from '../integration/harness.js';
 import { connectHttpHost, INITIALIZE, postRpc, type HttpHost } from '../integration/httpHarness.js';
 import { serveHttpInProcess, type ServedHttp } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let gateway: ServedHttp | undefined;
 const hosts: HttpHost[] = [];

@@ -32,7 +32,6 @@ import {
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { connectHttpHost, INITIALIZE, postRpc, type HttpHost } from '../integration/httpHarness.js';
 import { serveHttpInProcess, type ServedHttp } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
 
 const AUDIENCE = 'https://warden.test/mcp';
 let issuer: OAuth2Server;
@@ -45,8 +44,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await issuer.stop();
 });
-
-loadServingModulesFirst();
 
 let gateway: ServedHttp | undefined;
 const hosts: HttpHost[] = [];

@@ -24,9 +24,6 @@ import {
 } from '../integration/harness.js';
 import { lazyConfig } from '../integration/lazyScenario.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {

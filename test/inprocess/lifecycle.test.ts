@@ -8,9 +8,6 @@
 import { describe, expect, it } from 'vitest';
 import { FAST_GATEWAY, fixture, writeConfig } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 describe('child environment', () => {
   it('gets the minimal default environment plus its configured env, never the gateway’s secrets', async () => {

@@ -10,9 +10,6 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 import { NODE, textOf, type HostSession } from '../integration/harness.js';
 import { POLICY, setup } from '../integration/policyScenario.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {

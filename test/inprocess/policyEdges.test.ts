@@ -24,9 +24,6 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 /** The code a policy denial of a request other than a tool call is answered with. */
 const DENIED_CODE = -32030;

@@ -19,9 +19,6 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 const KEY = 'PRIVATE-KEY-MATERIAL';
 const AWS = 'AWS-SECRET-ACCESS-KEY';

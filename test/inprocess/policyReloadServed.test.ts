@@ -18,9 +18,6 @@ import {
 } from '../integration/harness.js';
 import { ALLOW_ALL, NO_ECHO, version } from '../integration/policyTexts.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {

@@ -18,9 +18,6 @@ import {
 import { connectHttpHost, postRpc } from '../integration/httpHarness.js';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {

@@ -9,9 +9,6 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixture, tempDir, writeConfig } from '../integration/harness.js';
 import { servedRawSession, type ServedRawSession } from './servedRaw.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let served: ServedRawSession | undefined;
 afterEach(async () => {

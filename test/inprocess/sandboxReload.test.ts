@@ -11,9 +11,6 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FAST_GATEWAY, NODE, tempDir, textOf, type HostSession } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sandbox-probe.mjs');
 const installed = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;

@@ -25,9 +25,6 @@ import {
 } from '../integration/harness.js';
 import { connectHttpHost } from '../integration/httpHarness.js';
 import { connectServed, serveHttpInProcess } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 const POLICY = `
 default: allow

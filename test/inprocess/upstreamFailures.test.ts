@@ -9,9 +9,6 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { startHttpFixture } from '../fixtures/http-fixture-server.mjs';
 import { FAST_GATEWAY, fixture, textOf, writeConfig, type HostSession } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {

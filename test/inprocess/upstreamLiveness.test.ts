@@ -16,9 +16,6 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectServed } from './served.js';
-import { loadServingModulesFirst } from './servedWarmup.js';
-
-loadServingModulesFirst();
 
 let host: HostSession | undefined;
 afterEach(async () => {
