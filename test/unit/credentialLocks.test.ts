@@ -51,12 +51,16 @@ describe('fileLocks', () => {
     // Each taker (its own locks, as a separate process has) stops once it has judged the lock
     // stale, until let go: both judge the same stale lock, then the second acts only once the
     // first is inside its work, holding the lock it made in the stale one's place.
+    // Held by taker, not by arrival: which of the two judges first is up to the file system, and
+    // letting go of "the first to arrive" could let the second taker in first.
     const held: (() => void)[] = [];
+    let judgedCount = 0;
     let bothJudged!: () => void;
     const judged = new Promise<void>((resolve) => (bothJudged = resolve));
-    const hold = () =>
+    const hold = (who: number) => () =>
       new Promise<void>((go) => {
-        if (held.push(go) === 2) bothJudged();
+        held[who] = go;
+        if (++judgedCount === 2) bothJudged();
       });
     const signal = () => {
       let fire!: () => void;
@@ -75,8 +79,8 @@ describe('fileLocks', () => {
       return who;
     };
     const runs = [
-      fileLocks(folder, { judgedStale: hold })('oauth:tokens:z', work(0)),
-      fileLocks(folder, { judgedStale: hold, waiting: secondWaits.fire })('oauth:tokens:z', work(1)),
+      fileLocks(folder, { judgedStale: hold(0) })('oauth:tokens:z', work(0)),
+      fileLocks(folder, { judgedStale: hold(1), waiting: secondWaits.fire })('oauth:tokens:z', work(1)),
     ];
     await judged;
     held[0]!();
