@@ -151,9 +151,9 @@ interface SecretPattern {
   readonly hint?: string;
   /**
    * Further check on the matched secret (and the match's named groups), for patterns a regular
-   * expression alone would overmatch.
+   * expression alone would overmatch. `before` is the text of its line before the match (before its `name`).
    */
-  readonly accept?: (secret: string, groups: Groups) => boolean;
+  readonly accept?: (secret: string, groups: Groups, before: string) => boolean;
 }
 
 /** The named groups of a match. */
@@ -391,8 +391,9 @@ function secretPatternsOf(keys: KeyRule, options: RedactorOptions): SecretPatter
   // Patterns that find a name next to a value, and let the key rule judge the name.
   const isSecretName = (groups: Groups): boolean =>
     groups.name !== undefined && isSecretKey(keys, groups.name);
-  const assignment = assignmentPattern(keys.entries, keys.lastWords, (_secret, groups) => {
+  const assignment = assignmentPattern(keys.entries, keys.lastWords, (_secret, groups, before) => {
     if (!isSecretName(groups)) return false;
+    if (readsAsProse(groups, before)) return false;
     // A short name that is secret only as a last word (`key`, `pin`, `pass`) also shows up in
     // prose ("the key: read the manual") and code (`const key = map.get(id)`): it needs `=`
     // without spaces (`?key=…`, `PIN=…`), or after a colon a value that does not read as a word.
@@ -409,6 +410,28 @@ function secretPatternsOf(keys: KeyRule, options: RedactorOptions): SecretPatter
   if (useDefaults) patterns.push(...namedPatterns(isSecretName));
   for (const source of options.secretPatterns ?? []) patterns.push(compileCustomPattern(source));
   return patterns;
+}
+
+/**
+ * Whether a `name: value` is a sentence rather than a setting: in the middle of a line, after a
+ * word ("the server needs an auth: section"), named by one lowercase word, with a colon and a space, and a value that is one
+ * ordinary word without an authorization scheme. A setting starts its line (`password: x` in
+ * YAML, a header `Authorization: …`), and a credential rarely reads as a plain word; a quoted
+ * value, `=`, or a value with digits or symbols is still taken for a secret.
+ */
+function readsAsProse(groups: Groups, before: string): boolean {
+  if (groups.sep !== ':' || groups.post === '' || groups.pre !== '' || (groups.scheme ?? '') !== '')
+    return false;
+  const value = groups.secretBare;
+  // `client_secret`, `refreshToken`: an identifier, so a setting, whatever surrounds it.
+  if (!/^\p{Ll}+$/u.test(groups.name ?? '')) return false;
+  if (value === undefined || !/\p{L}[ \t]+$/u.test(before)) return false;
+  return /^\p{L}\p{Ll}{0,19}[.:!?)]*$/u.test(value);
+}
+
+/** The text of `text`'s line before `index`. */
+function lineBefore(text: string, index: number): string {
+  return text.slice(text.lastIndexOf('\n', index - 1) + 1, index);
 }
 
 function isSecretKey(keys: KeyRule, key: string): boolean {
@@ -589,7 +612,11 @@ function applyPattern(text: string, pattern: CompiledPattern): string {
     const secret = text.slice(start, end);
     // Already redacted (by an earlier pattern or an earlier pass): keep redaction idempotent.
     if (secret.startsWith('[REDACTED')) continue;
-    if (pattern.accept !== undefined && !pattern.accept(secret, match.groups ?? {})) continue;
+    if (
+      pattern.accept !== undefined &&
+      !pattern.accept(secret, match.groups ?? {}, lineBefore(text, indices.groups?.name?.[0] ?? match.index))
+    )
+      continue;
     out += text.slice(last, start) + (pattern.kind === '' ? REDACTED : `[REDACTED:${pattern.kind}]`);
     last = end;
     replaced = true;
@@ -619,7 +646,7 @@ function assignmentPattern(
   const separator = `(?<sep>[:=])(?<=${key}(?:\\\\?["'])?(?<pre>[ \\t]*)[:=])(?<post>[ \\t]*)`;
   const scheme = `(?:(?:Bearer|Basic|Token|Digest)\\s+)?`;
   const value =
-    `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)${scheme}` +
+    `(?!${scheme}(?:\\\\?["'])?\\[REDACTED)(?<scheme>${scheme})` +
     `(?:"(?<secretDq>${QUOTED_DQ})"|\\\\"(?<secretEdq>${ESCAPED_DQ})\\\\"|'(?<secretSq>${QUOTED_SQ})'|\\\\'(?<secretEsq>[^'\\\\]+)\\\\'|(?<secretBare>[^\\s"'\\\\&,;}\\]<]+))`;
   return { kind: '', hint: '[:=]', regex: new RegExp(separator + value, 'dgiu'), accept };
 }
