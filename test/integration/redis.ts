@@ -55,6 +55,10 @@ export async function startStoreReplica(options: {
   readonly redisPort: number;
   readonly password: string;
   readonly config: Record<string, unknown>;
+  /** Where it listens (a free port on 127.0.0.1 unless given). */
+  readonly address?: string;
+  /** More environment for it (secrets its `config` names). */
+  readonly env?: Record<string, string>;
 }): Promise<{ readonly replica: HttpGateway; readonly audit: string }> {
   const dir = tempDir();
   const audit = path.join(dir, 'audit.jsonl');
@@ -74,7 +78,8 @@ export async function startStoreReplica(options: {
     dir,
   );
   const replica = await startHttpGateway(config, {
-    env: { MCP_WARDEN_SESSION_KEY: SESSION_KEY, REDIS_PASSWORD: options.password },
+    ...(options.address !== undefined && { address: options.address }),
+    env: { MCP_WARDEN_SESSION_KEY: SESSION_KEY, REDIS_PASSWORD: options.password, ...options.env },
   });
   return { replica, audit };
 }
