@@ -337,11 +337,20 @@ describe.skipIf(!hasRedis)(TITLE, { timeout: SLOW }, () => {
       return { token, client, session: transport.sessionId!, question, close: () => client.close() };
     }
 
-    /** A host's answer to request `id`, posted to replica B in session `session` with `token`. */
-    const postAnswer = (token: string, session: string, id: string) =>
+    /**
+     * A host's answer to request `id`, posted to replica B in session `session` with `token`.
+     * Whatever B sends on to A travels one channel, in order: an honest answer posted after a
+     * forged one reaches A after it.
+     */
+    const postAnswer = (
+      token: string,
+      session: string,
+      id: string,
+      action: 'accept' | 'decline' = 'accept',
+    ) =>
       postRpc(
         `${B()}/mcp`,
-        { jsonrpc: '2.0', id, result: { action: 'accept', content: {} } },
+        { jsonrpc: '2.0', id, result: { action, ...(action === 'accept' && { content: {} }) } },
         {
           Authorization: `Bearer ${token}`,
           'mcp-session-id': session,
@@ -364,8 +373,9 @@ describe.skipIf(!hasRedis)(TITLE, { timeout: SLOW }, () => {
       expect(question.id).toMatch(/^[^.]+\.\d+$/);
       const forged = await postAnswer(mallory.token, alice.session, question.id);
       expect(forged.status).toBe(404);
-      // Alice herself declines: her call is refused, so the forged acceptance did not run it.
-      question.answer({ action: 'decline' });
+      // Alice herself declines, after it and along the same way: her call is refused, so the
+      // forged acceptance did not run it.
+      expect((await postAnswer(alice.token, alice.session, question.id, 'decline')).status).toBeLessThan(300);
       const result = await call;
       expect(result.isError).toBe(true);
       expect(okCalls('alice-only')).toBe(0);
@@ -387,7 +397,7 @@ describe.skipIf(!hasRedis)(TITLE, { timeout: SLOW }, () => {
       await expect
         .poll(() => (replicas[1]!.stderr().match(/was sent on to replica \S+, which asked/g) ?? []).length)
         .toBeGreaterThanOrEqual(2);
-      question.answer({ action: 'decline' });
+      expect((await postAnswer(bob.token, bob.session, question.id, 'decline')).status).toBeLessThan(300);
       expect((await call).isError).toBe(true);
       expect(okCalls('bob-only')).toBe(0);
       // The honest path: Bob accepts a second question himself, through replica B.
@@ -395,7 +405,6 @@ describe.skipIf(!hasRedis)(TITLE, { timeout: SLOW }, () => {
       const next = await bob.question();
       expect((await postAnswer(bob.token, bob.session, next.id)).status).toBeLessThan(300);
       expect(textOf(await again)).toBe('bob-again');
-      next.answer({ action: 'decline' });
       await Promise.all([bob.close(), mallory.close()]);
     });
   });
