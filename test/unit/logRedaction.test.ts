@@ -48,6 +48,9 @@ describe('log redaction', () => {
     [`with the token: ${secret}`, 'with the token: [REDACTED]'],
     [`auth: swordfish`, 'auth: [REDACTED]'],
     [`password: "swordfish"`, 'password: "[REDACTED]"'],
+    [`the password: swordfish was refused`, 'the password: [REDACTED] was refused'],
+    [`login with passphrase: correcthorse`, 'login with passphrase: [REDACTED]'],
+    [`the secret: swordfish`, 'the secret: [REDACTED]'],
   ])('hides a secret: %j', (message, shown) => {
     expect(logged(message)).toBe(shown);
   });

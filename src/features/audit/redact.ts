@@ -425,9 +425,24 @@ function readsAsProse(groups: Groups, before: string): boolean {
   const value = groups.secretBare;
   // `client_secret`, `refreshToken`: an identifier, so a setting, whatever surrounds it.
   if (!/^\p{Ll}+$/u.test(groups.name ?? '')) return false;
+  // A password or secret is often a plain word itself ("the password: swordfish"); only names
+  // that sentences use as ordinary nouns get the benefit of the doubt.
+  if (!PROSE_NAMES.has(groups.name ?? '')) return false;
   if (value === undefined || !/\p{L}[ \t]+$/u.test(before)) return false;
   return /^\p{L}\p{Ll}{0,19}[.:!?)]*$/u.test(value);
 }
+
+/** Secret-sounding names that gateway and server messages also use as ordinary nouns. */
+const PROSE_NAMES: ReadonlySet<string> = new Set([
+  'auth',
+  'authorization',
+  'token',
+  'session',
+  'credential',
+  'credentials',
+  'cookie',
+  'cookies',
+]);
 
 /** The text of `text`'s line before `index`. */
 function lineBefore(text: string, index: number): string {
