@@ -17,6 +17,7 @@
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
 //                              [--callgrind-dir DIR] [--warmup N] [--skip-floor] [--node-arg=--flag ...]
+//                              [--idle MS]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
 // another build. --pipes adds one more pass per configuration, not timed, that counts with
@@ -30,6 +31,10 @@
 // --skip-floor counts only the configurations named (the first is then the one ratios are to).
 // --node-arg passes a flag to every middle process's node (e.g. --node-arg=--perf-basic-prof,
 // so that JIT code can be named from /tmp/perf-PID.map).
+// --idle MS leaves each configuration idle for MS milliseconds before each of its timed passes, as
+// bench/run.mjs does when the other configurations take their turns: a gateway that has slept
+// may cost more per call in the calls after it wakes than one kept busy (use it with small
+// --calls, e.g. 2000, run.mjs's block).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,6 +64,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string' },
     'callgrind-dir': { type: 'string' },
     'node-arg': { type: 'string', multiple: true, default: [] },
+    idle: { type: 'string' },
     'skip-floor': { type: 'boolean' },
   },
 });
@@ -66,6 +72,7 @@ const CALLS = Number(flags.calls ?? 20000);
 const PASSES = Number(flags.passes ?? 3);
 const SEQ = Number(flags.seq ?? 0);
 const WARMUP = Number(flags.warmup ?? 3000);
+const IDLE_MS = Number(flags.idle ?? 0);
 const CLI = path.resolve(flags.cli ?? path.join(BENCH, '..', 'dist/cli.js'));
 const BASE = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
 const TEXT = 'hello from the warden bench';
@@ -262,6 +269,7 @@ for (let pass = 0; pass < PASSES; pass++) {
   for (const inst of pass % 2 === 0 ? instances : [...instances].reverse()) {
     const pid = inst.child.pid;
     const [upstream] = childPids(pid);
+    if (IDLE_MS > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     const mid0 = reading(pid);
     const up0 = reading(upstream);
     const client0 = clientReading();
@@ -299,6 +307,7 @@ await Promise.all(instances.map((inst) => inst.child.close()));
 const floor = results.floor;
 console.log(
   `${CALLS} calls at 32 in flight per pass${SEQ > 0 ? `, then ${SEQ} sequential` : ''}; ${PASSES} passes; ` +
+    (IDLE_MS > 0 ? `each pass after ${IDLE_MS} ms idle; ` : '') +
     'per pass: gateway CPU µs/call (÷ floor), fixture CPU, calls/s (÷ floor), p50 µs (÷ floor)',
 );
 const x = (a, b) => `${(a / b).toFixed(2)}×`;
