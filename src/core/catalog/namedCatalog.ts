@@ -74,6 +74,8 @@ export class NamedCatalog<T extends Named> {
   private built: BuiltCatalog<T> = { entries: [], byName: new Map(), warnings: [] };
   /** The list answer (`{"tools":[...]}`); undefined until the first rebuild. */
   private listJson: string | undefined;
+  /** The entries that list answer holds, in its order. */
+  private shown: readonly CatalogEntry<T>[] = [];
   private readonly reported = new Set<string>();
   private upstreamNames: { built: BuiltCatalog<T>; index: Map<string, CatalogEntry<T>[]> } | undefined;
 
@@ -108,6 +110,7 @@ export class NamedCatalog<T extends Named> {
     }
     this.built = next;
     const shown = listed === undefined ? next.entries : next.entries.filter(listed);
+    this.shown = shown;
     // The definition the host sees: the upstream's, with only the name replaced.
     const items = shown.map((e) => ({ ...e.item, name: e.exposed }));
     const listJson = `{${JSON.stringify(this.listKey)}:${JSON.stringify(items)}}`;
@@ -150,5 +153,14 @@ export class NamedCatalog<T extends Named> {
   /** The list result (`{"tools":[...]}`) as JSON text. */
   listResultJson(): string {
     return this.listJson ?? `{${JSON.stringify(this.listKey)}:[]}`;
+  }
+
+  /**
+   * The entries `listResultJson` lists, in its order: what it holds is each one's `item` named
+   * `exposed`, so a reader of the listing can share the upstream's definitions instead of parsing
+   * the text into a copy of them.
+   */
+  listedEntries(): readonly CatalogEntry<T>[] {
+    return this.shown;
   }
 }

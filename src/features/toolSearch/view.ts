@@ -144,10 +144,14 @@ export class CatalogView implements ToolView {
     return subset.tools.length > maxTools || subset.tokens > maxTokens ? 'search' : 'all';
   }
 
-  /** `mode` for the whole catalogue, reading its size from the listing's length first: a large one is never parsed for it. */
+  /**
+   * `mode` for the whole catalogue. The listing is parsed only when its mode depends on its count
+   * of tools: a configured mode needs neither, and a listing too long in tokens is searched.
+   */
   private wholeMode(profile: undefined, claude: false, snapshot: ListingSnapshot): 'all' | 'search' {
     const { catalog } = this.settings;
-    if (catalog.mode === 'auto' && snapshot.tokens > catalog.auto.maxTokens) return 'search';
+    if (catalog.mode !== 'auto') return catalog.mode;
+    if (snapshot.tokens > catalog.auto.maxTokens) return 'search';
     return this.mode(profile, claude, snapshot.all);
   }
 
