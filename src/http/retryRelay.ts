@@ -92,6 +92,8 @@ type ToSender =
   | { readonly kind: 'end'; readonly id: string; readonly head?: Head; readonly text?: string };
 
 interface SentOn {
+  /** The replica holding the call. */
+  readonly to: string;
   readonly out: MirroredAnswer;
   timer: NodeJS.Timeout | undefined;
 }
@@ -114,10 +116,22 @@ export function createRetryRelay(options: {
     clearTimeout(entry.timer);
     entry.out.lost(why);
   };
-  /** Gives the holder another `timeoutMs` to say something. */
+  /** Tells the holder its retry is no longer waited for: the call it would continue is cancelled. */
+  const cancel = (id: string, to: string): void => {
+    const message: ToHolder = { kind: 'cancel', id };
+    store.publish(retriesOf(to), JSON.stringify(message)).catch(() => {});
+  };
+  /**
+   * Gives the holder another `timeoutMs` to say something. A holder silent that long (stopped,
+   * or cut off from the store) is told to drop the retry, should it wake: the host has been told
+   * the call was lost.
+   */
   const arm = (id: string, entry: SentOn): void => {
     clearTimeout(entry.timer);
-    entry.timer = setTimeout(() => lose(id, `it did not answer within ${timeoutMs} ms`), timeoutMs);
+    entry.timer = setTimeout(() => {
+      lose(id, `it did not answer within ${timeoutMs} ms`);
+      cancel(id, entry.to);
+    }, timeoutMs);
     entry.timer.unref();
   };
 
@@ -167,7 +181,12 @@ export function createRetryRelay(options: {
       serving.delete(id);
     });
     reply.send({ kind: 'taken' });
-    serve({ from, principal: message.principal, body: message.body, headers: message.headers }, reply);
+    // Served on the next turn: a cancel that came with it (its sender gave up while this replica
+    // was not listening) is seen first, and the retry is then not served at all.
+    setImmediate(() => {
+      if (!reply.destroyed)
+        serve({ from, principal: message.principal, body: message.body, headers: message.headers }, reply);
+    });
   };
 
   return {
@@ -178,7 +197,7 @@ export function createRetryRelay(options: {
         return { cancel: () => {} };
       }
       const id = randomBytes(12).toString('base64url');
-      const entry: SentOn = { out, timer: undefined };
+      const entry: SentOn = { to, out, timer: undefined };
       sentOn.set(id, entry);
       arm(id, entry);
       const message: ToHolder = { kind: 'retry', id, from: replica, ...retry };
@@ -195,8 +214,7 @@ export function createRetryRelay(options: {
           if (waiting === undefined) return;
           sentOn.delete(id);
           clearTimeout(waiting.timer);
-          const cancel: ToHolder = { kind: 'cancel', id };
-          store.publish(retriesOf(to), JSON.stringify(cancel)).catch(() => {});
+          cancel(id, to);
         },
       };
     },

@@ -5,7 +5,8 @@
  * that did not ask, with no stickiness of any kind. That replica sends the retry on to the one
  * holding the call, which checks it as if it had come there and continues the call; the answer
  * comes back the same way. A retry by another principal, or one used before, is refused on
- * either replica; when the replica holding the call is killed, the other says the call was lost.
+ * either replica; when the replica holding the call is killed or stopped, the other says the call
+ * was lost.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -157,6 +158,26 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     });
     await expect.poll(() => callsOf(audits[0]!, 'stolen').length).toBe(1);
     expect(callsOf(audits[0]!, 'stolen')[0]?.principal).toMatchObject({ subject: 'alice' });
+  });
+
+  it('says the call was lost with its replica when the replica that asked does not answer in time', async () => {
+    const [a, b] = replicas as [HttpGateway, HttpGateway];
+    const asked = await ask(b.url, 'alice', 'stopped');
+    // Stopped, it still holds its store connections: the retry is published to it, and nothing answers.
+    b.child.kill('SIGSTOP');
+    try {
+      const lost = await retry(a.url, 'alice', 'stopped', asked);
+      expect(lost.error?.message).toMatch(
+        /the call this requestState continues was lost with replica \S+, which held it: it did not answer within 2000 ms/,
+      );
+    } finally {
+      b.child.kill('SIGCONT');
+    }
+    // Woken, it is told to drop the retry: the host's own retry there then completes the call or
+    // is refused, and the call never runs twice.
+    const direct = await retry(b.url, 'alice', 'stopped', asked);
+    expect(direct.error === undefined || direct.error.message.includes('requestState refused')).toBe(true);
+    expect(callsOf(audits[1]!, 'stopped').filter((r) => r.outcome === 'ok').length).toBeLessThanOrEqual(1);
   });
 
   it('says the call was lost with its replica when the replica that asked is killed', async () => {
