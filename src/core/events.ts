@@ -213,6 +213,12 @@ export interface CallEvent extends GatewayEventBase {
    * when the call carries no labels and decided nothing.
    */
   flow?: FlowRecord;
+  /**
+   * With replicas sharing a store: the replica (its `session`) that took the host's answers to a
+   * question asked during the call and sent them on to this one, which holds the call and ran
+   * it on; absent when the answers came here directly.
+   */
+  continuedVia?: string;
 }
 
 /**
@@ -275,6 +281,8 @@ export interface RequestEvent extends GatewayEventBase {
   trace?: string;
   /** As for `call`: flow control's labels and lineage, when the request carries labels. */
   flow?: FlowRecord;
+  /** As for `call`: the replica that took the host's answers and sent them on to this one. */
+  continuedVia?: string;
 }
 
 /** The gateway started serving. */

@@ -108,6 +108,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly pool: UpstreamPool;
+  /** This process's session id, in its audit records; it names the replica to the others. */
+  readonly session: string;
   /** The upstreams running now, shared and per principal (for the live state file). */
   running(): RunningUpstreams;
   readonly tools: NamedCatalog<Tool>;
@@ -203,6 +205,7 @@ interface Parts {
   readonly hosts: HostConnections;
   readonly state: ServingState;
   readonly startedAt: number;
+  readonly session: string;
 }
 
 type Recorder = (event: LifecycleEventWithoutSession, principal?: Principal) => void;
@@ -294,6 +297,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     hosts,
     state,
     startedAt: Date.now(),
+    session,
   };
   return gatewayOf(parts, { connect, watchers, relist, subjectTokens });
 }
@@ -313,6 +317,7 @@ function gatewayOf(
   const { connect, watchers, relist } = made;
   return {
     pool: upstreams.pool,
+    session: parts.session,
     running: () => ({
       shared: upstreams.pool.upstreams,
       principals: (upstreams.principalPools?.all ?? []).map((view) =>

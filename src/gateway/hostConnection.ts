@@ -179,6 +179,7 @@ function served(
   const connection: Connection = {
     ...parts,
     continuesCall: (requestState) => router.continuesCall(requestState),
+    noteContinuedVia: (requestState, replica) => router.noteContinuedVia(requestState, replica),
     retryWindowMs: () => router.retryWindowMs(),
     toolInputSchema: (name) => router.toolInputSchema(name),
     async close() {

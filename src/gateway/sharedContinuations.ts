@@ -21,6 +21,7 @@ export function sharedContinuations(
   const takenKey = (token: string): string => `continuation-taken:${sha256Hex(token)}`;
   return {
     sealKey: createHmac('sha256', sessionKey).update('mcp-warden request state').digest(),
+    replica: session,
     record: (token, entry, ttlMs) => store.put(key(token), JSON.stringify(entry), ttlMs),
     async claim(token) {
       const reply = await store.script(CLAIM, [key(token), takenKey(token)], [session]);

@@ -6,6 +6,7 @@ import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { readBody, startListener, type Listener } from './listener.js';
 import { createAnswerRelay } from './answerRelay.js';
+import { createRetryRelay } from './retryRelay.js';
 import { sharedSessionRecords } from './sessionRecords.js';
 import { createStatelessDispatch } from './stateless.js';
 import type { SharedStore } from '../lib/store/sharedStore.js';
@@ -58,6 +59,16 @@ export async function startHttp(options: {
       },
       logger,
       sharedContinuations: config.store !== undefined,
+      ...(store !== undefined &&
+        config.store !== undefined && {
+          relay: createRetryRelay({
+            store,
+            // The name the gateway puts in the states of the calls only this replica can continue.
+            replica: gateway.session,
+            timeoutMs: config.store.timeoutMs,
+            logger,
+          }),
+        }),
     }),
   });
   logger.info(

@@ -14,6 +14,8 @@ export interface ServedConnection {
   readonly beforeWrite: () => void;
   /** Whether `requestState` continues one of this connection's calls waiting for a host's retry. */
   continuesCall(requestState: unknown): boolean;
+  /** Notes that the retry continuing `requestState` reached replica `replica` first, which sent it on. */
+  noteContinuedVia(requestState: unknown, replica: string): void;
   /** How long this connection still waits for a host's retry, or undefined if it does not. */
   retryWindowMs(): number | undefined;
   /** The `inputSchema` of a tool this connection lists under `name` (its mirrored arguments). */

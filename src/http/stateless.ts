@@ -1,7 +1,7 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { hasEnvelope, INVALID_ENVELOPE, META } from '../core/protocol/envelope.js';
 import { decodeHeaderValue, MCP_NAME_PARAM } from '../core/protocol/httpHeaders.js';
-import { STATE_PREFIX } from '../core/tasks/inputBridge.js';
+import { holderOf, STATE_PREFIX } from '../core/tasks/inputBridge.js';
 import { paramHeaderMismatch, paramHeadersOf } from '../core/protocol/paramHeaders.js';
 import type { Logger } from '../core/logger.js';
 import { principalKey, type Principal } from '../core/principal.js';
@@ -18,6 +18,7 @@ import {
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import type { ServedConnection, StatelessRequest } from './listener.js';
 import { retryAfterOf } from './replies.js';
+import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
 
 /** The revision's code for headers that are missing, malformed or disagree with the body. */
 export const HEADER_MISMATCH = -32020;
@@ -50,6 +51,11 @@ export interface StatelessOptions {
    * served on a new connection, whose bridge asks the store (see ModernInputBridge).
    */
   readonly sharedContinuations?: boolean;
+  /**
+   * Replicas sharing a store: a retry whose call only its replica can continue (a server asked
+   * during it) is sent on to that replica, and its answer brought back.
+   */
+  readonly relay?: RetryRelay;
 }
 
 /**
@@ -102,6 +108,14 @@ export function createStatelessDispatch(
     parked: new ParkedConnections(options.logger),
     idle: new IdleConnections(),
   };
+  void options.relay?.listen((retry, reply) => {
+    continueRelayed(context, retry, reply).catch((error: unknown) => {
+      options.logger.warn(
+        `a retry sent on from replica ${retry.from} failed here: ${(error as Error).message}`,
+      );
+      if (!reply.writableEnded) reply.end();
+    });
+  });
   return (request) => dispatch(context, request);
 }
 
@@ -137,6 +151,15 @@ async function dispatch(
   const key = principalKey(principal);
   const requestState = message.params?.requestState;
   const waiting = isRequest ? parked.claim(key, requestState) : undefined;
+  const holder = waiting === undefined && isRequest ? holderOf(requestState) : undefined;
+  const { relay } = options;
+  if (holder !== undefined && relay !== undefined) {
+    // Only the replica holding the call can continue it: there, or sent on to it. Not run
+    // afresh here, nor let its shared record be taken by a retry that cannot continue it.
+    if (holder === relay.replica)
+      return answerError(res, message.id, RpcErrorCode.InvalidParams, notWaitingOn(holder));
+    return sendOn(context, relay, holder, { req, res, message, key });
+  }
   if (
     waiting === undefined &&
     options.sharedContinuations !== true &&
@@ -174,7 +197,105 @@ async function dispatch(
     await connection.close();
     return;
   }
-  await serveRequest(req, res, message, entry, context);
+  await serveRequest(acceptsEventStream(req.headers.accept), res, message, entry, context);
+}
+
+/** The refusal of a retry whose call does not wait on `replica`, which would hold it. */
+function notWaitingOn(replica: string): string {
+  return `requestState refused: the call it continues is not waiting on replica ${replica}, which holds it (it has ended, its wait expired, it was already continued, or it belongs to another principal)`;
+}
+
+/**
+ * Serves on this replica a retry another replica took and sent on: exactly as if the host had
+ * sent it here (the principal's own parked call, the same checks), with the answer going back.
+ */
+async function continueRelayed(context: Dispatch, retry: RelayedRetry, reply: Reply): Promise<void> {
+  const { options, parked } = context;
+  const message = retry.body as StatelessMessage;
+  const requestState = message.params?.requestState;
+  const waiting = parked.claim(retry.principal, requestState);
+  if (waiting === undefined)
+    return answerError(reply, message.id, RpcErrorCode.InvalidParams, notWaitingOn(options.relay!.replica));
+  const paramMismatch = mirroredParamMismatch(retry.headers, message, waiting.connection);
+  if (paramMismatch !== undefined) {
+    options.logger.warn(
+      `refused a stateless HTTP request sent on from replica ${retry.from}: ${paramMismatch}`,
+    );
+    refuse(reply, HEADER_MISMATCH, `Header mismatch: ${paramMismatch}`, message.id);
+    parked.parkOrClose(waiting);
+    return;
+  }
+  waiting.connection.noteContinuedVia(requestState, retry.from);
+  options.logger.info(
+    `a host's retry reached replica ${retry.from}, which sent it on: its call continues here`,
+  );
+  await serveRequest(acceptsEventStream(retry.headers.accept), reply, message, waiting, context);
+}
+
+/** The headers the replica holding a call checks a retry by, sent on with it. */
+function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined && (name === 'accept' || name.startsWith('mcp-param-')))
+      kept[name] = Array.isArray(value) ? value.join(', ') : value;
+  return kept;
+}
+
+/**
+ * Sends a retry on to `holder`, the replica its call waits on, and writes the answer that comes
+ * back on the host's response; says the call was lost with its replica when that one is gone or
+ * falls silent. The host closing the response cancels the call there.
+ */
+function sendOn(
+  { options }: Dispatch,
+  relay: RetryRelay,
+  holder: string,
+  {
+    req,
+    res,
+    message,
+    key,
+  }: { req: StatelessRequest['req']; res: Reply; message: StatelessMessage; key: string },
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let streaming = false;
+    const sent = relay.sendOn(
+      holder,
+      { principal: key, body: message, headers: forwardedHeaders(req.headers) },
+      {
+        head: (status, headers) => {
+          streaming = String(headers['Content-Type'] ?? headers['content-type']).startsWith(
+            'text/event-stream',
+          );
+          res.writeHead(status, headers);
+        },
+        chunk: (text) => res.write(text),
+        end: (text) => {
+          options.logger.info(
+            `a host's retry was sent on to replica ${holder}, which holds its call, and answered from there`,
+          );
+          res.end(text);
+          resolve();
+        },
+        lost: (why) => {
+          const lost = `the call this requestState continues was lost with replica ${holder}, which held it: ${why}; call again`;
+          options.logger.warn(`a host's retry could not be served: ${lost}`);
+          const text = JSON.stringify({
+            jsonrpc: '2.0',
+            id: message.id ?? null,
+            error: { code: RpcErrorCode.InternalError, message: lost },
+          });
+          if (streaming) res.end(`event: message\ndata: ${text}\n\n`);
+          else if (!res.writableEnded) answerError(res, message.id, RpcErrorCode.InternalError, lost);
+          resolve();
+        },
+      },
+    );
+    res.once('close', () => {
+      sent.cancel();
+      resolve();
+    });
+  });
 }
 
 /** A new host connection of the gateway for one request (and the retries that continue its call). */
@@ -197,8 +318,8 @@ async function connect(
 
 /** Serves a request on its connection until answered, then keeps the connection or ends it. */
 async function serveRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
+  acceptsStream: boolean,
+  res: Reply,
   message: StatelessMessage,
   entry: Parked,
   { parked, idle }: Dispatch,
@@ -217,7 +338,7 @@ async function serveRequest(
       params: { requestId: message.id, reason: 'the client closed the response stream' },
     } as JsonRpcMessage);
   });
-  const answered = transport.serve(message.id, res, acceptsEventStream(req.headers.accept));
+  const answered = transport.serve(message.id, res, acceptsStream);
   transport.onmessage?.(message);
   await answered;
   if (cancelled) await connection.close();
@@ -408,7 +529,7 @@ function headerMismatch(headers: IncomingHttpHeaders, method: string, params: un
 
 /** Why a call's Mcp-Param-* headers do not match its arguments (see paramHeaders). */
 function mirroredParamMismatch(
-  headers: IncomingHttpHeaders,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
   message: { method: string; params?: Params },
   connection: ServedConnection,
 ): string | undefined {
@@ -422,16 +543,16 @@ function mirroredParamMismatch(
   });
 }
 
-function refuse(res: ServerResponse, code: number, message: string, id: unknown = null): void {
+function refuse(res: Reply, code: number, message: string, id: unknown = null): void {
   sendError(res, 400, id, code, message);
 }
 
 /** A JSON-RPC error answer that is not a refusal of the HTTP request itself: status 200. */
-function answerError(res: ServerResponse, id: unknown, code: number, message: string): void {
+function answerError(res: Reply, id: unknown, code: number, message: string): void {
   sendError(res, 200, id, code, message);
 }
 
-function sendError(res: ServerResponse, status: number, id: unknown, code: number, message: string): void {
+function sendError(res: Reply, status: number, id: unknown, code: number, message: string): void {
   const text = JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
@@ -446,7 +567,7 @@ class ResponseSink {
   private settle!: () => void;
 
   constructor(
-    readonly res: ServerResponse,
+    readonly res: Reply,
     readonly acceptsStream: boolean,
     private readonly keepAliveMs: number,
   ) {
@@ -518,7 +639,7 @@ class StatelessTransport implements MessageTransport {
   }
 
   /** Serves the request `id` on `res`; settles once it is answered or its response is gone. */
-  serve(id: unknown, res: ServerResponse, acceptsStream: boolean): Promise<void> {
+  serve(id: unknown, res: Reply, acceptsStream: boolean): Promise<void> {
     const sink = new ResponseSink(res, acceptsStream, this.options.keepAliveMs);
     this.sinks.set(id, sink);
     this.current = sink;

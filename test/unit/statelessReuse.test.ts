@@ -33,6 +33,7 @@ async function serve() {
       return {
         beforeWrite: () => {},
         continuesCall: () => false,
+        noteContinuedVia: () => {},
         retryWindowMs: () => undefined,
         toolInputSchema: () => undefined,
         close: async () => void closed.push(number),

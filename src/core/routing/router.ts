@@ -114,6 +114,11 @@ export class Router {
     return this.parts.bridge.holds(requestState);
   }
 
+  /** Notes that the retry continuing `requestState` reached replica `replica` first (see the bridge). */
+  noteContinuedVia(requestState: unknown, replica: string): void {
+    this.parts.bridge.noteContinuedVia(requestState, replica);
+  }
+
   /** How long this connection still waits for a host's retry (MRTR), or undefined if it does not. */
   retryWindowMs(): number | undefined {
     return this.parts.bridge.retryWindowMs();

@@ -65,6 +65,8 @@ export interface ContinuationRecord {
 export interface SharedContinuations {
   /** The key states are sealed with, the same on every replica. */
   readonly sealKey: Buffer;
+  /** This replica's name, in the states of calls only it can continue (see `holderOf`). */
+  readonly replica: string;
   /** Records the continuation of `token` until `ttlMs` passes; rejects when the store fails. */
   record(token: string, entry: ContinuationRecord, ttlMs: number): Promise<void>;
   /**
@@ -108,6 +110,11 @@ interface StatePayload {
   readonly h: string;
   /** Expiry, in ms since the epoch. */
   readonly x: number;
+  /**
+   * The replica holding the call, when only it can continue it: a server asked during the call,
+   * and the connection that question came on lives there.
+   */
+  readonly r?: string;
 }
 
 /** How a routed call is answered and run: what `route` was given. */
@@ -149,7 +156,7 @@ class BridgedCall implements DeadlineEntry {
     private readonly bridge: ModernInputBridge,
     readonly origin: IncomingRequest,
     readonly message: RoutedMessage,
-    readonly binding: Omit<StatePayload, 't' | 'x'>,
+    readonly binding: Omit<StatePayload, 't' | 'x' | 'r'>,
   ) {}
 
   attach(attached: Attached): void {
@@ -405,7 +412,9 @@ export class ModernInputBridge implements InputBridge {
     this.byToken.set(token, call);
     const expires = Date.now() + this.options.waitMs;
     this.deadlines.schedule(call, performance.now() + this.options.waitMs);
-    const payload: StatePayload = { ...call.binding, t: token, x: expires };
+    const replica = this.options.continuations?.replica;
+    const onlyHere = replica !== undefined && call.sent.some((q) => !q.own);
+    const payload: StatePayload = { ...call.binding, t: token, x: expires, ...(onlyHere && { r: replica }) };
     const body = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
     return `${STATE_PREFIX}${body}.${this.mac(body)}`;
   }
@@ -504,7 +513,7 @@ export class ModernInputBridge implements InputBridge {
     token: string,
     request: IncomingRequest,
     message: RoutedMessage,
-    binding: Omit<StatePayload, 't' | 'x'>,
+    binding: Omit<StatePayload, 't' | 'x' | 'r'>,
     how: Continue,
   ): Promise<void> {
     let claim: ContinuationClaim;
@@ -581,7 +590,21 @@ export class ModernInputBridge implements InputBridge {
     return found;
   }
 
-  private bindingOf(request: IncomingRequest, message: RoutedMessage): Omit<StatePayload, 't' | 'x'> {
+  /**
+   * Notes on the call `state` continues (when it waits here) that the host's retry reached
+   * `replica` first, which sent it on: the call's audit record names both.
+   */
+  noteContinuedVia(state: unknown, replica: string): void {
+    if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return;
+    try {
+      const call = this.byToken.get(this.open(state).t);
+      if (call !== undefined) call.message.record.continuedVia = replica;
+    } catch {
+      // A state that does not open here is refused when the retry is routed.
+    }
+  }
+
+  private bindingOf(request: IncomingRequest, message: RoutedMessage): Omit<StatePayload, 't' | 'x' | 'r'> {
     return {
       m: request.method,
       g: message.target,
@@ -608,6 +631,29 @@ export class ModernInputBridge implements InputBridge {
     return createHmac('sha256', this.key).update(data).digest('base64url');
   }
 }
+
+/**
+ * The replica a state names as the only one that can continue its call, or undefined when any
+ * replica can (or it is not a state the gateway minted). Read without checking the seal: it only
+ * says where to send the retry, and the replica named checks everything as if it came there.
+ */
+export function holderOf(state: unknown): string | undefined {
+  if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return undefined;
+  const body = state.slice(STATE_PREFIX.length);
+  const dot = body.lastIndexOf('.');
+  if (dot <= 0) return undefined;
+  try {
+    const { r } = JSON.parse(Buffer.from(body.slice(0, dot), 'base64url').toString('utf8')) as {
+      r?: unknown;
+    };
+    return typeof r === 'string' && REPLICA_NAME.test(r) ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a replica's name may look like (its audit session id). */
+const REPLICA_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 function refused(why: string): ProtocolError {
   return new ProtocolError(RpcErrorCode.InvalidParams, `requestState refused: ${why}`);

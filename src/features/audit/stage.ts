@@ -168,6 +168,7 @@ function write(
     call: number,
     trace: call.record.traceId,
     flow: call.record.flow,
+    continuedVia: call.record.continuedVia,
   };
   appendOrLog(options, event, call.exposedName);
 }
@@ -203,6 +204,7 @@ function writeRequest(
     call: number,
     trace: call.record.traceId,
     flow: call.record.flow,
+    continuedVia: call.record.continuedVia,
   };
   appendOrLog(options, event, `${call.kind} for ${call.server}`);
 }
