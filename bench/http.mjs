@@ -56,6 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { cpuMicros } from './lib/proc.mjs';
 import { recordPrices, verdict } from './lib/prices.mjs';
+import { dumpCounts, underCallgrind, zeroCounts } from './lib/callgrind.mjs';
 import { median, quantile, rotate } from './lib/stats.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -113,11 +114,22 @@ async function main() {
   const WARMUP = Number(flag('warmup', 2000));
   const CALLS = Number(flag('calls', 1000));
   const SECONDS = Number(flag('seconds', 3));
-  const PRINCIPALS = Number(flag('principals', 64));
+  const CALLGRIND = flag('callgrind', undefined) === undefined ? undefined : Number(flag('callgrind'));
+  // Under callgrind a process runs some fifty times slower: no throughput, so no principals.
+  const PRINCIPALS = CALLGRIND === undefined ? Number(flag('principals', 64)) : 0;
   const CONCURRENCY = Number(flag('concurrency', 64));
   const ONLY = flag('modes', undefined)?.split(',');
   const PROFILE = flag('profile', undefined);
   const profiling = PROFILE === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE)}`];
+  const startWithin = CALLGRIND === undefined ? 30_000 : 600_000;
+  let dumps = 0;
+  /** How to start a served process running `args` under node: under callgrind with --callgrind. */
+  function node(args) {
+    const callgrindOut = path.join(dir, `serving-${++dumps}.callgrind`);
+    return CALLGRIND === undefined
+      ? { command: process.execPath, args, callgrindOut }
+      : { ...underCallgrind(callgrindOut, process.execPath, args), callgrindOut };
+  }
   const loadAtStart = loadavg()[0];
 
   const { OAuth2Server } = await import('oauth2-mock-server');
@@ -242,7 +254,9 @@ async function main() {
 
   /** Starts `args` under node and waits for the URL it prints (on stdout or stderr). */
   async function startListening(args, label) {
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = node(args);
+    const child = spawn(started.command, started.args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.callgrindOut = started.callgrindOut;
     let said = '';
     const url = await deadline(
       new Promise((resolve, reject) => {
@@ -255,7 +269,7 @@ async function main() {
         child.stderr.on('data', look);
         child.once('exit', () => reject(new Error(`${label} exited:\n${said}`)));
       }),
-      30_000,
+      startWithin,
       `${label} start`,
     );
     // Keep reading, so a chatty process never blocks on a full pipe.
@@ -270,9 +284,19 @@ async function main() {
     await new Promise((resolve) => child.once('exit', resolve));
   }
 
-  /** p50 and p95 in ms of CALLS sequential calls after WARMUP, and `pid`'s CPU µs per call. */
-  async function latencies(call, pid) {
+  /**
+   * p50 and p95 in ms of CALLS sequential calls after WARMUP, and `pid`'s CPU µs per call; with
+   * --callgrind, the instructions per call of that many calls as well (`callgrindOut` is where
+   * the process dumps them).
+   */
+  async function latencies(call, pid, callgrindOut) {
     for (let i = 0; i < WARMUP; i++) await call(`warm ${i}`);
+    let instructions = Number.NaN;
+    if (CALLGRIND !== undefined) {
+      zeroCounts(pid);
+      for (let i = 0; i < CALLGRIND; i++) await call(`counted ${i}`);
+      instructions = dumpCounts(pid, callgrindOut) / CALLGRIND;
+    }
     const times = [];
     const cpuBefore = cpuMicros(pid);
     for (let i = 0; i < CALLS; i++) {
@@ -280,11 +304,17 @@ async function main() {
       await call(`call ${i}`);
       times.push(Number(process.hrtime.bigint() - start) / 1e6);
     }
-    return { p50: median(times), p95: quantile(times, 0.95), cpu: (cpuMicros(pid) - cpuBefore) / CALLS };
+    return {
+      p50: median(times),
+      p95: quantile(times, 0.95),
+      cpu: (cpuMicros(pid) - cpuBefore) / CALLS,
+      instructions,
+    };
   }
 
   /** Calls per second of `callers` (one per principal), CONCURRENCY in flight, for SECONDS. */
   async function throughput(callers) {
+    if (callers.length === 0) return Number.NaN;
     for (const call of callers) await call('warm');
     let calls = 0;
     let next = 0;
@@ -305,12 +335,8 @@ async function main() {
 
   const MODES = {
     async stdio() {
-      const child = new RpcChild({
-        label: 'stdio gateway',
-        command: process.execPath,
-        args: [...profiling, CLI, '--config', stdioConfig],
-        env,
-      });
+      const started = node([...profiling, CLI, '--config', stdioConfig]);
+      const child = new RpcChild({ label: 'stdio gateway', ...started, env });
       await deadline(
         child.request(
           'initialize',
@@ -320,7 +346,7 @@ async function main() {
             clientInfo: { name: 'b', version: '1' },
           }),
         ),
-        30_000,
+        startWithin,
         'stdio initialize',
       );
       child.notify('notifications/initialized');
@@ -332,7 +358,7 @@ async function main() {
         if (result?.content?.[0]?.text !== text)
           throw new Error(`stdio call failed: ${JSON.stringify(result)}`);
       };
-      const measured = await latencies(call, child.pid);
+      const measured = await latencies(call, child.pid, started.callgrindOut);
       const rate = await throughput(Array.from({ length: PRINCIPALS }, () => call));
       await child.close();
       return { ...measured, rate };
@@ -342,7 +368,7 @@ async function main() {
         [...profiling, CLI, '--config', httpConfig, '--http', '127.0.0.1:0'],
         'HTTP gateway',
       );
-      const measured = await latencies(await session(url, 'latency', true), child.pid);
+      const measured = await latencies(await session(url, 'latency', true), child.pid, child.callgrindOut);
       const callers = await Promise.all(principals('s').map((p) => session(url, p, true)));
       const rate = await throughput(callers);
       await stop(child);
@@ -353,7 +379,7 @@ async function main() {
         [...profiling, CLI, '--config', httpConfig, '--http', '127.0.0.1:0'],
         'HTTP gateway',
       );
-      const measured = await latencies(await stateless(url, 'latency'), child.pid);
+      const measured = await latencies(await stateless(url, 'latency'), child.pid, child.callgrindOut);
       const callers = await Promise.all(principals('m').map((p) => stateless(url, p)));
       const rate = await throughput(callers);
       await stop(child);
@@ -362,12 +388,8 @@ async function main() {
     // The floor: the least stdio peer and the least HTTP server answering the same call
     // (bench/lib/leastPeers.mjs), driven by the same clients as stdio and the session.
     async 'stdio-floor'() {
-      const child = new RpcChild({
-        label: 'stdio floor',
-        command: process.execPath,
-        args: [LEAST_PEERS, '--stdio'],
-        env,
-      });
+      const started = node([LEAST_PEERS, '--stdio']);
+      const child = new RpcChild({ label: 'stdio floor', ...started, env });
       const call = async (text) => {
         const result = await child.request(
           'tools/call',
@@ -376,7 +398,7 @@ async function main() {
         if (result?.content?.[0]?.text !== text)
           throw new Error(`stdio floor call failed: ${JSON.stringify(result)}`);
       };
-      const measured = await latencies(call, child.pid);
+      const measured = await latencies(call, child.pid, started.callgrindOut);
       const rate = await throughput(Array.from({ length: PRINCIPALS }, () => call));
       await child.close();
       return { ...measured, rate };
@@ -384,7 +406,7 @@ async function main() {
     async 'http-floor'() {
       const { child, url } = await startListening([LEAST_PEERS, '--http'], 'HTTP floor');
       const plain = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
-      const measured = await latencies(echoCaller(url, plain, 'HTTP floor'), child.pid);
+      const measured = await latencies(echoCaller(url, plain, 'HTTP floor'), child.pid, child.callgrindOut);
       const rate = await throughput(principals('f').map(() => echoCaller(url, plain, 'HTTP floor')));
       await stop(child);
       return { ...measured, rate };
@@ -394,7 +416,7 @@ async function main() {
         [fileURLToPath(import.meta.url), '--sdk-server'],
         'SDK server',
       );
-      const measured = await latencies(await session(url, 'latency', false), child.pid);
+      const measured = await latencies(await session(url, 'latency', false), child.pid, child.callgrindOut);
       const callers = await Promise.all(principals('d').map((p) => session(url, p, false)));
       const rate = await throughput(callers);
       await stop(child);
@@ -413,7 +435,8 @@ async function main() {
         Object.entries(row)
           .map(
             ([name, r]) =>
-              `${name} p50 ${r.p50.toFixed(3)} ms, ${r.cpu.toFixed(0)} µs CPU, ${r.rate.toFixed(0)}/s`,
+              `${name} p50 ${r.p50.toFixed(3)} ms, ${r.cpu.toFixed(0)} µs CPU, ${r.rate.toFixed(0)}/s` +
+              (CALLGRIND === undefined ? '' : `, ${r.instructions.toFixed(0)} instructions`),
           )
           .join('; ') +
         '\n',
@@ -432,9 +455,9 @@ async function main() {
       `${PRINCIPALS} principals, ${CONCURRENCY} in flight, ${SECONDS} s; load average ${loadAtStart.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end`,
   );
   console.log(
-    '| mode | p50 | p95 | CPU per call | throughput | p50 ÷ stdio | p50 ÷ http-floor | p50 ÷ sdk | throughput ÷ sdk |',
+    '| mode | p50 | p95 | CPU per call | instructions per call | throughput | p50 ÷ stdio | p50 ÷ http-floor | p50 ÷ sdk | throughput ÷ sdk |',
   );
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const name of Object.keys(MODES)) {
     const cells = [
       `${fixed(
@@ -449,6 +472,10 @@ async function main() {
         med((r) => r[name].cpu),
         0,
       )} µs`,
+      `${fixed(
+        med((r) => r[name].instructions),
+        0,
+      )}`,
       `${fixed(
         med((r) => r[name].rate),
         0,
@@ -499,6 +526,12 @@ async function main() {
       value: ratio('http-floor', 'stdio-floor', 'cpu'),
       unit: '×',
     });
+    if (CALLGRIND !== undefined)
+      judge({
+        what: 'HTTP floor: instructions per call ÷ stdio floor',
+        value: ratio('http-floor', 'stdio-floor', 'instructions'),
+        unit: '×',
+      });
   }
   const judged = ['session', 'stateless'].filter((name) => name in MODES);
   for (const name of judged) {
@@ -513,6 +546,12 @@ async function main() {
       });
       // No goal: the figure that moves least with the machine's load, beside the one judged.
       judge({ what: `HTTP ${name}: CPU per call ÷ stdio`, value: ratio(name, 'stdio', 'cpu'), unit: '×' });
+      if (CALLGRIND !== undefined)
+        judge({
+          what: `HTTP ${name}: instructions per call ÷ stdio`,
+          value: ratio(name, 'stdio', 'instructions'),
+          unit: '×',
+        });
     }
     if ('http-floor' in MODES) {
       judge({
@@ -526,6 +565,12 @@ async function main() {
         value: ratio(name, 'http-floor', 'cpu'),
         unit: '×',
       });
+      if (CALLGRIND !== undefined)
+        judge({
+          what: `HTTP ${name}: instructions per call ÷ HTTP floor`,
+          value: ratio(name, 'http-floor', 'instructions'),
+          unit: '×',
+        });
     }
     if (hasFloor && 'stdio' in MODES)
       judge({
