@@ -73,6 +73,12 @@ function flag(name, fallback) {
   return i === -1 ? fallback : process.argv[i + 1];
 }
 
+/** The served processes still running: a failed run must not leave them behind (least of all under valgrind). */
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 if (process.argv.includes('--sdk-server')) await serveSdk();
 else await main();
 
@@ -158,7 +164,7 @@ async function main() {
     httpConfig,
     JSON.stringify({
       audit: { file: path.join(dir, 'http.jsonl') },
-      auth: { issuer: issuer.issuer.url, audience: AUDIENCE },
+      auth: { issuer: issuer.issuer.url, audience: AUDIENCE, jwksUri: `${issuer.issuer.url}/jwks` },
       listen: { http: '127.0.0.1:0', maxSessions: 1000 },
       servers: { up: server },
     }),
@@ -177,7 +183,12 @@ async function main() {
         res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
         res.on('error', reject);
       });
-      req.on('error', reject);
+      req.on('error', (error) => {
+        // A kept connection the server closed as idle just as this request went out on it (a
+        // slow server, under callgrind, makes this likely): sent again.
+        if (req.reusedSocket && error.code === 'ECONNRESET') post(url, headers, body).then(resolve, reject);
+        else reject(error);
+      });
       req.end(body);
     });
   }
@@ -252,10 +263,34 @@ async function main() {
     return echoCaller(url, headers, 'stateless', meta);
   }
 
+  /**
+   * Under callgrind the gateway's first fetch of the issuer's keys can outlast its own timeout,
+   * and it answers 503 until a fetch succeeds: asks with a token until it does (at most 30 times).
+   */
+  async function keysFetched(url) {
+    if (CALLGRIND === undefined) return;
+    const headers = {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${await token('keys')}`,
+    };
+    for (let attempt = 0; attempt < 30; attempt++) {
+      const { status } = await post(
+        url,
+        headers,
+        JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      );
+      if (status !== 503) return;
+    }
+    throw new Error('the gateway under callgrind never fetched the issuer keys');
+  }
+
   /** Starts `args` under node and waits for the URL it prints (on stdout or stderr). */
   async function startListening(args, label) {
     const started = node(args);
     const child = spawn(started.command, started.args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
     child.callgrindOut = started.callgrindOut;
     let said = '';
     const url = await deadline(
@@ -275,6 +310,7 @@ async function main() {
     // Keep reading, so a chatty process never blocks on a full pipe.
     child.stdout.resume();
     child.stderr.resume();
+    if (args.includes(httpConfig)) await keysFetched(url);
     return { child, url };
   }
 
@@ -337,6 +373,7 @@ async function main() {
     async stdio() {
       const started = node([...profiling, CLI, '--config', stdioConfig]);
       const child = new RpcChild({ label: 'stdio gateway', ...started, env });
+      running.add(child.child);
       await deadline(
         child.request(
           'initialize',
@@ -390,6 +427,7 @@ async function main() {
     async 'stdio-floor'() {
       const started = node([LEAST_PEERS, '--stdio']);
       const child = new RpcChild({ label: 'stdio floor', ...started, env });
+      running.add(child.child);
       const call = async (text) => {
         const result = await child.request(
           'tools/call',
