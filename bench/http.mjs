@@ -6,10 +6,13 @@
 //   node bench/http.mjs [--rounds N] [--calls N] [--warmup N] [--seconds S] [--principals N]
 //                       [--concurrency N] [--cli FILE]
 //                       [--modes stdio,session,stateless,stdio-floor,http-floor,sdk]
-//                       [--profile DIR]
+//                       [--profile DIR] [--callgrind CALLS]
 //
 // --profile DIR runs each gateway under `node --cpu-prof` and leaves its profiles in DIR (read
-// them with bench/cpuprofile-top.mjs); --modes measures only the modes named.
+// them with bench/cpuprofile-top.mjs); --modes measures only the modes named. --callgrind CALLS
+// runs each served process under valgrind and counts its instructions per call over CALLS
+// sequential calls after the warm-up (no throughput then): the figure to compare two builds
+// with (--cli) on a machine whose load moves every timing.
 //
 // Six ways to make the same echo call, each measured in every round, in an order rotated per
 // round, each by a process of its own started for it:
