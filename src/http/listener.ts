@@ -99,6 +99,25 @@ interface Edge {
   readonly sessions: SessionTable;
   /** The port bound (known once listening; the configured one until then). */
   port: number;
+  /** The Host values and Origins naming this listener itself, made once the port is bound. */
+  own: OwnNames;
+}
+
+/** What a request's Host or Origin may say to name this listener (see `rebindingProblem`). */
+interface OwnNames {
+  /** `name:port` for the listen address and each loopback name. */
+  readonly hosts: ReadonlySet<string>;
+  /** `http://name:port` for the same names, then `listen.allowedOrigins`. */
+  readonly origins: ReadonlySet<string>;
+}
+
+function ownNames(listen: ListenConfig, port: number): OwnNames {
+  const loopbackNames = ['localhost', '127.0.0.1', '[::1]'];
+  const own = [listen.host.includes(':') ? `[${listen.host}]` : listen.host, ...loopbackNames];
+  return {
+    hosts: new Set(own.map((name) => `${name}:${port}`)),
+    origins: new Set([...own.map((name) => `http://${name}:${port}`), ...listen.allowedOrigins]),
+  };
 }
 
 /**
@@ -131,6 +150,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       ...(options.relay !== undefined && { relay: options.relay }),
     }),
     port: listen.port,
+    own: ownNames(listen, listen.port),
   };
   await options.relay?.listen((id, message) => edge.sessions.deliver(id, message));
   const server: Server = createServer((req, res) => {
@@ -149,6 +169,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     });
   });
   edge.port = (server.address() as AddressInfo).port;
+  edge.own = ownNames(listen, edge.port);
   const shownHost = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   return {
     url: `http://${shownHost}:${edge.port}/mcp`,
@@ -178,10 +199,11 @@ function failed(logger: Logger, req: IncomingMessage, res: ServerResponse, error
 
 /** One request: the checks every request passes in order, then its session or a new one. */
 async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // The path, read once: the checks before authentication and the profile both need it.
-  const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+  // The path, read once: the checks before authentication and the profile both need it. The
+  // path every MCP request names is taken as it is; any other is parsed and normalised.
+  const pathname = req.url === '/mcp' ? '/mcp' : new URL(req.url ?? '/', 'http://localhost').pathname;
   if (answeredBeforeAuth(edge, req, res, pathname)) return;
-  const principal = await authenticate(edge, req, res);
+  const principal = knownPrincipal(edge, req) ?? (await authenticate(edge, req, res));
   if (principal === undefined) return;
   let body: unknown;
   if (req.method === 'POST') {
@@ -223,7 +245,7 @@ function answeredBeforeAuth(
     else sendJson(res, 503, { status: 'starting' });
     return true;
   }
-  const rebinding = rebindingProblem(req, options.listen, edge.port);
+  const rebinding = rebindingProblem(req, options.listen, edge.own);
   if (rebinding !== undefined) {
     options.logger.warn(`refused an HTTP request: ${rebinding}`);
     sendJson(res, 403, { error: 'forbidden', error_description: rebinding });
@@ -240,6 +262,17 @@ function answeredBeforeAuth(
     sendJson(res, 405, { error: `method ${req.method} is not allowed on /mcp` });
   } else return false;
   return true;
+}
+
+/** The principal of a request whose token was verified before and is still good, at once. */
+function knownPrincipal(edge: Edge, req: IncomingMessage): Principal | undefined {
+  if (edge.verifier === undefined) return ANONYMOUS;
+  const authorization = req.headers.authorization;
+  const principal = edge.verifier.known(authorization);
+  if (principal !== undefined)
+    // Known, so the header is `Bearer <token>` with a single space.
+    edge.options.subjectTokens?.remember(principal, authorization!.slice('Bearer '.length));
+  return principal;
 }
 
 /** The request's principal, or undefined when the token was refused (the refusal is answered). */
@@ -290,13 +323,11 @@ async function readJsonBody(
 }
 
 /** Host and Origin checks against DNS rebinding: a web page must not reach a local gateway. */
-function rebindingProblem(req: IncomingMessage, listen: ListenConfig, port: number): string | undefined {
-  const loopbackNames = ['localhost', '127.0.0.1', '[::1]'];
-  const own = [listen.host.includes(':') ? `[${listen.host}]` : listen.host, ...loopbackNames];
+function rebindingProblem(req: IncomingMessage, listen: ListenConfig, own: OwnNames): string | undefined {
   const host = req.headers.host;
   const hostAllowed =
     host !== undefined &&
-    (own.some((name) => host === `${name}:${port}`) ||
+    (own.hosts.has(host) ||
       listen.allowedHosts.some((allowed) => host === allowed || host.replace(/:\d+$/, '') === allowed));
   // Behind a load balancer the Host is a public name: checked when names are configured, or
   // when the listener is on loopback, where a page rebinding a name to 127.0.0.1 is the threat.
@@ -305,8 +336,7 @@ function rebindingProblem(req: IncomingMessage, listen: ListenConfig, port: numb
     return `Host ${JSON.stringify(host ?? '')} is not this gateway (listen.allowedHosts)`;
   const origin = req.headers.origin;
   if (origin === undefined) return undefined;
-  const origins = [...own.map((name) => `http://${name}:${port}`), ...listen.allowedOrigins];
-  if (!origins.includes(origin))
+  if (!own.origins.has(origin))
     return `Origin ${JSON.stringify(origin)} is not allowed (listen.allowedOrigins)`;
   return undefined;
 }
@@ -390,7 +420,10 @@ export function readBody(req: IncomingMessage, max: number): Promise<string | un
     });
     req.on('end', () => {
       clearTimeout(idle);
-      resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8'));
+      // A small body comes in one chunk: decoded as it is, without copying it into a new buffer.
+      resolve(
+        size > max ? undefined : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
+      );
     });
     req.on('error', (error) => {
       clearTimeout(idle);
