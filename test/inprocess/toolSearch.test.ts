@@ -127,9 +127,10 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     host = await connectServed(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops), booted);
     const instructions = host.client.getInstructions() ?? '';
     // The count is there when the servers answered within the initialize answer's short wait
-    // (on a loaded machine they may not have); server/discover below checks it exactly.
+    // (on a loaded machine they may not have, or only one of them); server/discover in the
+    // 2026-07-28 scenarios checks it exactly.
     expect(instructions).toMatch(
-      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
+      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|290 tools of server big|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
     );
     if (instructions.includes('302 tools'))
       expect(instructions).toMatch(/the 1 listed tool is called directly\.$/);
@@ -161,7 +162,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     // Slower than the initialize answer's wait, well within the start-up window: the host's
     // first calls arrive before either server has listed a tool.
     const config = writeConfig({
-      gateway: FAST_GATEWAY,
+      gateway: { ...FAST_GATEWAY, startupTimeout: '30s' },
       catalog: { mode: 'search' },
       servers: {
         sluggish: fixture(['--tools', 'many:290', '--start-delay', '1500']),
