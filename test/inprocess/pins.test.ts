@@ -5,24 +5,20 @@
  * while the gateway runs. What the `pins` and `tools` commands print, and the gateway refusing
  * an invalid pins file, stay with the built binary in test/integration/pins.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { runCli, textOf, type HostSession } from '../integration/harness.js';
+import { runCli, textOf } from '../integration/harness.js';
 import { names, nextListChanged, PULLED, setup } from '../integration/pinsSetup.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 describe('pins, onChange: block', () => {
   it('an acceptance while the gateway runs relists the tool and tells the host', async () => {
     const { config, describe: redescribe } = setup();
     expect((await runCli(['pins', 'accept', '--all', '--config', config])).code).toBe(0); // pins everything
     redescribe(PULLED);
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(await names(host)).not.toContain('fx__echo');
 
     const changed = nextListChanged(host);
@@ -38,7 +34,7 @@ describe('pins, onChange: block', () => {
 
   it('a change announced while running (list_changed) is flagged at once', async () => {
     const { config, describe: redescribe, audit } = setup();
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(await names(host)).toContain('fx__echo');
 
     redescribe(PULLED);
@@ -50,7 +46,6 @@ describe('pins, onChange: block', () => {
     expect(refused.isError).toBe(true);
     expect(textOf(refused)).toContain('its definition changed since it was pinned on');
     await host.close();
-    host = undefined;
     expect(audit()).toContainEqual(
       expect.objectContaining({ type: 'tool_changed', upstreamTool: 'echo', action: 'block' }),
     );
@@ -62,14 +57,13 @@ describe('pins, other settings', () => {
     const { config, describe: redescribe, audit } = setup({ onChange: 'warn' });
     expect((await runCli(['pins', 'accept', '--all', '--config', config])).code).toBe(0);
     redescribe(PULLED);
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(await names(host)).toContain('fx__echo');
     expect(textOf(await host.client.callTool({ name: 'fx__echo', arguments: { text: 'hi' } }))).toBe('hi');
     await host.waitForStderr(
       /tool "echo" of server "fx" changed since it was pinned on \S+: description; still served \(pins.onChange: warn\)/,
     );
     await host.close();
-    host = undefined;
     expect(audit()).toContainEqual(
       expect.objectContaining({ type: 'tool_changed', upstreamTool: 'echo', action: 'warn' }),
     );
@@ -77,7 +71,7 @@ describe('pins, other settings', () => {
 
   it('onNew: block serves no tool until it is accepted, and pins nothing itself', async () => {
     const { config, pinsFile } = setup({ onNew: 'block' });
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(await names(host)).toEqual([]);
     const refused = await host.client.callTool({ name: 'fx__add', arguments: { a: 1, b: 2 } });
     expect(textOf(refused)).toContain('it is new and has no pin yet, and pins.onNew is "block"');

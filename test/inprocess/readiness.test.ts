@@ -6,20 +6,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ModernHost } from '../fixtures/modernHost.js';
+import { describe, expect, it } from 'vitest';
 import { fixture, tempDir, writeConfig } from '../integration/harness.js';
 import { modernResult } from '../integration/modernWire.js';
-import { servedRawSession, type ServedRawSession } from './servedRaw.js';
-import { startServedModern } from './servedModern.js';
+import { servedPerTest } from './perTest.js';
+import { servedRawSession } from './servedRaw.js';
 
-let served: ServedRawSession | undefined;
-let modern: ModernHost | undefined;
-afterEach(async () => {
-  await served?.close();
-  await modern?.close();
-  served = modern = undefined;
-});
+const opened = servedPerTest();
 
 /** The gateway served in this process, driven raw (a message per line); closed after the test. */
 async function raw(config: string): Promise<{
@@ -27,8 +20,7 @@ async function raw(config: string): Promise<{
   answer(id: number): Promise<object>;
   stderr(): string;
 }> {
-  const session = await servedRawSession(config);
-  served = session;
+  const session = opened.track(await servedRawSession(config));
   return {
     send: (message) => void session.send(JSON.stringify(message)),
     answer: (id) => session.next((message) => message.id === id),
@@ -100,7 +92,7 @@ describe('readiness per server', () => {
       gateway: { startupTimeout: '20s', connectTimeout: '60s' },
       servers: { up: fixture(), stuck: fixture(['--hang-on-initialize']) },
     });
-    modern = await startServedModern(config);
+    const modern = await opened.modern(config);
     const discovered = modernResult('server/discover', await modern.request('server/discover'));
     expect(modern.stderr()).not.toContain('startup deadline');
     expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
