@@ -5,7 +5,7 @@
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   FAST_GATEWAY,
   fixture,
@@ -14,9 +14,8 @@ import {
   tempDir,
   textOf,
   writeConfig,
-  type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const HOOKS = ['confirm-zenity.sh', 'confirm-osascript.sh'] as const;
 const DIALOG: Record<(typeof HOOKS)[number], string> = {
@@ -37,11 +36,7 @@ function stubDialog(program: string): { bin: string; asked: string } {
   return { bin, asked };
 }
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 describe.each(HOOKS)('examples/%s', (hook) => {
   const script = path.join(ROOT, 'examples', hook);
@@ -69,7 +64,7 @@ describe.each(HOOKS)('examples/%s', (hook) => {
       },
       dir,
     );
-    host = await connectServed(config, { env: { PATH: `${bin}:${process.env.PATH ?? ''}` } });
+    const host = await served.connect(config, { env: { PATH: `${bin}:${process.env.PATH ?? ''}` } });
     const result = await host.client.callTool({ name: 'up__echo', arguments: { text: '<b>hi</b> & bye' } });
     expect(Boolean(result.isError)).toBe(denied);
     if (!denied) expect(textOf(result)).toContain('<b>hi</b> & bye');

@@ -12,23 +12,11 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  NODE,
-  serverBin,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-  readAudit,
-} from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { describe, expect, it } from 'vitest';
+import { NODE, serverBin, tempDir, textOf, writeConfig, readAudit } from '../integration/harness.js';
+import { servedPerTest } from './perTest.js';
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 describe('requests a server makes of the host', () => {
   it('are decided by policy and the config, named, and recorded', async () => {
@@ -54,7 +42,7 @@ describe('requests a server makes of the host', () => {
       'default: allow\nrules:\n  - id: no-sampling\n    match: { kind: sampling }\n    action: deny\n    reason: No model calls from servers here.\n',
     );
     const asked = { sampling: 0, roots: 0, elicitations: [] as string[] };
-    host = await connectServed(config, {
+    const host = await served.connect(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
       beforeConnect: (client) => {
         client.setRequestHandler(CreateMessageRequestSchema, () => {

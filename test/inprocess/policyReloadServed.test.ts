@@ -6,24 +6,13 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readRecord } from '../fixtures/fixtureProcess.js';
-import {
-  FAST_GATEWAY,
-  fixture,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from '../integration/harness.js';
+import { FAST_GATEWAY, fixture, tempDir, textOf, writeConfig } from '../integration/harness.js';
 import { ALLOW_ALL, NO_ECHO, version } from '../integration/policyTexts.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 function setup(policy: string) {
   const dir = tempDir();
@@ -56,7 +45,7 @@ function setup(policy: string) {
 describe('the policy folder replaced', () => {
   it('deleted and created again with a stricter policy: the next call is denied', async () => {
     const { policies, policyFile, config, echoes } = setup(ALLOW_ALL);
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'before' } }))).toBe(
       'before',
     );
@@ -78,7 +67,7 @@ describe('the policy folder replaced', () => {
 describe('a policy file written in two steps', () => {
   it('the first half, although a valid policy, is never in force', async () => {
     const { policyFile, config, policyLoads } = setup(ALLOW_ALL);
-    host = await connectServed(config);
+    const host = await served.connect(config);
     // Between the two writes, a call through the gateway: its event loop has turned since the
     // first half was written (a gateway reading on the first event would read that half), and
     // the call must still be decided by the policy in force before. The exact timing against

@@ -6,24 +6,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import path from 'node:path';
-import {
-  FAST_GATEWAY,
-  fixture,
-  readAudit,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from '../integration/harness.js';
+import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from '../integration/harness.js';
 import { connectHttpHost, postRpc } from '../integration/httpHarness.js';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 describe('rate limits', () => {
   it('refuses calls beyond the burst with when to retry, unrun, and audits the burst once', async () => {
@@ -37,7 +26,7 @@ describe('rate limits', () => {
       },
       dir,
     );
-    host = await connectServed(config);
+    const host = await served.connect(config);
     const results = [];
     for (let i = 0; i < 5; i++)
       results.push(await host.client.callTool({ name: 'up__echo', arguments: { text: `n${i}` } }));
@@ -56,7 +45,6 @@ describe('rate limits', () => {
     // Another tool of the same server is not bounded by the rule.
     expect(textOf(await host.client.callTool({ name: 'up__add', arguments: { a: 1, b: 2 } }))).toBe('3');
     await host.close();
-    host = undefined;
     const records = readAudit(path.join(dir, 'audit.jsonl'));
     const calls = records.filter((r) => r.type === 'call');
     expect(calls.map((c) => c.upstreamTool)).toEqual(['echo', 'echo', 'add']);

@@ -1,20 +1,18 @@
 /**
- * Readiness per server: the host's initialize is answered, and a call to a server that is ready
- * goes, at once, whatever a slower server is doing. Served in-process (`startServing` on the
- * config file, real fixture upstreams) and driven raw, line by line. A 2026-07-28 host's
- * server/discover stays with the built binary in test/integration/readiness.test.ts.
+ * Readiness per server: the host's initialize (or a 2026-07-28 host's server/discover) is
+ * answered, and a call to a server that is ready goes, at once, whatever a slower server is
+ * doing. Served in-process (`startServing` on the config file, real fixture upstreams), driven
+ * raw, line by line, or by a host of the stateless revision (servedModern.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixture, tempDir, writeConfig } from '../integration/harness.js';
-import { servedRawSession, type ServedRawSession } from './servedRaw.js';
+import { modernResult } from '../integration/modernWire.js';
+import { servedPerTest } from './perTest.js';
+import { servedRawSession } from './servedRaw.js';
 
-let served: ServedRawSession | undefined;
-afterEach(async () => {
-  await served?.close();
-  served = undefined;
-});
+const opened = servedPerTest();
 
 /** The gateway served in this process, driven raw (a message per line); closed after the test. */
 async function raw(config: string): Promise<{
@@ -22,8 +20,7 @@ async function raw(config: string): Promise<{
   answer(id: number): Promise<object>;
   stderr(): string;
 }> {
-  const session = await servedRawSession(config);
-  served = session;
+  const session = opened.track(await servedRawSession(config));
   return {
     send: (message) => void session.send(JSON.stringify(message)),
     answer: (id) => session.next((message) => message.id === id),
@@ -88,6 +85,17 @@ describe('readiness per server', () => {
       params: { name: 'up__echo', arguments: { text: 'hi' } },
     });
     expect(((await gateway.answer(1)) as { result?: { isError?: boolean } }).result?.isError).not.toBe(true);
+  });
+
+  it('answers a 2026-07-28 host’s server/discover while a server is still blocked in its handshake', async () => {
+    const config = writeConfig({
+      gateway: { startupTimeout: '20s', connectTimeout: '60s' },
+      servers: { up: fixture(), stuck: fixture(['--hang-on-initialize']) },
+    });
+    const modern = await opened.modern(config);
+    const discovered = modernResult('server/discover', await modern.request('server/discover'));
+    expect(modern.stderr()).not.toContain('startup deadline');
+    expect(discovered.capabilities).toMatchObject({ tools: { listChanged: true } });
   });
 });
 

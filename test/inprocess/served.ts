@@ -159,11 +159,18 @@ export async function start(
  */
 export async function connectServed(
   configFile: string,
-  options: ConnectOptions = {},
+  options: ConnectOptions & {
+    /**
+     * Awaited after the gateway has started and before the host initializes: the binary's own
+     * start-up gives its upstream processes that head start, which serving in-process does not.
+     */
+    readonly beforeInitialize?: () => Promise<void>;
+  } = {},
 ): Promise<ServedSession> {
   const { serving, log, toGateway, fromGateway } = await start(configFile, { env: options.env });
   const client = hostClient(options);
   try {
+    await options.beforeInitialize?.();
     await client.connect(new StreamClientTransport(toGateway, fromGateway));
   } catch (error) {
     await serving.stop('the host could not connect');

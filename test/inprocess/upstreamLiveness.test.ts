@@ -6,22 +6,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  FAST_GATEWAY,
-  fixture,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { describe, expect, it } from 'vitest';
+import { FAST_GATEWAY, fixture, tempDir, textOf, writeConfig } from '../integration/harness.js';
+import { servedPerTest } from './perTest.js';
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 describe('upstream liveness', () => {
   it('a server that closes its stdout but keeps running is a disconnect: calls fail at once, it restarts', async () => {
@@ -30,7 +19,7 @@ describe('upstream liveness', () => {
       gateway: { ...FAST_GATEWAY, timeout: '2m' },
       servers: { up: fixture(['--tools', 'basic,odd']) },
     });
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(textOf(await host.client.callTool({ name: 'up__close_stdout', arguments: {} }))).toBe(
       'closing stdout',
     );
@@ -38,7 +27,7 @@ describe('upstream liveness', () => {
     // Restarted: the same tool set answers again.
     await expect
       .poll(
-        async () => textOf(await host!.client.callTool({ name: 'up__echo', arguments: { text: 'back' } })),
+        async () => textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'back' } })),
         {
           timeout: 10_000,
         },
@@ -54,7 +43,7 @@ describe('upstream liveness', () => {
       dir,
     );
     let told = 0;
-    host = await connectServed(config, {
+    const host = await served.connect(config, {
       beforeConnect: (client) =>
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => void told++),
     });
@@ -78,13 +67,13 @@ describe('upstream liveness', () => {
       gateway: { ...FAST_GATEWAY, timeout: '3s', maxMessageSize: '1MiB' },
       servers: { up: fixture(['--tools', 'basic,odd']) },
     });
-    host = await connectServed(config);
+    const host = await served.connect(config);
     expect(textOf(await host.client.callTool({ name: 'up__stop_reading', arguments: {} }))).toBe(
       'not reading',
     );
     const text = 'y'.repeat(300 * 1024);
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => host!.client.callTool({ name: 'up__echo', arguments: { text } })),
+      Array.from({ length: 8 }, () => host.client.callTool({ name: 'up__echo', arguments: { text } })),
     );
     const refused = results.filter((r) => textOf(r).includes('it is not reading its input'));
     expect(refused.length).toBeGreaterThan(0);

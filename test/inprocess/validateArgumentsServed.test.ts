@@ -5,11 +5,11 @@
  * gateway, names the property, never reaches the upstream, and is recorded. With
  * validateArguments: false: test/inprocess/validateArguments.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { NODE, serverBin, tempDir, textOf, writeConfig, type HostSession } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { NODE, serverBin, tempDir, textOf, writeConfig } from '../integration/harness.js';
+import { servedPerTest } from './perTest.js';
 
 type AuditRecord = Record<string, unknown> & { type: string };
 
@@ -21,11 +21,7 @@ function readCalls(file: string): AuditRecord[] {
     .filter((r) => r.type === 'call');
 }
 
-let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const served = servedPerTest();
 
 async function start(server: Record<string, unknown> = {}, gateway: Record<string, unknown> = {}) {
   const dir = tempDir();
@@ -37,7 +33,7 @@ async function start(server: Record<string, unknown> = {}, gateway: Record<strin
     },
     dir,
   );
-  host = await connectServed(config);
+  const host = await served.connect(config);
   return { host, audit: path.join(dir, 'audit.jsonl') };
 }
 

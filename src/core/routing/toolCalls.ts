@@ -56,26 +56,44 @@ export class ToolCalls {
   /** The hot path: no `async`, one promise continuation per call beyond the pipeline's own. */
   call(request: IncomingRequest): Promise<void> | void {
     const params = request.params;
-    const given = params?.name;
-    let args = params?.arguments;
-    if (typeof given !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
-    let name = given;
+    const name = params?.name;
+    const args = params?.arguments;
+    if (typeof name !== 'string') throw new InvalidParamsError('tools/call needs params.name (a string)');
     if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))
       throw new InvalidParamsError(`tools/call ${name}: params.arguments must be an object`);
     const viewed = this.options.view?.call(name, args as Params | undefined);
     if (viewed !== undefined) {
-      if (!('route' in viewed)) return this.answerViewed(request, name, args as Params | undefined, viewed);
+      if (!('route' in viewed)) return this.viewedWhenStarted(request, name, args as Params | undefined);
       // The tool the call tool names is called as if the host had called it by that name.
-      name = viewed.route;
-      args = viewed.arguments;
+      return this.callNamed(request, viewed.route, viewed.arguments);
     }
+    return this.callNamed(request, name, args as Params | undefined);
+  }
+
+  /**
+   * A call the view answers itself (the search tool, or the call tool naming a tool not listed)
+   * is asked again once the servers' start-up has settled, as a `tools/list` waits for it: a
+   * search made while servers are still listing would find nothing of theirs, and the call tool
+   * would refuse a tool about to be listed.
+   */
+  private viewedWhenStarted(request: IncomingRequest, name: string, args: Params | undefined): Promise<void> {
+    return this.options.pool.start().then(() => {
+      const viewed = this.options.view?.call(name, args);
+      if (viewed === undefined) return this.callNamed(request, name, args);
+      if ('route' in viewed) return this.callNamed(request, viewed.route, viewed.arguments);
+      return this.answerViewed(request, name, args, viewed);
+    });
+  }
+
+  /** A call of the tool the host knows as `name`, once the view has had its say. */
+  private callNamed(request: IncomingRequest, name: string, args: Params | undefined): Promise<void> | void {
     // An exposed name, or a server's own name as an MCP App calls it (see toolResolution.ts).
     const meta = request.meta;
     const app = meta === undefined ? undefined : this.appOrigin(meta);
     const found = lookUpTool(this.options.tools, name, app);
-    if (found !== undefined) return this.callFound(request, name, found, args as Params | undefined, app);
+    if (found !== undefined) return this.callFound(request, name, found, args, app);
     const signingIn = this.waitingForSignIn(name);
-    if (signingIn !== undefined) return this.authorize(request, name, signingIn, args as Params | undefined);
+    if (signingIn !== undefined) return this.authorize(request, name, signingIn, args);
     // A server that will not list anything soon (failed, disabled, blocked): no use waiting.
     const down = this.serverDown(name);
     if (down !== undefined && SETTLED_DOWN.has(down.state))

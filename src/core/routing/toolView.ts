@@ -16,7 +16,10 @@ import type { Params } from '../protocol/jsonRpc.js';
 export interface ToolView {
   /** The `tools/list` answer (`{"tools":[...]}`) this connection gets. */
   listJson(): string;
-  /** What a `tools/call` of `name` is on this connection (see ViewedCall). */
+  /**
+   * What a `tools/call` of `name` is on this connection (see ViewedCall). Asking changes nothing
+   * (the router may ask again once the servers have listed); what an answer changes, its `after` does.
+   */
   call(name: string, args: Params | undefined): ViewedCall;
   /** The prompts and resources this connection may see; undefined while it may see all of them. */
   scope(): ListScope | undefined;

@@ -206,7 +206,6 @@ export class CatalogView implements ToolView {
     });
     const listing = !this.context.stateless && this.facts().mode === 'search';
     const added = listing ? tools.filter((t) => !this.found.has(t.tool.name)) : [];
-    for (const t of added) this.found.add(t.tool.name);
     const how = listing
       ? `Call one with ${CALL_TOOL} {"name", "arguments"}, or directly by its name: found tools are now in your tool list.`
       : `Call one with ${CALL_TOOL} {"name", "arguments"}.`;
@@ -216,7 +215,13 @@ export class CatalogView implements ToolView {
     });
     return {
       answer: { content: [{ type: 'text', text }] },
-      ...(added.length > 0 && { after: () => this.context.toolsChanged() }),
+      // Found tools join the list only once the answer is given: asking the view changes nothing.
+      ...(added.length > 0 && {
+        after: () => {
+          for (const t of added) this.found.add(t.tool.name);
+          this.context.toolsChanged();
+        },
+      }),
     };
   }
 

@@ -1,18 +1,17 @@
 /**
- * Large catalogues through the built binary: a catalogue of about 300 tools served as a search
+ * Large catalogues, served in-process (test/inprocess/served.ts, the same `startServing` as
+ * `mcp-warden --config FILE`, with real upstream processes): a catalogue of about 300 tools served as a search
  * tool and a call tool (or whole), to a 2025-11-25 host, a 2026-07-28 host and the HTTP
  * listener; calls through the call tool judged by the pipeline under the real tool's name;
  * found tools listed on a lasting connection; profiles by client name and by path; Claude
  * Code's marks and name budget; and a lazy server searched without being started.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { envelope, MODERN, startModernHost, type ModernHost } from '../fixtures/modernHost.js';
+import { envelope, MODERN, type ModernHost } from '../fixtures/modernHost.js';
 import {
-  CLI,
-  connectHost,
   FAST_GATEWAY,
   fixture,
   tempDir,
@@ -20,14 +19,10 @@ import {
   waitForExit,
   writeConfig,
   type HostSession,
-} from './harness.js';
-import {
-  connectHttpHost,
-  postRpc,
-  startHttpGateway,
-  type HttpGateway,
-  type HttpHost,
-} from './httpHarness.js';
+} from '../integration/harness.js';
+import { connectHttpHost, postRpc, type HttpHost } from '../integration/httpHarness.js';
+import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { startServedModern } from './servedModern.js';
 
 type Json = Record<string, unknown>;
 
@@ -40,7 +35,7 @@ interface FoundTool {
 
 let host: HostSession | undefined;
 let modern: ModernHost | undefined;
-let http: HttpGateway | undefined;
+let http: ServedHttp | undefined;
 let httpHost: HttpHost | undefined;
 afterEach(async () => {
   await host?.close();
@@ -88,7 +83,7 @@ const found = (result: object): FoundTool[] => (JSON.parse(textOf(result)) as { 
 
 /** A 2025-11-25 host that accepts every confirmation, noting what it was asked. */
 async function confirmingHost(config: string, asked: string[], name?: string): Promise<HostSession> {
-  return connectHost(config, {
+  return connectServed(config, {
     capabilities: { elicitation: {} },
     ...(name !== undefined && { name }),
     beforeConnect: (client) =>
@@ -101,7 +96,7 @@ async function confirmingHost(config: string, asked: string[], name?: string): P
 
 describe('catalog.mode for a 2025-11-25 host', () => {
   it('auto above the bounds: the list is the search tool, the call tool and the tools always loaded', async () => {
-    host = await connectHost(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }));
+    host = await connectServed(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }));
     const { tools } = await host.client.listTools();
     expect(names(tools)).toEqual(['search_tools', 'call_tool', 'ops__echo']);
     const search = tools[0]!;
@@ -110,7 +105,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('all: every visible tool is listed, the denied one is not', async () => {
-    host = await connectHost(catalogue({ catalog: { mode: 'all' } }));
+    host = await connectServed(catalogue({ catalog: { mode: 'all' } }));
     const listed = names((await host.client.listTools()).tools);
     expect(listed).toHaveLength(290 + 13);
     expect(listed).toContain('ops__add');
@@ -119,19 +114,30 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('the instructions say how to reach the tools not listed, after the servers’ own', async () => {
-    const ops = { ops: fixture(['--tools', 'basic'], { instructions: 'Ops says hello.' }) };
-    host = await connectHost(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops));
+    // The host initializes once both servers' processes run, as it would behind the binary,
+    // whose own start-up the servers' overlaps.
+    const pids = path.join(tempDir(), 'pids');
+    const pidFile = (server: string) => path.join(pids, `${server}.pid`);
+    const booted = { beforeInitialize: () => expect.poll(() => readdirSync(pids)).toHaveLength(2) };
+    mkdirSync(pids);
+    const ops = {
+      big: fixture(['--tools', 'many:290', '--pid-file', pidFile('big')]),
+      ops: fixture(['--tools', 'basic', '--pid-file', pidFile('ops')], { instructions: 'Ops says hello.' }),
+    };
+    host = await connectServed(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops), booted);
     const instructions = host.client.getInstructions() ?? '';
     // The count is there when the servers answered within the initialize answer's short wait
-    // (on a loaded machine they may not have); server/discover below checks it exactly.
+    // (on a loaded machine they may not have, or only one of them); server/discover in the
+    // 2026-07-28 scenarios checks it exactly.
     expect(instructions).toMatch(
-      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
+      /^## ops\nOps says hello\.\n\n## mcp-warden\n(302 tools of servers big, ops|290 tools of server big|The servers' tools) are not in your tool list\. Find them with search_tools \(describe the task in plain words\) and call them with call_tool \{"name", "arguments"\}/,
     );
     if (instructions.includes('302 tools'))
       expect(instructions).toMatch(/the 1 listed tool is called directly\.$/);
     await host.close();
 
-    host = await connectHost(catalogue({ catalog: { mode: 'all' } }, ops));
+    for (const server of ['big', 'ops']) rmSync(pidFile(server));
+    host = await connectServed(catalogue({ catalog: { mode: 'all' } }, ops), booted);
     expect(host.client.getInstructions()).toBe('## ops\nOps says hello.');
   });
 
@@ -145,15 +151,38 @@ describe('catalog.mode for a 2025-11-25 host', () => {
         laggard: fixture(['--tools', 'basic', '--start-delay', '3000']),
       },
     });
-    host = await connectHost(config);
+    host = await connectServed(config);
     expect(host.client.getInstructions()).toBe(
       "## mcp-warden\nThe servers' tools are not in your tool list. Find them with search_tools " +
         '(describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
     );
   });
 
+  it('a search or a call through the call tool while the servers still start waits for them', async () => {
+    // Slower than the initialize answer's wait, well within the start-up window: the host's
+    // first calls arrive before either server has listed a tool.
+    const config = writeConfig({
+      gateway: { ...FAST_GATEWAY, startupTimeout: '30s' },
+      catalog: { mode: 'search' },
+      servers: {
+        sluggish: fixture(['--tools', 'many:290', '--start-delay', '1500']),
+        plodding: fixture(['--tools', 'basic', '--start-delay', '1500']),
+      },
+    });
+    host = await connectServed(config);
+    const [search, call] = await Promise.all([
+      host.client.callTool({ name: 'search_tools', arguments: { query: 'add two numbers' } }),
+      host.client.callTool({
+        name: 'call_tool',
+        arguments: { name: 'plodding__env', arguments: { name: 'NO_SUCH_VARIABLE_HERE' } },
+      }),
+    ]);
+    expect(found(search)[0]).toMatchObject({ name: 'plodding__add', server: 'plodding' });
+    expect(textOf(call)).toBe('<unset>');
+  });
+
   it('auto within the bounds lists everything', async () => {
-    host = await connectHost(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
+    host = await connectServed(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
     expect((await host.client.listTools()).tools).toHaveLength(303);
   });
 
@@ -201,7 +230,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('the server filter and the limit are kept', async () => {
-    host = await connectHost(catalogue({ catalog: { mode: 'search' } }));
+    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
     const hits = found(
       await host.client.callTool({
         name: 'search_tools',
@@ -213,7 +242,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('an unknown name in the call tool gets a clear error with suggestions', async () => {
-    host = await connectHost(catalogue({ catalog: { mode: 'search' } }));
+    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
     const result = await host.client.callTool({
       name: 'call_tool',
       arguments: { name: 'ops__ech', arguments: { text: 'x' } },
@@ -224,7 +253,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('found tools join the list (list_changed), and are then called directly', async () => {
-    host = await connectHost(catalogue({ catalog: { mode: 'search' } }));
+    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
     expect(names((await host.client.listTools()).tools)).not.toContain('ops__env');
     const changed = new Promise<void>((resolve) =>
       host!.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
@@ -252,7 +281,7 @@ describe('Claude Code', () => {
   it('auto lists everything, marks the tools always loaded, and fits names to its budget', async () => {
     expect(hostServerName).toHaveLength(40);
     const config = catalogue({ catalog: { alwaysLoad: ['ops__echo*'], hostServerName } });
-    host = await connectHost(config, { name: 'claude-code' });
+    host = await connectServed(config, { name: 'claude-code' });
     const { tools } = await host.client.listTools();
     expect(tools).toHaveLength(303);
     const echo = tools.find((t) => t.name === 'ops__echo')!;
@@ -275,7 +304,7 @@ describe('Claude Code', () => {
 
 describe('a 2026-07-28 host', () => {
   it('gets search mode over stdio, and calls through the call tool', async () => {
-    modern = startModernHost(CLI, catalogue({ catalog: { mode: 'search' } }));
+    modern = await startServedModern(catalogue({ catalog: { mode: 'search' } }));
     const list = await modern.request('tools/list', {});
     expect(names((list.result as { tools: { name: string }[] }).tools)).toEqual([
       'search_tools',
@@ -299,7 +328,7 @@ describe('a 2026-07-28 host', () => {
   });
 
   it('server/discover tells it how to reach the tools', async () => {
-    modern = startModernHost(CLI, catalogue({ catalog: { mode: 'search' } }));
+    modern = await startServedModern(catalogue({ catalog: { mode: 'search' } }));
     // A list waits for every server, so the discovery after it knows all their tools.
     await modern.request('tools/list', {});
     const discover = await modern.request('server/discover', {});
@@ -319,7 +348,7 @@ describe('the HTTP listener', () => {
   const resultOf = (text: string) => (JSON.parse(text) as { result: Json }).result;
 
   it('stateless requests: search, then the call tool, with no session kept between them', async () => {
-    http = await startHttpGateway(catalogue());
+    http = await serveHttpInProcess(catalogue());
     const list = await postRpc(
       http.url,
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } },
@@ -358,7 +387,7 @@ describe('the HTTP listener', () => {
   });
 
   it('a session in search mode, and a profile chosen by its path', async () => {
-    http = await startHttpGateway(catalogue({ profiles: { small: { servers: ['ops'] } } }));
+    http = await serveHttpInProcess(catalogue({ profiles: { small: { servers: ['ops'] } } }));
     httpHost = await connectHttpHost(http.url);
     expect(names((await httpHost.client.listTools()).tools)).toEqual(['search_tools', 'call_tool']);
     const sum = await httpHost.client.callTool({
@@ -390,7 +419,7 @@ describe('profiles', () => {
       catalog: { mode: 'search' },
       profiles: { cursor: { clients: ['cursor*'], servers: ['big'], tools: ['big__tool_0000*'] } },
     });
-    host = await connectHost(config, { name: 'cursor-vscode' });
+    host = await connectServed(config, { name: 'cursor-vscode' });
     const hits = found(
       await host.client.callTool({
         name: 'search_tools',
@@ -420,7 +449,7 @@ describe('profiles', () => {
       catalog: { mode: 'all' },
       profiles: { cursor: { clients: ['cursor*'], servers: ['ops'] } },
     });
-    host = await connectHost(config);
+    host = await connectServed(config);
     expect((await host.client.listTools()).tools).toHaveLength(303);
   });
 });
@@ -441,7 +470,7 @@ describe('lazy servers', () => {
       dir,
     );
     // Never listed before: it runs once with the gateway, to be listed, and stops when idle.
-    host = await connectHost(config);
+    host = await connectServed(config);
     await host.client.listTools();
     await expect.poll(() => existsSync(pidFile), { timeout: 10_000 }).toBe(true);
     await expect.poll(() => readFileSync(pidFile, 'utf8').length > 0, { timeout: 2000 }).toBe(true);
@@ -449,7 +478,7 @@ describe('lazy servers', () => {
     await host.close();
     rmSync(pidFile);
 
-    host = await connectHost(config);
+    host = await connectServed(config);
     const hits = found(
       await host.client.callTool({ name: 'search_tools', arguments: { query: 'environment variable' } }),
     );
