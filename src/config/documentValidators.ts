@@ -11,10 +11,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
 import { requireGenerated } from '../lib/generatedCode.js';
+import { recallDocument } from '../lib/validDocuments.js';
 
 export type DocumentKind = 'config' | 'policy';
 
 /** Each document's schema file in `schema/`, and the generated validator's in `dist/config/generated/`. */
+/** Beside each generated validator: the SHA-256 of its code, which names it to lib/validDocuments.ts. */
+export const IDENTITY_SUFFIX = '.sha256';
+
 export const DOCUMENT_SCHEMAS: Readonly<Record<DocumentKind, { schema: string; generated: string }>> = {
   config: { schema: 'proxy.config.schema.json', generated: 'config.cjs' },
   policy: { schema: 'policy.schema.json', generated: 'policy.cjs' },
@@ -100,13 +104,31 @@ export function documentValidator(
   schema: SchemaObject,
 ): (document: unknown) => readonly ErrorObject[] {
   let validate: ValidateFunction | undefined;
+  const generated = () =>
+    fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url));
+  // Only generated code has an identity: compiled from source, every document is checked.
+  let identity: string | null | undefined;
+  const identityOf = (): string | null => {
+    if (identity !== undefined) return identity;
+    try {
+      identity =
+        compileFromSource === undefined
+          ? readFileSync(`${generated()}${IDENTITY_SUFFIX}`, 'utf8').trim()
+          : null;
+    } catch {
+      identity = null;
+    }
+    return identity;
+  };
   return (document) => {
-    validate ??=
-      compileFromSource?.(schema) ??
-      (requireGenerated(
-        fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url)),
-      ) as ValidateFunction);
-    if (validate(document)) return [];
+    const id = identityOf();
+    const recall = id === null ? undefined : recallDocument(id, document);
+    if (recall?.known === true) return [];
+    validate ??= compileFromSource?.(schema) ?? (requireGenerated(generated()) as ValidateFunction);
+    if (validate(document)) {
+      recall?.remember();
+      return [];
+    }
     return (validate.errors ?? []).map((error) => ({
       ...error,
       schema: schemaAt(schema, error.schemaPath, 0),
