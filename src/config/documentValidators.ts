@@ -11,14 +11,11 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
 import { requireGenerated } from '../lib/generatedCode.js';
-import { recallDocument } from '../lib/validDocuments.js';
+import { generatedIdentity, recallDocument } from '../lib/validDocuments.js';
 
 export type DocumentKind = 'config' | 'policy';
 
 /** Each document's schema file in `schema/`, and the generated validator's in `dist/config/generated/`. */
-/** Beside each generated validator: the SHA-256 of its code, which names it to lib/validDocuments.ts. */
-export const IDENTITY_SUFFIX = '.sha256';
-
 export const DOCUMENT_SCHEMAS: Readonly<Record<DocumentKind, { schema: string; generated: string }>> = {
   config: { schema: 'proxy.config.schema.json', generated: 'config.cjs' },
   policy: { schema: 'policy.schema.json', generated: 'policy.cjs' },
@@ -108,18 +105,8 @@ export function documentValidator(
     fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url));
   // Only generated code has an identity: compiled from source, every document is checked.
   let identity: string | null | undefined;
-  const identityOf = (): string | null => {
-    if (identity !== undefined) return identity;
-    try {
-      identity =
-        compileFromSource === undefined
-          ? readFileSync(`${generated()}${IDENTITY_SUFFIX}`, 'utf8').trim()
-          : null;
-    } catch {
-      identity = null;
-    }
-    return identity;
-  };
+  const identityOf = (): string | null =>
+    (identity ??= compileFromSource === undefined ? generatedIdentity(generated()) : null);
   return (document) => {
     const id = identityOf();
     const recall = id === null ? undefined : recallDocument(id, document);

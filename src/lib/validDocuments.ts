@@ -23,8 +23,28 @@ import path from 'node:path';
 /** The format written; a file of another version is ignored (and replaced on the next write). */
 const VALID_DOCUMENTS_VERSION = 1;
 
-/** The most digests kept: the documents of a few configs, their policy files and recent edits. */
-const MAX_ENTRIES = 64;
+/**
+ * The most digests kept: the documents of a few configs, their policy files, the argument
+ * schemas of their conditions and recent edits.
+ */
+const MAX_ENTRIES = 256;
+
+/** Beside each generated validator: the SHA-256 of its code, written by the build, which names it here. */
+export const IDENTITY_SUFFIX = '.sha256';
+
+/**
+ * The identity of the generated validator in `file` (the digest the build wrote beside it), or
+ * null when there is none (run from source, or an older build): its documents are then always
+ * checked in full.
+ */
+export function generatedIdentity(file: string): string | null {
+  try {
+    const identity = readFileSync(`${file}${IDENTITY_SUFFIX}`, 'utf8').trim();
+    return DIGEST.test(identity) ? identity : null;
+  } catch {
+    return null;
+  }
+}
 
 const DIGEST = /^[0-9a-f]{64}$/;
 

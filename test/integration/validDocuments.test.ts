@@ -61,4 +61,30 @@ describe('valid documents remembered across starts', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('logg');
   });
+
+  it('refuses a policy whose argument schema was edited into an invalid one after it was served', async () => {
+    const { env, file } = stateEnv();
+    const dir = tempDir();
+    const policy = path.join(dir, 'policy.json');
+    const rule = (type: string) => ({
+      default: 'allow',
+      rules: [
+        {
+          id: 'typed',
+          match: { tool: 'echo', arguments: { properties: { text: { type } } } },
+          action: 'deny',
+        },
+      ],
+    });
+    writeFileSync(policy, JSON.stringify(rule('number')));
+    const config = writeConfig({ servers: { fixture: fixture() }, policies: ['./policy.json'] }, dir);
+    await serveOnce(config, env);
+    // The config, the policy file and the rule's argument schema.
+    await expect.poll(() => kept(file)?.entries?.length).toBe(3);
+    await Promise.all(sessions.splice(0).map((s) => s.close()));
+    writeFileSync(policy, JSON.stringify(rule('strng')));
+    const run = await runCli(['--config', config], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('did you mean "string"?');
+  });
 });
