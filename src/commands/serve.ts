@@ -7,6 +7,7 @@
  * overlaps that loading, and a stdio gateway loads no HTTP code.
  */
 import { randomUUID } from 'node:crypto';
+import { homedir } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { formatConfigIssue } from '../config/issues.js';
@@ -22,6 +23,7 @@ import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
+import { rememberValidDocuments, validDocumentsFile } from '../lib/validDocuments.js';
 import type { SharedStore } from '../lib/store/sharedStore.js';
 import {
   loadConfigFile,
@@ -77,6 +79,8 @@ export interface Serving {
  * checked, its pins, its servers started, its policies loaded.
  */
 async function prepare(options: ServeOptions) {
+  // A config and policy files served before, unchanged, skip the validators' load and run.
+  rememberValidDocuments({ file: validDocumentsFile(process.env, homedir()) });
   const loaded = await loadConfigFile(options.config, {
     badServers: 'mark-failed',
     listening: options.http !== undefined,

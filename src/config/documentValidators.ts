@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
 import { requireGenerated } from '../lib/generatedCode.js';
+import { generatedIdentity, recallDocument } from '../lib/validDocuments.js';
 
 export type DocumentKind = 'config' | 'policy';
 
@@ -100,13 +101,21 @@ export function documentValidator(
   schema: SchemaObject,
 ): (document: unknown) => readonly ErrorObject[] {
   let validate: ValidateFunction | undefined;
+  const generated = () =>
+    fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url));
+  // Only generated code has an identity: compiled from source, every document is checked.
+  let identity: string | null | undefined;
+  const identityOf = (): string | null =>
+    (identity ??= compileFromSource === undefined ? generatedIdentity(generated()) : null);
   return (document) => {
-    validate ??=
-      compileFromSource?.(schema) ??
-      (requireGenerated(
-        fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url)),
-      ) as ValidateFunction);
-    if (validate(document)) return [];
+    const id = identityOf();
+    const recall = id === null ? undefined : recallDocument(id, document);
+    if (recall?.known === true) return [];
+    validate ??= compileFromSource?.(schema) ?? (requireGenerated(generated()) as ValidateFunction);
+    if (validate(document)) {
+      recall?.remember();
+      return [];
+    }
     return (validate.errors ?? []).map((error) => ({
       ...error,
       schema: schemaAt(schema, error.schemaPath, 0),

@@ -27,7 +27,7 @@ import type { PolicySet } from '../features/policy/types.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
 import { createSandboxes, grantsOf, type Sandboxes } from '../features/sandbox/index.js';
 import { createUpstreamAuth } from '../features/upstreamAuth/index.js';
-import { openCredentialStore, type CredentialStore } from '../lib/credentials/index.js';
+import type { CredentialStore } from '../lib/credentials/index.js';
 import { ALL_LISTS, UpstreamConnections } from './connections.js';
 import type { RunningUpstreams } from './liveState.js';
 import {
@@ -361,7 +361,14 @@ function signIns(options: GatewayOptions, record: Recorder, subjectTokens: Subje
   const upstreamAuth =
     options.signInFor === undefined
       ? createUpstreamAuth({
-          store: options.credentials ?? once(() => openCredentialStore({ logger: options.logger })),
+          // Loaded with the store's first use: a gateway whose servers never ask for a sign-in
+          // does not load the credential code at start.
+          store:
+            options.credentials ??
+            once(async () => {
+              const { openCredentialStore } = await import('../lib/credentials/index.js');
+              return openCredentialStore({ logger: options.logger });
+            }),
           logger: options.logger,
           subjectTokens,
           record: (event, who) => record(event, who),

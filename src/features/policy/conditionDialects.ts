@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject, SchemaObject } from 'ajv';
 import { requireGenerated } from '../../lib/generatedCode.js';
+import { generatedIdentity, recallDocument } from '../../lib/validDocuments.js';
 import type { Dialect } from '../../lib/schema/dialectAjv.js';
 
 export interface DialectChecks {
@@ -63,12 +64,22 @@ function fromBuild(dialect: Dialect): DialectChecks {
     Dialect,
     { keywords: string[]; formats: string[] }
   >;
-  const validate = requireGenerated(
-    fileURLToPath(new URL(`./generated/${GENERATED_DIALECT_FILES[dialect]}`, import.meta.url)),
-  ) as ValidateFunction;
+  const file = fileURLToPath(new URL(`./generated/${GENERATED_DIALECT_FILES[dialect]}`, import.meta.url));
+  // Loaded on the first schema not found valid before (lib/validDocuments.ts): a gateway served
+  // again on the same policies loads no meta-schema.
+  let validate: ValidateFunction | undefined;
+  let identity: string | null | undefined;
   return {
     keywords: lists[dialect].keywords,
     formats: lists[dialect].formats,
-    validateSchema: (schema) => (validate(schema) ? [] : (validate.errors ?? [])),
+    validateSchema: (schema) => {
+      identity ??= generatedIdentity(file);
+      const recall = identity === null ? undefined : recallDocument(identity, schema);
+      if (recall?.known === true) return [];
+      validate ??= requireGenerated(file) as ValidateFunction;
+      if (!validate(schema)) return validate.errors ?? [];
+      recall?.remember();
+      return [];
+    },
   };
 }
