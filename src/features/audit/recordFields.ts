@@ -80,6 +80,7 @@ export const CALL_KEYS: readonly string[] = [
   'call',
   'trace',
   'flow',
+  'continuedVia',
 ];
 
 /** Which writer a field list gets: the general walk, or one of the fixed ones. */
@@ -229,7 +230,8 @@ export class RecordFields {
       this.#member(',"structured":', 'structured', e['structured'], false) +
       this.#member(',"call":', 'call', e['call'], false) +
       this.#member(',"trace":', 'trace', e['trace'], false) +
-      this.#member(',"flow":', 'flow', e['flow'], false)
+      this.#member(',"flow":', 'flow', e['flow'], false) +
+      this.#member(',"continuedVia":', 'continuedVia', e['continuedVia'], false)
     );
   }
 
