@@ -188,7 +188,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   logger.info(
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
-  if (options.process !== undefined) growYoungGenerationOnceStarted(config, gateway);
+  if (options.process !== undefined) servingFlagsOnceStarted(config, gateway);
   await gateway.start();
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
   return {
@@ -527,10 +527,11 @@ async function watchManagedWhileServing(options: {
 }
 
 /**
- * Until the upstreams' first lists are in; at the latest once their start-up window has passed
- * (no host has asked anything yet, or every server is started per principal, later).
+ * V8's flags for serving, set once the upstreams' first lists are in; at the latest once their
+ * start-up window has passed (no host has asked anything yet, or every server is started per
+ * principal, later): the young generation grows again, and bytecode is kept.
  */
-function growYoungGenerationOnceStarted(config: WardenConfig, gateway: Gateway): void {
+function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
   const serving = (): void => {
     youngGenerationGrowth(true);
     keepBytecode();
