@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
 import { requireGenerated } from '../lib/generatedCode.js';
-import { generatedIdentity, recallDocument } from '../lib/validDocuments.js';
+import { generatedIdentity, rememberingValid } from '../lib/validDocuments.js';
 
 export type DocumentKind = 'config' | 'policy';
 
@@ -104,24 +104,17 @@ export function documentValidator(
   const generated = () =>
     fileURLToPath(new URL(`./generated/${DOCUMENT_SCHEMAS[kind].generated}`, import.meta.url));
   // Only generated code has an identity: compiled from source, every document is checked.
-  let identity: string | null | undefined;
-  const identityOf = (): string | null =>
-    (identity ??= compileFromSource === undefined ? generatedIdentity(generated()) : null);
-  return (document) => {
-    const id = identityOf();
-    const recall = id === null ? undefined : recallDocument(id, document);
-    if (recall?.known === true) return [];
+  const identity = (): string | null =>
+    compileFromSource === undefined ? generatedIdentity(generated()) : null;
+  return rememberingValid(identity, (document) => {
     validate ??= compileFromSource?.(schema) ?? (requireGenerated(generated()) as ValidateFunction);
-    if (validate(document)) {
-      recall?.remember();
-      return [];
-    }
+    if (validate(document)) return [];
     return (validate.errors ?? []).map((error) => ({
       ...error,
       schema: schemaAt(schema, error.schemaPath, 0),
       parentSchema: schemaAt(schema, error.schemaPath, 1) as ErrorObject['parentSchema'],
     }));
-  };
+  });
 }
 
 /** The schema object at `pointer` (ajv's `#/a/b`, each segment URI-encoded), `up` levels above it. */

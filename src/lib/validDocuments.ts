@@ -92,6 +92,26 @@ export function recallDocument(identity: string, document: unknown): DocumentRec
 }
 
 /**
+ * `check` (a validator's errors for a document, none when valid) made to skip documents found
+ * valid before and to remember those it finds valid. `identity` names the validator (see
+ * `generatedIdentity`), asked once on first use; null: every document is checked in full.
+ */
+export function rememberingValid<D, E>(
+  identity: () => string | null,
+  check: (document: D) => readonly E[],
+): (document: D) => readonly E[] {
+  let id: string | null | undefined;
+  return (document) => {
+    id ??= identity();
+    const recall = id === null ? undefined : recallDocument(id, document);
+    if (recall?.known === true) return [];
+    const errors = check(document);
+    if (errors.length === 0) recall?.remember();
+    return errors;
+  };
+}
+
+/**
  * `document` as JSON text, or undefined when JSON would not say it exactly: a number that is not
  * finite (JSON writes null for it), or anything but null, booleans, numbers, strings, arrays and
  * plain objects.

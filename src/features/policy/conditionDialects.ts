@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject, SchemaObject } from 'ajv';
 import { requireGenerated } from '../../lib/generatedCode.js';
-import { generatedIdentity, recallDocument } from '../../lib/validDocuments.js';
+import { generatedIdentity, rememberingValid } from '../../lib/validDocuments.js';
 import type { Dialect } from '../../lib/schema/dialectAjv.js';
 
 export interface DialectChecks {
@@ -68,18 +68,15 @@ function fromBuild(dialect: Dialect): DialectChecks {
   // Loaded on the first schema not found valid before (lib/validDocuments.ts): a gateway served
   // again on the same policies loads no meta-schema.
   let validate: ValidateFunction | undefined;
-  let identity: string | null | undefined;
   return {
     keywords: lists[dialect].keywords,
     formats: lists[dialect].formats,
-    validateSchema: (schema) => {
-      identity ??= generatedIdentity(file);
-      const recall = identity === null ? undefined : recallDocument(identity, schema);
-      if (recall?.known === true) return [];
-      validate ??= requireGenerated(file) as ValidateFunction;
-      if (!validate(schema)) return validate.errors ?? [];
-      recall?.remember();
-      return [];
-    },
+    validateSchema: rememberingValid(
+      () => generatedIdentity(file),
+      (schema) => {
+        validate ??= requireGenerated(file) as ValidateFunction;
+        return validate(schema) ? [] : (validate.errors ?? []);
+      },
+    ),
   };
 }
