@@ -219,6 +219,8 @@ export interface CallEvent extends GatewayEventBase {
    * it on; absent when the answers came here directly.
    */
   continuedVia?: string;
+  /** The replica that took the call over from one that died while it waited for its confirmation. */
+  takenOverBy?: string;
 }
 
 /**

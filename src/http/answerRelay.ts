@@ -21,6 +21,11 @@ export interface AnswerRelay {
   readonly replica: string;
   /** Sends `message` to session `session` on replica `replica`; false when no replica took it. */
   forward(replica: string, session: string, message: JsonRpcMessage): Promise<boolean>;
+  /**
+   * Whether replica `replica` is up: it listens on its channel (a message it ignores is
+   * published there, and the store says how many took it). Rejects when the store cannot say.
+   */
+  alive(replica: string): Promise<boolean>;
   /** Starts taking the answers other replicas send this one. */
   listen(deliver: (session: string, message: JsonRpcMessage) => void): Promise<void>;
 }
@@ -35,6 +40,9 @@ export function createAnswerRelay(store: SharedStore, logger: Logger): AnswerRel
     async forward(to, session, message) {
       const listeners = await store.publish(channelOf(to), JSON.stringify({ session, message }));
       return listeners > 0;
+    },
+    async alive(to) {
+      return (await store.publish(channelOf(to), '{}')) > 0;
     },
     async listen(deliver) {
       await store

@@ -13,6 +13,7 @@ import { hasEnvelope } from '../core/protocol/envelope.js';
 import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import type { SubjectTokens } from '../core/subjectTokens.js';
+import type { ResumableCalls } from './resumableCalls.js';
 import type { AnswerRelay } from './answerRelay.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import type { FrontDoor } from './frontDoor/frontDoor.js';
@@ -59,6 +60,8 @@ export interface ListenerOptions {
    * names this replica in session ids too. Absent: an answer is taken where it lands.
    */
   readonly relay?: AnswerRelay;
+  /** With `relay`: calls' streams resume on any replica, and a dead replica's confirmations are taken over. */
+  readonly resumable?: ResumableCalls;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -148,6 +151,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       connect: options.connect,
       ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
       ...(options.relay !== undefined && { relay: options.relay }),
+      ...(options.resumable !== undefined && { resumable: options.resumable }),
     }),
     port: listen.port,
     own: ownNames(listen, listen.port),

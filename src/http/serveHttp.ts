@@ -8,6 +8,7 @@ import { readBody, startListener, type Listener } from './listener.js';
 import { createAnswerRelay } from './answerRelay.js';
 import { createRetryRelay } from './retryRelay.js';
 import { sharedSessionRecords } from './sessionRecords.js';
+import { sharedResumableCalls } from './resumableCalls.js';
 import { createStatelessDispatch } from './stateless.js';
 import type { SharedStore } from '../lib/store/sharedStore.js';
 
@@ -40,10 +41,7 @@ export async function startHttp(options: {
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
-    ...(store !== undefined && {
-      sessionRecords: sharedSessionRecords(store),
-      relay: createAnswerRelay(store, logger),
-    }),
+    ...(store !== undefined && sharedSessions(store, config, gateway, logger)),
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
       // the next request of the same principal (and no one else's) can poll them, and answer
@@ -75,6 +73,24 @@ export async function startHttp(options: {
     `listening on ${listener.url}${config.auth === undefined ? ' (no tokens asked: reachable from this machine only)' : ` (bearer tokens from ${config.auth.issuer}${frontDoor === undefined ? '' : `, and hosts sign in at ${frontDoor.issuer}`})`}`,
   );
   return listener;
+}
+
+/**
+ * What the listener's sessions share with the other replicas through `store`: their records,
+ * the answers a host sends one replica for another, and their calls' streams and pending
+ * confirmations (so a replica that dies loses none).
+ */
+function sharedSessions(store: SharedStore, config: WardenConfig, gateway: Gateway, logger: Logger) {
+  const relay = createAnswerRelay(store, logger);
+  return {
+    sessionRecords: sharedSessionRecords(store),
+    relay,
+    resumable: sharedResumableCalls(store, {
+      replica: relay.replica,
+      auditSession: gateway.session,
+      waitMs: config.confirmation.timeoutMs,
+    }),
+  };
 }
 
 /**

@@ -7,7 +7,8 @@ import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
-import { SessionTransport, type TransportRelay } from './sessionTransport.js';
+import type { ResumableCalls } from './resumableCalls.js';
+import { SessionTransport, type TransportRelay, type TransportResume } from './sessionTransport.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
@@ -72,7 +73,15 @@ export interface SessionTableOptions {
   readonly records?: SessionRecords;
   /** Carries the host's answers to the replica that asked (with `records`, from a shared store). */
   readonly relay?: AnswerRelay;
+  /** With `records` and `relay`: calls' streams resume on any replica (see resumableCalls.ts). */
+  readonly resumable?: ResumableCalls;
 }
+
+/**
+ * Streams of other replicas' calls this replica resumes at once (each holds a claim in the
+ * store, and a taken-over call its connection): beyond this a host is asked to retry (503).
+ */
+const MAX_RESUMING = 64;
 
 /**
  * The listener's 2025-11-25 sessions: opening one within the bounds (in all and per principal),
@@ -88,6 +97,8 @@ export class SessionTable {
 
   /** How this table's session transports send on answers meant for another replica. */
   private readonly transportRelay: TransportRelay | undefined;
+  /** Streams of other replicas' calls being resumed here now (see MAX_RESUMING). */
+  private resuming = 0;
 
   constructor(private readonly options: SessionTableOptions) {
     const { sessionIdleMs } = options.listen;
@@ -113,7 +124,7 @@ export class SessionTable {
     body: unknown,
   ): Promise<void> {
     const { logger } = this.options;
-    const session = this.sessions.get(id) ?? (await this.restore(id, principal));
+    const session = this.sessions.get(id) ?? (await this.restoreOnce(id, principal));
     if (session === undefined) {
       const judged = this.options.ids.judge(id);
       logger.info(
@@ -176,7 +187,7 @@ export class SessionTable {
       },
       onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
-      ...(this.transportRelay !== undefined && { relay: this.transportRelay }),
+      ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, profile);
     await transport.start();
@@ -189,6 +200,25 @@ export class SessionTable {
         await connection.close();
       } else session.connection = connection;
     }
+  }
+
+  /** What a session transport of `owner` needs to share its session with the other replicas. */
+  private sharing(owner: string): { relay?: TransportRelay; resume?: TransportResume } {
+    const { records, relay, resumable, logger } = this.options;
+    if (this.transportRelay === undefined) return {};
+    if (records === undefined || relay === undefined || resumable === undefined)
+      return { relay: this.transportRelay };
+    return {
+      relay: this.transportRelay,
+      resume: {
+        calls: resumable,
+        owner: records.ownerOf(owner),
+        alive: (replica) => relay.alive(replica),
+        acquire: () => this.resuming < MAX_RESUMING && ++this.resuming > 0,
+        release: () => void this.resuming--,
+        log: (message) => logger.info(message),
+      },
+    };
   }
 
   /**
@@ -212,6 +242,24 @@ export class SessionTable {
         `session ${id.slice(0, 12)}… could not be shared with the other replicas: ${(error as Error).message}`,
       );
     });
+  }
+
+  /** Sessions being continued here from the store now: requests that come meanwhile wait for it. */
+  private readonly restoring = new Map<string, Promise<Session | undefined>>();
+
+  /**
+   * Continues session `id` here once, however many of its requests arrive while it is being
+   * rebuilt (a host's answer and its resumed stream come together after a replica dies): each
+   * would otherwise rebuild a connection of its own, and all but the last would be lost.
+   */
+  private restoreOnce(id: string, principal: Principal): Promise<Session | undefined> {
+    const key = `${id}\u0000${principalKey(principal)}`;
+    let restoring = this.restoring.get(key);
+    if (restoring === undefined) {
+      restoring = this.restore(id, principal).finally(() => this.restoring.delete(key));
+      this.restoring.set(key, restoring);
+    }
+    return restoring;
   }
 
   /**
@@ -242,7 +290,7 @@ export class SessionTable {
       onInitialized: () => {},
       onDeleted: () => void this.end(id, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
-      ...(this.transportRelay !== undefined && { relay: this.transportRelay }),
+      ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, record.profile);
     await transport.start();
@@ -283,6 +331,7 @@ export class SessionTable {
     relay.forward(to, session, message).then(
       (taken) => {
         if (taken) logger.info(`${shown} was sent on to replica ${to}, which asked`);
+        else if (this.options.resumable !== undefined) this.keepAnswer(relay, to, session, message, shown);
         else
           logger.info(
             `${shown} was for replica ${to}, which is gone: dropped (the call it was for ended with that replica; the session goes on here)`,
@@ -290,6 +339,42 @@ export class SessionTable {
       },
       (error: unknown) =>
         logger.warn(`${shown} could not be sent on to replica ${to}: ${(error as Error).message}`),
+    );
+  }
+
+  /**
+   * Keeps the host's answer to a question of replica `to`, which is gone, for the replica that
+   * takes its call over (or sends it there when one already has); when the question was not a
+   * confirmation recorded in the store, nothing can use it, and it is dropped.
+   */
+  private keepAnswer(
+    relay: AnswerRelay,
+    to: string,
+    session: string,
+    message: JsonRpcMessage & { id?: unknown },
+    shown: string,
+  ): void {
+    const { logger, resumable } = this.options;
+    resumable!.keepAnswer(session, String(message.id), message).then(
+      (by) => {
+        if (by === undefined)
+          logger.info(
+            `${shown} was for replica ${to}, which is gone: kept for the replica that resumes its call, if it was waiting for a confirmation (else dropped: the call ended with that replica)`,
+          );
+        else if (by.replica === relay.replica) this.deliver(session, message);
+        else
+          relay.forward(by.replica, session, message).then(
+            () => logger.info(`${shown} was sent on to replica ${by.auditSession}, which took its call over`),
+            (error: unknown) =>
+              logger.warn(
+                `${shown} could not be sent on to replica ${by.auditSession}: ${(error as Error).message}`,
+              ),
+          );
+      },
+      (error: unknown) =>
+        logger.warn(
+          `${shown} was for replica ${to}, which is gone, and could not be kept in the shared store: ${(error as Error).message}`,
+        ),
     );
   }
 

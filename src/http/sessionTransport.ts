@@ -12,6 +12,15 @@ import {
 import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
+import { isOwnQuestion, noteTakenOver } from '../core/host/ownQuestions.js';
+import { RpcErrorCode, type Params } from '../core/protocol/jsonRpc.js';
+import {
+  eventIdOf,
+  positionOf,
+  type PendingCall,
+  type ResumableCalls,
+  type StreamPosition,
+} from './resumableCalls.js';
 
 /** Over HTTP the host's ids are parsed JSON: strings or numbers. */
 type RequestId = string | number;
@@ -29,6 +38,31 @@ export interface SessionTransportOptions {
   readonly keepAliveMs?: number;
   /** Replicas share the session: answers to another replica's requests go there (answerRelay.ts). */
   readonly relay?: TransportRelay;
+  /** With `relay`: calls' streams are resumable, and a replica that dies can be taken over. */
+  readonly resume?: TransportResume;
+}
+
+/** What a session's transport needs to make its calls' streams resumable on any replica. */
+export interface TransportResume {
+  readonly calls: ResumableCalls;
+  /** The digest of the principal whose session this is (as its record keeps it). */
+  readonly owner: string;
+  /** Whether replica `replica` is up; rejects when the store cannot say. */
+  alive(replica: string): Promise<boolean>;
+  /** Takes one of this replica's slots for resuming another's stream; false when none is free. */
+  acquire(): boolean;
+  release(): void;
+  readonly log: (message: string) => void;
+}
+
+/** A call this replica took over from one that died: the question it waits for the answer to. */
+interface Takeover {
+  /** The id (tagged) of the question the host was asked on the replica that died. */
+  readonly question: string;
+  /** The host's answer to it, once it came. */
+  answer?: JsonRpcMessage;
+  /** The id this connection's peer gave the same question, asked again here (never sent). */
+  asked?: number;
 }
 
 /** What a session's transport needs to tell its own answers from another replica's. */
@@ -79,6 +113,13 @@ export class SessionTransport implements MessageTransport {
   private readonly streams = new Map<RequestId, AnswerStream>();
   private closed = false;
   private readonly options: SessionTransportOptions;
+  /** With `resume`: the requests answered on this class's own streams, as the host sent them. */
+  private readonly requests = new Map<RequestId, PlainRequest>();
+  /** Confirmations recorded in the store, by the peer's id of the question: claimed when answered. */
+  private readonly recorded = new Map<number, RequestId>();
+  /** Calls taken over from a replica that died, by request id, and by their question's id. */
+  private readonly takeovers = new Map<RequestId, Takeover>();
+  private readonly byQuestion = new Map<string, RequestId>();
 
   constructor(options: SessionTransportOptions) {
     this.options = options;
@@ -90,8 +131,10 @@ export class SessionTransport implements MessageTransport {
     this.inner.onmessage = (message) => {
       let ours = message as unknown as JsonRpcMessage;
       if (isResponse(ours) && options.relay !== undefined) {
+        if (this.answersTakeover(ours)) return;
         const own = this.untagged(ours, options.relay);
         if (own === undefined) return;
+        if (this.claimsRecorded(own)) return;
         ours = own;
       }
       // A cancelled request is answered by no one: it is owed nothing any more.
@@ -172,9 +215,63 @@ export class SessionTransport implements MessageTransport {
   deliverForwarded(message: JsonRpcMessage): void {
     const tagged = taggedIdOf(message);
     const relay = this.options.relay;
-    if (this.closed || !isResponse(message) || tagged === undefined || tagged.replica !== relay?.replica)
-      return;
-    this.onmessage?.({ ...message, id: tagged.id } as JsonRpcMessage);
+    if (this.closed || !isResponse(message) || tagged === undefined) return;
+    if (this.answersTakeover(message) || tagged.replica !== relay?.replica) return;
+    const own = { ...message, id: tagged.id } as JsonRpcMessage;
+    if (!this.claimsRecorded(own)) this.onmessage?.(own);
+  }
+
+  /**
+   * Takes the host's answer to the question a replica that died asked about a call this one
+   * took over: it answers the same question asked again here (kept from the host).
+   */
+  private answersTakeover(message: JsonRpcMessage): boolean {
+    const { id } = message as { id?: unknown };
+    const requestId = typeof id === 'string' ? this.byQuestion.get(id) : undefined;
+    const takeover = requestId === undefined ? undefined : this.takeovers.get(requestId);
+    if (takeover === undefined) return false;
+    takeover.answer ??= message;
+    this.answerTakenOver(takeover);
+    return true;
+  }
+
+  /** Gives the question asked again in a taken-over call the host's answer, once both are here. */
+  private answerTakenOver(takeover: Takeover): void {
+    const { answer, asked } = takeover;
+    if (answer === undefined || asked === undefined) return;
+    takeover.asked = undefined;
+    queueMicrotask(() => this.onmessage?.({ ...answer, id: asked } as JsonRpcMessage));
+  }
+
+  /**
+   * The host's answer to a confirmation recorded in the store goes on only once this replica
+   * has claimed the call there: another replica may have taken it over, believing this one
+   * gone. Then, or when the store cannot say, the question fails (the call does not run here).
+   */
+  private claimsRecorded(message: JsonRpcMessage): boolean {
+    const { id } = message as { id?: unknown };
+    const requestId = typeof id === 'number' ? this.recorded.get(id) : undefined;
+    const resume = this.options.resume;
+    const session = this.inner.sessionId;
+    if (requestId === undefined || resume === undefined || session === undefined) return false;
+    this.recorded.delete(id as number);
+    const failed = (why: string): JsonRpcMessage =>
+      ({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.InternalError, message: why } }) as JsonRpcMessage;
+    resume.calls.claim(session, requestId).then(
+      (claim) => {
+        const by = claim !== undefined && 'takenBy' in claim ? claim.takenBy : undefined;
+        this.onmessage?.(
+          by === undefined || by.replica === this.options.relay?.replica
+            ? message
+            : failed(`the call was taken over by replica ${by.auditSession}, which runs it`),
+        );
+      },
+      (error: unknown) =>
+        this.onmessage?.(
+          failed(`the answer could not be claimed in the shared store: ${(error as Error).message}`),
+        ),
+    );
+    return true;
   }
 
   /**
@@ -226,6 +323,13 @@ export class SessionTransport implements MessageTransport {
       for (const id of ids) this.owed.add(id);
     }
     const sessionId = this.inner.sessionId;
+    const lastEventId = req.headers['last-event-id'];
+    const position =
+      req.method === 'GET' && typeof lastEventId === 'string' && this.options.resume !== undefined
+        ? positionOf(lastEventId)
+        : undefined;
+    if (position !== undefined && sessionId !== undefined && !this.closed)
+      return this.resume(res, position, sessionId);
     // The SDK maps a request id to one stream: a request reusing an id that is still open is
     // left to it, as it was before this class answered any.
     if (
@@ -243,12 +347,143 @@ export class SessionTransport implements MessageTransport {
 
   /** Serves `message` on an answer stream of its own (see the class comment). */
   private answerOnOwnStream(res: ServerResponse, message: PlainRequest, sessionId: string): void {
-    const stream = new AnswerStream(res, sessionId, this.options.keepAliveMs ?? KEEP_ALIVE_MS);
-    this.streams.set(message.id, stream);
+    this.openStream(res, message.id, sessionId);
+    if (this.options.resume !== undefined) this.requests.set(message.id, message);
+    this.inner.onmessage?.(message as unknown as JSONRPCMessage);
+  }
+
+  /** A new answer stream for request `id` on `res`, its events numbered when they can be resumed. */
+  private openStream(res: ServerResponse, id: RequestId, sessionId: string): AnswerStream {
+    const { relay, resume } = this.options;
+    const stream = new AnswerStream(
+      res,
+      sessionId,
+      this.options.keepAliveMs ?? KEEP_ALIVE_MS,
+      relay === undefined || resume === undefined
+        ? undefined
+        : { replica: relay.replica, auditSession: resume.calls.auditSession, requestId: id },
+    );
+    this.streams.set(id, stream);
     res.once('close', () => {
       stream.stop();
-      if (this.streams.get(message.id) === stream) this.streams.delete(message.id);
+      if (this.streams.get(id) === stream) this.streams.delete(id);
     });
+    return stream;
+  }
+
+  /**
+   * Serves a host's GET that resumes a call's stream after it broke (its `Last-Event-ID` names
+   * the call and the replica that ran it). The stream of a call still running here is picked up
+   * again; a call whose replica died while it waited for its confirmation is taken over here,
+   * once over all replicas; any other call gets an error saying what became of it at once,
+   * rather than the host waiting for an answer that will not come.
+   */
+  private async resume(res: ServerResponse, position: StreamPosition, sessionId: string): Promise<void> {
+    const resume = this.options.resume!;
+    const { requestId } = position;
+    const shown = `request ${JSON.stringify(requestId)}`;
+    // The stream it resumes had its answer: nothing more will come on it.
+    if (position.position === 'end') {
+      res.writeHead(204).end();
+      return;
+    }
+    if (position.replica === this.options.relay?.replica || this.takeovers.has(requestId)) {
+      if (this.open.has(requestId)) {
+        this.openStream(res, requestId, sessionId).prime();
+        return;
+      }
+      return endWithError(
+        res,
+        sessionId,
+        position,
+        `the call of ${shown} has ended: its answer cannot be sent again`,
+      );
+    }
+    if (!resume.acquire()) {
+      resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
+      res
+        .writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' })
+        .end('too many streams are being resumed; retry later');
+      return;
+    }
+    let held = true;
+    const release = () => {
+      if (held) resume.release();
+      held = false;
+    };
+    res.once('close', release);
+    const dead = `replica ${position.auditSession}`;
+    try {
+      if (await resume.alive(position.replica)) {
+        release();
+        return endWithError(
+          res,
+          sessionId,
+          position,
+          `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
+        );
+      }
+      const claim = await resume.calls.claim(sessionId, requestId);
+      if (claim === undefined || !('mine' in claim)) {
+        release();
+        const elsewhere =
+          claim !== undefined && claim.takenBy.replica !== position.replica
+            ? `the call of ${shown} was already taken over by replica ${claim.takenBy.auditSession}`
+            : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
+        resume.log(
+          `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
+        );
+        return endWithError(res, sessionId, position, elsewhere);
+      }
+      if (res.destroyed || this.closed) {
+        release();
+        return;
+      }
+      this.takeOver(res, claim.mine, claim.answer, sessionId, release);
+      resume.log(
+        `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
+      );
+    } catch (error) {
+      release();
+      return endWithError(
+        res,
+        sessionId,
+        position,
+        `the stream of ${shown} could not be resumed: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  /**
+   * Runs here the call a replica that died was asking the host to confirm: the host's request
+   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
+   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
+   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   */
+  private takeOver(
+    res: ServerResponse,
+    pending: PendingCall,
+    answer: unknown,
+    sessionId: string,
+    release: () => void,
+  ): void {
+    const { request } = pending;
+    const params: Params =
+      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
+    noteTakenOver(params, this.options.resume!.calls.auditSession);
+    const takeover: Takeover = {
+      question: pending.question,
+      ...(isAnswer(answer) && { answer }),
+    };
+    this.takeovers.set(request.id, takeover);
+    this.byQuestion.set(pending.question, request.id);
+    this.openStream(res, request.id, sessionId).prime();
+    res.once('close', () => {
+      release();
+      this.byQuestion.delete(pending.question);
+      this.takeovers.delete(request.id);
+    });
+    const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
     this.inner.onmessage?.(message as unknown as JSONRPCMessage);
   }
 
@@ -296,16 +531,69 @@ export class SessionTransport implements MessageTransport {
     const stream = related === undefined ? undefined : this.streams.get(related.relatedRequestId);
     const sent = this.tagged(message);
     if (stream !== undefined) {
+      if (isRequest(message) && message.method === 'elicitation/create' && isOwnQuestion(message.params))
+        return this.confirmationOf(related!.relatedRequestId, message.id as number, sent, stream);
       stream.event(serializeMessage(sent));
       return Promise.resolve();
     }
     return this.inner.send(sent as unknown as JSONRPCMessage, related);
   }
 
+  /**
+   * Puts the gateway's own confirmation of call `requestId` to the host. With resumable calls it
+   * is recorded in the store first, so another replica can take the call over should this one
+   * die while the user decides; a confirmation that cannot be recorded is not asked (the call
+   * fails closed). In a call taken over, it is not sent at all: the host already has it.
+   */
+  private confirmationOf(
+    requestId: RequestId,
+    questionId: number,
+    sent: JsonRpcMessage,
+    stream: AnswerStream,
+  ): Promise<void> {
+    const takeover = this.takeovers.get(requestId);
+    if (takeover !== undefined) {
+      takeover.asked = questionId;
+      this.answerTakenOver(takeover);
+      return Promise.resolve();
+    }
+    const { resume } = this.options;
+    const request = this.requests.get(requestId);
+    const session = this.inner.sessionId;
+    if (resume === undefined || request === undefined || session === undefined) {
+      stream.event(serializeMessage(sent));
+      return Promise.resolve();
+    }
+    const entry: PendingCall = {
+      request: {
+        id: request.id,
+        method: request.method,
+        ...(request.params !== undefined && { params: request.params }),
+      },
+      question: String((sent as { id: unknown }).id),
+      owner: resume.owner,
+      askedBy: resume.calls.auditSession,
+      expiresAt: Date.now() + resume.calls.waitMs,
+    };
+    return resume.calls.record(session, entry).then(
+      () => {
+        this.recorded.set(questionId, requestId);
+        stream.event(serializeMessage(sent));
+      },
+      (error: unknown) => {
+        throw new Error(
+          `the confirmation could not be recorded in the shared store, so it was not asked: ${(error as Error).message}`,
+        );
+      },
+    );
+  }
+
   /** Forgets the request `id` as open, and takes its own answer stream, when it has one. */
   private answered(id: RequestId): AnswerStream | undefined {
     this.open.delete(id);
     this.owed.delete(id);
+    if (this.requests.delete(id) && this.recorded.size > 0)
+      for (const [question, call] of this.recorded) if (call === id) this.recorded.delete(question);
     const stream = this.streams.get(id);
     if (stream !== undefined) this.streams.delete(id);
     return stream;
@@ -325,6 +613,8 @@ export class SessionTransport implements MessageTransport {
   close(): Promise<void> {
     this.open.clear();
     this.owed.clear();
+    this.requests.clear();
+    this.recorded.clear();
     this.endStreams();
     return this.inner.close();
   }
@@ -342,6 +632,11 @@ function taggedIdOf(message: JsonRpcMessage): { readonly replica: string; readon
   const { id } = message as { id?: unknown };
   const match = typeof id === 'string' ? TAGGED_ID.exec(id) : null;
   return match === null ? undefined : { replica: match[1]!, id: Number(match[2]) };
+}
+
+/** Whether `value`, as the store kept it, is a host's answer (a JSON-RPC response). */
+function isAnswer(value: unknown): value is JsonRpcMessage {
+  return typeof value === 'object' && value !== null && isResponse(value as JsonRpcMessage);
 }
 
 /** A POST's one request, in the shape `isPlainRequest` admits. */
@@ -399,11 +694,15 @@ const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 class AnswerStream {
   private readonly keepAlive: NodeJS.Timeout;
   private started = false;
+  /** The position of the next event, when events carry ids. */
+  private position = 0;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly sessionId: string,
     keepAliveMs: number,
+    /** With these, each event carries an id a host can resume the stream from (on any replica). */
+    private readonly ids?: Omit<StreamPosition, 'position'>,
   ) {
     this.keepAlive = setInterval(() => {
       this.start();
@@ -416,7 +715,17 @@ class AnswerStream {
   event(text: string): void {
     if (!this.open) return;
     this.start();
-    this.res.write(frame(text));
+    this.res.write(this.idLine(this.position++) + frame(text));
+  }
+
+  /** Starts the stream now (a resumed one: the host is waiting for it), with its priming event. */
+  prime(): void {
+    if (this.open) this.start();
+  }
+
+  /** The `id:` line of the event at `position`, when events carry ids. */
+  private idLine(position: number | 'end'): string {
+    return this.ids === undefined ? '' : `id: ${eventIdOf({ ...this.ids, position })}\n`;
   }
 
   /** The request's answer: the stream's last message. */
@@ -424,7 +733,7 @@ class AnswerStream {
     this.stop();
     if (!this.open) return;
     if (this.started) {
-      this.res.end(frame(text));
+      this.res.end(this.idLine('end') + frame(text));
       return;
     }
     if (retryAfterSeconds !== undefined) {
@@ -462,6 +771,9 @@ class AnswerStream {
     if (this.started) return;
     this.started = true;
     this.res.writeHead(200, this.headers());
+    // The priming event: an id and no data, so the host can resume the stream should it break
+    // before anything else is sent (the 2025-11-25 revision's advice to servers).
+    if (this.ids !== undefined) this.res.write(`${this.idLine(this.position++)}data: \n\n`);
   }
 
   private headers(): Record<string, string> {
@@ -477,6 +789,26 @@ class AnswerStream {
 
 function frame(text: string): string {
   return `event: message\ndata: ${text}\n\n`;
+}
+
+/**
+ * Answers a GET that resumed the stream of request `id` with a JSON-RPC error for that request,
+ * the stream's last event (a host that reconnects from it gets 204: the stream is over).
+ */
+function endWithError(res: ServerResponse, sessionId: string, stream: StreamPosition, message: string): void {
+  if (res.destroyed || res.writableEnded) return;
+  const text = JSON.stringify({
+    jsonrpc: '2.0',
+    id: stream.requestId,
+    error: { code: RpcErrorCode.InternalError, message },
+  });
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream',
+    'Cache-Control': 'no-cache, no-transform',
+    'X-Accel-Buffering': 'no',
+    'mcp-session-id': sessionId,
+  });
+  res.end(`id: ${eventIdOf({ ...stream, position: 'end' })}\n${frame(text)}`);
 }
 
 /** The ids of a batch's elements that are requests, for the errors that answer a refused batch. */

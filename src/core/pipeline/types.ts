@@ -136,6 +136,11 @@ export interface CallRecord {
   flow?: FlowRecord;
   /** The replica that took the host's answers and sent them on to this one (stateless retries). */
   continuedVia?: string;
+  /**
+   * The replica that took the call over from one that died while its confirmation was pending
+   * (2025-11-25 sessions with a shared store), and ran it.
+   */
+  takenOverBy?: string;
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
     effect: Decision['effect'];

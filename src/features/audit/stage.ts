@@ -169,6 +169,7 @@ function write(
     trace: call.record.traceId,
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
+    takenOverBy: call.record.takenOverBy,
   };
   appendOrLog(options, event, call.exposedName);
 }

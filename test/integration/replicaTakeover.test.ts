@@ -1,0 +1,246 @@
+/**
+ * A replica that dies while a 2025-11-25 session's call waits for its confirmation: gateway
+ * replicas share a real `redis-server`; the host is the SDK's Client over Streamable HTTP, whose
+ * requests the test routes as a balancer would (to the replica that asks, then, once it is
+ * killed, to a survivor). The call's stream carries event ids, so when it breaks the SDK
+ * reconnects (GET with Last-Event-ID) to the survivor, which takes the call over once and runs
+ * it with the user's answer to the question the dead replica asked. A call that was already
+ * running upstream is answered at once with an error saying it was lost.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixture, readAudit, textOf } from './harness.js';
+import { suiteIssuer, type HttpGateway } from './httpHarness.js';
+import { hasRedis, startRedis, startStoreReplica } from './redis.js';
+
+const TITLE = hasRedis
+  ? 'a replica killed while a call waits for its confirmation'
+  : 'a replica killed while a call waits for its confirmation (skipped: redis-server is not installed)';
+const PASSWORD = 'redis-password-for-the-takeover-test';
+const AUDIENCE = 'https://warden.test/mcp';
+
+type Json = Record<string, unknown>;
+
+describe.skipIf(!hasRedis)(TITLE, () => {
+  const issuer = suiteIssuer(AUDIENCE);
+  let redis: ChildProcess | undefined;
+  let redisPort = 0;
+  const started: HttpGateway[] = [];
+
+  beforeAll(async () => {
+    const store = await startRedis(PASSWORD);
+    redis = store.process;
+    redisPort = store.port;
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(started.map((r) => r.stop()));
+    redis?.kill('SIGTERM');
+  });
+
+  /** `n` fresh replicas sharing the store, each with its audit trail. */
+  async function replicas(n: number): Promise<{ replica: HttpGateway; audit: string }[]> {
+    const made = await Promise.all(
+      Array.from({ length: n }, () =>
+        startStoreReplica({
+          redisPort,
+          password: PASSWORD,
+          config: {
+            auth: { issuer: issuer.url(), audience: AUDIENCE },
+            confirmation: { methods: ['elicitation'] },
+            servers: { ask: fixture() },
+          },
+        }),
+      ),
+    );
+    started.push(...made.map((m) => m.replica));
+    return made;
+  }
+
+  /** The audit session of a replica: every record it writes carries it. */
+  const sessionOf = (audit: string) => readAudit(audit)[0]?.session as string;
+
+  const okCalls = (audit: string, text: string) =>
+    readAudit(audit).filter(
+      (r) => r.type === 'call' && (r.args as Json | undefined)?.text === text && r.outcome === 'ok',
+    );
+
+  /**
+   * Alice's host, connected through a balancer the test steers: every request goes to
+   * `route.to`. It answers each confirmation with `answer` (after `decide` resolves).
+   */
+  async function connectHost(first: HttpGateway, decide: () => Promise<void>) {
+    const token = await issuer.token('alice');
+    const route = { to: first };
+    const seen: { method: string; resumed: boolean; status: number }[] = [];
+    let questions = 0;
+    let asked!: () => void;
+    const question = new Promise<void>((resolve) => (asked = resolve));
+    const client = new Client(
+      { name: 'takeover-host', version: '1.0.0' },
+      { capabilities: { elicitation: {} } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      questions++;
+      asked();
+      await decide();
+      return { action: 'accept', content: {} };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL('http://balancer.test/mcp'), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      fetch: async (url, init) => {
+        const target = new URL(String(url));
+        const real = new URL(route.to.url);
+        target.protocol = real.protocol;
+        target.host = real.host;
+        const response = await fetch(target, init);
+        const headers = new Headers(init?.headers);
+        seen.push({
+          method: init?.method ?? 'GET',
+          resumed: headers.has('last-event-id'),
+          status: response.status,
+        });
+        return response;
+      },
+    });
+    await client.connect(transport);
+    return {
+      client,
+      transport,
+      route,
+      seen,
+      question,
+      questions: () => questions,
+      close: async () => {
+        await transport.terminateSession().catch(() => {});
+        await client.close();
+      },
+    };
+  }
+
+  function gate(): { readonly wait: () => Promise<void>; readonly open: () => void } {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    return { wait: () => opened, open };
+  }
+
+  it.each(['before', 'after'] as const)(
+    'runs the call once on a survivor when the user answers %s the host resumes its stream there',
+    async (when) => {
+      const [dying, survivor] = await replicas(2);
+      const decided = gate();
+      const host = await connectHost(dying!.replica, decided.wait);
+      const call = host.client.callTool({ name: 'ask__echo', arguments: { text: `taken-over-${when}` } });
+      await host.question;
+      // The balancer sends everything to the survivor from now on.
+      host.route.to = survivor!.replica;
+      dying!.replica.child.kill('SIGKILL');
+      await dying!.replica.exited;
+      if (when === 'before') decided.open();
+      else {
+        await survivor!.replica.waitForStderr(/was taken over here from replica/);
+        decided.open();
+      }
+      const result = await call;
+      expect(textOf(result)).toBe(`taken-over-${when}`);
+      // The user was asked once; the host resumed the broken stream with a GET.
+      expect(host.questions()).toBe(1);
+      expect(host.seen.some((r) => r.method === 'GET' && r.resumed && r.status === 200)).toBe(true);
+      // It ran once, on the survivor, under alice, whose record names the replica that took it over.
+      const ran = okCalls(survivor!.audit, `taken-over-${when}`);
+      expect(ran).toHaveLength(1);
+      expect(ran[0]!.principal).toMatchObject({ subject: 'alice' });
+      expect(ran[0]!.takenOverBy).toBe(sessionOf(survivor!.audit));
+      expect(ran[0]!.decision).toMatchObject({ confirmed: true, how: 'elicitation' });
+      expect(okCalls(dying!.audit, `taken-over-${when}`)).toHaveLength(0);
+      await host.close();
+    },
+    60_000,
+  );
+
+  it("is taken over by one survivor only, and another principal cannot resume alice's stream", async () => {
+    const [dying, first, second] = await replicas(3);
+    const decided = gate();
+    const host = await connectHost(dying!.replica, decided.wait);
+    let eventId: string | undefined;
+    const call = host.client
+      .callTool({ name: 'ask__echo', arguments: { text: 'raced' } }, undefined, {
+        onresumptiontoken: (token) => (eventId = token),
+      })
+      .catch((error: Error) => error);
+    await host.question;
+    // The host's own reconnection is kept from the replicas: the test resumes by hand, twice.
+    host.route.to = first!.replica;
+    const stopReconnecting = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
+    stopReconnecting._startOrAuthSse = () => Promise.reject(new Error('kept from the replicas by the test'));
+    dying!.replica.child.kill('SIGKILL');
+    await dying!.replica.exited;
+    expect(eventId).toMatch(/^mcpw1\./);
+    const resume = async (replica: HttpGateway, token: string) => {
+      const response = await fetch(replica.url, {
+        headers: {
+          Authorization: `Bearer ${token}`,
+          Accept: 'text/event-stream',
+          'Mcp-Session-Id': host.transport.sessionId!,
+          'Mcp-Protocol-Version': '2025-11-25',
+          'Last-Event-ID': eventId!,
+        },
+      });
+      return { status: response.status, text: await response.text() };
+    };
+    // Bob holds a valid token, but not alice's session: nothing of hers is resumed for him.
+    const bob = await resume(second!.replica, await issuer.token('bob'));
+    expect([403, 404]).toContain(bob.status);
+    decided.open();
+    const alice = await issuer.token('alice');
+    const both = await Promise.all([resume(first!.replica, alice), resume(second!.replica, alice)]);
+    const answers = both.map((b) =>
+      b.text
+        .split('\n')
+        .filter((line) => line.startsWith('data: {'))
+        .map((line) => JSON.parse(line.slice(6)) as Json)
+        .find((m) => !('method' in m)),
+    );
+    const ran = answers.filter((a) => a?.result !== undefined);
+    const refused = answers.filter((a) => a?.error !== undefined);
+    expect(ran).toHaveLength(1);
+    expect(textOf(ran[0]!.result as object)).toBe('raced');
+    expect(refused).toHaveLength(1);
+    expect((refused[0]!.error as Json).message).toMatch(/already taken over by replica/);
+    const audits = [first!.audit, second!.audit, dying!.audit];
+    expect(audits.flatMap((a) => okCalls(a, 'raced'))).toHaveLength(1);
+    await host.close();
+    await call;
+  }, 60_000);
+
+  it('answers a call that was already running upstream on the dead replica with an error at once', async () => {
+    const [dying, survivor] = await replicas(2);
+    const host = await connectHost(dying!.replica, () => Promise.resolve());
+    let running!: () => void;
+    const upstream = new Promise<void>((resolve) => (running = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
+        onprogress: () => running(),
+        timeout: 300_000,
+      })
+      .then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+    // Progress from the tool: it was confirmed and runs upstream now.
+    await upstream;
+    host.route.to = survivor!.replica;
+    dying!.replica.child.kill('SIGKILL');
+    await dying!.replica.exited;
+    const outcome = await call;
+    expect(outcome).toMatch(
+      new RegExp(
+        `lost with replica ${sessionOf(dying!.audit)}, which stopped while it ran: it may or may not have run`,
+      ),
+    );
+    await host.close();
+  }, 60_000);
+});
