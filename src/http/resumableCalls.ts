@@ -33,6 +33,8 @@ export interface ResumableCalls {
    * replica that takes the call over; resolves to the one that already did, if any.
    */
   keepAnswer(session: string, question: string, answer: unknown): Promise<ReplicaName | undefined>;
+  /** Claims the call `requestId` of `session` for its host, which cancelled it: no one takes it over. */
+  cancel(session: string, requestId: RequestId): Promise<void>;
 }
 
 type RequestId = string | number;
@@ -60,10 +62,14 @@ export interface ReplicaName {
 export type Claim =
   { readonly mine: PendingCall; readonly answer?: unknown } | { readonly takenBy: ReplicaName } | undefined;
 
+/** Who claims a call its host cancelled (no replica's tag is `-`). */
+export const HOST_CANCELLED: ReplicaName = Object.freeze({ replica: '-', auditSession: 'host' });
+
 const nameText = (name: ReplicaName): string => `${name.replica} ${name.auditSession}`;
 function nameOf(text: unknown): ReplicaName | undefined {
   if (typeof text !== 'string') return undefined;
   const [replica, auditSession] = text.split(' ');
+  if (replica === HOST_CANCELLED.replica) return HOST_CANCELLED;
   return replica === undefined || auditSession === undefined ? undefined : { replica, auditSession };
 }
 
@@ -106,6 +112,10 @@ export function sharedResumableCalls(
       return answer === undefined || answer === ''
         ? { mine }
         : { mine, answer: JSON.parse(answer) as unknown };
+    },
+    async cancel(session, requestId) {
+      const keys = keysOf(session, requestId);
+      await store.script(CLAIM, [keys.call, keys.by, keys.answer], [nameText(HOST_CANCELLED)]);
     },
     async keepAnswer(session, question, answer) {
       const requestIdText = await store.get(questionKey(session, question));

@@ -7,7 +7,7 @@ import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
-import type { ResumableCalls } from './resumableCalls.js';
+import { HOST_CANCELLED, type ResumableCalls } from './resumableCalls.js';
 import { SessionTransport, type TransportRelay, type TransportResume } from './sessionTransport.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
@@ -360,6 +360,10 @@ export class SessionTable {
         if (by === undefined)
           logger.info(
             `${shown} was for replica ${to}, which is gone: kept for the replica that resumes its call, if it was waiting for a confirmation (else dropped: the call ended with that replica)`,
+          );
+        else if (by === HOST_CANCELLED)
+          logger.info(
+            `${shown} was for replica ${to}, which is gone, and the host cancelled its call: dropped`,
           );
         else if (by.replica === relay.replica) this.deliver(session, message);
         else

@@ -15,6 +15,7 @@ import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js
 import { isOwnQuestion, noteTakenOver } from '../core/host/ownQuestions.js';
 import { RpcErrorCode, type Params } from '../core/protocol/jsonRpc.js';
 import {
+  HOST_CANCELLED,
   eventIdOf,
   positionOf,
   type PendingCall,
@@ -138,8 +139,11 @@ export class SessionTransport implements MessageTransport {
         ours = own;
       }
       // A cancelled request is answered by no one: it is owed nothing any more.
-      if ('method' in ours && ours.method === 'notifications/cancelled')
-        this.owed.delete((ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId);
+      if ('method' in ours && ours.method === 'notifications/cancelled') {
+        const cancelled = (ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId;
+        this.owed.delete(cancelled);
+        this.cancelElsewhere(cancelled);
+      }
       if (isRequest(ours)) {
         const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
         this.open.set(ours.id as RequestId, meta?.progressToken);
@@ -222,6 +226,25 @@ export class SessionTransport implements MessageTransport {
   }
 
   /**
+   * A host that gives up on a call whose stream broke cancels it, and the cancellation may come
+   * here, where the call is not running: it claims the call's record in the store for the host,
+   * so that no replica takes it over and runs it after all. Nothing waits for it.
+   */
+  private cancelElsewhere(requestId: RequestId): void {
+    const { resume } = this.options;
+    const session = this.inner.sessionId;
+    if (resume === undefined || session === undefined || this.open.has(requestId)) return;
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    resume.calls
+      .cancel(session, requestId)
+      .catch((error: unknown) =>
+        resume.log(
+          `the host's cancellation of request ${JSON.stringify(requestId)} could not be noted in the shared store: ${(error as Error).message}`,
+        ),
+      );
+  }
+
+  /**
    * Takes the host's answer to the question a replica that died asked about a call this one
    * took over: it answers the same question asked again here (kept from the host).
    */
@@ -263,7 +286,11 @@ export class SessionTransport implements MessageTransport {
         this.onmessage?.(
           by === undefined || by.replica === this.options.relay?.replica
             ? message
-            : failed(`the call was taken over by replica ${by.auditSession}, which runs it`),
+            : failed(
+                by === HOST_CANCELLED
+                  ? 'the host cancelled the call through another replica'
+                  : `the call was taken over by replica ${by.auditSession}, which runs it`,
+              ),
         );
       },
       (error: unknown) =>
@@ -426,10 +453,13 @@ export class SessionTransport implements MessageTransport {
       const claim = await resume.calls.claim(sessionId, requestId);
       if (claim === undefined || !('mine' in claim)) {
         release();
+        const by = claim?.takenBy;
         const elsewhere =
-          claim !== undefined && claim.takenBy.replica !== position.replica
-            ? `the call of ${shown} was already taken over by replica ${claim.takenBy.auditSession}`
-            : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
+          by === HOST_CANCELLED
+            ? `the host cancelled the call of ${shown}`
+            : by !== undefined && by.replica !== position.replica
+              ? `the call of ${shown} was already taken over by replica ${by.auditSession}`
+              : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
         resume.log(
           `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
         );

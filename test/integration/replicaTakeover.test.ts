@@ -158,7 +158,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       expect(okCalls(dying!.audit, `taken-over-${when}`)).toHaveLength(0);
       await host.close();
     },
-    60_000,
+    120_000,
   );
 
   it("is taken over by one survivor only, and another principal cannot resume alice's stream", async () => {
@@ -214,7 +214,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     expect(audits.flatMap((a) => okCalls(a, 'raced'))).toHaveLength(1);
     await host.close();
     await call;
-  }, 60_000);
+  }, 120_000);
 
   it('answers a call that was already running upstream on the dead replica with an error at once', async () => {
     const [dying, survivor] = await replicas(2);
@@ -242,5 +242,5 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       ),
     );
     await host.close();
-  }, 60_000);
+  }, 120_000);
 });
