@@ -134,8 +134,11 @@ export interface CallRecord {
   pin?: 'changed' | 'new' | 'unpinnable';
   /** Flow control's labels, source number and trifecta decision (flowControl). */
   flow?: FlowRecord;
-  /** The replica that took the host's answers and sent them on to this one (stateless retries). */
-  continuedVia?: string;
+  /**
+   * The replicas that took the host's answers and sent them on to this one (stateless retries),
+   * in the order they first did, each once.
+   */
+  continuedVia?: string[];
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
     effect: Decision['effect'];
