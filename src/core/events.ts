@@ -214,11 +214,12 @@ export interface CallEvent extends GatewayEventBase {
    */
   flow?: FlowRecord;
   /**
-   * With replicas sharing a store: the replica (its `session`) that took the host's answers to a
-   * question asked during the call and sent them on to this one, which holds the call and ran
-   * it on; absent when the answers came here directly.
+   * With replicas sharing a store: the replicas (their `session`s) that took the host's answers
+   * to a question asked during the call and sent them on to this one, which holds the call and
+   * ran it on; in the order they first did, each once (a call asks again in a later round, and
+   * its next retry may land elsewhere); absent when every answer came here directly.
    */
-  continuedVia?: string;
+  continuedVia?: readonly string[];
   /** The replica that took the call over from one that died while it waited for its confirmation. */
   takenOverBy?: string;
 }
@@ -283,8 +284,8 @@ export interface RequestEvent extends GatewayEventBase {
   trace?: string;
   /** As for `call`: flow control's labels and lineage, when the request carries labels. */
   flow?: FlowRecord;
-  /** As for `call`: the replica that took the host's answers and sent them on to this one. */
-  continuedVia?: string;
+  /** As for `call`: the replicas that took the host's answers and sent them on to this one. */
+  continuedVia?: readonly string[];
 }
 
 /** The gateway started serving. */

@@ -98,67 +98,136 @@ interface SentOn {
   timer: NodeJS.Timeout | undefined;
 }
 
-/** A retry relay over `store` for the replica named `replica`; `timeoutMs` bounds each silence. */
-export function createRetryRelay(options: {
+interface RelayOptions {
   readonly store: SharedStore;
   readonly replica: string;
   readonly timeoutMs: number;
   readonly logger: Logger;
-}): RetryRelay {
-  const { store, replica, timeoutMs, logger } = options;
-  const sentOn = new Map<string, SentOn>();
-  const serving = new Map<string, RelayedReply>();
+}
 
-  const lose = (id: string, why: string): void => {
-    const entry = sentOn.get(id);
-    if (entry === undefined) return;
-    sentOn.delete(id);
-    clearTimeout(entry.timer);
-    entry.out.lost(why);
+/** A retry relay over `store` for the replica named `replica`; `timeoutMs` bounds each silence. */
+export function createRetryRelay(options: RelayOptions): RetryRelay {
+  const { store, replica, logger } = options;
+  const sending = new SentRetries(options);
+  const holding = new HeldRetries(options);
+  return {
+    replica,
+    sendOn: (to, retry, out) => sending.sendOn(to, retry, out),
+    async listen(serve) {
+      const listening = [
+        store.listen(answersOf(replica), (text) => {
+          const message = parsed(text) as ToSender | undefined;
+          if (message !== undefined) sending.fromHolder(message);
+        }),
+        store.listen(retriesOf(replica), (text) => {
+          const message = parsed(text) as ToHolder | undefined;
+          if (message !== undefined && isRetryMessage(message)) holding.take(message, serve);
+        }),
+      ];
+      await Promise.all(listening).catch((error: unknown) => {
+        logger.warn(
+          `retries sent on from other replicas cannot reach this one yet (${(error as Error).message}); it keeps trying`,
+        );
+      });
+    },
   };
-  /** Tells the holder its retry is no longer waited for: the call it would continue is cancelled. */
-  const cancel = (id: string, to: string): void => {
-    const message: ToHolder = { kind: 'cancel', id };
-    store.publish(retriesOf(to), JSON.stringify(message)).catch(() => {});
-  };
-  /**
-   * Gives the holder another `timeoutMs` to say something. A holder silent that long (stopped,
-   * or cut off from the store) is told to drop the retry, should it wake: the host has been told
-   * the call was lost.
-   */
-  const arm = (id: string, entry: SentOn): void => {
-    clearTimeout(entry.timer);
-    entry.timer = setTimeout(() => {
-      lose(id, `it did not answer within ${timeoutMs} ms`);
-      cancel(id, entry.to);
-    }, timeoutMs);
-    entry.timer.unref();
-  };
+}
 
-  const fromHolder = (message: ToSender): void => {
-    const entry = sentOn.get(message.id);
+/** The retries this replica sent on to the replicas holding their calls, waiting for answers. */
+class SentRetries {
+  readonly #waiting = new Map<string, SentOn>();
+
+  constructor(private readonly options: RelayOptions) {}
+
+  sendOn(to: string, retry: OutgoingRetry, out: MirroredAnswer): { cancel(): void } {
+    if (this.#waiting.size >= MAX_SENT_ON) {
+      out.lost(`this replica already waits on ${MAX_SENT_ON} retries sent on to others`);
+      return { cancel: () => {} };
+    }
+    const id = randomBytes(12).toString('base64url');
+    const entry: SentOn = { to, out, timer: undefined };
+    this.#waiting.set(id, entry);
+    this.#arm(id, entry);
+    const message: ToHolder = { kind: 'retry', id, from: this.options.replica, ...retry };
+    this.options.store.publish(retriesOf(to), JSON.stringify(message)).then(
+      (listeners) => {
+        if (listeners === 0) this.#lose(id, 'it is gone (no replica of that name is listening)');
+      },
+      (error: unknown) =>
+        this.#lose(id, `the store could not carry the retry to it (${(error as Error).message})`),
+    );
+    return {
+      cancel: () => {
+        const waiting = this.#waiting.get(id);
+        if (waiting === undefined) return;
+        this.#waiting.delete(id);
+        clearTimeout(waiting.timer);
+        this.#cancel(id, to);
+      },
+    };
+  }
+
+  fromHolder(message: ToSender): void {
+    const entry = this.#waiting.get(message.id);
     if (entry === undefined) return;
     if (message.kind === 'chunk') {
       if (message.head !== undefined) entry.out.head(message.head.status, message.head.headers);
       entry.out.chunk(message.text);
     } else if (message.kind === 'end') {
-      sentOn.delete(message.id);
+      this.#waiting.delete(message.id);
       clearTimeout(entry.timer);
       if (message.head !== undefined) entry.out.head(message.head.status, message.head.headers);
       entry.out.end(message.text);
       return;
     }
     // Taken, still at it, or a part of the answer: the holder is alive.
-    arm(message.id, entry);
-  };
+    this.#arm(message.id, entry);
+  }
 
-  const toHolder = (message: ToHolder, serve: (retry: RelayedRetry, reply: Reply) => void): void => {
+  #lose(id: string, why: string): void {
+    const entry = this.#waiting.get(id);
+    if (entry === undefined) return;
+    this.#waiting.delete(id);
+    clearTimeout(entry.timer);
+    entry.out.lost(why);
+  }
+
+  /** Tells the holder its retry is no longer waited for: the call it would continue is cancelled. */
+  #cancel(id: string, to: string): void {
+    const message: ToHolder = { kind: 'cancel', id };
+    this.options.store.publish(retriesOf(to), JSON.stringify(message)).catch(() => {});
+  }
+
+  /**
+   * Gives the holder another `timeoutMs` to say something. A holder silent that long (stopped,
+   * or cut off from the store) is told to drop the retry, should it wake: the host has been told
+   * the call was lost.
+   */
+  #arm(id: string, entry: SentOn): void {
+    const { timeoutMs } = this.options;
+    clearTimeout(entry.timer);
+    entry.timer = setTimeout(() => {
+      this.#lose(id, `it did not answer within ${timeoutMs} ms`);
+      this.#cancel(id, entry.to);
+    }, timeoutMs);
+    entry.timer.unref();
+  }
+}
+
+/** The retries other replicas sent on to this one, which holds their calls, being served. */
+class HeldRetries {
+  readonly #serving = new Map<string, RelayedReply>();
+
+  constructor(private readonly options: RelayOptions) {}
+
+  take(message: ToHolder, serve: (retry: RelayedRetry, reply: Reply) => void): void {
     if (message.kind === 'cancel') {
-      serving.get(message.id)?.destroy();
+      this.#serving.get(message.id)?.destroy();
       return;
     }
+    const { store, timeoutMs, logger } = this.options;
     const { id, from } = message;
-    if (serving.size >= MAX_SERVING) {
+    if (this.#serving.size >= MAX_SERVING) {
       logger.warn(
         `a host's retry sent on from replica ${from} is not served: ${MAX_SERVING} are being served already; that replica tells its host the call was lost`,
       );
@@ -173,12 +242,12 @@ export function createRetryRelay(options: {
         () => reply.destroy(),
       );
     });
-    serving.set(id, reply);
+    this.#serving.set(id, reply);
     const alive = setInterval(() => reply.send({ kind: 'alive' }), Math.max(1, Math.floor(timeoutMs / 3)));
     alive.unref();
     reply.once('close', () => {
       clearInterval(alive);
-      serving.delete(id);
+      this.#serving.delete(id);
     });
     reply.send({ kind: 'taken' });
     // Served on the next turn: a cancel that came with it (its sender gave up while this replica
@@ -187,55 +256,7 @@ export function createRetryRelay(options: {
       if (!reply.destroyed)
         serve({ from, principal: message.principal, body: message.body, headers: message.headers }, reply);
     });
-  };
-
-  return {
-    replica,
-    sendOn(to, retry, out) {
-      if (sentOn.size >= MAX_SENT_ON) {
-        out.lost(`this replica already waits on ${MAX_SENT_ON} retries sent on to others`);
-        return { cancel: () => {} };
-      }
-      const id = randomBytes(12).toString('base64url');
-      const entry: SentOn = { to, out, timer: undefined };
-      sentOn.set(id, entry);
-      arm(id, entry);
-      const message: ToHolder = { kind: 'retry', id, from: replica, ...retry };
-      store.publish(retriesOf(to), JSON.stringify(message)).then(
-        (listeners) => {
-          if (listeners === 0) lose(id, 'it is gone (no replica of that name is listening)');
-        },
-        (error: unknown) =>
-          lose(id, `the store could not carry the retry to it (${(error as Error).message})`),
-      );
-      return {
-        cancel() {
-          const waiting = sentOn.get(id);
-          if (waiting === undefined) return;
-          sentOn.delete(id);
-          clearTimeout(waiting.timer);
-          cancel(id, to);
-        },
-      };
-    },
-    async listen(serve) {
-      const listening = [
-        store.listen(answersOf(replica), (text) => {
-          const message = parsed(text) as ToSender | undefined;
-          if (message !== undefined) fromHolder(message);
-        }),
-        store.listen(retriesOf(replica), (text) => {
-          const message = parsed(text) as ToHolder | undefined;
-          if (message !== undefined && isRetryMessage(message)) toHolder(message, serve);
-        }),
-      ];
-      await Promise.all(listening).catch((error: unknown) => {
-        logger.warn(
-          `retries sent on from other replicas cannot reach this one yet (${(error as Error).message}); it keeps trying`,
-        );
-      });
-    },
-  };
+  }
 }
 
 /** A message from the store with an id, or undefined. */

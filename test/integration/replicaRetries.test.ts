@@ -6,7 +6,7 @@
  * holding the call, which checks it as if it had come there and continues the call; the answer
  * comes back the same way. A retry by another principal, or one used before, is refused on
  * either replica; when the replica holding the call is killed or stopped, the other says the call
- * was lost.
+ * was lost. A third replica shows a call whose retries, round after round, land on different ones.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +33,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   beforeAll(async () => {
     const started = await startRedis(PASSWORD);
     redis = started.process;
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 3; i++) {
       const { replica, audit } = await startStoreReplica({
         redisPort: started.port,
         password: PASSWORD,
@@ -62,8 +62,17 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     return data.filter((m) => m.method === undefined).at(-1)!;
   };
 
-  /** Posts the tool call (a retry when `extra` carries one) to `url` as `user`. */
-  async function call(url: string, user: string, label: string, extra: Json = {}): Promise<RpcAnswer> {
+  /**
+   * Posts the tool call (a retry when `extra` carries one) to `url` as `user`; the upstream asks
+   * `rounds` questions, one after the other, before it answers.
+   */
+  async function call(
+    url: string,
+    user: string,
+    label: string,
+    extra: Json = {},
+    rounds = 1,
+  ): Promise<RpcAnswer> {
     const posted = await postRpc(
       url,
       {
@@ -78,6 +87,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
               message: `question of ${label}`,
               requestedSchema: { type: 'object', properties: { pick: { type: 'string' } } },
             },
+            ...(rounds > 1 && { rounds }),
           },
           _meta: envelope(),
           ...extra,
@@ -94,8 +104,13 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   }
 
   /** Asks through `url`: the upstream's question, its key, and the state to retry with. */
-  async function ask(url: string, user: string, label: string) {
-    const asked = modernResult('tools/call', await call(url, user, label));
+  async function ask(url: string, user: string, label: string, rounds = 1) {
+    return question(await call(url, user, label, {}, rounds), label);
+  }
+
+  /** The upstream's question in `answer`, its key, and the state to retry with. */
+  function question(answer: RpcAnswer, label: string) {
+    const asked = modernResult('tools/call', answer);
     expect(asked).toMatchObject({ resultType: 'input_required' });
     const [key, question] = Object.entries(asked.inputRequests as Record<string, Json>)[0]!;
     expect(question).toMatchObject({
@@ -105,11 +120,23 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     return { key, requestState: asked.requestState as string };
   }
 
-  const retry = (url: string, user: string, label: string, asked: { key: string; requestState: string }) =>
-    call(url, user, label, {
-      inputResponses: { [asked.key]: { action: 'accept', content: { pick: `picked for ${label}` } } },
-      requestState: asked.requestState,
-    });
+  const retry = (
+    url: string,
+    user: string,
+    label: string,
+    asked: { key: string; requestState: string },
+    rounds = 1,
+  ) =>
+    call(
+      url,
+      user,
+      label,
+      {
+        inputResponses: { [asked.key]: { action: 'accept', content: { pick: `picked for ${label}` } } },
+        requestState: asked.requestState,
+      },
+      rounds,
+    );
 
   const callsOf = (audit: string, label: string) =>
     readAudit(audit).filter(
@@ -130,7 +157,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     await expect.poll(() => callsOf(audits[0]!, 'across').length).toBe(1);
     expect(callsOf(audits[0]!, 'across')[0]).toMatchObject({
       outcome: 'ok',
-      continuedVia: sessionOf(audits[1]!),
+      continuedVia: [sessionOf(audits[1]!)],
     });
     expect(callsOf(audits[1]!, 'across')).toEqual([]);
     await b.waitForStderr(/sent on to replica \S+, which holds its call/);
@@ -142,6 +169,24 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       expect(replay.error?.message).toContain('requestState refused');
     }
     expect(callsOf(audits[0]!, 'across')).toHaveLength(1);
+  });
+
+  it('names every replica the retries of a call came through, in the order they first did, each once', async () => {
+    const [a, b, c] = replicas as [HttpGateway, HttpGateway, HttpGateway];
+    // Four questions, one after the other, on A; the retries reach B, C, B again, and A itself.
+    let asked = await ask(a.url, 'alice', 'rounds', 4);
+    for (const via of [b, c, b])
+      asked = question(await retry(via.url, 'alice', 'rounds', asked, 4), 'rounds');
+    const final = await retry(a.url, 'alice', 'rounds', asked, 4);
+    expect(JSON.parse(textOf(modernResult('tools/call', final)))).toEqual({
+      result: { action: 'accept', content: { pick: 'picked for rounds' } },
+    });
+    await expect.poll(() => callsOf(audits[0]!, 'rounds').length).toBe(1);
+    expect(callsOf(audits[0]!, 'rounds')[0]).toMatchObject({
+      outcome: 'ok',
+      continuedVia: [sessionOf(audits[1]!), sessionOf(audits[2]!)],
+    });
+    expect([...callsOf(audits[1]!, 'rounds'), ...callsOf(audits[2]!, 'rounds')]).toEqual([]);
   });
 
   it("refuses another principal's retry through the other replica, and the call still waits for its own", async () => {

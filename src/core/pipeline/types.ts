@@ -134,8 +134,11 @@ export interface CallRecord {
   pin?: 'changed' | 'new' | 'unpinnable';
   /** Flow control's labels, source number and trifecta decision (flowControl). */
   flow?: FlowRecord;
-  /** The replica that took the host's answers and sent them on to this one (stateless retries). */
-  continuedVia?: string;
+  /**
+   * The replicas that took the host's answers and sent them on to this one (stateless retries),
+   * in the order they first did, each once.
+   */
+  continuedVia?: string[];
   /**
    * The replica that took the call over from one that died while its confirmation was pending
    * (2025-11-25 sessions with a shared store), and ran it.

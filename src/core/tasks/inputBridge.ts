@@ -592,13 +592,15 @@ export class ModernInputBridge implements InputBridge {
 
   /**
    * Notes on the call `state` continues (when it waits here) that the host's retry reached
-   * `replica` first, which sent it on: the call's audit record names both.
+   * `replica` first, which sent it on: the call's audit record names every replica that did.
    */
   noteContinuedVia(state: unknown, replica: string): void {
     if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return;
     try {
       const call = this.byToken.get(this.open(state).t);
-      if (call !== undefined) call.message.record.continuedVia = replica;
+      if (call === undefined) return;
+      const via = (call.message.record.continuedVia ??= []);
+      if (!via.includes(replica)) via.push(replica);
     } catch {
       // A state that does not open here is refused when the retry is routed.
     }
