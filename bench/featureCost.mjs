@@ -17,7 +17,7 @@
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
 //                              [--callgrind-dir DIR] [--warmup N] [--skip-floor] [--node-arg=--flag ...]
-//                              [--idle MS] [--blocks N]
+//                              [--idle MS] [--blocks N] [--gc]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
 // another build. --pipes adds one more pass per configuration, not timed, that counts with
@@ -39,12 +39,15 @@
 // the order would sleep by turns much less and much more than the others. Pauses and page
 // faults per call are printed, so that unequal pauses show.
 // With --callgrind, --idle MS pauses before each of --blocks N counted blocks (1 by default);
-// the median block is the figure.
+// the median block is the figure. --gc preloads lib/gcLog.mjs into every middle process and
+// prints, per configuration, the young and full collections in its timed passes and the size
+// of V8's new space after them: counts the machine's load does not move, which show the young
+// generation shrunk after a long pause (more young collections, a smaller new space).
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { underCallgrind, dumpCounts, zeroCounts } from './lib/callgrind.mjs';
 import { recordPrices } from './lib/prices.mjs';
@@ -71,6 +74,7 @@ const { values: flags } = parseArgs({
     'node-arg': { type: 'string', multiple: true, default: [] },
     idle: { type: 'string' },
     blocks: { type: 'string' },
+    gc: { type: 'boolean' },
     'skip-floor': { type: 'boolean' },
   },
 });
@@ -139,18 +143,26 @@ if (!names.includes('floor') && !(flags['skip-floor'] && flags.callgrind !== und
   names.unshift('floor');
 
 /** How to start a configuration's middle process; under callgrind when `callgrindOut` is given. */
+const GC_LOG = pathToFileURL(path.join(BENCH, 'lib/gcLog.mjs')).href;
+const gcLogOf = (name) => path.join(folderOf(name), 'gc.log');
+
 function launch(name, callgrindOut) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
+  const nodeArgs = [...flags['node-arg']];
+  if (flags.gc) {
+    env.BENCH_GC_LOG = gcLogOf(name);
+    nodeArgs.push('--import', GC_LOG);
+  }
   let args;
   if (name.startsWith('floor')) {
     if (name === 'floor-audit' || name === 'floor-full') env.FLOOR_AUDIT = audit(name).file;
     if (name === 'floor-full') env.FLOOR_FULL = policyOf(name);
-    args = [...flags['node-arg'], path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
+    args = [...nodeArgs, path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
     const file = path.join(folderOf(name), 'config.json');
     writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
-    args = [...flags['node-arg'], name.endsWith('-base') ? BASE : CLI, '--config', file];
+    args = [...nodeArgs, name.endsWith('-base') ? BASE : CLI, '--config', file];
   }
   if (callgrindOut !== undefined) return { ...underCallgrind(callgrindOut, NODE, args), env };
   return { command: NODE, args, env };
@@ -308,9 +320,11 @@ for (let pass = 0; pass < PASSES; pass++) {
     const mid0 = reading(pid);
     const up0 = reading(upstream);
     const client0 = clientReading();
+    const from = Date.now();
     const t0 = performance.now();
     await concurrent(inst, CALLS);
     const ms = performance.now() - t0;
+    const to = Date.now();
     const client = perCall(client0, clientReading());
     const mid = perCall(mid0, reading(pid));
     const up = perCall(up0, reading(upstream));
@@ -321,6 +335,7 @@ for (let pass = 0; pass < PASSES; pass++) {
       busiest: Math.max(client.cpu, mid.cpu, up.cpu),
       rate: (CALLS / ms) * 1000,
       pause,
+      window: [from, to],
       procs: { client, mid, up },
     };
     if (SEQ > 0) r.p50 = await sequentialP50(inst, SEQ);
@@ -409,6 +424,30 @@ if (IDLE_MS > 0) {
       `${name.padEnd(18)}${pad(median(pauses).toFixed(0), 8)}${pad(Math.max(...pauses).toFixed(0), 8)}` +
         `${pad(median(results[name].map((r) => r.procs.mid.faults)).toFixed(2), 8)}`,
     );
+  }
+}
+if (flags.gc) {
+  console.log(
+    "\nCollections per timed pass of the middle process (median and range: young; full) and V8's\n" +
+      'new space after its young collections (median and range, MB)',
+  );
+  const range = (xs) => `${median(xs)} (${Math.min(...xs)}–${Math.max(...xs)})`;
+  for (const name of names) {
+    const events = readFileSync(gcLogOf(name), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.split(' ').map(Number));
+    const young = [];
+    const full = [];
+    const sizes = [];
+    for (const { window } of results[name]) {
+      const inside = events.filter(([t]) => t >= window[0] && t <= window[1]);
+      young.push(inside.filter(([, kind]) => kind === 1).length);
+      full.push(inside.filter(([, kind]) => kind === 4).length);
+      for (const [, kind, kb] of inside) if (kind === 1) sizes.push(kb / 1024);
+    }
+    const mb = sizes.length === 0 ? '-' : range(sizes);
+    console.log(`${name.padEnd(18)}${pad(range(young), 14)}${pad(range(full), 12)}${pad(mb, 16)}`);
   }
 }
 if (flags.pipes) {
