@@ -17,7 +17,7 @@
 //   node bench/featureCost.mjs [--calls N] [--passes P] [--seq N] [--only a,b,...]
 //                              [--cli FILE] [--baseline-cli FILE] [--pipes] [--callgrind CALLS]
 //                              [--callgrind-dir DIR] [--warmup N] [--skip-floor] [--node-arg=--flag ...]
-//                              [--idle MS]
+//                              [--idle MS] [--blocks N] [--gc]
 //
 // --baseline-cli adds full-base, full-noaudit-base and bare-base: the same configs served by
 // another build. --pipes adds one more pass per configuration, not timed, that counts with
@@ -31,22 +31,30 @@
 // --skip-floor counts only the configurations named (the first is then the one ratios are to).
 // --node-arg passes a flag to every middle process's node (e.g. --node-arg=--perf-basic-prof,
 // so that JIT code can be named from /tmp/perf-PID.map).
-// --idle MS leaves each configuration idle for MS milliseconds before each of its timed passes, as
-// bench/run.mjs does when the other configurations take their turns: a gateway that has slept
-// may cost more per call in the calls after it wakes than one kept busy (use it with small
-// --calls, e.g. 2000, run.mjs's block).
+// --idle MS gives each configuration a pause of MS milliseconds between its timed passes (from the
+// end of one to the start of the next), the same for every configuration: a gateway that has
+// slept costs more per call in the calls after it wakes than one kept busy, and how much depends
+// on how long it slept (use it with small --calls, e.g. 2000, run.mjs's block). The order is
+// then the same in every pass, not alternated: alternated, the configuration at either end of
+// the order would sleep by turns much less and much more than the others. Pauses and page
+// faults per call are printed, so that unequal pauses show.
+// With --callgrind, --idle MS pauses before each of --blocks N counted blocks (1 by default);
+// the median block is the figure. --gc preloads lib/gcLog.mjs into every middle process and
+// prints, per configuration, the young and full collections in its timed passes and the size
+// of V8's new space after them: counts the machine's load does not move, which show the young
+// generation shrunk after a long pause (more young collections, a smaller new space).
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { underCallgrind, dumpCounts, zeroCounts } from './lib/callgrind.mjs';
 import { recordPrices } from './lib/prices.mjs';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { BARE_GATEWAY, BARE_LIMITS, BENCH_POLICY } from './lib/configs.mjs';
 import { contextSwitches, countPipes, pipeDirections, syscalls, userSystemMicros } from './lib/pipes.mjs';
-import { childPids, cpuMicros } from './lib/proc.mjs';
+import { childPids, cpuMicros, minorFaults } from './lib/proc.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const NODE = process.execPath;
@@ -65,6 +73,8 @@ const { values: flags } = parseArgs({
     'callgrind-dir': { type: 'string' },
     'node-arg': { type: 'string', multiple: true, default: [] },
     idle: { type: 'string' },
+    blocks: { type: 'string' },
+    gc: { type: 'boolean' },
     'skip-floor': { type: 'boolean' },
   },
 });
@@ -73,6 +83,7 @@ const PASSES = Number(flags.passes ?? 3);
 const SEQ = Number(flags.seq ?? 0);
 const WARMUP = Number(flags.warmup ?? 3000);
 const IDLE_MS = Number(flags.idle ?? 0);
+const BLOCKS = Number(flags.blocks ?? 1);
 const CLI = path.resolve(flags.cli ?? path.join(BENCH, '..', 'dist/cli.js'));
 const BASE = flags['baseline-cli'] === undefined ? undefined : path.resolve(flags['baseline-cli']);
 const TEXT = 'hello from the warden bench';
@@ -132,18 +143,26 @@ if (!names.includes('floor') && !(flags['skip-floor'] && flags.callgrind !== und
   names.unshift('floor');
 
 /** How to start a configuration's middle process; under callgrind when `callgrindOut` is given. */
+const GC_LOG = pathToFileURL(path.join(BENCH, 'lib/gcLog.mjs')).href;
+const gcLogOf = (name) => path.join(folderOf(name), 'gc.log');
+
 function launch(name, callgrindOut) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
+  const nodeArgs = [...flags['node-arg']];
+  if (flags.gc) {
+    env.BENCH_GC_LOG = gcLogOf(name);
+    nodeArgs.push('--import', GC_LOG);
+  }
   let args;
   if (name.startsWith('floor')) {
     if (name === 'floor-audit' || name === 'floor-full') env.FLOOR_AUDIT = audit(name).file;
     if (name === 'floor-full') env.FLOOR_FULL = policyOf(name);
-    args = [...flags['node-arg'], path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
+    args = [...nodeArgs, path.join(BENCH, 'floor.mjs'), NODE, FIXTURE, '--tools', '0'];
   } else {
     const file = path.join(folderOf(name), 'config.json');
     writeFileSync(file, JSON.stringify(VARIANTS[name](name)));
-    args = [...flags['node-arg'], name.endsWith('-base') ? BASE : CLI, '--config', file];
+    args = [...nodeArgs, name.endsWith('-base') ? BASE : CLI, '--config', file];
   }
   if (callgrindOut !== undefined) return { ...underCallgrind(callgrindOut, NODE, args), env };
   return { command: NODE, args, env };
@@ -203,11 +222,18 @@ async function sequentialP50(inst, n) {
   return times[Math.floor(times.length / 2)];
 }
 
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
 if (flags.callgrind !== undefined) {
   // One configuration at a time: valgrind makes each one slow enough to need a core of its own.
   const calls = Number(flags.callgrind);
   console.log(
-    `callgrind: ${calls} calls at 32 in flight after ${WARMUP}, instructions of the middle process`,
+    `callgrind: ${calls} calls at 32 in flight after ${WARMUP}` +
+      (IDLE_MS > 0 ? `, ${BLOCKS} blocks each after ${IDLE_MS} ms idle` : '') +
+      ', instructions of the middle process',
   );
   let floorCount;
   const counts = {};
@@ -215,14 +241,22 @@ if (flags.callgrind !== undefined) {
     const file = path.join(flags['callgrind-dir'] ?? work, `${name}.callgrind`);
     const inst = await start(name, file);
     await concurrent(inst, WARMUP);
-    zeroCounts(inst.child.pid);
-    await concurrent(inst, calls);
-    const perCall = dumpCounts(inst.child.pid, file) / calls;
+    // With --idle, each block of calls follows a pause (counted from its zeroing to its dump, so
+    // what the process does while it idles is left out); the median block is the figure.
+    const blocks = [];
+    for (let block = 1; block <= BLOCKS; block++) {
+      if (IDLE_MS > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+      zeroCounts(inst.child.pid);
+      await concurrent(inst, calls);
+      blocks.push(dumpCounts(inst.child.pid, file, block) / calls);
+    }
     await inst.child.close(60_000);
+    const perCall = median(blocks);
     floorCount ??= perCall;
     counts[name] = perCall;
+    const each = BLOCKS > 1 ? `  blocks: ${blocks.map((b) => (b / 1000).toFixed(1)).join(' ')}` : '';
     console.log(
-      `${name.padEnd(18)}${(perCall / 1000).toFixed(1).padStart(8)}k per call  ${(perCall / floorCount).toFixed(2)}× floor`,
+      `${name.padEnd(18)}${(perCall / 1000).toFixed(1).padStart(8)}k per call  ${(perCall / floorCount).toFixed(2)}× floor${each}`,
     );
   }
   const ratio = (a, b) =>
@@ -256,26 +290,41 @@ const results = Object.fromEntries(names.map((n) => [n, []]));
 /** Everything measured of one process, to subtract two readings. */
 const reading = (pid) => ({
   cpu: cpuMicros(pid),
+  faults: minorFaults(pid),
   ...userSystemMicros(pid),
   ...syscalls(pid),
   ...contextSwitches(pid),
 });
 const clientReading = () => {
   const { user, system } = process.cpuUsage();
-  return { cpu: user + system, user, system, ...syscalls(process.pid), ...contextSwitches(process.pid) };
+  return {
+    cpu: user + system,
+    faults: minorFaults(process.pid),
+    user,
+    system,
+    ...syscalls(process.pid),
+    ...contextSwitches(process.pid),
+  };
 };
 const perCall = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] - a[k]) / CALLS]));
+/** When each configuration's last block (or its warm-up) ended, for equal pauses. */
+const lastEnd = new Map(instances.map((inst) => [inst, performance.now()]));
 for (let pass = 0; pass < PASSES; pass++) {
-  for (const inst of pass % 2 === 0 ? instances : [...instances].reverse()) {
+  const order = IDLE_MS > 0 || pass % 2 === 0 ? instances : [...instances].reverse();
+  for (const inst of order) {
     const pid = inst.child.pid;
     const [upstream] = childPids(pid);
-    if (IDLE_MS > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const rest = IDLE_MS - (performance.now() - lastEnd.get(inst));
+    if (IDLE_MS > 0 && rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+    const pause = performance.now() - lastEnd.get(inst);
     const mid0 = reading(pid);
     const up0 = reading(upstream);
     const client0 = clientReading();
+    const from = Date.now();
     const t0 = performance.now();
     await concurrent(inst, CALLS);
     const ms = performance.now() - t0;
+    const to = Date.now();
     const client = perCall(client0, clientReading());
     const mid = perCall(mid0, reading(pid));
     const up = perCall(up0, reading(upstream));
@@ -285,9 +334,12 @@ for (let pass = 0; pass < PASSES; pass++) {
       total: client.cpu + mid.cpu + up.cpu,
       busiest: Math.max(client.cpu, mid.cpu, up.cpu),
       rate: (CALLS / ms) * 1000,
+      pause,
+      window: [from, to],
       procs: { client, mid, up },
     };
     if (SEQ > 0) r.p50 = await sequentialP50(inst, SEQ);
+    lastEnd.set(inst, performance.now());
     results[inst.name].push(r);
   }
 }
@@ -320,10 +372,6 @@ for (const name of names) {
   console.log(`${name.padEnd(14)} ${row.join(' | ')}`);
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const ratioMedian = (name, get) => median(results[name].map((r, i) => get(r) / get(floor[i])));
 console.log(
   `\nMedians over the passes, per call at 32 in flight (ratios: median of per-pass ratios to the floor).\n` +
@@ -365,6 +413,43 @@ for (const name of names)
   console.log(
     `${name.padEnd(18)}${pad(cs(name, 'mid'), 14)}${pad(cs(name, 'up'), 14)}${pad(cs(name, 'client'), 14)}`,
   );
+if (IDLE_MS > 0) {
+  console.log(
+    "\nPause before each timed pass (median and longest, ms) and the middle process's minor page\n" +
+      'faults per call (median): what V8 gives back while a process sleeps, it maps in again after',
+  );
+  for (const name of names) {
+    const pauses = results[name].map((r) => r.pause);
+    console.log(
+      `${name.padEnd(18)}${pad(median(pauses).toFixed(0), 8)}${pad(Math.max(...pauses).toFixed(0), 8)}` +
+        `${pad(median(results[name].map((r) => r.procs.mid.faults)).toFixed(2), 8)}`,
+    );
+  }
+}
+if (flags.gc) {
+  console.log(
+    "\nCollections per timed pass of the middle process (median and range: young; full) and V8's\n" +
+      'new space after its young collections (median and range, MB)',
+  );
+  const range = (xs) => `${median(xs)} (${Math.min(...xs)}–${Math.max(...xs)})`;
+  for (const name of names) {
+    const events = readFileSync(gcLogOf(name), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.split(' ').map(Number));
+    const young = [];
+    const full = [];
+    const sizes = [];
+    for (const { window } of results[name]) {
+      const inside = events.filter(([t]) => t >= window[0] && t <= window[1]);
+      young.push(inside.filter(([, kind]) => kind === 1).length);
+      full.push(inside.filter(([, kind]) => kind === 4).length);
+      for (const [, kind, kb] of inside) if (kind === 1) sizes.push(kb / 1024);
+    }
+    const mb = sizes.length === 0 ? '-' : range(sizes);
+    console.log(`${name.padEnd(18)}${pad(range(young), 14)}${pad(range(full), 12)}${pad(mb, 16)}`);
+  }
+}
 if (flags.pipes) {
   console.log(
     `\nMessages per write / per read on each pipe (one uncounted-for-time pass of ${CALLS} calls, perf stat)`,

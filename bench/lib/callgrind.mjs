@@ -18,11 +18,13 @@ export function zeroCounts(pid) {
   execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
 }
 
-/** Dumps the counts since they were zeroed, and returns their total (instructions, every thread). */
-export function dumpCounts(pid, file) {
+/**
+ * Dumps the counts since they were zeroed, and returns their total (instructions, every thread).
+ * `part` is which dump of the process this is, counted from 1: each one is a numbered file.
+ */
+export function dumpCounts(pid, file, part = 1) {
   execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
-  // The first dump requested is the first numbered part.
-  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(`${file}.1`, 'utf8'));
-  if (totals === null) throw new Error(`no totals in the callgrind dump ${file}.1`);
+  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(`${file}.${part}`, 'utf8'));
+  if (totals === null) throw new Error(`no totals in the callgrind dump ${file}.${part}`);
   return Number(totals[1]);
 }

@@ -546,12 +546,12 @@ function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
 
 /**
  * Stops V8 from throwing away the bytecode of functions it has not run for a while. A gateway
- * idles between a host's calls, and while it idles V8 collects garbage to shrink the heap; a few
- * such collections age out the bytecode of the whole call path, which the next call after the
- * pause then compiles again, on the main thread and V8's compiler threads. Measured with
- * `bench/featureCost.mjs --calls 2000 --passes 9 --idle 3000` against the build before the core
- * rework: about 1.3× its CPU per call after a pause without this, 1.0× with it; a long run
- * without pauses was never affected. The bytecode kept is the gateway's own code that has run
+ * idles between a host's calls, and while it idles V8's memory reducer runs full collections to
+ * shrink the heap; V8 drops a function's bytecode once enough full collections have passed
+ * without it running, so a long pause could age out the whole call path, which the next call
+ * would then compile again, on the main thread and V8's compiler threads. (The extra CPU per call
+ * seen in the bench's blocks after a few seconds' pause is another thing, the same in every build:
+ * see bench/README.md, "After a pause".) The bytecode kept is the gateway's own code that has run
  * once, a few MB at most. Set once serving (after the code caches of start-up were read: V8
  * refuses a cache made under other flags).
  */
