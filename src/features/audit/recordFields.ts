@@ -81,6 +81,7 @@ export const CALL_KEYS: readonly string[] = [
   'trace',
   'flow',
   'continuedVia',
+  'leaseWaitMs',
 ];
 
 /** Which writer a field list gets: the general walk, or one of the fixed ones. */
@@ -231,7 +232,8 @@ export class RecordFields {
       this.#member(',"call":', 'call', e['call'], false) +
       this.#member(',"trace":', 'trace', e['trace'], false) +
       this.#member(',"flow":', 'flow', e['flow'], false) +
-      this.#member(',"continuedVia":', 'continuedVia', e['continuedVia'], false)
+      this.#member(',"continuedVia":', 'continuedVia', e['continuedVia'], false) +
+      this.#member(',"leaseWaitMs":', 'leaseWaitMs', e['leaseWaitMs'], false)
     );
   }
 

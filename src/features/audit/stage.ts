@@ -169,6 +169,7 @@ function write(
     trace: call.record.traceId,
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
+    leaseWaitMs: call.record.leaseWaitMs,
   };
   appendOrLog(options, event, call.exposedName);
 }
@@ -205,6 +206,7 @@ function writeRequest(
     trace: call.record.traceId,
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
+    leaseWaitMs: call.record.leaseWaitMs,
   };
   appendOrLog(options, event, `${call.kind} for ${call.server}`);
 }
