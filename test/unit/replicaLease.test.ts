@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { NotServingError, TurnQueueFullError } from '../../src/core/errors.js';
 import { silentLogger, type Logger } from '../../src/core/logger.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
@@ -248,6 +248,34 @@ describe('the turn at a principal’s own process over replicas', () => {
     expect(after.record.leaseWaitMs).toBeGreaterThanOrEqual(50);
     up.finish('after-death');
     await b;
+  });
+
+  it('says once when a running request lost its lease, and stops renewing it', async () => {
+    vi.useFakeTimers();
+    try {
+      const leases = new FakeLeases();
+      const warnings: string[] = [];
+      const logger = { ...silentLogger, warn: (message: string) => void warnings.push(message) };
+      const one = replica(leases, { ttlMs: 60, pollMs: 20, logger });
+      const up = upstream();
+      const running = one(call(ALICE), up.next('long'));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(leases.held.size).toBe(1);
+      leases.held.clear();
+      await vi.advanceTimersByTimeAsync(20);
+      const renewals = leases.renewals;
+      await vi.advanceTimersByTimeAsync(200);
+      expect(leases.renewals).toBe(renewals);
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          /the turn at alice@https:\/\/idp\.test's own process of server "memory" was lost while a request ran \(it ran out before it could be renewed\): another replica may start one at the same time/,
+        ),
+      ]);
+      up.finish('long');
+      await running;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses the request, saying why, when the store fails', async () => {

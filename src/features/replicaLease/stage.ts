@@ -188,12 +188,21 @@ export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
       delete call.record.waitingOn;
     }
     if (queuedHere || waitedElsewhere) call.record.leaseWaitMs = Math.ceil(now() - arrived);
+    // Said once per request: a store that stays down would otherwise repeat it at every renewal.
+    let warned = false;
+    const warnLost = (why: string): void => {
+      if (!warned) lost(call, why);
+      warned = true;
+    };
     const renewal = setInterval(() => {
       leases.renew(key, token, ttlMs).then(
         (held) => {
-          if (!held) lost(call, 'it ran out before it could be renewed');
+          if (held) return;
+          // Another replica may hold it now: renewing it again would not make it ours.
+          clearInterval(renewal);
+          warnLost('it ran out before it could be renewed');
         },
-        (error: Error) => lost(call, error.message),
+        (error: Error) => warnLost(error.message),
       );
     }, ttlMs / 3);
     renewal.unref();
