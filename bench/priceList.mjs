@@ -31,6 +31,7 @@ const BENCHES = {
   guardrails: ['guardrails.mjs'],
   sandbox: ['sandbox.mjs', '--rounds', '3'],
   lazyStart: ['lazyStart.mjs', '--rounds', '3'],
+  oauthRefresh: ['oauthRefresh.mjs'],
 };
 
 const { values: flags } = parseArgs({

@@ -4,13 +4,11 @@
  * it names (a step-up), and one whose refusal names no scope is reported, naming the problem,
  * rather than the login claiming success. Against `oidc-provider` (test/fixtures/oidc-fixture.mjs).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NODE, ROOT, runCli, tempDir, writeConfig } from './harness.js';
-
-const BROWSER = `${NODE} ${path.join(ROOT, 'test/fixtures/oauth-browser.mjs')}`;
+import { runCli, tempDir, writeConfig } from './harness.js';
+import { OIDC_BROWSER, oidcServer, startOidcFixture } from './oidcFixture.js';
 
 let fixture: ChildProcess | undefined;
 afterEach(() => {
@@ -20,23 +18,15 @@ afterEach(() => {
 
 /** The fixture with every request needing the `admin` scope; a config and credential file for it. */
 async function setup(env: Record<string, string>) {
-  fixture = spawn(NODE, [path.join(ROOT, 'test/fixtures/oidc-fixture.mjs')], {
-    env: { PATH: process.env.PATH ?? '', ACCESS_TTL: '60', REQUIRE_SCOPE: 'admin', ...env },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const line = await new Promise<string>((resolve) =>
-    createInterface({ input: fixture!.stdout! }).once('line', resolve),
-  );
-  const { resource } = JSON.parse(line) as { resource: string };
+  const started = await startOidcFixture({ ACCESS_TTL: '60', REQUIRE_SCOPE: 'admin', ...env });
+  fixture = started.process;
+  const { resource } = started;
   const dir = tempDir('warden-stepup-');
-  const config = writeConfig(
-    { servers: { oidc: { url: resource, oauth: { clientId: 'warden', scopes: ['openid', 'mcp'] } } } },
-    dir,
-  );
+  const config = writeConfig({ servers: { oidc: oidcServer(resource) } }, dir);
   const cliEnv = {
     MCP_WARDEN_CREDENTIALS: 'file',
     MCP_WARDEN_CREDENTIALS_FILE: path.join(dir, 'credentials.json'),
-    BROWSER,
+    BROWSER: OIDC_BROWSER,
   };
   return { config, cliEnv };
 }

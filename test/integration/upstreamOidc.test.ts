@@ -5,25 +5,21 @@
  * during a renewal make one refresh at the authorization server, and a revoked refresh token
  * ends in a clear "sign in again" rather than a hang.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   connectHost,
   FAST_GATEWAY,
-  NODE,
   readAudit,
-  ROOT,
   runCli,
   tempDir,
   textOf,
   writeConfig,
   type HostSession,
 } from './harness.js';
-
-const BROWSER = `${NODE} ${path.join(ROOT, 'test/fixtures/oauth-browser.mjs')}`;
+import { OIDC_BROWSER, oidcServer, startOidcFixture } from './oidcFixture.js';
 
 describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)', () => {
   let fixture: ChildProcess;
@@ -53,14 +49,8 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
     expect.poll(() => (stored()?.expiresAt ?? 0) < Date.now(), { timeout: 10_000 }).toBe(true);
 
   beforeAll(async () => {
-    fixture = spawn(NODE, [path.join(ROOT, 'test/fixtures/oidc-fixture.mjs')], {
-      env: { PATH: process.env.PATH ?? '', ACCESS_TTL: '2' },
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    const line = await new Promise<string>((resolve) =>
-      createInterface({ input: fixture.stdout! }).once('line', resolve),
-    );
-    const started = JSON.parse(line) as { issuer: string; resource: string };
+    const started = await startOidcFixture({ ACCESS_TTL: '2' });
+    fixture = started.process;
     issuer = started.issuer;
     const dir = tempDir('warden-oidc-');
     auditFile = path.join(dir, 'audit.jsonl');
@@ -70,12 +60,16 @@ describe('upstream OAuth against oidc-provider (refresh, rotation, revocation)',
         gateway: FAST_GATEWAY,
         audit: { file: auditFile },
         servers: {
-          oidc: { url: started.resource, oauth: { clientId: 'warden', scopes: ['openid', 'mcp'] } },
+          oidc: oidcServer(started.resource),
         },
       },
       dir,
     );
-    env = { MCP_WARDEN_CREDENTIALS: 'file', MCP_WARDEN_CREDENTIALS_FILE: credentialsFile, BROWSER };
+    env = {
+      MCP_WARDEN_CREDENTIALS: 'file',
+      MCP_WARDEN_CREDENTIALS_FILE: credentialsFile,
+      BROWSER: OIDC_BROWSER,
+    };
     const login = await runCli(['auth', 'login', 'oidc', '--config', config], env);
     expect(login.stdout).toContain('Signed in to oidc as alice (scopes: mcp)');
     expect(login.code).toBe(0);

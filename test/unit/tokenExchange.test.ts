@@ -134,7 +134,7 @@ describe('token exchange', () => {
     expect(form.has('resource')).toBe(false);
   });
 
-  it("keeps each principal's token for that principal alone, one exchange for concurrent calls, until shortly before expiry", async () => {
+  it("keeps each principal's token for that principal alone, one exchange for concurrent calls, renewed beside the calls before expiry", async () => {
     const t = setup();
     t.signIn('alice');
     t.signIn('bob');
@@ -149,8 +149,27 @@ describe('token exchange', () => {
     t.advance(539_000);
     expect(await t.exchange.tokenFor(principal('alice'))).toBe('exchanged-0-for-alice');
     expect(t.fetchFn).toHaveBeenCalledTimes(2);
+    // In its last minute the held token is still sent, at once, and a new one is exchanged beside.
     t.advance(2_000);
-    expect(await t.exchange.tokenFor(principal('alice'))).toBe('exchanged-2-for-alice');
+    t.hold();
+    expect(await t.exchange.tokenFor(principal('alice'))).toBe('exchanged-0-for-alice');
+    await vi.waitFor(() => expect(t.fetchFn).toHaveBeenCalledTimes(3));
+    expect(await t.exchange.tokenFor(principal('alice'))).toBe('exchanged-0-for-alice');
+    t.release();
+    await vi.waitFor(async () =>
+      expect(await t.exchange.tokenFor(principal('alice'))).toBe('exchanged-2-for-alice'),
+    );
+    expect(t.fetchFn).toHaveBeenCalledTimes(3);
+    // In its last seconds a token is not sent: the call waits for the new one.
+    t.advance(596_000);
+    t.hold();
+    let got: string | undefined;
+    const waiting = t.exchange.tokenFor(principal('alice')).then((token) => (got = token));
+    await vi.waitFor(() => expect(t.fetchFn).toHaveBeenCalledTimes(4));
+    expect(got).toBeUndefined();
+    t.release();
+    await waiting;
+    expect(got).toBe('exchanged-3-for-alice');
   });
 
   it('exchanges again after the server refused the token held, but not when another request already did', async () => {

@@ -17,6 +17,7 @@ import { guardedFetch, type Fetch } from './guardedFetch.js';
 import { clientMetadata, signInWithBrowser } from './interactiveSignIn.js';
 import { accounts, principalAccount, type SecretStore, type TokenRecord } from './records.js';
 import { revokeTokens, TokenRefresh } from './refresh.js';
+import { renewalOf } from './renewal.js';
 import { TokenCache } from './tokenCache.js';
 import { TokenExchange, type TokenExchangeRecord } from './tokenExchange.js';
 
@@ -232,16 +233,29 @@ export class ServerOAuth implements UpstreamSignIn {
     return { signedIn: true, revoked };
   }
 
-  /** The stored sign-in of `who`, renewed first when its access token is about to expire. */
+  /**
+   * The stored sign-in of `who`. Near its access token's expiry it is renewed (see renewalOf):
+   * beside the request while the token is still good, before it at the very end.
+   */
   async currentTokens(who: string, principal: Principal | undefined): Promise<TokenRecord | undefined> {
     const record = await this.read(who);
     if (record === undefined) return undefined;
     if (record.expiresAt === undefined) return record;
-    // Renewed a minute ahead, or halfway through a lifetime shorter than two minutes.
-    const lifetime = record.expiresAt - (record.obtainedAt ?? record.expiresAt);
-    const ahead = Math.min(this.deps.refreshAheadMs ?? 60_000, lifetime / 2);
-    if (record.expiresAt - this.now() > ahead) return record;
-    return this.refresh(who, principal, record.tokens.access_token);
+    const life = {
+      expiresAt: record.expiresAt,
+      lifetime: record.expiresAt - (record.obtainedAt ?? record.expiresAt),
+      ...(this.deps.refreshAheadMs !== undefined && { aheadMs: this.deps.refreshAheadMs }),
+    };
+    switch (renewalOf(life, this.now())) {
+      case 'keep':
+        return record;
+      case 'beside':
+        // A refresh that fails is audited and logged where it fails; the next request tries again.
+        this.refresh(who, principal, record.tokens.access_token).catch(() => {});
+        return record;
+      case 'first':
+        return this.refresh(who, principal, record.tokens.access_token);
+    }
   }
 
   /** See `TokenRefresh.refresh`. */

@@ -12,6 +12,7 @@ import type { HttpAuthorization } from '../../core/transports/httpTransport.js';
 import { describeError } from '../../lib/describeError.js';
 import type { Fetch } from './guardedFetch.js';
 import { clientMetadata } from './interactiveSignIn.js';
+import { renewalOf, type TokenLife } from './renewal.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -86,8 +87,8 @@ export interface TokenExchangeDeps {
 
 interface Exchanged {
   readonly token: string;
-  /** When it is exchanged again rather than sent (shortly before it expires). */
-  readonly renewAt: number;
+  /** When it expires and how long it lived; unknown lifetimes are taken as UNKNOWN_LIFETIME_MS. */
+  readonly life: TokenLife;
 }
 
 /**
@@ -118,8 +119,12 @@ export class TokenExchange {
       );
     const key = principalKey(principal);
     const held = this.#held.get(key);
-    if (held !== undefined && held.renewAt > this.deps.now()) return Promise.resolve(held.token);
-    return this.exchangeOnce(key, principal);
+    if (held === undefined) return this.exchangeOnce(key, principal);
+    const renewal = renewalOf(held.life, this.deps.now());
+    if (renewal === 'first') return this.exchangeOnce(key, principal);
+    // A failed exchange is audited where it fails; the next request tries again.
+    if (renewal === 'beside') this.exchangeOnce(key, principal).catch(() => {});
+    return Promise.resolve(held.token);
   }
 
   /**
@@ -156,11 +161,14 @@ export class TokenExchange {
     try {
       const answer = await this.ask(principal);
       const lifetime = lifetimeOf(answer);
-      const ahead = lifetime === undefined ? 0 : Math.min(this.deps.aheadMs ?? 60_000, lifetime / 2);
       const now = this.deps.now();
       this.hold(key, {
         token: answer.access_token,
-        renewAt: now + (lifetime ?? UNKNOWN_LIFETIME_MS) - ahead,
+        life: {
+          expiresAt: now + (lifetime ?? UNKNOWN_LIFETIME_MS),
+          lifetime: lifetime ?? UNKNOWN_LIFETIME_MS,
+          ...(this.deps.aheadMs !== undefined && { aheadMs: this.deps.aheadMs }),
+        },
       });
       const scopes = (answer.scope ?? this.deps.config.scopes?.join(' ') ?? '').split(' ').filter(Boolean);
       record?.(
