@@ -67,6 +67,7 @@ import type {
   SandboxConfig,
   ServerConfig,
   StdioServerConfig,
+  AcrossReplicas,
   ToolFilter,
   WardenConfig,
 } from './types.js';
@@ -808,6 +809,7 @@ function normalizeServer(
           : templateText(perPrincipal.cwd),
       ...sandboxSetting(ctx, at('sandbox'), entry['sandbox'], inherited.gateway.sandbox),
       ...(perPrincipal && { perPrincipal }),
+      ...acrossReplicasOf(ctx, entry, at, common.shared),
     };
     checkNotItself(ctx, at('args'), entry['args'], stdio);
     return stdio;
@@ -858,6 +860,30 @@ function oauthClient(
   };
 }
 
+/**
+ * A stdio entry's `acrossReplicas` (the schema checked its value). It orders the calls of each
+ * principal's own process; with `shared: true` there is no such process, and saying `serial` there
+ * would promise an ordering that does not happen, so it is refused.
+ */
+function acrossReplicasOf(
+  ctx: Context,
+  entry: Data,
+  at: ServerKeyPath,
+  shared: boolean,
+): { acrossReplicas?: AcrossReplicas } {
+  const value = entry['acrossReplicas'];
+  if (value !== 'serial' && value !== 'parallel') return {};
+  if (shared) {
+    ctx.issues.add(
+      at('acrossReplicas'),
+      'key',
+      'applies only to a server that runs one process per principal, and this one has "shared: true"',
+    );
+    return {};
+  }
+  return { acrossReplicas: value };
+}
+
 /** Where a key of the server entry being read is: `servers.<name>.<keys>`. */
 type ServerKeyPath = (...keys: string[]) => KeyPath;
 
@@ -880,7 +906,10 @@ function checkTransportKeys(ctx: Context, entry: Data, transport: 'stdio' | 'htt
     );
   }
   // Silently ignoring e.g. `args` on an HTTP server would hide a mistake in the entry.
-  const foreign = transport === 'stdio' ? ['headers', 'oauth'] : ['args', 'env', 'envFile', 'cwd', 'sandbox'];
+  const foreign =
+    transport === 'stdio'
+      ? ['headers', 'oauth']
+      : ['args', 'env', 'envFile', 'cwd', 'sandbox', 'acrossReplicas'];
   for (const key of foreign.filter((k) => entry[k] !== undefined)) {
     ctx.issues.add(
       at(key),

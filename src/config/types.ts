@@ -273,11 +273,20 @@ export interface StdioServerConfig extends ServerCommon {
    */
   readonly perPrincipal?: PrincipalTemplates;
   /**
+   * With a store and a listener, whether one principal's requests to their own process of this
+   * server run one at a time over all replicas (`serial`, holding a lease in the store) or on
+   * each replica's copy at once (`parallel`). Absent: `serial`. Never set with `shared: true`.
+   */
+  readonly acrossReplicas?: AcrossReplicas;
+  /**
    * The principal's private folder, made (mode 0700) before the process starts, when the entry
    * resolved for one principal uses it. Set only on such an entry, never by loading.
    */
   readonly principalHome?: string;
 }
+
+/** See `StdioServerConfig.acrossReplicas`. */
+export type AcrossReplicas = 'serial' | 'parallel';
 
 /**
  * One string that names the principal: literal text and the principal's values, in order. A value

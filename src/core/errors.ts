@@ -217,22 +217,31 @@ export class CallTimeoutError extends WardenError {
     readonly target: string;
     readonly kind: TimeoutKind;
     readonly limitMs: number;
+    /**
+     * What the request was still waiting for before it could be sent, when it was (another
+     * replica using the same process): it then never ran, and the message says so.
+     */
+    readonly waitingOn?: string | undefined;
   }) {
-    const { method, server, target, kind, limitMs } = options;
+    const { method, server, target, kind, limitMs, waitingOn } = options;
     const limit = formatMs(limitMs);
+    const what =
+      method === 'tools/call' ? `Tool "${target}" on server "${server}"` : `${method} to server "${server}"`;
     super(
       'CALL_TIMEOUT',
       options.direction === 'host'
         ? `${method} from server "${server}" got no answer from the host within ${limit}`
-        : method !== 'tools/call'
-          ? kind === 'idle'
-            ? `${method} to server "${server}" got no answer within ${limit}`
-            : `${method} to server "${server}" ran for ${limit}, its maximum (maxTimeout), despite progress`
-          : kind === 'idle'
-            ? `Tool "${target}" on server "${server}" timed out: no answer or progress for ${limit} ` +
-              `(its timeout); the call was cancelled upstream.`
-            : `Tool "${target}" on server "${server}" timed out: it ran for ${limit}, its maximum ` +
-              `(maxTimeout), despite progress; the call was cancelled upstream.`,
+        : waitingOn !== undefined
+          ? `${what} timed out after ${limit} without running: ${waitingOn}.`
+          : method !== 'tools/call'
+            ? kind === 'idle'
+              ? `${method} to server "${server}" got no answer within ${limit}`
+              : `${method} to server "${server}" ran for ${limit}, its maximum (maxTimeout), despite progress`
+            : kind === 'idle'
+              ? `Tool "${target}" on server "${server}" timed out: no answer or progress for ${limit} ` +
+                `(its timeout); the call was cancelled upstream.`
+              : `Tool "${target}" on server "${server}" timed out: it ran for ${limit}, its maximum ` +
+                `(maxTimeout), despite progress; the call was cancelled upstream.`,
     );
     this.kind = kind;
     this.limitMs = limitMs;
@@ -279,6 +288,16 @@ export class QueueFullError extends WardenError {
       `Server "${server}" is busy: ${maxConcurrency} calls are running and ${maxQueue} are waiting ` +
         `(maxConcurrency/maxQueue); try again later.`,
     );
+  }
+}
+
+/**
+ * Too many requests of one principal wait on this replica for their turn at that principal's own
+ * process of a server, which runs one request at a time over all replicas.
+ */
+export class TurnQueueFullError extends WardenError {
+  constructor(message: string) {
+    super('QUEUE_FULL', message);
   }
 }
 

@@ -222,6 +222,12 @@ export interface CallEvent extends GatewayEventBase {
   continuedVia?: readonly string[];
   /** The replica that took the call over from one that died while it waited for its confirmation. */
   takenOverBy?: string;
+  /**
+   * With replicas sharing a store: milliseconds the call waited for its turn at the principal's
+   * own process of a server that runs one request at a time over all replicas (another request
+   * of the same user, here or on another replica, had it); absent when it did not wait.
+   */
+  leaseWaitMs?: number;
 }
 
 /**
@@ -286,6 +292,8 @@ export interface RequestEvent extends GatewayEventBase {
   flow?: FlowRecord;
   /** As for `call`: the replicas that took the host's answers and sent them on to this one. */
   continuedVia?: readonly string[];
+  /** As for `call`: how long it waited for its turn at the principal's own process. */
+  leaseWaitMs?: number;
 }
 
 /** The gateway started serving. */

@@ -29,6 +29,7 @@ import { createPinStage } from '../features/pins/stage.js';
 import { describeGuardrailEntry } from '../features/policy/engine.js';
 import { createPolicy } from '../features/policy/feature.js';
 import type { PolicySet } from '../features/policy/types.js';
+import { createReplicaLease } from '../features/replicaLease/feature.js';
 import { createRepair } from '../features/repair/feature.js';
 import { createOutputValidator } from '../features/repair/outputSchemaValidator.js';
 import { createTelemetry } from '../features/telemetry/feature.js';
@@ -118,6 +119,7 @@ export function buildFeatures(deps: FeatureDependencies): {
     createPrincipalLimits(config),
     createToolSearch(config),
     createRateLimits(config, { record: deps.record, ...(deps.store && { store: deps.store }) }),
+    createReplicaLease(config, { servers, logger, ...(deps.store && { store: deps.store }) }),
   ];
   return { features, policy, settingsFeatures };
 

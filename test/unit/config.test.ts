@@ -586,6 +586,25 @@ describe('parseConfigText: one problem, one exact message', () => {
       ],
     ],
     [
+      'acrossReplicas on an HTTP server',
+      'servers:\n  a:\n    url: https://x.example/mcp\n    acrossReplicas: serial\n',
+      [
+        `${F}:4:5: servers.a.acrossReplicas: "acrossReplicas" applies only to stdio servers (with "command"), and this one has "url"`,
+      ],
+    ],
+    [
+      'acrossReplicas on a server every principal shares',
+      'servers:\n  a:\n    command: x\n    shared: true\n    acrossReplicas: parallel\n',
+      [
+        `${F}:5:5: servers.a.acrossReplicas: applies only to a server that runs one process per principal, and this one has "shared: true"`,
+      ],
+    ],
+    [
+      'acrossReplicas that is neither serial nor parallel',
+      'servers:\n  a: { command: x, acrossReplicas: one-at-a-time }\n',
+      [`${F}:2:36: servers.a.acrossReplicas: expected one of "serial", "parallel", got "one-at-a-time"`],
+    ],
+    [
       'oauth on a stdio server',
       'servers:\n  a:\n    command: x\n    oauth: { clientId: c }\n',
       [

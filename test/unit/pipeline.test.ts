@@ -43,7 +43,7 @@ function controllableUpstream() {
 }
 
 describe('pipeline order', () => {
-  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, flow, confirmation, timeout, resultRepair, guardrails, concurrencyLimit, telemetryUpstream', () => {
+  it('is telemetry, rateLimit, audit, principalLimit, pins, validate, policy, flow, confirmation, timeout, resultRepair, guardrails, replicaLease, concurrencyLimit, telemetryUpstream', () => {
     expect(STAGE_ORDER).toEqual([
       'telemetry',
       'rateLimit',
@@ -57,6 +57,7 @@ describe('pipeline order', () => {
       'timeout',
       'resultRepair',
       'guardrails',
+      'replicaLease',
       'concurrencyLimit',
       'telemetryUpstream',
     ]);

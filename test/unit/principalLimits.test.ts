@@ -4,30 +4,16 @@ import { PrincipalLimitError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/logger.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
 import type { Principal } from '../../src/core/principal.js';
-import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { createPrincipalLimitStage } from '../../src/features/limits/principalLimits.js';
+import { toolCall } from './toolCall.js';
 
 const alice: Principal = { source: 'token', subject: 'alice', issuer: 'https://idp' };
 const bob: Principal = { source: 'token', subject: 'bob', issuer: 'https://idp' };
 const ok = Outcome.of({ content: [] });
 
 function call(principal: Principal | undefined, direction: 'upstream' | 'host' = 'upstream'): RoutedMessage {
-  return {
-    kind: 'tools/call',
-    direction,
-    exposedName: 'up__echo',
-    server: 'up',
-    target: 'echo',
-    definition: undefined,
-    arguments: {},
-    params: undefined,
-    meta: undefined,
-    signal: new Cancellation(),
-    onProgress: undefined,
-    record: { repairs: [] },
-    ...(principal && { principal }),
-  };
+  return toolCall({ principal, direction });
 }
 
 /** An upstream that answers when told to. */

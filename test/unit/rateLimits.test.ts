@@ -5,11 +5,11 @@ import type { RateLimitRule } from '../../src/config/types.js';
 import { RateLimitedError } from '../../src/core/errors.js';
 import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
 import type { Principal } from '../../src/core/principal.js';
-import { Cancellation } from '../../src/core/rpc/cancellation.js';
 import { errorToWire, requestErrorToWire, PRINCIPAL_LIMIT_CODE } from '../../src/core/rpc/errorsToWire.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { createRateLimitStage, type RateLimitRecord } from '../../src/features/limits/rateLimits.js';
 import type { Logger } from '../../src/core/logger.js';
+import { toolCall } from './toolCall.js';
 
 const alice: Principal = { source: 'token', subject: 'alice', issuer: 'https://idp' };
 const bob: Principal = { source: 'token', subject: 'bob', issuer: 'https://idp' };
@@ -18,21 +18,7 @@ const next: Next = () => Promise.resolve(ok);
 const silent = { error() {}, warn() {}, info() {}, debug() {} } as unknown as Logger;
 
 function call(principal: Principal | undefined, target = 'echo', server = 'up'): RoutedMessage {
-  return {
-    kind: 'tools/call',
-    direction: 'upstream',
-    exposedName: `${server}__${target}`,
-    server,
-    target,
-    definition: undefined,
-    arguments: {},
-    params: undefined,
-    meta: undefined,
-    signal: new Cancellation(),
-    onProgress: undefined,
-    record: { repairs: [] },
-    ...(principal && { principal }),
-  };
+  return toolCall({ principal, target, server });
 }
 
 function rule(over: Partial<RateLimitRule> & { rate: string }): RateLimitRule {

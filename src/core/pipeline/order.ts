@@ -33,6 +33,10 @@ import type { Stage } from './types.js';
  *    before anything outside sees it; inside resultRepair, so a redacted structuredContent that
  *    no longer fits the tool's outputSchema is repaired like any invalid one; outside
  *    concurrencyLimit, so the upstream's slot is not held while the result is scanned.
+ * 7b. replicaLease: with replicas sharing a store, a principal's own process of a stdio server
+ *    serves one request at a time over all of them; inside timeout, so the wait for the turn
+ *    ends with the call's own limit; outside concurrencyLimit, so a request waiting for another
+ *    replica holds no slot of the server that other principals' requests need.
  * 8. concurrencyLimit: so a slot is held only while the upstream works.
  * 9. telemetryUpstream: innermost, so the span of the request sent on covers the other side's
  *    work alone (not the wait for a slot), and the trace context it injects is the one sent.
@@ -50,6 +54,7 @@ export const STAGE_ORDER = [
   'timeout',
   'resultRepair',
   'guardrails',
+  'replicaLease',
   'concurrencyLimit',
   'telemetryUpstream',
 ] as const;

@@ -144,6 +144,16 @@ export interface CallRecord {
    * (2025-11-25 sessions with a shared store), and ran it.
    */
   takenOverBy?: string;
+  /**
+   * Milliseconds the request waited for its turn at the principal's own process of a server that
+   * runs one request at a time over all replicas; absent when it did not wait.
+   */
+  leaseWaitMs?: number;
+  /**
+   * What the request is waiting for before it can be sent, while it waits (another replica using
+   * the same process): a timeout that fires meanwhile names it. Never audited.
+   */
+  waitingOn?: string;
   /** The policy's decision (policy), with how a confirmation went (confirmation). */
   decision?: {
     effect: Decision['effect'];

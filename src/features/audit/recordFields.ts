@@ -82,6 +82,7 @@ export const CALL_KEYS: readonly string[] = [
   'flow',
   'continuedVia',
   'takenOverBy',
+  'leaseWaitMs',
 ];
 
 /** Which writer a field list gets: the general walk, or one of the fixed ones. */
@@ -233,7 +234,8 @@ export class RecordFields {
       this.#member(',"trace":', 'trace', e['trace'], false) +
       this.#member(',"flow":', 'flow', e['flow'], false) +
       this.#member(',"continuedVia":', 'continuedVia', e['continuedVia'], false) +
-      this.#member(',"takenOverBy":', 'takenOverBy', e['takenOverBy'], false)
+      this.#member(',"takenOverBy":', 'takenOverBy', e['takenOverBy'], false) +
+      this.#member(',"leaseWaitMs":', 'leaseWaitMs', e['leaseWaitMs'], false)
     );
   }
 

@@ -170,6 +170,7 @@ function write(
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
     takenOverBy: call.record.takenOverBy,
+    leaseWaitMs: call.record.leaseWaitMs,
   };
   appendOrLog(options, event, call.exposedName);
 }
@@ -206,6 +207,7 @@ function writeRequest(
     trace: call.record.traceId,
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
+    leaseWaitMs: call.record.leaseWaitMs,
   };
   appendOrLog(options, event, `${call.kind} for ${call.server}`);
 }

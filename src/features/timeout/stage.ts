@@ -110,6 +110,7 @@ class TimedCall extends Deferred<Outcome> implements CancelListener, DeadlineEnt
         target: call.target,
         kind: max ? 'max' : 'idle',
         limitMs: max ? maxMs : idleMs,
+        waitingOn: call.record.waitingOn,
       }),
     );
   }

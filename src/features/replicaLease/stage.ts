@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { NotServingError, TurnQueueFullError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import { describePrincipal, principalKey } from '../../core/principal.js';
+import type { CancelListener, CancelSignal } from '../../core/rpc/cancellation.js';
+import type { Outcome } from '../../core/rpc/outcome.js';
+import { Deferred } from '../../lib/deferred.js';
+import { sha256Hex } from '../../lib/hash.js';
+import type { LeaseStorage } from './storeLeases.js';
+
+export interface ReplicaLeaseOptions {
+  readonly leases: LeaseStorage;
+  /**
+   * For a server by name, how many of one principal's requests may wait on this replica for
+   * their turn; undefined when its requests take no turns (not a per-principal stdio server, or
+   * `acrossReplicas: parallel`). Asked per request, so an edit of the config applies at once.
+   */
+  readonly waitersFor: (server: string) => number | undefined;
+  /** A lease whose holder stops renewing it is free after this long. */
+  readonly ttlMs: number;
+  /** The longest a waiter goes without asking the store again (should a release be missed). */
+  readonly pollMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+/** A request waiting on this replica for the turn another request of this replica has. */
+class TurnWaiter extends Deferred<void> implements CancelListener {
+  constructor(
+    private readonly lane: Lane,
+    private readonly signal: CancelSignal,
+  ) {
+    super();
+    signal.listen(this);
+  }
+
+  onCancelled(reason: Error): void {
+    const at = this.lane.waiting.indexOf(this);
+    if (at >= 0) this.lane.waiting.splice(at, 1);
+    this.reject(reason);
+  }
+
+  /** Its turn came: it stops listening for a cancel (its own wait for the store listens anew). */
+  go(): void {
+    this.signal.unlisten(this);
+    this.resolve();
+  }
+}
+
+/**
+ * One principal's own process of one server, as this replica sees it: whether one of its
+ * requests has the turn (it holds the lease, or is getting it), and those waiting behind it.
+ */
+interface Lane {
+  readonly waiting: TurnWaiter[];
+}
+
+/**
+ * A pause before the next attempt at a lease: a release of that lease, the time given, or the
+ * request's cancel ends it, whichever comes first.
+ */
+class Pause extends Deferred<void> implements CancelListener {
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly wakers: Map<string, Set<Pause>>,
+    private readonly key: string,
+    private readonly signal: CancelSignal,
+    ms: number,
+  ) {
+    super();
+    let set = wakers.get(key);
+    if (set === undefined) wakers.set(key, (set = new Set()));
+    set.add(this);
+    this.timer = setTimeout(() => this.end(), ms);
+    signal.listen(this);
+  }
+
+  onCancelled(reason: Error): void {
+    this.leave();
+    this.reject(reason);
+  }
+
+  /** Time to try again. */
+  end(): void {
+    this.leave();
+    this.resolve();
+  }
+
+  private leave(): void {
+    clearTimeout(this.timer);
+    this.signal.unlisten(this);
+    const set = this.wakers.get(this.key);
+    set?.delete(this);
+    if (set?.size === 0) this.wakers.delete(this.key);
+  }
+}
+
+/**
+ * One request at a time to each principal's own process of a server, over every replica that
+ * shares the store. Two replicas each run a copy of a user's process; when both copies work on
+ * the same files (the user's folder on storage every replica mounts), two writes at once would
+ * each read the file, change it and write it back, and one would be lost.
+ *
+ * The turn is a lease in the store, per call: a request takes it, holds it while it runs
+ * (renewed a few times per time to live), and gives it up when it ends. Per call rather than
+ * per replica because a server such as server-memory is not safe with two requests at once even
+ * in one process: it reads and writes its file around awaits. Requests of one replica queue
+ * here first (a bounded line per process), so only one of them at a time asks the store.
+ *
+ * A request that cannot get the lease waits until the holder releases it (announced by the
+ * store; a slow poll stands in for a lost announcement) or until its own timeout, which then
+ * says that another replica is using the process. A lease whose holder died runs out after its
+ * time to live. A store that fails refuses the request: the turn cannot be known, and running
+ * without it is the lost write this prevents.
+ */
+export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
+  const { leases, ttlMs, pollMs, logger } = options;
+  const now = options.now ?? performance.now.bind(performance);
+  const lanes = new Map<string, Lane>();
+  const wakers = new Map<string, Set<Pause>>();
+  leases
+    .onReleased((key) => {
+      for (const pause of wakers.get(key) ?? []) pause.end();
+    })
+    .catch((error: Error) =>
+      logger.warn(
+        `${error.message}; requests waiting for another replica ask the store again every ${pollMs} ms instead`,
+      ),
+    );
+
+  /** Gives the lane's turn to the next request waiting on this replica, or forgets the lane. */
+  const handOn = (key: string, lane: Lane): void => {
+    const next = lane.waiting.shift();
+    if (next === undefined) lanes.delete(key);
+    else next.go();
+  };
+
+  /**
+   * Takes the store's lease for `call`, waiting for it as long as the call may; true when it
+   * had to wait for another replica.
+   */
+  const acquire = async (call: RoutedMessage, key: string, token: string): Promise<boolean> => {
+    const claimMs = 3 * pollMs;
+    for (let waited = false; ; waited = true) {
+      let attempt;
+      try {
+        attempt = await leases.acquire(key, token, ttlMs, claimMs);
+      } catch (error) {
+        throw storeFailed(call, error);
+      }
+      if (attempt.held) return waited;
+      call.record.waitingOn = `another replica is using ${describePrincipal(call.principal!)}'s own process of server "${call.server}", which runs one request at a time`;
+      await new Pause(wakers, key, call.signal, Math.min(Math.max(attempt.retryInMs, 1), pollMs)).promise;
+    }
+  };
+
+  return async function replicaLease(call: RoutedMessage, next: Next): Promise<Outcome> {
+    if (call.direction !== 'upstream' || call.principal === undefined) return next(call);
+    const maxWaiting = options.waitersFor(call.server);
+    if (maxWaiting === undefined) return next(call);
+    const key = sha256Hex(`${principalKey(call.principal)}\u0000${call.server}`);
+    const arrived = now();
+    let lane = lanes.get(key);
+    const queuedHere = lane !== undefined;
+    if (lane === undefined) lanes.set(key, (lane = { waiting: [] }));
+    else {
+      if (lane.waiting.length >= maxWaiting)
+        throw new TurnQueueFullError(
+          `${describePrincipal(call.principal)}'s own process of server "${call.server}" runs one request at a time, ` +
+            `and ${lane.waiting.length} of their requests already wait for it here (maxQueue); try again later.`,
+        );
+      const waiter = new TurnWaiter(lane, call.signal);
+      lane.waiting.push(waiter);
+      await waiter.promise;
+    }
+    const token = randomBytes(16).toString('hex');
+    let waitedElsewhere: boolean;
+    try {
+      waitedElsewhere = await acquire(call, key, token);
+    } catch (error) {
+      // A request that gives up waiting leaves its claim on the next turn to whoever waits next.
+      if (!(error instanceof NotServingError)) release(call, key, token);
+      handOn(key, lane);
+      throw error;
+    } finally {
+      delete call.record.waitingOn;
+    }
+    if (queuedHere || waitedElsewhere) call.record.leaseWaitMs = Math.ceil(now() - arrived);
+    // Said once per request: a store that stays down would otherwise repeat it at every renewal.
+    let warned = false;
+    const warnLost = (why: string): void => {
+      if (!warned) lost(call, why);
+      warned = true;
+    };
+    const renewal = setInterval(() => {
+      leases.renew(key, token, ttlMs).then(
+        (held) => {
+          if (held) return;
+          // Another replica may hold it now: renewing it again would not make it ours.
+          clearInterval(renewal);
+          warnLost('it ran out before it could be renewed');
+        },
+        (error: Error) => warnLost(error.message),
+      );
+    }, ttlMs / 3);
+    renewal.unref();
+    try {
+      if (call.signal.cancelled) throw call.signal.reason!;
+      return await next(call);
+    } finally {
+      clearInterval(renewal);
+      // In order on the store's one connection: the next request's attempt comes after this.
+      release(call, key, token);
+      handOn(key, lane);
+    }
+  };
+
+  function release(call: RoutedMessage, key: string, token: string): void {
+    leases
+      .release(key, token)
+      .catch((error: Error) =>
+        logger.warn(`${error.message}; the turn at server "${call.server}" is free when its lease runs out`),
+      );
+  }
+
+  function lost(call: RoutedMessage, why: string): void {
+    logger.warn(
+      `the turn at ${describePrincipal(call.principal!)}'s own process of server "${call.server}" was lost while a request ran (${why}): another replica may start one at the same time`,
+    );
+  }
+}
+
+/** The refusal of a request whose turn the store could not give. */
+function storeFailed(call: RoutedMessage, error: unknown): NotServingError {
+  return new NotServingError(
+    `Server "${call.server}" runs one request at a time for each user over all replicas, and the turn ` +
+      `could not be taken: ${(error as Error).message}. The call was not run; try again when the store is back.`,
+  );
+}
