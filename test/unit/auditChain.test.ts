@@ -13,7 +13,9 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openAuditLog } from '../../src/features/audit/auditWriter.js';
 import { canonicalJson } from '../../src/lib/canonicalJson.js';
-import { lineHashes, sealRecord } from '../../src/features/audit/chain.js';
+import { lineHashes, sealRecord, sealSuffix } from '../../src/features/audit/chain.js';
+import { LineBatch } from '../../src/features/audit/lineBatch.js';
+import { sha256Hex } from '../../src/lib/hash.js';
 import { GENESIS_HASH, type CallEvent } from '../../src/core/events.js';
 import { createRedactor } from '../../src/features/audit/redact.js';
 import { formatVerifyResult, verifyAuditFiles } from '../../src/features/audit/verify.js';
@@ -521,5 +523,23 @@ describe('audit log hash chain', () => {
         problem: 'no such file',
       });
     });
+  });
+});
+
+describe('LineBatch', () => {
+  it('hashes each line from where it lies, before and after the buffer grows and is replaced', () => {
+    const batch = new LineBatch();
+    const opens = [
+      '{"a":"é"',
+      `{"big":"${'x'.repeat(70 * 1024)}"`,
+      '{"b":1',
+      `{"huge":"${'ü'.repeat(600 * 1024)}"`,
+    ];
+    for (const open of opens) expect(batch.sealOpen(open)).toBe(sha256Hex(open));
+    expect(batch.text()).toBe(opens.map((open) => `${open}${sealSuffix(sha256Hex(open))}`).join(''));
+    // Past the size kept between writes, the buffer is replaced by a small one.
+    batch.clear();
+    expect(batch.sealOpen('{"c":2')).toBe(sha256Hex('{"c":2'));
+    expect(batch.text()).toBe(`{"c":2${sealSuffix(sha256Hex('{"c":2'))}`);
   });
 });

@@ -13,7 +13,7 @@ import {
 import { EncodedResult } from '../../src/core/rpc/encoded.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
 import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
-import { topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
+import { responseResultSpan, topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
 import { WholeLine } from '../../src/core/transports/largeLine.js';
 import { LineDecoder, type OversizeLine } from '../../src/core/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/core/transports/streamTransport.js';
@@ -177,6 +177,35 @@ describe('parseMessage', () => {
     expect(JSON.parse(line.slice(span[0], span[1]))).toEqual(
       (JSON.parse(line) as { result: unknown }).result,
     );
+  });
+
+  it("finds a response's result the short way exactly where the general scan does", () => {
+    const lines = [
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}',
+      '{"jsonrpc":"2.0","id":"a\\"b","result":{"s":"}\\"]"}}',
+      '{"jsonrpc":"2.0","id":-12.5e3,"result":[]}',
+      '{"jsonrpc":"2.0","id":12345678901234567890,"result":{}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"a":1} }',
+      '{"jsonrpc":"2.0","id":1,"result":{"a":1}\r',
+      // Members after the result: the last `result` wins, or another member follows.
+      '{"jsonrpc":"2.0","id":1,"result":{"evil":true},"result":{"ok":true}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"a":1},"id":2}',
+      '{"jsonrpc":"2.0","id":1,"result":{"a":1},"_meta":{}}',
+      // Not in the usual form: whitespace, another order, no result.
+      '{"jsonrpc":"2.0","id": 1,"result":{"a":1}}',
+      '{ "jsonrpc":"2.0","id":1,"result":{"a":1}}',
+      '{"id":1,"jsonrpc":"2.0","result":{"a":1}}',
+      '{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}',
+      '{"jsonrpc":"2.0","id":1,"resultx":{},"result":2}',
+      '\ufeff{"jsonrpc":"2.0","id":1,"result":{}}',
+    ];
+    for (const line of lines) {
+      expect(responseResultSpan(line), line).toEqual(topLevelMemberSpan(line, 'result'));
+    }
+    const usual = lines[0]!;
+    expect(usual.slice(...responseResultSpan(usual)!)).toBe('{"content":[{"type":"text","text":"hello"}]}');
+    const twice = lines[6]!;
+    expect(twice.slice(...responseResultSpan(twice)!)).toBe('{"ok":true}');
   });
 
   it('forwards raw text only for the untouched object, never for a copy', () => {

@@ -4,7 +4,7 @@
  */
 
 import type { ByteParts } from '../../lib/byteParts.js';
-import { topLevelMemberSpan } from '../../lib/json/memberSpan.js';
+import { responseResultSpan } from '../../lib/json/memberSpan.js';
 
 /**
  * A large line: its bytes, and the text the gateway parses in its place (transports/largeLine.ts
@@ -51,7 +51,7 @@ export class RawResponse {
   result(): RawResult | undefined {
     if (this.found === undefined) {
       const { line, large } = this;
-      const span = topLevelMemberSpan(line, 'result');
+      const span = responseResultSpan(line);
       // Cut from bytes that are not valid UTF-8 by offsets measured in their decoded text, the
       // result could come out cut wrong: it is then written from the parsed value instead.
       if (span === null || large?.offsetsExact === false) this.found = null;

@@ -49,23 +49,32 @@ const BATCH_KEPT_BYTES = 1024 * 1024;
  * half of the sealing and writing cost of a record). The first byte is kept for a newline.
  */
 export class LineBatch {
-  #buffer = Buffer.allocUnsafe(64 * 1024);
+  #buffer: Buffer = Buffer.allocUnsafe(64 * 1024);
+  /**
+   * Where the buffer's bytes lie, for the view each record is hashed from. Buffer's own
+   * `subarray` and `write`, read off the buffer per record, were property loads the optimizing
+   * compiler left generic (about a thousand instructions per call, counted): `write` is taken
+   * once below, and the view is made from these two without a method.
+   */
+  #memory: ArrayBufferLike = this.#buffer.buffer;
+  #offset = this.#buffer.byteOffset;
   /** Bytes of lines, after the reserved first byte. */
   bytes = 0;
 
   clear(): void {
     this.bytes = 0;
-    if (this.#buffer.length > BATCH_KEPT_BYTES) this.#buffer = Buffer.allocUnsafe(64 * 1024);
+    if (this.#buffer.length > BATCH_KEPT_BYTES) this.#use(Buffer.allocUnsafe(64 * 1024));
   }
 
   /** Appends `open` + the hash member + `"}` + newline; returns the hash (see `sealOpenRecord`). */
   sealOpen(open: string): string {
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     this.#reserve(open.length * 3 + SEAL_SUFFIX_BYTES);
+    const buffer = this.#buffer;
     const start = 1 + this.bytes;
-    const end = start + this.#buffer.write(open, start, 'utf8');
-    const hash = sha256HexOfBytes(this.#buffer.subarray(start, end));
-    const sealed = end + this.#buffer.write(sealSuffix(hash), end, 'latin1');
+    const end = start + writeString.call(buffer, open, start, 'utf8');
+    const hash = sha256HexOfBytes(new Uint8Array(this.#memory, this.#offset + start, end - start));
+    const sealed = end + writeString.call(buffer, sealSuffix(hash), end, 'latin1');
     this.bytes = sealed - 1;
     return hash;
   }
@@ -107,6 +116,15 @@ export class LineBatch {
     if (needed <= this.#buffer.length) return;
     const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
     this.#buffer.copy(grown, 0, 0, 1 + this.bytes);
-    this.#buffer = grown;
+    this.#use(grown);
+  }
+
+  #use(buffer: Buffer): void {
+    this.#buffer = buffer;
+    this.#memory = buffer.buffer;
+    this.#offset = buffer.byteOffset;
   }
 }
+
+/** `Buffer.prototype.write`, taken once (see `LineBatch.#memory`). */
+const writeString = Buffer.prototype.write;

@@ -198,13 +198,13 @@ export class RecordFields {
   #callStart(e: Members): string {
     return (
       this.#callStartType +
-      this.#member(',"session":', 'session', e['session'], true) +
+      this.#lastMember(this.#session, e['session']) +
       this.#member(',"principal":', 'principal', e['principal'], false) +
       this.#member(',"call":', 'call', e['call'], false) +
       this.#member(',"method":', 'method', e['method'], false) +
-      this.#member(',"tool":', 'tool', e['tool'], true) +
-      this.#member(',"server":', 'server', e['server'], true) +
-      this.#member(',"upstreamTool":', 'upstreamTool', e['upstreamTool'], true) +
+      this.#lastMember(this.#tool, e['tool']) +
+      this.#lastMember(this.#server, e['server']) +
+      this.#lastMember(this.#upstreamTool, e['upstreamTool']) +
       this.#startArgs(e['args'])
     );
   }
@@ -213,18 +213,18 @@ export class RecordFields {
   #call(e: Members): string {
     return (
       this.#callType +
-      this.#member(',"session":', 'session', e['session'], true) +
+      this.#lastMember(this.#session, e['session']) +
       this.#member(',"principal":', 'principal', e['principal'], false) +
       this.#member(',"client":', 'client', e['client'], false) +
       this.#member(',"hostEra":', 'hostEra', e['hostEra'], false) +
       this.#member(',"upstreamEra":', 'upstreamEra', e['upstreamEra'], false) +
-      this.#member(',"tool":', 'tool', e['tool'], true) +
-      this.#member(',"server":', 'server', e['server'], true) +
-      this.#member(',"upstreamTool":', 'upstreamTool', e['upstreamTool'], true) +
+      this.#lastMember(this.#tool, e['tool']) +
+      this.#lastMember(this.#server, e['server']) +
+      this.#lastMember(this.#upstreamTool, e['upstreamTool']) +
       this.#member(',"args":', 'args', e['args'], false) +
       this.#member(',"decision":', 'decision', e['decision'], false) +
       this.#member(',"pin":', 'pin', e['pin'], false) +
-      this.#member(',"outcome":', 'outcome', e['outcome'], true) +
+      this.#lastMember(this.#outcome, e['outcome']) +
       this.#member(',"ms":', 'ms', e['ms'], false) +
       this.#member(',"repairs":', 'repairs', e['repairs'], false) +
       this.#member(',"resultBytes":', 'resultBytes', e['resultBytes'], false) +
@@ -237,6 +237,28 @@ export class RecordFields {
       this.#member(',"takenOverBy":', 'takenOverBy', e['takenOverBy'], false) +
       this.#member(',"leaseWaitMs":', 'leaseWaitMs', e['leaseWaitMs'], false)
     );
+  }
+
+  /*
+   * The repeated fields of the two call records, each with the text of the last string written
+   * under it: from call to call these are the very same strings (the gateway's session, a
+   * tool's names, `ok`), so the member's text is found by one comparison rather than a lookup
+   * in the cache of repeated strings.
+   */
+  readonly #session = new LastMember(',"session":', 'session');
+  readonly #tool = new LastMember(',"tool":', 'tool');
+  readonly #server = new LastMember(',"server":', 'server');
+  readonly #upstreamTool = new LastMember(',"upstreamTool":', 'upstreamTool');
+  readonly #outcome = new LastMember(',"outcome":', 'outcome');
+
+  /** `#member` of a REPEATED_FIELDS field, remembering the last string written under it. */
+  #lastMember(last: LastMember, value: unknown): string {
+    if (typeof value !== 'string') return this.#member(last.name, last.key, value, true);
+    if (value !== last.value) {
+      last.text = this.#member(last.name, last.key, value, true);
+      last.value = value;
+    }
+    return last.text;
   }
 
   /** `name` and the value's text, or nothing for a value JSON leaves out. */
@@ -409,6 +431,17 @@ export class RecordFields {
   #repeatedText(text: string): string {
     return this.#redactor === undefined ? text : this.#redactor.redactText(text);
   }
+}
+
+/** One repeated field of the call records and the member written for the last string under it. */
+class LastMember {
+  value: string | undefined = undefined;
+  text = '';
+  constructor(
+    /** `,"key":` */
+    readonly name: string,
+    readonly key: string,
+  ) {}
 }
 
 function sameKeys(a: readonly string[], b: readonly string[]): boolean {

@@ -91,3 +91,27 @@ export function topLevelMemberSpan(text: string, key: string): [number, number] 
     i++;
   }
 }
+
+/** How most peers begin a response: `{"jsonrpc":"2.0","id":`. */
+const RESPONSE_START = '{"jsonrpc":"2.0","id":';
+const RESULT_KEY = ',"result":';
+
+/**
+ * `topLevelMemberSpan(text, 'result')` of a response line, with a shortcut for the way nearly
+ * every peer writes one: `{"jsonrpc":"2.0","id":ID,"result":VALUE}`, no whitespace between
+ * members. Reading a string character by character is what the scan costs, and the members before
+ * `result` were a good part of it; in that form they are compared as one prefix. The value itself
+ * is still scanned, and a closing brace must follow it, so a later member (another `result`, say)
+ * sends the line the general way: the span is always the one the general scan finds.
+ */
+export function responseResultSpan(text: string): [number, number] | null {
+  if (text.startsWith(RESPONSE_START)) {
+    const idEnd = skipValue(text, RESPONSE_START.length);
+    if (text.startsWith(RESULT_KEY, idEnd)) {
+      const start = idEnd + RESULT_KEY.length;
+      const end = skipValue(text, start);
+      if (end > start && text.charCodeAt(skipWhitespace(text, end)) === 0x7d) return [start, end];
+    }
+  }
+  return topLevelMemberSpan(text, 'result');
+}
