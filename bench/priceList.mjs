@@ -25,7 +25,7 @@ const ROOT = path.dirname(BENCH);
 const BENCHES = {
   firstCall: ['firstCall.mjs', '--rounds', '7'],
   run: ['run.mjs', '--rounds', '5', '--out', path.join(tmpdir(), 'warden-price-run.json')],
-  instructions: ['featureCost.mjs', '--callgrind', '10000', '--warmup', '10000', '--only', 'floor-full,full'],
+  instructions: ['featureCost.mjs', '--callgrind', '20000', '--warmup', '20000', '--only', 'floor-full,full'],
   http: ['http.mjs'],
   toolSearch: ['toolSearch/run.mjs'],
   guardrails: ['guardrails.mjs'],
