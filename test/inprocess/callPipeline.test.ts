@@ -20,6 +20,7 @@ import {
   type HostSession,
   textOf,
 } from '../integration/harness.js';
+import { servedPerTest } from './perTest.js';
 import { connectServed } from './served.js';
 
 /** The same fixture without the gateway, to compare against. */
@@ -38,14 +39,14 @@ describe('result repair, as a strict SDK host sees it', () => {
 
   beforeAll(async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { s: fixture(['--tools', 'structured']) } });
-    host = await connectServed(config);
+    host = await shared.connect(config);
     await host.client.listTools();
     plain = await direct(['--tools', 'structured']);
   });
   afterAll(async () => {
-    await host?.close();
     await plain?.close();
   });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('passes a valid structured result through unchanged', async () => {
     const via = await host.client.callTool({ name: 's__structured_valid', arguments: {} });

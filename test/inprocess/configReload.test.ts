@@ -9,7 +9,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   ResourceListChangedNotificationSchema,
@@ -28,12 +28,9 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  await Promise.all(closers.splice(0).map((close) => close()));
-});
+const each = servedPerTest();
 
 /** A fixture server entry as YAML flow text; `flags` after the fixture path. */
 function entry(flags: string[], extra = ''): string {
@@ -76,8 +73,7 @@ function listChanges(client: Client) {
 
 async function serve(file: string, env: Record<string, string> = {}) {
   let changes!: ReturnType<typeof listChanges>;
-  const host = await connectServed(file, { env, beforeConnect: (client) => (changes = listChanges(client)) });
-  closers.push(() => host.close());
+  const host = await each.connect(file, { env, beforeConnect: (client) => (changes = listChanges(client)) });
   return { host, changes };
 }
 
@@ -318,24 +314,24 @@ describe('behind the HTTP listener', () => {
     // It serves resources from the start, so the hosts are told the gateway has resources.
     const common = entry(['--resources', '--name', 'common'], ', shared: true');
     const config = yamlConfig(dir, { common, own: own(1) });
-    const gateway: ServedHttp = await serveHttpInProcess(config.file, {
+    const gateway = await each.http(config.file, {
       env: { MCP_WARDEN_MANAGED_DIR: tempDir('warden-no-managed-') },
     });
-    closers.push(() => gateway.stop());
     const hosts: { host: HttpHost; changes: ReturnType<typeof listChanges>; resources: Promise<void> }[] = [];
     for (const name of ['first', 'second']) {
       let changes!: ReturnType<typeof listChanges>;
       let resources!: Promise<void>;
-      const host = await connectHttpHost(gateway.url, {
-        name,
-        beforeConnect: (client) => {
-          changes = listChanges(client);
-          resources = new Promise((resolve) =>
-            client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve()),
-          );
-        },
-      });
-      closers.unshift(() => host.close());
+      const host = each.track(
+        await connectHttpHost(gateway.url, {
+          name,
+          beforeConnect: (client) => {
+            changes = listChanges(client);
+            resources = new Promise((resolve) =>
+              client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve()),
+            );
+          },
+        }),
+      );
       hosts.push({ host, changes, resources });
       await toolNames(host.client);
       // A host is told of changes to the lists it has fetched.

@@ -7,7 +7,7 @@
  * test/integration/definitionRepair.test.ts.
  */
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -25,7 +25,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 async function direct(args: string[]): Promise<Client> {
   const client = new Client({ name: 'direct-host', version: '1.0.0' });
@@ -49,11 +49,9 @@ describe('definition repair', () => {
       },
       dir,
     );
-    host = await connectServed(config);
+    host = await shared.connect(config);
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('direct, the SDK Client cannot list the bad server at all', async () => {
     const client = await direct(['--tools', 'badschema']);

@@ -25,7 +25,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   envelope,
   MODERN,
@@ -48,10 +48,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
 import { keepServedListings } from './servedListings.js';
-import { startServedModern } from './servedModern.js';
-import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
 import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
 import {
   modernAcknowledgment,
@@ -60,6 +57,7 @@ import {
   modernResult,
   modernTaskState,
 } from '../integration/modernWire.js';
+import { servedPerTest } from './perTest.js';
 
 const MODERN_SERVER = path.join(ROOT, 'test/fixtures/modern-server.mjs');
 
@@ -69,19 +67,14 @@ function modernServer(args: string[] = []): Record<string, unknown> {
 
 let modern: ModernHost | undefined;
 let legacy: HostSession | undefined;
-afterEach(async () => {
-  await modern?.close();
-  await legacy?.close();
-  modern = undefined;
-  legacy = undefined;
-});
+const each = servedPerTest();
 
 async function modernHost(
   servers: Record<string, unknown>,
   extra: Record<string, unknown> = {},
 ): Promise<ModernHost> {
   const config = writeConfig({ gateway: FAST_GATEWAY, servers, ...extra });
-  modern = await startServedModern(config);
+  modern = await each.modern(config);
   return modern;
 }
 
@@ -92,7 +85,7 @@ async function modernHost(
 async function modernHostAfterListing(servers: Record<string, unknown>): Promise<ModernHost> {
   const config = writeConfig({ gateway: FAST_GATEWAY, servers });
   await keepServedListings(config);
-  modern = await startServedModern(config, STATE_ENV);
+  modern = await each.modern(config, STATE_ENV);
   return modern;
 }
 
@@ -251,7 +244,7 @@ describe('a legacy host, a modern-only upstream', () => {
     const dir = tempDir();
     const log = path.join(dir, 'modern.jsonl');
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--log', log]) } }, dir);
-    legacy = await connectServed(config);
+    legacy = await each.connect(config);
     const names = (await legacy.client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('m__echo');
     const result = await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'hi' } });
@@ -416,7 +409,7 @@ describe('bridging a modern upstream’s InputRequiredResult to a legacy host', 
   it('asks the host with real requests and retries upstream with the answers', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
     const asked: string[] = [];
-    legacy = await connectServed(config, {
+    legacy = await each.connect(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
       beforeConnect: (client) => {
         client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -534,7 +527,7 @@ describe('confirmation for a modern host', () => {
       { gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture(fixtureArgs) } },
       dir,
     );
-    modern = await startServedModern(config);
+    modern = await each.modern(config);
     return modern;
   }
 
@@ -639,7 +632,7 @@ describe('policy, audit and repair across eras', () => {
 
   it('audit records name both eras when either side is modern, and neither when both are legacy', async () => {
     const both = audited({ up: fixture(), m: modernServer() });
-    modern = await startServedModern(both.config);
+    modern = await each.modern(both.config);
     modernResult(
       'tools/call',
       await modern.request('tools/call', { name: 'up__echo', arguments: { text: 'a' } }),
@@ -656,7 +649,7 @@ describe('policy, audit and repair across eras', () => {
     ]);
 
     const old = audited({ up: fixture(), m: modernServer() });
-    legacy = await connectServed(old.config);
+    legacy = await each.connect(old.config);
     await legacy.client.callTool({ name: 'up__echo', arguments: { text: 'a' } });
     await legacy.client.callTool({ name: 'm__echo', arguments: { text: 'b' } });
     await legacy.close();
@@ -669,7 +662,7 @@ describe('policy, audit and repair across eras', () => {
 
   it('a 2025 host gets structuredContent only as an object: an array from a modern server is repaired', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer() } });
-    legacy = await connectServed(config);
+    legacy = await each.connect(config);
     const result = await legacy.client.callTool({ name: 'm__numbers', arguments: {} });
     expect(result.structuredContent).toBeUndefined();
     expect(textOf(result)).toBe('[1,2,3]');
@@ -716,10 +709,8 @@ describe('result types across eras', () => {
 });
 
 describe('a legacy connection', () => {
-  afterEach(() => stopServedRawSessions());
-
   it('refuses an enveloped request with -32600, and server/discover as before; it keeps serving', async () => {
-    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await each.raw(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     const mixed = s.next((m) => m.id === 1);
     s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } }));
@@ -738,7 +729,7 @@ describe('a legacy connection', () => {
   });
 
   it('refuses a _meta that is not an object with -32602, not an internal error; it keeps serving', async () => {
-    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await each.raw(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     for (const [id, meta] of [
       [1, 'null'],
@@ -827,7 +818,7 @@ describe('resource updates and list changes from a modern upstream', () => {
       { gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources', '--log', log]) } },
       dir,
     );
-    legacy = await connectServed(config);
+    legacy = await each.connect(config);
     const uri = 'modern://modern-fixture/a';
     const updates: unknown[] = [];
     let told: (() => void) | undefined;
@@ -861,7 +852,7 @@ describe('resource updates and list changes from a modern upstream', () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--resources']) } });
     const changed: string[] = [];
     const waiters = new Map<string, () => void>();
-    legacy = await connectServed(config, {
+    legacy = await each.connect(config, {
       beforeConnect: (client) => {
         for (const schema of [ToolListChangedNotificationSchema, ResourceListChangedNotificationSchema])
           client.setNotificationHandler(schema, (n) => {
@@ -953,7 +944,7 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
     );
     // What initialize declares is what the server declared, however slow its start.
     await keepServedListings(config);
-    legacy = await connectServed(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    legacy = await each.connect(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     expect(legacy.client.getServerCapabilities()?.tasks).toMatchObject({
       cancel: {},
       requests: { tools: { call: {} } },
@@ -977,7 +968,7 @@ describe('tasks across eras: a 2025-11-25 host, a modern upstream’s tasks exte
   it('asks the host what the task needs, answers it with tasks/update, and reports a failure as its error', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
     const asked: string[] = [];
-    legacy = await connectServed(config, {
+    legacy = await each.connect(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -1019,7 +1010,7 @@ describe('tasks across eras: a 2025-11-25 host hears a modern server’s task st
     const statuses: Task[] = [];
     let done!: () => void;
     const completed = new Promise<void>((resolve) => (done = resolve));
-    legacy = await connectServed(config, {
+    legacy = await each.connect(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) => {
         client.setRequestHandler(ElicitRequestSchema, () => ANSWERS['elicitation/create'] as never);
@@ -1052,7 +1043,7 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
       servers: { m: modernServer(['--tasks']), plain: modernServer(['--name', 'plain']) },
     });
     await keepServedListings(config);
-    legacy = await connectServed(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    legacy = await each.connect(config, { capabilities: { tasks: { list: {}, cancel: {} } } });
     const tools = (await legacy.client.listTools()).tools;
     const tool = (name: string) => tools.find((t) => t.name === name);
     // The tasks extension has no per-tool flag: every tool of the server may become a task.
@@ -1080,7 +1071,7 @@ describe('tasks across eras: a 2025-11-25 host reads which tools of a modern tas
 
   it('are listed without execution to a host that runs no tasks', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { m: modernServer(['--tasks']) } });
-    legacy = await connectServed(config);
+    legacy = await each.connect(config);
     const tool = (await legacy.client.listTools()).tools.find((t) => t.name === 'm__task_report');
     expect(tool).toBeDefined();
     expect(tool).not.toHaveProperty('execution');
@@ -1143,7 +1134,7 @@ describe('tasks across eras: a modern host answers the questions of a 2025-11-25
       },
       dir,
     );
-    const host = (modern = await startServedModern(config));
+    const host = (modern = await each.modern(config));
     const created = modernCreatedTask(
       await host.request('tools/call', { name: 't__ask-task', arguments: { questions: 2 } }, ASKABLE),
     );
@@ -1390,7 +1381,7 @@ describe('tasks of a modern upstream for a modern host', () => {
       },
       dir,
     );
-    const host = (modern = await startServedModern(config));
+    const host = (modern = await each.modern(config));
     const handle = await createTask(host, 'm__task_ask');
     const failed = await pollPastWorking(host, handle);
     expect(failed).toMatchObject({ taskId: handle, status: 'failed' });
@@ -1522,7 +1513,7 @@ describe('a question a modern server’s task no longer lists', () => {
     );
     const asked: string[] = [];
     let withdrawn: string | undefined;
-    legacy = await connectServed(config, {
+    legacy = await each.connect(config, {
       capabilities: { tasks: { list: {}, cancel: {} }, elicitation: { form: {} } },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
@@ -1567,11 +1558,10 @@ describe('a modern-only Streamable HTTP upstream', () => {
         gateway: FAST_GATEWAY,
         servers: { h: { url: `http://127.0.0.1:${server.port}/mcp` } },
       });
-      legacy = await connectServed(config);
+      legacy = await each.connect(config);
       await test(server, legacy, config);
     } finally {
       await legacy?.close();
-      legacy = undefined;
       await server.close();
     }
   }

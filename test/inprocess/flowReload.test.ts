@@ -6,17 +6,14 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AWS_KEY } from '../fixtures/secretSamples.js';
 import { FAST_GATEWAY, tempDir, textOf, type HostSession } from '../integration/harness.js';
 import { FIXTURE, NODE } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { call, confirmingHost } from '../integration/flowControlSetup.js';
+import { servedPerTest } from './perTest.js';
 
-const hosts: HostSession[] = [];
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((h) => h.close()));
-});
+const each = servedPerTest();
 
 /** A YAML config of three fixture servers, `web`, `files` and `mail`, with `labels` by server. */
 function configText(options: {
@@ -41,21 +38,9 @@ async function serve(text: string, policy?: string) {
   const file = path.join(dir, 'proxy.config.yaml');
   if (policy !== undefined) writeFileSync(path.join(dir, 'policy.yaml'), policy);
   writeFileSync(file, text);
-  const asked: string[] = [];
-  const host = await connectServed(file, {
-    capabilities: { elicitation: { form: {} } },
-    beforeConnect: (client) =>
-      client.setRequestHandler(ElicitRequestSchema, (request) => {
-        asked.push((request.params as { message: string }).message);
-        return { action: 'decline' } as never;
-      }),
-  });
-  hosts.push(host);
-  return { host, file, dir, asked };
+  const host = await confirmingHost(each.connect, file);
+  return { host, file, dir, asked: host.asked };
 }
-
-const call = async (h: HostSession, name: string, text = name) =>
-  (await h.client.callTool({ name, arguments: { text } })) as CallToolResult;
 
 /** Waits for the gateway's `n`-th line saying `what` reloaded. */
 async function reloaded(host: HostSession, what: RegExp, n: number): Promise<void> {

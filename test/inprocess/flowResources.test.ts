@@ -5,22 +5,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  FAST_GATEWAY,
-  fixture,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { describe, expect, it } from 'vitest';
+import { FAST_GATEWAY, fixture, tempDir, textOf, writeConfig } from '../integration/harness.js';
+import { call, confirmingHost } from '../integration/flowControlSetup.js';
+import { servedPerTest } from './perTest.js';
 
-const hosts: HostSession[] = [];
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((h) => h.close()));
-});
+const each = servedPerTest();
 
 describe('resource reads and the lethal trifecta', () => {
   it('reading a private resource after untrusted content makes an egress call ask; its tools stay unlabelled', async () => {
@@ -42,28 +32,19 @@ describe('resource reads and the lethal trifecta', () => {
       },
       dir,
     );
-    const asked: string[] = [];
-    const host = await connectServed(config, {
-      capabilities: { elicitation: { form: {} } },
-      beforeConnect: (client) =>
-        client.setRequestHandler(ElicitRequestSchema, (request) => {
-          asked.push((request.params as { message: string }).message);
-          return { action: 'decline' } as never;
-        }),
-    });
-    hosts.push(host);
-    const call = async (name: string) =>
-      (await host.client.callTool({ name, arguments: { text: name } })) as CallToolResult;
+    const host = await confirmingHost(each.connect, config);
+    const { asked } = host;
+    const callAs = (name: string) => call(host, name);
 
-    await call('web__echo');
+    await callAs('web__echo');
     // A tool of the same server is not private: nothing is asked yet.
-    await call('files__echo');
-    expect(textOf(await call('mail__echo'))).toBe('mail__echo');
+    await callAs('files__echo');
+    expect(textOf(await callAs('mail__echo'))).toBe('mail__echo');
     expect(asked).toEqual([]);
 
     const read = await host.client.readResource({ uri: 'fixture://files/a' });
     expect((read.contents[0] as { text: string }).text).toBe('a from files');
-    const refused = await call('mail__echo');
+    const refused = await callAs('mail__echo');
     expect(refused.isError).toBe(true);
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain('private data from resource "fixture://files/a" on server "files"');

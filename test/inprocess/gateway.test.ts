@@ -6,10 +6,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseMessage, type JsonRpcRequest } from '../../src/core/protocol/jsonRpc.js';
-import { MemoryTransport, startInProcess, type InProcessGateway } from './harness.js';
+import { MemoryTransport, type InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 const POLICY = `
 default: allow
@@ -43,14 +44,11 @@ function upstream(): McpServer {
 }
 
 let running: InProcessGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 describe('the gateway in-process', () => {
   async function start() {
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         'audit: { file: ./audit.jsonl }\npolicies: [./policy.yaml]\nservers:\n  up: { command: unused }\n',
       files: { 'policy.yaml': POLICY },
@@ -150,7 +148,7 @@ describe('the byte-forwarding path', () => {
   };
 
   async function startRaw(answer: (request: JsonRpcRequest) => string) {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  raw: { command: unused }\n',
       upstreams: { raw: rawUpstream(structuredTool, answer) },
     });
@@ -212,7 +210,7 @@ describe('a server that asks the host for what the config refuses it', () => {
       };
       return gatewayEnd;
     };
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'audit: { file: ./audit.jsonl }\nservers:\n  s: { command: unused, sampling: false }\n',
       upstreams: { s: asking },
       client: { capabilities: { sampling: {} } },

@@ -4,12 +4,12 @@
  * That a result in which nothing is redacted reaches the host byte for byte is shown on the
  * built binary's own stdout, in test/integration/guardrails.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { AWS_KEY, GITHUB_TOKEN, PRIVATE_KEY } from '../fixtures/secretSamples.js';
 import { GUARDED_SERVERS, guardedConfig } from '../integration/guardrailsConfig.js';
 import { readAudit, textOf, type HostSession } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const SECRETS = [AWS_KEY, GITHUB_TOKEN, PRIVATE_KEY];
 const MARKERS = ['[redacted:aws-access-key]', '[redacted:github-token]', '[redacted:private-key]'];
@@ -18,11 +18,9 @@ const { config: configFile, audit: auditFile } = guardedConfig(GUARDED_SERVERS);
 
 let host: HostSession;
 beforeAll(async () => {
-  host = await connectServed(configFile);
+  host = await shared.connect(configFile);
 });
-afterAll(async () => {
-  await host?.close();
-});
+const shared = servedPerTest({ closeAfter: 'all' });
 
 function expectRedacted(text: string): void {
   for (const secret of SECRETS) expect(text).not.toContain(secret);

@@ -7,7 +7,7 @@
 import { Buffer } from 'node:buffer';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AWS_KEY, GITHUB_TOKEN } from '../fixtures/secretSamples.js';
 import {
   FAST_GATEWAY,
@@ -17,7 +17,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const LEAK = `deploy notes\naws ${AWS_KEY}\ngithub ${GITHUB_TOKEN}\n`;
 
@@ -63,11 +63,9 @@ const config = writeConfig(
 
 let host: HostSession;
 beforeAll(async () => {
-  host = await connectServed(config);
+  host = await shared.connect(config);
 });
-afterAll(async () => {
-  await host?.close();
-});
+const shared = servedPerTest({ closeAfter: 'all' });
 
 function expectRedacted(text: string): void {
   expect(text).not.toContain(AWS_KEY);

@@ -5,16 +5,16 @@
  * is echoed back at length; and arguments nested too deep are refused and recorded as such.
  * Served in-process (test/inprocess/served.ts), raw lines over the gateway's stdio.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FAST_GATEWAY, fixture, initialize, tempDir, writeConfig } from '../integration/harness.js';
-import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
+import { servedPerTest } from './perTest.js';
 
-afterEach(() => stopServedRawSessions());
+const each = servedPerTest();
 
 async function session(extra: Record<string, unknown> = {}, dir = tempDir()) {
-  return servedRawSession(
+  return each.raw(
     writeConfig(
       { gateway: { ...FAST_GATEWAY, maxMessageSize: '1MiB' }, servers: { up: fixture() }, ...extra },
       dir,
@@ -206,7 +206,7 @@ describe('malformed messages', () => {
   });
 
   it('a 10 MiB method name is not echoed back whole', async () => {
-    const s = await servedRawSession(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
+    const s = await each.raw(writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }));
     await initialize(s);
     const answered = s.next((m) => m.id === 'long');
     s.send(`{"jsonrpc":"2.0","id":"long","method":"${'m'.repeat(10 * 1024 * 1024)}"}`);

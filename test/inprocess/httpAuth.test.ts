@@ -12,12 +12,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import type { OAuth2Server } from 'oauth2-mock-server';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { NODE, readAudit, ROOT, textOf } from '../integration/harness.js';
 import { AUDIENCE, authConfig, PRINCIPAL_POLICY, startIssuer } from '../integration/authIssuer.js';
 import { connectHttpHost, INITIALIZE, postRpc } from '../integration/httpHarness.js';
-import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { type ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let issuer: OAuth2Server;
 let issuerUrl: string;
@@ -46,10 +47,7 @@ afterAll(async () => {
 });
 
 let gateway: ServedHttp | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const each = servedPerTest();
 
 function setup(auth: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return authConfig(issuerUrl, auth, extra);
@@ -86,7 +84,7 @@ function initializeWith(url: string, bearer: string | undefined) {
 describe('HTTP listener with auth:', () => {
   it('serves a valid token, with the principal from it in every call record', async () => {
     const { config, auditFile } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const host = await connectHttpHost(gateway.url, { token: await token() });
     expect(textOf(await host.client.callTool({ name: 'up__echo', arguments: { text: 'hi' } }))).toBe('hi');
     await host.close();
@@ -102,7 +100,7 @@ describe('HTTP listener with auth:', () => {
 
   it('answers no token with 401 and where to find the protected-resource metadata (RFC 9728)', async () => {
     const { config } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const refused = await initializeWith(gateway.url, undefined);
     expect(refused.status).toBe(401);
     const challenge = refused.headers.get('www-authenticate')!;
@@ -119,7 +117,7 @@ describe('HTTP listener with auth:', () => {
 
   it('refuses each bad token with the right status, and none reaches the upstream', async () => {
     const { config, record } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const valid = await token();
     const [head, body] = valid.split('.');
     const rogue = await generateKeyPair('RS256');
@@ -190,7 +188,7 @@ describe('HTTP listener with auth:', () => {
 
   it('takes a token it has checked from memory only until the token expires', async () => {
     const { config } = setup({ clockSkew: '0s' });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     // Long enough that a loaded machine still makes its first two requests inside it.
     const shortLived = await token(() => {}, 6);
     const exp = (
@@ -215,7 +213,7 @@ describe('HTTP listener with auth:', () => {
       {},
       { servers: { t: { command: NODE, args: [path.join(ROOT, 'test/fixtures/task-server.mjs')] } } },
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const tasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
     let id = 1;
     const post = async (bearer: string, method: string, params: Record<string, unknown>, name?: string) => {
@@ -247,7 +245,7 @@ describe('HTTP listener with auth:', () => {
 
   it('follows a key rotation: a new kid refetches the JWKS once; a flood of unknown kids is rate-limited', async () => {
     const { config } = setup({ jwksUri: jwksUrl });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const before = jwksFetches;
     expect((await initializeWith(gateway.url, await token())).status).toBe(200);
     expect(jwksFetches).toBe(before + 1);
@@ -267,7 +265,7 @@ describe('HTTP listener with auth:', () => {
 
   it('with jwksCooldown 0, a token signed by a newly published key is accepted (the set is refetched)', async () => {
     const { config } = setup({ jwksUri: jwksUrl, jwksCooldown: '0s' });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     expect((await initializeWith(gateway.url, await token())).status).toBe(200);
     const fetched = jwksFetches;
     const rotated = await issuer.issuer.keys.generate('RS256', { kid: `rotated-${Date.now()}` });
@@ -288,7 +286,7 @@ describe('policy by principal', () => {
   it("decides each call by its token's claims, and records who was denied", async () => {
     const { config, auditFile, dir, record } = setup({}, { policies: ['policy.yaml'] });
     writeFileSync(path.join(dir, 'policy.yaml'), PRINCIPAL_POLICY);
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await connectHttpHost(gateway.url, { token: await token() });
     const carol = await connectHttpHost(gateway.url, {
       token: await token((p) => {

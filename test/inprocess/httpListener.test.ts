@@ -7,24 +7,21 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from '../integration/harness.js';
 import { connectHttpHost, INITIALIZE, postRpc, type HttpHost } from '../integration/httpHarness.js';
-import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { type ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let gateway: ServedHttp | undefined;
-const hosts: HttpHost[] = [];
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
-  await gateway?.stop();
-  gateway = undefined;
-});
+const each = servedPerTest();
 
 async function host(url: string, options: Parameters<typeof connectHttpHost>[1] = {}): Promise<HttpHost> {
   const connected = await connectHttpHost(url, options);
-  hosts.push(connected);
+  // A host the test already closed, or whose gateway stopped, may fail to close again.
+  each.track({ close: () => connected.close().catch(() => {}) });
   return connected;
 }
 
@@ -47,7 +44,7 @@ function setup(extra: Record<string, unknown> = {}, fixtureArgs: string[] = []) 
 describe('HTTP listener', () => {
   it('serves each host its own session, and records the calls of both', async () => {
     const { config, auditFile } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const a = await host(gateway.url, { name: 'host-a' });
     const b = await host(gateway.url, { name: 'host-b' });
     expect(a.transport.sessionId).toBeTruthy();
@@ -76,7 +73,7 @@ describe('HTTP listener', () => {
 
   it('ends a session on DELETE: its id then gets 404 session not found', async () => {
     const { config } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const a = await connectHttpHost(gateway.url);
     const id = a.transport.sessionId!;
     await a.transport.terminateSession();
@@ -92,7 +89,7 @@ describe('HTTP listener', () => {
 
   it('answers 404 at once for a session id it never issued', async () => {
     const { config } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const made = await postRpc(
       gateway.url,
       { jsonrpc: '2.0', id: 2, method: 'ping' },
@@ -103,7 +100,7 @@ describe('HTTP listener', () => {
 
   it('refuses a foreign Origin or Host with 403 (DNS rebinding), and nothing reaches the upstream', async () => {
     const { config, record } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const origin = await postRpc(gateway.url, INITIALIZE, { Origin: 'http://evil.example' });
     expect(origin.status).toBe(403);
     expect(origin.text).toContain('Origin');
@@ -138,7 +135,7 @@ describe('HTTP listener', () => {
 
   it('serves /healthz and /readyz', async () => {
     const { config } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     expect((await fetch(`${gateway.base}/healthz`)).status).toBe(200);
     // Ready once the upstreams' first start has settled: poll for that event's effect.
     let ready = await fetch(`${gateway.base}/readyz`);
@@ -155,7 +152,7 @@ describe('HTTP listener', () => {
       gateway: { ...FAST_GATEWAY, maxMessageSize: '64KiB' },
       listen: { http: '127.0.0.1:0', maxSessions: 1 },
     });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const big = await postRpc(gateway.url, {
       ...INITIALIZE,
       params: { ...INITIALIZE.params, padding: 'x'.repeat(70_000) },
@@ -177,7 +174,7 @@ describe('HTTP listener', () => {
       path.join(dir, 'policy.yaml'),
       'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const asked: string[] = [];
     const answering = (who: string) => (client: HttpHost['client']) =>
       client.setRequestHandler(ElicitRequestSchema, (request: ElicitRequest) => {
@@ -235,7 +232,7 @@ describe('JSON-RPC batches over HTTP', () => {
 
   it('a 2025-03-26 session gets a batch served: an answer per request, on the POST that carried it', async () => {
     const { config } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const headers = await rawSession(gateway.url, '2025-03-26');
     const answer = await postRpc(
       gateway.url,
@@ -253,7 +250,7 @@ describe('JSON-RPC batches over HTTP', () => {
 
   it('a 2025-03-26 session gets a batch over the bound refused whole, each request under its id', async () => {
     const { config, record } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const headers = await rawSession(gateway.url, '2025-03-26');
     const calls = Array.from({ length: 101 }, (_, i) => echo(i + 1, `n${i}`));
     const answer = await postRpc(gateway.url, calls, headers);
@@ -268,7 +265,7 @@ describe('JSON-RPC batches over HTTP', () => {
 
   it("bounds a 2025-03-26 session's open batches together, over all its POSTs, until their answers are owed no more", async () => {
     const { config, record } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const headers = await rawSession(gateway.url, '2025-03-26');
     const hang = (i: number) => ({
       jsonrpc: '2.0',
@@ -304,7 +301,7 @@ describe('JSON-RPC batches over HTTP', () => {
 
   it('a session on a later revision gets a batch refused, saying batches belong to 2025-03-26', async () => {
     const { config, record } = setup();
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const headers = await rawSession(gateway.url, '2025-11-25');
     const answer = await postRpc(gateway.url, [ping(1), echo(2, 'x')], headers);
     expect(answer.status).toBe(400);

@@ -15,7 +15,7 @@ import {
   McpError,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FAST_GATEWAY,
   fixture,
@@ -31,7 +31,8 @@ import {
 } from '../integration/harness.js';
 import { envelope, MODERN } from '../fixtures/modernHost.js';
 import { connectHttpHost, INITIALIZE, postRpc, type HttpHost } from '../integration/httpHarness.js';
-import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { type ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const AUDIENCE = 'https://warden.test/mcp';
 let issuer: OAuth2Server;
@@ -46,12 +47,7 @@ afterAll(async () => {
 });
 
 let gateway: ServedHttp | undefined;
-const hosts: HttpHost[] = [];
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
-  await gateway?.stop();
-  gateway = undefined;
-});
+const each = servedPerTest();
 
 /** A token for `subject` from the issuer. */
 function token(subject: string): Promise<string> {
@@ -94,7 +90,8 @@ async function hostAs(
         })),
     }),
   });
-  hosts.push(connected);
+  // A host the test already closed, or whose gateway stopped, may fail to close again.
+  each.track({ close: () => connected.close().catch(() => {}) });
   return connected;
 }
 
@@ -142,7 +139,7 @@ describe('isolation between principals', () => {
       { up: fixture() },
       { listen: { http: '127.0.0.1:0', perPrincipal: { idleTimeout: '200ms' } } },
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice');
     // A call longer than the idle time keeps its process.
     const slept = await alice.client.callTool({ name: 'up__sleep', arguments: { ms: 600 } });
@@ -168,15 +165,15 @@ describe('isolation between principals', () => {
       { listen: { http: '127.0.0.1:0' }, pins: { file: './tool-pins.json' } },
     );
     // Alice's first list: never listed for her, so her process starts to be listed.
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const before = await hostAs('alice');
     expect((await before.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
     await expect.poll(() => starts(auditFile, 'lz').map(subjectOf)).toEqual(['alice']);
-    await Promise.all(hosts.splice(0).map((h) => h.close()));
+    await before.close();
     await gateway.stop();
     expect(readdirSync(path.join(dir, 'tool-pins.listings', 'principals'))).toHaveLength(1);
 
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice');
     expect((await alice.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
     await gateway.waitForStderr(/\[lz for alice@\S+\]: listed from its last listing/);
@@ -196,7 +193,7 @@ describe('isolation between principals', () => {
       { up: fixture(['--record', recorded]) },
       { listen: { http: '127.0.0.1:0', perPrincipal: { maxProcesses: 1 } } },
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice');
     // The call is at the upstream: alice is busy.
     const hanging = await hangAt(alice, recorded);
@@ -218,7 +215,7 @@ describe('isolation between principals', () => {
       { up: fixture([], { shared: true }) },
       { listen: { http: '127.0.0.1:0', maxSessions: 4, perPrincipal: { maxSessions: 2 } } },
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const first = await hostAs('alice');
     await hostAs('alice');
     const third = await postRpc(gateway.url, INITIALIZE, { Authorization: `Bearer ${await token('alice')}` });
@@ -245,7 +242,7 @@ describe('isolation between principals', () => {
       { up: fixture(['--record', recorded], { shared: true }) },
       { listen: { http: '127.0.0.1:0', perPrincipal: { maxConcurrency: 1, ratePerMinute: 2 } } },
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice');
     const bob = await hostAs('bob');
     const hanging = await hangAt(alice, recorded);
@@ -281,7 +278,7 @@ describe('isolation between principals', () => {
 
   it("refuses alice's task handle to bob, and lists each principal's tasks to that principal only", async () => {
     const { config } = setup({ t: { command: NODE, args: [TASK_FIXTURE] } });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice', { capabilities: TASK_HOST });
     const bob = await hostAs('bob', { capabilities: TASK_HOST });
     let handle: string | undefined;
@@ -305,7 +302,7 @@ describe('isolation between principals', () => {
 
   it('keeps tasks apart on a server every principal shares: each lists its own only', async () => {
     const { config } = setup({ t: { command: NODE, args: [TASK_FIXTURE], shared: true } });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const alice = await hostAs('alice', { capabilities: TASK_HOST });
     const bob = await hostAs('bob', { capabilities: TASK_HOST });
     const start = async (host: HttpHost) => {
@@ -333,7 +330,7 @@ describe('isolation between principals', () => {
       path.join(dir, 'policy.yaml'),
       'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const asked: string[] = [];
     const answering = (who: string) => (client: HttpHost['client']) =>
       client.setRequestHandler(ElicitRequestSchema, () => {
@@ -359,7 +356,7 @@ describe('isolation between principals', () => {
     const recorded = path.join(dir, 'upstream.jsonl');
     const [go, later] = [path.join(dir, 'go'), path.join(dir, 'later')];
     const { config } = setup({ up: fixture(['--record', recorded], { shared: true }) });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const asked: string[] = [];
     const answering = (who: string) => (client: HttpHost['client']) =>
       client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -407,7 +404,7 @@ describe('isolation between principals', () => {
 
   it("sends notifications/resources/updated of alice's own server to alice only", async () => {
     const { config } = setup({ files: fixture(['--resources', '--name', 'files']) });
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const updated = { alice: [] as string[], bob: [] as string[] };
     const listening = (who: 'alice' | 'bob') => (client: HttpHost['client']) =>
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
@@ -437,7 +434,7 @@ describe('a stateless call waiting for its host’s answer', () => {
       path.join(dir, 'policy.yaml'),
       'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    gateway = await serveHttpInProcess(config);
+    gateway = await each.http(config);
     const post = async (who: string, id: number, extra: Record<string, unknown> = {}) => {
       const answer = await postRpc(
         gateway!.url,

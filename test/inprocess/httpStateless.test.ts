@@ -18,9 +18,10 @@ import {
   writeConfig,
 } from '../integration/harness.js';
 import { postRpc } from '../integration/httpHarness.js';
-import { serveHttpInProcess, type ServedHttp } from './served.js';
+import { type ServedHttp } from './served.js';
 import { modernAcknowledgment, modernResult } from '../integration/modernWire.js';
 import { startModernHttpFixture } from '../fixtures/modern-http-server.mjs';
+import { servedPerTest } from './perTest.js';
 
 type Json = Record<string, unknown>;
 
@@ -75,7 +76,7 @@ describe('stateless requests on the HTTP listener', () => {
   });
 
   beforeAll(async () => {
-    gateway = await serveHttpInProcess(
+    gateway = await shared.http(
       writeConfig({
         gateway: FAST_GATEWAY,
         audit: { file: audit },
@@ -83,9 +84,7 @@ describe('stateless requests on the HTTP listener', () => {
       }),
     );
   });
-  afterAll(async () => {
-    await gateway.stop();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('answers tools/list, tools/call and server/discover without a session', async () => {
     const list = await postRpc(
@@ -417,7 +416,7 @@ describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () 
       path.join(dir, 'policy.yaml'),
       'rules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    gateway = await serveHttpInProcess(
+    gateway = await shared.http(
       writeConfig(
         {
           gateway: FAST_GATEWAY,
@@ -429,9 +428,7 @@ describe('a stateless call that needs the host’s answer (MRTR over HTTP)', () 
       ),
     );
   });
-  afterAll(async () => {
-    await gateway.stop();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('asks on one POST, runs the call once on the retry POST, and refuses the state a second time', async () => {
     const first = answerOf((await postRpc(gateway.url, call(1), headers)).text);
@@ -494,7 +491,7 @@ describe('arguments mirrored into Mcp-Param-* headers', () => {
     // The gateway serves the modern server's `query` tool as it was defined: its `region` and
     // `options.limit` arguments are marked for mirroring, so hosts send them as headers too.
     upstream = await startModernHttpFixture();
-    gateway = await serveHttpInProcess(
+    gateway = await shared.http(
       writeConfig({
         gateway: FAST_GATEWAY,
         servers: { h: { url: `http://127.0.0.1:${upstream.port}/mcp` } },
@@ -502,9 +499,9 @@ describe('arguments mirrored into Mcp-Param-* headers', () => {
     );
   });
   afterAll(async () => {
-    await gateway.stop();
     await upstream.close();
   });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('serves a call whose headers match its arguments, integers compared as numbers', async () => {
     const answer = await postRpc(
@@ -558,7 +555,7 @@ describe('tasks of stateless requests on the HTTP listener', () => {
   const TASKS_EXTENSION = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
   let gateway: ServedHttp;
   beforeAll(async () => {
-    gateway = await serveHttpInProcess(
+    gateway = await shared.http(
       writeConfig({
         gateway: FAST_GATEWAY,
         servers: {
@@ -568,9 +565,7 @@ describe('tasks of stateless requests on the HTTP listener', () => {
       }),
     );
   });
-  afterAll(async () => {
-    await gateway.stop();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   let id = 1;
   /** One stateless POST of `method`, declaring the tasks extension; its JSON-RPC answer. */

@@ -3,9 +3,10 @@
  * a section per server as each server's setting says, and capabilities derived from theirs.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 function server(name: string, instructions?: string, extra?: (s: McpServer) => void): () => McpServer {
   return () => {
@@ -17,14 +18,11 @@ function server(name: string, instructions?: string, extra?: (s: McpServer) => v
 }
 
 let running: InProcessGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 describe('the initialize answer', () => {
   it("merges the upstreams' instructions, a section per server in config order, as each is set", async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: [
         'servers:',
         '  docs: { command: unused }',
@@ -46,7 +44,7 @@ describe('the initialize answer', () => {
   });
 
   it('cuts a server whose instructions are too long, and says so in the log', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  big: { command: unused }\n',
       upstreams: { big: server('big', 'x'.repeat(20_000)) },
     });
@@ -59,7 +57,7 @@ describe('the initialize answer', () => {
   });
 
   it('declares completions and resource subscriptions only when an upstream offers them', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  a: { command: unused }\n',
       upstreams: { a: server('a') },
     });
@@ -69,7 +67,7 @@ describe('the initialize answer', () => {
     expect(capabilities.resources).toEqual({ listChanged: true });
     await running.close();
 
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  a: { command: unused }\n',
       upstreams: {
         a: server('a', undefined, (s) => {
@@ -91,7 +89,7 @@ describe('upstream notifications', () => {
     const { ElicitationCompleteNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
     let sdkServer: McpServer | undefined;
     const completed: unknown[] = [];
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  a: { command: unused }\n',
       upstreams: {
         a: server('a', undefined, (s) => {

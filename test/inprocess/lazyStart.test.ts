@@ -9,7 +9,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   FAST_GATEWAY,
   fixture,
@@ -23,13 +23,10 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { lazyConfig } from '../integration/lazyScenario.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 const pidIn = (file: string): number => Number(readFileSync(file, 'utf8'));
 
@@ -47,18 +44,17 @@ describe('start: lazy and idleTimeout', () => {
     const pidFile = path.join(dir, 'lz.pid');
 
     // Never listed before: it starts with the gateway to be listed, then stops when idle.
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
     const first = await startedPid(pidFile);
     expect(await waitForExit(first, 10_000)).toBe(true);
     await host.waitForStderr('[lz]: stopped after 300 ms without requests');
     expect(host.stderr()).not.toMatch(/\[lz\]:.*(restarting|exited|error)/i);
     await host.close();
-    host = undefined;
 
     // Listed from its last listing: no process, until a call needs one.
     rmSync(pidFile);
-    host = await connectServed(config);
+    host = await each.connect(config);
     const listed = (await host.client.listTools()).tools.map((t) => t.name);
     expect(listed).toContain('lz__echo');
     expect(existsSync(pidFile)).toBe(false);
@@ -82,14 +78,13 @@ describe('start: lazy and idleTimeout', () => {
   it('gives a lazy server that is not running the capabilities of its last listing in the initialize answer', async () => {
     const dir = tempDir();
     const config = lazyConfig(dir, {}, ['--resources']);
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await host.waitForStderr('[lz]: stopped after');
     await host.close();
-    host = undefined;
 
     rmSync(path.join(dir, 'lz.pid'));
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect(host.client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
     expect(existsSync(path.join(dir, 'lz.pid'))).toBe(false);
   });
@@ -97,11 +92,10 @@ describe('start: lazy and idleTimeout', () => {
   it('tells the host when a lazy server, once started, lists other tools than its kept listing, and keeps the new listing; the same listing tells it nothing', async () => {
     const dir = tempDir();
     const config = lazyConfig(dir);
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await host.waitForStderr('[lz]: stopped after');
     await host.close();
-    host = undefined;
 
     // The kept listing lacks a tool the server has: as if the server gained it since.
     const listsFile = path.join(dir, 'tool-pins.listings', 'lz.lists.json');
@@ -110,7 +104,7 @@ describe('start: lazy and idleTimeout', () => {
     writeFileSync(listsFile, JSON.stringify(kept));
 
     const startOnce = async () => {
-      host = await connectServed(config);
+      host = await each.connect(config);
       let changes = 0;
       host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
       const before = (await host.client.listTools()).tools.map((t) => t.name);
@@ -119,7 +113,6 @@ describe('start: lazy and idleTimeout', () => {
       expect(textOf(answer)).toBe('up');
       const after = (await host.client.listTools()).tools.map((t) => t.name);
       await host.close();
-      host = undefined;
       return { before, after, changes };
     };
     const stale = await startOnce();
@@ -138,15 +131,14 @@ describe('start: lazy and idleTimeout', () => {
   it('answers an unsubscribe for an asleep server without starting it', async () => {
     const dir = tempDir();
     const config = lazyConfig(dir, {}, ['--resources']);
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await host.waitForStderr('[lz]: stopped after');
     await host.close();
-    host = undefined;
 
     const pidFile = path.join(dir, 'lz.pid');
     rmSync(pidFile);
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.waitForStderr('[lz]: listed from its last listing');
     // Asleep, it holds no subscription: the unsubscribe ends the host's without waking it.
     await host.client.unsubscribeResource({ uri: 'fixture://fixture/a' });
@@ -169,7 +161,7 @@ describe('start: lazy and idleTimeout', () => {
       },
       dir,
     );
-    host = await connectServed(config);
+    host = await each.connect(config);
     const uri = 'fixture://fixture/a';
     await host.client.subscribeResource({ uri });
     const subscribed = await startedPid(path.join(dir, 'sub.pid'));
@@ -187,15 +179,14 @@ describe('start: lazy and idleTimeout', () => {
 
   it('does not use a listing kept for another entry: a changed entry is started to be listed again', async () => {
     const dir = tempDir();
-    host = await connectServed(lazyConfig(dir));
+    host = await each.connect(lazyConfig(dir));
     await host.client.listTools();
     await host.waitForStderr('[lz]: stopped after');
     await host.close();
-    host = undefined;
 
     rmSync(path.join(dir, 'lz.pid'));
     // Another tool set: the kept listing would show tools this entry does not serve.
-    host = await connectServed(lazyConfig(dir, {}, ['--tools', 'basic,collide']));
+    host = await each.connect(lazyConfig(dir, {}, ['--tools', 'basic,collide']));
     await startedPid(path.join(dir, 'lz.pid'));
     await host.waitForStderr('its entry or package changed since it was last listed');
     expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('lz__same_name');
@@ -213,15 +204,14 @@ describe('start: lazy and idleTimeout', () => {
       },
       dir,
     );
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await host.waitForStderr('[lz]: stopped after');
     await host.close();
-    host = undefined;
 
     // The same entry, whose program now fails at once: the kept listing is still its own.
     writeFileSync(script, '#!/bin/sh\necho "cannot start today" >&2\nexit 3\n', { mode: 0o755 });
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect((await host.client.listTools()).tools.map((t) => t.name)).toContain('lz__echo');
     const result = await host.client.callTool({ name: 'lz__echo', arguments: { text: 'x' } });
     expect(result.isError).toBe(true);
@@ -244,7 +234,7 @@ describe('servers that are down, as the model sees them', () => {
         off: fixture([], { disabled: true }),
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.waitForStderr('[bad]: marked failed');
     const failed = await host.client.callTool({ name: 'bad__echo', arguments: { text: 'x' } });
     expect(failed.isError).toBe(true);

@@ -1,57 +1,38 @@
 /**
- * Locks and audit minimums that an edit of managed.yaml changes while the gateway serves, run
- * in-process (test/inprocess/served.ts: the same `startServing` as `mcp-warden --config FILE`,
- * with real upstream processes): the managed folder is a temp folder given as
- * MCP_WARDEN_MANAGED_DIR, and each test waits for the gateway to say the edit is in force
- * before it calls.
+ * Managed settings edited while the gateway serves (locks, audit minimums, server lists and
+ * policies), run in-process (test/inprocess/served.ts: the same `startServing` as
+ * `mcp-warden --config FILE`, with real upstream processes): the managed folder is a temp folder
+ * given as MCP_WARDEN_MANAGED_DIR, and each test waits for the gateway to say the edit is in
+ * force before it calls.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { envelope, MODERN } from '../fixtures/modernHost.js';
 import {
   fixture,
   readAudit,
   tempDir,
   textOf,
+  waitForExit,
   writeConfig,
   FAST_GATEWAY,
   NODE,
   type HostSession,
 } from '../integration/harness.js';
-import { startOtlpReceiver, type OtlpReceiver } from '../fixtures/otlpReceiver.js';
-import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
+import { startOtlpReceiver } from '../fixtures/otlpReceiver.js';
+import { connectHttpHost, postRpc } from '../integration/httpHarness.js';
+import { managedDir } from '../integration/managedSetup.js';
+import { servedPerTest } from './perTest.js';
 
-const sessions: HostSession[] = [];
-const receivers: OtlpReceiver[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((s) => s.close()));
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-  await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-/** A managed folder whose managed.yaml says `yaml`, and a way to edit it. */
-function managedDir(yaml: string, files: Record<string, string> = {}) {
-  const dir = tempDir('warden-managed-');
-  const file = path.join(dir, 'managed.yaml');
-  writeFileSync(file, yaml);
-  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
-  return {
-    dir,
-    file,
-    env: { MCP_WARDEN_MANAGED_DIR: dir },
-    edit: (text: string) => writeFileSync(file, text),
-  };
-}
+const each = servedPerTest();
 
 /** Nothing managed but an empty deny list: the file exists, so it is watched. */
 const NOTHING = 'servers:\n  deny: []\n';
 
-async function serve(config: string, env: Record<string, string>): Promise<HostSession> {
-  const host = await connectServed(config, { env });
-  sessions.push(host);
-  return host;
+function serve(config: string, env: Record<string, string>): Promise<HostSession> {
+  return each.connect(config, { env });
 }
 
 /** Waits for the n-th "reloaded" line: the edit before it is in force. */
@@ -220,8 +201,7 @@ describe('audit minimums edited while serving', () => {
   });
 
   it('a required sink added by an edit is opened and gets the next records', async () => {
-    const receiver = await startOtlpReceiver();
-    receivers.push(receiver);
+    const receiver = each.track(await startOtlpReceiver());
     const managed = managedDir(NOTHING);
     const config = writeConfig({
       gateway: FAST_GATEWAY,
@@ -284,10 +264,8 @@ describe('managed edits with the HTTP listener', () => {
       audit: { file: audit },
       servers: { fx: fixture(), gx: { ...gx, shared: true } },
     });
-    const gateway: ServedHttp = await serveHttpInProcess(config, { env: managed.env });
-    closers.push(() => gateway.stop());
-    const host: HttpHost = await connectHttpHost(gateway.url);
-    closers.unshift(() => host.close());
+    const gateway = await each.http(config, { env: managed.env });
+    const host = each.track(await connectHttpHost(gateway.url));
     expect(textOf(await host.client.callTool({ name: 'fx__echo', arguments: { text: 'a' } }))).toBe('a');
     expect(textOf(await host.client.callTool({ name: 'gx__echo', arguments: { text: 'b' } }))).toBe('b');
 
@@ -304,8 +282,7 @@ describe('managed edits with the HTTP listener', () => {
     expect(textOf(refused)).toMatch(
       /server "gx" is not available: it is blocked by managed settings: denied by servers\.deny\[0\]/,
     );
-    const other = await connectHttpHost(gateway.url, { name: 'second-host' });
-    closers.unshift(() => other.close());
+    const other = each.track(await connectHttpHost(gateway.url, { name: 'second-host' }));
     const deniedToo = await other.client.callTool({ name: 'fx__echo', arguments: { text: 'e' } });
     expect(textOf(deniedToo)).toContain('Not in this team.');
     await gateway.stop();
@@ -318,5 +295,135 @@ describe('managed edits with the HTTP listener', () => {
     expect(decided('e')).toMatchObject({ effect: 'deny', rule: 'org-no-echo', layer: 'managed' });
     const blocked = readAudit(audit).filter((r) => r.type === 'server_blocked');
     expect(blocked.map((r) => r.server)).toEqual(['gx']);
+  });
+});
+
+describe('managed settings edited while serving', () => {
+  /** Resolves on the host's next tools/list_changed notification. */
+  function nextListChanged(host: HostSession): Promise<void> {
+    return new Promise((resolve) =>
+      host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+  }
+  const toolNames = async (host: HostSession) => (await host.client.listTools()).tools.map((t) => t.name);
+
+  it('a broken edit of the managed file while serving is reported, and the last good version stays in force', async () => {
+    const managed = managedDir('policies: [org.yaml]\n', {
+      'org.yaml': 'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n',
+    });
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { fx: fixture() } });
+    const host = await serve(config, managed.env);
+    managed.edit('policies: [org.yaml\n');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(`${managed.file}:2`);
+    const denied = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'x' } });
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('org-no-echo');
+  });
+
+  it('a server allowed by an edit starts and its tools appear; denied again, it is stopped, its tools leave and it is audited', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const pidFile = path.join(tempDir(), 'gx.pid');
+    const gx = fixture(['--pid-file', pidFile]);
+    const denyGx = `servers:\n  deny:\n    - command: ${NODE}\n      args: ${JSON.stringify(gx.args)}\n`;
+    const managed = managedDir(denyGx);
+    const config = writeConfig({
+      gateway: FAST_GATEWAY,
+      audit: { file: audit },
+      servers: { fx: fixture(), gx },
+    });
+    const host = await serve(config, managed.env);
+    expect(await toolNames(host)).not.toContain('gx__echo');
+    expect(existsSync(pidFile)).toBe(false);
+
+    let changed = nextListChanged(host);
+    managed.edit(NOTHING);
+    await changed;
+    await host.waitForStderr('server "gx" is now allowed by managed settings');
+    expect(await toolNames(host)).toContain('gx__echo');
+    const served = await host.client.callTool({ name: 'gx__echo', arguments: { text: 'allowed now' } });
+    expect(textOf(served)).toContain('allowed now');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+
+    changed = nextListChanged(host);
+    managed.edit(denyGx);
+    await changed;
+    const names = await toolNames(host);
+    expect(names).not.toContain('gx__echo');
+    expect(names).toContain('fx__echo');
+    // The model may still hold the tool from an earlier list: it is told why the call cannot go.
+    const refused = await host.client.callTool({ name: 'gx__echo', arguments: { text: 'x' } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(
+      /Upstream server "gx" is not available: it is blocked by managed settings: denied by servers\.deny\[0\]/,
+    );
+    expect(await waitForExit(pid, 5000)).toBe(true);
+    await host.waitForStderr(
+      'server "gx" is stopped, it is now blocked by managed settings: denied by servers.deny[0]',
+    );
+    await host.close();
+
+    const blocked = readAudit(audit).filter((r) => r.type === 'server_blocked');
+    // Once at start, once when the edit denied it again.
+    expect(blocked.map((r) => r.server)).toEqual(['gx', 'gx']);
+    expect(blocked[1]?.reason).toContain(`denied by servers.deny[0] (command: ${NODE}`);
+  });
+
+  it('what a host is told of blocked servers follows the edits, for hosts that ask after them', async () => {
+    const gx = fixture();
+    const managed = managedDir(
+      `servers:\n  deny:\n    - command: ${NODE}\n      args: ${JSON.stringify(gx.args)}\n`,
+    );
+    const config = writeConfig({ gateway: FAST_GATEWAY, servers: { fx: fixture(), gx } });
+    const gateway = await each.http(config, { env: managed.env });
+    const instructions = async () => {
+      const answer = await postRpc(
+        gateway.url,
+        { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: envelope() } },
+        { 'Mcp-Protocol-Version': MODERN, 'Mcp-Method': 'server/discover' },
+      );
+      return String((JSON.parse(answer.text) as { result: { instructions?: string } }).result.instructions);
+    };
+    expect(await instructions()).toContain('server "gx" is blocked by managed settings');
+    managed.edit(NOTHING);
+    await gateway.waitForStderr('server "gx" is now allowed by managed settings');
+    expect(await instructions()).not.toContain('blocked by managed settings');
+  });
+
+  it('managed policy files named by an edit decide the next call, as the managed layer', async () => {
+    const audit = path.join(tempDir(), 'audit.jsonl');
+    const managed = managedDir(NOTHING, {
+      'org.yaml':
+        'rules:\n  - id: org-no-echo\n    match: { tool: echo }\n    action: deny\n    reason: Not here.\n',
+    });
+    const config = writeConfig({ gateway: FAST_GATEWAY, audit: { file: audit }, servers: { fx: fixture() } });
+    const host = await serve(config, managed.env);
+    const before = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'before' } });
+    expect(textOf(before)).toContain('before');
+
+    managed.edit('policies: [org.yaml]\n');
+    await host.waitForStderr('reloaded: its policies, server lists, locks and audit minimums are in force');
+    const after = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'after' } });
+    expect(after.isError).toBe(true);
+    expect(textOf(after)).toContain('Not here.');
+
+    // A lock applies from the next call, said with the key and the file.
+    managed.edit('policies: [org.yaml]\nlock:\n  confirmation:\n    timeout: 20s\n');
+    await host.waitForStderr(
+      `${managed.file}:4 lock.confirmation.timeout is now "20s": in force from the next call`,
+    );
+    // An edit naming a policy file that is not there keeps the policies in force.
+    managed.edit('policies: [org.yaml, missing.yaml]\n');
+    await host.waitForStderr('the last good version stays in force');
+    expect(host.stderr()).toContain(path.join(managed.dir, 'missing.yaml'));
+    const still = await host.client.callTool({ name: 'fx__echo', arguments: { text: 'still' } });
+    expect(textOf(still)).toContain('Not here.');
+    await host.close();
+    const calls = readAudit(audit).filter((r) => r.type === 'call');
+    expect(calls.map((r) => (r.decision as { layer?: string } | undefined)?.layer)).toEqual([
+      'user',
+      'managed',
+      'managed',
+    ]);
   });
 });

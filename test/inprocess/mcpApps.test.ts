@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -20,6 +20,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
+import { servedPerTest } from './perTest.js';
 import { connectServed } from './served.js';
 
 const UI = 'io.modelcontextprotocol/ui';
@@ -58,11 +59,9 @@ describe('two App servers behind one gateway', () => {
       gateway: FAST_GATEWAY,
       servers: { vanilla: app('basic-vanillajs'), react: app('basic-react') },
     });
-    host = await connectServed(config, { capabilities: APPS_HOST });
+    host = await shared.connect(config, { capabilities: APPS_HOST });
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it("each tool's resourceUri names its own server's App, in both meta keys", async () => {
     const { tools } = await host.client.listTools();
@@ -163,15 +162,11 @@ describe('one App server', () => {
 
 describe('app-only visibility', () => {
   const servers = { fx: fixture(['--tools', 'apps', '--name', 'fx']), other: fixture(['--tools', 'apps']) };
-  let host: HostSession | undefined;
-  afterEach(async () => {
-    await host?.close();
-    host = undefined;
-  });
+  const each = servedPerTest();
 
   it('a host without the Apps extension is not given app-only tools, and a call of one is refused', async () => {
     const dir = tempDir();
-    host = await connectServed(
+    const host = await each.connect(
       writeConfig({ gateway: FAST_GATEWAY, audit: { file: './audit.jsonl' }, servers }, dir),
     );
     const names = (await host.client.listTools()).tools.map((t) => t.name);
@@ -192,7 +187,9 @@ describe('app-only visibility', () => {
   });
 
   it('a host with the extension lists them (it hides them from its model); App calls are held to the rules', async () => {
-    host = await connectServed(writeConfig({ gateway: FAST_GATEWAY, servers }), { capabilities: APPS_HOST });
+    const host = await each.connect(writeConfig({ gateway: FAST_GATEWAY, servers }), {
+      capabilities: APPS_HOST,
+    });
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('fx__app_refresh');
     const ownApp = fromApp('ui://fx/fx/app.html');

@@ -10,18 +10,18 @@ import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT } from '../integration/harness.js';
 import { everything, stopEverything } from './everything.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 let running: InProcessGateway | undefined;
 afterEach(async () => {
-  await running?.close();
-  running = undefined;
   stopEverything();
 });
+const each = servedPerTest();
 
 describe('under the shipped locked-down-org.yaml', () => {
   it("refuses and records an unapproved server's resources and prompts, and lists none of them", async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         'policies: [./org.yaml]\naudit: { file: ./audit.jsonl }\nservers:\n  everything: { command: unused }\n',
       files: { 'org.yaml': readFileSync(path.join(ROOT, 'policies/locked-down-org.yaml'), 'utf8') },
@@ -59,7 +59,7 @@ describe('under the shipped locked-down-org.yaml', () => {
 
 describe('requests a server makes of the host', () => {
   it('a server refused sampling in the config is never told the host can sample', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  everything: { command: unused, sampling: false }\n',
       upstreams: { everything },
       client: { capabilities: { sampling: {}, elicitation: { form: {} } } },

@@ -7,17 +7,15 @@
  * test/inprocess/eras.test.ts.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startInProcessModern, type InProcessModernGateway } from './harness.js';
+import type { InProcessModernGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 type Json = Record<string, unknown>;
 
 let running: InProcessModernGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 const received: string[] = [];
 
@@ -39,7 +37,7 @@ function upstream(): McpServer {
 
 async function start(extra = '', files?: Record<string, string>): Promise<InProcessModernGateway> {
   received.length = 0;
-  running = await startInProcessModern({
+  running = await each.inProcessModern({
     config: `${extra}audit: { file: ./audit.jsonl }\nservers:\n  up: { command: unused }\n`,
     upstreams: { up: upstream },
     capabilities: { elicitation: { form: {} } },

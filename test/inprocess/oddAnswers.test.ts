@@ -4,7 +4,7 @@
  * notifications named like members every object inherits. Served in-process
  * (test/inprocess/served.ts), with the fixture server as a real process.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -16,20 +16,15 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
-import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
+import { servedPerTest } from './perTest.js';
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await stopServedRawSessions();
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 describe('odd answers', () => {
   it('an upstream result of null fails the call naming the server and the method', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture(['--tools', 'basic,odd']) } });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const result = await host.client.callTool({ name: 'up__null_result', arguments: {} });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toBe(
@@ -44,7 +39,7 @@ describe('odd answers', () => {
         gateway: FAST_GATEWAY,
         servers: { up: fixture(['--tools', 'basic,odd']) },
       });
-      host = await connectServed(config);
+      host = await each.connect(config);
       const notified = await host.client.callTool({ name: 'up__notify', arguments: { method } });
       expect(textOf(notified)).toBe('notified');
       // The fixture answers in order: once a later call is answered, the notification was handled.
@@ -63,7 +58,7 @@ describe('odd answers', () => {
       path.join(dir, 'policy.yaml'),
       'default: allow\nrules:\n  - id: ask-echo\n    match: { tool: echo }\n    action: confirm\n    reason: Echo needs a human.\n',
     );
-    const s = await servedRawSession(
+    const s = await each.raw(
       writeConfig({ gateway: FAST_GATEWAY, policies: ['policy.yaml'], servers: { up: fixture() } }, dir),
     );
     await initialize(s, { elicitation: {} });

@@ -16,10 +16,11 @@ import {
   type Progress,
   type ResourceUpdatedNotification,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { everything, stopEverything } from './everything.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import { type InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 const textOf = (result: unknown): string =>
   ((result as { content?: { type: string; text?: string }[] }).content ?? [])
@@ -32,7 +33,7 @@ describe('pass-through to server-everything, in-process', () => {
   const logListeners = new Set<(n: LoggingMessageNotification) => void>();
 
   beforeAll(async () => {
-    running = await startInProcess({
+    running = await shared.inProcess({
       config: 'servers:\n  everything: { command: unused }\n',
       upstreams: { everything },
       client: { capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } } },
@@ -55,9 +56,9 @@ describe('pass-through to server-everything, in-process', () => {
     });
   });
   afterAll(async () => {
-    await running?.close();
     stopEverything();
   });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('advertises what it can route, and offers the tools the host’s capabilities unlock', async () => {
     expect(running.client.getServerCapabilities()).toMatchObject({
@@ -189,16 +190,13 @@ function asker(tag: string): () => McpServer {
 }
 
 let running: InProcessGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 describe('requests servers make of the host, in-process', () => {
   it('from two upstreams at once keep their own ids and get their own answers', async () => {
     let bAsked!: () => void;
     const bWasAsked = new Promise<void>((resolve) => (bAsked = resolve));
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  a: { command: unused }\n  b: { command: unused }\n',
       upstreams: { a: asker('a'), b: asker('b') },
       client: { capabilities: { roots: {} } },
@@ -220,7 +218,7 @@ describe('requests servers make of the host, in-process', () => {
   });
 
   it('are refused with a clear error when the host did not declare the capability', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'servers:\n  a: { command: unused }\n',
       upstreams: { a: asker('a') },
       client: { capabilities: { roots: {} } },
@@ -267,7 +265,7 @@ describe('cancellation from the host, in-process', () => {
       });
       return server;
     };
-    const made = await startInProcess({ config: 'servers:\n  up: { command: unused }\n', upstreams: { up } });
+    const made = await each.inProcess({ config: 'servers:\n  up: { command: unused }\n', upstreams: { up } });
     running = made;
     const controller = new AbortController();
     const call = made.client.callTool({ name: 'up__hang', arguments: {} }, undefined, {
@@ -279,7 +277,6 @@ describe('cancellation from the host, in-process', () => {
     // The upstream's handler sees its own request cancelled, under the id the gateway gave it.
     await upstreamAborted;
     // The cancelled call is done on the host's side too: closing does not wait for its answer.
-    running = undefined;
     await made.close();
     expect(made.log.join('\n')).not.toContain('internal error');
   });

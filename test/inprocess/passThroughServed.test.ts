@@ -5,7 +5,7 @@
  * through the gateway as if it were connected directly. The same routing over in-memory
  * upstreams, with the requests servers make of the host, is in test/inprocess/passThrough.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import {
   CreateMessageRequestSchema,
@@ -23,8 +23,9 @@ import {
   type HostSession,
   textOf,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
 import { keepServedListings } from './servedListings.js';
+import { servedPerTest } from './perTest.js';
+import { connectServed } from './served.js';
 
 describe('pass-through to server-everything', () => {
   let host: HostSession;
@@ -37,7 +38,7 @@ describe('pass-through to server-everything', () => {
     });
     // What the initialize answer declares is what the server declared, however slow its start.
     await keepServedListings(config);
-    host = await connectServed(config, {
+    host = await shared.connect(config, {
       capabilities: { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } },
       beforeConnect: (client) => {
         client.setRequestHandler(CreateMessageRequestSchema, (request) => {
@@ -62,9 +63,7 @@ describe('pass-through to server-everything', () => {
     // once connected.
     await host.waitForStderr('[everything]: connected', 25_000);
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('advertises what it can route', () => {
     expect(host.client.getServerCapabilities()).toMatchObject({

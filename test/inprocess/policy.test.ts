@@ -4,18 +4,15 @@
  * never reached it. Start-up refusing an invalid policy and the `check` and `policy explain`
  * commands stay with the built binary in test/integration/policy.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { NODE, textOf, type HostSession } from '../integration/harness.js';
 import { POLICY, setup } from '../integration/policyScenario.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 /** A round trip after which everything sent earlier has reached (and been recorded by) the fixture. */
 async function sync(h: HostSession): Promise<void> {
@@ -25,7 +22,7 @@ async function sync(h: HostSession): Promise<void> {
 describe('deny', () => {
   it('hides unconditionally denied tools, and a call to one is refused with the reason and rule, never reaching the upstream', async () => {
     const { config, calls } = setup();
-    host = await connectServed(config);
+    host = await each.connect(config);
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     expect(names).not.toContain('up__crash');
     expect(names).toContain('up__env'); // denied only for some arguments: still listed
@@ -41,7 +38,7 @@ describe('deny', () => {
 
   it('denies by argument condition, and allows the same tool otherwise', async () => {
     const { config, calls } = setup();
-    host = await connectServed(config);
+    host = await each.connect(config);
     const denied = await host.client.callTool({ name: 'up__env', arguments: { name: 'MY_SECRET_KEY' } });
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toContain('Secrets stay secret. (policy rule "no-secret-env", policy.yaml)');
@@ -58,7 +55,7 @@ describe('confirmation through the host (elicitation)', () => {
     return {
       asked,
       connect: () =>
-        connectServed(config, {
+        each.connect(config, {
           capabilities: { elicitation: {} },
           beforeConnect: (client) =>
             client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -135,7 +132,7 @@ describe('confirmation through the host (elicitation)', () => {
     const questionWithdrawn = new Promise<void>((resolve) => (withdrawn = resolve));
     let asked!: () => void;
     const questionAsked = new Promise<void>((resolve) => (asked = resolve));
-    host = await connectServed(config, {
+    host = await each.connect(config, {
       capabilities: { elicitation: {} },
       beforeConnect: (client) =>
         client.setRequestHandler(ElicitRequestSchema, (_request, extra) => {
@@ -164,7 +161,7 @@ describe('confirmation through the host (elicitation)', () => {
 describe('confirmation without a way to ask', () => {
   it('fails closed, telling the user how to enable confirmation', async () => {
     const { config, calls } = setup();
-    host = await connectServed(config); // no elicitation capability, no command
+    host = await each.connect(config); // no elicitation capability, no command
     const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain(
@@ -187,7 +184,7 @@ describe('confirmation by command hook', () => {
     const { config, calls } = setup({
       confirmation: { methods: ['command'], command: { command: NODE, args: ['-e', HOOK] } },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const result = await host.client.callTool({ name: 'up__echo', arguments: { text } });
     expect(Boolean(result.isError)).toBe(denied);
     if (denied) expect(textOf(result)).toContain('Declined by the confirmation command');
@@ -203,7 +200,7 @@ describe('confirmation by command hook', () => {
         command: { command: NODE, args: ['-e', HOOK] },
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const result = await host.client.callTool({ name: 'up__echo', arguments: { text: 'hang' } });
     expect(textOf(result)).toContain('No confirmation from the confirmation command');
     await sync(host);
@@ -214,7 +211,7 @@ describe('confirmation by command hook', () => {
 describe('hot reload', () => {
   it('a good change takes effect and the host is told; a bad one is rejected and the last good one stays', async () => {
     const { config, policyFile } = setup();
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect((await host.client.listTools()).tools.map((t) => t.name)).not.toContain('up__crash');
     let changed!: () => void;
     const listChanged = new Promise<void>((resolve) => (changed = resolve));

@@ -10,7 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
   FAST_GATEWAY,
@@ -23,7 +23,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 /** The code a policy denial of a request other than a tool call is answered with. */
 const DENIED_CODE = -32030;
@@ -55,11 +55,9 @@ describe('resource rules through the binary', () => {
       },
       dir,
     );
-    host = await connectServed(config);
+    host = await shared.connect(config);
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   const refusal = async (uri: string): Promise<McpError> => {
     const error: unknown = await host.client.readResource({ uri }).then(
@@ -113,7 +111,7 @@ describe('locked-down-org.yaml: writes to the shared folder, however the path is
       },
       dir,
     );
-    host = await connectServed(config, {
+    host = await shared.connect(config, {
       capabilities: { elicitation: { form: {} } },
       beforeConnect: (client) => {
         // A user who says no: what matters is whether, and what, they were asked.
@@ -124,9 +122,7 @@ describe('locked-down-org.yaml: writes to the shared folder, however the path is
       },
     });
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('asks the user about a write inside the folder', async () => {
     const result = await host.client.callTool({

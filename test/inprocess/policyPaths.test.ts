@@ -7,7 +7,7 @@
  */
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   FAST_GATEWAY,
   NODE,
@@ -18,7 +18,7 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const KEY = 'PRIVATE-KEY-MATERIAL';
 const AWS = 'AWS-SECRET-ACCESS-KEY';
@@ -45,11 +45,9 @@ describe('locked-down-org.yaml with the real filesystem server', () => {
       },
       dir,
     );
-    host = await connectServed(config, { env: { HOME: home } });
+    host = await shared.connect(config, { env: { HOME: home } });
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   const tricks: [
     what: string,

@@ -7,17 +7,15 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { textOf } from '../integration/harness.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
 import { ALLOW_ALL, NO_ECHO, version } from '../integration/policyTexts.js';
+import { servedPerTest } from './perTest.js';
 
 let running: InProcessGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 async function start(policy: string) {
   let echoes = 0;
@@ -29,7 +27,7 @@ async function start(policy: string) {
     });
     return server;
   };
-  running = await startInProcess({
+  running = await each.inProcess({
     config:
       'policies: [policies/main.yaml]\naudit: { file: ./audit.jsonl }\nservers:\n  up: { command: unused }\n',
     files: { 'policies/main.yaml': policy },

@@ -6,7 +6,7 @@
  * host chosen by its client name and for 2026-07-28 requests on the listener's `/mcp/<profile>`
  * path. What a profile leaves out is refused exactly as a prompt or resource nobody serves.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { envelope, MODERN, type ModernHost } from '../fixtures/modernHost.js';
 import {
   FAST_GATEWAY,
@@ -17,20 +17,15 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { postRpc } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
-import { startServedModern } from './servedModern.js';
+import type { ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 type Json = Record<string, unknown>;
 
 let host: HostSession | undefined;
 let http: ServedHttp | undefined;
 let modern: ModernHost | undefined;
-afterEach(async () => {
-  await host?.close();
-  await http?.stop();
-  await modern?.close();
-  host = http = modern = undefined;
-});
+const each = servedPerTest();
 
 /** `ops`: the fixture's two resources; `every`: server-everything's prompts, resources and templates. */
 function config(): string {
@@ -74,7 +69,7 @@ const templates = async (h: HostSession) =>
 
 describe('a profile by client name (2025-11-25 host)', () => {
   it('a host without a profile sees every server', async () => {
-    host = await connectServed(config());
+    host = await each.connect(config());
     expect(await promptNames(host)).toContain(EVERY_PROMPT);
     expect(await resourceUris(host)).toEqual(expect.arrayContaining([OPS_A, 'fixture://ops/b']));
     expect(await templates(host)).toContain(EVERY_TEXT_TEMPLATE);
@@ -83,7 +78,7 @@ describe('a profile by client name (2025-11-25 host)', () => {
   });
 
   it('servers: what other servers serve is neither listed nor served, and refused as unknown', async () => {
-    host = await connectServed(config(), { name: 'ops-host' });
+    host = await each.connect(config(), { name: 'ops-host' });
     expect(await promptNames(host)).toEqual([]);
     expect((await resourceUris(host)).sort()).toEqual([OPS_A, 'fixture://ops/b']);
     expect(await templates(host)).toEqual([]);
@@ -111,7 +106,7 @@ describe('a profile by client name (2025-11-25 host)', () => {
   });
 
   it('prompts and resources globs: only the names and URIs they match', async () => {
-    host = await connectServed(config(), { name: 'narrow-host' });
+    host = await each.connect(config(), { name: 'narrow-host' });
     expect(await promptNames(host)).toEqual([EVERY_PROMPT]);
     expect(await resourceUris(host)).toEqual([OPS_A]);
     expect(await templates(host)).toEqual([EVERY_TEXT_TEMPLATE]);
@@ -151,7 +146,7 @@ describe('a profile by listener path (2026-07-28 stateless requests)', () => {
   };
 
   it('lists and serves only the profile’s servers; the rest is refused as unknown', async () => {
-    http = await serveHttpInProcess(config());
+    http = await each.http(config());
     const whole = await rpc(http.url, 'prompts/list', {});
     expect((whole.result!.prompts as { name: string }[]).map((p) => p.name)).toContain(EVERY_PROMPT);
 
@@ -193,7 +188,7 @@ describe('a profile by client name (2026-07-28 host over stdio)', () => {
       },
       profiles: { modern: { clients: ['modern-test-host'], servers: ['ops'] } },
     });
-    modern = await startServedModern(config);
+    modern = await each.modern(config);
     // A list waits for every server to be up.
     const listed = await modern.request('resources/list', {});
     expect((listed.result!.resources as { uri: string }[]).map((r) => r.uri).sort()).toEqual([

@@ -3,15 +3,15 @@
  * goes out (see test/integration/progressOrder.test.ts for why), when the host never answers it:
  * served in-process (test/inprocess/served.ts), raw lines over the gateway's stdio.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAST_GATEWAY, FIXTURE, initialize, NODE, textOf, writeConfig } from '../integration/harness.js';
-import { servedRawSession, stopServedRawSessions } from './servedRaw.js';
+import { servedPerTest } from './perTest.js';
 
 describe('a host that never answers the gateway’s ping', () => {
-  afterEach(() => stopServedRawSessions());
+  const each = servedPerTest();
 
   it('is waited on once, and every later answer after progress goes out without a ping', async () => {
-    const s = await servedRawSession(
+    const s = await each.raw(
       writeConfig({ gateway: FAST_GATEWAY, servers: { up: { command: NODE, args: [FIXTURE] } } }),
     );
     // A host that can be asked things (it declares elicitation), yet ignores every request.

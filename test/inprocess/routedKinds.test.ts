@@ -8,7 +8,8 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../integration/harness.js';
 import { everything, stopEverything } from './everything.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import { type InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 type AuditRecord = Record<string, unknown> & { type: string };
 
@@ -17,7 +18,7 @@ describe('every routed request kind is audited', () => {
   const elicited: unknown[] = [];
 
   beforeAll(async () => {
-    running = await startInProcess({
+    running = await shared.inProcess({
       config: 'audit: { file: ./audit.jsonl }\nservers:\n  everything: { command: unused }\n',
       upstreams: { everything },
       client: { capabilities: { elicitation: { form: {} } } },
@@ -30,9 +31,9 @@ describe('every routed request kind is audited', () => {
     });
   });
   afterAll(async () => {
-    await running?.close();
     stopEverything();
   });
+  const shared = servedPerTest({ closeAfter: 'all' });
   /** The records written so far (each is written before its answer reaches the host). */
   const records = () => running.auditRecords() as AuditRecord[];
   const requests = (method: string) => records().filter((r) => r.type === 'request' && r.method === method);

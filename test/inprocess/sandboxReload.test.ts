@@ -8,19 +8,16 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAST_GATEWAY, NODE, tempDir, textOf, type HostSession } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const PROBE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sandbox-probe.mjs');
 const installed = (command: string) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 const canSandbox = process.platform === 'linux' && ['bwrap', 'socat'].every(installed);
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 /** Two folders, `work` and `more`, and a config written by `write(work, more)`. */
 function folders() {
@@ -48,7 +45,7 @@ describe.skipIf(!canSandbox)('sandbox grants changed while serving', () => {
         servers: { boxed: { command: NODE, args: [PROBE] } },
       });
     writeFileSync(file, config([work]));
-    host = await connectServed(file);
+    host = await each.connect(file);
     await connected(1);
     expect(await write(path.join(work, 'a'))).toMatch(/^ok/);
     expect(await write(path.join(more, 'b'))).toMatch(/^refused: E/);
@@ -72,7 +69,7 @@ describe.skipIf(!canSandbox)('sandbox grants changed while serving', () => {
         servers: { boxed: { command: NODE, args: [PROBE], sandbox: 'auto' } },
       }),
     );
-    host = await connectServed(file);
+    host = await each.connect(file);
     await connected(1);
     expect(await write(path.join(work, 'a'))).toMatch(/^ok/);
     expect(await write(path.join(more, 'b'))).toMatch(/^refused: E/);

@@ -8,15 +8,13 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 let running: InProcessGateway | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
+const each = servedPerTest();
 
 /** An McpServer with an `echo` tool that keeps what it was sent, and `reply` answering `text` as given. */
 function recorder(received: string[], reply?: (text: string) => CallToolResult): () => McpServer {
@@ -42,7 +40,7 @@ describe('flow control over a session, in-process', () => {
 
   async function start(answer: 'accept' | 'decline', flow = ''): Promise<void> {
     for (const list of [...Object.values(received), asked]) list.length = 0;
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         `${flow}audit: { file: ./audit.jsonl }\nservers:\n` +
         '  web: { command: unused, labels: [untrusted] }\n' +
@@ -104,7 +102,7 @@ describe('result guardrails, in-process', () => {
 
   it('redacts a secret in text and in structuredContent, and passes a clean result byte for byte', async () => {
     const received: string[] = [];
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         'guardrails: { secrets: redact }\naudit: { file: ./audit.jsonl }\nservers:\n  s: { command: unused }\n',
       upstreams: {
@@ -134,7 +132,7 @@ describe('result guardrails, in-process', () => {
   });
 
   it('blocks the result when told to, without losing the call', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: 'guardrails: { secrets: block }\nservers:\n  s: { command: unused }\n',
       upstreams: {
         s: recorder([], () => ({ content: [{ type: 'text', text: `key ${AWS_KEY}` }] })),
@@ -149,7 +147,7 @@ describe('result guardrails, in-process', () => {
 describe('rate limits, in-process', () => {
   it('refuses the call past the burst, unrun, saying when to retry; other tools are not limited', async () => {
     const received: string[] = [];
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         "rateLimits:\n  - { server: s, tool: 'echo', rate: 2/hour, burst: 2 }\n" +
         'audit: { file: ./audit.jsonl }\nservers:\n  s: { command: unused }\n',
@@ -171,7 +169,7 @@ describe('rate limits, in-process', () => {
 describe('tool search, in-process', () => {
   it('lists search_tools and call_tool in search mode; a found tool is called through the pipeline', async () => {
     const received: string[] = [];
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         'catalog: { mode: search }\naudit: { file: ./audit.jsonl }\nservers:\n  notes: { command: unused }\n',
       upstreams: {

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { readRecord } from '../fixtures/fixtureProcess.js';
 import {
@@ -16,13 +16,10 @@ import {
   writeConfig,
   type HostSession,
 } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 const A = 'fixture://up/a';
 const B = 'fixture://up/b';
@@ -30,7 +27,7 @@ const B = 'fixture://up/b';
 /** A host on a gateway fronting one fixture server `up` that serves resources A and B. */
 function connectWithResources(dir: string, flags: string[]): Promise<HostSession> {
   const servers = { up: fixture(['--resources', '--name', 'up', ...flags]) };
-  return connectServed(writeConfig({ gateway: FAST_GATEWAY, servers }, dir));
+  return each.connect(writeConfig({ gateway: FAST_GATEWAY, servers }, dir));
 }
 
 /** Resolves with the next `notifications/resources/updated` the host gets for `uri`. */

@@ -7,22 +7,15 @@
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  startInProcess,
-  startInProcessModern,
-  type InProcessGateway,
-  type InProcessModernGateway,
-} from './harness.js';
+import { type InProcessGateway, type InProcessModernGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 const TASK_HOST = { tasks: { list: {}, cancel: {} } };
 
-const running: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((r) => r.close()));
-});
+const each = servedPerTest();
 
 /** The server's task store, noting each task the server was asked about (tasks/get, tasks/result). */
 class RecordingStore extends InMemoryTaskStore {
@@ -74,13 +67,11 @@ function taskServer(support: 'optional' | 'required') {
 }
 
 async function host(make: () => McpServer): Promise<InProcessGateway> {
-  const gateway = await startInProcess({
+  return each.inProcess({
     config: 'servers:\n  up: { command: unused }\n',
     upstreams: { up: make },
     client: { capabilities: TASK_HOST },
   });
-  running.push(gateway);
-  return gateway;
 }
 
 async function rpcError(promise: Promise<unknown>): Promise<McpError> {
@@ -160,11 +151,10 @@ describe('a task-augmented tools/call through the gateway, in-process', () => {
 describe('a 2026-07-28 host and a tool that runs only as a task, in-process', () => {
   it('the gateway runs the task for it and answers with the result', async () => {
     const up = taskServer('required');
-    const modern: InProcessModernGateway = await startInProcessModern({
+    const modern: InProcessModernGateway = await each.inProcessModern({
       config: 'servers:\n  up: { command: unused }\n',
       upstreams: { up: up.make },
     });
-    running.push(modern);
     const list = await modern.request('tools/list');
     const tool = (list.result?.['tools'] as { name: string; execution?: unknown }[]).find(
       (t) => t.name === 'up__work',

@@ -30,6 +30,7 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const TASK_FIXTURE = path.join(ROOT, 'test/fixtures/task-server.mjs');
 /** What a host that runs tasks itself declares. */
@@ -90,7 +91,7 @@ describe('server-everything tasks, through the gateway and direct', () => {
     });
     // What the initialize answer declares is what the server declared, however slow its start.
     await keepListings(config);
-    host = await connectServed(config, {
+    host = await shared.connect(config, {
       capabilities: TASK_HOST,
       beforeConnect: (client) =>
         client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
@@ -103,9 +104,9 @@ describe('server-everything tasks, through the gateway and direct', () => {
     );
   });
   afterAll(async () => {
-    await host?.close();
     await direct?.close();
   });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('declares tasks as the server does, and lists the task tool with its execution', async () => {
     expect(host.client.getServerCapabilities()?.tasks).toEqual(direct.getServerCapabilities()?.tasks);
@@ -199,11 +200,9 @@ describe('a host without tasks and a tool that requires one', () => {
       gateway: FAST_GATEWAY,
       mcpServers: { everything: { command: NODE, args: [serverBin('everything')] } },
     });
-    host = await connectServed(config);
+    host = await shared.connect(config);
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('gets the final report, with progress, where a direct connection cannot call the tool', async () => {
     const { tools } = await host.client.listTools();
@@ -331,7 +330,7 @@ describe('two task servers whose task ids collide', () => {
       },
       dir,
     );
-    host = await connectServed(config, {
+    host = await shared.connect(config, {
       capabilities: TASK_HOST,
       beforeConnect: (client) =>
         client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
@@ -339,9 +338,7 @@ describe('two task servers whose task ids collide', () => {
         }),
     });
   });
-  afterAll(async () => {
-    await host?.close();
-  });
+  const shared = servedPerTest({ closeAfter: 'all' });
 
   it('merges tasks/list across both servers, page by page, with a cursor', async () => {
     const pages: string[][] = [];

@@ -5,7 +5,7 @@
  * code of a refused protocol, the modules it loads) stays with the built binary in
  * test/integration/telemetry.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -24,7 +24,7 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectHttpHost } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 const POLICY = `
 default: allow
@@ -46,12 +46,7 @@ const HOST_SPAN = '00f067aa0ba902b7';
 
 let host: HostSession | undefined;
 let receiver: OtlpReceiver | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-  await receiver?.close();
-  receiver = undefined;
-});
+const each = servedPerTest();
 
 function setup(telemetry: object) {
   const dir = tempDir();
@@ -87,9 +82,9 @@ const byName = (spans: OtlpSpan[], name: string) => spans.filter((s) => s.name =
 
 describe('traces of requests over the HTTP listener', () => {
   it('say network.transport tcp on the host side, and the audit names who sent them', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const { config, audit } = setup({ traces: true });
-    const gateway = await serveHttpInProcess(config, { env: otelEnv(receiver.endpoint) });
+    const gateway = await each.http(config, { env: otelEnv(receiver.endpoint) });
     try {
       const http = await connectHttpHost(gateway.url);
       await http.client.callTool({ name: 'up__echo_meta', arguments: {} });
@@ -116,9 +111,9 @@ describe('traces of requests over the HTTP listener', () => {
 
 describe('traces', () => {
   it('a tool call is a SERVER span continuing the host trace, and a CLIENT span the upstream continues', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const { config, audit } = setup({ traces: true });
-    host = await connectServed(config, {
+    host = await each.connect(config, {
       env: otelEnv(receiver.endpoint),
       capabilities: { elicitation: {} },
       beforeConnect: (client) =>
@@ -204,9 +199,9 @@ describe('traces', () => {
   });
 
   it('arguments and results go on spans when telemetry.content is on, redacted', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const { config } = setup({ traces: true, content: true });
-    host = await connectServed(config, { env: otelEnv(receiver.endpoint) });
+    host = await each.connect(config, { env: otelEnv(receiver.endpoint) });
     await host.client.callTool({ name: 'up__echo_meta', arguments: { password: 'hunter2' } });
     await receiver.until(() => byName(receiver!.spans(), 'tools/call up__echo_meta').length > 0, 'the span');
     const attributes = attributesOf(byName(receiver.spans(), 'tools/call up__echo_meta')[0]!.attributes);
@@ -216,7 +211,7 @@ describe('traces', () => {
   });
 
   it('a resource URI goes on its span as the audit record keeps it: a password in it redacted', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const dir = tempDir();
     const config = writeConfig(
       {
@@ -227,7 +222,7 @@ describe('traces', () => {
       },
       dir,
     );
-    host = await connectServed(config, { env: otelEnv(receiver.endpoint) });
+    host = await each.connect(config, { env: otelEnv(receiver.endpoint) });
     const uri = 'https://alice:hunter2-s3cret@files.example/report?api_key=sk-live-0123456789abcdef';
     await host.client.readResource({ uri }).catch(() => undefined);
     await receiver.until(() => byName(receiver!.spans(), 'resources/read').length >= 2, 'both spans');
@@ -249,9 +244,9 @@ describe('traces', () => {
   });
 
   it('http/protobuf sends protobuf to the same endpoint', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const { config } = setup({ traces: true, metrics: true });
-    host = await connectServed(config, { env: otelEnv(receiver.endpoint, 'http/protobuf') });
+    host = await each.connect(config, { env: otelEnv(receiver.endpoint, 'http/protobuf') });
     await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } }).catch(() => undefined);
     await receiver.until(() => receiver!.received.some((r) => r.path === '/v1/traces'), 'a trace export');
     const traces = receiver.received.filter((r) => r.path === '/v1/traces');
@@ -265,7 +260,7 @@ describe('traces', () => {
     const endpoint = gone.endpoint;
     await gone.close();
     const { config } = setup({ traces: true });
-    host = await connectServed(config, { env: otelEnv(endpoint) });
+    host = await each.connect(config, { env: otelEnv(endpoint) });
     const result = await host.client.callTool({ name: 'up__echo_meta', arguments: {} });
     expect(textOf(result)).toContain('traceparent');
     // The exporter gives up on its first batch after about 9 s of retries: leave it room on a busy machine.
@@ -275,9 +270,9 @@ describe('traces', () => {
 
 describe('metrics', () => {
   it('exports the MCP duration histograms and the gateway counters under their names', async () => {
-    receiver = await startOtlpReceiver();
+    receiver = each.track(await startOtlpReceiver());
     const { config } = setup({ metrics: true, metricsInterval: '100ms' });
-    host = await connectServed(config, { env: otelEnv(receiver.endpoint) });
+    host = await each.connect(config, { env: otelEnv(receiver.endpoint) });
     await host.client.callTool({ name: 'up__echo_meta', arguments: {} });
     await host.client.callTool({ name: 'up__add', arguments: { a: 1, b: 2 } });
     const wanted = [

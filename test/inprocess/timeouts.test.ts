@@ -8,13 +8,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { textOf } from '../integration/harness.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 let running: InProcessGateway | undefined;
+const each = servedPerTest();
 afterEach(async () => {
   vi.useRealTimers();
-  await running?.close();
-  running = undefined;
 });
 
 /** The clocks the gateway's timers read; message delivery (microtasks) stays real. */
@@ -59,7 +59,7 @@ function upstream() {
 describe('timeouts', () => {
   it('a hung tool times out on time, the upstream is told to cancel, and the gateway keeps serving', async () => {
     const up = upstream();
-    running = await startInProcess({
+    running = await each.inProcess({
       config: "servers:\n  up: { command: unused, tools: { timeouts: { hang: '300ms' } } }\n",
       upstreams: { up: up.make },
     });
@@ -85,7 +85,7 @@ describe('timeouts', () => {
 
   it('progress keeps a long call alive past its idle timeout', async () => {
     const up = upstream();
-    running = await startInProcess({
+    running = await each.inProcess({
       config: "servers:\n  up: { command: unused, timeout: '300ms' }\n",
       upstreams: { up: up.make },
     });

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { envelope, MODERN, type ModernHost } from '../fixtures/modernHost.js';
 import {
   FAST_GATEWAY,
@@ -21,8 +21,8 @@ import {
   type HostSession,
 } from '../integration/harness.js';
 import { connectHttpHost, postRpc, type HttpHost } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
-import { startServedModern } from './servedModern.js';
+import type { ServedHttp } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 type Json = Record<string, unknown>;
 
@@ -37,13 +37,7 @@ let host: HostSession | undefined;
 let modern: ModernHost | undefined;
 let http: ServedHttp | undefined;
 let httpHost: HttpHost | undefined;
-afterEach(async () => {
-  await host?.close();
-  await modern?.close();
-  await httpHost?.close();
-  await http?.stop();
-  host = modern = http = httpHost = undefined;
-});
+const each = servedPerTest();
 
 /**
  * About 300 tools: 290 synthetic ones on `big`, the fixture's basic set on `ops`. The policy
@@ -83,7 +77,7 @@ const found = (result: object): FoundTool[] => (JSON.parse(textOf(result)) as { 
 
 /** A 2025-11-25 host that accepts every confirmation, noting what it was asked. */
 async function confirmingHost(config: string, asked: string[], name?: string): Promise<HostSession> {
-  return connectServed(config, {
+  return each.connect(config, {
     capabilities: { elicitation: {} },
     ...(name !== undefined && { name }),
     beforeConnect: (client) =>
@@ -96,7 +90,7 @@ async function confirmingHost(config: string, asked: string[], name?: string): P
 
 describe('catalog.mode for a 2025-11-25 host', () => {
   it('auto above the bounds: the list is the search tool, the call tool and the tools always loaded', async () => {
-    host = await connectServed(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }));
+    host = await each.connect(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }));
     const { tools } = await host.client.listTools();
     expect(names(tools)).toEqual(['search_tools', 'call_tool', 'ops__echo']);
     const search = tools[0]!;
@@ -105,7 +99,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('all: every visible tool is listed, the denied one is not', async () => {
-    host = await connectServed(catalogue({ catalog: { mode: 'all' } }));
+    host = await each.connect(catalogue({ catalog: { mode: 'all' } }));
     const listed = names((await host.client.listTools()).tools);
     expect(listed).toHaveLength(290 + 13);
     expect(listed).toContain('ops__add');
@@ -124,7 +118,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
       big: fixture(['--tools', 'many:290', '--pid-file', pidFile('big')]),
       ops: fixture(['--tools', 'basic', '--pid-file', pidFile('ops')], { instructions: 'Ops says hello.' }),
     };
-    host = await connectServed(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops), booted);
+    host = await each.connect(catalogue({ catalog: { alwaysLoad: ['ops__echo'] } }, ops), booted);
     const instructions = host.client.getInstructions() ?? '';
     // The count is there when the servers answered within the initialize answer's short wait
     // (on a loaded machine they may not have, or only one of them); server/discover in the
@@ -137,7 +131,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
     await host.close();
 
     for (const server of ['big', 'ops']) rmSync(pidFile(server));
-    host = await connectServed(catalogue({ catalog: { mode: 'all' } }, ops), booted);
+    host = await each.connect(catalogue({ catalog: { mode: 'all' } }, ops), booted);
     expect(host.client.getInstructions()).toBe('## ops\nOps says hello.');
   });
 
@@ -151,7 +145,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
         laggard: fixture(['--tools', 'basic', '--start-delay', '3000']),
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect(host.client.getInstructions()).toBe(
       "## mcp-warden\nThe servers' tools are not in your tool list. Find them with search_tools " +
         '(describe the task in plain words) and call them with call_tool {"name", "arguments"}.',
@@ -169,7 +163,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
         plodding: fixture(['--tools', 'basic', '--start-delay', '1500']),
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const [search, call] = await Promise.all([
       host.client.callTool({ name: 'search_tools', arguments: { query: 'add two numbers' } }),
       host.client.callTool({
@@ -182,7 +176,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('auto within the bounds lists everything', async () => {
-    host = await connectServed(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
+    host = await each.connect(catalogue({ catalog: { auto: { maxTools: 1000, maxTokens: 1_000_000 } } }));
     expect((await host.client.listTools()).tools).toHaveLength(303);
   });
 
@@ -230,7 +224,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('the server filter and the limit are kept', async () => {
-    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
+    host = await each.connect(catalogue({ catalog: { mode: 'search' } }));
     const hits = found(
       await host.client.callTool({
         name: 'search_tools',
@@ -242,7 +236,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('an unknown name in the call tool gets a clear error with suggestions', async () => {
-    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
+    host = await each.connect(catalogue({ catalog: { mode: 'search' } }));
     const result = await host.client.callTool({
       name: 'call_tool',
       arguments: { name: 'ops__ech', arguments: { text: 'x' } },
@@ -253,7 +247,7 @@ describe('catalog.mode for a 2025-11-25 host', () => {
   });
 
   it('found tools join the list (list_changed), and are then called directly', async () => {
-    host = await connectServed(catalogue({ catalog: { mode: 'search' } }));
+    host = await each.connect(catalogue({ catalog: { mode: 'search' } }));
     expect(names((await host.client.listTools()).tools)).not.toContain('ops__env');
     const changed = new Promise<void>((resolve) =>
       host!.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
@@ -281,7 +275,7 @@ describe('Claude Code', () => {
   it('auto lists everything, marks the tools always loaded, and fits names to its budget', async () => {
     expect(hostServerName).toHaveLength(40);
     const config = catalogue({ catalog: { alwaysLoad: ['ops__echo*'], hostServerName } });
-    host = await connectServed(config, { name: 'claude-code' });
+    host = await each.connect(config, { name: 'claude-code' });
     const { tools } = await host.client.listTools();
     expect(tools).toHaveLength(303);
     const echo = tools.find((t) => t.name === 'ops__echo')!;
@@ -304,7 +298,7 @@ describe('Claude Code', () => {
 
 describe('a 2026-07-28 host', () => {
   it('gets search mode over stdio, and calls through the call tool', async () => {
-    modern = await startServedModern(catalogue({ catalog: { mode: 'search' } }));
+    modern = await each.modern(catalogue({ catalog: { mode: 'search' } }));
     const list = await modern.request('tools/list', {});
     expect(names((list.result as { tools: { name: string }[] }).tools)).toEqual([
       'search_tools',
@@ -328,7 +322,7 @@ describe('a 2026-07-28 host', () => {
   });
 
   it('server/discover tells it how to reach the tools', async () => {
-    modern = await startServedModern(catalogue({ catalog: { mode: 'search' } }));
+    modern = await each.modern(catalogue({ catalog: { mode: 'search' } }));
     // A list waits for every server, so the discovery after it knows all their tools.
     await modern.request('tools/list', {});
     const discover = await modern.request('server/discover', {});
@@ -348,7 +342,7 @@ describe('the HTTP listener', () => {
   const resultOf = (text: string) => (JSON.parse(text) as { result: Json }).result;
 
   it('stateless requests: search, then the call tool, with no session kept between them', async () => {
-    http = await serveHttpInProcess(catalogue());
+    http = await each.http(catalogue());
     const list = await postRpc(
       http.url,
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope() } },
@@ -387,8 +381,8 @@ describe('the HTTP listener', () => {
   });
 
   it('a session in search mode, and a profile chosen by its path', async () => {
-    http = await serveHttpInProcess(catalogue({ profiles: { small: { servers: ['ops'] } } }));
-    httpHost = await connectHttpHost(http.url);
+    http = await each.http(catalogue({ profiles: { small: { servers: ['ops'] } } }));
+    httpHost = each.track(await connectHttpHost(http.url));
     expect(names((await httpHost.client.listTools()).tools)).toEqual(['search_tools', 'call_tool']);
     const sum = await httpHost.client.callTool({
       name: 'call_tool',
@@ -397,7 +391,7 @@ describe('the HTTP listener', () => {
     expect(textOf(sum)).toBe('seven');
     await httpHost.close();
 
-    httpHost = await connectHttpHost(`${http.url}/small`);
+    httpHost = each.track(await connectHttpHost(`${http.url}/small`));
     const listed = names((await httpHost.client.listTools()).tools);
     expect(listed).toContain('ops__echo');
     expect(listed.some((n) => n.startsWith('big__'))).toBe(false);
@@ -419,7 +413,7 @@ describe('profiles', () => {
       catalog: { mode: 'search' },
       profiles: { cursor: { clients: ['cursor*'], servers: ['big'], tools: ['big__tool_0000*'] } },
     });
-    host = await connectServed(config, { name: 'cursor-vscode' });
+    host = await each.connect(config, { name: 'cursor-vscode' });
     const hits = found(
       await host.client.callTool({
         name: 'search_tools',
@@ -449,7 +443,7 @@ describe('profiles', () => {
       catalog: { mode: 'all' },
       profiles: { cursor: { clients: ['cursor*'], servers: ['ops'] } },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect((await host.client.listTools()).tools).toHaveLength(303);
   });
 });
@@ -470,7 +464,7 @@ describe('lazy servers', () => {
       dir,
     );
     // Never listed before: it runs once with the gateway, to be listed, and stops when idle.
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await expect.poll(() => existsSync(pidFile), { timeout: 10_000 }).toBe(true);
     await expect.poll(() => readFileSync(pidFile, 'utf8').length > 0, { timeout: 2000 }).toBe(true);
@@ -478,7 +472,7 @@ describe('lazy servers', () => {
     await host.close();
     rmSync(pidFile);
 
-    host = await connectServed(config);
+    host = await each.connect(config);
     const hits = found(
       await host.client.callTool({ name: 'search_tools', arguments: { query: 'environment variable' } }),
     );

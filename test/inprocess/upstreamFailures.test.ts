@@ -4,17 +4,14 @@
  * (`startServing` on the config file) in front of real upstream processes that crash, hang,
  * are not installed or write junk: none of it needs the gateway's own process.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startHttpFixture } from '../fixtures/http-fixture-server.mjs';
 import { FAST_GATEWAY, fixture, textOf, writeConfig, type HostSession } from '../integration/harness.js';
-import { connectServed } from './served.js';
+import { servedPerTest } from './perTest.js';
 
 let host: HostSession | undefined;
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-});
+const each = servedPerTest();
 
 describe('a server that fails the same way on every restart', () => {
   it('is logged in full once, with the PATH it searched, then counted', async () => {
@@ -23,7 +20,7 @@ describe('a server that fails the same way on every restart', () => {
       gateway: FAST_GATEWAY,
       servers: { good: fixture(), missing: { command: 'warden-no-such-command', env: { PATH: searched } } },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.waitForStderr('[missing]: marked failed');
     const lines = host
       .stderr()
@@ -54,7 +51,7 @@ describe('upstream failures are contained', () => {
         hangs: fixture(['--hang-on-initialize']),
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const { tools } = await host.client.listTools();
     expect(tools.map((t) => t.name)).toContain('good__echo');
     expect(tools.some((t) => t.name.startsWith('crashy__') || t.name.startsWith('hangs__'))).toBe(false);
@@ -74,7 +71,7 @@ describe('upstream failures are contained', () => {
 
   it('a crash mid-call answers the call with an error at once, and the server comes back', async () => {
     const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } });
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
 
     // The hanging call is sent first, so it is in flight upstream when the crash comes.
@@ -104,7 +101,7 @@ describe('upstream failures are contained', () => {
       },
       servers: { up: fixture() },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.client.listTools();
     await host.client.callTool({ name: 'up__crash', arguments: {} });
     const refused = await host.client.callTool({ name: 'up__echo', arguments: { text: 'x' } });
@@ -122,7 +119,7 @@ describe('upstream failures are contained', () => {
       },
       servers: { good: fixture(), loop: fixture(['--crash-on-initialize']) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     await host.waitForStderr('marked failed: more than 2 failures within 30000 ms');
     const { tools } = await host.client.listTools();
     expect(tools.map((t) => t.name)).toContain('good__echo');
@@ -133,7 +130,7 @@ describe('upstream failures are contained', () => {
       gateway: FAST_GATEWAY,
       servers: { noisy: fixture(['--junk-stdout', '--stderr-chatter']) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const result = await host.client.callTool({ name: 'noisy__echo', arguments: { text: 'clean' } });
     expect(textOf(result)).toBe('clean');
     expect(host.stderr()).toContain('[noisy]: ignored a line on stdout (not JSON): junk before response');
@@ -145,7 +142,7 @@ describe('upstream failures are contained', () => {
       gateway: { ...FAST_GATEWAY, startupTimeout: '300ms' },
       servers: { fast: fixture(), slow: fixture(['--start-delay', '1500']) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     let notified!: () => void;
     const changed = new Promise<void>((resolve) => (notified = resolve));
     host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => notified());
@@ -167,7 +164,7 @@ describe('upstream failures are contained', () => {
       gateway: FAST_GATEWAY,
       servers: { up: fixture(['--list-changed-after', '200']) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     let notified!: () => void;
     const changed = new Promise<void>((resolve) => (notified = resolve));
     host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => notified());
@@ -185,14 +182,13 @@ describe('odd handshakes', () => {
         gateway: FAST_GATEWAY,
         servers: { remote: { url: `http://127.0.0.1:${server.port}/mcp` } },
       });
-      host = await connectServed(config);
+      host = await each.connect(config);
       const { tools } = await host.client.listTools();
       expect(tools.map((t) => t.name)).toContain('remote__echo');
       const result = await host.client.callTool({ name: 'remote__echo', arguments: { text: 'connected' } });
       expect(textOf(result)).toBe('echo: connected');
     } finally {
       await host?.close();
-      host = undefined;
       await server.close();
     }
   });
@@ -207,7 +203,7 @@ describe('exposed names', () => {
         b: fixture(['--name', 'srv-b', '--tools', 'collide'], { namespace: false }),
       },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     for (const n of names) expect(n).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
     expect(names).toContain('same_name');
@@ -232,7 +228,7 @@ describe('exposed names', () => {
     );
 
     // Stable across restarts: a second gateway on the same config exposes the same names.
-    const second = await connectServed(config);
+    const second = await each.connect(config);
     expect((await second.client.listTools()).tools.map((t) => t.name)).toEqual(names);
     await second.close();
   });
@@ -242,7 +238,7 @@ describe('exposed names', () => {
       gateway: FAST_GATEWAY,
       servers: { paged: fixture(['--tools', 'many:25', '--page-size', '10']) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     const names = (await host.client.listTools()).tools.map((t) => t.name);
     expect(names).toHaveLength(25);
     expect(names[0]).toBe('paged__tool_00001');
@@ -254,7 +250,7 @@ describe('exposed names', () => {
       gateway: FAST_GATEWAY,
       servers: { up: fixture([], { tools: { include: ['e*', 'add'], exclude: ['env', 'echo_*'] } }) },
     });
-    host = await connectServed(config);
+    host = await each.connect(config);
     expect((await host.client.listTools()).tools.map((t) => t.name).sort()).toEqual(['up__add', 'up__echo']);
     await expect(host.client.callTool({ name: 'up__env', arguments: {} })).rejects.toMatchObject({
       code: -32602,

@@ -6,18 +6,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { textOf } from '../integration/harness.js';
 import { everything, stopEverything } from './everything.js';
-import { startInProcess, type InProcessGateway } from './harness.js';
+import type { InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
 let running: InProcessGateway | undefined;
 afterEach(async () => {
-  await running?.close();
-  running = undefined;
   stopEverything();
 });
+const each = servedPerTest();
 
 describe('arguments validated against the tool’s inputSchema', () => {
   it('with validateArguments: false, the call reaches the upstream as before, which answers for itself', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config:
         'audit: { file: ./audit.jsonl }\nservers:\n  everything: { command: unused, validateArguments: false }\n',
       upstreams: { everything },

@@ -3,32 +3,16 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  CLI,
-  connectHost,
-  FAST_GATEWAY,
-  FIXTURE,
-  NODE,
-  runCli,
-  runProcess,
-  tempDir,
-  writeConfig,
-} from './harness.js';
+import { CLI, connectHost, NODE, runCli, runProcess, tempDir } from './harness.js';
+import { headlessEnv, keychainConfig, SECRET } from './credentialsSetup.js';
 
 /*
  * Secrets the config names as ${keychain:NAME}, stored with `mcp-warden secret set`: in the
  * Secret Service when a D-Bus session has one (a real gnome-keyring-daemon, started here), else
- * in the user-only file with a warning naming it.
+ * in the user-only file with a warning naming it. What a gateway serving in-process does with
+ * a stored or missing secret is in test/inprocess/credentials.test.ts; `check` and `init` here
+ * read the file the binary wrote, end to end.
  */
-
-/** A home of its own and no D-Bus session: the file fallback. */
-function headlessEnv(): { env: Record<string, string>; file: string } {
-  const home = tempDir('warden-home-');
-  return {
-    env: { HOME: home, XDG_CONFIG_HOME: path.join(home, 'config') },
-    file: path.join(home, 'config', 'mcp-warden', 'credentials.json'),
-  };
-}
 
 /** Runs the CLI with `input` on its stdin (a pipe, as `printf %s "$TOKEN" | mcp-warden ...`). */
 function runWithInput(
@@ -45,28 +29,6 @@ function runWithInput(
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input);
   });
-}
-
-const SECRET = 'sk-live-4f9a0c1e7d2b';
-
-function keychainConfig(dir: string): string {
-  return writeConfig(
-    [
-      'gateway:',
-      `  startupTimeout: ${FAST_GATEWAY.startupTimeout}`,
-      '  log: { level: debug, file: ./gateway.log }',
-      'audit:',
-      '  file: ./audit.jsonl',
-      'servers:',
-      '  api:',
-      `    command: ${JSON.stringify(NODE)}`,
-      `    args: [${JSON.stringify(FIXTURE)}]`,
-      '    env:',
-      '      API_KEY: ${keychain:API_KEY}',
-      '',
-    ].join('\n'),
-    dir,
-  );
 }
 
 describe('without a Secret Service: the file', () => {
@@ -106,56 +68,6 @@ describe('without a Secret Service: the file', () => {
     );
     expect(list.stderr).toContain(`chmod 600 ${file}`);
     expect(list.code).toBe(2);
-  });
-
-  it('a stdio server gets its API key from ${keychain:NAME}; the YAML, the log and the audit trail never hold it', async () => {
-    const { env } = headlessEnv();
-    expect((await runWithInput(['secret', 'set', 'API_KEY'], SECRET, env)).code).toBe(0);
-    const dir = tempDir();
-    const config = keychainConfig(dir);
-    expect(readFileSync(config, 'utf8')).not.toContain(SECRET);
-
-    const host = await connectHost(config, { env });
-    try {
-      const result = await host.client.callTool({ name: 'api__env', arguments: { name: 'API_KEY' } });
-      expect(result.content).toEqual([{ type: 'text', text: SECRET }]);
-    } finally {
-      await host.close();
-    }
-    const audit = readFileSync(path.join(dir, 'audit.jsonl'), 'utf8');
-    expect(audit).toContain('api__env');
-    expect(audit).not.toContain(SECRET);
-    expect(readFileSync(path.join(dir, 'gateway.log'), 'utf8')).not.toContain(SECRET);
-    expect(host.stderr()).not.toContain(SECRET);
-  });
-
-  it('while serving, a secret that is not stored fails its server only, and the host is told how to store it', async () => {
-    const { env } = headlessEnv();
-    const dir = tempDir();
-    const config = writeConfig(
-      [
-        'servers:',
-        '  api:',
-        `    command: ${JSON.stringify(NODE)}`,
-        `    args: [${JSON.stringify(FIXTURE)}]`,
-        '    env: { API_KEY: "${keychain:API_KEY}" }',
-        '  other:',
-        `    command: ${JSON.stringify(NODE)}`,
-        `    args: [${JSON.stringify(FIXTURE)}]`,
-        '',
-      ].join('\n'),
-      dir,
-    );
-    const host = await connectHost(config, { env });
-    try {
-      expect(host.client.getInstructions()).toMatch(
-        /server "api" is not available.*secret "API_KEY" is not in the credential store .*mcp-warden secret set API_KEY/,
-      );
-      const { tools } = await host.client.listTools();
-      expect(tools.map((tool) => tool.name)).toContain('other__echo');
-    } finally {
-      await host.close();
-    }
   });
 
   it('a secret that is not stored is a config error naming file:line, key and the command that stores it', async () => {
