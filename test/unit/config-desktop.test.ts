@@ -146,7 +146,7 @@ describe('files with servers: unknown top-level keys stay errors', () => {
 
 describe('server entries written for other hosts', () => {
   const allowed =
-    'allowed keys are: type, command, args, env, envFile, cwd, url, headers, oauth, namespace, timeout, maxTimeout, startupTimeout, repair, guardrails, validateArguments, maxConcurrency, maxQueue, tools, disabled, start, idleTimeout, trusted, labels, shared, sampling, elicitation, instructions, roots, sandbox';
+    'allowed keys are: type, command, args, env, envFile, cwd, url, headers, oauth, namespace, timeout, maxTimeout, startupTimeout, repair, guardrails, validateArguments, maxConcurrency, maxQueue, tools, disabled, start, idleTimeout, trusted, labels, shared, acrossReplicas, sampling, elicitation, instructions, roots, sandbox';
 
   it('ignores approval lists under mcpServers with a warning; type and disabled work as written', () => {
     const text = [
