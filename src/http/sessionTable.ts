@@ -8,7 +8,8 @@ import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
 import { HOST_CANCELLED, type ResumableCalls } from './resumableCalls.js';
-import { SessionTransport, type TransportRelay, type TransportResume } from './sessionTransport.js';
+import { SessionTransport, type TransportRelay } from './sessionTransport.js';
+import type { TransportResume } from './callResumption.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
 import {
   BATCHES_REFUSED,
@@ -12,19 +12,11 @@ import {
 import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
-import { isOwnQuestion, noteTakenOver } from '../core/host/ownQuestions.js';
-import { RpcErrorCode, type Params } from '../core/protocol/jsonRpc.js';
-import {
-  HOST_CANCELLED,
-  eventIdOf,
-  positionOf,
-  type PendingCall,
-  type ResumableCalls,
-  type StreamPosition,
-} from './resumableCalls.js';
-
-/** Over HTTP the host's ids are parsed JSON: strings or numbers. */
-type RequestId = string | number;
+import { isOwnQuestion } from '../core/host/ownQuestions.js';
+import { positionOf } from './resumableCalls.js';
+import { AnswerStream } from './answerStream.js';
+import { CallResumption, type TransportResume } from './callResumption.js';
+import { isPlainRequest, type PlainRequest, type RequestId } from './plainRequest.js';
 
 export interface SessionTransportOptions {
   /** Mints this session's id (sealed, see sessionIds.ts). */
@@ -41,29 +33,6 @@ export interface SessionTransportOptions {
   readonly relay?: TransportRelay;
   /** With `relay`: calls' streams are resumable, and a replica that dies can be taken over. */
   readonly resume?: TransportResume;
-}
-
-/** What a session's transport needs to make its calls' streams resumable on any replica. */
-export interface TransportResume {
-  readonly calls: ResumableCalls;
-  /** The digest of the principal whose session this is (as its record keeps it). */
-  readonly owner: string;
-  /** Whether replica `replica` is up; rejects when the store cannot say. */
-  alive(replica: string): Promise<boolean>;
-  /** Takes one of this replica's slots for resuming another's stream; false when none is free. */
-  acquire(): boolean;
-  release(): void;
-  readonly log: (message: string) => void;
-}
-
-/** A call this replica took over from one that died: the question it waits for the answer to. */
-interface Takeover {
-  /** The id (tagged) of the question the host was asked on the replica that died. */
-  readonly question: string;
-  /** The host's answer to it, once it came. */
-  answer?: JsonRpcMessage;
-  /** The id this connection's peer gave the same question, asked again here (never sent). */
-  asked?: number;
 }
 
 /** What a session's transport needs to tell its own answers from another replica's. */
@@ -114,13 +83,8 @@ export class SessionTransport implements MessageTransport {
   private readonly streams = new Map<RequestId, AnswerStream>();
   private closed = false;
   private readonly options: SessionTransportOptions;
-  /** With `resume`: the requests answered on this class's own streams, as the host sent them. */
-  private readonly requests = new Map<RequestId, PlainRequest>();
-  /** Confirmations recorded in the store, by the peer's id of the question: claimed when answered. */
-  private readonly recorded = new Map<number, RequestId>();
-  /** Calls taken over from a replica that died, by request id, and by their question's id. */
-  private readonly takeovers = new Map<RequestId, Takeover>();
-  private readonly byQuestion = new Map<string, RequestId>();
+  /** With `resume`: the resumption of this session's calls on other replicas, and theirs here. */
+  private readonly resumption: CallResumption | undefined;
 
   constructor(options: SessionTransportOptions) {
     this.options = options;
@@ -129,20 +93,21 @@ export class SessionTransport implements MessageTransport {
       onsessioninitialized: options.onInitialized,
       onsessionclosed: () => options.onDeleted(),
     });
+    this.resumption = options.resume === undefined ? undefined : this.resumptionOf(options.resume);
     this.inner.onmessage = (message) => {
       let ours = message as unknown as JsonRpcMessage;
       if (isResponse(ours) && options.relay !== undefined) {
-        if (this.answersTakeover(ours)) return;
+        if (this.resumption?.answersTakeover(ours) === true) return;
         const own = this.untagged(ours, options.relay);
         if (own === undefined) return;
-        if (this.claimsRecorded(own)) return;
+        if (this.resumption?.claimsRecorded(own) === true) return;
         ours = own;
       }
       // A cancelled request is answered by no one: it is owed nothing any more.
       if ('method' in ours && ours.method === 'notifications/cancelled') {
         const cancelled = (ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId;
         this.owed.delete(cancelled);
-        this.cancelElsewhere(cancelled);
+        this.resumption?.cancelElsewhere(cancelled);
       }
       if (isRequest(ours)) {
         const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
@@ -155,6 +120,20 @@ export class SessionTransport implements MessageTransport {
       this.onclose?.();
     };
     this.inner.onerror = (error) => this.onerror?.(error);
+  }
+
+  /** The resumption of this session's calls, lent what it needs of this transport. */
+  private resumptionOf(resume: TransportResume): CallResumption {
+    return new CallResumption({
+      resume,
+      replica: this.options.relay?.replica,
+      sessionId: () => this.inner.sessionId,
+      ended: () => this.closed,
+      running: (id) => this.open.has(id),
+      deliver: (message) => this.onmessage?.(message),
+      receive: (request) => this.inner.onmessage?.(request as unknown as JSONRPCMessage),
+      openStream: (res, id, sessionId) => this.openStream(res, id, sessionId),
+    });
   }
 
   get sessionId(): string | undefined {
@@ -220,85 +199,9 @@ export class SessionTransport implements MessageTransport {
     const tagged = taggedIdOf(message);
     const relay = this.options.relay;
     if (this.closed || !isResponse(message) || tagged === undefined) return;
-    if (this.answersTakeover(message) || tagged.replica !== relay?.replica) return;
+    if (this.resumption?.answersTakeover(message) === true || tagged.replica !== relay?.replica) return;
     const own = { ...message, id: tagged.id } as JsonRpcMessage;
-    if (!this.claimsRecorded(own)) this.onmessage?.(own);
-  }
-
-  /**
-   * A host that gives up on a call whose stream broke cancels it, and the cancellation may come
-   * here, where the call is not running: it claims the call's record in the store for the host,
-   * so that no replica takes it over and runs it after all. Nothing waits for it.
-   */
-  private cancelElsewhere(requestId: RequestId): void {
-    const { resume } = this.options;
-    const session = this.inner.sessionId;
-    if (resume === undefined || session === undefined || this.open.has(requestId)) return;
-    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
-    resume.calls
-      .cancel(session, requestId)
-      .catch((error: unknown) =>
-        resume.log(
-          `the host's cancellation of request ${JSON.stringify(requestId)} could not be noted in the shared store: ${(error as Error).message}`,
-        ),
-      );
-  }
-
-  /**
-   * Takes the host's answer to the question a replica that died asked about a call this one
-   * took over: it answers the same question asked again here (kept from the host).
-   */
-  private answersTakeover(message: JsonRpcMessage): boolean {
-    const { id } = message as { id?: unknown };
-    const requestId = typeof id === 'string' ? this.byQuestion.get(id) : undefined;
-    const takeover = requestId === undefined ? undefined : this.takeovers.get(requestId);
-    if (takeover === undefined) return false;
-    takeover.answer ??= message;
-    this.answerTakenOver(takeover);
-    return true;
-  }
-
-  /** Gives the question asked again in a taken-over call the host's answer, once both are here. */
-  private answerTakenOver(takeover: Takeover): void {
-    const { answer, asked } = takeover;
-    if (answer === undefined || asked === undefined) return;
-    takeover.asked = undefined;
-    queueMicrotask(() => this.onmessage?.({ ...answer, id: asked } as JsonRpcMessage));
-  }
-
-  /**
-   * The host's answer to a confirmation recorded in the store goes on only once this replica
-   * has claimed the call there: another replica may have taken it over, believing this one
-   * gone. Then, or when the store cannot say, the question fails (the call does not run here).
-   */
-  private claimsRecorded(message: JsonRpcMessage): boolean {
-    const { id } = message as { id?: unknown };
-    const requestId = typeof id === 'number' ? this.recorded.get(id) : undefined;
-    const resume = this.options.resume;
-    const session = this.inner.sessionId;
-    if (requestId === undefined || resume === undefined || session === undefined) return false;
-    this.recorded.delete(id as number);
-    const failed = (why: string): JsonRpcMessage =>
-      ({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.InternalError, message: why } }) as JsonRpcMessage;
-    resume.calls.claim(session, requestId).then(
-      (claim) => {
-        const by = claim !== undefined && 'takenBy' in claim ? claim.takenBy : undefined;
-        this.onmessage?.(
-          by === undefined || by.replica === this.options.relay?.replica
-            ? message
-            : failed(
-                by === HOST_CANCELLED
-                  ? 'the host cancelled the call through another replica'
-                  : `the call was taken over by replica ${by.auditSession}, which runs it`,
-              ),
-        );
-      },
-      (error: unknown) =>
-        this.onmessage?.(
-          failed(`the answer could not be claimed in the shared store: ${(error as Error).message}`),
-        ),
-    );
-    return true;
+    if (this.resumption?.claimsRecorded(own) !== true) this.onmessage?.(own);
   }
 
   /**
@@ -351,12 +254,13 @@ export class SessionTransport implements MessageTransport {
     }
     const sessionId = this.inner.sessionId;
     const lastEventId = req.headers['last-event-id'];
+    const { resumption } = this;
     const position =
-      req.method === 'GET' && typeof lastEventId === 'string' && this.options.resume !== undefined
+      req.method === 'GET' && typeof lastEventId === 'string' && resumption !== undefined
         ? positionOf(lastEventId)
         : undefined;
-    if (position !== undefined && sessionId !== undefined && !this.closed)
-      return this.resume(res, position, sessionId);
+    if (position !== undefined && resumption !== undefined && sessionId !== undefined && !this.closed)
+      return resumption.resume(res, position, sessionId);
     // The SDK maps a request id to one stream: a request reusing an id that is still open is
     // left to it, as it was before this class answered any.
     if (
@@ -375,7 +279,7 @@ export class SessionTransport implements MessageTransport {
   /** Serves `message` on an answer stream of its own (see the class comment). */
   private answerOnOwnStream(res: ServerResponse, message: PlainRequest, sessionId: string): void {
     this.openStream(res, message.id, sessionId);
-    if (this.options.resume !== undefined) this.requests.set(message.id, message);
+    this.resumption?.track(message);
     this.inner.onmessage?.(message as unknown as JSONRPCMessage);
   }
 
@@ -396,125 +300,6 @@ export class SessionTransport implements MessageTransport {
       if (this.streams.get(id) === stream) this.streams.delete(id);
     });
     return stream;
-  }
-
-  /**
-   * Serves a host's GET that resumes a call's stream after it broke (its `Last-Event-ID` names
-   * the call and the replica that ran it). The stream of a call still running here is picked up
-   * again; a call whose replica died while it waited for its confirmation is taken over here,
-   * once over all replicas; any other call gets an error saying what became of it at once,
-   * rather than the host waiting for an answer that will not come.
-   */
-  private async resume(res: ServerResponse, position: StreamPosition, sessionId: string): Promise<void> {
-    const resume = this.options.resume!;
-    const { requestId } = position;
-    const shown = `request ${JSON.stringify(requestId)}`;
-    // The stream it resumes had its answer: nothing more will come on it.
-    if (position.position === 'end') {
-      res.writeHead(204).end();
-      return;
-    }
-    if (position.replica === this.options.relay?.replica || this.takeovers.has(requestId)) {
-      if (this.open.has(requestId)) {
-        this.openStream(res, requestId, sessionId).prime();
-        return;
-      }
-      return endWithError(
-        res,
-        sessionId,
-        position,
-        `the call of ${shown} has ended: its answer cannot be sent again`,
-      );
-    }
-    if (!resume.acquire()) {
-      resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
-      res
-        .writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' })
-        .end('too many streams are being resumed; retry later');
-      return;
-    }
-    let held = true;
-    const release = () => {
-      if (held) resume.release();
-      held = false;
-    };
-    res.once('close', release);
-    const dead = `replica ${position.auditSession}`;
-    try {
-      if (await resume.alive(position.replica)) {
-        release();
-        return endWithError(
-          res,
-          sessionId,
-          position,
-          `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
-        );
-      }
-      const claim = await resume.calls.claim(sessionId, requestId);
-      if (claim === undefined || !('mine' in claim)) {
-        release();
-        const by = claim?.takenBy;
-        const elsewhere =
-          by === HOST_CANCELLED
-            ? `the host cancelled the call of ${shown}`
-            : by !== undefined && by.replica !== position.replica
-              ? `the call of ${shown} was already taken over by replica ${by.auditSession}`
-              : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
-        resume.log(
-          `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
-        );
-        return endWithError(res, sessionId, position, elsewhere);
-      }
-      if (res.destroyed || this.closed) {
-        release();
-        return;
-      }
-      this.takeOver(res, claim.mine, claim.answer, sessionId, release);
-      resume.log(
-        `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
-      );
-    } catch (error) {
-      release();
-      return endWithError(
-        res,
-        sessionId,
-        position,
-        `the stream of ${shown} could not be resumed: ${(error as Error).message}`,
-      );
-    }
-  }
-
-  /**
-   * Runs here the call a replica that died was asking the host to confirm: the host's request
-   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
-   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
-   * again here waits for the host's answer to the first one (see `answersTakeover`).
-   */
-  private takeOver(
-    res: ServerResponse,
-    pending: PendingCall,
-    answer: unknown,
-    sessionId: string,
-    release: () => void,
-  ): void {
-    const { request } = pending;
-    const params: Params =
-      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
-    noteTakenOver(params, this.options.resume!.calls.auditSession);
-    const takeover: Takeover = {
-      question: pending.question,
-      ...(isAnswer(answer) && { answer }),
-    };
-    this.takeovers.set(request.id, takeover);
-    this.byQuestion.set(pending.question, request.id);
-    this.openStream(res, request.id, sessionId).prime();
-    res.once('close', () => {
-      release();
-      this.byQuestion.delete(pending.question);
-      this.takeovers.delete(request.id);
-    });
-    const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
-    this.inner.onmessage?.(message as unknown as JSONRPCMessage);
   }
 
   /**
@@ -561,69 +346,24 @@ export class SessionTransport implements MessageTransport {
     const stream = related === undefined ? undefined : this.streams.get(related.relatedRequestId);
     const sent = this.tagged(message);
     if (stream !== undefined) {
-      if (isRequest(message) && message.method === 'elicitation/create' && isOwnQuestion(message.params))
-        return this.confirmationOf(related!.relatedRequestId, message.id as number, sent, stream);
+      if (
+        this.resumption !== undefined &&
+        isRequest(message) &&
+        message.method === 'elicitation/create' &&
+        isOwnQuestion(message.params)
+      )
+        return this.resumption.confirmationOf(related!.relatedRequestId, message.id as number, sent, stream);
       stream.event(serializeMessage(sent));
       return Promise.resolve();
     }
     return this.inner.send(sent as unknown as JSONRPCMessage, related);
   }
 
-  /**
-   * Puts the gateway's own confirmation of call `requestId` to the host. With resumable calls it
-   * is recorded in the store first, so another replica can take the call over should this one
-   * die while the user decides; a confirmation that cannot be recorded is not asked (the call
-   * fails closed). In a call taken over, it is not sent at all: the host already has it.
-   */
-  private confirmationOf(
-    requestId: RequestId,
-    questionId: number,
-    sent: JsonRpcMessage,
-    stream: AnswerStream,
-  ): Promise<void> {
-    const takeover = this.takeovers.get(requestId);
-    if (takeover !== undefined) {
-      takeover.asked = questionId;
-      this.answerTakenOver(takeover);
-      return Promise.resolve();
-    }
-    const { resume } = this.options;
-    const request = this.requests.get(requestId);
-    const session = this.inner.sessionId;
-    if (resume === undefined || request === undefined || session === undefined) {
-      stream.event(serializeMessage(sent));
-      return Promise.resolve();
-    }
-    const entry: PendingCall = {
-      request: {
-        id: request.id,
-        method: request.method,
-        ...(request.params !== undefined && { params: request.params }),
-      },
-      question: String((sent as { id: unknown }).id),
-      owner: resume.owner,
-      askedBy: resume.calls.auditSession,
-      expiresAt: Date.now() + resume.calls.waitMs,
-    };
-    return resume.calls.record(session, entry).then(
-      () => {
-        this.recorded.set(questionId, requestId);
-        stream.event(serializeMessage(sent));
-      },
-      (error: unknown) => {
-        throw new Error(
-          `the confirmation could not be recorded in the shared store, so it was not asked: ${(error as Error).message}`,
-        );
-      },
-    );
-  }
-
   /** Forgets the request `id` as open, and takes its own answer stream, when it has one. */
   private answered(id: RequestId): AnswerStream | undefined {
     this.open.delete(id);
     this.owed.delete(id);
-    if (this.requests.delete(id) && this.recorded.size > 0)
-      for (const [question, call] of this.recorded) if (call === id) this.recorded.delete(question);
+    this.resumption?.settled(id);
     const stream = this.streams.get(id);
     if (stream !== undefined) this.streams.delete(id);
     return stream;
@@ -643,8 +383,7 @@ export class SessionTransport implements MessageTransport {
   close(): Promise<void> {
     this.open.clear();
     this.owed.clear();
-    this.requests.clear();
-    this.recorded.clear();
+    this.resumption?.clear();
     this.endStreams();
     return this.inner.close();
   }
@@ -662,183 +401,6 @@ function taggedIdOf(message: JsonRpcMessage): { readonly replica: string; readon
   const { id } = message as { id?: unknown };
   const match = typeof id === 'string' ? TAGGED_ID.exec(id) : null;
   return match === null ? undefined : { replica: match[1]!, id: Number(match[2]) };
-}
-
-/** Whether `value`, as the store kept it, is a host's answer (a JSON-RPC response). */
-function isAnswer(value: unknown): value is JsonRpcMessage {
-  return typeof value === 'object' && value !== null && isResponse(value as JsonRpcMessage);
-}
-
-/** A POST's one request, in the shape `isPlainRequest` admits. */
-interface PlainRequest {
-  readonly jsonrpc: '2.0';
-  readonly id: RequestId;
-  readonly method: string;
-  readonly params?: Record<string, unknown>;
-}
-
-const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
-
-/**
- * Whether this POST is one request this class answers itself: headers the SDK's transport would
- * accept as they are (Accept naming both JSON and SSE, a JSON Content-Type, a protocol version
- * it supports or none), and a body its schema would take unchanged (a JSON-RPC request with only
- * the four members, an integer or string id, params an object whose `_meta` holds a valid
- * progress token or none, and no task member the schema would rewrite). Anything else goes to
- * the SDK, which refuses or takes it as it always did.
- */
-function isPlainRequest(req: IncomingMessage, body: unknown): body is PlainRequest {
-  const { accept, 'content-type': type, 'mcp-protocol-version': version } = req.headers;
-  if (accept === undefined || !accept.includes('application/json') || !accept.includes('text/event-stream'))
-    return false;
-  if (type === undefined || !JSON_TYPE.test(type)) return false;
-  if (
-    version !== undefined &&
-    (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
-  )
-    return false;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
-  const { jsonrpc, id, method, params } = body as Record<string, unknown>;
-  if (jsonrpc !== '2.0' || typeof method !== 'string' || method === 'initialize') return false;
-  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
-  for (const key in body) if (!REQUEST_KEYS.has(key)) return false;
-  if (params === undefined) return true;
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) return false;
-  const meta = (params as { _meta?: unknown })._meta;
-  if (meta === undefined) return true;
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return false;
-  const token = (meta as { progressToken?: unknown }).progressToken;
-  if (token !== undefined && typeof token !== 'string' && !Number.isSafeInteger(token)) return false;
-  return !(RELATED_TASK in meta);
-}
-
-/** A Content-Type whose media type is JSON, whatever its parameters. */
-const JSON_TYPE = /^application\/json\s*(;|$)/i;
-const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-
-/**
- * The SSE stream one request is answered on: its headers are those the SDK's transport sends,
- * held until the first message, so that a lone answer goes out in one write with its length
- * (and a rate-limit refusal with nothing before it as a 429).
- */
-class AnswerStream {
-  private readonly keepAlive: NodeJS.Timeout;
-  private started = false;
-  /** The position of the next event, when events carry ids. */
-  private position = 0;
-
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly sessionId: string,
-    keepAliveMs: number,
-    /** With these, each event carries an id a host can resume the stream from (on any replica). */
-    private readonly ids?: Omit<StreamPosition, 'position'>,
-  ) {
-    this.keepAlive = setInterval(() => {
-      this.start();
-      this.res.write(': keepalive\n\n');
-    }, keepAliveMs);
-    this.keepAlive.unref();
-  }
-
-  /** A notification or request about this stream's request. */
-  event(text: string): void {
-    if (!this.open) return;
-    this.start();
-    this.res.write(this.idLine(this.position++) + frame(text));
-  }
-
-  /** Starts the stream now (a resumed one: the host is waiting for it), with its priming event. */
-  prime(): void {
-    if (this.open) this.start();
-  }
-
-  /** The `id:` line of the event at `position`, when events carry ids. */
-  private idLine(position: number | 'end'): string {
-    return this.ids === undefined ? '' : `id: ${eventIdOf({ ...this.ids, position })}\n`;
-  }
-
-  /** The request's answer: the stream's last message. */
-  answer(text: string, retryAfterSeconds?: number): void {
-    this.stop();
-    if (!this.open) return;
-    if (this.started) {
-      this.res.end(this.idLine('end') + frame(text));
-      return;
-    }
-    if (retryAfterSeconds !== undefined) {
-      this.res.writeHead(429, {
-        'Content-Type': 'application/json',
-        'Content-Length': Buffer.byteLength(text),
-        'Retry-After': String(retryAfterSeconds),
-        'mcp-session-id': this.sessionId,
-      });
-      this.res.end(text);
-      return;
-    }
-    const framed = frame(text);
-    this.res.writeHead(200, { ...this.headers(), 'Content-Length': Buffer.byteLength(framed) });
-    this.res.end(framed);
-  }
-
-  /** Ends the stream without an answer (the session ended). */
-  end(): void {
-    this.stop();
-    if (!this.open) return;
-    if (!this.started) this.res.writeHead(200, this.headers());
-    this.res.end();
-  }
-
-  stop(): void {
-    clearInterval(this.keepAlive);
-  }
-
-  private get open(): boolean {
-    return !this.res.writableEnded && !this.res.destroyed;
-  }
-
-  private start(): void {
-    if (this.started) return;
-    this.started = true;
-    this.res.writeHead(200, this.headers());
-    // The priming event: an id and no data, so the host can resume the stream should it break
-    // before anything else is sent (the 2025-11-25 revision's advice to servers).
-    if (this.ids !== undefined) this.res.write(`${this.idLine(this.position++)}data: \n\n`);
-  }
-
-  private headers(): Record<string, string> {
-    return {
-      'Content-Type': 'text/event-stream',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-      'mcp-session-id': this.sessionId,
-    };
-  }
-}
-
-function frame(text: string): string {
-  return `event: message\ndata: ${text}\n\n`;
-}
-
-/**
- * Answers a GET that resumed the stream of request `id` with a JSON-RPC error for that request,
- * the stream's last event (a host that reconnects from it gets 204: the stream is over).
- */
-function endWithError(res: ServerResponse, sessionId: string, stream: StreamPosition, message: string): void {
-  if (res.destroyed || res.writableEnded) return;
-  const text = JSON.stringify({
-    jsonrpc: '2.0',
-    id: stream.requestId,
-    error: { code: RpcErrorCode.InternalError, message },
-  });
-  res.writeHead(200, {
-    'Content-Type': 'text/event-stream',
-    'Cache-Control': 'no-cache, no-transform',
-    'X-Accel-Buffering': 'no',
-    'mcp-session-id': sessionId,
-  });
-  res.end(`id: ${eventIdOf({ ...stream, position: 'end' })}\n${frame(text)}`);
 }
 
 /** The ids of a batch's elements that are requests, for the errors that answer a refused batch. */

@@ -1,0 +1,347 @@
+import type { ServerResponse } from 'node:http';
+import {
+  RpcErrorCode,
+  isResponse,
+  serializeMessage,
+  type JsonRpcMessage,
+  type Params,
+} from '../core/protocol/jsonRpc.js';
+import { noteTakenOver } from '../core/host/ownQuestions.js';
+import {
+  HOST_CANCELLED,
+  type PendingCall,
+  type ResumableCalls,
+  type StreamPosition,
+} from './resumableCalls.js';
+import { endWithError, type AnswerStream } from './answerStream.js';
+import type { PlainRequest, RequestId } from './plainRequest.js';
+
+/** What a session's transport needs to make its calls' streams resumable on any replica. */
+export interface TransportResume {
+  readonly calls: ResumableCalls;
+  /** The digest of the principal whose session this is (as its record keeps it). */
+  readonly owner: string;
+  /** Whether replica `replica` is up; rejects when the store cannot say. */
+  alive(replica: string): Promise<boolean>;
+  /** Takes one of this replica's slots for resuming another's stream; false when none is free. */
+  acquire(): boolean;
+  release(): void;
+  readonly log: (message: string) => void;
+}
+
+/** What the session's transport lends the resumption of its calls. */
+export interface CallResumptionOptions {
+  readonly resume: TransportResume;
+  /** This replica's tag, when replicas share the session. */
+  readonly replica: string | undefined;
+  /** The session's id, once the host's initialize set it up. */
+  readonly sessionId: () => string | undefined;
+  /** Whether the session is over (its transport closed). */
+  readonly ended: () => boolean;
+  /** Whether the host's request `id` is still being answered here. */
+  readonly running: (id: RequestId) => boolean;
+  /** Hands the gateway connection a message from the host (an answer to one of its questions). */
+  readonly deliver: (message: JsonRpcMessage) => void;
+  /** Takes `request` as if the host had just sent it (it is then open, and answered as any). */
+  readonly receive: (request: PlainRequest) => void;
+  /** A new answer stream for request `id` on `res`, its events numbered. */
+  readonly openStream: (res: ServerResponse, id: RequestId, sessionId: string) => AnswerStream;
+}
+
+/** A call this replica took over from one that died: the question it waits for the answer to. */
+interface Takeover {
+  /** The id (tagged) of the question the host was asked on the replica that died. */
+  readonly question: string;
+  /** The host's answer to it, once it came. */
+  answer?: JsonRpcMessage;
+  /** The id this connection's peer gave the same question, asked again here (never sent). */
+  asked?: number;
+}
+
+/**
+ * How one session's calls outlive the replica that runs them: the gateway's confirmations are
+ * recorded in the shared store before the host sees them, and the host's answer to one is
+ * claimed there before it goes on; a host whose call stream broke resumes it on any replica,
+ * which picks the stream up again when the call runs there, takes the call over when its
+ * replica died waiting for the confirmation, and otherwise says at once what became of it.
+ */
+export class CallResumption {
+  private readonly options: CallResumptionOptions;
+  /** The requests answered on the transport's own streams, as the host sent them. */
+  private readonly requests = new Map<RequestId, PlainRequest>();
+  /** Confirmations recorded in the store, by the peer's id of the question: claimed when answered. */
+  private readonly recorded = new Map<number, RequestId>();
+  /** Calls taken over from a replica that died, by request id, and by their question's id. */
+  private readonly takeovers = new Map<RequestId, Takeover>();
+  private readonly byQuestion = new Map<string, RequestId>();
+
+  constructor(options: CallResumptionOptions) {
+    this.options = options;
+  }
+
+  /** Keeps the host's request as it sent it, should its call need recording (see `confirmationOf`). */
+  track(request: PlainRequest): void {
+    this.requests.set(request.id, request);
+  }
+
+  /** Forgets request `id` once it is answered, with the confirmations recorded for it. */
+  settled(id: RequestId): void {
+    if (this.requests.delete(id) && this.recorded.size > 0)
+      for (const [question, call] of this.recorded) if (call === id) this.recorded.delete(question);
+  }
+
+  /** Forgets every request and recorded confirmation: the session is closing. */
+  clear(): void {
+    this.requests.clear();
+    this.recorded.clear();
+  }
+
+  /**
+   * A host that gives up on a call whose stream broke cancels it, and the cancellation may come
+   * here, where the call is not running: it claims the call's record in the store for the host,
+   * so that no replica takes it over and runs it after all. Nothing waits for it.
+   */
+  cancelElsewhere(requestId: RequestId): void {
+    const { resume } = this.options;
+    const session = this.options.sessionId();
+    if (session === undefined || this.options.running(requestId)) return;
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    resume.calls
+      .cancel(session, requestId)
+      .catch((error: unknown) =>
+        resume.log(
+          `the host's cancellation of request ${JSON.stringify(requestId)} could not be noted in the shared store: ${(error as Error).message}`,
+        ),
+      );
+  }
+
+  /**
+   * Takes the host's answer to the question a replica that died asked about a call this one
+   * took over: it answers the same question asked again here (kept from the host).
+   */
+  answersTakeover(message: JsonRpcMessage): boolean {
+    const { id } = message as { id?: unknown };
+    const requestId = typeof id === 'string' ? this.byQuestion.get(id) : undefined;
+    const takeover = requestId === undefined ? undefined : this.takeovers.get(requestId);
+    if (takeover === undefined) return false;
+    takeover.answer ??= message;
+    this.answerTakenOver(takeover);
+    return true;
+  }
+
+  /** Gives the question asked again in a taken-over call the host's answer, once both are here. */
+  private answerTakenOver(takeover: Takeover): void {
+    const { answer, asked } = takeover;
+    if (answer === undefined || asked === undefined) return;
+    takeover.asked = undefined;
+    queueMicrotask(() => this.options.deliver({ ...answer, id: asked } as JsonRpcMessage));
+  }
+
+  /**
+   * The host's answer to a confirmation recorded in the store goes on only once this replica
+   * has claimed the call there: another replica may have taken it over, believing this one
+   * gone. Then, or when the store cannot say, the question fails (the call does not run here).
+   */
+  claimsRecorded(message: JsonRpcMessage): boolean {
+    const { id } = message as { id?: unknown };
+    const requestId = typeof id === 'number' ? this.recorded.get(id) : undefined;
+    const { resume } = this.options;
+    const session = this.options.sessionId();
+    if (requestId === undefined || session === undefined) return false;
+    this.recorded.delete(id as number);
+    const failed = (why: string): JsonRpcMessage =>
+      ({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.InternalError, message: why } }) as JsonRpcMessage;
+    resume.calls.claim(session, requestId).then(
+      (claim) => {
+        const by = claim !== undefined && 'takenBy' in claim ? claim.takenBy : undefined;
+        this.options.deliver(
+          by === undefined || by.replica === this.options.replica
+            ? message
+            : failed(
+                by === HOST_CANCELLED
+                  ? 'the host cancelled the call through another replica'
+                  : `the call was taken over by replica ${by.auditSession}, which runs it`,
+              ),
+        );
+      },
+      (error: unknown) =>
+        this.options.deliver(
+          failed(`the answer could not be claimed in the shared store: ${(error as Error).message}`),
+        ),
+    );
+    return true;
+  }
+
+  /**
+   * Serves a host's GET that resumes a call's stream after it broke (its `Last-Event-ID` names
+   * the call and the replica that ran it). The stream of a call still running here is picked up
+   * again; a call whose replica died while it waited for its confirmation is taken over here,
+   * once over all replicas; any other call gets an error saying what became of it at once,
+   * rather than the host waiting for an answer that will not come.
+   */
+  async resume(res: ServerResponse, position: StreamPosition, sessionId: string): Promise<void> {
+    const { resume } = this.options;
+    const { requestId } = position;
+    const shown = `request ${JSON.stringify(requestId)}`;
+    // The stream it resumes had its answer: nothing more will come on it.
+    if (position.position === 'end') {
+      res.writeHead(204).end();
+      return;
+    }
+    if (position.replica === this.options.replica || this.takeovers.has(requestId)) {
+      if (this.options.running(requestId)) {
+        this.options.openStream(res, requestId, sessionId).prime();
+        return;
+      }
+      return endWithError(
+        res,
+        sessionId,
+        position,
+        `the call of ${shown} has ended: its answer cannot be sent again`,
+      );
+    }
+    if (!resume.acquire()) {
+      resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
+      res
+        .writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' })
+        .end('too many streams are being resumed; retry later');
+      return;
+    }
+    let held = true;
+    const release = () => {
+      if (held) resume.release();
+      held = false;
+    };
+    res.once('close', release);
+    const dead = `replica ${position.auditSession}`;
+    try {
+      if (await resume.alive(position.replica)) {
+        release();
+        return endWithError(
+          res,
+          sessionId,
+          position,
+          `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
+        );
+      }
+      const claim = await resume.calls.claim(sessionId, requestId);
+      if (claim === undefined || !('mine' in claim)) {
+        release();
+        const by = claim?.takenBy;
+        const elsewhere =
+          by === HOST_CANCELLED
+            ? `the host cancelled the call of ${shown}`
+            : by !== undefined && by.replica !== position.replica
+              ? `the call of ${shown} was already taken over by replica ${by.auditSession}`
+              : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
+        resume.log(
+          `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
+        );
+        return endWithError(res, sessionId, position, elsewhere);
+      }
+      if (res.destroyed || this.options.ended()) {
+        release();
+        return;
+      }
+      this.takeOver(res, claim.mine, claim.answer, sessionId, release);
+      resume.log(
+        `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
+      );
+    } catch (error) {
+      release();
+      return endWithError(
+        res,
+        sessionId,
+        position,
+        `the stream of ${shown} could not be resumed: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  /**
+   * Runs here the call a replica that died was asking the host to confirm: the host's request
+   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
+   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
+   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   */
+  private takeOver(
+    res: ServerResponse,
+    pending: PendingCall,
+    answer: unknown,
+    sessionId: string,
+    release: () => void,
+  ): void {
+    const { request } = pending;
+    const params: Params =
+      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
+    noteTakenOver(params, this.options.resume.calls.auditSession);
+    const takeover: Takeover = {
+      question: pending.question,
+      ...(isAnswer(answer) && { answer }),
+    };
+    this.takeovers.set(request.id, takeover);
+    this.byQuestion.set(pending.question, request.id);
+    this.options.openStream(res, request.id, sessionId).prime();
+    res.once('close', () => {
+      release();
+      this.byQuestion.delete(pending.question);
+      this.takeovers.delete(request.id);
+    });
+    const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
+    this.options.receive(message);
+  }
+
+  /**
+   * Puts the gateway's own confirmation of call `requestId` to the host. With resumable calls it
+   * is recorded in the store first, so another replica can take the call over should this one
+   * die while the user decides; a confirmation that cannot be recorded is not asked (the call
+   * fails closed). In a call taken over, it is not sent at all: the host already has it.
+   */
+  confirmationOf(
+    requestId: RequestId,
+    questionId: number,
+    sent: JsonRpcMessage,
+    stream: AnswerStream,
+  ): Promise<void> {
+    const takeover = this.takeovers.get(requestId);
+    if (takeover !== undefined) {
+      takeover.asked = questionId;
+      this.answerTakenOver(takeover);
+      return Promise.resolve();
+    }
+    const { resume } = this.options;
+    const request = this.requests.get(requestId);
+    const session = this.options.sessionId();
+    if (request === undefined || session === undefined) {
+      stream.event(serializeMessage(sent));
+      return Promise.resolve();
+    }
+    const entry: PendingCall = {
+      request: {
+        id: request.id,
+        method: request.method,
+        ...(request.params !== undefined && { params: request.params }),
+      },
+      question: String((sent as { id: unknown }).id),
+      owner: resume.owner,
+      askedBy: resume.calls.auditSession,
+      expiresAt: Date.now() + resume.calls.waitMs,
+    };
+    return resume.calls.record(session, entry).then(
+      () => {
+        this.recorded.set(questionId, requestId);
+        stream.event(serializeMessage(sent));
+      },
+      (error: unknown) => {
+        throw new Error(
+          `the confirmation could not be recorded in the shared store, so it was not asked: ${(error as Error).message}`,
+        );
+      },
+    );
+  }
+}
+
+/** Whether `value`, as the store kept it, is a host's answer (a JSON-RPC response). */
+function isAnswer(value: unknown): value is JsonRpcMessage {
+  return typeof value === 'object' && value !== null && isResponse(value as JsonRpcMessage);
+}
