@@ -124,6 +124,13 @@ export function codeCacheFile(env: NodeJS.ProcessEnv, home: string): string {
  */
 export async function runBundle(entry: string | URL): Promise<void> {
   const file = entry instanceof URL || entry.startsWith('file:') ? fileURLToPath(entry) : entry;
+  // What lets our chunks import packages came with Node 20.12: said at once, not at first use.
+  if (
+    (vmConstants as Partial<typeof vmConstants> | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER === undefined
+  ) {
+    process.stderr.write(`mcp-warden: needs Node.js 20.12 or later, and this is ${process.version}\n`);
+    process.exit(1);
+  }
   quietDefaultLoaderWarning();
   const dir = path.dirname(file);
   const manifest = JSON.parse(readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
