@@ -198,9 +198,8 @@ class Bundle {
     private readonly manifest: Manifest,
     private readonly file: string,
   ) {
-    this.key = createHash('sha256')
-      .update(`${manifest.digest}\n${process.version}\n${process.arch}\n${cachedDataVersionTag()}`)
-      .digest('hex');
+    // Plain text, not a digest: a start without a cache file loads no hash function for it.
+    this.key = `${manifest.digest} node ${process.version} ${process.arch} v8 flags ${cachedDataVersionTag()}`;
     this.cache = this.read();
   }
 
@@ -220,9 +219,11 @@ class Bundle {
     const known = this.chunks.get(file);
     if (known !== undefined) return known.module.exports;
     const wanted = new Set<string>();
+    const seen = new Set<string>();
     const visit = (name: string): void => {
       const needs = this.manifest.chunks[name];
-      if (needs === undefined || this.chunks.has(path.join(this.dir, name))) return;
+      if (needs === undefined || seen.has(name) || this.chunks.has(path.join(this.dir, name))) return;
+      seen.add(name);
       for (const pkg of needs.packages) if (!this.packages.has(pkg)) wanted.add(pkg);
       for (const next of needs.requires) visit(next);
     };
