@@ -253,7 +253,8 @@ class Bundle {
         importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
       },
     );
-    const cached = cachedData !== undefined && !script.cachedDataRejected;
+    // Only V8 knows whether it took the cache: `false` is its word that it did.
+    const cached = cachedData !== undefined && script.cachedDataRejected === false;
     if (cachedData !== undefined && !cached) this.stale = true;
     const module = { exports: {} as unknown };
     // Registered before it runs: chunks that require each other get what is exported so far.
