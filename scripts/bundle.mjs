@@ -81,6 +81,15 @@ const forCommonJs = {
       throw new Error(
         `${chunk.fileName}: a chunk loaded on use is required in a way the launcher does not know: ${out.match(/.*require\("\.\.?\/[^"]+\.cjs"\).*/g)}`,
       );
+    // A package loaded on use: imported by the launcher, beside the chunks, so resolved as from
+    // them. V8's code cache does not keep what lets a compiled script's own import() work in
+    // the next process, so the chunks never call import() themselves.
+    out = out.replace(/(?<![\w$.])import\((?=")/g, '__importPackage(');
+    const left = out
+      .split('\n')
+      .filter((line) => /(?<![\w$.])import\(/.test(line) && !/^\s*(?:\*|\/\/)/.test(line));
+    if (left.length > 0)
+      throw new Error(`${chunk.fileName}: an import() the launcher cannot make: ${left.join('\n')}`);
     // The entry's `#!` line: the launcher runs the chunk, in a function. Its line stays, empty.
     if (out.startsWith('#!')) out = out.replace(/^#![^\n]*/, '');
     return { code: out };
@@ -101,7 +110,8 @@ const { output } = await bundle.write({
   format: 'cjs',
   entryFileNames: '[name].cjs',
   chunkFileNames: '[name]-[hash].cjs',
-  // Packages loaded on use stay `import()`s; our chunks loaded on use go through the launcher.
+  // Packages loaded on use stay `import()`s (made by the launcher, see renderChunk); our chunks
+  // loaded on use go through the launcher too.
   dynamicImportInCjs: true,
 });
 await bundle.close();

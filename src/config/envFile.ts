@@ -25,7 +25,7 @@ export type EnvFileResult =
 
 /** Reads the env file written as `written`. Never throws: every failure is a problem message. */
 export function readEnvFile(written: string, options: EnvFileOptions): EnvFileResult {
-  // `parseEnv` came with Node 20.12, which the built package asks for; from source, older may run.
+  // `parseEnv` came with Node 20.12; the rest of mcp-warden runs on any Node 20.
   if (typeof util.parseEnv !== 'function') {
     return { problem: `"envFile" needs Node.js 20.12 or later, and this is ${process.version}` };
   }

@@ -38,7 +38,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cachedDataVersionTag } from 'node:v8';
-import { Script, constants as vmConstants } from 'node:vm';
+import { Script } from 'node:vm';
 
 /** What the chunks ask `require` for to reach this module (the bundle keeps it outside). */
 export const CODE_CACHE_MODULE = '#code-cache';
@@ -103,6 +103,7 @@ type ChunkFunction = (
   filename: string,
   dirname: string,
   importChunk: (specifier: string) => Promise<unknown>,
+  importPackage: (specifier: string) => Promise<unknown>,
   importMetaResolve: (specifier: string) => string,
 ) => void;
 
@@ -124,35 +125,10 @@ export function codeCacheFile(env: NodeJS.ProcessEnv, home: string): string {
  */
 export async function runBundle(entry: string | URL): Promise<void> {
   const file = entry instanceof URL || entry.startsWith('file:') ? fileURLToPath(entry) : entry;
-  // What lets our chunks import packages came with Node 20.12: said at once, not at first use.
-  if (
-    (vmConstants as Partial<typeof vmConstants> | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER === undefined
-  ) {
-    process.stderr.write(`mcp-warden: needs Node.js 20.12 or later, and this is ${process.version}\n`);
-    process.exit(1);
-  }
-  quietDefaultLoaderWarning();
   const dir = path.dirname(file);
   const manifest = JSON.parse(readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Manifest;
   running = new Bundle(dir, manifest, codeCacheFile(process.env, homedir()));
   await running.importChunk(file);
-}
-
-/**
- * Node 20 calls the option that lets our chunks `import()` packages experimental, and says so
- * on stderr on first use: that is ours to know, not the user's. Only that one warning is
- * dropped; every other passes as before.
- */
-function quietDefaultLoaderWarning(): void {
-  const emitWarning = process.emitWarning;
-  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]): void {
-    const text = typeof warning === 'string' ? warning : warning.message;
-    if (text.startsWith('vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) {
-      process.emitWarning = emitWarning;
-      return;
-    }
-    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
-  } as typeof process.emitWarning;
 }
 
 /** How this process used the cache so far; undefined when it does not run the bundle. */
@@ -246,11 +222,10 @@ class Bundle {
     const source = readFileSync(file, 'utf8');
     // On the chunk's first line, so that every line number in a stack trace is the file's own.
     const script = new Script(
-      `(function (exports, require, module, __filename, __dirname, __importChunk, __importMetaResolve) {${source}\n})`,
+      `(function (exports, require, module, __filename, __dirname, __importChunk, __importPackage, __importMetaResolve) {${source}\n})`,
       {
         filename: file,
         ...(cachedData !== undefined && { cachedData }),
-        importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
       },
     );
     // Only V8 knows whether it took the cache: `false` is its word that it did.
@@ -269,6 +244,8 @@ class Bundle {
       file,
       path.dirname(file),
       (specifier) => this.importChunk(path.resolve(path.dirname(file), specifier)),
+      // From here, beside the chunks: Node resolves it as it would for them.
+      (specifier) => import(specifier) as Promise<unknown>,
       (specifier) => import.meta.resolve(specifier),
     );
     return module.exports;
