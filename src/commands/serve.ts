@@ -569,28 +569,36 @@ function keepCodeCache(host: MessageTransport, logger: Logger): void {
 function afterFirstToolCall(host: MessageTransport, then: () => void): void {
   const idOf = (id: unknown): string => `${typeof id}:${String(id)}`;
   const calls = new Set<string>();
-  let done = false;
-  let handler = host.onmessage;
+  let raw = host.onmessage;
+  let handler = raw;
   // The gateway sets the handler later: each one it sets notes the tools/call requests first.
   Object.defineProperty(host, 'onmessage', {
     configurable: true,
     enumerable: true,
     get: () => handler,
     set: (next: MessageTransport['onmessage']) => {
+      raw = next;
       handler =
         next &&
         ((message, extra) => {
-          if (!done && 'method' in message && message.method === 'tools/call' && 'id' in message)
+          if ('method' in message && message.method === 'tools/call' && 'id' in message)
             calls.add(idOf(message.id));
           next(message, extra);
         });
     },
   });
-  const send = host.send.bind(host);
+  const send = host.send;
   host.send = async (message) => {
-    await send(message);
-    if (done || !('id' in message) || !calls.has(idOf(message.id))) return;
-    done = true;
+    await send.call(host, message);
+    if (!('id' in message) || !calls.has(idOf(message.id))) return;
+    // Done: every later message goes straight through, as without this.
+    Object.defineProperty(host, 'onmessage', {
+      configurable: true,
+      enumerable: true,
+      writable: true,
+      value: raw,
+    });
+    host.send = send;
     calls.clear();
     setImmediate(then);
   };
