@@ -19,7 +19,9 @@
  *
  * Loading follows what ES modules did: packages from node_modules are loaded with `import()`
  * (their ESM builds, as before), and the chunks a chunk needs are loaded first. Chunks loaded
- * on use stay loaded on use.
+ * on use stay loaded on use. Every `import()` is made here, never by a chunk: a script compiled
+ * from a code cache made in another process cannot make its own (Node 20 loses what ties it to
+ * the loader), and this module sits beside the chunks, so names resolve as they would for them.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
