@@ -18,9 +18,11 @@ import type { AuditTrail } from '../features/audit/openTrail.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
 import type { ClosableLogger, Logger } from '../core/logger.js';
 import type { StreamTransport } from '../core/transports/streamTransport.js';
+import type { MessageTransport } from '../core/rpc/transport.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
+import { codeCacheUse, writeCodeCache } from '../lib/codeCache.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
 import { rememberValidDocuments, validDocumentsFile } from '../lib/validDocuments.js';
@@ -126,7 +128,8 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   // V8's flags are the whole process's: only a gateway that owns its process sets them. Not
   // before the config and policies are read: V8 refuses a code cache made under other flags,
   // and their generated validators would then be compiled afresh at every start.
-  if (options.process !== undefined) youngGenerationGrowth(false);
+  if (options.process !== undefined)
+    setServingFlags({ grows: false, keepBytecode: servingFlags.keepBytecode });
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
     openLogger(config, loaded, options.log),
@@ -136,6 +139,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   const session = randomUUID();
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
   const host = await hostTransport(config, logger, stdio);
+  if (options.process !== undefined) keepCodeCache(host, logger);
   const store = await openStoreIfConfigured(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
   // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
@@ -527,15 +531,86 @@ async function watchManagedWhileServing(options: {
 }
 
 /**
+ * Says at debug level how start-up used the code cache of our own code (src/lib/codeCache.ts),
+ * and writes that cache once the host's first tools/call was answered: by then V8 has compiled
+ * the call path, and the next start takes it all from the cache instead of compiling it again.
+ * On an idle turn after that answer was sent, so no call waits on it.
+ */
+function keepCodeCache(host: MessageTransport, logger: Logger): void {
+  const use = codeCacheUse();
+  if (use === undefined) return;
+  logger.debug(
+    use.refused === undefined
+      ? `code cache ${use.file}: ${use.fromCache} of ${use.chunks} chunks compiled from it`
+      : `code cache ${use.file} not used: ${use.refused}`,
+  );
+  afterFirstToolCall(host, () => {
+    const serving = servingFlags;
+    const writing = writeCodeCache({
+      underEachFlagSet: (take) => {
+        try {
+          for (const flags of flagsUsed.values()) {
+            setServingFlags(flags);
+            take();
+          }
+        } finally {
+          setServingFlags(serving);
+        }
+      },
+    });
+    void writing.then((written) => {
+      if (written !== undefined)
+        logger.debug(`code cache ${written.file} written (${Math.ceil(written.bytes / 1024)} KB)`);
+    });
+  });
+}
+
+/** Calls `then` once, on an idle turn after the answer to the host's first tools/call was sent. */
+function afterFirstToolCall(host: MessageTransport, then: () => void): void {
+  const idOf = (id: unknown): string => `${typeof id}:${String(id)}`;
+  const calls = new Set<string>();
+  let raw = host.onmessage;
+  let handler = raw;
+  // The gateway sets the handler later: each one it sets notes the tools/call requests first.
+  Object.defineProperty(host, 'onmessage', {
+    configurable: true,
+    enumerable: true,
+    get: () => handler,
+    set: (next: MessageTransport['onmessage']) => {
+      raw = next;
+      handler =
+        next &&
+        ((message, extra) => {
+          if ('method' in message && message.method === 'tools/call' && 'id' in message)
+            calls.add(idOf(message.id));
+          next(message, extra);
+        });
+    },
+  });
+  const send = host.send;
+  host.send = async (message) => {
+    await send.call(host, message);
+    if (!('id' in message) || !calls.has(idOf(message.id))) return;
+    // Done: every later message goes straight through, as without this.
+    Object.defineProperty(host, 'onmessage', {
+      configurable: true,
+      enumerable: true,
+      writable: true,
+      value: raw,
+    });
+    host.send = send;
+    calls.clear();
+    setImmediate(then);
+  };
+}
+
+/**
  * V8's flags for serving, set once the upstreams' first lists are in; at the latest once their
  * start-up window has passed (no host has asked anything yet, or every server is started per
  * principal, later): the young generation grows again, and bytecode is kept.
  */
 function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
-  const serving = (): void => {
-    youngGenerationGrowth(true);
-    keepBytecode();
-  };
+  const serving = (): void => setServingFlags({ grows: true, keepBytecode: true });
   const growAgain = setTimeout(serving, config.gateway.startupTimeoutMs);
   growAgain.unref();
   void gateway.pool.startedUp.then(() => {
@@ -555,8 +630,26 @@ function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
  * once, a few MB at most. Set once serving (after the code caches of start-up were read: V8
  * refuses a cache made under other flags).
  */
-function keepBytecode(): void {
-  setFlagsFromString('--no-flush-bytecode');
+function keepBytecode(keep: boolean): void {
+  setFlagsFromString(keep ? '--no-flush-bytecode' : '--flush-bytecode');
+}
+
+interface ServingFlags {
+  readonly grows: boolean;
+  readonly keepBytecode: boolean;
+}
+
+/** The flags below as this process set them last: V8's own until serving sets them. */
+let servingFlags: ServingFlags = { grows: true, keepBytecode: false };
+
+/** Each set of them this process has run under, by name: our code was compiled under these. */
+const flagsUsed = new Map<string, ServingFlags>([['true/false', servingFlags]]);
+
+function setServingFlags(flags: ServingFlags): void {
+  if (flags.grows !== servingFlags.grows) youngGenerationGrowth(flags.grows);
+  if (flags.keepBytecode !== servingFlags.keepBytecode) keepBytecode(flags.keepBytecode);
+  servingFlags = { ...flags };
+  flagsUsed.set(`${flags.grows}/${flags.keepBytecode}`, servingFlags);
 }
 
 /**
