@@ -116,32 +116,103 @@ class Pause extends Deferred<void> implements CancelListener {
  * without it is the lost write this prevents.
  */
 export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
-  const { leases, ttlMs, pollMs, logger } = options;
-  const now = options.now ?? performance.now.bind(performance);
-  const lanes = new Map<string, Lane>();
-  const wakers = new Map<string, Set<Pause>>();
-  leases
-    .onReleased((key) => {
-      for (const pause of wakers.get(key) ?? []) pause.end();
-    })
-    .catch((error: Error) =>
-      logger.warn(
-        `${error.message}; requests waiting for another replica ask the store again every ${pollMs} ms instead`,
-      ),
-    );
+  const turns = new ReplicaTurns(options);
+  return async function replicaLease(call: RoutedMessage, next: Next): Promise<Outcome> {
+    if (call.direction !== 'upstream' || call.principal === undefined) return next(call);
+    const maxWaiting = options.waitersFor(call.server);
+    if (maxWaiting === undefined) return next(call);
+    return turns.run(call, next, maxWaiting);
+  };
+}
+
+/** The turns of this replica's requests at principals' own processes, as the stage takes them. */
+class ReplicaTurns {
+  readonly #lanes = new Map<string, Lane>();
+  readonly #wakers = new Map<string, Set<Pause>>();
+  readonly #now: () => number;
+
+  constructor(private readonly options: ReplicaLeaseOptions) {
+    this.#now = options.now ?? performance.now.bind(performance);
+    options.leases
+      .onReleased((key) => {
+        for (const pause of this.#wakers.get(key) ?? []) pause.end();
+      })
+      .catch((error: Error) =>
+        options.logger.warn(
+          `${error.message}; requests waiting for another replica ask the store again every ${options.pollMs} ms instead`,
+        ),
+      );
+  }
+
+  /** Runs `call` (to a principal's own process) in its turn over all replicas. */
+  async run(call: RoutedMessage, next: Next, maxWaiting: number): Promise<Outcome> {
+    const key = sha256Hex(`${principalKey(call.principal!)}\u0000${call.server}`);
+    const arrived = this.#now();
+    const { lane, queuedHere } = await this.#inLane(call, key, maxWaiting);
+    const token = randomBytes(16).toString('hex');
+    let waitedElsewhere: boolean;
+    try {
+      waitedElsewhere = await this.#acquire(call, key, token);
+    } catch (error) {
+      // A request that gives up waiting leaves its claim on the next turn to whoever waits next.
+      if (!(error instanceof NotServingError)) this.#release(call, key, token);
+      this.#handOn(key, lane);
+      throw error;
+    } finally {
+      delete call.record.waitingOn;
+    }
+    if (queuedHere || waitedElsewhere) call.record.leaseWaitMs = Math.ceil(this.#now() - arrived);
+    const renewal = this.#renewWhileRunning(call, key, token);
+    try {
+      if (call.signal.cancelled) throw call.signal.reason!;
+      return await next(call);
+    } finally {
+      clearInterval(renewal);
+      // In order on the store's one connection: the next request's attempt comes after this.
+      this.#release(call, key, token);
+      this.#handOn(key, lane);
+    }
+  }
+
+  /**
+   * The line of this replica's requests for `key`: `call` goes first when there is none, or
+   * waits behind those there (at most `maxWaiting`) for its place at the front.
+   */
+  async #inLane(
+    call: RoutedMessage,
+    key: string,
+    maxWaiting: number,
+  ): Promise<{ readonly lane: Lane; readonly queuedHere: boolean }> {
+    const lane = this.#lanes.get(key);
+    if (lane === undefined) {
+      const fresh = { waiting: [] };
+      this.#lanes.set(key, fresh);
+      return { lane: fresh, queuedHere: false };
+    }
+    if (lane.waiting.length >= maxWaiting)
+      throw new TurnQueueFullError(
+        `${describePrincipal(call.principal!)}'s own process of server "${call.server}" runs one request at a time, ` +
+          `and ${lane.waiting.length} of their requests already wait for it here (maxQueue); try again later.`,
+      );
+    const waiter = new TurnWaiter(lane, call.signal);
+    lane.waiting.push(waiter);
+    await waiter.promise;
+    return { lane, queuedHere: true };
+  }
 
   /** Gives the lane's turn to the next request waiting on this replica, or forgets the lane. */
-  const handOn = (key: string, lane: Lane): void => {
+  #handOn(key: string, lane: Lane): void {
     const next = lane.waiting.shift();
-    if (next === undefined) lanes.delete(key);
+    if (next === undefined) this.#lanes.delete(key);
     else next.go();
-  };
+  }
 
   /**
    * Takes the store's lease for `call`, waiting for it as long as the call may; true when it
    * had to wait for another replica.
    */
-  const acquire = async (call: RoutedMessage, key: string, token: string): Promise<boolean> => {
+  async #acquire(call: RoutedMessage, key: string, token: string): Promise<boolean> {
+    const { leases, ttlMs, pollMs } = this.options;
     const claimMs = 3 * pollMs;
     for (let waited = false; ; waited = true) {
       let attempt;
@@ -152,46 +223,18 @@ export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
       }
       if (attempt.held) return waited;
       call.record.waitingOn = `another replica is using ${describePrincipal(call.principal!)}'s own process of server "${call.server}", which runs one request at a time`;
-      await new Pause(wakers, key, call.signal, Math.min(Math.max(attempt.retryInMs, 1), pollMs)).promise;
+      await new Pause(this.#wakers, key, call.signal, Math.min(Math.max(attempt.retryInMs, 1), pollMs))
+        .promise;
     }
-  };
+  }
 
-  return async function replicaLease(call: RoutedMessage, next: Next): Promise<Outcome> {
-    if (call.direction !== 'upstream' || call.principal === undefined) return next(call);
-    const maxWaiting = options.waitersFor(call.server);
-    if (maxWaiting === undefined) return next(call);
-    const key = sha256Hex(`${principalKey(call.principal)}\u0000${call.server}`);
-    const arrived = now();
-    let lane = lanes.get(key);
-    const queuedHere = lane !== undefined;
-    if (lane === undefined) lanes.set(key, (lane = { waiting: [] }));
-    else {
-      if (lane.waiting.length >= maxWaiting)
-        throw new TurnQueueFullError(
-          `${describePrincipal(call.principal)}'s own process of server "${call.server}" runs one request at a time, ` +
-            `and ${lane.waiting.length} of their requests already wait for it here (maxQueue); try again later.`,
-        );
-      const waiter = new TurnWaiter(lane, call.signal);
-      lane.waiting.push(waiter);
-      await waiter.promise;
-    }
-    const token = randomBytes(16).toString('hex');
-    let waitedElsewhere: boolean;
-    try {
-      waitedElsewhere = await acquire(call, key, token);
-    } catch (error) {
-      // A request that gives up waiting leaves its claim on the next turn to whoever waits next.
-      if (!(error instanceof NotServingError)) release(call, key, token);
-      handOn(key, lane);
-      throw error;
-    } finally {
-      delete call.record.waitingOn;
-    }
-    if (queuedHere || waitedElsewhere) call.record.leaseWaitMs = Math.ceil(now() - arrived);
+  /** Renews the lease a few times per time to live while `call` runs; a lease lost is warned once. */
+  #renewWhileRunning(call: RoutedMessage, key: string, token: string): NodeJS.Timeout {
+    const { leases, ttlMs } = this.options;
     // Said once per request: a store that stays down would otherwise repeat it at every renewal.
     let warned = false;
     const warnLost = (why: string): void => {
-      if (!warned) lost(call, why);
+      if (!warned) this.#lost(call, why);
       warned = true;
     };
     const renewal = setInterval(() => {
@@ -206,27 +249,21 @@ export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
       );
     }, ttlMs / 3);
     renewal.unref();
-    try {
-      if (call.signal.cancelled) throw call.signal.reason!;
-      return await next(call);
-    } finally {
-      clearInterval(renewal);
-      // In order on the store's one connection: the next request's attempt comes after this.
-      release(call, key, token);
-      handOn(key, lane);
-    }
-  };
+    return renewal;
+  }
 
-  function release(call: RoutedMessage, key: string, token: string): void {
-    leases
+  #release(call: RoutedMessage, key: string, token: string): void {
+    this.options.leases
       .release(key, token)
       .catch((error: Error) =>
-        logger.warn(`${error.message}; the turn at server "${call.server}" is free when its lease runs out`),
+        this.options.logger.warn(
+          `${error.message}; the turn at server "${call.server}" is free when its lease runs out`,
+        ),
       );
   }
 
-  function lost(call: RoutedMessage, why: string): void {
-    logger.warn(
+  #lost(call: RoutedMessage, why: string): void {
+    this.options.logger.warn(
       `the turn at ${describePrincipal(call.principal!)}'s own process of server "${call.server}" was lost while a request ran (${why}): another replica may start one at the same time`,
     );
   }
