@@ -117,5 +117,14 @@ if (flags.readme) {
   const until = text.indexOf(end);
   if (at < 0 || until < at) throw new Error(`bench/README.md has no ${begin} … ${end} markers`);
   writeFileSync(readme, `${text.slice(0, at + begin.length)}\n${table}${text.slice(until)}`);
+  // The lint step checks the README's layout: the table is laid out as Prettier would.
+  const prettier = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--write', readme],
+    {
+      stdio: 'inherit',
+    },
+  );
+  if (prettier.status !== 0) process.stderr.write('price list: Prettier could not lay out bench/README.md\n');
 }
 process.exitCode = failed.length > 0 ? 1 : rows.some((p) => verdict(p) === false) ? 3 : 0;
