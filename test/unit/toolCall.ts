@@ -1,3 +1,4 @@
+import { routedMessage } from '../../src/core/pipeline/routedMessage.js';
 import type { Direction, RoutedMessage } from '../../src/core/pipeline/types.js';
 import type { Principal } from '../../src/core/principal.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
@@ -12,7 +13,7 @@ export function toolCall(
   } = {},
 ): RoutedMessage {
   const { principal, server = 'up', target = 'echo', direction = 'upstream' } = options;
-  return {
+  return routedMessage({
     kind: 'tools/call',
     direction,
     exposedName: `${server}__${target}`,
@@ -26,5 +27,5 @@ export function toolCall(
     onProgress: undefined,
     record: { repairs: [] },
     ...(principal && { principal }),
-  };
+  });
 }
