@@ -16,12 +16,12 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../core/logger.js';
 import type { Upstream, UpstreamState } from '../core/upstreams/upstream.js';
 import { describeError } from '../lib/describeError.js';
 import { sha256Hex } from '../lib/hash.js';
+import { stateFolder } from '../lib/stateFolder.js';
 
 /** The format written; a file of another version is shown as unreadable, never guessed at. */
 const LIVE_STATE_VERSION = 1;
@@ -85,8 +85,7 @@ export interface RunningUpstreams {
 
 /** The folder of the state files of every gateway serving `configFile`. */
 export function liveStateFolder(configFile: string, env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(state, 'mcp-warden', `gateways-${sha256Hex(realPath(configFile)).slice(0, 16)}`);
+  return path.join(stateFolder(env), `gateways-${sha256Hex(realPath(configFile)).slice(0, 16)}`);
 }
 
 /** The file's path with every link followed, so a config named through a symlink is the same config. */

@@ -41,6 +41,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cachedDataVersionTag } from 'node:v8';
 import { Script } from 'node:vm';
+import { stateFolder } from './stateFolder.js';
 
 /** What the chunks ask `require` for to reach this module (the bundle keeps it outside). */
 export const CODE_CACHE_MODULE = '#code-cache';
@@ -117,8 +118,7 @@ let running: Bundle | undefined;
 
 /** The cache file in the state folder `env` names (XDG_STATE_HOME, else ~/.local/state). */
 export function codeCacheFile(env: NodeJS.ProcessEnv, home: string): string {
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || home, '.local', 'state');
-  return path.join(state, 'mcp-warden', 'code-cache.bin');
+  return path.join(stateFolder(env, home), 'code-cache.bin');
 }
 
 /**

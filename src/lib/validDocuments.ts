@@ -19,6 +19,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { stateFolder } from './stateFolder.js';
 
 /** The format written; a file of another version is ignored (and replaced on the next write). */
 const VALID_DOCUMENTS_VERSION = 1;
@@ -67,8 +68,7 @@ export function forgetValidDocuments(): void {
 
 /** The file of valid documents in the state folder `env` names (XDG_STATE_HOME, else ~/.local/state). */
 export function validDocumentsFile(env: NodeJS.ProcessEnv, home: string): string {
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || home, '.local', 'state');
-  return path.join(state, 'mcp-warden', 'valid-documents.json');
+  return path.join(stateFolder(env, home), 'valid-documents.json');
 }
 
 /** A document as one validator sees it: whether it was found valid before, and how to remember it. */

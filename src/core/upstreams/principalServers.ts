@@ -6,7 +6,6 @@
  * argument is refused, never rewritten: rewriting could map two users' values to the same folder.
  */
 import { mkdir, chmod } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { claimOf } from '../../config/principalPlaceholders.js';
 import type {
@@ -16,14 +15,14 @@ import type {
   StdioServerConfig,
 } from '../../config/types.js';
 import { describePrincipal, principalId, type Principal } from '../principal.js';
+import { stateFolder } from '../../lib/stateFolder.js';
 
 /**
  * The folder every principal's own folder is made in: `mcp-warden/principals` in the user's state
  * folder (`$XDG_STATE_HOME`, else `~/.local/state`), where the gateway keeps its other state.
  */
 export function principalHomes(env: NodeJS.ProcessEnv = process.env): string {
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(state, 'mcp-warden', 'principals');
+  return path.join(stateFolder(env), 'principals');
 }
 
 /** A claim's value that may stand in a path or an argument: no separator, no shell syntax, no option. */

@@ -25,6 +25,7 @@ import { canonicalJson } from '../../lib/canonicalJson.js';
 import { describeError } from '../../lib/describeError.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { writeAtomically } from './pinFile.js';
+import { stateFolder } from '../../lib/stateFolder.js';
 
 /** The format written; a file of another version is ignored (and replaced on the next write). */
 const LISTINGS_VERSION = 1;
@@ -46,8 +47,7 @@ interface KeptFacts {
  */
 export function listingsFolder(config: Pick<WardenConfig, 'file' | 'pins'>, env = process.env): string {
   if (config.pins !== undefined) return config.pins.file.replace(/(\.json)?$/, '.listings');
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(state, 'mcp-warden', `listings-${sha256Hex(config.file).slice(0, 16)}`);
+  return path.join(stateFolder(env), `listings-${sha256Hex(config.file).slice(0, 16)}`);
 }
 
 /**

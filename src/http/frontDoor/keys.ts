@@ -6,7 +6,6 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import {
   calculateJwkThumbprint,
@@ -19,6 +18,7 @@ import {
   type JWK,
 } from 'jose';
 import { sha256Hex } from '../../lib/hash.js';
+import { stateFolder } from '../../lib/stateFolder.js';
 
 export interface SigningKey {
   readonly alg: 'ES256' | 'RS256';
@@ -33,8 +33,7 @@ export interface SigningKey {
 
 /** Where a config's generated key is kept: the user's state folder, named for the config file. */
 export function keyFileFor(configFile: string, env = process.env): string {
-  const state = env.XDG_STATE_HOME || path.join(env.HOME || homedir(), '.local', 'state');
-  return path.join(state, 'mcp-warden', `front-door-${sha256Hex(configFile).slice(0, 16)}.key`);
+  return path.join(stateFolder(env), `front-door-${sha256Hex(configFile).slice(0, 16)}.key`);
 }
 
 /**
