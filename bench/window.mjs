@@ -8,24 +8,30 @@
 // served by this build and by --baseline-cli), alive at once and taking turns block by block as
 // in run.mjs, and in the throughput window reads, per gateway:
 //
-//   - CPU per call by thread (/proc/<pid>/task/*/schedstat, grouped by thread name): the main
-//     thread apart from V8's workers (its optimizing compiler and concurrent GC run there) and
-//     libuv's;
+//   - CPU per call (/proc/<pid>/task/*/schedstat), the main thread apart from the others (V8's
+//     optimizing compiler and concurrent GC, libuv's pool), and as user and system time
+//     (/proc/<pid>/stat, in 10 ms ticks);
 //   - minor page faults per call;
 //   - with --trace: the functions V8 optimized and deoptimized in the window (`--trace-opt
 //     --trace-deopt`, read off the gateway's stdout, line-buffered with stdbuf) and the compile
 //     time it reported for them;
 //   - with --callgrind: instructions per call instead of CPU (the process under valgrind, counts
-//     zeroed before each block and dumped after it), with the part in V8's compilers, in its
-//     garbage collector and the rest, by function name.
+//     zeroed before each block and dumped after it), split by function name into V8's
+//     optimizing compiler, its garbage collector, the interpreter, other builtins, JIT code
+//     (unnamed) and the rest.
 //
 //   node bench/window.mjs --baseline-cli FILE [--cli FILE] [--runs N] [--warmup N] [--gap MS]
-//                         [--trace] [--callgrind] [--no-code-cache]
+//                         [--trace] [--gc] [--callgrind] [--callgrind-dir DIR] [--no-code-cache]
+//                         [--first new|base]
 //
 // --warmup N: concurrent warm-up calls (run.mjs's default 1,000), to see whether the two builds
 // converge once both have warmed longer. --gap MS: a pause before each block of a gateway (the
-// other configurations' blocks in run.mjs; 0 by default). --no-code-cache gives every gateway an
-// empty state folder, so neither reads a code cache. Runs alternate which build starts first.
+// other configurations' blocks in run.mjs; 0 by default). --gc counts the young and full
+// collections in the window (lib/gcLog.mjs preloaded). --callgrind-dir keeps the dumps (one per
+// block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives every gateway an
+// empty state folder, so neither reads a code cache. Runs alternate which build starts first,
+// beginning with --first. Under valgrind on a busy machine a run takes most of an hour: run a few
+// drivers side by side (`--runs 1 --first base` for the second) rather than one with --runs 3.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
