@@ -22,12 +22,13 @@
 //
 //   node bench/window.mjs --baseline-cli FILE [--cli FILE] [--runs N] [--warmup N] [--gap MS]
 //                         [--trace] [--gc] [--callgrind] [--callgrind-dir DIR] [--no-code-cache]
-//                         [--first new|base]
+//                         [--first new|base] [--trace-out DIR]
 //
 // --warmup N: concurrent warm-up calls (run.mjs's default 1,000), to see whether the two builds
 // converge once both have warmed longer. --gap MS: a pause before each block of a gateway (the
 // other configurations' blocks in run.mjs; 0 by default). --gc counts the young and full
-// collections in the window (lib/gcLog.mjs preloaded). --callgrind-dir keeps the dumps (one per
+// collections in the window (lib/gcLog.mjs preloaded). --trace-out DIR keeps each window's trace
+// lines (BUILD-RUN.trace). --callgrind-dir keeps the dumps (one per
 // block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives every gateway an
 // empty state folder, so neither reads a code cache. Runs alternate which build starts first,
 // beginning with --first. Under valgrind on a busy machine a run takes most of an hour: run a few
@@ -61,6 +62,7 @@ const { values: flags } = parseArgs({
     'no-code-cache': { type: 'boolean', default: false },
     first: { type: 'string', default: 'new' },
     'callgrind-dir': { type: 'string' },
+    'trace-out': { type: 'string' },
     gc: { type: 'boolean', default: false },
   },
 });
@@ -180,7 +182,18 @@ async function start(build, run) {
     echo: params('echo', { text: TEXT }),
     structured: params('structured', { text: TEXT }),
     blob: params('blob', { kib: 1024 }),
-    window: { calls: 0, cpu: {}, faults: 0, user: 0, system: 0, instructions: 0, parts: {}, trace: [] },
+    window: {
+      build,
+      run,
+      calls: 0,
+      cpu: {},
+      faults: 0,
+      user: 0,
+      system: 0,
+      instructions: 0,
+      parts: {},
+      trace: [],
+    },
   };
 }
 
@@ -392,6 +405,13 @@ function summarize(w) {
     }
     out.optimized = optimized.length;
     out.deoptimized = w.trace.filter((l) => l.startsWith('[bailout')).length;
+    // Optimized code V8 threw away because something it relied on changed (a map, a field's
+    // type or constness, a prototype): its functions run unoptimized until compiled again.
+    out.dependentCode = w.trace.filter((l) => l.startsWith('[marking dependent code')).length;
+    if (flags['trace-out'] !== undefined) {
+      mkdirSync(flags['trace-out'], { recursive: true });
+      writeFileSync(path.join(flags['trace-out'], `${w.build}-${w.run}.trace`), `${w.trace.join('\n')}\n`);
+    }
     out.compileMs = compileMs;
     out.optimizedNames = optimized.map(functionName);
     out.deoptReasons = w.trace
@@ -435,7 +455,7 @@ for (let run = 0; run < RUNS; run++) {
     }
     if (flags.trace)
       line.push(
-        `       optimized ${x.optimized}, deoptimized ${x.deoptimized}, compile ${fmt(x.compileMs)} ms: ${x.optimizedNames.join(' ')}` +
+        `       optimized ${x.optimized}, deoptimized ${x.deoptimized}, optimized code dropped ${x.dependentCode}, compile ${fmt(x.compileMs)} ms: ${x.optimizedNames.join(' ')}` +
           (x.deoptReasons.length > 0 ? `\n       deopts: ${x.deoptReasons.join('; ')}` : ''),
       );
   }
