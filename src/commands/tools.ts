@@ -138,27 +138,33 @@ export async function collectTools(options: {
         listed === undefined
           ? catalog.entries
           : catalog.entries.filter((e) => listed({ list: 'tools', server: e.server, item: e.item })),
-      servers: pool.upstreams.map((u) => ({
-        name: u.name,
-        state: summarize(u),
-        tools: u.tools.length,
-        ...(summarize(u) === 'cached' && { cachedAt: u.cachedListingAt! }),
-        ...(u.era !== undefined && { era: u.era }),
-        ...(u.spoken !== undefined && { protocolVersion: u.spoken.protocolVersion }),
-        ...(u.spoken?.serverInfo !== undefined && { serverInfo: u.spoken.serverInfo }),
-        ...(u.config.transport === 'stdio' && u.config.sandbox !== undefined && { sandboxed: true }),
-        ...(u.state !== 'ready' &&
-          u.state !== 'disabled' &&
-          summarize(u) !== 'cached' && {
-            error: u.lastError ?? (u.state === 'failed' ? 'failed' : late(u.config, config.gateway)),
-          }),
-      })),
+      servers: pool.upstreams.map((u) => serverFate(u, config.gateway)),
       definitions,
     };
   } finally {
     await pool.stop();
     await sandboxes.close();
   }
+}
+
+/** One server's line in the listing: how it ended up, what it speaks, and why it is missing. */
+function serverFate(u: Upstream, gateway: GatewayConfig): CatalogListing['servers'][number] {
+  const state = summarize(u);
+  return {
+    name: u.name,
+    state,
+    tools: u.tools.length,
+    ...(state === 'cached' && { cachedAt: u.cachedListingAt! }),
+    ...(u.era !== undefined && { era: u.era }),
+    ...(u.spoken !== undefined && { protocolVersion: u.spoken.protocolVersion }),
+    ...(u.spoken?.serverInfo !== undefined && { serverInfo: u.spoken.serverInfo }),
+    ...(u.config.transport === 'stdio' && u.config.sandbox !== undefined && { sandboxed: true }),
+    ...(u.state !== 'ready' &&
+      u.state !== 'disabled' &&
+      state !== 'cached' && {
+        error: u.lastError ?? (u.state === 'failed' ? 'failed' : late(u.config, gateway)),
+      }),
+  };
 }
 
 /** Why a server that was still starting is left out: it has no error of its own yet. */

@@ -67,7 +67,6 @@ export function expandString(
   text: string,
   options: InterpolateOptions,
 ): { value: string; problems: string[]; template?: PrincipalTemplate } {
-  const { env } = options;
   const problems: string[] = [];
   const parts: (string | { readonly principal: string })[] = [''];
   let principal = false;
@@ -122,29 +121,34 @@ export function expandString(
       else emit(secret.value);
       continue;
     }
-    const prefix = body.startsWith(ENV_PREFIX) ? ENV_PREFIX : '';
-    const match = REFERENCE.exec(body.slice(prefix.length));
-    if (match === null) {
-      problems.push(`invalid variable reference "\${${body}}": ${FORMS}`);
-      continue;
-    }
-    const [, name = '', fallback] = match;
-    options.onVariable?.(name, { hasDefault: fallback !== undefined });
-    // hasOwn, so `${constructor}` does not find Object.prototype.constructor in a plain env object.
-    const value = Object.hasOwn(env, name) ? env[name] : undefined;
-    if (fallback !== undefined) {
-      emit(value === undefined || value === '' ? fallback : value);
-    } else if (value === undefined) {
-      problems.push(
-        `environment variable "${name}" is not set (use \${${prefix}${name}:-default} to give a default)`,
-      );
-    } else {
-      emit(value);
-    }
+    const variable = resolveEnvVariable(body, options);
+    if ('problem' in variable) problems.push(variable.problem);
+    else emit(variable.value);
   }
   const template = parts.filter((part) => part !== '');
   if (!principal) return { value: parts.join(''), problems };
   return { value: templateText(template), problems, template };
+}
+
+/** `NAME`, `NAME:-default` or `env:NAME…`, read from the environment the config is loaded with. */
+function resolveEnvVariable(
+  body: string,
+  options: InterpolateOptions,
+): { value: string } | { problem: string } {
+  const prefix = body.startsWith(ENV_PREFIX) ? ENV_PREFIX : '';
+  const match = REFERENCE.exec(body.slice(prefix.length));
+  if (match === null) return { problem: `invalid variable reference "\${${body}}": ${FORMS}` };
+  const [, name = '', fallback] = match;
+  options.onVariable?.(name, { hasDefault: fallback !== undefined });
+  // hasOwn, so `${constructor}` does not find Object.prototype.constructor in a plain env object.
+  const value = Object.hasOwn(options.env, name) ? options.env[name] : undefined;
+  if (fallback !== undefined) return { value: value === undefined || value === '' ? fallback : value };
+  if (value === undefined) {
+    return {
+      problem: `environment variable "${name}" is not set (use \${${prefix}${name}:-default} to give a default)`,
+    };
+  }
+  return { value };
 }
 
 /** Expands every string in `value`, returning a new tree (the input is not modified). */

@@ -175,22 +175,8 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
   const data = asRecord(toPlainData(source)) ?? {};
   const parsed = setAsideHostKeys(data, issues);
 
-  const expanded = interpolate(parsed, {
-    env: options.env,
-    configFile: file,
-    inputs: declaredInputs(data['inputs']),
-    ...(options.keychain && { keychain: options.keychain }),
-    keepPrincipal: true,
-  });
-  for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
+  const { expanded, applied, document } = expandUnderManaged(data, parsed, { options, file, issues });
   const managed = options.managed;
-  const applied =
-    managed === undefined ? undefined : applyManagedToData(asRecord(expanded.value) ?? {}, managed);
-  if (applied !== undefined && applied.errors.length > 0) throw new ConfigError(applied.errors);
-  const document = applied?.data ?? expanded.value;
-  for (const problem of checkDocumentShape(document)) {
-    issues.add(problem.path, problem.at, problem.message);
-  }
 
   const top = asRecord(document) ?? {};
   const ctx: Context = {
@@ -233,21 +219,7 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     path: formatKeyPath(refusal.path),
     message: refusal.message,
   }));
-  const servers = config.servers.map((entry) => {
-    const { server, refusal } = underManagedSandbox(entry, managed?.sandbox);
-    if (refusal !== undefined) {
-      const at = [ctx.declaredIn.get(server.name) ?? 'servers', server.name];
-      refusals.push({
-        file,
-        ...locator.position(at, 'key'),
-        path: formatKeyPath([...at, 'sandbox']),
-        message: refusal,
-      });
-    }
-    const found = failed.get(server.name);
-    if (found === undefined) return server;
-    return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };
-  });
+  const servers = config.servers.map((entry) => servedEntry(entry, { ctx, managed, failed, refusals }));
   return deepFreeze({
     config: {
       ...config,
@@ -261,6 +233,65 @@ export function parseConfigText(text: string, options: ParseOptions): LoadedConf
     warnings: issues.warnings(),
     failedServers: [...failed].map(([name, found]) => ({ name, issues: found })),
   });
+}
+
+/**
+ * The document as the rest of loading sees it: variables expanded, then the managed file's
+ * settings laid over it, then its shape checked. A managed file that cannot be applied stops
+ * loading at once: nothing after it would be the administrator's config.
+ */
+function expandUnderManaged(
+  data: Record<string, unknown>,
+  parsed: unknown,
+  at: { options: ParseOptions; file: string; issues: Context['issues'] },
+) {
+  const { options, file, issues } = at;
+  const expanded = interpolate(parsed, {
+    env: options.env,
+    configFile: file,
+    inputs: declaredInputs(data['inputs']),
+    ...(options.keychain && { keychain: options.keychain }),
+    keepPrincipal: true,
+  });
+  for (const problem of expanded.problems) issues.addUnexpanded(problem.path, problem.message);
+  const managed = options.managed;
+  const applied =
+    managed === undefined ? undefined : applyManagedToData(asRecord(expanded.value) ?? {}, managed);
+  if (applied !== undefined && applied.errors.length > 0) throw new ConfigError(applied.errors);
+  const document = applied?.data ?? expanded.value;
+  for (const problem of checkDocumentShape(document)) {
+    issues.add(problem.path, problem.at, problem.message);
+  }
+  return { expanded, applied, document };
+}
+
+/**
+ * One server entry as it is served: under the managed sandbox (a refusal is reported at the
+ * entry's line and added to `refusals`), and marked failed when its own problems kept it out.
+ */
+function servedEntry(
+  entry: ServerConfig,
+  from: {
+    ctx: Context;
+    managed: ParseOptions['managed'];
+    failed: Map<string, ConfigIssue[]>;
+    refusals: ConfigIssue[];
+  },
+): ServerConfig {
+  const { ctx, managed, failed, refusals } = from;
+  const { server, refusal } = underManagedSandbox(entry, managed?.sandbox);
+  if (refusal !== undefined) {
+    const at = [ctx.declaredIn.get(server.name) ?? 'servers', server.name];
+    refusals.push({
+      file: ctx.file,
+      ...ctx.locator.position(at, 'key'),
+      path: formatKeyPath([...at, 'sandbox']),
+      message: refusal,
+    });
+  }
+  const found = failed.get(server.name);
+  if (found === undefined) return server;
+  return { ...server, failedAtLoad: found.map(formatConfigIssue).join('; ') };
 }
 
 /**

@@ -26,14 +26,8 @@ export interface PolicyDeps {
   readonly record: (event: Omit<PolicyLoadEvent, 'session'> | Omit<PolicyRejectEvent, 'session'>) => void;
 }
 
-/**
- * Allow, deny or confirm by the rules of the policy files, reloaded while serving. Tools the
- * policy denies whatever the arguments are left out of the host's list.
- */
-export function createPolicy(
-  config: WardenConfig,
-  deps: PolicyDeps,
-): Feature & {
+/** The policy feature: its stage, and what the gateway's other parts ask of the rules in force. */
+export interface PolicyFeature extends Feature {
   engine(): PolicyEngine;
   /** The flow labels the policy files' `labels:` entries give a request, and which entries gave them. */
   labelsOf(message: RoutedMessage): LabelsFound;
@@ -54,7 +48,13 @@ export function createPolicy(
   set(): PolicySet;
   /** Calls `listener` with the set that was in force and the new one, each time other policies come into force. */
   onReload(listener: (before: PolicySet, after: PolicySet) => void): void;
-} {
+}
+
+/**
+ * Allow, deny or confirm by the rules of the policy files, reloaded while serving. Tools the
+ * policy denies whatever the arguments are left out of the host's list.
+ */
+export function createPolicy(config: WardenConfig, deps: PolicyDeps): PolicyFeature {
   const state: PolicyState = {
     config,
     deps,
