@@ -18,7 +18,6 @@ import type { AuditTrail } from '../features/audit/openTrail.js';
 import type { TelemetryRuntime } from '../features/telemetry/runtime.js';
 import type { ClosableLogger, Logger } from '../core/logger.js';
 import type { StreamTransport } from '../core/transports/streamTransport.js';
-import type { MessageTransport } from '../core/rpc/transport.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
@@ -139,7 +138,6 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   const session = randomUUID();
   const trail = await openTrail(config, { loaded, logger, telemetry, session });
   const host = await hostTransport(config, logger, stdio);
-  if (options.process !== undefined) keepCodeCache(host, logger);
   const store = await openStoreIfConfigured(config, logger);
   const servesStdio = config.listen === undefined || config.listen.stdio;
   // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
@@ -162,6 +160,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     session,
     onUpstreamState: () => stateFile.state?.changed(),
   });
+  if (options.process !== undefined) keepCodeCache(gateway, logger);
   const { writeLiveState } = await import('../gateway/liveState.js');
   const liveState = writeLiveState({ configFile: config.file, running: () => gateway.running(), logger });
   stateFile.state = liveState;
@@ -532,11 +531,11 @@ async function watchManagedWhileServing(options: {
 
 /**
  * Says at debug level how start-up used the code cache of our own code (src/lib/codeCache.ts),
- * and writes that cache once the host's first tools/call was answered: by then V8 has compiled
- * the call path, and the next start takes it all from the cache instead of compiling it again.
- * On an idle turn after that answer was sent, so no call waits on it.
+ * and writes that cache once the first tools/call of any host connection was answered: by then
+ * V8 has compiled the call path, and the next start takes it all from the cache instead of
+ * compiling it again. On an idle turn after that answer was sent, so no call waits on it.
  */
-function keepCodeCache(host: MessageTransport, logger: Logger): void {
+function keepCodeCache(gateway: Gateway, logger: Logger): void {
   const use = codeCacheUse();
   if (use === undefined) return;
   logger.debug(
@@ -544,64 +543,32 @@ function keepCodeCache(host: MessageTransport, logger: Logger): void {
       ? `code cache ${use.file}: ${use.fromCache} of ${use.chunks} chunks compiled from it`
       : `code cache ${use.file} not used: ${use.refused}`,
   );
-  afterFirstToolCall(host, () => {
-    const serving = servingFlags;
-    const writing = writeCodeCache({
-      underEachFlagSet: (take) => {
-        try {
-          for (const flags of flagsUsed.values()) {
-            setServingFlags(flags);
-            take();
-          }
-        } finally {
-          setServingFlags(serving);
-        }
-      },
-    });
-    void writing.then((written) => {
-      if (written !== undefined)
-        logger.debug(`code cache ${written.file} written (${Math.ceil(written.bytes / 1024)} KB)`);
-    });
-  });
+  void gateway.firstToolCallAnswered.then(() => setImmediate(() => writeOurCodeCache(logger)));
 }
 
-/** Calls `then` once, on an idle turn after the answer to the host's first tools/call was sent. */
-function afterFirstToolCall(host: MessageTransport, then: () => void): void {
-  const idOf = (id: unknown): string => `${typeof id}:${String(id)}`;
-  const calls = new Set<string>();
-  let raw = host.onmessage;
-  let handler = raw;
-  // The gateway sets the handler later: each one it sets notes the tools/call requests first.
-  Object.defineProperty(host, 'onmessage', {
-    configurable: true,
-    enumerable: true,
-    get: () => handler,
-    set: (next: MessageTransport['onmessage']) => {
-      raw = next;
-      handler =
-        next &&
-        ((message, extra) => {
-          if ('method' in message && message.method === 'tools/call' && 'id' in message)
-            calls.add(idOf(message.id));
-          next(message, extra);
-        });
+/**
+ * Writes the code cache of what this process has compiled so far, under each set of V8 flags it
+ * compiled under; at most once per process (the cache module keeps to that). Takes the code at
+ * once, on the calling turn: call it when no call is waiting.
+ */
+function writeOurCodeCache(logger: Logger): void {
+  const serving = servingFlags;
+  const writing = writeCodeCache({
+    underEachFlagSet: (take) => {
+      try {
+        for (const flags of flagsUsed.values()) {
+          setServingFlags(flags);
+          take();
+        }
+      } finally {
+        setServingFlags(serving);
+      }
     },
   });
-  const send = host.send;
-  host.send = async (message) => {
-    await send.call(host, message);
-    if (!('id' in message) || !calls.has(idOf(message.id))) return;
-    // Done: every later message goes straight through, as without this.
-    Object.defineProperty(host, 'onmessage', {
-      configurable: true,
-      enumerable: true,
-      writable: true,
-      value: raw,
-    });
-    host.send = send;
-    calls.clear();
-    setImmediate(then);
-  };
+  void writing.then((written) => {
+    if (written !== undefined)
+      logger.debug(`code cache ${written.file} written (${Math.ceil(written.bytes / 1024)} KB)`);
+  });
 }
 
 /**

@@ -12,6 +12,7 @@ import type { Logger } from '../core/logger.js';
 import type { RoutedMessage } from '../core/pipeline/types.js';
 import { osPrincipal, principalKey, type Principal } from '../core/principal.js';
 import type { Feature } from '../core/routing/feature.js';
+import { FirstToolCall } from '../core/routing/firstToolCall.js';
 import { SubjectTokens } from '../core/subjectTokens.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
@@ -112,6 +113,11 @@ export interface Gateway {
   readonly session: string;
   /** The upstreams running now, shared and per principal (for the live state file). */
   running(): RunningUpstreams;
+  /**
+   * Resolves once, as the answer to the first `tools/call` of any host connection (stdio or the
+   * listener's) has been handed to its transport: the gateway has then run its call path.
+   */
+  readonly firstToolCallAnswered: Promise<void>;
   readonly tools: NamedCatalog<Tool>;
   /**
    * Where the HTTP listener leaves each principal's verified bearer token, for the servers whose
@@ -206,6 +212,7 @@ interface Parts {
   readonly state: ServingState;
   readonly startedAt: number;
   readonly session: string;
+  readonly firstToolCall: FirstToolCall;
 }
 
 type Recorder = (event: LifecycleEventWithoutSession, principal?: Principal) => void;
@@ -261,6 +268,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   policy.onReload((before, after) => regrant(upstreams, state.servers, before, after, logger));
   const pipeline = managedPipeline(features, { config, audited: audit !== undefined, settingsFeatures });
+  const firstToolCall = new FirstToolCall();
   const connect = hostConnections({
     config,
     logger,
@@ -276,6 +284,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     revisionKnown: lists.revisionKnown,
     ...(audit && { record }),
     serversByName: state.byName,
+    firstToolCall,
     ...(options.store !== undefined &&
       config.listen?.sessionKey !== undefined && {
         continuations: sharedContinuations(options.store, config.listen.sessionKey, session),
@@ -298,6 +307,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     state,
     startedAt: Date.now(),
     session,
+    firstToolCall,
   };
   return gatewayOf(parts, { connect, watchers, relist, subjectTokens });
 }
@@ -325,6 +335,7 @@ function gatewayOf(
       ),
       names: state.servers.map((s) => s.name),
     }),
+    firstToolCallAnswered: parts.firstToolCall.answered,
     tools: upstreams.main.catalogs.tools,
     subjectTokens: made.subjectTokens,
     connect: (transport, who, connectOptions) => {

@@ -14,6 +14,7 @@ import type { Router } from '../core/routing/router.js';
 import type { ToolView, ToolViewContext } from '../core/routing/toolView.js';
 import { createAuthorize, type SignInRecord } from '../core/routing/authorize.js';
 import { connectHost } from '../core/routing/connectHost.js';
+import type { FirstToolCall } from '../core/routing/firstToolCall.js';
 import type { CancelSignal } from '../core/rpc/cancellation.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { fulfilInput } from '../core/tasks/fulfilInput.js';
@@ -49,6 +50,8 @@ export interface HostConnectionDeps {
   readonly serversByName?: ReadonlyMap<string, ServerConfig>;
   /** Continuations of stateless hosts' calls, when replicas share a store. */
   readonly continuations?: SharedContinuations;
+  /** Fires once, as the first answer to a tools/call on any connection leaves. */
+  readonly firstToolCall: FirstToolCall;
 }
 
 /** How long the host may leave what was written to it unread before the log says so. */
@@ -117,6 +120,7 @@ export function hostConnections(deps: HostConnectionDeps) {
       whyUnknown: deps.whyUnknown,
       ...(toolView !== undefined && { toolView }),
       ...(deps.continuations !== undefined && { continuations: deps.continuations }),
+      firstToolCall: deps.firstToolCall,
       // Behind the listener, a server not run per principal is everyone's: tasks stay apart.
       ...(deps.config.listen !== undefined && {
         sharedServer: (server: string) => view === undefined || !view.ownsServer(server),

@@ -9,8 +9,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { withRetries, type ModernHost } from '../fixtures/modernHost.js';
+import { describe, expect, it } from 'vitest';
+import { withRetries } from '../fixtures/modernHost.js';
 import {
   auditRecords,
   call,
@@ -19,26 +19,17 @@ import {
   setup,
   text,
 } from '../integration/flowControlSetup.js';
-import { tempDir, type HostSession } from '../integration/harness.js';
-import { connectHttpHost, suiteIssuer, type HttpHost } from '../integration/httpHarness.js';
+import { tempDir } from '../integration/harness.js';
+import { suiteIssuer } from '../integration/httpHarness.js';
 import { modernResult } from '../integration/modernWire.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
-import { startServedModern } from './servedModern.js';
+import { servedPerTest } from './perTest.js';
+import type { ServedHttp } from './served.js';
 
-const hosts: HostSession[] = [];
-let modern: ModernHost | undefined;
-
-afterEach(async () => {
-  await Promise.all(hosts.splice(0).map((h) => h.close()));
-  await modern?.close();
-  modern = undefined;
-});
+const served = servedPerTest();
 
 /** A host served in this process that answers every confirmation question with `action`. */
-async function host(config: string, action: 'accept' | 'decline' = 'decline') {
-  const session = await confirmingHost(connectServed, config, action);
-  hosts.push(session);
-  return session;
+function host(config: string, action: 'accept' | 'decline' = 'decline') {
+  return confirmingHost(served.connect, config, action);
 }
 
 describe('the lethal trifecta', () => {
@@ -133,7 +124,6 @@ describe('the lethal trifecta', () => {
     await call(h, 'files__echo');
     await call(h, 'mail__echo');
     await h.close();
-    hosts.splice(0);
     const mail = auditRecords(s.audit).find((r) => r['type'] === 'call' && r['tool'] === 'mail__echo')!;
     expect(mail['outcome']).toBe('denied');
     expect(mail['decision']).toMatchObject({ effect: 'confirm', confirmed: false, how: 'elicitation' });
@@ -176,8 +166,7 @@ describe('labels from policy files and annotations', () => {
 describe('a 2026-07-28 host', () => {
   it('is asked through MRTR, naming the sources; declined, the egress server never gets the call', async () => {
     const s = setup();
-    modern = await startServedModern(s.config);
-    const host = modern;
+    const host = await served.modern(s.config);
     for (const name of ['web__echo', 'files__echo'])
       modernResult('tools/call', await host.request('tools/call', { name, arguments: { text: name } }));
     const questions: string[] = [];
@@ -205,17 +194,11 @@ describe('on the HTTP listener', () => {
   const AUDIENCE = 'https://warden.test/mcp';
   const issuer = suiteIssuer(AUDIENCE);
   let gateway: ServedHttp | undefined;
-  const httpHosts: HttpHost[] = [];
-  afterEach(async () => {
-    await Promise.all(httpHosts.splice(0).map((h) => h.close().catch(() => {})));
-    await gateway?.stop();
-    gateway = undefined;
-  });
 
   /** A host connected as `subject`, declining every confirmation and keeping the questions. */
   async function hostAs(subject: string) {
     const asked: string[] = [];
-    const connected = await connectHttpHost(gateway!.url, {
+    const connected = await served.httpHost(gateway!.url, {
       token: await issuer.token(subject),
       capabilities: { elicitation: { form: {} } },
       beforeConnect: (client) =>
@@ -224,7 +207,6 @@ describe('on the HTTP listener', () => {
           return { action: 'decline' } as never;
         }),
     });
-    httpHosts.push(connected);
     const callAs = async (name: string, text = name) =>
       (await connected.client.callTool({ name, arguments: { text } })) as CallToolResult;
     return { call: callAs, asked };
@@ -232,7 +214,7 @@ describe('on the HTTP listener', () => {
 
   it('each principal has a session of their own, shared by all of their connections', async () => {
     const s = setup({ extra: { auth: { issuer: issuer.url(), audience: AUDIENCE } } });
-    gateway = await serveHttpInProcess(s.config);
+    gateway = await served.http(s.config);
     const alice = await hostAs('alice');
     const bob = await hostAs('bob');
     await alice.call('web__echo');

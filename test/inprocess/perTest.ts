@@ -9,6 +9,7 @@
 import { afterAll, afterEach } from 'vitest';
 import type { ModernHost } from '../fixtures/modernHost.js';
 import type { ConnectOptions } from '../integration/harness.js';
+import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
 import {
   startInProcess,
   startInProcessModern,
@@ -20,7 +21,7 @@ import { startServedModern } from './servedModern.js';
 import { servedRawSession, type ServedRawSession } from './servedRaw.js';
 
 interface Closable {
-  close(): Promise<unknown>;
+  close(): Promise<unknown> | void;
 }
 
 export interface PerTest {
@@ -30,6 +31,11 @@ export interface PerTest {
   modern(configFile: string, env?: Record<string, string>): Promise<ModernHost>;
   /** `serveHttpInProcess`, stopped after the test. */
   http(configFile: string, options?: Parameters<typeof serveHttpInProcess>[1]): Promise<ServedHttp>;
+  /**
+   * `connectHttpHost`, closed after the test (before the listener it connected to, opened
+   * earlier); a close that fails, the listener being gone already, is no failure of the test.
+   */
+  httpHost(url: string, options?: Parameters<typeof connectHttpHost>[1]): Promise<HttpHost>;
   /** `servedRawSession`, closed after the test. */
   raw(configFile: string, env?: Record<string, string>): Promise<ServedRawSession>;
   /** `startInProcess`: the gateway built over memory, closed after the test. */
@@ -66,6 +72,11 @@ export function servedPerTest(options: PerTestOptions = {}): PerTest {
       const gateway = await serveHttpInProcess(configFile, httpOptions);
       track({ close: () => gateway.stop() });
       return gateway;
+    },
+    httpHost: async (url, hostOptions) => {
+      const host = await connectHttpHost(url, hostOptions);
+      track({ close: () => host.close().catch(() => {}) });
+      return host;
     },
     raw: async (configFile, env) => track(await servedRawSession(configFile, env)),
     inProcess: async (gatewayOptions) => track(await startInProcess(gatewayOptions)),

@@ -10,19 +10,17 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { watchConfigWhileServing } from '../../src/commands/configReload.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { AWS_KEY } from '../fixtures/secretSamples.js';
 import { textOf } from '../integration/harness.js';
 import { version } from '../integration/policyTexts.js';
-import { memoryLogger, startInProcess, type InProcessGateway } from './harness.js';
+import { memoryLogger, type InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const each = servedPerTest();
 
 /** What each server received, by server name. */
 const received = new Map<string, string[]>();
@@ -43,7 +41,7 @@ const SERVERS = ['web', 'files', 'mail'] as const;
 async function serve(config: string, files: Record<string, string> = {}) {
   received.clear();
   const listChanged: number[] = [];
-  const running = await startInProcess({
+  const running = await each.inProcess({
     config,
     files: { 'proxy.config.yaml': config, ...files },
     upstreams: Object.fromEntries(SERVERS.map((name) => [name, echoServer(name)])),
@@ -52,7 +50,6 @@ async function serve(config: string, files: Record<string, string> = {}) {
         listChanged.push(Date.now());
       }),
   });
-  cleanups.push(() => running.close());
   const call = async (tool: string, text = tool) =>
     running.client.callTool({ name: tool, arguments: { text } });
   return { running, call, listChanged };
@@ -116,8 +113,9 @@ async function serveWatched(config: string) {
     managed: undefined,
   };
   const logger = memoryLogger(served.running.log);
-  const watcher = watchConfigWhileServing({ live, gateway: served.running.gateway, logger, env: {} });
-  cleanups.push(() => watcher.close());
+  const watcher = each.track(
+    watchConfigWhileServing({ live, gateway: served.running.gateway, logger, env: {} }),
+  );
   return {
     ...served,
     edit: async (text: string) => {

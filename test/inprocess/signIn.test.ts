@@ -14,27 +14,23 @@ import {
   ToolListChangedNotificationSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { tokenPrincipal } from '../../src/core/principal.js';
 import { FixtureSignIn, LOCAL_USER, openInBrowser } from '../fixtures/fixtureSignIn.js';
 import { envelope } from '../fixtures/modernHost.js';
 import { startSignInFixture, type SignInFixture } from '../fixtures/signin-http-server.mjs';
-import { MemoryTransport, sdkTransport, startInProcess, type InProcessGateway } from './harness.js';
+import { MemoryTransport, sdkTransport, type InProcessGateway } from './harness.js';
+import { servedPerTest } from './perTest.js';
 
+const each = servedPerTest();
 let fixture: SignInFixture;
 let signIn: FixtureSignIn;
 let running: InProcessGateway | undefined;
-const extraClients: Client[] = [];
 
 beforeEach(async () => {
-  fixture = await startSignInFixture();
+  // Opened first, so closed last: after the gateway that signs in to it.
+  fixture = each.track(await startSignInFixture());
   signIn = new FixtureSignIn(fixture);
-});
-afterEach(async () => {
-  await Promise.all(extraClients.splice(0).map((c) => c.close()));
-  await running?.close();
-  running = undefined;
-  await fixture.close();
 });
 
 /** A plain server beside the one that needs sign-in, to show it is never held up. */
@@ -56,7 +52,7 @@ async function start(options: {
   client?: ConstructorParameters<typeof Client>[1];
   beforeConnect?: (client: Client) => void;
 }): Promise<InProcessGateway> {
-  running = await startInProcess({
+  running = await each.inProcess({
     config: config(options.extra),
     ...(options.files && { files: options.files }),
     upstreams: { local },
@@ -177,7 +173,7 @@ describe('a host that declared URL-mode elicitation', () => {
   });
 
   it('a sign-in nobody completes ends with the call time limit, and is given up', async () => {
-    running = await startInProcess({
+    running = await each.inProcess({
       config: `servers:\n  remote: { url: "${fixture.url}/mcp", timeout: 300ms }\n`,
       upstreams: {},
       connectUpstream: (server, principal) => signIn.transport(server, principal),
@@ -280,8 +276,7 @@ describe('behind the listener, two principals', () => {
     const client = new Client({ name: `${sub}'s host`, version: '1' }, options?.client);
     options?.beforeConnect(client);
     await client.connect(sdkTransport(clientEnd));
-    extraClients.push(client);
-    return client;
+    return each.track(client);
   }
 
   it("each signs in for themselves: one's sign-in never serves the other's calls", async () => {

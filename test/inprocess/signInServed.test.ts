@@ -12,55 +12,45 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { OAuth2Server } from 'oauth2-mock-server';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ModernHost } from '../fixtures/modernHost.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startSignInFixture, type SignInFixture } from '../fixtures/signin-http-server.mjs';
-import {
-  FAST_GATEWAY,
-  fixture,
-  readAudit,
-  tempDir,
-  textOf,
-  writeConfig,
-  type HostSession,
-} from '../integration/harness.js';
+import { FAST_GATEWAY, fixture, readAudit, tempDir, textOf, writeConfig } from '../integration/harness.js';
 import { modernResult } from '../integration/modernWire.js';
-import { connectHttpHost, type HttpHost } from '../integration/httpHarness.js';
-import { connectServed, serveHttpInProcess, type ServedHttp } from './served.js';
-import { startServedModern } from './servedModern.js';
+import type { HttpHost } from '../integration/httpHarness.js';
+import { servedPerTest } from './perTest.js';
+import type { ServedHttp } from './served.js';
 
 const SUBJECT = 'e2e-user';
 /** The `sub` of the next upstream token the authorization server issues at its token endpoint. */
 let upstreamSubject = SUBJECT;
 let issuer: OAuth2Server;
 let resource: SignInFixture;
-let host: HostSession | undefined;
+/** The authorization server and the resource server, shared by the file's tests. */
+const suite = servedPerTest({ closeAfter: 'all' });
+/** What each test serves and connects. */
+const served = servedPerTest();
 
 beforeAll(async () => {
   issuer = new OAuth2Server();
   await issuer.issuer.keys.generate('RS256');
   await issuer.start(0, '127.0.0.1');
+  suite.track({ close: () => issuer.stop() });
   issuer.service.on('beforeTokenSigning', (token) => {
     token.payload.sub = upstreamSubject;
   });
-  resource = await startSignInFixture({ authorizationServer: issuer.issuer.url! });
-});
-afterAll(async () => {
-  await resource.close();
-  await issuer.stop();
-});
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-  upstreamSubject = SUBJECT;
+  resource = suite.track(await startSignInFixture({ authorizationServer: issuer.issuer.url! }));
 });
 
-/** A config with the resource server and a stdio fixture; its own credentials file and audit. */
+/**
+ * A config with the resource server and a stdio fixture; its own credentials file and audit. The
+ * upstream tokens issued from here on are for SUBJECT until the test says otherwise.
+ */
 function setUp(extra: Record<string, unknown> = {}): {
   config: string;
   env: Record<string, string>;
   audit: string;
 } {
+  upstreamSubject = SUBJECT;
   const dir = tempDir('warden-signin-');
   const audit = path.join(dir, 'audit.jsonl');
   const config = writeConfig(
@@ -100,7 +90,7 @@ describe('a host that declared URL-mode elicitation', () => {
   it('signs in through the real OAuth client; the server tools replace authorize', async () => {
     const { config, env, audit } = setUp();
     const asked: { url?: string }[] = [];
-    host = await connectServed(config, {
+    const host = await served.connect(config, {
       env,
       capabilities: { elicitation: { form: {}, url: {} } },
       beforeConnect: (client) =>
@@ -134,7 +124,7 @@ describe('a host that declared URL-mode elicitation', () => {
 describe('a host that can neither be asked by URL nor runs 2026-07-28', () => {
   it('gets the URL and the auth login command; once the browser signs in, the tools appear', async () => {
     const { config, env } = setUp();
-    host = await connectServed(config, { env });
+    const host = await served.connect(config, { env });
     expect(await names(host.client)).toContain('remote__authorize');
     const result = await host.client.callTool({ name: 'remote__authorize' });
     expect(result.isError).toBeFalsy();
@@ -149,15 +139,9 @@ describe('a host that can neither be asked by URL nor runs 2026-07-28', () => {
 });
 
 describe('a 2026-07-28 host', () => {
-  let modern: ModernHost | undefined;
-  afterEach(async () => {
-    await modern?.close();
-    modern = undefined;
-  });
-
   it('is asked within the call (input required); its retry gets who signed in', async () => {
     const { config, env } = setUp();
-    modern = await startServedModern(config, env);
+    const modern = await served.modern(config, env);
     const URL_MODE = { capabilities: { elicitation: { form: {}, url: {} } } };
     const listed = modernResult('tools/list', await modern.request('tools/list', {}, URL_MODE));
     expect((listed.tools as { name: string }[]).map((t) => t.name)).toContain('remote__authorize');
@@ -187,12 +171,6 @@ describe('a 2026-07-28 host', () => {
 describe('behind the HTTP listener, two principals', () => {
   const AUDIENCE = 'https://warden.test/mcp';
   let gateway: ServedHttp | undefined;
-  const hosts: HttpHost[] = [];
-  afterEach(async () => {
-    await Promise.all(hosts.splice(0).map((h) => h.close().catch(() => {})));
-    await gateway?.stop();
-    gateway = undefined;
-  });
 
   /** A host connected to the listener with a bearer token of `subject`. */
   async function hostAs(subject: string, urlMode: boolean): Promise<HttpHost> {
@@ -202,7 +180,7 @@ describe('behind the HTTP listener, two principals', () => {
         payload.aud = AUDIENCE;
       },
     });
-    const connected = await connectHttpHost(gateway!.url, {
+    return served.httpHost(gateway!.url, {
       token,
       name: `${subject}-host`,
       ...(urlMode && {
@@ -214,8 +192,6 @@ describe('behind the HTTP listener, two principals', () => {
           }),
       }),
     });
-    hosts.push(connected);
-    return connected;
   }
 
   /** The claims of the bearer token a request to the resource server carried; null for none. */
@@ -231,7 +207,7 @@ describe('behind the HTTP listener, two principals', () => {
 
   it("each signs in for themselves, and one's upstream token never serves the other's call", async () => {
     const { config, env } = setUp({ auth: { issuer: issuer.issuer.url, audience: AUDIENCE } });
-    gateway = await serveHttpInProcess(config, { env });
+    gateway = await served.http(config, { env });
     const alice = await hostAs('alice', true);
     const bob = await hostAs('bob', false);
     const seen = resource.authorizations.length;
@@ -281,7 +257,7 @@ describe('a server that asks for a sign-in, added by an edit of the config while
       MCP_WARDEN_CREDENTIALS: 'file',
       MCP_WARDEN_CREDENTIALS_FILE: path.join(dir, 'credentials.json'),
     };
-    host = await connectServed(config, { env });
+    const host = await served.connect(config, { env });
     expect(await names(host.client)).not.toContain('remote__authorize');
     const changed = nextListChanged(host.client);
     writeConfig(
@@ -292,6 +268,6 @@ describe('a server that asks for a sign-in, added by an edit of the config while
       dir,
     );
     await changed;
-    await expect.poll(() => names(host!.client)).toContain('remote__authorize');
+    await expect.poll(() => names(host.client)).toContain('remote__authorize');
   });
 });

@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectHost, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+import { connectHttpHost, startHttpGateway } from './httpHarness.js';
 
 const sessions: HostSession[] = [];
 afterEach(async () => {
@@ -63,6 +64,26 @@ describe('code cache of our own code', () => {
     // A cache V8 took whole is not written again.
     expect(second).not.toMatch(/code cache \S+ written/);
     expect(statSync(file).mtimeMs).toBe(written);
+  });
+
+  it('is written by a gateway serving only HTTP, after the first call of a listener session', async () => {
+    const { env, file } = stateEnv();
+    const gateway = await startHttpGateway(writeConfig(CONFIG), { env });
+    try {
+      const host = await connectHttpHost(gateway.url);
+      try {
+        const result = await host.client.callTool({ name: 'fixture__echo', arguments: { text: 'hi' } });
+        expect(JSON.stringify(result.content)).toContain('hi');
+        await gateway.waitForStderr(/code cache \S+ written \(\d+ KB\)/);
+      } finally {
+        await host.close();
+      }
+    } finally {
+      await gateway.stop();
+    }
+    expect(usedLine(gateway.stderr())).toContain('not used: there is none');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(allFromCache(await serveAndCall(env))).toBe(true);
   });
 
   it('ignores a damaged file, serves, and replaces it', async () => {

@@ -18,6 +18,7 @@ import { TaskMemory, taskRouting } from '../tasks/taskRouting.js';
 import { StreamTransport } from '../transports/streamTransport.js';
 import type { PoolView } from '../upstreams/upstreamPool.js';
 import { AnsweredHere } from './answeredHere.js';
+import type { FirstToolCall } from './firstToolCall.js';
 import { RouteBoundary } from './boundary.js';
 import { answerWindow, HostMethods } from './hostMethods.js';
 import { HostRequests } from './hostRequests.js';
@@ -78,6 +79,8 @@ export interface RouterOptions {
   readonly toolView?: ToolView;
   /** Continuations of stateless hosts' calls shared by replicas (see ModernInputBridge). */
   readonly continuations?: SharedContinuations;
+  /** The gateway's "first tool call answered" event, which this connection's calls may fire. */
+  readonly firstToolCall?: FirstToolCall;
 }
 
 /** How long a modern host's call waits for the retry that answers its questions. */
@@ -183,6 +186,7 @@ export function connectHost(options: RouterOptions): Router {
     ...(options.revisionKnown !== undefined && { revisionKnown: options.revisionKnown }),
     ...(options.toolView !== undefined && { toolView: options.toolView }),
     lists,
+    ...(options.firstToolCall !== undefined && { firstToolCall: options.firstToolCall }),
   }));
 }
 

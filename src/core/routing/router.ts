@@ -13,6 +13,7 @@ import type { ModernInputBridge } from '../tasks/inputBridge.js';
 import type { TaskMemory, TaskRouting } from '../tasks/taskRouting.js';
 import type { ListKind, Upstream } from '../upstreams/upstream.js';
 import type { RouteBoundary } from './boundary.js';
+import type { FirstToolCall } from './firstToolCall.js';
 import type { HostMethods } from './hostMethods.js';
 import type { HostRequests } from './hostRequests.js';
 import type { ToolCalls } from './toolCalls.js';
@@ -53,6 +54,8 @@ export interface RouterParts {
   readonly toolView?: ToolView;
   /** The prompts and resources lists this connection gets (see listScope.ts). */
   readonly lists: ScopedLists;
+  /** The gateway's "first tool call answered" event, told of this connection's calls. */
+  readonly firstToolCall?: FirstToolCall;
 }
 
 /**
@@ -69,8 +72,15 @@ export class Router {
 
   constructor(private readonly parts: RouterParts) {
     this.peer = parts.peer;
-    const { tools, tasks, hostMethods: host, toolCalls, toolView, lists } = parts;
+    const { tools, tasks, hostMethods: host, toolCalls, toolView, lists, firstToolCall: first } = parts;
     const toolsJson = toolView === undefined ? () => tools.listResultJson() : () => toolView.listJson();
+    const callTool: Handler =
+      first === undefined
+        ? (r) => toolCalls.call(r)
+        : (r) => {
+            first.watch(r);
+            return toolCalls.call(r);
+          };
     this.methods = new Map<string, Handler>([
       ['initialize', (r) => host.initialize(r)],
       ['ping', (r) => r.respond(Outcome.of({}))],
@@ -78,7 +88,7 @@ export class Router {
       ['prompts/list', (r) => host.list(r, 'prompts', () => lists.promptsJson())],
       ['resources/list', (r) => host.list(r, 'resources', () => lists.resourcesJson())],
       ['resources/templates/list', (r) => host.list(r, 'resources', () => lists.templatesJson())],
-      ['tools/call', (r) => toolCalls.call(r)],
+      ['tools/call', callTool],
       ['prompts/get', (r) => host.getPrompt(r)],
       ['resources/read', (r) => host.byUri(r, 'resources/read', r.params?.uri)],
       ['resources/subscribe', (r) => host.byUri(r, 'resources/subscribe', r.params?.uri)],

@@ -575,6 +575,11 @@ export class IncomingRequest extends Cancellation {
   readonly refused: JsonRpcErrorObject | undefined;
   /** Set when the request's answers are put another way (see AnswerShape). */
   shape: AnswerShape | undefined = undefined;
+  /**
+   * Called once its answer (a result or an error) has been handed to the transport; not when the
+   * other side cancelled it, since then nothing is sent. Set by whoever waits for that moment.
+   */
+  afterAnswer: (() => void) | undefined = undefined;
   private progressListener: ProgressListener | undefined;
   /** The turn this request's last progress was sent in; -1 before any. */
   private progressTurn = -1;
@@ -677,11 +682,13 @@ export class IncomingRequest extends Cancellation {
       // No progress went before it (most answers): written now, with no closure made for later.
       this.peer.finished(this);
       this.peer.sendQuietly(message);
+      this.afterAnswer?.();
       return;
     }
     const write = (): void => {
       this.peer.finished(this);
       this.peer.sendQuietly(message);
+      this.afterAnswer?.();
     };
     if (this.peer.afterProgress(this.progressSeq, write)) return;
     else if (this.peer.isCurrentTurn(this.progressTurn)) setImmediate(write);
