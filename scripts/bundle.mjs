@@ -94,7 +94,43 @@ const forCommonJs = {
     if (out.startsWith('#!')) out = out.replace(/^#![^\n]*/, '');
     return { code: out };
   },
+  // After rendering: rolldown adds a chunk's exports once its renderChunk hooks have run.
+  generateBundle(_options, bundle) {
+    for (const item of Object.values(bundle)) if (item.type === 'chunk') item.code = plainExports(item.code);
+  },
 };
+
+/** How rolldown exports a chunk's binding `local` as `name`: a getter, for a live binding. */
+const EXPORT_GETTER =
+  /^Object\.defineProperty\(exports, "([\w$]+)", \{\n\tenumerable: true,\n\tget: function\(\) \{\n\t\treturn ([\w$]+);\n\t\}\n\}\);$/gm;
+
+/**
+ * A chunk's exports as plain properties where no live binding is needed. Rolldown exports every
+ * binding through a getter, and every use of it from another chunk (`require_x.name(...)`) then
+ * calls that getter: on the call path, where most modules reach others across chunks, that was a
+ * call per access in any code V8 had not optimized, and a load it could not fold in code it had.
+ * A getter is kept only where the value could change after the chunk has run: a `let`, or a
+ * `var` assigned again. Rolldown writes the exports after everything else in the chunk, so each
+ * binding has its value by then; a chunk that reads another's export while that one is still
+ * loading (a cycle) finds nothing either way, since the getters are not defined yet either.
+ */
+function plainExports(code) {
+  return code.replace(EXPORT_GETTER, (getter, name, local) =>
+    isFixedBinding(code, local) ? `exports.${name} = ${local};` : getter,
+  );
+}
+
+/** Whether the chunk's top-level binding `local` keeps the value it was declared with. */
+function isFixedBinding(code, local) {
+  const id = local.replace(/\$/g, '\\$');
+  if (new RegExp(`^(?:async function\\*? |function\\*? |class |const )${id}\\b`, 'm').test(code)) return true;
+  if (!new RegExp(`^var ${id} = `, 'm').test(code)) return false;
+  // Assigned, compound-assigned, incremented or decremented anywhere but in its declaration.
+  const written = new RegExp(
+    `(?<![\\w$.]|var )${id}\\s*(?:[-+*/%&|^]|\\*\\*|<<|>>>?|&&|\\|\\||\\?\\?)?=(?![=>])|(?:\\+\\+|--)\\s*${id}(?![\\w$])|(?<![\\w$.])${id}\\s*(?:\\+\\+|--)`,
+  );
+  return !written.test(code);
+}
 
 const bundle = await rolldown({
   input: { cli: ENTRY },
