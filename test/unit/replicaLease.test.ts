@@ -35,8 +35,10 @@ class FakeLeases {
         this.fail();
         this.renewals++;
         const lease = this.live(this.held, key);
-        if (lease?.token !== token) return false;
-        lease.until = Date.now() + ttlMs;
+        // A lease nobody holds (the store lost it) is its holder's again.
+        if (lease === undefined) this.held.set(key, { token, until: Date.now() + ttlMs });
+        else if (lease.token !== token) return false;
+        else lease.until = Date.now() + ttlMs;
         return true;
       },
       release: async (key, token) => {
@@ -261,7 +263,9 @@ describe('the turn at a principal’s own process over replicas', () => {
       const running = one(call(ALICE), up.next('long'));
       await vi.advanceTimersByTimeAsync(0);
       expect(leases.held.size).toBe(1);
-      leases.held.clear();
+      // Another replica took it while this one's renewals did not reach the store.
+      const [key] = [...leases.held.keys()];
+      leases.held.set(key!, { token: 'another', until: Date.now() + 60_000 });
       await vi.advanceTimersByTimeAsync(20);
       const renewals = leases.renewals;
       await vi.advanceTimersByTimeAsync(200);
