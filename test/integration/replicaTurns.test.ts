@@ -14,11 +14,10 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, NODE, readAudit, ROOT, serverBin, tempDir, textOf, type AuditRecord } from './harness.js';
 import { connectHttpHost, suiteIssuer, type HttpGateway, type HttpHost } from './httpHarness.js';
-import { hasRedis, startRedis, startStoreReplica } from './redis.js';
+import { hasRedis, startRedis, startStoreReplica, storeKeys } from './redis.js';
 
 const TITLE = hasRedis
   ? "one user's own server process, one request at a time over two replicas"
@@ -258,13 +257,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   );
 
   /** The turns held in the store now (their keys). */
-  async function leases(): Promise<string[]> {
-    const client = createClient({ url: `redis://:${PASSWORD}@127.0.0.1:${redisPort}/0` });
-    await client.connect();
-    try {
-      return await client.keys('mcp-warden:lease:*');
-    } finally {
-      await client.close();
-    }
+  function leases(): Promise<string[]> {
+    return storeKeys(redisPort, PASSWORD, 'mcp-warden:lease:*');
   }
 });
