@@ -1,5 +1,6 @@
 /** A real redis-server for the tests of replicas sharing a store. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createClient } from '@redis/client';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FAST_GATEWAY, tempDir, writeConfig } from './harness.js';
@@ -8,11 +9,15 @@ import { startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 export const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-/** Starts redis-server on a free port with `password`, keeping nothing on disk; resolves once it is ready. */
+/**
+ * Starts redis-server on a free port (or `port`: the same one again after an outage) with
+ * `password`, keeping nothing on disk; resolves once it is ready.
+ */
 export async function startRedis(
   password: string,
+  options: { readonly port?: number } = {},
 ): Promise<{ readonly port: number; readonly process: ChildProcess }> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawn(
     'redis-server',
     [
@@ -82,4 +87,15 @@ export async function startStoreReplica(options: {
     env: { MCP_WARDEN_SESSION_KEY: SESSION_KEY, REDIS_PASSWORD: options.password, ...options.env },
   });
   return { replica, audit };
+}
+
+/** The keys matching `pattern` in the store at `port` now, as a client of the test's own sees them. */
+export async function storeKeys(port: number, password: string, pattern: string): Promise<string[]> {
+  const client = createClient({ url: `redis://:${password}@127.0.0.1:${port}/0` });
+  await client.connect();
+  try {
+    return await client.keys(pattern);
+  } finally {
+    await client.close();
+  }
 }

@@ -7,15 +7,17 @@
  * entity of a burst spread over both replicas is in the graph afterwards; the same burst on a
  * server with `acrossReplicas: parallel` loses some. Bob's requests are not held up by alice's
  * turn, a request that waits too long says that another replica is using the process, and the
- * turn of a replica killed while it held it comes back when its lease runs out.
+ * turn of a replica killed while it held it comes back when its lease runs out. A task alice's
+ * call starts holds her turn until it ends, whether or not her host asks for its result.
  */
 import type { ChildProcess } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { createClient } from '@redis/client';
+import { readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, NODE, readAudit, serverBin, tempDir, textOf, type AuditRecord } from './harness.js';
+import { fixture, NODE, readAudit, ROOT, serverBin, tempDir, textOf, type AuditRecord } from './harness.js';
 import { connectHttpHost, suiteIssuer, type HttpGateway, type HttpHost } from './httpHarness.js';
-import { hasRedis, startRedis, startStoreReplica } from './redis.js';
+import { hasRedis, startRedis, startStoreReplica, storeKeys } from './redis.js';
 
 const TITLE = hasRedis
   ? "one user's own server process, one request at a time over two replicas"
@@ -27,6 +29,8 @@ const STORE_TIMEOUT = '500ms';
 /** Writes each replica sends at once in the burst. */
 const BURST = 12;
 const SLOW = 90_000;
+/** How long a task of the task server works before it is done. */
+const TASK_MS = 2_000;
 
 describe.skipIf(!hasRedis)(TITLE, () => {
   const issuer = suiteIssuer(AUDIENCE);
@@ -36,6 +40,8 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   const audits: string[] = [];
   const hosts: HttpHost[] = [];
   let memoryDir: string;
+  /** What both of alice's task servers were asked, and when each task's work ended, in order. */
+  let taskRecord: string;
 
   /** Starts one replica with the suite's servers; every replica of the suite has the same config. */
   async function replica(): Promise<HttpGateway> {
@@ -58,6 +64,16 @@ describe.skipIf(!hasRedis)(TITLE, () => {
             acrossReplicas: 'parallel',
           },
           slow: fixture([], { tools: { timeouts: { echo: '1500ms' } } }),
+          tasks: {
+            command: NODE,
+            args: [
+              path.join(ROOT, 'test/fixtures/task-server.mjs'),
+              '--task-ms',
+              String(TASK_MS),
+              '--record',
+              taskRecord,
+            ],
+          },
         },
       },
     });
@@ -77,6 +93,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
 
   beforeAll(async () => {
     memoryDir = realpathSync(tempDir('warden-turns-memory-'));
+    taskRecord = path.join(memoryDir, 'tasks.jsonl');
     const started = await startRedis(PASSWORD);
     redis = started.process;
     redisPort = started.port;
@@ -198,14 +215,49 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     SLOW,
   );
 
+  it(
+    "holds alice's turn for the whole run of her task, though her host never asks for its result",
+    async () => {
+      const here = await host(replicas[0]!, 'alice');
+      const there = await host(replicas[1]!, 'alice');
+      // Alice's processes are started, so what follows waits on turns only.
+      await here.client.callTool({ name: 'tasks__report', arguments: { n: 1 } });
+      await there.client.callTool({ name: 'tasks__report', arguments: { n: 1 } });
+      const created = await here.client.request(
+        {
+          method: 'tools/call',
+          params: { name: 'tasks__report', arguments: { n: 2 }, task: { ttl: 60_000 } },
+        },
+        CreateTaskResultSchema,
+      );
+      // The task's own request is answered while the task holds the turn.
+      const handle = created.task.taskId;
+      expect((await here.client.experimental.tasks.getTask(handle)).status).toBe('working');
+      const written = await there.client.callTool({ name: 'tasks__report', arguments: { n: 7 } });
+      expect(textOf(written)).toContain('"total":14');
+      // Alice's write through the other replica reached her server after her task's work ended.
+      const steps = readFileSync(taskRecord, 'utf8')
+        .trim()
+        .split('\n')
+        .map(
+          (line) => JSON.parse(line) as { method?: string; params?: { arguments?: unknown }; ended?: string },
+        )
+        .flatMap((entry) =>
+          entry.ended !== undefined
+            ? [`ended ${entry.ended}`]
+            : entry.method === 'tools/call'
+              ? [`call ${JSON.stringify(entry.params?.arguments)}`]
+              : [],
+        );
+      expect(steps.slice(-3)).toEqual(['call {"n":2}', 'ended task-1', 'call {"n":7}']);
+      const waited = calls().find((r) => r.server === 'tasks' && (r.args as { n?: number }).n === 7);
+      expect(waited?.leaseWaitMs).toEqual(expect.any(Number));
+    },
+    SLOW,
+  );
+
   /** The turns held in the store now (their keys). */
-  async function leases(): Promise<string[]> {
-    const client = createClient({ url: `redis://:${PASSWORD}@127.0.0.1:${redisPort}/0` });
-    await client.connect();
-    try {
-      return await client.keys('mcp-warden:lease:*');
-    } finally {
-      await client.close();
-    }
+  function leases(): Promise<string[]> {
+    return storeKeys(redisPort, PASSWORD, 'mcp-warden:lease:*');
   }
 });

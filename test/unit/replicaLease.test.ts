@@ -7,6 +7,7 @@ import { Outcome } from '../../src/core/rpc/outcome.js';
 import { sha256Hex } from '../../src/lib/hash.js';
 import { createReplicaLeaseStage } from '../../src/features/replicaLease/stage.js';
 import type { LeaseAttempt, LeaseStorage } from '../../src/features/replicaLease/storeLeases.js';
+import { derive } from '../../src/core/pipeline/routedMessage.js';
 import { toolCall } from './toolCall.js';
 
 const ALICE: Principal = { source: 'token', subject: 'alice', issuer: 'https://idp.test' };
@@ -35,8 +36,10 @@ class FakeLeases {
         this.fail();
         this.renewals++;
         const lease = this.live(this.held, key);
-        if (lease?.token !== token) return false;
-        lease.until = Date.now() + ttlMs;
+        // A lease nobody holds (the store lost it) is its holder's again.
+        if (lease === undefined) this.held.set(key, { token, until: Date.now() + ttlMs });
+        else if (lease.token !== token) return false;
+        else lease.until = Date.now() + ttlMs;
         return true;
       },
       release: async (key, token) => {
@@ -261,7 +264,9 @@ describe('the turn at a principal’s own process over replicas', () => {
       const running = one(call(ALICE), up.next('long'));
       await vi.advanceTimersByTimeAsync(0);
       expect(leases.held.size).toBe(1);
-      leases.held.clear();
+      // Another replica took it while this one's renewals did not reach the store.
+      const [key] = [...leases.held.keys()];
+      leases.held.set(key!, { token: 'another', until: Date.now() + 60_000 });
       await vi.advanceTimersByTimeAsync(20);
       const renewals = leases.renewals;
       await vi.advanceTimersByTimeAsync(200);
@@ -286,7 +291,7 @@ describe('the turn at a principal’s own process over replicas', () => {
     const refused = one(call(ALICE), up.next('never'));
     await expect(refused).rejects.toThrow(NotServingError);
     await expect(refused).rejects.toThrow(
-      /Server "memory" runs one request at a time for each user over all replicas, and the turn could not be taken: the store redis:\/\/127\.0\.0\.1:6379\/ did not answer within 2000 ms \(script\)\. The call was not run/,
+      /Server "memory" runs one request at a time for each user over all replicas, and alice@https:\/\/idp\.test's turn could not be taken: the store redis:\/\/127\.0\.0\.1:6379\/ did not answer within 2000 ms \(script\)\. The call was not run/,
     );
     expect(up.started).toEqual([]);
     // The next request of the same user is not stuck behind the refused one.
@@ -295,5 +300,136 @@ describe('the turn at a principal’s own process over replicas', () => {
     await expect.poll(() => up.started).toEqual(['later']);
     up.finish('later');
     await next;
+  });
+});
+
+/** A call of alice's that the host runs as a task. */
+function taskCall(): RoutedMessage {
+  return derive(call(ALICE), { task: { params: { ttl: 60_000 }, drivenBy: 'host' } });
+}
+
+/** A request about alice's task `taskId`, as the router sends one. */
+function aboutTask(kind: 'tasks/get' | 'tasks/result' | 'tasks/cancel', taskId: string): RoutedMessage {
+  return derive(call(ALICE), { kind, params: { taskId }, arguments: { taskId } });
+}
+
+/**
+ * A server running one task, `task-1`: the call creating it answers at once, and `tasks/get`
+ * answers with its status now (or the error `failing` says, as a server that forgot it does).
+ */
+function taskServer(created: Record<string, unknown> = {}) {
+  const server = {
+    status: 'working',
+    asked: 0,
+    failing: undefined as Error | undefined,
+    next: (async (message) => {
+      if (message.kind === 'tools/call')
+        return Outcome.of({ task: { taskId: 'task-1', status: 'working', pollInterval: 20, ...created } });
+      if (message.kind === 'tasks/get') {
+        server.asked++;
+        if (server.failing !== undefined) throw server.failing;
+      }
+      return Outcome.of({ taskId: 'task-1', status: server.status });
+    }) as Next,
+  };
+  return server;
+}
+
+describe('the turn of a task', () => {
+  it("is held by alice's task until its server says it ended, though the host never asks", async () => {
+    const leases = new FakeLeases();
+    const [one, two] = [replica(leases), replica(leases)];
+    const server = taskServer();
+    await one(taskCall(), server.next);
+    expect(leases.held.size).toBe(1);
+    const up = upstream();
+    const waiting = call(ALICE);
+    const second = two(waiting, up.next('second'));
+    await expect.poll(() => waiting.record.waitingOn).toBeDefined();
+    // The gateway asks the server itself; while it says the task works, the turn stays the task's.
+    await expect.poll(() => server.asked).toBeGreaterThanOrEqual(2);
+    expect(up.started).toEqual([]);
+    server.status = 'completed';
+    await expect.poll(() => up.started).toEqual(['second']);
+    up.finish('second');
+    await second;
+    const asked = server.asked;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.asked).toBe(asked);
+  });
+
+  it("lets the task's own requests through at once, and ends its turn when their answers show it ended", async () => {
+    for (const [kind, status] of [
+      ['tasks/get', 'failed'],
+      ['tasks/cancel', 'cancelled'],
+      ['tasks/result', 'completed'],
+    ] as const) {
+      const leases = new FakeLeases();
+      const [one, two] = [replica(leases), replica(leases)];
+      // The server suggests a slow poll: what ends the turn here is the host's request.
+      const server = taskServer({ pollInterval: 60_000 });
+      await one(taskCall(), server.next);
+      const up = upstream();
+      const waiting = call(ALICE);
+      const second = two(waiting, up.next('second'));
+      await expect.poll(() => waiting.record.waitingOn).toBeDefined();
+      // Asked while it works: answered without waiting for the turn its task holds.
+      await one(aboutTask('tasks/get', 'task-1'), server.next);
+      // Another task's request says nothing of this one.
+      server.status = status;
+      await one(aboutTask(kind, 'task-9'), server.next);
+      expect(leases.held.size, kind).toBe(1);
+      await one(aboutTask(kind, 'task-1'), server.next);
+      await expect.poll(() => up.started, { timeout: 500 }).toEqual(['second']);
+      up.finish('second');
+      await second;
+    }
+  });
+
+  it('gives the turn up when the task outlives its time to live, or its server cannot say how it stands', async () => {
+    const infos: string[] = [];
+    const logger = { ...silentLogger, info: (message: string) => void infos.push(message) };
+    const leases = new FakeLeases();
+    const one = replica(leases, { logger });
+    const lasting = taskServer({ ttl: 150, pollInterval: 60_000 });
+    await one(taskCall(), lasting.next);
+    expect(leases.held.size).toBe(1);
+    await expect.poll(() => leases.held.size).toBe(0);
+    expect(infos).toEqual([
+      `alice@https://idp.test's task task-1 at server "memory" no longer holds their turn: its time to live ran out`,
+    ]);
+    const forgetting = taskServer();
+    forgetting.failing = new Error('no task task-1');
+    await one(taskCall(), forgetting.next);
+    await expect.poll(() => leases.held.size).toBe(0);
+    expect(infos[1]).toMatch(
+      /no longer holds their turn: its server could not say how it stands: no task task-1/,
+    );
+  });
+
+  it('keeps the turn on this replica for the next request here until the task ends', async () => {
+    const leases = new FakeLeases();
+    const one = replica(leases);
+    const server = taskServer();
+    await one(taskCall(), server.next);
+    const up = upstream();
+    const queued = one(call(ALICE), up.next('queued'));
+    await expect.poll(() => server.asked).toBeGreaterThanOrEqual(2);
+    expect(up.started).toEqual([]);
+    server.status = 'completed';
+    await expect.poll(() => up.started).toEqual(['queued']);
+    up.finish('queued');
+    await queued;
+  });
+
+  it('holds no turn for a task that ended as it was created, nor for a task the gateway runs itself', async () => {
+    const leases = new FakeLeases();
+    const one = replica(leases);
+    await one(taskCall(), async () => Outcome.of({ task: { taskId: 'task-1', status: 'completed' } }));
+    expect(leases.held.size).toBe(0);
+    const driven = derive(call(ALICE), { task: { params: {}, drivenBy: 'gateway' } });
+    await one(driven, taskServer().next);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(leases.held.size).toBe(0);
   });
 });

@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { NotServingError, TurnQueueFullError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { Next, RoutedMessage, Stage } from '../../core/pipeline/types.js';
+import { derive } from '../../core/pipeline/routedMessage.js';
 import { describePrincipal, principalKey } from '../../core/principal.js';
+import { createdTask, TERMINAL_STATUSES } from '../../core/protocol/taskMessages.js';
 import type { CancelListener, CancelSignal } from '../../core/rpc/cancellation.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
 import { Deferred } from '../../lib/deferred.js';
 import { sha256Hex } from '../../lib/hash.js';
 import type { LeaseStorage } from './storeLeases.js';
+import { TASK_KINDS, TaskTurn } from './taskTurn.js';
 
 export interface ReplicaLeaseOptions {
   readonly leases: LeaseStorage;
@@ -54,6 +57,14 @@ class TurnWaiter extends Deferred<void> implements CancelListener {
  */
 interface Lane {
   readonly waiting: TurnWaiter[];
+}
+
+/** A turn this replica holds: the lease in the store, its renewal, and the line behind it here. */
+interface HeldTurn {
+  readonly key: string;
+  readonly token: string;
+  readonly lane: Lane;
+  readonly renewal: NodeJS.Timeout;
 }
 
 /**
@@ -114,6 +125,10 @@ class Pause extends Deferred<void> implements CancelListener {
  * says that another replica is using the process. A lease whose holder died runs out after its
  * time to live. A store that fails refuses the request: the turn cannot be known, and running
  * without it is the lost write this prevents.
+ *
+ * A call the server answers with a task does not end its work with its answer: the task runs on
+ * in the background, so the turn passes to the task and is held until it ends (see TaskTurn).
+ * Requests about tasks take no turn.
  */
 export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
   const turns = new ReplicaTurns(options);
@@ -121,6 +136,7 @@ export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
     if (call.direction !== 'upstream' || call.principal === undefined) return next(call);
     const maxWaiting = options.waitersFor(call.server);
     if (maxWaiting === undefined) return next(call);
+    if (TASK_KINDS.has(call.kind)) return turns.aboutTask(call, next);
     return turns.run(call, next, maxWaiting);
   };
 }
@@ -129,6 +145,8 @@ export function createReplicaLeaseStage(options: ReplicaLeaseOptions): Stage {
 class ReplicaTurns {
   readonly #lanes = new Map<string, Lane>();
   readonly #wakers = new Map<string, Set<Pause>>();
+  /** Per lease key, the task that holds its turn on this replica (one at a time, as any turn). */
+  readonly #tasks = new Map<string, { readonly taskId: string; readonly turn: TaskTurn }>();
   readonly #now: () => number;
 
   constructor(private readonly options: ReplicaLeaseOptions) {
@@ -146,7 +164,7 @@ class ReplicaTurns {
 
   /** Runs `call` (to a principal's own process) in its turn over all replicas. */
   async run(call: RoutedMessage, next: Next, maxWaiting: number): Promise<Outcome> {
-    const key = sha256Hex(`${principalKey(call.principal!)}\u0000${call.server}`);
+    const key = leaseKey(call);
     const arrived = this.#now();
     const { lane, queuedHere } = await this.#inLane(call, key, maxWaiting);
     const token = randomBytes(16).toString('hex');
@@ -155,23 +173,90 @@ class ReplicaTurns {
       waitedElsewhere = await this.#acquire(call, key, token);
     } catch (error) {
       // A request that gives up waiting leaves its claim on the next turn to whoever waits next.
-      if (!(error instanceof NotServingError)) this.#release(call, key, token);
+      // When the store failed, the release goes too, unannounced: an attempt the store took but
+      // answered too late would otherwise leave a lease nobody holds until it runs out.
+      this.#release(call, key, token, { quiet: error instanceof NotServingError });
       this.#handOn(key, lane);
       throw error;
     } finally {
       delete call.record.waitingOn;
     }
     if (queuedHere || waitedElsewhere) call.record.leaseWaitMs = Math.ceil(this.#now() - arrived);
-    const renewal = this.#renewWhileRunning(call, key, token);
+    const held: HeldTurn = { key, token, lane, renewal: this.#renewWhileRunning(call, key, token) };
+    let followed = false;
     try {
       if (call.signal.cancelled) throw call.signal.reason!;
-      return await next(call);
+      const outcome = await next(call);
+      followed = this.#passToTask(call, next, held, outcome);
+      return outcome;
     } finally {
-      clearInterval(renewal);
-      // In order on the store's one connection: the next request's attempt comes after this.
-      this.#release(call, key, token);
-      this.#handOn(key, lane);
+      if (!followed) this.#end(call, held);
     }
+  }
+
+  /**
+   * A request about a task, which takes no turn: the task's own work holds it (waiting for it
+   * would be waiting for itself). What its answer shows of a task holding the turn is noted.
+   */
+  async aboutTask(call: RoutedMessage, next: Next): Promise<Outcome> {
+    const outcome = await next(call);
+    if (this.#tasks.size > 0) {
+      const holding = this.#tasks.get(leaseKey(call));
+      if (holding !== undefined && holding.taskId === call.params?.taskId)
+        holding.turn.saw(call.kind, outcome);
+    }
+    return outcome;
+  }
+
+  /**
+   * When `call` was answered with a task that runs on, hands its turn to the task (true);
+   * the turn then ends when the task does, or when the gateway gives up on it.
+   */
+  #passToTask(call: RoutedMessage, next: Next, held: HeldTurn, outcome: Outcome): boolean {
+    // A task the gateway runs for the host ended within the call; any other call is done.
+    if (call.kind !== 'tools/call' || call.task?.drivenBy !== 'host') return false;
+    const created = createdTask(outcome.result);
+    const taskId = created?.taskId;
+    if (typeof taskId !== 'string' || TERMINAL_STATUSES.has(String(created!.status))) return false;
+    const turn = new TaskTurn({
+      taskId,
+      created: created!,
+      askMs: this.options.ttlMs,
+      ask: (signal) =>
+        next(
+          derive(call, {
+            kind: 'tasks/get',
+            params: { taskId },
+            arguments: { taskId },
+            meta: undefined,
+            requestId: undefined,
+            task: undefined,
+            signal,
+            onProgress: undefined,
+            answerAs: undefined,
+            // The call's record is written already; what its follow-ups do is not part of it.
+            record: { repairs: [] },
+          }),
+        ),
+      onEnd: (why, gaveUp) => {
+        this.#tasks.delete(held.key);
+        if (gaveUp)
+          this.options.logger.info(
+            `${describePrincipal(call.principal!)}'s task ${taskId} at server "${call.server}" no longer holds their turn: ${why}`,
+          );
+        this.#end(call, held);
+      },
+    });
+    this.#tasks.set(held.key, { taskId, turn });
+    return true;
+  }
+
+  /** The turn `held` is over: its renewal stops, the store's lease goes, the next here goes on. */
+  #end(call: RoutedMessage, held: HeldTurn): void {
+    clearInterval(held.renewal);
+    // In order on the store's one connection: the next request's attempt comes after this.
+    this.#release(call, held.key, held.token);
+    this.#handOn(held.key, held.lane);
   }
 
   /**
@@ -252,14 +337,14 @@ class ReplicaTurns {
     return renewal;
   }
 
-  #release(call: RoutedMessage, key: string, token: string): void {
-    this.options.leases
-      .release(key, token)
-      .catch((error: Error) =>
+  /** Gives the lease (or claim) up; `quiet` when the store is known to have just failed. */
+  #release(call: RoutedMessage, key: string, token: string, how: { readonly quiet?: boolean } = {}): void {
+    this.options.leases.release(key, token).catch((error: Error) => {
+      if (how.quiet !== true)
         this.options.logger.warn(
           `${error.message}; the turn at server "${call.server}" is free when its lease runs out`,
-        ),
-      );
+        );
+    });
   }
 
   #lost(call: RoutedMessage, why: string): void {
@@ -269,10 +354,16 @@ class ReplicaTurns {
   }
 }
 
+/** The key of the lease for `call`'s principal's own process of its server. */
+function leaseKey(call: RoutedMessage): string {
+  return sha256Hex(`${principalKey(call.principal!)}\u0000${call.server}`);
+}
+
 /** The refusal of a request whose turn the store could not give. */
 function storeFailed(call: RoutedMessage, error: unknown): NotServingError {
   return new NotServingError(
-    `Server "${call.server}" runs one request at a time for each user over all replicas, and the turn ` +
-      `could not be taken: ${(error as Error).message}. The call was not run; try again when the store is back.`,
+    `Server "${call.server}" runs one request at a time for each user over all replicas, and ` +
+      `${describePrincipal(call.principal!)}'s turn could not be taken: ${(error as Error).message}. ` +
+      'The call was not run; try again when the store is back.',
   );
 }

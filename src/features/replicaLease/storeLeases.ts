@@ -14,7 +14,11 @@ export interface LeaseStorage {
    * when nobody has (for `claimMs`), and says when the lease or the claim runs out.
    */
   acquire(key: string, token: string, ttlMs: number, claimMs: number): Promise<LeaseAttempt>;
-  /** Extends the lease by `ttlMs` if `token` still holds it; false when it does not any more. */
+  /**
+   * Extends the lease by `ttlMs` if `token` still holds it, or takes it again when nobody holds
+   * it (the store lost it, in a restart, or it ran out while the store did not answer: its holder
+   * still runs); false when another holds it now.
+   */
   renew(key: string, token: string, ttlMs: number): Promise<boolean>;
   /**
    * Gives the lease up if `token` holds it, and its claim on the next turn if it has one, and
@@ -46,9 +50,17 @@ if (not claim) or claim == ARGV[1] then redis.call('SET', KEYS[2], ARGV[1], 'PX'
 return {0, redis.call('PTTL', KEYS[1])}
 `;
 
-/** KEYS: the lease. ARGV: token, ms. 1 when the token held it and it was extended. */
+/**
+ * KEYS: the lease. ARGV: token, ms. 1 when the token held it and it was extended, or nobody held
+ * it and the token has it again; 0 when another token holds it.
+ */
 const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
 return 0
 `;
 
