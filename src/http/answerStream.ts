@@ -3,9 +3,9 @@ import { RpcErrorCode } from '../core/protocol/jsonRpc.js';
 import { eventIdOf, type StreamPosition } from './resumableCalls.js';
 
 /**
- * The SSE stream one request is answered on: its headers are those the SDK's transport sends,
- * held until the first message, so that a lone answer goes out in one write with its length
- * (and a rate-limit refusal with nothing before it as a 429).
+ * Where one request is answered: an SSE stream whose headers are those the SDK's transport
+ * sends, held until the first message, so that a lone answer goes out in one write with its
+ * length as a plain JSON body (and a rate-limit refusal with nothing before it as a 429).
  */
 export class AnswerStream {
   private readonly keepAlive: NodeJS.Timeout;
@@ -52,19 +52,17 @@ export class AnswerStream {
       this.res.end(this.idLine('end') + frame(text));
       return;
     }
-    if (retryAfterSeconds !== undefined) {
-      this.res.writeHead(429, {
-        'Content-Type': 'application/json',
-        'Content-Length': Buffer.byteLength(text),
-        'Retry-After': String(retryAfterSeconds),
-        'mcp-session-id': this.sessionId,
-      });
-      this.res.end(text);
-      return;
-    }
-    const framed = frame(text);
-    this.res.writeHead(200, { ...this.headers(), 'Content-Length': Buffer.byteLength(framed) });
-    this.res.end(framed);
+    // Nothing was sent before the answer: it goes as one JSON body, which the host's Accept
+    // allows (it names both) and the revision offers a server for a request's one answer. Three
+    // headers and no event framing, where a stream would have said the same at more cost to
+    // both ends; a stream that has begun stays a stream.
+    this.res.writeHead(retryAfterSeconds === undefined ? 200 : 429, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+      ...(retryAfterSeconds !== undefined && { 'Retry-After': String(retryAfterSeconds) }),
+      'mcp-session-id': this.sessionId,
+    });
+    this.res.end(text);
   }
 
   /** Ends the stream without an answer (the session ended). */
