@@ -272,7 +272,7 @@ function answeredBeforeAuth(
 function knownPrincipal(edge: Edge, req: IncomingMessage): Principal | undefined {
   if (edge.verifier === undefined) return ANONYMOUS;
   const authorization = req.headers.authorization;
-  const principal = edge.verifier.known(authorization);
+  const principal = edge.verifier.known(authorization, req.socket);
   if (principal !== undefined)
     // Known, so the header is `Bearer <token>` with a single space.
     edge.options.subjectTokens?.remember(principal, authorization!.slice('Bearer '.length));
