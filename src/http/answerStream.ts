@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { RpcErrorCode } from '../core/protocol/jsonRpc.js';
 import { eventIdOf, type StreamPosition } from './resumableCalls.js';
+import { Sweeper } from './sweeper.js';
 
 /**
  * Where one request is answered: an SSE stream whose headers are those the SDK's transport
@@ -8,29 +9,36 @@ import { eventIdOf, type StreamPosition } from './resumableCalls.js';
  * length as a plain JSON body (and a rate-limit refusal with nothing before it as a 429).
  */
 export class AnswerStream {
-  private readonly keepAlive: NodeJS.Timeout;
   private started = false;
   /** The position of the next event, when events carry ids. */
   private position = 0;
+  /** When the stream was opened or last written to: a keep-alive is due keepAliveMs after. */
+  private lastWriteAt = Date.now();
 
   constructor(
     private readonly res: ServerResponse,
     private readonly sessionId: string,
-    keepAliveMs: number,
+    private readonly keepAliveMs: number,
     /** With these, each event carries an id a host can resume the stream from (on any replica). */
     private readonly ids?: Omit<StreamPosition, 'position'>,
   ) {
-    this.keepAlive = setInterval(() => {
-      this.start();
-      this.res.write(': keepalive\n\n');
-    }, keepAliveMs);
-    this.keepAlive.unref();
+    quietStreams.add(this);
+  }
+
+  /** Writes an SSE comment when the stream has been quiet for keepAliveMs (see `quietStreams`). */
+  keepAliveDue(now: number): void {
+    if (!this.open) return this.stop();
+    if (now - this.lastWriteAt < this.keepAliveMs) return;
+    this.lastWriteAt = now;
+    this.start();
+    this.res.write(': keepalive\n\n');
   }
 
   /** A notification or request about this stream's request. */
   event(text: string): void {
     if (!this.open) return;
     this.start();
+    this.lastWriteAt = Date.now();
     this.res.write(this.idLine(this.position++) + frame(text));
   }
 
@@ -74,7 +82,7 @@ export class AnswerStream {
   }
 
   stop(): void {
-    clearInterval(this.keepAlive);
+    quietStreams.delete(this);
   }
 
   private get open(): boolean {
@@ -100,6 +108,13 @@ export class AnswerStream {
     };
   }
 }
+
+/**
+ * The answer streams not ended yet, looked at each second for one quiet long enough to be due
+ * a keep-alive comment, so that proxies and clients keep it open (one timer for all of them:
+ * most streams end with their answer within milliseconds).
+ */
+const quietStreams = new Sweeper<AnswerStream>(1000, (stream, now) => stream.keepAliveDue(now));
 
 function frame(text: string): string {
   return `event: message\ndata: ${text}\n\n`;
