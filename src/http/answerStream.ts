@@ -1,36 +1,44 @@
 import type { ServerResponse } from 'node:http';
 import { RpcErrorCode } from '../core/protocol/jsonRpc.js';
 import { eventIdOf, type StreamPosition } from './resumableCalls.js';
+import { Sweeper } from './sweeper.js';
 
 /**
- * The SSE stream one request is answered on: its headers are those the SDK's transport sends,
- * held until the first message, so that a lone answer goes out in one write with its length
- * (and a rate-limit refusal with nothing before it as a 429).
+ * Where one request is answered: an SSE stream whose headers are those the SDK's transport
+ * sends, held until the first message, so that a lone answer goes out in one write with its
+ * length as a plain JSON body (and a rate-limit refusal with nothing before it as a 429).
  */
 export class AnswerStream {
-  private readonly keepAlive: NodeJS.Timeout;
   private started = false;
   /** The position of the next event, when events carry ids. */
   private position = 0;
+  /** When the stream was opened or last written to: a keep-alive is due keepAliveMs after. */
+  private lastWriteAt = Date.now();
 
   constructor(
     private readonly res: ServerResponse,
     private readonly sessionId: string,
-    keepAliveMs: number,
+    private readonly keepAliveMs: number,
     /** With these, each event carries an id a host can resume the stream from (on any replica). */
     private readonly ids?: Omit<StreamPosition, 'position'>,
   ) {
-    this.keepAlive = setInterval(() => {
-      this.start();
-      this.res.write(': keepalive\n\n');
-    }, keepAliveMs);
-    this.keepAlive.unref();
+    quietStreams.add(this);
+  }
+
+  /** Writes an SSE comment when the stream has been quiet for keepAliveMs (see `quietStreams`). */
+  keepAliveDue(now: number): void {
+    if (!this.open) return this.stop();
+    if (now - this.lastWriteAt < this.keepAliveMs) return;
+    this.lastWriteAt = now;
+    this.start();
+    this.res.write(': keepalive\n\n');
   }
 
   /** A notification or request about this stream's request. */
   event(text: string): void {
     if (!this.open) return;
     this.start();
+    this.lastWriteAt = Date.now();
     this.res.write(this.idLine(this.position++) + frame(text));
   }
 
@@ -52,19 +60,17 @@ export class AnswerStream {
       this.res.end(this.idLine('end') + frame(text));
       return;
     }
-    if (retryAfterSeconds !== undefined) {
-      this.res.writeHead(429, {
-        'Content-Type': 'application/json',
-        'Content-Length': Buffer.byteLength(text),
-        'Retry-After': String(retryAfterSeconds),
-        'mcp-session-id': this.sessionId,
-      });
-      this.res.end(text);
-      return;
-    }
-    const framed = frame(text);
-    this.res.writeHead(200, { ...this.headers(), 'Content-Length': Buffer.byteLength(framed) });
-    this.res.end(framed);
+    // Nothing was sent before the answer: it goes as one JSON body, which the host's Accept
+    // allows (it names both) and the revision offers a server for a request's one answer. Three
+    // headers and no event framing, where a stream would have said the same at more cost to
+    // both ends; a stream that has begun stays a stream.
+    this.res.writeHead(retryAfterSeconds === undefined ? 200 : 429, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+      ...(retryAfterSeconds !== undefined && { 'Retry-After': String(retryAfterSeconds) }),
+      'mcp-session-id': this.sessionId,
+    });
+    this.res.end(text);
   }
 
   /** Ends the stream without an answer (the session ended). */
@@ -76,7 +82,7 @@ export class AnswerStream {
   }
 
   stop(): void {
-    clearInterval(this.keepAlive);
+    quietStreams.delete(this);
   }
 
   private get open(): boolean {
@@ -102,6 +108,13 @@ export class AnswerStream {
     };
   }
 }
+
+/**
+ * The answer streams not ended yet, looked at each second for one quiet long enough to be due
+ * a keep-alive comment, so that proxies and clients keep it open (one timer for all of them:
+ * most streams end with their answer within milliseconds).
+ */
+const quietStreams = new Sweeper<AnswerStream>(1000, (stream, now) => stream.keepAliveDue(now));
 
 function frame(text: string): string {
   return `event: message\ndata: ${text}\n\n`;

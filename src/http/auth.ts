@@ -59,11 +59,18 @@ export interface TokenVerifier {
    * passed `verify` and is still within its memory (never past its `exp`); undefined for any
    * other header, which `verify` then judges. Answers at once, so that a host's second and
    * later requests neither scan the header with the bearer pattern nor wait for a promise.
+   * `connection` (the request's socket): the header last known on it is compared as it is, so
+   * a kept-alive connection's next request with the same header skips hashing the token.
    */
-  known(authorization: string | undefined): Principal | undefined;
+  known(authorization: string | undefined, connection?: object): Principal | undefined;
 }
 
 const BEARER_PREFIX = 'Bearer ';
+
+interface VerifiedToken {
+  readonly principal: Principal;
+  readonly until: number;
+}
 
 /**
  * Tokens that passed every check, by their exact text, each until `until`: the earlier of its
@@ -72,12 +79,16 @@ const BEARER_PREFIX = 'Bearer ';
  * always checked in full; bounded, oldest first.
  */
 class VerifiedTokens {
-  readonly #entries = new Map<string, { readonly principal: Principal; readonly until: number }>();
+  readonly #entries = new Map<string, VerifiedToken>();
 
   get(token: string, now: number): Principal | undefined {
+    return this.entry(token, now)?.principal;
+  }
+
+  entry(token: string, now: number): VerifiedToken | undefined {
     const entry = this.#entries.get(token);
     if (entry === undefined) return undefined;
-    if (now < entry.until) return entry.principal;
+    if (now < entry.until) return entry;
     this.#entries.delete(token);
     return undefined;
   }
@@ -127,15 +138,30 @@ export function createTokenVerifier(
     }
   };
   const verified = new VerifiedTokens();
+  /**
+   * The header each connection's last known request carried, with its token's memory: a host
+   * sends the same header on every request of a kept-alive connection, and comparing two texts
+   * costs far less than hashing a token of several hundred characters for the memory's lookup.
+   * Only a header `known` found in the memory is kept, with the same `until`, so it is taken
+   * exactly as long as the memory itself would take it.
+   */
+  const lastOnConnection = new WeakMap<object, { readonly header: string } & VerifiedToken>();
   // jose takes the tolerance in whole seconds; the memory above uses the same figure.
   const toleranceSeconds = Math.round(config.clockSkewMs / 1000);
 
   return {
-    known(authorization) {
+    known(authorization, connection) {
+      if (authorization === undefined) return undefined;
+      const now = Date.now();
+      const last = connection === undefined ? undefined : lastOnConnection.get(connection);
+      if (last !== undefined && now < last.until && last.header === authorization) return last.principal;
       // Every token kept matched the bearer pattern in full, so a header that is the prefix and
       // a kept token is one `verify` would take with that token.
-      if (authorization === undefined || !authorization.startsWith(BEARER_PREFIX)) return undefined;
-      return verified.get(authorization.slice(BEARER_PREFIX.length), Date.now());
+      if (!authorization.startsWith(BEARER_PREFIX)) return undefined;
+      const entry = verified.entry(authorization.slice(BEARER_PREFIX.length), now);
+      if (entry !== undefined && connection !== undefined)
+        lastOnConnection.set(connection, { header: authorization, ...entry });
+      return entry?.principal;
     },
     async verify(authorization) {
       const match = /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization ?? '');

@@ -20,6 +20,7 @@ import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
 import { SessionTable, type ServedConnection, type SessionRecords } from './sessionTable.js';
+import { Sweeper } from './sweeper.js';
 
 export type { ServedConnection } from './sessionTable.js';
 
@@ -272,7 +273,7 @@ function answeredBeforeAuth(
 function knownPrincipal(edge: Edge, req: IncomingMessage): Principal | undefined {
   if (edge.verifier === undefined) return ANONYMOUS;
   const authorization = req.headers.authorization;
-  const principal = edge.verifier.known(authorization);
+  const principal = edge.verifier.known(authorization, req.socket);
   if (principal !== undefined)
     // Known, so the header is `Bearer <token>` with a single space.
     edge.options.subjectTokens?.remember(principal, authorization!.slice('Bearer '.length));
@@ -397,24 +398,29 @@ function isInitialize(body: unknown): boolean {
 
 /**
  * The body as text, or undefined when it passes `max` bytes (the rest is not read: the answer
- * closes the connection). A body that pauses for BODY_IDLE_MS fails the request.
+ * closes the connection). A body that pauses for BODY_IDLE_MS (up to a second more) fails the
+ * request.
  */
 export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const idle = setTimeout(() => {
-      req.removeAllListeners('data');
-      // Nothing more is read; the connection goes at once, it has sent nothing for a while.
-      req.socket.destroy();
-      reject(new SlowBodyError(`the request body paused for ${BODY_IDLE_MS / 1000} s`));
-    }, BODY_IDLE_MS);
-    idle.unref();
+    const read: BodyRead = {
+      lastChunkAt: Date.now(),
+      giveUp: () => {
+        bodyReads.delete(read);
+        req.removeAllListeners('data');
+        // Nothing more is read; the connection goes at once, it has sent nothing for a while.
+        req.socket.destroy();
+        reject(new SlowBodyError(`the request body paused for ${BODY_IDLE_MS / 1000} s`));
+      },
+    };
+    bodyReads.add(read);
     req.on('data', (chunk: Buffer) => {
-      idle.refresh();
+      read.lastChunkAt = Date.now();
       size += chunk.length;
       if (size > max) {
-        clearTimeout(idle);
+        bodyReads.delete(read);
         req.removeAllListeners('data');
         req.pause();
         resolve(undefined);
@@ -423,18 +429,29 @@ export function readBody(req: IncomingMessage, max: number): Promise<string | un
       chunks.push(chunk);
     });
     req.on('end', () => {
-      clearTimeout(idle);
+      bodyReads.delete(read);
       // A small body comes in one chunk: decoded as it is, without copying it into a new buffer.
       resolve(
         size > max ? undefined : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
       );
     });
     req.on('error', (error) => {
-      clearTimeout(idle);
+      bodyReads.delete(read);
       reject(error);
     });
   });
 }
+
+/** A request body being read: when its last chunk came, and how to give it up. */
+interface BodyRead {
+  lastChunkAt: number;
+  readonly giveUp: () => void;
+}
+
+/** Every body being read, looked at each second for one that has paused too long. */
+const bodyReads = new Sweeper<BodyRead>(1000, (read, now) => {
+  if (now - read.lastChunkAt >= BODY_IDLE_MS) read.giveUp();
+});
 
 /**
  * The profile a request path names: undefined for `/mcp`, the name for `/mcp/<profile>` of a

@@ -19,6 +19,7 @@ import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js
 import type { ServedConnection, StatelessRequest } from './listener.js';
 import { retryAfterOf } from './replies.js';
 import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
+import { Sweeper } from './sweeper.js';
 
 /** The revision's code for headers that are missing, malformed or disagree with the body. */
 export const HEADER_MISMATCH = -32020;
@@ -80,6 +81,8 @@ interface Parked {
   timer: NodeJS.Timeout | undefined;
   /** What a request must match to be served on this connection once it is idle (see reuseKey). */
   reuse: string | undefined;
+  /** When it was last kept idle (see IdleConnections). */
+  keptAt: number;
 }
 
 /**
@@ -313,7 +316,7 @@ async function connect(
   // The audit trail is written before any answer leaves, as on every other transport.
   transport.beforeWrite = () => connection.beforeWrite();
   await transport.start();
-  return { key, connection, transport, timer: undefined, reuse: undefined };
+  return { key, connection, transport, timer: undefined, reuse: undefined, keptAt: 0 };
 }
 
 /** Serves a request on its connection until answered, then keeps the connection or ends it. */
@@ -413,12 +416,17 @@ function closeEntry(entry: Parked): void {
  * the largest cost of a stateless request; a host sending one call after another now pays it
  * once. A kept connection serves one request at a time, as a new one would: it is taken out
  * while it serves, and only a request it would have been built the same for takes it (see
- * `reuseKey`). Bounded per principal and envelope and in all, the longest unused going first.
+ * `reuseKey`). Bounded per principal and envelope and in all, the longest unused going first;
+ * each is closed once unused for IDLE_MS (up to a second more).
  */
 class IdleConnections {
   /** By reuse key, in the order the keys were last given a connection back. */
   private readonly idle = new Map<string, Parked[]>();
   private count = 0;
+  /** One timer for all that are kept, rather than one made and cleared per request. */
+  private readonly expiry = new Sweeper<Parked>(1000, (entry, now) => {
+    if (now - entry.keptAt >= IDLE_MS && entry.reuse !== undefined) this.drop(entry.reuse, entry);
+  });
 
   /** An idle connection for a request with this reuse key, taken out; undefined when none. */
   take(reuse: string): Parked | undefined {
@@ -427,8 +435,7 @@ class IdleConnections {
     if (entry === undefined) return undefined;
     if (list!.length === 0) this.idle.delete(reuse);
     this.count--;
-    clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.expiry.delete(entry);
     return entry;
   }
 
@@ -446,8 +453,8 @@ class IdleConnections {
     this.idle.set(reuse, list);
     list.push(entry);
     this.count++;
-    entry.timer = setTimeout(() => this.drop(reuse, entry), IDLE_MS);
-    entry.timer.unref();
+    entry.keptAt = Date.now();
+    this.expiry.add(entry);
   }
 
   private dropOldest(): void {
@@ -465,8 +472,7 @@ class IdleConnections {
     list.splice(at, 1);
     if (list.length === 0) this.idle.delete(reuse);
     this.count--;
-    clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.expiry.delete(entry);
     closeEntry(entry);
   }
 }

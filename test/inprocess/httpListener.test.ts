@@ -230,6 +230,31 @@ describe('JSON-RPC batches over HTTP', () => {
     params: { name: 'up__echo', arguments: { text } },
   });
 
+  it('answers a call with nothing before its answer as one JSON body, and one with progress as an event stream', async () => {
+    const { config } = setup();
+    gateway = await each.http(config);
+    const headers = await rawSession(gateway.url, '2025-11-25');
+    const plain = await postRpc(gateway.url, echo(3, 'plain'), headers);
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('content-type')).toBe('application/json');
+    expect(plain.headers.get('mcp-session-id')).toBe(headers['Mcp-Session-Id']);
+    expect(JSON.parse(plain.text)).toMatchObject({ id: 3, result: { content: [{ text: 'plain' }] } });
+    const progressed = await postRpc(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'up__progress', arguments: { steps: 2 }, _meta: { progressToken: 'p' } },
+      },
+      headers,
+    );
+    expect(progressed.headers.get('content-type')).toBe('text/event-stream');
+    const messages = messagesOf(progressed);
+    expect(messages.filter((m) => m.id === undefined)).toHaveLength(2);
+    expect(messages.at(-1)).toMatchObject({ id: 4, result: { content: [{ text: 'done' }] } });
+  });
+
   it('a 2025-03-26 session gets a batch served: an answer per request, on the POST that carried it', async () => {
     const { config } = setup();
     gateway = await each.http(config);

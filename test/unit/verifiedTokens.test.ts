@@ -79,4 +79,24 @@ describe('the verified-token memory read at once (TokenVerifier.known)', () => {
     vi.setSystemTime(Date.now() + 11_000);
     expect(verifier.known(`Bearer ${token}`)).toBeUndefined();
   });
+
+  it("takes a connection's repeated header from that connection, never past its token's exp, and nothing else by it", async () => {
+    const { verifier, sign } = await setup();
+    const token = await sign('dave', 20);
+    const other = await sign('erin', 3600);
+    const connection = {};
+    expect(verifier.known(`Bearer ${token}`, connection)).toBeUndefined();
+    await verifier.verify(`Bearer ${token}`);
+    expect(verifier.known(`Bearer ${token}`, connection)?.subject).toBe('dave');
+    // The same text made anew, as each request's header is: known on the connection as before.
+    expect(verifier.known(`Bearer ${token}`.split('').join(''), connection)?.subject).toBe('dave');
+    // Another token on the same connection is judged on its own: unknown until verified.
+    expect(verifier.known(`Bearer ${other}`, connection)).toBeUndefined();
+    const altered = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+    expect(verifier.known(`Bearer ${altered}`, connection)).toBeUndefined();
+    expect(verifier.known(`Bearer ${token}`, connection)?.subject).toBe('dave');
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    vi.setSystemTime(Date.now() + 21_000);
+    expect(verifier.known(`Bearer ${token}`, connection)).toBeUndefined();
+  });
 });
