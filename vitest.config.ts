@@ -18,8 +18,10 @@ export default defineConfig({
       {
         // The whole gateway over memory. Each file would otherwise load and transform every
         // module of the gateway again (measured: about half of these files' time under load);
-        // they share one module graph instead. Safe because nothing of ours keeps module-level
-        // state, and each test builds its own gateway.
+        // they share one module graph instead. Safe because no module of ours keeps state one
+        // gateway could see of another's (the HTTP listener's shared once-a-second sweeps visit
+        // only the items each request added, each with its own callbacks), and each test
+        // builds its own gateway.
         extends: true,
         test: { name: 'inprocess', include: ['test/inprocess/**/*.test.ts'], isolate: false },
       },
