@@ -125,16 +125,20 @@ export class CallResumption {
     const takeover = requestId === undefined ? undefined : this.takeovers.get(requestId);
     if (takeover === undefined) return false;
     takeover.answer ??= message;
-    this.answerTakenOver(takeover);
+    this.answerTakenOver(requestId!, takeover);
     return true;
   }
 
-  /** Gives the question asked again in a taken-over call the host's answer, once both are here. */
-  private answerTakenOver(takeover: Takeover): void {
+  /**
+   * Gives the question asked again in a taken-over call the host's answer, once both are here,
+   * and once this replica has claimed the call again: it recorded the call anew when it took
+   * it over, so a third replica may have taken it in turn, believing this one gone.
+   */
+  private answerTakenOver(requestId: RequestId, takeover: Takeover): void {
     const { answer, asked } = takeover;
     if (answer === undefined || asked === undefined) return;
     takeover.asked = undefined;
-    queueMicrotask(() => this.options.deliver({ ...answer, id: asked } as JsonRpcMessage));
+    this.claimThenDeliver(requestId, { ...answer, id: asked } as JsonRpcMessage);
   }
 
   /**
@@ -145,18 +149,29 @@ export class CallResumption {
   claimsRecorded(message: JsonRpcMessage): boolean {
     const { id } = message as { id?: unknown };
     const requestId = typeof id === 'number' ? this.recorded.get(id) : undefined;
+    if (requestId === undefined || this.options.sessionId() === undefined) return false;
+    this.recorded.delete(id as number);
+    this.claimThenDeliver(requestId, message);
+    return true;
+  }
+
+  /** Claims call `requestId` in the store, then hands the connection `answer`, or its failure. */
+  private claimThenDeliver(requestId: RequestId, answer: JsonRpcMessage): void {
     const { resume } = this.options;
     const session = this.options.sessionId();
-    if (requestId === undefined || session === undefined) return false;
-    this.recorded.delete(id as number);
+    if (session === undefined) return;
     const failed = (why: string): JsonRpcMessage =>
-      ({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.InternalError, message: why } }) as JsonRpcMessage;
-    resume.calls.claim(session, requestId).then(
+      ({
+        jsonrpc: '2.0',
+        id: (answer as { id: unknown }).id,
+        error: { code: RpcErrorCode.InternalError, message: why },
+      }) as JsonRpcMessage;
+    resume.calls.claim(session, requestId, this.options.replica ?? '').then(
       (claim) => {
         const by = claim !== undefined && 'takenBy' in claim ? claim.takenBy : undefined;
         this.options.deliver(
           by === undefined || by.replica === this.options.replica
-            ? message
+            ? answer
             : failed(
                 by === HOST_CANCELLED
                   ? 'the host cancelled the call through another replica'
@@ -169,7 +184,6 @@ export class CallResumption {
           failed(`the answer could not be claimed in the shared store: ${(error as Error).message}`),
         ),
     );
-    return true;
   }
 
   /**
@@ -224,7 +238,7 @@ export class CallResumption {
           `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
         );
       }
-      const claim = await resume.calls.claim(sessionId, requestId);
+      const claim = await resume.calls.claim(sessionId, requestId, position.replica);
       if (claim === undefined || !('mine' in claim)) {
         release();
         const by = claim?.takenBy;
@@ -243,7 +257,29 @@ export class CallResumption {
         release();
         return;
       }
-      this.takeOver(res, claim.mine, claim.answer, sessionId, release);
+      // The host's answer may be sent on here as soon as the call is claimed: it is waited for
+      // from now on. The call is recorded anew here before the host sees anything of this
+      // replica, so that a third can take it over should this one die too.
+      const forget = this.adopt(claim.mine, claim.answer);
+      try {
+        await resume.calls.hold(sessionId, {
+          ...claim.mine,
+          askedBy: resume.calls.auditSession,
+          expiresAt: Date.now() + resume.calls.waitMs,
+        });
+      } catch (error) {
+        forget();
+        throw error;
+      }
+      if (res.destroyed || this.options.ended()) {
+        forget();
+        release();
+        return;
+      }
+      this.takeOver(res, claim.mine, sessionId, () => {
+        forget();
+        release();
+      });
       resume.log(
         `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
       );
@@ -259,34 +295,37 @@ export class CallResumption {
   }
 
   /**
-   * Runs here the call a replica that died was asking the host to confirm: the host's request
-   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
-   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
-   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   * Waits here for the host's answer to the question a replica that died asked about `pending`
+   * (or takes `answer`, kept for it in the store); returns how to stop waiting.
    */
-  private takeOver(
-    res: ServerResponse,
-    pending: PendingCall,
-    answer: unknown,
-    sessionId: string,
-    release: () => void,
-  ): void {
+  private adopt(pending: PendingCall, answer: unknown): () => void {
     const { request } = pending;
-    const params: Params =
-      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
-    noteTakenOver(params, this.options.resume.calls.auditSession);
     const takeover: Takeover = {
       question: pending.question,
       ...(isAnswer(answer) && { answer }),
     };
     this.takeovers.set(request.id, takeover);
     this.byQuestion.set(pending.question, request.id);
-    this.options.openStream(res, request.id, sessionId).prime();
-    res.once('close', () => {
-      release();
+    return () => {
+      if (this.takeovers.get(request.id) !== takeover) return;
       this.byQuestion.delete(pending.question);
       this.takeovers.delete(request.id);
-    });
+    };
+  }
+
+  /**
+   * Runs here the call a replica that died was asking the host to confirm: the host's request
+   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
+   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
+   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   */
+  private takeOver(res: ServerResponse, pending: PendingCall, sessionId: string, done: () => void): void {
+    const { request } = pending;
+    const params: Params =
+      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
+    noteTakenOver(params, this.options.resume.calls.auditSession);
+    this.options.openStream(res, request.id, sessionId).prime();
+    res.once('close', done);
     const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
     this.options.receive(message);
   }
@@ -306,7 +345,7 @@ export class CallResumption {
     const takeover = this.takeovers.get(requestId);
     if (takeover !== undefined) {
       takeover.asked = questionId;
-      this.answerTakenOver(takeover);
+      this.answerTakenOver(requestId, takeover);
       return Promise.resolve();
     }
     const { resume } = this.options;

@@ -8,11 +8,15 @@ import { startHttpGateway, type HttpGateway } from './httpHarness.js';
 
 export const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-/** Starts redis-server on a free port with `password`, keeping nothing on disk; resolves once it is ready. */
+/**
+ * Starts redis-server on a free port (or on `port`, to bring a stopped one back) with
+ * `password`, keeping nothing on disk; resolves once it is ready.
+ */
 export async function startRedis(
   password: string,
+  port?: number,
 ): Promise<{ readonly port: number; readonly process: ChildProcess }> {
-  const port = await freePort();
+  port ??= await freePort();
   const child = spawn(
     'redis-server',
     [

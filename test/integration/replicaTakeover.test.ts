@@ -161,6 +161,38 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     120_000,
   );
 
+  it('runs the call on a third replica when the survivor that took it over dies too, waiting for the answer', async () => {
+    const [first, second, third] = await replicas(3);
+    const decided = gate();
+    const host = await connectHost(first!.replica, decided.wait);
+    const tokens: string[] = [];
+    const call = host.client.callTool({ name: 'ask__echo', arguments: { text: 'died-twice' } }, undefined, {
+      onresumptiontoken: (token) => tokens.push(token),
+    });
+    await host.question;
+    host.route.to = second!.replica;
+    first!.replica.child.kill('SIGKILL');
+    await first!.replica.exited;
+    await second!.replica.waitForStderr(/was taken over here from replica/);
+    // The host now resumes from the survivor's own events: the next death is that replica's.
+    await expect
+      .poll(() => tokens.at(-1))
+      .toMatch(new RegExp(`^mcpw1\\.[^.]+\\.${sessionOf(second!.audit)}\\.`));
+    host.route.to = third!.replica;
+    second!.replica.child.kill('SIGKILL');
+    await second!.replica.exited;
+    await third!.replica.waitForStderr(/was taken over here from replica/);
+    decided.open();
+    const result = await call;
+    expect(textOf(result)).toBe('died-twice');
+    expect(host.questions()).toBe(1);
+    const ran = okCalls(third!.audit, 'died-twice');
+    expect(ran).toHaveLength(1);
+    expect(ran[0]!.takenOverBy).toBe(sessionOf(third!.audit));
+    expect([first, second].flatMap((r) => okCalls(r!.audit, 'died-twice'))).toHaveLength(0);
+    await host.close();
+  }, 120_000);
+
   it("is taken over by one survivor only, and another principal cannot resume alice's stream", async () => {
     const [dying, first, second] = await replicas(3);
     const decided = gate();
@@ -242,5 +274,70 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       ),
     );
     await host.close();
+  }, 120_000);
+  /** What a call came to: its text, or the message of the error it failed with. */
+  const outcomeOf = (call: Promise<unknown>) =>
+    call.then(
+      (result) => textOf(result as object),
+      (error: Error) => error.message,
+    );
+
+  // Last: it stops the store the other tests share, and starts it again.
+  it('fails closed, naming the store, while the store hangs, and serves new calls once it is back', async () => {
+    const [asking, survivor] = await replicas(2);
+    const names = new RegExp(`store redis://[^ ]*127\\.0\\.0\\.1:${redisPort}`);
+    // One host's call waits on the replica that dies; another's on the survivor.
+    const lostWith = gate();
+    const orphaned = await connectHost(asking!.replica, lostWith.wait);
+    orphaned.route.to = survivor!.replica;
+    await orphaned.client.listTools(); // the survivor has the session: only the store is missing
+    orphaned.route.to = asking!.replica;
+    const resumed = outcomeOf(
+      orphaned.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-resumed' } }),
+    );
+    await orphaned.question;
+    const answeredLate = gate();
+    const waiting = await connectHost(survivor!.replica, answeredLate.wait);
+    const answered = outcomeOf(
+      waiting.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-answered' } }),
+    );
+    await waiting.question;
+
+    // The store hangs: it holds every connection and answers nothing.
+    redis!.kill('SIGSTOP');
+    orphaned.route.to = survivor!.replica;
+    asking!.replica.child.kill('SIGKILL');
+    await asking!.replica.exited;
+    // The survivor cannot tell whether the replica is gone, nor claim the call: the stream fails.
+    expect(await resumed).toMatch(/could not be resumed/);
+    expect(await resumed).toMatch(names);
+    // The user answers on the survivor: the answer cannot be claimed, so the call does not run.
+    answeredLate.open();
+    expect(await answered).toMatch(names);
+    // A new call cannot have its turn or its confirmation recorded: it is refused, not asked.
+    const refused = await outcomeOf(
+      waiting.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-new' } }),
+    );
+    expect(refused).toMatch(names);
+    expect(waiting.questions()).toBe(1);
+
+    // The store dies, and comes back empty on the same port.
+    const stopped = new Promise((resolve) => redis!.once('exit', resolve));
+    redis!.kill('SIGKILL');
+    await stopped;
+    redis = (await startRedis(PASSWORD, redisPort)).process;
+    await survivor!.replica.waitForStderr(/is reachable again/);
+    lostWith.open();
+    const after = gate();
+    const next = await connectHost(survivor!.replica, after.wait);
+    after.open();
+    expect(
+      await outcomeOf(next.client.callTool({ name: 'ask__echo', arguments: { text: 'after-outage' } })),
+    ).toBe('after-outage');
+    // Nothing asked during the outage ran, anywhere, then or after.
+    for (const text of ['outage-resumed', 'outage-answered', 'outage-new'])
+      expect([asking, survivor].flatMap((r) => okCalls(r!.audit, text))).toHaveLength(0);
+    expect(okCalls(survivor!.audit, 'after-outage')).toHaveLength(1);
+    await Promise.all([orphaned.close(), waiting.close(), next.close()]);
   }, 120_000);
 });
