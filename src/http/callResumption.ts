@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import {
   RpcErrorCode,
   isResponse,
@@ -13,7 +12,8 @@ import {
   type ResumableCalls,
   type StreamPosition,
 } from './resumableCalls.js';
-import { endWithError, type AnswerStream } from './answerStream.js';
+import { endWithError, errorEvent, streamHeaders, type AnswerStream } from './answerStream.js';
+import type { MirroredAnswer, Reply } from './retryRelay.js';
 import type { PlainRequest, RequestId } from './plainRequest.js';
 
 /** What a session's transport needs to make its calls' streams resumable on any replica. */
@@ -23,6 +23,11 @@ export interface TransportResume {
   readonly owner: string;
   /** Whether replica `replica` is up; rejects when the store cannot say. */
   alive(replica: string): Promise<boolean>;
+  /**
+   * Asks replica `to` (its audit session), which runs the call, to stream on `out` what comes
+   * after event `lastEventId` of session `session`'s call: the call stays there.
+   */
+  relayStream(to: string, session: string, lastEventId: string, out: MirroredAnswer): { cancel(): void };
   /** Takes one of this replica's slots for resuming another's stream; false when none is free. */
   acquire(): boolean;
   release(): void;
@@ -45,7 +50,12 @@ export interface CallResumptionOptions {
   /** Takes `request` as if the host had just sent it (it is then open, and answered as any). */
   readonly receive: (request: PlainRequest) => void;
   /** A new answer stream for request `id` on `res`, its events numbered. */
-  readonly openStream: (res: ServerResponse, id: RequestId, sessionId: string) => AnswerStream;
+  readonly openStream: (res: Reply, id: RequestId, sessionId: string) => AnswerStream;
+  /**
+   * Continues on `res` the stream of call `id`, from the events kept after position `after`;
+   * false when nothing of the call is kept here.
+   */
+  readonly pickUp: (res: Reply, id: RequestId, sessionId: string, after: number) => boolean;
 }
 
 /** A call this replica took over from one that died: the question it waits for the answer to. */
@@ -193,16 +203,18 @@ export class CallResumption {
    * once over all replicas; any other call gets an error saying what became of it at once,
    * rather than the host waiting for an answer that will not come.
    */
-  async resume(res: ServerResponse, position: StreamPosition, sessionId: string): Promise<void> {
+  async resume(res: Reply, position: StreamPosition, sessionId: string, lastEventId: string): Promise<void> {
     const { resume } = this.options;
     const { requestId } = position;
     const shown = `request ${JSON.stringify(requestId)}`;
     // The stream it resumes had its answer: nothing more will come on it.
     if (position.position === 'end') {
-      res.writeHead(204).end();
+      res.writeHead(204);
+      res.end();
       return;
     }
     if (position.replica === this.options.replica || this.takeovers.has(requestId)) {
+      if (this.options.pickUp(res, requestId, sessionId, position.position)) return;
       if (this.options.running(requestId)) {
         this.options.openStream(res, requestId, sessionId).prime();
         return;
@@ -216,9 +228,8 @@ export class CallResumption {
     }
     if (!resume.acquire()) {
       resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
-      res
-        .writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' })
-        .end('too many streams are being resumed; retry later');
+      res.writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' });
+      res.end('too many streams are being resumed; retry later');
       return;
     }
     let held = true;
@@ -230,13 +241,8 @@ export class CallResumption {
     const dead = `replica ${position.auditSession}`;
     try {
       if (await resume.alive(position.replica)) {
-        release();
-        return endWithError(
-          res,
-          sessionId,
-          position,
-          `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
-        );
+        this.relayFrom(res, position, sessionId, lastEventId, release);
+        return;
       }
       const claim = await resume.calls.claim(sessionId, requestId, position.replica);
       if (claim === undefined || !('mine' in claim)) {
@@ -295,6 +301,48 @@ export class CallResumption {
   }
 
   /**
+   * The host's stream broke, but the replica running the call is up: the call stays there, and
+   * that replica streams what comes after `lastEventId` here, written on `res` as it comes.
+   * When it stops answering for the store's timeout, the call is reported lost with it.
+   */
+  private relayFrom(
+    res: Reply,
+    position: StreamPosition,
+    sessionId: string,
+    lastEventId: string,
+    release: () => void,
+  ): void {
+    let headed = false;
+    const head = (status: number, headers: Record<string, unknown>) => {
+      if (headed) return;
+      headed = true;
+      res.writeHead(status, headers as Record<string, string>);
+    };
+    const shown = `request ${JSON.stringify(position.requestId)}`;
+    const sent = this.options.resume.relayStream(position.auditSession, sessionId, lastEventId, {
+      head: (status, headers) => head(status, headers),
+      chunk: (text) => {
+        head(200, streamHeaders(sessionId));
+        res.write(text);
+      },
+      end: (text) => {
+        head(200, streamHeaders(sessionId));
+        res.end(text);
+      },
+      lost: (why) => {
+        const message = `the call of ${shown} was lost with replica ${position.auditSession}, which runs it: ${why}; it may or may not have run; check before calling again`;
+        this.options.resume.log(`a host's stream of ${shown} relayed from another replica: ${message}`);
+        if (!headed) return endWithError(res, sessionId, position, message);
+        if (!res.writableEnded && !res.destroyed) res.end(errorEvent(position, message));
+      },
+    });
+    res.once('close', () => {
+      sent.cancel();
+      release();
+    });
+  }
+
+  /**
    * Waits here for the host's answer to the question a replica that died asked about `pending`
    * (or takes `answer`, kept for it in the store); returns how to stop waiting.
    */
@@ -319,7 +367,7 @@ export class CallResumption {
    * the resumed stream. Its confirmation is not shown to the user twice: the question asked
    * again here waits for the host's answer to the first one (see `answersTakeover`).
    */
-  private takeOver(res: ServerResponse, pending: PendingCall, sessionId: string, done: () => void): void {
+  private takeOver(res: Reply, pending: PendingCall, sessionId: string, done: () => void): void {
     const { request } = pending;
     const params: Params =
       typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};

@@ -74,6 +74,8 @@ describe.skipIf(!hasRedis)(TITLE, () => {
    */
   async function connectHost(first: HttpGateway, decide: () => Promise<void>) {
     const token = await issuer.token('alice');
+    // The streams of the host's calls, which the test can break as a proxy's timeout would.
+    const breakers: (() => void)[] = [];
     const route = { to: first };
     const seen: { method: string; resumed: boolean; status: number }[] = [];
     let questions = 0;
@@ -103,6 +105,23 @@ describe.skipIf(!hasRedis)(TITLE, () => {
           resumed: headers.has('last-event-id'),
           status: response.status,
         });
+        if ((init?.method === 'POST' || headers.has('last-event-id')) && response.body !== null) {
+          const reader = response.body.getReader();
+          let fail!: (error: Error) => void;
+          const body = new ReadableStream<Uint8Array>({
+            start: (controller) => (fail = (error) => controller.error(error)),
+            pull: async (controller) => {
+              const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+              if (done) controller.close();
+              else controller.enqueue(value);
+            },
+          });
+          breakers.push(() => {
+            fail(new Error('the proxy closed the stream'));
+            void reader.cancel();
+          });
+          return new Response(body, { status: response.status, headers: response.headers });
+        }
         return response;
       },
     });
@@ -114,6 +133,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       seen,
       question,
       questions: () => questions,
+      breakStreams: () => breakers.splice(0).forEach((breakStream) => breakStream()),
       close: async () => {
         await transport.terminateSession().catch(() => {});
         await client.close();
@@ -190,6 +210,51 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     expect(ran).toHaveLength(1);
     expect(ran[0]!.takenOverBy).toBe(sessionOf(third!.audit));
     expect([first, second].flatMap((r) => okCalls(r!.audit, 'died-twice'))).toHaveLength(0);
+    await host.close();
+  }, 120_000);
+
+  it('relays the rest of a call from the live replica running it when the host resumes on another, none twice or skipped', async () => {
+    const [holder, other] = await replicas(2);
+    const host = await connectHost(holder!.replica, () => Promise.resolve());
+    // The other replica knows the session already (it continues it from the store meanwhile).
+    host.route.to = other!.replica;
+    await host.client.listTools();
+    host.route.to = holder!.replica;
+    const seen: number[] = [];
+    let reached!: (n: number) => void;
+    let at = 0;
+    const progressed = (n: number) =>
+      new Promise<void>((resolve) => {
+        at = n;
+        reached = () => resolve();
+      });
+    const fifth = progressed(5);
+    const call = host.client.callTool({ name: 'ask__sleep', arguments: { ms: 8000 } }, undefined, {
+      onprogress: ({ progress }) => {
+        seen.push(progress);
+        if (progress >= at) reached(progress);
+      },
+      timeout: 60_000,
+    });
+    await fifth;
+    // The proxy drops the host's stream; the host resumes it on the other replica.
+    const fifteenth = progressed(15);
+    host.route.to = other!.replica;
+    host.breakStreams();
+    await fifteenth;
+    // Dropped again, and resumed on the replica running the call itself.
+    host.route.to = holder!.replica;
+    host.breakStreams();
+    const result = await call;
+    expect(result.isError).toBeFalsy();
+    // Every tick the tool reported, in order, once (the last may fall after its end).
+    expect(seen.length).toBeGreaterThan(70);
+    expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => i + 1));
+    expect(host.seen.filter((r) => r.method === 'GET' && r.resumed && r.status === 200).length).toBe(2);
+    const sleeps = (audit: string) =>
+      readAudit(audit).filter((r) => r.type === 'call' && r.tool === 'ask__sleep');
+    expect(sleeps(holder!.audit)).toHaveLength(1);
+    expect(sleeps(other!.audit)).toHaveLength(0);
     await host.close();
   }, 120_000);
 
