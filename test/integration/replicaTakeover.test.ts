@@ -219,6 +219,40 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     await host.close();
   }, 120_000);
 
+  it('answers a taken-over call that was running on the survivor when it died with the lost-call error', async () => {
+    const [first, second, third] = await replicas(3);
+    const decided = gate();
+    const host = await connectHost(first!.replica, decided.wait);
+    let running!: () => void;
+    const upstream = new Promise<void>((resolve) => (running = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
+        onprogress: () => running(),
+        timeout: 300_000,
+      })
+      .then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+    await host.question;
+    host.route.to = second!.replica;
+    first!.replica.child.kill('SIGKILL');
+    await first!.replica.exited;
+    await second!.replica.waitForStderr(/was taken over here from replica/);
+    decided.open();
+    // Progress from the tool: confirmed on the survivor, it runs upstream there now.
+    await upstream;
+    host.route.to = third!.replica;
+    second!.replica.child.kill('SIGKILL');
+    await second!.replica.exited;
+    expect(await call).toMatch(
+      new RegExp(
+        `lost with replica ${sessionOf(second!.audit)}, which stopped while it ran: it may or may not have run`,
+      ),
+    );
+    await host.close();
+  }, 120_000);
+
   it('relays the rest of a call from the live replica running it when the host resumes on another, none twice or skipped', async () => {
     const [holder, other] = await replicas(2);
     const host = await connectHost(holder!.replica, () => Promise.resolve());
