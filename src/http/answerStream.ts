@@ -1,6 +1,7 @@
-import type { ServerResponse } from 'node:http';
 import { RpcErrorCode } from '../core/protocol/jsonRpc.js';
 import { eventIdOf, type StreamPosition } from './resumableCalls.js';
+import { CallLog } from './callLog.js';
+import type { Reply } from './retryRelay.js';
 import { Sweeper } from './sweeper.js';
 
 /**
@@ -10,18 +11,21 @@ import { Sweeper } from './sweeper.js';
  */
 export class AnswerStream {
   private started = false;
-  /** The position of the next event, when events carry ids. */
-  private position = 0;
   /** When the stream was opened or last written to: a keep-alive is due keepAliveMs after. */
   private lastWriteAt = Date.now();
+  /** With ids: the call's events, numbered and kept across its streams (see CallLog). */
+  readonly log: CallLog | undefined;
 
   constructor(
-    private readonly res: ServerResponse,
+    private readonly res: Reply,
     private readonly sessionId: string,
     private readonly keepAliveMs: number,
     /** With these, each event carries an id a host can resume the stream from (on any replica). */
     private readonly ids?: Omit<StreamPosition, 'position'>,
+    /** The log of the call's earlier stream, which this one continues. */
+    log?: CallLog,
   ) {
+    this.log = ids === undefined ? undefined : (log ?? new CallLog());
     quietStreams.add(this);
   }
 
@@ -36,10 +40,37 @@ export class AnswerStream {
 
   /** A notification or request about this stream's request. */
   event(text: string): void {
+    // Kept even when the host's stream is gone, for the stream it resumes.
+    if (!this.open && this.log === undefined) return;
+    if (this.open) this.start();
+    const framed = this.log === undefined ? frame(text) : this.numbered(text);
+    if (!this.open) return;
+    this.lastWriteAt = Date.now();
+    this.res.write(framed);
+  }
+
+  /** `text` framed with the id of the call's next event, and kept in its log. */
+  private numbered(text: string): string {
+    const position = this.log!.position();
+    const framed = this.idLine(position) + frame(text);
+    this.log!.keep(position, framed);
+    return framed;
+  }
+
+  /**
+   * Starts a resumed stream with the events the host missed (`events`, framed), and its answer
+   * when the call has ended meanwhile.
+   */
+  replay(events: readonly string[]): void {
     if (!this.open) return;
     this.start();
     this.lastWriteAt = Date.now();
-    this.res.write(this.idLine(this.position++) + frame(text));
+    for (const event of events) this.res.write(event);
+    const ended = this.log?.ended;
+    if (ended !== undefined) {
+      this.stop();
+      this.res.end(ended);
+    }
   }
 
   /** Starts the stream now (a resumed one: the host is waiting for it), with its priming event. */
@@ -55,6 +86,7 @@ export class AnswerStream {
   /** The request's answer: the stream's last message. */
   answer(text: string, retryAfterSeconds?: number): void {
     this.stop();
+    if (this.log !== undefined) this.log.ended = this.idLine('end') + frame(text);
     if (!this.open) return;
     if (this.started) {
       this.res.end(this.idLine('end') + frame(text));
@@ -85,6 +117,11 @@ export class AnswerStream {
     quietStreams.delete(this);
   }
 
+  /** Whether its response is still open to write on (the host is reading it). */
+  get writing(): boolean {
+    return this.open;
+  }
+
   private get open(): boolean {
     return !this.res.writableEnded && !this.res.destroyed;
   }
@@ -95,7 +132,7 @@ export class AnswerStream {
     this.res.writeHead(200, this.headers());
     // The priming event: an id and no data, so the host can resume the stream should it break
     // before anything else is sent (the 2025-11-25 revision's advice to servers).
-    if (this.ids !== undefined) this.res.write(`${this.idLine(this.position++)}data: \n\n`);
+    if (this.log !== undefined) this.res.write(`${this.idLine(this.log.position())}data: \n\n`);
   }
 
   private headers(): Record<string, string> {
@@ -120,27 +157,30 @@ function frame(text: string): string {
   return `event: message\ndata: ${text}\n\n`;
 }
 
-/**
- * Answers a GET that resumed the stream of request `id` with a JSON-RPC error for that request,
- * the stream's last event (a host that reconnects from it gets 204: the stream is over).
- */
-export function endWithError(
-  res: ServerResponse,
-  sessionId: string,
-  stream: StreamPosition,
-  message: string,
-): void {
-  if (res.destroyed || res.writableEnded) return;
+/** The last event of a resumed stream: a JSON-RPC error for its request, saying `message`. */
+export function errorEvent(stream: StreamPosition, message: string): string {
   const text = JSON.stringify({
     jsonrpc: '2.0',
     id: stream.requestId,
     error: { code: RpcErrorCode.InternalError, message },
   });
-  res.writeHead(200, {
-    'Content-Type': 'text/event-stream',
-    'Cache-Control': 'no-cache, no-transform',
-    'X-Accel-Buffering': 'no',
-    'mcp-session-id': sessionId,
-  });
-  res.end(`id: ${eventIdOf({ ...stream, position: 'end' })}\n${frame(text)}`);
+  return `id: ${eventIdOf({ ...stream, position: 'end' })}\n${frame(text)}`;
+}
+
+/** The headers of a stream this module writes on its own. */
+export const streamHeaders = (sessionId: string): Record<string, string> => ({
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+  'mcp-session-id': sessionId,
+});
+
+/**
+ * Answers a GET that resumed the stream of request `id` with a JSON-RPC error for that request,
+ * the stream's last event (a host that reconnects from it gets 204: the stream is over).
+ */
+export function endWithError(res: Reply, sessionId: string, stream: StreamPosition, message: string): void {
+  if (res.destroyed || res.writableEnded) return;
+  res.writeHead(200, streamHeaders(sessionId));
+  res.end(errorEvent(stream, message));
 }

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import {
   RpcErrorCode,
   isResponse,
@@ -13,7 +12,8 @@ import {
   type ResumableCalls,
   type StreamPosition,
 } from './resumableCalls.js';
-import { endWithError, type AnswerStream } from './answerStream.js';
+import { endWithError, errorEvent, streamHeaders, type AnswerStream } from './answerStream.js';
+import type { MirroredAnswer, Reply } from './retryRelay.js';
 import type { PlainRequest, RequestId } from './plainRequest.js';
 
 /** What a session's transport needs to make its calls' streams resumable on any replica. */
@@ -23,6 +23,11 @@ export interface TransportResume {
   readonly owner: string;
   /** Whether replica `replica` is up; rejects when the store cannot say. */
   alive(replica: string): Promise<boolean>;
+  /**
+   * Asks replica `to` (its audit session), which runs the call, to stream on `out` what comes
+   * after event `lastEventId` of session `session`'s call: the call stays there.
+   */
+  relayStream(to: string, session: string, lastEventId: string, out: MirroredAnswer): { cancel(): void };
   /** Takes one of this replica's slots for resuming another's stream; false when none is free. */
   acquire(): boolean;
   release(): void;
@@ -45,7 +50,12 @@ export interface CallResumptionOptions {
   /** Takes `request` as if the host had just sent it (it is then open, and answered as any). */
   readonly receive: (request: PlainRequest) => void;
   /** A new answer stream for request `id` on `res`, its events numbered. */
-  readonly openStream: (res: ServerResponse, id: RequestId, sessionId: string) => AnswerStream;
+  readonly openStream: (res: Reply, id: RequestId, sessionId: string) => AnswerStream;
+  /**
+   * Continues on `res` the stream of call `id`, from the events kept after position `after`;
+   * false when nothing of the call is kept here.
+   */
+  readonly pickUp: (res: Reply, id: RequestId, sessionId: string, after: number) => boolean;
 }
 
 /** A call this replica took over from one that died: the question it waits for the answer to. */
@@ -125,16 +135,20 @@ export class CallResumption {
     const takeover = requestId === undefined ? undefined : this.takeovers.get(requestId);
     if (takeover === undefined) return false;
     takeover.answer ??= message;
-    this.answerTakenOver(takeover);
+    this.answerTakenOver(requestId!, takeover);
     return true;
   }
 
-  /** Gives the question asked again in a taken-over call the host's answer, once both are here. */
-  private answerTakenOver(takeover: Takeover): void {
+  /**
+   * Gives the question asked again in a taken-over call the host's answer, once both are here,
+   * and once this replica has claimed the call again: it recorded the call anew when it took
+   * it over, so a third replica may have taken it in turn, believing this one gone.
+   */
+  private answerTakenOver(requestId: RequestId, takeover: Takeover): void {
     const { answer, asked } = takeover;
     if (answer === undefined || asked === undefined) return;
     takeover.asked = undefined;
-    queueMicrotask(() => this.options.deliver({ ...answer, id: asked } as JsonRpcMessage));
+    this.claimThenDeliver(requestId, { ...answer, id: asked } as JsonRpcMessage);
   }
 
   /**
@@ -145,18 +159,29 @@ export class CallResumption {
   claimsRecorded(message: JsonRpcMessage): boolean {
     const { id } = message as { id?: unknown };
     const requestId = typeof id === 'number' ? this.recorded.get(id) : undefined;
+    if (requestId === undefined || this.options.sessionId() === undefined) return false;
+    this.recorded.delete(id as number);
+    this.claimThenDeliver(requestId, message);
+    return true;
+  }
+
+  /** Claims call `requestId` in the store, then hands the connection `answer`, or its failure. */
+  private claimThenDeliver(requestId: RequestId, answer: JsonRpcMessage): void {
     const { resume } = this.options;
     const session = this.options.sessionId();
-    if (requestId === undefined || session === undefined) return false;
-    this.recorded.delete(id as number);
+    if (session === undefined) return;
     const failed = (why: string): JsonRpcMessage =>
-      ({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.InternalError, message: why } }) as JsonRpcMessage;
-    resume.calls.claim(session, requestId).then(
+      ({
+        jsonrpc: '2.0',
+        id: (answer as { id: unknown }).id,
+        error: { code: RpcErrorCode.InternalError, message: why },
+      }) as JsonRpcMessage;
+    resume.calls.claim(session, requestId, this.options.replica ?? '').then(
       (claim) => {
         const by = claim !== undefined && 'takenBy' in claim ? claim.takenBy : undefined;
         this.options.deliver(
           by === undefined || by.replica === this.options.replica
-            ? message
+            ? answer
             : failed(
                 by === HOST_CANCELLED
                   ? 'the host cancelled the call through another replica'
@@ -169,7 +194,6 @@ export class CallResumption {
           failed(`the answer could not be claimed in the shared store: ${(error as Error).message}`),
         ),
     );
-    return true;
   }
 
   /**
@@ -179,16 +203,18 @@ export class CallResumption {
    * once over all replicas; any other call gets an error saying what became of it at once,
    * rather than the host waiting for an answer that will not come.
    */
-  async resume(res: ServerResponse, position: StreamPosition, sessionId: string): Promise<void> {
+  async resume(res: Reply, position: StreamPosition, sessionId: string, lastEventId: string): Promise<void> {
     const { resume } = this.options;
     const { requestId } = position;
     const shown = `request ${JSON.stringify(requestId)}`;
     // The stream it resumes had its answer: nothing more will come on it.
     if (position.position === 'end') {
-      res.writeHead(204).end();
+      res.writeHead(204);
+      res.end();
       return;
     }
     if (position.replica === this.options.replica || this.takeovers.has(requestId)) {
+      if (this.options.pickUp(res, requestId, sessionId, position.position)) return;
       if (this.options.running(requestId)) {
         this.options.openStream(res, requestId, sessionId).prime();
         return;
@@ -202,9 +228,8 @@ export class CallResumption {
     }
     if (!resume.acquire()) {
       resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
-      res
-        .writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' })
-        .end('too many streams are being resumed; retry later');
+      res.writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' });
+      res.end('too many streams are being resumed; retry later');
       return;
     }
     let held = true;
@@ -216,15 +241,10 @@ export class CallResumption {
     const dead = `replica ${position.auditSession}`;
     try {
       if (await resume.alive(position.replica)) {
-        release();
-        return endWithError(
-          res,
-          sessionId,
-          position,
-          `the stream of ${shown} broke, but ${dead} still runs the call; its answer cannot be resumed through another replica`,
-        );
+        this.relayFrom(res, position, sessionId, lastEventId, release);
+        return;
       }
-      const claim = await resume.calls.claim(sessionId, requestId);
+      const claim = await resume.calls.claim(sessionId, requestId, position.replica);
       if (claim === undefined || !('mine' in claim)) {
         release();
         const by = claim?.takenBy;
@@ -243,7 +263,29 @@ export class CallResumption {
         release();
         return;
       }
-      this.takeOver(res, claim.mine, claim.answer, sessionId, release);
+      // The host's answer may be sent on here as soon as the call is claimed: it is waited for
+      // from now on. The call is recorded anew here before the host sees anything of this
+      // replica, so that a third can take it over should this one die too.
+      const forget = this.adopt(claim.mine, claim.answer);
+      try {
+        await resume.calls.hold(sessionId, {
+          ...claim.mine,
+          askedBy: resume.calls.auditSession,
+          expiresAt: Date.now() + resume.calls.waitMs,
+        });
+      } catch (error) {
+        forget();
+        throw error;
+      }
+      if (res.destroyed || this.options.ended()) {
+        forget();
+        release();
+        return;
+      }
+      this.takeOver(res, claim.mine, sessionId, () => {
+        forget();
+        release();
+      });
       resume.log(
         `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
       );
@@ -259,34 +301,79 @@ export class CallResumption {
   }
 
   /**
-   * Runs here the call a replica that died was asking the host to confirm: the host's request
-   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
-   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
-   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   * The host's stream broke, but the replica running the call is up: the call stays there, and
+   * that replica streams what comes after `lastEventId` here, written on `res` as it comes.
+   * When it stops answering for the store's timeout, the call is reported lost with it.
    */
-  private takeOver(
-    res: ServerResponse,
-    pending: PendingCall,
-    answer: unknown,
+  private relayFrom(
+    res: Reply,
+    position: StreamPosition,
     sessionId: string,
+    lastEventId: string,
     release: () => void,
   ): void {
+    let headed = false;
+    const head = (status: number, headers: Record<string, unknown>) => {
+      if (headed) return;
+      headed = true;
+      res.writeHead(status, headers as Record<string, string>);
+    };
+    const shown = `request ${JSON.stringify(position.requestId)}`;
+    const sent = this.options.resume.relayStream(position.auditSession, sessionId, lastEventId, {
+      head: (status, headers) => head(status, headers),
+      chunk: (text) => {
+        head(200, streamHeaders(sessionId));
+        res.write(text);
+      },
+      end: (text) => {
+        head(200, streamHeaders(sessionId));
+        res.end(text);
+      },
+      lost: (why) => {
+        const message = `the call of ${shown} was lost with replica ${position.auditSession}, which runs it: ${why}; it may or may not have run; check before calling again`;
+        this.options.resume.log(`a host's stream of ${shown} relayed from another replica: ${message}`);
+        if (!headed) return endWithError(res, sessionId, position, message);
+        if (!res.writableEnded && !res.destroyed) res.end(errorEvent(position, message));
+      },
+    });
+    res.once('close', () => {
+      sent.cancel();
+      release();
+    });
+  }
+
+  /**
+   * Waits here for the host's answer to the question a replica that died asked about `pending`
+   * (or takes `answer`, kept for it in the store); returns how to stop waiting.
+   */
+  private adopt(pending: PendingCall, answer: unknown): () => void {
     const { request } = pending;
-    const params: Params =
-      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
-    noteTakenOver(params, this.options.resume.calls.auditSession);
     const takeover: Takeover = {
       question: pending.question,
       ...(isAnswer(answer) && { answer }),
     };
     this.takeovers.set(request.id, takeover);
     this.byQuestion.set(pending.question, request.id);
-    this.options.openStream(res, request.id, sessionId).prime();
-    res.once('close', () => {
-      release();
+    return () => {
+      if (this.takeovers.get(request.id) !== takeover) return;
       this.byQuestion.delete(pending.question);
       this.takeovers.delete(request.id);
-    });
+    };
+  }
+
+  /**
+   * Runs here the call a replica that died was asking the host to confirm: the host's request
+   * as it sent it, through the whole pipeline again (the policy decides afresh), answered on
+   * the resumed stream. Its confirmation is not shown to the user twice: the question asked
+   * again here waits for the host's answer to the first one (see `answersTakeover`).
+   */
+  private takeOver(res: Reply, pending: PendingCall, sessionId: string, done: () => void): void {
+    const { request } = pending;
+    const params: Params =
+      typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
+    noteTakenOver(params, this.options.resume.calls.auditSession);
+    this.options.openStream(res, request.id, sessionId).prime();
+    res.once('close', done);
     const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
     this.options.receive(message);
   }
@@ -306,7 +393,7 @@ export class CallResumption {
     const takeover = this.takeovers.get(requestId);
     if (takeover !== undefined) {
       takeover.asked = questionId;
-      this.answerTakenOver(takeover);
+      this.answerTakenOver(requestId, takeover);
       return Promise.resolve();
     }
     const { resume } = this.options;

@@ -14,6 +14,7 @@ import { HOST_MAX_DEPTH, nestingExceeds, type Params } from '../core/protocol/js
 import type { MessageTransport } from '../core/rpc/transport.js';
 import type { SubjectTokens } from '../core/subjectTokens.js';
 import type { ResumableCalls } from './resumableCalls.js';
+import type { RetryRelay } from './retryRelay.js';
 import type { AnswerRelay } from './answerRelay.js';
 import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js';
 import type { FrontDoor } from './frontDoor/frontDoor.js';
@@ -63,6 +64,8 @@ export interface ListenerOptions {
   readonly relay?: AnswerRelay;
   /** With `relay`: calls' streams resume on any replica, and a dead replica's confirmations are taken over. */
   readonly resumable?: ResumableCalls;
+  /** With `resumable`: a stream resumed here of a call another replica runs is relayed from it. */
+  readonly streamRelay?: RetryRelay;
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -153,6 +156,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
       ...(options.relay !== undefined && { relay: options.relay }),
       ...(options.resumable !== undefined && { resumable: options.resumable }),
+      ...(options.streamRelay !== undefined && { streamRelay: options.streamRelay }),
     }),
     port: listen.port,
     own: ownNames(listen, listen.port),

@@ -24,13 +24,24 @@ export interface ResumableCalls {
   /** Records the call `request` of `session`, waiting for the answer to question `question`. */
   record(session: string, entry: PendingCall): Promise<void>;
   /**
+   * Records anew, under this replica, a call it has just claimed from one that died, and gives
+   * up its claim: the call waits here for the host's answer as it waited there, so that should
+   * this replica die too, a third can take it over (this one claims it again before running
+   * it). The host's answer, when one was kept, stays beside the record. Rejects when this
+   * replica no longer holds the claim.
+   */
+  hold(session: string, entry: PendingCall): Promise<void>;
+  /**
    * Claims the call `requestId` of `session` for this replica: its record and the host's answer
    * when one was kept for it, or who claimed it first, or undefined when none was recorded.
+   * `from` is the replica the host last heard from about the call: a call since held by another
+   * replica (which took it over) is that one's, and is not claimed here.
    */
-  claim(session: string, requestId: RequestId): Promise<Claim>;
+  claim(session: string, requestId: RequestId, from: string): Promise<Claim>;
   /**
    * Keeps the host's answer to question `question` of `session`, whose replica is gone, for the
-   * replica that takes the call over; resolves to the one that already did, if any.
+   * replica that takes the call over; resolves to the one that already did, or that holds the
+   * call waiting after taking it over, if any (the answer is sent on to it).
    */
   keepAnswer(session: string, question: string, answer: unknown): Promise<ReplicaName | undefined>;
   /** Claims the call `requestId` of `session` for its host, which cancelled it: no one takes it over. */
@@ -73,10 +84,16 @@ function nameOf(text: unknown): ReplicaName | undefined {
   return replica === undefined || auditSession === undefined ? undefined : { replica, auditSession };
 }
 
-/** The keys of one call's record: the record, who claimed it, the answer kept, and by question. */
-function keysOf(session: string, requestId: RequestId): { call: string; by: string; answer: string } {
+/**
+ * The keys of one call's record: the record, who claimed it, the answer kept, and the replica
+ * that holds it waiting after taking it over (where a host's answer is sent on).
+ */
+function keysOf(
+  session: string,
+  requestId: RequestId,
+): { call: string; by: string; answer: string; holder: string } {
   const base = `resume:${sha256Hex(`${session}\u0000${JSON.stringify(requestId)}`)}`;
-  return { call: `${base}:call`, by: `${base}:by`, answer: `${base}:answer` };
+  return { call: `${base}:call`, by: `${base}:by`, answer: `${base}:answer`, holder: `${base}:holder` };
 }
 const questionKey = (session: string, question: string): string =>
   `resume-question:${sha256Hex(`${session}\u0000${question}`)}`;
@@ -99,9 +116,23 @@ export function sharedResumableCalls(
         [JSON.stringify(entry), JSON.stringify(entry.request.id), ttl],
       );
     },
-    async claim(session, requestId) {
+    async hold(session, entry) {
+      const keys = keysOf(session, entry.request.id);
+      const ttl = String(Math.max(1, entry.expiresAt - Date.now()) + AFTER_WAIT_MS);
+      const held = await store.script(
+        HOLD,
+        [keys.call, keys.by, keys.answer, keys.holder, questionKey(session, entry.question)],
+        [JSON.stringify(entry), JSON.stringify(entry.request.id), ttl, nameText(names)],
+      );
+      if (held !== 1) throw new Error('another replica or the host claimed the call first');
+    },
+    async claim(session, requestId, from) {
       const keys = keysOf(session, requestId);
-      const reply = await store.script(CLAIM, [keys.call, keys.by, keys.answer], [nameText(names)]);
+      const reply = await store.script(
+        CLAIM,
+        [keys.call, keys.by, keys.answer, keys.holder],
+        [nameText(names), from],
+      );
       if (!Array.isArray(reply)) return undefined;
       const [kind, value, answer] = reply as [string, string, string | undefined];
       if (kind !== 'mine') {
@@ -115,13 +146,21 @@ export function sharedResumableCalls(
     },
     async cancel(session, requestId) {
       const keys = keysOf(session, requestId);
-      await store.script(CLAIM, [keys.call, keys.by, keys.answer], [nameText(HOST_CANCELLED)]);
+      await store.script(
+        CLAIM,
+        [keys.call, keys.by, keys.answer, keys.holder],
+        [nameText(HOST_CANCELLED), ''],
+      );
     },
     async keepAnswer(session, question, answer) {
       const requestIdText = await store.get(questionKey(session, question));
       if (requestIdText === undefined) return undefined;
       const keys = keysOf(session, JSON.parse(requestIdText) as RequestId);
-      const by = await store.script(KEEP_ANSWER, [keys.call, keys.by, keys.answer], [JSON.stringify(answer)]);
+      const by = await store.script(
+        KEEP_ANSWER,
+        [keys.call, keys.by, keys.answer, keys.holder],
+        [JSON.stringify(answer)],
+      );
       return nameOf(by);
     },
   };
@@ -135,13 +174,34 @@ return 1
 `;
 
 /**
+ * Records a call anew for the replica ARGV[4] that claimed it, and frees the claim, in one step:
+ * only while that replica still holds it. The answer kept and the question's index live as long.
+ */
+const HOLD = `
+if redis.call('GET', KEYS[2]) ~= ARGV[4] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
+redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[3])
+redis.call('DEL', KEYS[2])
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[3]) end
+return 1
+`;
+
+/**
  * Claims a call for ARGV[1] unless another claimed it first: then names that one. The claim
  * and the answer kept for it are read in the same step as the answer is written (KEEP_ANSWER),
- * so an answer is either found here or sent on to whoever claimed, never neither.
+ * so an answer is either found here or sent on to whoever claimed, never neither. A call held
+ * by a replica that took it over is claimed only by one coming from that replica (ARGV[2], the
+ * host's stream named it; empty for the host's own cancellation): of two survivors resuming a
+ * stream of the replica that died, the second finds the call held by the first.
  */
 const CLAIM = `
 local call = redis.call('GET', KEYS[1])
 if not call then return false end
+local holder = redis.call('GET', KEYS[4])
+if holder and ARGV[2] ~= '' and string.sub(holder, 1, #ARGV[2] + 1) ~= ARGV[2] .. ' ' then
+  return {'taken', holder}
+end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 1 then ttl = 1 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ttl) then
@@ -152,12 +212,17 @@ end
 return {'taken', redis.call('GET', KEYS[2])}
 `;
 
-/** Keeps the host's answer beside a call's record; returns who claimed the call, if anyone has. */
+/**
+ * Keeps the host's answer beside a call's record; returns who claimed the call, if anyone has,
+ * else the replica holding it after a takeover, if one does (the answer goes on there too).
+ */
 const KEEP_ANSWER = `
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 1 then return false end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ttl)
-return redis.call('GET', KEYS[2])
+local by = redis.call('GET', KEYS[2])
+if by then return by end
+return redis.call('GET', KEYS[4])
 `;
 
 /**

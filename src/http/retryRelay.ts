@@ -27,6 +27,11 @@ export interface RetryRelay {
   sendOn(to: string, retry: OutgoingRetry, out: MirroredAnswer): { cancel(): void };
   /** Starts taking the retries other replicas send this one, serving each on a `Reply`. */
   listen(serve: (retry: RelayedRetry, reply: Reply) => void): Promise<void>;
+  /**
+   * Serves the requests of other replicas to stream the rest of a call this one runs (those
+   * sent with `stream`), each on a `Reply`, as retries are: the same bounds, liveness and end.
+   */
+  serveStreams(serve: (request: RelayedRetry, reply: Reply) => void): void;
 }
 
 /** What of a host's retry the holder needs: whose it is, the request, the headers it checks. */
@@ -36,6 +41,11 @@ export interface OutgoingRetry {
   readonly body: unknown;
   /** `accept` and the `mcp-param-*` headers, lower-case. */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Not a retry: a host's resumed stream of a 2025-11-25 session's call that the holder runs,
+   * which the holder streams on from the host's `Last-Event-ID` (see `serveStreams`).
+   */
+  readonly stream?: true;
 }
 
 /** A retry another replica sent on to this one. */
@@ -110,9 +120,13 @@ export function createRetryRelay(options: RelayOptions): RetryRelay {
   const { store, replica, logger } = options;
   const sending = new SentRetries(options);
   const holding = new HeldRetries(options);
+  let streams: ((request: RelayedRetry, reply: Reply) => void) | undefined;
   return {
     replica,
     sendOn: (to, retry, out) => sending.sendOn(to, retry, out),
+    serveStreams(serve) {
+      streams = serve;
+    },
     async listen(serve) {
       const listening = [
         store.listen(answersOf(replica), (text) => {
@@ -121,7 +135,9 @@ export function createRetryRelay(options: RelayOptions): RetryRelay {
         }),
         store.listen(retriesOf(replica), (text) => {
           const message = parsed(text) as ToHolder | undefined;
-          if (message !== undefined && isRetryMessage(message)) holding.take(message, serve);
+          if (message === undefined || !isRetryMessage(message)) return;
+          const server = message.kind === 'retry' && message.stream === true ? streams : serve;
+          if (server !== undefined) holding.take(message, server);
         }),
       ];
       await Promise.all(listening).catch((error: unknown) => {
@@ -254,7 +270,16 @@ class HeldRetries {
     // was not listening) is seen first, and the retry is then not served at all.
     setImmediate(() => {
       if (!reply.destroyed)
-        serve({ from, principal: message.principal, body: message.body, headers: message.headers }, reply);
+        serve(
+          {
+            from,
+            principal: message.principal,
+            body: message.body,
+            headers: message.headers,
+            ...(message.stream === true && { stream: true as const }),
+          },
+          reply,
+        );
     });
   }
 }

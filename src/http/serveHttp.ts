@@ -30,6 +30,17 @@ export async function startHttp(options: {
   const memories = new TaskMemories();
   void gateway.pool.start().then(() => (settled = true));
   const frontDoor = await openFrontDoor(config, gateway, logger, store);
+  // One relay between replicas for stateless retries and for resumed session streams.
+  const retryRelay =
+    store !== undefined && config.store !== undefined
+      ? createRetryRelay({
+          store,
+          // The name the gateway puts in the states of the calls only this replica can continue.
+          replica: gateway.session,
+          timeoutMs: config.store.timeoutMs,
+          logger,
+        })
+      : undefined;
   const listener = await startListener({
     listen,
     ...(config.auth && { auth: config.auth }),
@@ -42,6 +53,7 @@ export async function startHttp(options: {
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
     ...(store !== undefined && sharedSessions(store, config, gateway, logger)),
+    ...(retryRelay !== undefined && { streamRelay: retryRelay }),
     stateless: createStatelessDispatch({
       // Each stateless request is a connection of its own, so its tasks are its principal's:
       // the next request of the same principal (and no one else's) can poll them, and answer
@@ -57,16 +69,7 @@ export async function startHttp(options: {
       },
       logger,
       sharedContinuations: config.store !== undefined,
-      ...(store !== undefined &&
-        config.store !== undefined && {
-          relay: createRetryRelay({
-            store,
-            // The name the gateway puts in the states of the calls only this replica can continue.
-            replica: gateway.session,
-            timeoutMs: config.store.timeoutMs,
-            logger,
-          }),
-        }),
+      ...(retryRelay !== undefined && { relay: retryRelay }),
     }),
   });
   logger.info(

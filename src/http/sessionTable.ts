@@ -7,6 +7,7 @@ import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
+import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
 import { HOST_CANCELLED, type ResumableCalls } from './resumableCalls.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
@@ -76,6 +77,11 @@ export interface SessionTableOptions {
   readonly relay?: AnswerRelay;
   /** With `records` and `relay`: calls' streams resume on any replica (see resumableCalls.ts). */
   readonly resumable?: ResumableCalls;
+  /**
+   * With `resumable`: carries a host's resumed stream of a call another replica runs to that
+   * replica, and its events back (the relay of stateless retries, see retryRelay.ts).
+   */
+  readonly streamRelay?: RetryRelay;
 }
 
 /**
@@ -111,6 +117,7 @@ export class SessionTable {
             replica: relay.replica,
             forward: (to, session, message) => this.forward(relay, to, session, message),
           };
+    options.streamRelay?.serveStreams((request, reply) => this.serveRelayedStream(request, reply));
     // Idle sessions are closed, so a host that went away does not hold a session slot for ever.
     this.sweep = setInterval(() => this.closeIdle(), Math.max(1000, Math.min(60_000, sessionIdleMs / 4)));
     this.sweep.unref();
@@ -205,7 +212,7 @@ export class SessionTable {
 
   /** What a session transport of `owner` needs to share its session with the other replicas. */
   private sharing(owner: string): { relay?: TransportRelay; resume?: TransportResume } {
-    const { records, relay, resumable, logger } = this.options;
+    const { records, relay, resumable, logger, streamRelay } = this.options;
     if (this.transportRelay === undefined) return {};
     if (records === undefined || relay === undefined || resumable === undefined)
       return { relay: this.transportRelay };
@@ -217,6 +224,17 @@ export class SessionTable {
         alive: (replica) => relay.alive(replica),
         acquire: () => this.resuming < MAX_RESUMING && ++this.resuming > 0,
         release: () => void this.resuming--,
+        relayStream: (to, session, lastEventId, out) => {
+          if (streamRelay === undefined) {
+            out.lost('streams cannot be relayed between replicas here');
+            return { cancel: () => {} };
+          }
+          return streamRelay.sendOn(
+            to,
+            { principal: owner, body: { session, lastEventId }, headers: {}, stream: true },
+            out,
+          );
+        },
         log: (message) => logger.info(message),
       },
     };
@@ -381,6 +399,27 @@ export class SessionTable {
           `${shown} was for replica ${to}, which is gone, and could not be kept in the shared store: ${(error as Error).message}`,
         ),
     );
+  }
+
+  /**
+   * Serves a host's resumed stream that another replica relays here, where its call runs: in a
+   * session of this replica, for the principal that owns it (as that replica checked too).
+   */
+  private serveRelayedStream(request: RelayedRetry, reply: Reply): void {
+    const { session: id, lastEventId } = (request.body ?? {}) as { session?: unknown; lastEventId?: unknown };
+    const session = typeof id === 'string' ? this.sessions.get(id) : undefined;
+    if (session === undefined || session.owner !== request.principal || typeof lastEventId !== 'string') {
+      reply.writeHead(404);
+      reply.end();
+      return;
+    }
+    session.lastSeen = Date.now();
+    session.transport.resumeRelayed(reply, lastEventId).catch((error: unknown) => {
+      this.options.logger.warn(
+        `a stream relayed from replica ${request.from} failed here: ${(error as Error).message}`,
+      );
+      if (!reply.writableEnded) reply.end();
+    });
   }
 
   /** An answer another replica sent on, for a request this one sent the host in `id`. */

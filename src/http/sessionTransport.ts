@@ -14,7 +14,9 @@ import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batche
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import { isOwnQuestion } from '../core/host/ownQuestions.js';
 import { positionOf } from './resumableCalls.js';
-import { AnswerStream } from './answerStream.js';
+import { AnswerStream, endWithError } from './answerStream.js';
+import { CallLog, MAX_EVENTS } from './callLog.js';
+import type { Reply } from './retryRelay.js';
 import { CallResumption, type TransportResume } from './callResumption.js';
 import { isPlainRequest, type PlainRequest, type RequestId } from './plainRequest.js';
 
@@ -48,6 +50,9 @@ const TAGGED_ID = /^([A-Za-z0-9_-]{1,64})\.(\d{1,15})$/;
 
 /** How often a quiet answer stream gets an SSE comment, so proxies and clients keep it open. */
 const KEEP_ALIVE_MS = 15_000;
+
+/** Answered calls whose logs a session keeps for a host that resumes their streams, at most. */
+const MAX_ENDED_LOGS = 16;
 
 /** How long rebuilding a session from its record may wait for the replayed initialize's answer. */
 const RESTORE_TIMEOUT_MS = 10_000;
@@ -133,6 +138,7 @@ export class SessionTransport implements MessageTransport {
       deliver: (message) => this.onmessage?.(message),
       receive: (request) => this.inner.onmessage?.(request as unknown as JSONRPCMessage),
       openStream: (res, id, sessionId) => this.openStream(res, id, sessionId),
+      pickUp: (res, id, sessionId, after) => this.pickUp(res, id, sessionId, after),
     });
   }
 
@@ -260,7 +266,7 @@ export class SessionTransport implements MessageTransport {
         ? positionOf(lastEventId)
         : undefined;
     if (position !== undefined && resumption !== undefined && sessionId !== undefined && !this.closed)
-      return resumption.resume(res, position, sessionId);
+      return resumption.resume(res, position, sessionId, lastEventId as string);
     // The SDK maps a request id to one stream: a request reusing an id that is still open is
     // left to it, as it was before this class answered any.
     if (
@@ -283,8 +289,23 @@ export class SessionTransport implements MessageTransport {
     this.inner.onmessage?.(message as unknown as JSONRPCMessage);
   }
 
+  /**
+   * Serves here a host's GET that another replica relays (the host resumed there the stream of
+   * a call this replica runs), answering on `reply`, which goes back to that replica.
+   */
+  resumeRelayed(reply: Reply, lastEventId: string): Promise<void> {
+    const sessionId = this.inner.sessionId;
+    const position = positionOf(lastEventId);
+    if (this.resumption === undefined || position === undefined || sessionId === undefined || this.closed) {
+      reply.writeHead(404);
+      reply.end();
+      return Promise.resolve();
+    }
+    return this.resumption.resume(reply, position, sessionId, lastEventId);
+  }
+
   /** A new answer stream for request `id` on `res`, its events numbered when they can be resumed. */
-  private openStream(res: ServerResponse, id: RequestId, sessionId: string): AnswerStream {
+  private openStream(res: Reply, id: RequestId, sessionId: string, log?: CallLog): AnswerStream {
     const { relay, resume } = this.options;
     const stream = new AnswerStream(
       res,
@@ -293,14 +314,65 @@ export class SessionTransport implements MessageTransport {
       relay === undefined || resume === undefined
         ? undefined
         : { replica: relay.replica, auditSession: resume.calls.auditSession, requestId: id },
+      log,
     );
     this.streams.set(id, stream);
     res.once('close', () => {
       stream.stop();
+      // A resumable call's stream stays, without its response, keeping the events the host
+      // misses until it resumes the stream (see CallLog), as long as the call runs.
+      if (stream.log !== undefined && this.open.has(id)) return;
       if (this.streams.get(id) === stream) this.streams.delete(id);
     });
     return stream;
   }
+
+  /**
+   * Continues the stream of call `id` on `res` from the events kept after position `after`
+   * (the call's answer included, when it came while the host was away); false when nothing of
+   * the call is kept here.
+   */
+  private pickUp(res: Reply, id: RequestId, sessionId: string, after: number): boolean {
+    const log = this.streams.get(id)?.log ?? this.endedLogs.get(id);
+    if (log === undefined) return false;
+    const events = log.since(after);
+    if (events === undefined) {
+      endWithError(
+        res,
+        sessionId,
+        { ...this.positionOf(id), position: after },
+        `the stream of request ${JSON.stringify(id)} cannot be resumed from there: more events were sent since than this replica keeps (${MAX_EVENTS} events)`,
+      );
+      return true;
+    }
+    if (log.ended !== undefined) {
+      new AnswerStream(
+        res,
+        sessionId,
+        this.options.keepAliveMs ?? KEEP_ALIVE_MS,
+        this.positionOf(id),
+        log,
+      ).replay(events);
+      return true;
+    }
+    this.openStream(res, id, sessionId, log).replay(events);
+    return true;
+  }
+
+  /** Where the events of call `id` come from: this replica. */
+  private positionOf(id: RequestId): { replica: string; auditSession: string; requestId: RequestId } {
+    return {
+      replica: this.options.relay!.replica,
+      auditSession: this.options.resume!.calls.auditSession,
+      requestId: id,
+    };
+  }
+
+  /**
+   * The logs of the last calls answered, kept for a host whose stream broke before it read the
+   * answer; at most `MAX_ENDED_LOGS` per session, the oldest dropped first.
+   */
+  private readonly endedLogs = new Map<RequestId, CallLog>();
 
   /**
    * The requests of this session's open batches not answered yet, over all its POSTs: the bound
@@ -366,6 +438,12 @@ export class SessionTransport implements MessageTransport {
     this.resumption?.settled(id);
     const stream = this.streams.get(id);
     if (stream !== undefined) this.streams.delete(id);
+    if (stream?.log !== undefined) {
+      // Kept should the host's stream break before it reads the answer (a relayed stream's
+      // reader may be gone without this replica knowing yet): it resumes from the log.
+      this.endedLogs.set(id, stream.log);
+      if (this.endedLogs.size > MAX_ENDED_LOGS) this.endedLogs.delete(this.endedLogs.keys().next().value!);
+    }
     return stream;
   }
 

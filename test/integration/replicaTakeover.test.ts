@@ -41,8 +41,14 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     redis?.kill('SIGTERM');
   });
 
-  /** `n` fresh replicas sharing the store, each with its audit trail. */
-  async function replicas(n: number): Promise<{ replica: HttpGateway; audit: string }[]> {
+  /**
+   * `n` fresh replicas sharing the store, each with its audit trail; `server` adds to the entry
+   * of the server `ask`.
+   */
+  async function replicas(
+    n: number,
+    server: Record<string, unknown> = {},
+  ): Promise<{ replica: HttpGateway; audit: string }[]> {
     const made = await Promise.all(
       Array.from({ length: n }, () =>
         startStoreReplica({
@@ -51,7 +57,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
           config: {
             auth: { issuer: issuer.url(), audience: AUDIENCE },
             confirmation: { methods: ['elicitation'] },
-            servers: { ask: fixture() },
+            servers: { ask: fixture([], server) },
           },
         }),
       ),
@@ -74,6 +80,8 @@ describe.skipIf(!hasRedis)(TITLE, () => {
    */
   async function connectHost(first: HttpGateway, decide: () => Promise<void>) {
     const token = await issuer.token('alice');
+    // The streams of the host's calls, which the test can break as a proxy's timeout would.
+    const breakers: (() => void)[] = [];
     const route = { to: first };
     const seen: { method: string; resumed: boolean; status: number }[] = [];
     let questions = 0;
@@ -103,6 +111,23 @@ describe.skipIf(!hasRedis)(TITLE, () => {
           resumed: headers.has('last-event-id'),
           status: response.status,
         });
+        if ((init?.method === 'POST' || headers.has('last-event-id')) && response.body !== null) {
+          const reader = response.body.getReader();
+          let fail!: (error: Error) => void;
+          const body = new ReadableStream<Uint8Array>({
+            start: (controller) => (fail = (error) => controller.error(error)),
+            pull: async (controller) => {
+              const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+              if (done) controller.close();
+              else controller.enqueue(value);
+            },
+          });
+          breakers.push(() => {
+            fail(new Error('the proxy closed the stream'));
+            void reader.cancel();
+          });
+          return new Response(body, { status: response.status, headers: response.headers });
+        }
         return response;
       },
     });
@@ -114,6 +139,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       seen,
       question,
       questions: () => questions,
+      breakStreams: () => breakers.splice(0).forEach((breakStream) => breakStream()),
       close: async () => {
         await transport.terminateSession().catch(() => {});
         await client.close();
@@ -160,6 +186,117 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     },
     120_000,
   );
+
+  it('runs the call on a third replica when the survivor that took it over dies too, waiting for the answer', async () => {
+    const [first, second, third] = await replicas(3);
+    const decided = gate();
+    const host = await connectHost(first!.replica, decided.wait);
+    const tokens: string[] = [];
+    const call = host.client.callTool({ name: 'ask__echo', arguments: { text: 'died-twice' } }, undefined, {
+      onresumptiontoken: (token) => tokens.push(token),
+    });
+    await host.question;
+    host.route.to = second!.replica;
+    first!.replica.child.kill('SIGKILL');
+    await first!.replica.exited;
+    await second!.replica.waitForStderr(/was taken over here from replica/);
+    // The host now resumes from the survivor's own events: the next death is that replica's.
+    await expect
+      .poll(() => tokens.at(-1))
+      .toMatch(new RegExp(`^mcpw1\\.[^.]+\\.${sessionOf(second!.audit)}\\.`));
+    host.route.to = third!.replica;
+    second!.replica.child.kill('SIGKILL');
+    await second!.replica.exited;
+    await third!.replica.waitForStderr(/was taken over here from replica/);
+    decided.open();
+    const result = await call;
+    expect(textOf(result)).toBe('died-twice');
+    expect(host.questions()).toBe(1);
+    const ran = okCalls(third!.audit, 'died-twice');
+    expect(ran).toHaveLength(1);
+    expect(ran[0]!.takenOverBy).toBe(sessionOf(third!.audit));
+    expect([first, second].flatMap((r) => okCalls(r!.audit, 'died-twice'))).toHaveLength(0);
+    await host.close();
+  }, 120_000);
+
+  it('answers a taken-over call that was running on the survivor when it died with the lost-call error', async () => {
+    const [first, second, third] = await replicas(3);
+    const decided = gate();
+    const host = await connectHost(first!.replica, decided.wait);
+    let running!: () => void;
+    const upstream = new Promise<void>((resolve) => (running = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
+        onprogress: () => running(),
+        timeout: 300_000,
+      })
+      .then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+    await host.question;
+    host.route.to = second!.replica;
+    first!.replica.child.kill('SIGKILL');
+    await first!.replica.exited;
+    await second!.replica.waitForStderr(/was taken over here from replica/);
+    decided.open();
+    // Progress from the tool: confirmed on the survivor, it runs upstream there now.
+    await upstream;
+    host.route.to = third!.replica;
+    second!.replica.child.kill('SIGKILL');
+    await second!.replica.exited;
+    expect(await call).toMatch(
+      new RegExp(
+        `lost with replica ${sessionOf(second!.audit)}, which stopped while it ran: it may or may not have run`,
+      ),
+    );
+    await host.close();
+  }, 120_000);
+
+  it('relays the rest of a call from the live replica running it when the host resumes on another, none twice or skipped', async () => {
+    const [holder, other] = await replicas(2);
+    const host = await connectHost(holder!.replica, () => Promise.resolve());
+    // The other replica knows the session already (it continues it from the store meanwhile).
+    host.route.to = other!.replica;
+    await host.client.listTools();
+    host.route.to = holder!.replica;
+    const seen: number[] = [];
+    let reached!: (n: number) => void;
+    let at = 0;
+    const progressed = (n: number) =>
+      new Promise<void>((resolve) => {
+        at = n;
+        reached = () => resolve();
+      });
+    const fifth = progressed(5);
+    const call = host.client.callTool({ name: 'ask__sleep', arguments: { ms: 8000 } }, undefined, {
+      onprogress: ({ progress }) => {
+        seen.push(progress);
+        if (progress >= at) reached(progress);
+      },
+      timeout: 60_000,
+    });
+    await fifth;
+    // The proxy drops the host's stream; the host resumes it on the other replica.
+    const fifteenth = progressed(15);
+    host.route.to = other!.replica;
+    host.breakStreams();
+    await fifteenth;
+    // Dropped again, and resumed on the replica running the call itself.
+    host.route.to = holder!.replica;
+    host.breakStreams();
+    const result = await call;
+    expect(result.isError).toBeFalsy();
+    // Every tick the tool reported, in order, once (the last may fall after its end).
+    expect(seen.length).toBeGreaterThan(70);
+    expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => i + 1));
+    expect(host.seen.filter((r) => r.method === 'GET' && r.resumed && r.status === 200).length).toBe(2);
+    const sleeps = (audit: string) =>
+      readAudit(audit).filter((r) => r.type === 'call' && r.tool === 'ask__sleep');
+    expect(sleeps(holder!.audit)).toHaveLength(1);
+    expect(sleeps(other!.audit)).toHaveLength(0);
+    await host.close();
+  }, 120_000);
 
   it("is taken over by one survivor only, and another principal cannot resume alice's stream", async () => {
     const [dying, first, second] = await replicas(3);
@@ -242,5 +379,72 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       ),
     );
     await host.close();
+  }, 120_000);
+  /** What a call came to: its text, or the message of the error it failed with. */
+  const outcomeOf = (call: Promise<unknown>) =>
+    call.then(
+      (result) => textOf(result as object),
+      (error: Error) => error.message,
+    );
+
+  // Last: it stops the store the other tests share, and starts it again.
+  it('fails closed, naming the store, while the store hangs, and serves new calls once it is back', async () => {
+    // Without turns, whose lease in the store would refuse the calls on its own: what is shown is
+    // the takeover path's own refusals.
+    const [asking, survivor] = await replicas(2, { acrossReplicas: 'parallel' });
+    const names = new RegExp(`store redis://[^ ]*127\\.0\\.0\\.1:${redisPort}`);
+    // One host's call waits on the replica that dies; another's on the survivor.
+    const lostWith = gate();
+    const orphaned = await connectHost(asking!.replica, lostWith.wait);
+    orphaned.route.to = survivor!.replica;
+    await orphaned.client.listTools(); // the survivor has the session: only the store is missing
+    orphaned.route.to = asking!.replica;
+    const resumed = outcomeOf(
+      orphaned.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-resumed' } }),
+    );
+    await orphaned.question;
+    const answeredLate = gate();
+    const waiting = await connectHost(survivor!.replica, answeredLate.wait);
+    const answered = outcomeOf(
+      waiting.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-answered' } }),
+    );
+    await waiting.question;
+
+    // The store hangs: it holds every connection and answers nothing.
+    redis!.kill('SIGSTOP');
+    orphaned.route.to = survivor!.replica;
+    asking!.replica.child.kill('SIGKILL');
+    await asking!.replica.exited;
+    // The survivor cannot tell whether the replica is gone, nor claim the call: the stream fails.
+    expect(await resumed).toMatch(/could not be resumed/);
+    expect(await resumed).toMatch(names);
+    // The user answers on the survivor: the answer cannot be claimed, so the call does not run.
+    answeredLate.open();
+    expect(await answered).toMatch(names);
+    // A new call cannot have its turn or its confirmation recorded: it is refused, not asked.
+    const refused = await outcomeOf(
+      waiting.client.callTool({ name: 'ask__echo', arguments: { text: 'outage-new' } }),
+    );
+    expect(refused).toMatch(names);
+    expect(waiting.questions()).toBe(1);
+
+    // The store dies, and comes back empty on the same port.
+    const stopped = new Promise((resolve) => redis!.once('exit', resolve));
+    redis!.kill('SIGKILL');
+    await stopped;
+    redis = (await startRedis(PASSWORD, { port: redisPort })).process;
+    await survivor!.replica.waitForStderr(/is reachable again/);
+    lostWith.open();
+    const after = gate();
+    const next = await connectHost(survivor!.replica, after.wait);
+    after.open();
+    expect(
+      await outcomeOf(next.client.callTool({ name: 'ask__echo', arguments: { text: 'after-outage' } })),
+    ).toBe('after-outage');
+    // Nothing asked during the outage ran, anywhere, then or after.
+    for (const text of ['outage-resumed', 'outage-answered', 'outage-new'])
+      expect([asking, survivor].flatMap((r) => okCalls(r!.audit, text))).toHaveLength(0);
+    expect(okCalls(survivor!.audit, 'after-outage')).toHaveLength(1);
+    await Promise.all([orphaned.close(), waiting.close(), next.close()]);
   }, 120_000);
 });
