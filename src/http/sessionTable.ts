@@ -90,6 +90,8 @@ export interface SessionTableOptions {
  */
 const MAX_RESUMING = 64;
 
+const DONE = Promise.resolve();
+
 /**
  * The listener's 2025-11-25 sessions: opening one within the bounds (in all and per principal),
  * serving a request in the session it names for the principal that owns it, and closing sessions
@@ -151,7 +153,7 @@ export class SessionTable {
       return sendRpcError(res, 403, -32000, 'this session belongs to another principal');
     }
     session.lastSeen = Date.now();
-    this.save(id, session);
+    void this.save(id, session);
     if (req.method === 'GET') {
       session.streams++;
       res.once('close', () => {
@@ -176,7 +178,7 @@ export class SessionTable {
     let session: Session | undefined;
     const transport = new SessionTransport({
       sessionId: () => this.options.ids.mint(),
-      onInitialized: (id) => {
+      onInitialized: (id): Promise<void> => {
         this.countStarting(owner, -1);
         session = {
           transport,
@@ -190,8 +192,11 @@ export class SessionTable {
           ...(profile !== undefined && { profile }),
         };
         this.sessions.set(id, session);
-        this.save(id, session);
         this.options.logger.info(`session ${id.slice(0, 12)}… opened for ${describePrincipal(principal)}`);
+        // The host's next request may reach another replica (a balancer without stickiness),
+        // which knows the session only from its record: the answer to initialize waits until
+        // the record is in the store (the SDK's transport awaits this), or saving it failed.
+        return this.save(id, session);
       },
       onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
@@ -245,17 +250,17 @@ export class SessionTable {
    * again when a quarter of that has passed, not on every request. A store that fails is
    * logged: the session goes on here, and another replica would answer 404 as without a store.
    */
-  private save(id: string, session: Session): void {
+  private save(id: string, session: Session): Promise<void> {
     const { records, listen, logger } = this.options;
     const now = Date.now();
-    if (records === undefined || now - session.savedAt < listen.sessionIdleMs / 4) return;
+    if (records === undefined || now - session.savedAt < listen.sessionIdleMs / 4) return DONE;
     session.savedAt = now;
     const record: SessionRecord = {
       owner: records.ownerOf(session.owner),
       initialize: session.initialize,
       ...(session.profile !== undefined && { profile: session.profile }),
     };
-    records.save(id, record, listen.sessionIdleMs).catch((error: unknown) => {
+    return records.save(id, record, listen.sessionIdleMs).catch((error: unknown) => {
       session.savedAt = 0;
       logger.warn(
         `session ${id.slice(0, 12)}… could not be shared with the other replicas: ${(error as Error).message}`,

@@ -24,7 +24,7 @@ export interface SessionTransportOptions {
   /** Mints this session's id (sealed, see sessionIds.ts). */
   readonly sessionId: () => string;
   /** The session was set up by the host's initialize (its id is known from now on). */
-  readonly onInitialized: (id: string) => void;
+  readonly onInitialized: (id: string) => void | Promise<void>;
   /** The host ended the session (DELETE). */
   readonly onDeleted: () => void;
   /** Runs before each message is handed to the HTTP response (audit records are flushed first). */
