@@ -8,7 +8,8 @@ import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
 import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
-import { HOST_CANCELLED, type ResumableCalls } from './resumableCalls.js';
+import type { ResumableCalls } from './resumableCalls.js';
+import { AnswerForwarding } from './answerForwarding.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
 
@@ -112,13 +113,20 @@ export class SessionTable {
   constructor(private readonly options: SessionTableOptions) {
     const { sessionIdleMs } = options.listen;
     const { relay } = options;
-    this.transportRelay =
-      relay === undefined
-        ? undefined
-        : {
-            replica: relay.replica,
-            forward: (to, session, message) => this.forward(relay, to, session, message),
-          };
+    // Answers to questions another replica asked in a shared session go on to it.
+    if (relay === undefined) this.transportRelay = undefined;
+    else {
+      const forwarding = new AnswerForwarding({
+        relay,
+        logger: options.logger,
+        ...(options.resumable !== undefined && { resumable: options.resumable }),
+        deliver: (session, message) => this.deliver(session, message),
+      });
+      this.transportRelay = {
+        replica: relay.replica,
+        forward: (to, session, message) => forwarding.forward(to, session, message),
+      };
+    }
     options.streamRelay?.serveStreams((request, reply) => this.serveRelayedStream(request, reply));
     // Idle sessions are closed, so a host that went away does not hold a session slot for ever.
     this.sweep = setInterval(() => this.closeIdle(), Math.max(1000, Math.min(60_000, sessionIdleMs / 4)));
@@ -338,72 +346,6 @@ export class SessionTable {
       `session ${id.slice(0, 12)}… continued here from the shared store for ${describePrincipal(principal)}`,
     );
     return session;
-  }
-
-  /**
-   * Sends on the host's answer in `session` (which the host was allowed to use here) to replica `to`, whose request it answers. Nothing waits for it: a replica that is
-   * gone has taken its call with it, which the log says.
-   */
-  private forward(
-    relay: AnswerRelay,
-    to: string,
-    session: string,
-    message: JsonRpcMessage & { id?: unknown },
-  ): void {
-    const { logger } = this.options;
-    const shown = `the host's answer to request ${String(message.id)} in session ${session.slice(0, 12)}…`;
-    relay.forward(to, session, message).then(
-      (taken) => {
-        if (taken) logger.info(`${shown} was sent on to replica ${to}, which asked`);
-        else if (this.options.resumable !== undefined) this.keepAnswer(relay, to, session, message, shown);
-        else
-          logger.info(
-            `${shown} was for replica ${to}, which is gone: dropped (the call it was for ended with that replica; the session goes on here)`,
-          );
-      },
-      (error: unknown) =>
-        logger.warn(`${shown} could not be sent on to replica ${to}: ${(error as Error).message}`),
-    );
-  }
-
-  /**
-   * Keeps the host's answer to a question of replica `to`, which is gone, for the replica that
-   * takes its call over (or sends it there when one already has); when the question was not a
-   * confirmation recorded in the store, nothing can use it, and it is dropped.
-   */
-  private keepAnswer(
-    relay: AnswerRelay,
-    to: string,
-    session: string,
-    message: JsonRpcMessage & { id?: unknown },
-    shown: string,
-  ): void {
-    const { logger, resumable } = this.options;
-    resumable!.keepAnswer(session, String(message.id), message).then(
-      (by) => {
-        if (by === undefined)
-          logger.info(
-            `${shown} was for replica ${to}, which is gone: kept for the replica that resumes its call, if it was waiting for a confirmation (else dropped: the call ended with that replica)`,
-          );
-        else if (by === HOST_CANCELLED)
-          logger.info(
-            `${shown} was for replica ${to}, which is gone, and the host cancelled its call: dropped`,
-          );
-        else if (by.replica === relay.replica) this.deliver(session, message);
-        else
-          relay.forward(by.replica, session, message).then(
-            () => logger.info(`${shown} was sent on to replica ${by.auditSession}, which took its call over`),
-            (error: unknown) =>
-              logger.warn(
-                `${shown} could not be sent on to replica ${by.auditSession}: ${(error as Error).message}`,
-              ),
-          );
-      },
-      (error: unknown) =>
-        logger.warn(
-          `${shown} was for replica ${to}, which is gone, and could not be kept in the shared store: ${(error as Error).message}`,
-        ),
-    );
   }
 
   /**
