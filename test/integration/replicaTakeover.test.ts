@@ -78,6 +78,25 @@ describe.skipIf(!hasRedis)(TITLE, () => {
    * Alice's host, connected through a balancer the test steers: every request goes to
    * `route.to`. It answers each confirmation with `answer` (after `decide` resolves).
    */
+  /**
+   * A two-minute call of `host`: how it ended (`answered`, or the error's message), and a
+   * promise kept once its tool runs upstream (its first progress).
+   */
+  function sleepingCall(host: Awaited<ReturnType<typeof connectHost>>) {
+    let running!: () => void;
+    const upstream = new Promise<void>((resolve) => (running = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
+        onprogress: () => running(),
+        timeout: 300_000,
+      })
+      .then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+    return { call, upstream };
+  }
+
   async function connectHost(first: HttpGateway, decide: () => Promise<void>) {
     const token = await issuer.token('alice');
     // The streams of the host's calls, which the test can break as a proxy's timeout would.
@@ -223,17 +242,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     const [first, second, third] = await replicas(3);
     const decided = gate();
     const host = await connectHost(first!.replica, decided.wait);
-    let running!: () => void;
-    const upstream = new Promise<void>((resolve) => (running = resolve));
-    const call = host.client
-      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
-        onprogress: () => running(),
-        timeout: 300_000,
-      })
-      .then(
-        () => 'answered',
-        (error: Error) => error.message,
-      );
+    const { call, upstream } = sleepingCall(host);
     await host.question;
     host.route.to = second!.replica;
     first!.replica.child.kill('SIGKILL');
@@ -356,17 +365,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   it('answers a call that was already running upstream on the dead replica with an error at once', async () => {
     const [dying, survivor] = await replicas(2);
     const host = await connectHost(dying!.replica, () => Promise.resolve());
-    let running!: () => void;
-    const upstream = new Promise<void>((resolve) => (running = resolve));
-    const call = host.client
-      .callTool({ name: 'ask__sleep', arguments: { ms: 120_000 } }, undefined, {
-        onprogress: () => running(),
-        timeout: 300_000,
-      })
-      .then(
-        () => 'answered',
-        (error: Error) => error.message,
-      );
+    const { call, upstream } = sleepingCall(host);
     // Progress from the tool: it was confirmed and runs upstream now.
     await upstream;
     host.route.to = survivor!.replica;
