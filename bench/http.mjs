@@ -513,10 +513,13 @@ async function main() {
         med((r) => r[name].cpu),
         0,
       )} µs`,
-      `${fixed(
-        med((r) => r[name].instructions),
-        0,
-      )}`,
+      // Counted only under --callgrind: a dash otherwise, not NaN.
+      CALLGRIND === undefined
+        ? '–'
+        : fixed(
+            med((r) => r[name].instructions),
+            0,
+          ),
       `${fixed(
         med((r) => r[name].rate),
         0,
