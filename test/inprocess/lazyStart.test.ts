@@ -165,15 +165,25 @@ describe('start: lazy and idleTimeout', () => {
     const uri = 'fixture://fixture/a';
     await host.client.subscribeResource({ uri });
     const subscribed = await startedPid(path.join(dir, 'sub.pid'));
+    // On a slow machine the server may have gone idle once before the subscribe came (it
+    // started with the gateway): only what follows the subscription counts.
+    const subscribedAt = host.stderr().length;
     // The other server's last request settles after the subscribe did: once its idle timeout
     // has stopped it, the subscribed server has been quiet longer than its own.
     await host.client.callTool({ name: 'other__echo', arguments: { text: 'x' } });
-    await host.waitForStderr('[other]: stopped after 300 ms without requests');
-    expect(host.stderr()).not.toContain('[sub]: stopped after');
+    const calledAt = host.stderr().length;
+    const since = (from: number) => () => host!.stderr().slice(from);
+    await expect
+      .poll(since(calledAt), { timeout: 10_000 })
+      .toContain('[other]: stopped after 300 ms without requests');
+    expect(since(subscribedAt)()).not.toContain('[sub]: stopped after');
     expect(isAlive(subscribed)).toBe(true);
 
+    const unsubscribedAt = host.stderr().length;
     await host.client.unsubscribeResource({ uri });
-    await host.waitForStderr('[sub]: stopped after 300 ms without requests');
+    await expect
+      .poll(since(unsubscribedAt), { timeout: 10_000 })
+      .toContain('[sub]: stopped after 300 ms without requests');
     expect(await waitForExit(subscribed, 10_000)).toBe(true);
   });
 
