@@ -64,9 +64,12 @@ export async function startStoreReplica(options: {
   readonly address?: string;
   /** More environment for it (secrets its `config` names). */
   readonly env?: Record<string, string>;
+  /** The bound of each store operation (`store.timeout`), when not the default. */
+  readonly storeTimeout?: string;
 }): Promise<{ readonly replica: HttpGateway; readonly audit: string }> {
   const dir = tempDir();
   const audit = path.join(dir, 'audit.jsonl');
+  const storeUrl = `redis://:\${REDIS_PASSWORD}@127.0.0.1:${options.redisPort}/0`;
   writeFileSync(
     path.join(dir, 'policy.yaml'),
     'rules:\n  - id: ask-first\n    match: { server: ask }\n    action: confirm\n    reason: This one needs a human.\n',
@@ -75,7 +78,7 @@ export async function startStoreReplica(options: {
     {
       gateway: FAST_GATEWAY,
       listen: { http: '127.0.0.1:0', sessionKey: '${MCP_WARDEN_SESSION_KEY}', allowedHosts: ['127.0.0.1'] },
-      store: `redis://:\${REDIS_PASSWORD}@127.0.0.1:${options.redisPort}/0`,
+      store: options.storeTimeout === undefined ? storeUrl : { url: storeUrl, timeout: options.storeTimeout },
       policies: ['policy.yaml'],
       audit: { file: audit },
       ...options.config,

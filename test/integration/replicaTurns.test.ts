@@ -48,9 +48,9 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     const { replica, audit } = await startStoreReplica({
       redisPort,
       password: PASSWORD,
+      storeTimeout: STORE_TIMEOUT,
       config: {
         auth: { issuer: issuer.url(), audience: AUDIENCE },
-        store: { url: `redis://:\${REDIS_PASSWORD}@127.0.0.1:${redisPort}/0`, timeout: STORE_TIMEOUT },
         servers: {
           memory: {
             command: NODE,
