@@ -389,6 +389,22 @@ export interface HostSignInEvent extends GatewayEventBase {
   error?: string;
 }
 
+/**
+ * A request on the listener named a 2025-11-25 session that belongs to another principal, and
+ * was refused (403) before anything of the session was touched: a host that resumes another
+ * user's call stream, or posts or deletes in their session. `principal` is who asked (never the
+ * owner); the session is named by the start of its id only, as the diagnostic log names it.
+ */
+export interface SessionRefusedEvent extends GatewayEventBase {
+  type: 'session_refused';
+  /** The HTTP method of the request (`GET`, `POST`, `DELETE`). */
+  method: string;
+  /** The first 12 characters of the session id, and an ellipsis. */
+  sessionId: string;
+  /** Present (true) when it was a GET resuming a call's stream (it carried `Last-Event-ID`). */
+  resumed?: true;
+}
+
 /** A config file was loaded and is in effect. */
 export interface ConfigLoadEvent extends GatewayEventBase {
   type: 'config_load';
@@ -689,6 +705,7 @@ export type LifecycleEvent =
   | UpstreamFailedEvent
   | UpstreamSignInAttemptEvent
   | HostSignInEvent
+  | SessionRefusedEvent
   | ConfigLoadEvent
   | ConfigRejectEvent
   | ConfigReloadEvent

@@ -20,7 +20,12 @@ import { AuthRefusal, createTokenVerifier, type TokenVerifier } from './auth.js'
 import type { FrontDoor } from './frontDoor/frontDoor.js';
 import { sendJson, sendRpcError } from './replies.js';
 import { createSessionIds, type SessionIds } from './sessionIds.js';
-import { SessionTable, type ServedConnection, type SessionRecords } from './sessionTable.js';
+import {
+  SessionTable,
+  type ServedConnection,
+  type SessionRecords,
+  type SessionTableOptions,
+} from './sessionTable.js';
 import { Sweeper } from './sweeper.js';
 
 export type { ServedConnection } from './sessionTable.js';
@@ -66,6 +71,8 @@ export interface ListenerOptions {
   readonly resumable?: ResumableCalls;
   /** With `resumable`: a stream resumed here of a call another replica runs is relayed from it. */
   readonly streamRelay?: RetryRelay;
+  /** Audits a request refused because the session it names is another principal's. */
+  readonly record?: SessionTableOptions['record'];
 }
 
 /** A request without a session, already authenticated and parsed, for the stateless dispatcher. */
@@ -157,6 +164,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       ...(options.relay !== undefined && { relay: options.relay }),
       ...(options.resumable !== undefined && { resumable: options.resumable }),
       ...(options.streamRelay !== undefined && { streamRelay: options.streamRelay }),
+      ...(options.record !== undefined && { record: options.record }),
     }),
     port: listen.port,
     own: ownNames(listen, listen.port),

@@ -52,6 +52,7 @@ export async function startHttp(options: {
       gateway.connect(transport, principal, { ...(profile !== undefined && { profile }) }),
     profiles: new Set((config.profiles ?? []).map((p) => p.name)),
     ready: () => settled,
+    record: (event, principal) => gateway.record(event, principal),
     ...(store !== undefined && sharedSessions(store, config, gateway, logger)),
     ...(retryRelay !== undefined && { streamRelay: retryRelay }),
     stateless: createStatelessDispatch({

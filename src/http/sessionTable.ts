@@ -12,6 +12,7 @@ import type { ResumableCalls } from './resumableCalls.js';
 import { AnswerForwarding } from './answerForwarding.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
+import type { SessionRefusedEvent } from '../core/events.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
@@ -83,7 +84,15 @@ export interface SessionTableOptions {
    * replica, and its events back (the relay of stateless retries, see retryRelay.ts).
    */
   readonly streamRelay?: RetryRelay;
+  /** Audits a request refused because its session is another principal's; `principal` is who asked. */
+  readonly record?: (event: Omit<SessionRefusedEvent, 'session' | 'principal'>, principal: Principal) => void;
 }
+
+/**
+ * What restoring a session finds when its record in the store names another principal: the
+ * request is refused as one in a session of this replica would be (see `SessionTable.serve`).
+ */
+const FOREIGN = Symbol("another principal's session");
 
 /**
  * Streams of other replicas' calls this replica resumes at once (each holds a claim in the
@@ -143,6 +152,8 @@ export class SessionTable {
   ): Promise<void> {
     const { logger } = this.options;
     const session = this.sessions.get(id) ?? (await this.restoreOnce(id, principal));
+    if (session === FOREIGN || (session !== undefined && principalKey(principal) !== session.owner))
+      return this.refuseForeign(req, res, id, principal, session === FOREIGN ? undefined : session.principal);
     if (session === undefined) {
       const judged = this.options.ids.judge(id);
       logger.info(
@@ -154,12 +165,6 @@ export class SessionTable {
       );
       return sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
     }
-    if (principalKey(principal) !== session.owner) {
-      logger.warn(
-        `${describePrincipal(principal)} used the session of ${describePrincipal(session.principal)}: refused`,
-      );
-      return sendRpcError(res, 403, -32000, 'this session belongs to another principal');
-    }
     session.lastSeen = Date.now();
     void this.save(id, session);
     if (req.method === 'GET') {
@@ -170,6 +175,39 @@ export class SessionTable {
       });
     }
     await session.transport.handle(req, res, body);
+  }
+
+  /**
+   * Refuses a request of `principal` in session `id`, which is another principal's: 403 on every
+   * replica alike, whether the session runs here or only its record in the store was found
+   * (a balancer may send the request to any replica, and the answer must not depend on which).
+   * Nothing of the session is touched, its call streams neither resumed here nor relayed from
+   * the replica running them; the attempt is audited under who asked.
+   */
+  private refuseForeign(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    principal: Principal,
+    owner: Principal | undefined,
+  ): void {
+    const resumed = req.method === 'GET' && typeof req.headers['last-event-id'] === 'string';
+    const what = resumed ? 'resumed a call stream of' : 'used';
+    const whose =
+      owner === undefined
+        ? `session ${id.slice(0, 12)}…, which belongs to another principal`
+        : `the session of ${describePrincipal(owner)}`;
+    this.options.logger.warn(`${describePrincipal(principal)} ${what} ${whose}: refused`);
+    this.options.record?.(
+      {
+        type: 'session_refused',
+        method: req.method ?? '',
+        sessionId: `${id.slice(0, 12)}…`,
+        ...(resumed && { resumed: true as const }),
+      },
+      principal,
+    );
+    sendRpcError(res, 403, -32000, 'this session belongs to another principal');
   }
 
   /** Opens a session with the initialize in `body`, unless a bound refuses it. */
@@ -277,14 +315,14 @@ export class SessionTable {
   }
 
   /** Sessions being continued here from the store now: requests that come meanwhile wait for it. */
-  private readonly restoring = new Map<string, Promise<Session | undefined>>();
+  private readonly restoring = new Map<string, Promise<Session | typeof FOREIGN | undefined>>();
 
   /**
    * Continues session `id` here once, however many of its requests arrive while it is being
    * rebuilt (a host's answer and its resumed stream come together after a replica dies): each
    * would otherwise rebuild a connection of its own, and all but the last would be lost.
    */
-  private restoreOnce(id: string, principal: Principal): Promise<Session | undefined> {
+  private restoreOnce(id: string, principal: Principal): Promise<Session | typeof FOREIGN | undefined> {
     const key = `${id}\u0000${principalKey(principal)}`;
     let restoring = this.restoring.get(key);
     if (restoring === undefined) {
@@ -297,10 +335,10 @@ export class SessionTable {
   /**
    * Continues here a session another replica set up (or this one before a restart), from its
    * record in the shared store: a new connection of the gateway, given the host's initialize
-   * again. Undefined when there is no record, it is another principal's (refused as a missing
-   * session: nothing to tell), or the store cannot say.
+   * again. FOREIGN when the record is another principal's; undefined when there is none, or the
+   * store cannot say.
    */
-  private async restore(id: string, principal: Principal): Promise<Session | undefined> {
+  private async restore(id: string, principal: Principal): Promise<Session | typeof FOREIGN | undefined> {
     const { records, logger } = this.options;
     if (records === undefined || this.options.ids.judge(id) === 'unsealed') return undefined;
     let record: SessionRecord | undefined;
@@ -313,7 +351,8 @@ export class SessionTable {
       return undefined;
     }
     const owner = principalKey(principal);
-    if (record === undefined || record.owner !== records.ownerOf(owner)) return undefined;
+    if (record === undefined) return undefined;
+    if (record.owner !== records.ownerOf(owner)) return FOREIGN;
     // Another request of the same session may have restored it while the store answered.
     const already = this.sessions.get(id);
     if (already !== undefined) return already;
