@@ -294,6 +294,12 @@ export interface RequestEvent extends GatewayEventBase {
   continuedVia?: readonly string[];
   /** As for `call`: how long it waited for its turn at the principal's own process. */
   leaseWaitMs?: number;
+  /**
+   * `gateway` when the gateway sent the request of its own accord, not the host: it follows a
+   * request of the host that was answered and recorded already (the polls of a task that holds
+   * its user's turn), and `principal` is that request's. Absent on every request a host made.
+   */
+  origin?: 'gateway';
 }
 
 /** The gateway started serving. */

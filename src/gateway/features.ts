@@ -101,9 +101,11 @@ export function buildFeatures(deps: FeatureDependencies): {
   // One of each for the life of the gateway: the stages made for each settings in force use
   // them, so a schema compiled once (ahead of its first call, see schemaWarmup.ts) stays so.
   const validators = { input: createInputValidator(), output: createOutputValidator() };
+  const audit =
+    deps.audit && config.audit ? createAudit({ audit: config.audit }, { ...deps.audit, logger }) : undefined;
   const features: Feature[] = [
     ...(deps.telemetry ? createTelemetry({ ...deps.telemetry, redact: deps.redact }) : []),
-    ...(deps.audit && config.audit ? [createAudit({ audit: config.audit }, { ...deps.audit, logger })] : []),
+    ...(audit ? [audit] : []),
     ...(pinsConfig
       ? [
           createPins(
@@ -119,7 +121,12 @@ export function buildFeatures(deps: FeatureDependencies): {
     createPrincipalLimits(config),
     createToolSearch(config),
     createRateLimits(config, { record: deps.record, ...(deps.store && { store: deps.store }) }),
-    createReplicaLease(config, { servers, logger, ...(deps.store && { store: deps.store }) }),
+    createReplicaLease(config, {
+      servers,
+      logger,
+      ...(deps.store && { store: deps.store }),
+      ...(audit?.stage && { audited: audit.stage.run }),
+    }),
   ];
   return { features, policy, settingsFeatures };
 

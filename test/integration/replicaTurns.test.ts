@@ -15,7 +15,17 @@ import { readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, NODE, readAudit, ROOT, serverBin, tempDir, textOf, type AuditRecord } from './harness.js';
+import {
+  fixture,
+  NODE,
+  readAudit,
+  ROOT,
+  runCli,
+  serverBin,
+  tempDir,
+  textOf,
+  type AuditRecord,
+} from './harness.js';
 import { connectHttpHost, suiteIssuer, type HttpGateway, type HttpHost } from './httpHarness.js';
 import { hasRedis, startRedis, startStoreReplica, storeKeys } from './redis.js';
 
@@ -216,7 +226,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   );
 
   it(
-    "holds alice's turn for the whole run of her task, though her host never asks for its result",
+    "holds alice's turn for the whole run of her task, though her host never asks for its result, and audits the gateway's own polls as hers",
     async () => {
       const here = await host(replicas[0]!, 'alice');
       const there = await host(replicas[1]!, 'alice');
@@ -252,6 +262,21 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       expect(steps.slice(-3)).toEqual(['call {"n":2}', 'ended task-1', 'call {"n":7}']);
       const waited = calls().find((r) => r.server === 'tasks' && (r.args as { n?: number }).n === 7);
       expect(waited?.leaseWaitMs).toEqual(expect.any(Number));
+      // The gateway asked how the task stood until it ended: each of its polls has a record of
+      // its own, under alice, saying the gateway asked; the host's own tasks/get says nothing so.
+      const polls = readAudit(audits[0]!).filter((r) => r.type === 'request' && r.method === 'tasks/get');
+      const own = polls.filter((r) => r.origin === 'gateway');
+      expect(own.length).toBeGreaterThan(0);
+      for (const poll of own)
+        expect(poll).toMatchObject({
+          principal: { subject: 'alice' },
+          server: 'tasks',
+          direction: 'to_upstream',
+          args: { taskId: expect.any(String) },
+          outcome: 'ok',
+        });
+      expect(polls.filter((r) => r.origin === undefined)).toHaveLength(1);
+      for (const file of audits) expect((await runCli(['audit', 'verify', file])).code).toBe(0);
     },
     SLOW,
   );

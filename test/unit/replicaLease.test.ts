@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { NotServingError, TurnQueueFullError } from '../../src/core/errors.js';
 import { silentLogger, type Logger } from '../../src/core/logger.js';
-import type { Next, RoutedMessage } from '../../src/core/pipeline/types.js';
+import type { Next, RoutedMessage, Stage } from '../../src/core/pipeline/types.js';
 import { principalKey, type Principal } from '../../src/core/principal.js';
 import { Outcome } from '../../src/core/rpc/outcome.js';
 import { sha256Hex } from '../../src/lib/hash.js';
@@ -83,7 +83,7 @@ class FakeLeases {
 
 function replica(
   leases: FakeLeases,
-  options: { ttlMs?: number; pollMs?: number; waiters?: number; logger?: Logger } = {},
+  options: { ttlMs?: number; pollMs?: number; waiters?: number; logger?: Logger; audited?: Stage } = {},
 ) {
   return createReplicaLeaseStage({
     leases: leases.storage(),
@@ -91,6 +91,7 @@ function replica(
     ttlMs: options.ttlMs ?? 60_000,
     pollMs: options.pollMs ?? 60_000,
     logger: options.logger ?? silentLogger,
+    ...(options.audited !== undefined && { audited: options.audited }),
   });
 }
 
@@ -420,6 +421,29 @@ describe('the turn of a task', () => {
     await expect.poll(() => up.started).toEqual(['queued']);
     up.finish('queued');
     await queued;
+  });
+
+  it("passes its own polls through the audit stage as the gateway's, keeping the turn while none can be recorded", async () => {
+    const leases = new FakeLeases();
+    const audited: RoutedMessage[] = [];
+    let refusal: Error | undefined = new Error('the audit log cannot be written');
+    const audit: Stage = (message, next) => {
+      audited.push(message);
+      return refusal === undefined ? next(message) : Promise.reject(refusal);
+    };
+    const one = replica(leases, { audited: audit });
+    const server = taskServer();
+    await one(taskCall(), server.next);
+    // Refused before they were sent: the server is not asked, and the task may still be working.
+    await expect.poll(() => audited.length).toBeGreaterThanOrEqual(3);
+    expect(server.asked).toBe(0);
+    expect(leases.held.size).toBe(1);
+    refusal = undefined;
+    server.status = 'completed';
+    await expect.poll(() => leases.held.size).toBe(0);
+    expect(server.asked).toBeGreaterThan(0);
+    for (const poll of audited)
+      expect(poll).toMatchObject({ kind: 'tasks/get', principal: ALICE, record: { origin: 'gateway' } });
   });
 
   it('holds no turn for a task that ended as it was created, nor for a task the gateway runs itself', async () => {

@@ -150,6 +150,12 @@ export interface CallRecord {
    */
   leaseWaitMs?: number;
   /**
+   * `gateway` on a request the gateway sends of its own accord after the host's request it
+   * follows was answered and recorded (a task's own poll while it holds the user's turn), so
+   * that its record says the host did not ask; absent on every request a host made.
+   */
+  origin?: 'gateway';
+  /**
    * What the request is waiting for before it can be sent, while it waits (another replica using
    * the same process): a timeout that fires meanwhile names it. Never audited.
    */

@@ -208,6 +208,7 @@ function writeRequest(
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
     leaseWaitMs: call.record.leaseWaitMs,
+    origin: call.record.origin,
   };
   appendOrLog(options, event, `${call.kind} for ${call.server}`);
 }

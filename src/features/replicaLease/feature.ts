@@ -1,5 +1,6 @@
 import type { ServerConfig, WardenConfig } from '../../config/types.js';
 import type { Logger } from '../../core/logger.js';
+import type { Stage } from '../../core/pipeline/types.js';
 import type { Feature } from '../../core/routing/feature.js';
 import type { SharedStore } from '../../lib/store/sharedStore.js';
 import { createReplicaLeaseStage } from './stage.js';
@@ -27,6 +28,8 @@ export function createReplicaLease(
     readonly store?: SharedStore;
     readonly servers: ReadonlyMap<string, ServerConfig>;
     readonly logger: Logger;
+    /** The audit stage, when there is a trail: the gateway's own task polls pass it. */
+    readonly audited?: Stage;
   },
 ): Feature {
   const { store } = deps;
@@ -37,6 +40,7 @@ export function createReplicaLease(
     ttlMs,
     pollMs: Math.min(MAX_POLL_MS, ttlMs / 3),
     logger: deps.logger.child('replicas'),
+    ...(deps.audited !== undefined && { audited: deps.audited }),
     waitersFor: (name) => {
       const server = deps.servers.get(name);
       return server?.transport === 'stdio' && !server.shared && server.acrossReplicas !== 'parallel'

@@ -10,7 +10,7 @@ import type { Outcome } from '../../core/rpc/outcome.js';
 import { Deferred } from '../../lib/deferred.js';
 import { sha256Hex } from '../../lib/hash.js';
 import type { LeaseStorage } from './storeLeases.js';
-import { TASK_KINDS, TaskTurn } from './taskTurn.js';
+import { PollNotSentError, TASK_KINDS, TaskTurn } from './taskTurn.js';
 
 export interface ReplicaLeaseOptions {
   readonly leases: LeaseStorage;
@@ -26,6 +26,12 @@ export interface ReplicaLeaseOptions {
   readonly pollMs: number;
   readonly logger: Logger;
   readonly now?: () => number;
+  /**
+   * The audit stage, when there is a trail: the gateway's own polls of a task holding a turn
+   * start below it (the host's request they follow was recorded already), so they are passed
+   * through it here to get records of their own, marked as the gateway's.
+   */
+  readonly audited?: Stage;
 }
 
 /** A request waiting on this replica for the turn another request of this replica has. */
@@ -223,7 +229,7 @@ class ReplicaTurns {
       created: created!,
       askMs: this.options.ttlMs,
       ask: (signal) =>
-        next(
+        this.#poll(
           derive(call, {
             kind: 'tasks/get',
             params: { taskId },
@@ -234,9 +240,10 @@ class ReplicaTurns {
             signal,
             onProgress: undefined,
             answerAs: undefined,
-            // The call's record is written already; what its follow-ups do is not part of it.
-            record: { repairs: [] },
+            // The call's record is written already; each poll has a record of its own.
+            record: { repairs: [], origin: 'gateway' },
           }),
+          next,
         ),
       onEnd: (why, gaveUp) => {
         this.#tasks.delete(held.key);
@@ -249,6 +256,25 @@ class ReplicaTurns {
     });
     this.#tasks.set(held.key, { taskId, turn });
     return true;
+  }
+
+  /**
+   * Sends the gateway's own `poll` of a task on, audited under the principal of the call that
+   * created the task: a poll whose record cannot be written is not sent (PollNotSentError).
+   */
+  async #poll(poll: RoutedMessage, next: Next): Promise<Outcome> {
+    const { audited } = this.options;
+    if (audited === undefined) return next(poll);
+    let sent = false;
+    try {
+      return await audited(poll, (message) => {
+        sent = true;
+        return next(message);
+      });
+    } catch (error) {
+      if (sent) throw error;
+      throw new PollNotSentError(`the poll was not sent: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   /** The turn `held` is over: its renewal stops, the store's lease goes, the next here goes on. */

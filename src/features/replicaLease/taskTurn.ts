@@ -5,6 +5,15 @@ import { TERMINAL_STATUSES, taskOf } from '../../core/protocol/taskMessages.js';
 import { Cancellation } from '../../core/rpc/cancellation.js';
 import type { Outcome } from '../../core/rpc/outcome.js';
 
+/**
+ * The gateway's own `tasks/get` never reached the server: its audit record could not be written
+ * first (`audit.onFailure: block`). Nothing is known of the task then, so it keeps the turn and
+ * is asked again at the next interval, as when its server is too busy to answer in time.
+ */
+export class PollNotSentError extends Error {
+  override readonly name = 'PollNotSentError';
+}
+
 /** The requests about a task once it exists: they never take a turn (see `TaskTurn`). */
 export const TASK_KINDS: ReadonlySet<MessageKind> = new Set([
   'tasks/get',
@@ -93,7 +102,7 @@ export class TaskTurn {
     } catch (error) {
       // A server too busy to answer in time still runs the task; one that answers with an
       // error does not know it any more (or is gone), so nothing of it runs.
-      if (!asking.cancelled)
+      if (!asking.cancelled && !(error instanceof PollNotSentError))
         ended = { why: `its server could not say how it stands: ${(error as Error).message}`, gaveUp: true };
     } finally {
       clearTimeout(late);
