@@ -12,6 +12,8 @@ import { AJV_LOAD_STEPS } from '../lib/schema/dialectAjv.js';
  * one tool schema compiles in about a millisecond.
  */
 const SLICE_MS = 4;
+/** A slice of the checks built without ajv, which start before the host has gone quiet. */
+const SOON_SLICE_MS = 0.5;
 /**
  * How long the host must have been sent nothing before the work starts. A host that has just
  * been answered usually asks again at once (it lists, then calls); loading ajv (tens of
@@ -36,7 +38,8 @@ const MAX_QUEUED = 2_000;
 /**
  * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
  * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
- * the others are compiled here once the host has been answered and has gone quiet, in short
+ * their checks are built as soon as the tools are listed, in slices of half a millisecond. The
+ * others are compiled here once the host has been answered and has gone quiet, in short
  * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
  * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
@@ -54,6 +57,8 @@ export function createSchemaWarmup(
   /** Listed tools' steps, held until the host is quiet. */
   const waiting: (() => void)[] = [];
   const work = new IdleWork({ sliceMs: SLICE_MS, maxQueued: MAX_QUEUED });
+  /** Checks built without ajv, each in microseconds: a call arriving waits for one short slice at most. */
+  const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
   let ajvLoaded = false;
   /** When the host was last written to; 0: never yet. */
@@ -106,6 +111,16 @@ export function createSchemaWarmup(
         deps.servers.get(upstream.name)?.validateArguments ?? config.gateway.validateArguments;
       const tools = upstream.tools;
       if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
+      // The checks that need no ajv are built at once, in short slices after the listing was
+      // handled: a host usually calls right after it lists, before any quiet, and a check left
+      // for the tool's first call is built on that call's path. The rest waits for quiet.
+      for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
+        if (validated) {
+          const schema = tool.inputSchema;
+          soon.add(() => deps.input.checkedWithoutAjv(schema));
+        }
+        if (tool.outputSchema !== undefined) soon.add(() => deps.output.checkedWithoutAjv(tool));
+      }
       waiting.push(() => {
         for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
           if (validated) {
