@@ -15,6 +15,12 @@ const SLICE_MS = 4;
 /** A slice of the checks built without ajv, which start before the host has gone quiet. */
 const SOON_SLICE_MS = 0.5;
 /**
+ * Tools of one listing whose ajv-free checks are built as the listing is handled, before the
+ * host's tools/list is answered: the ones listed first, those a host is likely to call first.
+ * Each costs microseconds once the code is warm (well under a millisecond for all of them).
+ */
+const BUILT_AT_ONCE = 32;
+/**
  * How long the host must have been sent nothing before the work starts. A host that has just
  * been answered usually asks again at once (it lists, then calls); loading ajv (tens of
  * milliseconds in one piece) must not land in that burst, nor in the gateway's start-up.
@@ -38,8 +44,7 @@ const MAX_QUEUED = 2_000;
 /**
  * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
  * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
- * their checks are built as soon as the tools are listed, in slices of half a millisecond. The
- * others are compiled here once the host has been answered and has gone quiet, in short
+ * their checks are built as the tools are listed (see BUILT_AT_ONCE). The others are compiled here once the host has been answered and has gone quiet, in short
  * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
  * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
@@ -57,7 +62,7 @@ export function createSchemaWarmup(
   /** Listed tools' steps, held until the host is quiet. */
   const waiting: (() => void)[] = [];
   const work = new IdleWork({ sliceMs: SLICE_MS, maxQueued: MAX_QUEUED });
-  /** Checks built without ajv, each in microseconds: a call arriving waits for one short slice at most. */
+  /** Checks built without ajv past BUILT_AT_ONCE: a call arriving waits for one short slice at most. */
   const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
   let ajvLoaded = false;
@@ -111,16 +116,20 @@ export function createSchemaWarmup(
         deps.servers.get(upstream.name)?.validateArguments ?? config.gateway.validateArguments;
       const tools = upstream.tools;
       if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
-      // The checks that need no ajv are built at once, in short slices after the listing was
-      // handled: a host usually calls right after it lists, before any quiet, and a check left
-      // for the tool's first call is built on that call's path. The rest waits for quiet.
-      for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
-        if (validated) {
-          const schema = tool.inputSchema;
-          soon.add(() => deps.input.checkedWithoutAjv(schema));
-        }
-        if (tool.outputSchema !== undefined) soon.add(() => deps.output.checkedWithoutAjv(tool));
-      }
+      // The checks that need no ajv are built now, the first ones before the host's tools/list
+      // is answered and the others in short slices after it: a host usually calls the moment it
+      // has the list, with no quiet before, and a check left for that call is built on its path
+      // (while a fresh process waits for its server, this work costs nobody anything). Compiling
+      // the schemas that need ajv still waits for quiet.
+      tools.slice(0, MAX_TOOLS_AHEAD).forEach((tool, i) => {
+        const steps = [
+          ...(validated ? [() => void deps.input.checkedWithoutAjv(tool.inputSchema)] : []),
+          ...(tool.outputSchema !== undefined ? [() => void deps.output.checkedWithoutAjv(tool)] : []),
+        ];
+        for (const step of steps)
+          if (i < BUILT_AT_ONCE) step();
+          else soon.add(step);
+      });
       waiting.push(() => {
         for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
           if (validated) {
