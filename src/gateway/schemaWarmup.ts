@@ -44,8 +44,9 @@ const MAX_QUEUED = 2_000;
 /**
  * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
  * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
- * their checks are built as the tools are listed (see BUILT_AT_ONCE). The others are compiled here once the host has been answered and has gone quiet, in short
- * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
+ * their checks are built as the tools are listed (see BUILT_AT_ONCE). The others are compiled
+ * here once the host has been answered and has gone quiet, in short slices, so that neither
+ * start-up nor the host's first requests wait for ajv to load. The
  * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
  */
@@ -118,9 +119,9 @@ export function createSchemaWarmup(
       if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
       // The checks that need no ajv are built now, the first ones before the host's tools/list
       // is answered and the others in short slices after it: a host usually calls the moment it
-      // has the list, with no quiet before, and a check left for that call is built on its path
-      // (while a fresh process waits for its server, this work costs nobody anything). Compiling
-      // the schemas that need ajv still waits for quiet.
+      // has the list, with no quiet before, and a check left for that call is built on its path.
+      // At start-up the first ones make the answer to tools/list a little later instead, which
+      // no call waits on. Compiling the schemas that need ajv still waits for quiet.
       tools.slice(0, MAX_TOOLS_AHEAD).forEach((tool, i) => {
         const steps = [
           ...(validated ? [() => void deps.input.checkedWithoutAjv(tool.inputSchema)] : []),
