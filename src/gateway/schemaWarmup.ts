@@ -12,6 +12,14 @@ import { AJV_LOAD_STEPS } from '../lib/schema/dialectAjv.js';
  * one tool schema compiles in about a millisecond.
  */
 const SLICE_MS = 4;
+/** A slice of the checks built without ajv, which start before the host has gone quiet. */
+const SOON_SLICE_MS = 0.5;
+/**
+ * Tools of one listing whose ajv-free checks are built as the listing is handled, before the
+ * host's tools/list is answered: the ones listed first, those a host is likely to call first.
+ * Each costs microseconds once the code is warm (well under a millisecond for all of them).
+ */
+const BUILT_AT_ONCE = 32;
 /**
  * How long the host must have been sent nothing before the work starts. A host that has just
  * been answered usually asks again at once (it lists, then calls); loading ajv (tens of
@@ -36,8 +44,9 @@ const MAX_QUEUED = 2_000;
 /**
  * Gets the validators of listed tools ready ahead of their first call. Most schemas need no ajv
  * at all (lib/schema/simpleSchema.ts checks them), and then ajv (about 14 MB) is never loaded;
- * the others are compiled here once the host has been answered and has gone quiet, in short
- * slices, so that neither start-up nor the host's first requests wait for ajv to load. The
+ * their checks are built as the tools are listed (see BUILT_AT_ONCE). The others are compiled
+ * here once the host has been answered and has gone quiet, in short slices, so that neither
+ * start-up nor the host's first requests wait for ajv to load. The
  * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
  */
@@ -54,6 +63,8 @@ export function createSchemaWarmup(
   /** Listed tools' steps, held until the host is quiet. */
   const waiting: (() => void)[] = [];
   const work = new IdleWork({ sliceMs: SLICE_MS, maxQueued: MAX_QUEUED });
+  /** Checks built without ajv past BUILT_AT_ONCE: a call arriving waits for one short slice at most. */
+  const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
   let ajvLoaded = false;
   /** When the host was last written to; 0: never yet. */
@@ -106,6 +117,20 @@ export function createSchemaWarmup(
         deps.servers.get(upstream.name)?.validateArguments ?? config.gateway.validateArguments;
       const tools = upstream.tools;
       if (tools.length === 0 || waiting.length >= MAX_QUEUED) return;
+      // The checks that need no ajv are built now, the first ones before the host's tools/list
+      // is answered and the others in short slices after it: a host usually calls the moment it
+      // has the list, with no quiet before, and a check left for that call is built on its path.
+      // At start-up the first ones make the answer to tools/list a little later instead, which
+      // no call waits on. Compiling the schemas that need ajv still waits for quiet.
+      tools.slice(0, MAX_TOOLS_AHEAD).forEach((tool, i) => {
+        const steps = [
+          ...(validated ? [() => void deps.input.checkedWithoutAjv(tool.inputSchema)] : []),
+          ...(tool.outputSchema !== undefined ? [() => void deps.output.checkedWithoutAjv(tool)] : []),
+        ];
+        for (const step of steps)
+          if (i < BUILT_AT_ONCE) step();
+          else soon.add(step);
+      });
       waiting.push(() => {
         for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
           if (validated) {

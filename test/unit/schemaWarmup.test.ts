@@ -1,7 +1,8 @@
 /**
  * Validators compiled ahead of a tool's first call must cost neither start-up nor the host's
  * first requests (nothing before the host has been answered and gone quiet), nor memory without
- * bound (at most 100 compiled ahead), and must not load ajv for schemas checked without it.
+ * bound (at most 100 compiled ahead), and must not load ajv for schemas checked without it. The
+ * checks that need no ajv are built right after the listing, since a host calls at once.
  */
 import { describe, expect, it } from 'vitest';
 import type { WardenConfig } from '../../src/config/types.js';
@@ -55,5 +56,30 @@ describe('compiling ahead of the first call', () => {
     await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(1);
     expect(input.checkedWithoutAjv(simple.inputSchema)).toBe(true);
     expect(output.stats.ajvInstances).toBe(0);
+  });
+
+  it('builds the checks that need no ajv as the tools are listed, before the host is answered', async () => {
+    const { input, output } = setUp();
+    const asked: unknown[] = [];
+    const watched = {
+      ...input,
+      checkedWithoutAjv: (schema: unknown) => {
+        asked.push(schema);
+        return input.checkedWithoutAjv(schema);
+      },
+    };
+    const warmup = createSchemaWarmup(config, { input: watched, output, servers: new Map(), logger });
+    const tools = Array.from({ length: 40 }, (_, i) => ({
+      name: `s${i}`,
+      inputSchema: { type: 'object', properties: { a: { type: 'number' } } },
+    }));
+    warmup.onListsChanged!(upstreamWith(tools), ['tools']);
+    // The first ones at once, so the answer to the host's tools/list finds them built even when
+    // the host calls the moment it has it; the rest in short slices, still without the host's
+    // quiet (no host write has happened here at all).
+    expect(asked).toEqual(tools.slice(0, 32).map((t) => t.inputSchema));
+    await expect.poll(() => asked.length, { timeout: 10_000 }).toBe(40);
+    expect(asked).toEqual(tools.map((t) => t.inputSchema));
+    expect(input.stats.compiled).toBe(0);
   });
 });
