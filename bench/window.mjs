@@ -27,10 +27,10 @@
 // --warmup N: concurrent warm-up calls (run.mjs's default 1,000), to see whether the two builds
 // converge once both have warmed longer. --gap MS: a pause before each block of a gateway (the
 // other configurations' blocks in run.mjs; 0 by default). --gc counts the young and full
-// collections in the window (lib/gcLog.mjs preloaded). --trace-out DIR keeps each window's trace
-// lines (BUILD-RUN.trace). --callgrind-dir keeps the dumps (one per
-// block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives every gateway an
-// empty state folder, so neither reads a code cache. Runs alternate which build starts first,
+// collections in the window (lib/gcLog.mjs preloaded) and V8's new space before and after it.
+// --trace-out DIR keeps each window's trace lines (BUILD-RUN.trace). --callgrind-dir keeps the
+// dumps (one per block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives
+// every gateway an empty state folder, so neither reads a code cache. Runs alternate which build starts first,
 // beginning with --first. Under valgrind on a busy machine a run takes most of an hour: run a few
 // drivers side by side (`--runs 1 --first base` for the second) rather than one with --runs 3.
 
@@ -361,12 +361,22 @@ async function oneRun(run) {
   return Object.fromEntries(insts.map((inst) => [inst.build, summarize(inst.window)]));
 }
 
-/** Young and full collections that started within the window's blocks (gcLog's kinds 1 and 4). */
+/**
+ * Young and full collections that started within the window's blocks (gcLog's kinds 1 and 4),
+ * and V8's new space (the young generation) as the window found it and left it. V8 grows the
+ * new space (doubling it, up to 32 MB) after collections in which much survived: a window that
+ * holds a growth has more young collections before it, each over half the space, and page
+ * faults for the pages grown into, though every call allocates and keeps the same.
+ */
 function collectionsIn(inst) {
-  const counts = { young: 0, full: 0 };
+  const counts = { young: 0, full: 0, newSpaceKbBefore: 0, newSpaceKbAfter: 0 };
+  const windowFrom = inst.blockTimes[0]?.[0] ?? Infinity;
   for (const line of readFileSync(inst.gcLog, 'utf8').split('\n')) {
-    const [ms, kind] = line.split(' ').map(Number);
+    const [ms, kind, kb] = line.split(' ').map(Number);
+    if (!Number.isFinite(kb)) continue;
+    if (ms < windowFrom) counts.newSpaceKbBefore = kb;
     if (!inst.blockTimes.some(([from, to]) => ms >= from && ms <= to)) continue;
+    counts.newSpaceKbAfter = kb;
     if (kind === 1) counts.young++;
     else if (kind === 4) counts.full++;
   }
@@ -450,7 +460,10 @@ for (let run = 0; run < RUNS; run++) {
       line.push(
         `  ${build.padEnd(4)} ${fmt(x.cpuUsPerCall)} µs/call (${threads}); faults/call ${fmt(x.faultsPerCall, 3)}` +
           `; user ${fmt(x.userPerCall)}, system ${fmt(x.systemPerCall)} (ticks)` +
-          (x.gcs === undefined ? '' : `; collections ${x.gcs.young} young, ${x.gcs.full} full`),
+          (x.gcs === undefined
+            ? ''
+            : `; collections ${x.gcs.young} young, ${x.gcs.full} full` +
+              `; new space ${fmt(x.gcs.newSpaceKbBefore / 1024, 0)}→${fmt(x.gcs.newSpaceKbAfter / 1024, 0)} MB`),
       );
     }
     if (flags.trace)
