@@ -636,10 +636,10 @@ function setServingFlags(flags: ServingFlags): void {
  * collections, measured under callgrind), and doubling it took two growths to reach the 32 MB
  * a busy gateway settles at, the second often thousands of calls into a burst of concurrent
  * calls, each collection until then over half the space, and the pages grown into faulted in
- * during the burst (bench/window.mjs --gc: 25 young collections and 0.2 page faults per call in
- * its window, against 19 and 0.08 growing fourfold). V8 reads this flag at each growth it
- * considers (on the command line it would not take a value below 2); a Node without it says so
- * on stderr and grows as before.
+ * during the burst (bench/window.mjs --gc --only new: 25 young collections and 0.2 page faults
+ * per call in its window, against 19 and 0.08 growing fourfold). V8 reads this flag at each
+ * growth it considers (on the command line it would not take a value below 2); a Node without
+ * it says so on stderr and grows as before.
  */
 function youngGenerationGrowth(growth: YoungGeneration): void {
   setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH[growth]}`);
