@@ -22,17 +22,20 @@
 //
 //   node bench/window.mjs --baseline-cli FILE [--cli FILE] [--runs N] [--warmup N] [--gap MS]
 //                         [--trace] [--gc] [--callgrind] [--callgrind-dir DIR] [--no-code-cache]
-//                         [--first new|base] [--trace-out DIR]
+//                         [--first new|base] [--only new|base] [--trace-out DIR]
 //
 // --warmup N: concurrent warm-up calls (run.mjs's default 1,000), to see whether the two builds
 // converge once both have warmed longer. --gap MS: a pause before each block of a gateway (the
 // other configurations' blocks in run.mjs; 0 by default). --gc counts the young and full
-// collections in the window (lib/gcLog.mjs preloaded). --trace-out DIR keeps each window's trace
-// lines (BUILD-RUN.trace). --callgrind-dir keeps the dumps (one per
-// block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives every gateway an
-// empty state folder, so neither reads a code cache. Runs alternate which build starts first,
-// beginning with --first. Under valgrind on a busy machine a run takes most of an hour: run a few
-// drivers side by side (`--runs 1 --first base` for the second) rather than one with --runs 3.
+// collections in the window (lib/gcLog.mjs preloaded), V8's new space before and after it, and the
+// bytes allocated and promoted per call (lib/gcWindow.mjs).
+// --trace-out DIR keeps each window's trace lines (BUILD-RUN.trace). --callgrind-dir keeps the
+// dumps (one per block, BUILD-RUN.callgrind.N) for callgrind_annotate. --no-code-cache gives
+// every gateway an empty state folder, so neither reads a code cache. Runs alternate which
+// build starts first, beginning with --first. --only new|base runs that build's gateway alone:
+// with two, each idles through the other's blocks, and V8 may shrink its young generation then.
+// Under valgrind on a busy machine a run takes most of an hour: run a few drivers side by side
+// (`--runs 1 --first base` for the second) rather than one with --runs 3.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -61,6 +64,7 @@ const { values: flags } = parseArgs({
     callgrind: { type: 'boolean', default: false },
     'no-code-cache': { type: 'boolean', default: false },
     first: { type: 'string', default: 'new' },
+    only: { type: 'string' },
     'callgrind-dir': { type: 'string' },
     'trace-out': { type: 'string' },
     gc: { type: 'boolean', default: false },
@@ -145,9 +149,12 @@ async function start(build, run) {
   if (flags['no-code-cache']) env.XDG_STATE_HOME = path.join(dir, 'state');
   const nodeArgs = flags.trace ? ['--trace-opt', '--trace-deopt'] : [];
   const gcLog = path.join(dir, 'gc.log');
+  const gcWindow = path.join(dir, 'gc-window.json');
   if (flags.gc) {
     env.BENCH_GC_LOG = gcLog;
-    nodeArgs.push('--import', pathToFileURL(path.join(BENCH, 'lib/gcLog.mjs')).href);
+    env.BENCH_GC_WINDOW = gcWindow;
+    for (const preload of ['lib/gcLog.mjs', 'lib/gcWindow.mjs'])
+      nodeArgs.push('--import', pathToFileURL(path.join(BENCH, preload)).href);
   }
   const args = [...nodeArgs, BUILDS[build], '--config', gatewayConfig(dir, build)];
   const callgrindOut = path.join(flags['callgrind-dir'] ?? dir, `${build}-${run}.callgrind`);
@@ -177,6 +184,7 @@ async function start(build, run) {
     child,
     callgrindOut,
     gcLog,
+    gcWindow,
     blockTimes: [],
     dumps: 0,
     echo: params('echo', { text: TEXT }),
@@ -333,7 +341,8 @@ const pause = () => (GAP_MS > 0 ? new Promise((resolve) => setTimeout(resolve, G
 async function oneRun(run) {
   const order = (run % 2 === 0) === (flags.first === 'new') ? ['new', 'base'] : ['base', 'new'];
   const insts = [];
-  for (const build of order) insts.push(await start(build, run));
+  for (const build of order)
+    if (flags.only === undefined || build === flags.only) insts.push(await start(build, run));
   for (const inst of insts) {
     await sequential(inst, inst.echo, S.seqWarmup);
     await concurrent(inst, WARMUP);
@@ -350,23 +359,48 @@ async function oneRun(run) {
         await sequential(inst, inst[tool], n);
       }
   if (flags.callgrind) for (const inst of insts) startInstrumenting(inst.child.pid);
+  // lib/gcWindow.mjs's profiler runs between these signals (SIGWINCH is ignored without it).
+  const gcWindowMark = () => {
+    if (flags.gc) for (const inst of insts) process.kill(inst.child.pid, 'SIGWINCH');
+  };
+  gcWindowMark();
   for (const [b, n] of blockSizes(S.throughput, S.blocks).entries())
     for (const inst of rotate(insts, b)) {
       await pause();
       await windowBlock(inst, n);
     }
+  gcWindowMark();
   await Promise.all(insts.map((inst) => inst.child.close(flags.callgrind ? 60_000 : 5000)));
   for (const inst of insts) live.delete(inst.child);
-  if (flags.gc) for (const inst of insts) inst.window.gcs = collectionsIn(inst);
+  if (flags.gc) for (const inst of insts) inst.window.gcs = { ...collectionsIn(inst), ...gcWindowOf(inst) };
   return Object.fromEntries(insts.map((inst) => [inst.build, summarize(inst.window)]));
 }
 
-/** Young and full collections that started within the window's blocks (gcLog's kinds 1 and 4). */
+/** lib/gcWindow.mjs's figures; NaN when the gateway did not write them (it was killed). */
+function gcWindowOf(inst) {
+  try {
+    return JSON.parse(readFileSync(inst.gcWindow, 'utf8'));
+  } catch {
+    return { allocated: Number.NaN, promoted: Number.NaN };
+  }
+}
+
+/**
+ * Young and full collections that started within the window's blocks (gcLog's kinds 1 and 4),
+ * and V8's new space (the young generation) as the window found it and left it. V8 grows the
+ * new space (doubling it, up to 32 MB) after collections in which much survived: a window that
+ * holds a growth has more young collections before it, each over half the space, and page
+ * faults for the pages grown into, though every call allocates and keeps the same.
+ */
 function collectionsIn(inst) {
-  const counts = { young: 0, full: 0 };
+  const counts = { young: 0, full: 0, newSpaceKbBefore: 0, newSpaceKbAfter: 0 };
+  const windowFrom = inst.blockTimes[0]?.[0] ?? Infinity;
   for (const line of readFileSync(inst.gcLog, 'utf8').split('\n')) {
-    const [ms, kind] = line.split(' ').map(Number);
+    const [ms, kind, kb] = line.split(' ').map(Number);
+    if (!Number.isFinite(kb)) continue;
+    if (ms < windowFrom) counts.newSpaceKbBefore = kb;
     if (!inst.blockTimes.some(([from, to]) => ms >= from && ms <= to)) continue;
+    counts.newSpaceKbAfter = kb;
     if (kind === 1) counts.young++;
     else if (kind === 4) counts.full++;
   }
@@ -379,6 +413,8 @@ function summarize(w) {
   const out = {
     faultsPerCall: perCall(w.faults),
     gcs: w.gcs,
+    allocatedPerCall: w.gcs === undefined ? undefined : perCall(w.gcs.allocated),
+    promotedPerCall: w.gcs === undefined ? undefined : perCall(w.gcs.promoted),
     userPerCall: perCall(w.user),
     systemPerCall: perCall(w.system),
   };
@@ -434,8 +470,7 @@ for (let run = 0; run < RUNS; run++) {
   const load1 = loadavg()[0];
   results.push(r);
   const line = [`run ${run + 1} (load ${fmt(load0)}→${fmt(load1)})`];
-  for (const build of ['new', 'base']) {
-    const x = r[build];
+  for (const [build, x] of Object.entries(r)) {
     if (flags.callgrind) {
       const parts = Object.entries(x.parts)
         .map(([k, v]) => `${k} ${fmt(v / 1000)}k`)
@@ -450,7 +485,11 @@ for (let run = 0; run < RUNS; run++) {
       line.push(
         `  ${build.padEnd(4)} ${fmt(x.cpuUsPerCall)} µs/call (${threads}); faults/call ${fmt(x.faultsPerCall, 3)}` +
           `; user ${fmt(x.userPerCall)}, system ${fmt(x.systemPerCall)} (ticks)` +
-          (x.gcs === undefined ? '' : `; collections ${x.gcs.young} young, ${x.gcs.full} full`),
+          (x.gcs === undefined
+            ? ''
+            : `; collections ${x.gcs.young} young, ${x.gcs.full} full` +
+              `; new space ${fmt(x.gcs.newSpaceKbBefore / 1024, 0)}→${fmt(x.gcs.newSpaceKbAfter / 1024, 0)} MB` +
+              `; allocated ${fmt(x.allocatedPerCall / 1024, 2)} KiB, promoted ${fmt(x.promotedPerCall, 0)} B per call`),
       );
     }
     if (flags.trace)
@@ -460,11 +499,13 @@ for (let run = 0; run < RUNS; run++) {
       );
   }
   const key = flags.callgrind ? 'instructionsPerCall' : 'cpuUsPerCall';
-  line.push(`  new ÷ base ${fmt(r.new[key] / r.base[key], 2)}×`);
+  if (flags.only === undefined) line.push(`  new ÷ base ${fmt(r.new[key] / r.base[key], 2)}×`);
   console.log(line.join('\n'));
 }
 const key = flags.callgrind ? 'instructionsPerCall' : 'cpuUsPerCall';
-const ratios = results.map((r) => r.new[key] / r.base[key]).sort((a, b) => a - b);
-console.log(
-  `new ÷ base per run: ${ratios.map((x) => fmt(x, 2)).join(' ')}; median ${fmt(ratios[ratios.length >> 1], 2)}×`,
-);
+if (flags.only === undefined) {
+  const ratios = results.map((r) => r.new[key] / r.base[key]).sort((a, b) => a - b);
+  console.log(
+    `new ÷ base per run: ${ratios.map((x) => fmt(x, 2)).join(' ')}; median ${fmt(ratios[ratios.length >> 1], 2)}×`,
+  );
+}

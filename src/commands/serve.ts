@@ -128,7 +128,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   // before the config and policies are read: V8 refuses a code cache made under other flags,
   // and their generated validators would then be compiled afresh at every start.
   if (options.process !== undefined)
-    setServingFlags({ grows: false, keepBytecode: servingFlags.keepBytecode });
+    setServingFlags({ youngGeneration: 'held', keepBytecode: servingFlags.keepBytecode });
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
     openLogger(config, loaded, options.log),
@@ -574,10 +574,10 @@ function writeOurCodeCache(logger: Logger): void {
 /**
  * V8's flags for serving, set once the upstreams' first lists are in; at the latest once their
  * start-up window has passed (no host has asked anything yet, or every server is started per
- * principal, later): the young generation grows again, and bytecode is kept.
+ * principal, later): the young generation grows again (in larger steps), and bytecode is kept.
  */
 function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
-  const serving = (): void => setServingFlags({ grows: true, keepBytecode: true });
+  const serving = (): void => setServingFlags({ youngGeneration: 'serving', keepBytecode: true });
   const growAgain = setTimeout(serving, config.gateway.startupTimeoutMs);
   growAgain.unref();
   void gateway.pool.startedUp.then(() => {
@@ -601,22 +601,25 @@ function keepBytecode(keep: boolean): void {
   setFlagsFromString(keep ? '--no-flush-bytecode' : '--flush-bytecode');
 }
 
+/** How V8's young generation grows: as V8 has it, held at its size, or as a serving gateway's. */
+type YoungGeneration = keyof typeof SEMI_SPACE_GROWTH;
+
 interface ServingFlags {
-  readonly grows: boolean;
+  readonly youngGeneration: YoungGeneration;
   readonly keepBytecode: boolean;
 }
 
 /** The flags below as this process set them last: V8's own until serving sets them. */
-let servingFlags: ServingFlags = { grows: true, keepBytecode: false };
+let servingFlags: ServingFlags = { youngGeneration: 'v8', keepBytecode: false };
 
 /** Each set of them this process has run under, by name: our code was compiled under these. */
-const flagsUsed = new Map<string, ServingFlags>([['true/false', servingFlags]]);
+const flagsUsed = new Map<string, ServingFlags>([['v8/false', servingFlags]]);
 
 function setServingFlags(flags: ServingFlags): void {
-  if (flags.grows !== servingFlags.grows) youngGenerationGrowth(flags.grows);
+  if (flags.youngGeneration !== servingFlags.youngGeneration) youngGenerationGrowth(flags.youngGeneration);
   if (flags.keepBytecode !== servingFlags.keepBytecode) keepBytecode(flags.keepBytecode);
   servingFlags = { ...flags };
-  flagsUsed.set(`${flags.grows}/${flags.keepBytecode}`, servingFlags);
+  flagsUsed.set(`${flags.youngGeneration}/${flags.keepBytecode}`, servingFlags);
 }
 
 /**
@@ -627,12 +630,24 @@ function setServingFlags(flags: ServingFlags): void {
  * pages grown into stay resident for the rest of the run (set once the config and policies are
  * read: see `startServing`). Measured with 10,000 tools
  * (bench/listRss.mjs): the peak resident size fell by about 7 MB. Once the upstreams' first
- * lists are in (see `serve`), V8's own rule applies again: kept small under call traffic, the young generation
- * cost about 3.5% more instructions per call (more frequent collections, measured under
- * callgrind), so a busy gateway's young generation still grows as before. V8 reads this flag
- * at each growth it considers (on the command line it would not take a value below 2); a Node
- * without it says so on stderr and grows as before.
+ * lists are in (see `serve`), it grows again, by V8's rule (after collections in which more
+ * than its size survived) but four times over at each step rather than twice: kept small under
+ * call traffic, the young generation cost about 3.5% more instructions per call (more frequent
+ * collections, measured under callgrind), and doubling it took two growths to reach the 32 MB
+ * a busy gateway settles at, the second often thousands of calls into a burst of concurrent
+ * calls, each collection until then over half the space, and the pages grown into faulted in
+ * during the burst (bench/window.mjs --gc --only new: 25 young collections and 0.2 page faults
+ * per call in its window, against 19 and 0.08 growing fourfold). V8 reads this flag at each
+ * growth it considers (on the command line it would not take a value below 2); a Node without
+ * it says so on stderr and grows as before.
  */
-function youngGenerationGrowth(grows: boolean): void {
-  setFlagsFromString(`--semi-space-growth-factor=${grows ? 2 : 1}`);
+function youngGenerationGrowth(growth: YoungGeneration): void {
+  setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH[growth]}`);
 }
+
+/**
+ * V8's semi-space growth factor for each way of growing. 'v8' is V8's default, set back
+ * exactly: V8 refuses a code cache made under other flags, and the code compiled before serving
+ * began was compiled under V8's own.
+ */
+const SEMI_SPACE_GROWTH = { v8: 2, held: 1, serving: 4 } as const;
