@@ -621,9 +621,10 @@ async function main() {
   // gateway does: a floor that answers the call itself leaves out a hop the gateway cannot, and
   // stdio leaves out HTTP. Those two ratios stay beside it as information.
   const judged = ['session', 'stateless'].filter((name) => name in MODES);
-  const bothOwnTimes = (name, httpFloor, stdioFloor) =>
+  /** The gateway's own `key` per call (a floor's taken off) over HTTP ÷ over stdio. */
+  const bothOwn = (name, httpFloor, stdioFloor, key = 'p50') =>
     [name, 'stdio', httpFloor, stdioFloor].every((mode) => mode in MODES)
-      ? med((r) => (r[name].p50 - r[httpFloor].p50) / (r.stdio.p50 - r[stdioFloor].p50))
+      ? med((r) => (r[name][key] - r[httpFloor][key]) / (r.stdio[key] - r[stdioFloor][key]))
       : Number.NaN;
   for (const name of judged) {
     compare(`HTTP ${name}`, name, 'http-floor-forward', 'HTTP forwarding floor', { goal: true });
@@ -634,10 +635,20 @@ async function main() {
       ['http-floor-forward', 'stdio-floor-forward', 'over the forwarding floors'],
       ['http-floor', 'stdio-floor', 'over the answering floors'],
     ]) {
-      const value = bothOwnTimes(name, httpFloor, stdioFloor);
+      const value = bothOwn(name, httpFloor, stdioFloor);
       if (!Number.isNaN(value))
         judge({ what: `HTTP ${name}: gateway's own time ${which}, HTTP ÷ stdio`, value, unit: '×' });
     }
+    // Load-free: the main thread's instructions the gateway adds to the forwarding floor of
+    // each transport, over HTTP against over stdio (1× would be an HTTP path that adds nothing
+    // of its own to what the least forwarding HTTP server pays).
+    const ownInstructions = bothOwn(name, 'http-floor-forward', 'stdio-floor-forward', 'mainInstructions');
+    if (CALLGRIND !== undefined && !Number.isNaN(ownInstructions))
+      judge({
+        what: `HTTP ${name}: gateway's own main-thread instructions over the forwarding floors, HTTP ÷ stdio`,
+        value: ownInstructions,
+        unit: '×',
+      });
   }
   for (const name of judged)
     judge({
