@@ -154,7 +154,9 @@ export class SessionTable {
       );
       return sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
     }
-    if (principalKey(principal) !== session.owner) {
+    // The principal object a verified token was kept with is the session's own on its every
+    // request; any other is compared by key.
+    if (principal !== session.principal && principalKey(principal) !== session.owner) {
       logger.warn(
         `${describePrincipal(principal)} used the session of ${describePrincipal(session.principal)}: refused`,
       );
