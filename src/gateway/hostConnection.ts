@@ -1,7 +1,6 @@
 import type { ServerConfig, WardenConfig } from '../config/types.js';
 import { ContinuedElsewhereError, MalformedAnswerError, PeerRpcError } from '../core/errors.js';
 import type { HostSession } from '../core/host/hostSession.js';
-import { markOwnQuestion } from '../core/host/ownQuestions.js';
 import type { Logger } from '../core/logger.js';
 import { compose } from '../core/pipeline/compose.js';
 import { createForward } from '../core/pipeline/forward.js';
@@ -241,7 +240,7 @@ export function askHost(
 ): Promise<HostAnswer> | undefined {
   const origin = { hostRequest: call.signal };
   if (host === undefined || !host.can('elicitation', origin)) return undefined;
-  return host.ask('elicitation/create', markOwnQuestion(params), { signal }, origin).then(
+  return host.ask('elicitation/create', params, { signal, ownQuestion: true }, origin).then(
     (outcome): HostAnswer => ({ result: outcome.result }),
     (error: unknown): HostAnswer => {
       if (error instanceof MalformedAnswerError) return { malformed: `${error.what} result` };

@@ -5,7 +5,7 @@ import {
   type JsonRpcMessage,
   type Params,
 } from '../core/protocol/jsonRpc.js';
-import { noteTakenOver } from '../core/host/ownQuestions.js';
+import { noteTakenOver } from '../core/host/takenOver.js';
 import {
   HOST_CANCELLED,
   type PendingCall,

@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { EncodedResult } from '../core/rpc/encoded.js';
 import {
   BATCHES_REFUSED,
+  OwnQuestion,
   isRequest,
   isResponse,
   serializeMessage,
@@ -12,7 +13,6 @@ import {
 import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
-import { isOwnQuestion } from '../core/host/ownQuestions.js';
 import { positionOf } from './resumableCalls.js';
 import { AnswerStream, endWithError } from './answerStream.js';
 import { CallLog, MAX_EVENTS } from './callLog.js';
@@ -418,12 +418,7 @@ export class SessionTransport implements MessageTransport {
     const stream = related === undefined ? undefined : this.streams.get(related.relatedRequestId);
     const sent = this.tagged(message);
     if (stream !== undefined) {
-      if (
-        this.resumption !== undefined &&
-        isRequest(message) &&
-        message.method === 'elicitation/create' &&
-        isOwnQuestion(message.params)
-      )
+      if (this.resumption !== undefined && message instanceof OwnQuestion)
         return this.resumption.confirmationOf(related!.relatedRequestId, message.id as number, sent, stream);
       stream.event(serializeMessage(sent));
       return Promise.resolve();

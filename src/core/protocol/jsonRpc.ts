@@ -305,6 +305,14 @@ export class OwnRequest implements JsonRpcRequest {
   }
 }
 
+/**
+ * A request the gateway asks on its own behalf (a confirmation), not one it passes on from a
+ * server. Its class is the mark: a transport that treats the two differently (one whose calls
+ * another replica can take over records only these) needs nothing added to the wire, and the
+ * mark cannot be lost by a stage copying the params.
+ */
+export class OwnQuestion extends OwnRequest {}
+
 /** The last method written and its JSON text: a connection sends the same method again and again. */
 let lastMethod = '';
 let lastMethodText = '""';

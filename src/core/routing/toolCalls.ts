@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { takenOverBy } from '../host/ownQuestions.js';
+import { takenOverBy } from '../host/takenOver.js';
 import { UI_EXTENSION } from '../catalog/appUi.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import { InvalidParamsError, UnknownToolError } from '../errors.js';

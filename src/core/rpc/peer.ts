@@ -15,6 +15,7 @@ import {
   isNotification,
   isRequest,
   isResponse,
+  OwnQuestion,
   OwnRequest,
   truncateForEcho,
   type JsonRpcErrorObject,
@@ -68,6 +69,8 @@ export interface OutgoingOptions {
    * side makes on this one's answer stream is tied to it (see `IncomingRequest.postedFor`).
    */
   readonly host?: object | undefined;
+  /** The gateway asks this for itself (see `OwnQuestion`), rather than passing it on. */
+  readonly ownQuestion?: boolean;
 }
 
 /** How this connection's failures read: each side names itself its own way. */
@@ -282,7 +285,8 @@ export class RpcPeer {
       entry.deadlines.schedule(entry, performance.now() + deadlineMs);
     }
     options.onSent?.(id);
-    const message = new OwnRequest(id, method, sent);
+    const message =
+      options.ownQuestion === true ? new OwnQuestion(id, method, sent) : new OwnRequest(id, method, sent);
     try {
       const sending = this.options.transport.send(message);
       // A transport whose sends cannot fail spares every request a promise and a closure.
