@@ -26,6 +26,9 @@ const BENCHES = {
   firstCall: ['firstCall.mjs', '--rounds', '7'],
   run: ['run.mjs', '--rounds', '5', '--out', path.join(tmpdir(), 'warden-price-run.json')],
   instructions: ['featureCost.mjs', '--callgrind', '20000', '--warmup', '20000', '--only', 'floor-full,full'],
+  // Its p50 goal row is against the least HTTP server that forwards to the same upstream
+  // (http-floor-forward), measured in the same run; instructions per call would need a second
+  // run under --callgrind, so the price list leaves them to bench/README's HTTP section.
   http: ['http.mjs'],
   toolSearch: ['toolSearch/run.mjs'],
   guardrails: ['guardrails.mjs'],

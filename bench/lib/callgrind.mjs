@@ -3,20 +3,27 @@
 // the measured work.
 
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 /**
  * The command and arguments that run `command args` under callgrind, dumping to `file`. With
  * `instrumentLater`, callgrind counts nothing until `startInstrumenting`: a long warm-up then runs
  * several times faster than when counted and zeroed.
  */
-export function underCallgrind(file, command, args, { instrumentLater = false } = {}) {
+export function underCallgrind(
+  file,
+  command,
+  args,
+  { instrumentLater = false, separateThreads = false } = {},
+) {
   return {
     command: 'valgrind',
     args: [
       '--tool=callgrind',
       `--callgrind-out-file=${file}`,
       ...(instrumentLater ? ['--instr-atstart=no'] : []),
+      ...(separateThreads ? ['--separate-threads=yes'] : []),
       command,
       ...args,
     ],
@@ -39,7 +46,32 @@ export function zeroCounts(pid) {
  */
 export function dumpCounts(pid, file, part = 1) {
   execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
-  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(`${file}.${part}`, 'utf8'));
-  if (totals === null) throw new Error(`no totals in the callgrind dump ${file}.${part}`);
+  return totalOf(`${file}.${part}`);
+}
+
+/** The instruction total of one callgrind dump file. */
+function totalOf(dump) {
+  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(dump, 'utf8'));
+  if (totals === null) throw new Error(`no totals in the callgrind dump ${dump}`);
   return Number(totals[1]);
+}
+
+/**
+ * Like dumpCounts, for a process started with `separateThreads`: callgrind writes one file per
+ * thread that ran (`FILE.PART-NN`, the main thread's is `-01`). Returns every thread's total and
+ * the main thread's, where JavaScript runs; the rest is mostly V8's compiler and GC helpers.
+ */
+export function dumpThreadCounts(pid, file, part = 1) {
+  execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
+  const prefix = `${path.basename(file)}.${part}-`;
+  const dumps = readdirSync(path.dirname(file)).filter((name) => name.startsWith(prefix));
+  let all = 0;
+  let main = 0;
+  for (const name of dumps) {
+    const total = totalOf(path.join(path.dirname(file), name));
+    all += total;
+    if (name === `${prefix}01`) main = total;
+  }
+  if (dumps.length === 0) throw new Error(`no callgrind dumps ${file}.${part}-*`);
+  return { all, main };
 }

@@ -66,11 +66,23 @@ export function tokenPrincipal(
 }
 
 /**
+ * Each principal's key, made once per principal object: a request's principal is the object its
+ * verified token was kept with, so its key, looked up in several maps per request, is built and
+ * hashed once rather than each time. Principals are frozen when made, so a key never goes stale.
+ */
+const principalKeys = new WeakMap<Principal, string>();
+
+/**
  * One string per principal, for keying what must not be shared between principals (remembered
  * confirmations, per-principal processes and limits): the subject within its issuer or machine.
  */
 export function principalKey(principal: Principal): string {
-  return `${principal.source}\u0000${principal.issuer ?? principal.hostname ?? ''}\u0000${principal.subject}`;
+  let key = principalKeys.get(principal);
+  if (key === undefined) {
+    key = `${principal.source}\u0000${principal.issuer ?? principal.hostname ?? ''}\u0000${principal.subject}`;
+    principalKeys.set(principal, key);
+  }
+  return key;
 }
 
 /** How much of the subject an id keeps readable. */

@@ -21,6 +21,8 @@ interface Held {
 export class SubjectTokens {
   readonly #held = new Map<string, Held>();
   readonly #now: () => number;
+  /** The key of the principal whose token was remembered last (last in `#held`'s order). */
+  #latest: string | undefined;
 
   constructor(options: { readonly now?: () => number } = {}) {
     this.#now = options.now ?? Date.now;
@@ -29,6 +31,10 @@ export class SubjectTokens {
   /** `token` was verified as `principal`'s just now: it is the one exchanged from here on. */
   remember(principal: Principal, token: string): void {
     const key = principalKey(principal);
+    // The principal heard from last, with the same token again (a host's calls one after
+    // another): it is already held, and already last in the order of use.
+    if (key === this.#latest && this.#held.get(key)?.token === token) return;
+    this.#latest = key;
     const held = this.#held.get(key);
     // Kept in order of use, so the one dropped when full is the principal heard from longest ago.
     this.#held.delete(key);

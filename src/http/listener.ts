@@ -123,6 +123,12 @@ interface OwnNames {
   readonly hosts: ReadonlySet<string>;
   /** `http://name:port` for the same names, then `listen.allowedOrigins`. */
   readonly origins: ReadonlySet<string>;
+  /**
+   * Whether the Host is checked: behind a load balancer the Host is a public name, so it is
+   * checked when names are configured, or when the listener is on loopback, where a page
+   * rebinding a name to 127.0.0.1 is the threat. Decided once, not per request.
+   */
+  readonly checkHost: boolean;
 }
 
 function ownNames(listen: ListenConfig, port: number): OwnNames {
@@ -131,6 +137,7 @@ function ownNames(listen: ListenConfig, port: number): OwnNames {
   return {
     hosts: new Set(own.map((name) => `${name}:${port}`)),
     origins: new Set([...own.map((name) => `http://${name}:${port}`), ...listen.allowedOrigins]),
+    checkHost: listen.allowedHosts.length > 0 || isLoopback(listen.host),
   };
 }
 
@@ -342,14 +349,12 @@ async function readJsonBody(
 /** Host and Origin checks against DNS rebinding: a web page must not reach a local gateway. */
 function rebindingProblem(req: IncomingMessage, listen: ListenConfig, own: OwnNames): string | undefined {
   const host = req.headers.host;
-  const hostAllowed =
-    host !== undefined &&
-    (own.hosts.has(host) ||
-      listen.allowedHosts.some((allowed) => host === allowed || host.replace(/:\d+$/, '') === allowed));
-  // Behind a load balancer the Host is a public name: checked when names are configured, or
-  // when the listener is on loopback, where a page rebinding a name to 127.0.0.1 is the threat.
-  const checkHost = listen.allowedHosts.length > 0 || isLoopback(listen.host);
-  if (checkHost && !hostAllowed)
+  if (
+    own.checkHost &&
+    (host === undefined ||
+      (!own.hosts.has(host) &&
+        !listen.allowedHosts.some((allowed) => host === allowed || host.replace(/:\d+$/, '') === allowed)))
+  )
     return `Host ${JSON.stringify(host ?? '')} is not this gateway (listen.allowedHosts)`;
   const origin = req.headers.origin;
   if (origin === undefined) return undefined;

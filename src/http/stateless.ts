@@ -332,8 +332,7 @@ async function serveRequest(
   // the same path as a cancellation on stdio (upstream calls are cancelled, a listen stream
   // gives back its subscriptions), then the connection ends.
   let cancelled = false;
-  res.once('close', () => {
-    if (transport.isAnswered(message.id)) return;
+  const answered = transport.serve(message.id, res, acceptsStream, () => {
     cancelled = true;
     transport.onmessage?.({
       jsonrpc: '2.0',
@@ -341,7 +340,6 @@ async function serveRequest(
       params: { requestId: message.id, reason: 'the client closed the response stream' },
     } as JsonRpcMessage);
   });
-  const answered = transport.serve(message.id, res, acceptsStream);
   transport.onmessage?.(message);
   await answered;
   if (cancelled) await connection.close();
@@ -644,17 +642,21 @@ class StatelessTransport implements MessageTransport {
     return Promise.resolve();
   }
 
-  /** Serves the request `id` on `res`; settles once it is answered or its response is gone. */
-  serve(id: unknown, res: Reply, acceptsStream: boolean): Promise<void> {
+  /**
+   * Serves the request `id` on `res`; settles once it is answered or its response is gone.
+   * `abandoned` is called when the response closes before the request was answered (one
+   * listener per request does both).
+   */
+  serve(id: unknown, res: Reply, acceptsStream: boolean, abandoned: () => void): Promise<void> {
     const sink = new ResponseSink(res, acceptsStream, this.options.keepAliveMs);
     this.sinks.set(id, sink);
     this.current = sink;
-    res.once('close', () => this.release(id, sink));
+    res.once('close', () => {
+      if (this.sinks.get(id) !== sink) return;
+      abandoned();
+      this.release(id, sink);
+    });
     return sink.done;
-  }
-
-  isAnswered(id: unknown): boolean {
-    return !this.sinks.has(id);
   }
 
   send(outgoing: OutgoingMessage): Promise<void> {

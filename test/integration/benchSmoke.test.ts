@@ -89,3 +89,28 @@ describe('bench/firstCall.mjs', () => {
     },
   );
 });
+
+describe('bench/http.mjs', () => {
+  it(
+    'judges the HTTP session against the least HTTP server that forwards to the same upstream',
+    { timeout: 60_000 },
+    async () => {
+      const { code, stdout, stderr } = await runBench([
+        'bench/http.mjs',
+        ...['--rounds', '1', '--warmup', '5', '--calls', '5', '--seconds', '0.2', '--principals', '2'],
+        ...['--modes', 'stdio,session,stdio-floor-forward,http-floor-forward'],
+      ]);
+      // 1: it ran and missed a goal (two principals never reach the throughput goal).
+      expect([0, 1], `stdout:\n${stdout}\nstderr:\n${stderr}`).toContain(code);
+      for (const mode of ['stdio-floor-forward', 'http-floor-forward'])
+        expect(stdout).toMatch(new RegExp(`^\\| ${mode} \\| [\\d.]+ ms \\|`, 'm'));
+      expect(stdout).toMatch(
+        /^(PASS|FAIL) {2}HTTP session: p50 ÷ HTTP forwarding floor: [\d.]+× \(goal ≤ 1\.5\)$/m,
+      );
+      expect(stdout).toMatch(/^REPORTED {2}HTTP session: p50 ÷ stdio: [\d.]+× \(information\)$/m);
+      expect(stdout).toMatch(
+        /^REPORTED {2}HTTP forwarding floor: CPU per call ÷ stdio forwarding floor: [\d.]+×$/m,
+      );
+    },
+  );
+});
