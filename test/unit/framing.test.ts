@@ -12,8 +12,12 @@ import {
 } from '../../src/core/protocol/jsonRpc.js';
 import { EncodedResult } from '../../src/core/rpc/encoded.js';
 import { ByteParts } from '../../src/lib/byteParts.js';
-import { attachRawResponse, rawResult } from '../../src/core/rpc/rawResult.js';
-import { responseResultSpan, topLevelMemberSpan } from '../../src/lib/json/memberSpan.js';
+import { attachRawResponse, rawResult, RawResponse } from '../../src/core/rpc/rawResult.js';
+import {
+  bareResponseResultSpan,
+  responseResultSpan,
+  topLevelMemberSpan,
+} from '../../src/lib/json/memberSpan.js';
 import { WholeLine } from '../../src/core/transports/largeLine.js';
 import { LineDecoder, type OversizeLine } from '../../src/core/transports/lineDecoder.js';
 import { StreamTransport } from '../../src/core/transports/streamTransport.js';
@@ -206,6 +210,54 @@ describe('parseMessage', () => {
     expect(usual.slice(...responseResultSpan(usual)!)).toBe('{"content":[{"type":"text","text":"hello"}]}');
     const twice = lines[6]!;
     expect(twice.slice(...responseResultSpan(twice)!)).toBe('{"ok":true}');
+  });
+
+  it("finds a three-member response's result without scanning it exactly where the general scan does", () => {
+    const ids = ['1', '"req-7"', '"a\\"b"', '-12.5e3', '12345678901234567890', 'null'];
+    const results = [
+      '{"content":[{"type":"text","text":"hello"}]}',
+      '{}',
+      '[]',
+      '7',
+      '"text"',
+      '{"s":"}\\"]","t":"line\\nbreak"}',
+      '{"text":"caf\\u00e9"}',
+      '{"data":{"id":3,"result":"x","jsonrpc":1}}',
+      '{"a":[{"b":"}"},{"c":"{"}],"d":"\\\\"}',
+      '{"a":1} ',
+      ' {"a":1}',
+    ];
+    // What may follow the result: nothing, whitespace, or a member again (repeated or another).
+    const trailers = [
+      '',
+      ' ',
+      '\r',
+      ',"id":2',
+      ',"id":1',
+      ',"result":{"ok":true}',
+      ' , "result" : {"ok":true}',
+      ',"r\\u0065sult":{"ok":true}',
+      ',"\\u0069d":9',
+      ',"jsonrpc":"2.0"',
+      ',"_meta":{}',
+      ',"result":{"evil":"\\"id\\""}',
+    ];
+    let bare = 0;
+    for (const id of ids)
+      for (const result of results)
+        for (const trailer of trailers) {
+          const line = `{"jsonrpc":"2.0","id":${id},"result":${result}${trailer}}`;
+          const parsed = JSON.parse(line) as Record<string, unknown>;
+          const general = topLevelMemberSpan(line, 'result');
+          const expected = general === null ? undefined : line.slice(...general);
+          expect(new RawResponse(line, undefined, parsed).result()?.text, line).toBe(expected);
+          if (Object.keys(parsed).length === 3) {
+            bare++;
+            expect(bareResponseResultSpan(line), line).toEqual(general);
+          }
+        }
+    // Most of the lines above are three-member responses: the short way is what they exercise.
+    expect(bare).toBeGreaterThan(ids.length * results.length * 6);
   });
 
   it('forwards raw text only for the untouched object, never for a copy', () => {

@@ -1,15 +1,7 @@
+import { enterDepth, pipelineDepth } from './routedMessage.js';
 import type { Next, RoutedMessage, Stage } from './types.js';
 
-/**
- * How deep into the stages a message has gone. A property of the message that no copy carries:
- * routedMessage() defines it as not enumerable, so neither derive() nor a spread copies it, and a
- * message made from another starts with no depth of its own rather than being refused for its
- * original's. (A WeakMap beside the messages did the same at several times the cost: one lookup
- * and often one insertion per stage per message, plus the collector's work on its entries.)
- */
-export const DEPTH: unique symbol = Symbol('pipeline depth');
-
-type WithDepth = RoutedMessage & { [DEPTH]?: number };
+export { DEPTH } from './routedMessage.js';
 
 /**
  * Wraps `terminal` in `stages`, the first outermost. Built once at start-up: a message walks a
@@ -31,11 +23,11 @@ export function compose(stages: readonly Stage[], terminal: Next): Next {
 }
 
 function guard(depth: number, run: Next): Next {
-  return function enter(message: WithDepth) {
-    const seen = message[DEPTH];
+  return function enter(message: RoutedMessage) {
+    const seen = pipelineDepth(message);
     if (seen !== undefined && seen >= depth)
       return Promise.reject(new Error('a pipeline stage called next() twice for one message'));
-    message[DEPTH] = depth;
+    enterDepth(message, depth);
     return run(message);
   };
 }

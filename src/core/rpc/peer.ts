@@ -377,7 +377,7 @@ export class RpcPeer {
     // The outcome carries the line itself: nothing is written onto the parsed result.
     const outcome = Outcome.fromPeer(
       result as Record<string, unknown>,
-      extra === undefined ? undefined : new RawResponse(extra.line, extra.large),
+      extra === undefined ? undefined : new RawResponse(extra.line, extra.large, message),
     );
     entry.resolve(entry.answerAs === undefined ? outcome : entry.answerAs(outcome));
   }

@@ -4,7 +4,7 @@
  */
 
 import type { ByteParts } from '../../lib/byteParts.js';
-import { responseResultSpan } from '../../lib/json/memberSpan.js';
+import { bareResponseResultSpan, responseResultSpan } from '../../lib/json/memberSpan.js';
 
 /**
  * A large line: its bytes, and the text the gateway parses in its place (transports/largeLine.ts
@@ -35,13 +35,23 @@ const RAW_RESPONSE = Symbol('mcp-warden.rawResponse');
 export class RawResponse {
   /** undefined: not looked for yet; null: the line has no `result` member. */
   private found: RawResult | null | undefined = undefined;
+  /**
+   * The parsed response had no members but `jsonrpc`, `id` and `result` when it arrived: its
+   * result is then found the short way (see `bareResponseResultSpan`). Learnt here, from the
+   * value as parsed, not when the result is asked for.
+   */
+  private readonly bare: boolean;
 
   constructor(
     /** The text the response was parsed from (for a large line, perhaps without its long strings). */
     private readonly line: string,
     /** The line's bytes, when it was large. */
     private readonly large: LargeLine | undefined,
-  ) {}
+    /** The value parsed from `line`, as it was parsed; unknown when left out. */
+    parsed?: object,
+  ) {
+    this.bare = parsed !== undefined && hasOnlyResponseMembers(parsed);
+  }
 
   /**
    * The text (and, for a large line, bytes) of the response's `result` member exactly as the
@@ -51,7 +61,7 @@ export class RawResponse {
   result(): RawResult | undefined {
     if (this.found === undefined) {
       const { line, large } = this;
-      const span = responseResultSpan(line);
+      const span = this.bare && large === undefined ? bareResponseResultSpan(line) : responseResultSpan(line);
       // Cut from bytes that are not valid UTF-8 by offsets measured in their decoded text, the
       // result could come out cut wrong: it is then written from the parsed value instead.
       if (span === null || large?.offsetsExact === false) this.found = null;
@@ -65,6 +75,17 @@ export class RawResponse {
     }
     return this.found ?? undefined;
   }
+}
+
+/**
+ * Whether a parsed value has three members at most: a response whose text begins with `jsonrpc`,
+ * `id` and `result` has then no other. Counted with `for...in`, which makes no array of the keys;
+ * an inherited enumerable key counts too, so the answer is never wrongly yes.
+ */
+function hasOnlyResponseMembers(response: object): boolean {
+  let members = 0;
+  for (const _key in response) if (++members > 3) return false;
+  return true;
 }
 
 /**

@@ -263,6 +263,9 @@ export class RecordFields {
 
   /** `name` and the value's text, or nothing for a value JSON leaves out. */
   #member(name: string, key: string, value: unknown, repeated: boolean): string {
+    // Most of a call record's optional members are absent: left out with one comparison, before
+    // the `typeof` switch (which V8 runs as a call to a builtin, measured).
+    if (value === undefined) return '';
     const json = this.#valueJson(key, value, repeated);
     return json === undefined ? '' : name + json;
   }
