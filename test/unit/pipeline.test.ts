@@ -7,8 +7,8 @@ import {
   timeoutLimitsFromConfig,
 } from '../../src/features/timeout/stage.js';
 import { Cancellation } from '../../src/core/rpc/cancellation.js';
-import { compose, DEPTH } from '../../src/core/pipeline/compose.js';
-import { derive, routedMessage } from '../../src/core/pipeline/routedMessage.js';
+import { compose } from '../../src/core/pipeline/compose.js';
+import { derive, enterDepth, pipelineDepth, routedMessage } from '../../src/core/pipeline/routedMessage.js';
 import type { Logger } from '../../src/core/logger.js';
 import { createConfirmationStage } from '../../src/features/confirmation/stage.js';
 import { orderStages, STAGE_ORDER } from '../../src/core/pipeline/order.js';
@@ -228,6 +228,7 @@ describe('derive', () => {
   it("takes the old message's members with the changes over them, and nothing besides", () => {
     const extra = Symbol('extra');
     const old = Object.assign(makeCall({ meta: { m: 1 }, requestId: 3 }), { [extra]: 1, stray: true });
+    enterDepth(old, 4);
     const made = derive(old, { arguments: { x: 2 } });
     expect(made).not.toBe(old);
     expect(made.arguments).toEqual({ x: 2 });
@@ -239,7 +240,8 @@ describe('derive', () => {
     expect(made.record).toBe(old.record);
     // The old message's own symbol stays behind; the pipeline's depth starts afresh.
     expect(Object.getOwnPropertySymbols(made)).not.toContain(extra);
-    expect((made as { [DEPTH]?: number })[DEPTH]).toBeUndefined();
+    expect(pipelineDepth(old)).toBe(4);
+    expect(pipelineDepth(made)).toBeUndefined();
     expect('stray' in made).toBe(false);
     expect(Object.keys(made)).toEqual(Object.keys(routedMessage(old)));
   });
