@@ -152,12 +152,7 @@ export class SessionTable {
   ): Promise<void> {
     const { logger } = this.options;
     const session = this.sessions.get(id) ?? (await this.restoreOnce(id, principal));
-    // The principal object a verified token was kept with is the session's own on its every
-    // request; any other is compared by key.
-    if (
-      session === FOREIGN ||
-      (session !== undefined && principal !== session.principal && principalKey(principal) !== session.owner)
-    )
+    if (session === FOREIGN || (session !== undefined && principalKey(principal) !== session.owner))
       return this.refuseForeign(req, res, id, principal, session === FOREIGN ? undefined : session.principal);
     if (session === undefined) {
       const judged = this.options.ids.judge(id);
