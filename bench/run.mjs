@@ -186,11 +186,11 @@ function childEnv(extra = {}) {
   return env;
 }
 
-function runCheck(configFile) {
+function runCheck(configFile, cli = CLI) {
   return new Promise((resolve) => {
     execFile(
       NODE,
-      [CLI, 'check', '--config', configFile],
+      [cli, 'check', '--config', configFile],
       { env: childEnv(), timeout: 15_000, encoding: 'utf8' },
       (error, stdout, stderr) =>
         resolve({ code: error === null ? 0 : (error.code ?? 'killed'), output: `${stdout}${stderr}`.trim() }),
@@ -337,11 +337,13 @@ async function prepareGatewayConfigs(toolCounts, otlpEndpoint) {
   );
   // A build with a catalogue serves a list of more than 60 tools as a search tool by default;
   // what is measured is the whole list, so such a build is asked for it. A build from before
-  // the catalogue (warden-base's, often) has no such key and lists everything anyway.
+  // the catalogue (warden-base's, often) has no such key and lists everything anyway; the
+  // baseline build is asked on its own, since it may be this build itself (to measure noise).
   const catalogProbe = path.join(work, 'probe-catalog');
   mkdirSync(catalogProbe);
-  const listsAll =
-    (await runCheck(writeConfig(catalogProbe, 'candidate', { ...bareConfig(0), ...LIST_ALL }))).code === 0;
+  const probe = writeConfig(catalogProbe, 'candidate', { ...bareConfig(0), ...LIST_ALL });
+  const listsAll = (await runCheck(probe)).code === 0;
+  const baseListsAll = BASELINE_CLI !== undefined && (await runCheck(probe, BASELINE_CLI)).code === 0;
   const files = {
     'warden-bare': {},
     'warden-full': {},
@@ -359,7 +361,7 @@ async function prepareGatewayConfigs(toolCounts, otlpEndpoint) {
     });
     const base = fullConfig(tools);
     FULL_EXTRAS.forEach((extra, i) => extras[i].on && extra.apply(base, dir));
-    files['warden-base'][tools] = writeConfig(dir, 'base', base);
+    files['warden-base'][tools] = writeConfig(dir, 'base', { ...base, ...(baseListsAll && LIST_ALL) });
     const full = { ...base, ...(listsAll && LIST_ALL) };
     files['warden-full'][tools] = writeConfig(dir, 'full', full);
     if (TELEMETRY) {
