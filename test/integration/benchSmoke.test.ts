@@ -77,13 +77,22 @@ describe('bench/run.mjs --quick', () => {
 
 describe('bench/firstCall.mjs', () => {
   it(
-    'measures a round and prints the goals, and the time the gateway adds beside them',
+    'measures a round and prints the goals, the light server judged for first ÷ tenth and server-everything beside it',
     { timeout: 60_000 },
     async () => {
       const { code, stdout, stderr } = await runBench(['bench/firstCall.mjs', '--rounds', '1']);
       // 3: it ran and missed a goal, which this machine may well do.
       expect([0, 3], `stdout:\n${stdout}\nstderr:\n${stderr}`).toContain(code);
-      expect(stdout).toMatch(/^\| gateway first ÷ its tenth \| [\d.]+× \| ≤ 2× \| (PASS|FAIL) \|$/m);
+      expect(stdout).toMatch(
+        /^\| gateway first ÷ its tenth, light server \| [\d.]+× \| ≤ 2× \| (PASS|FAIL) \|$/m,
+      );
+      expect(stdout).toMatch(
+        /^\| gateway first ÷ its tenth, server-everything \| [\d.]+× \| \| information \|$/m,
+      );
+      expect(stdout).toMatch(
+        /^\| light server direct, first ÷ its tenth \(reference\) \| [\d.]+× \| \| information \|$/m,
+      );
+      expect(stdout).toMatch(/^\| gateway, light server \| [\d.]+ \(/m);
       expect(stdout).toMatch(/^\| gateway first ÷ direct first \| [\d.]+× \| ≤ 1\.5× \| (PASS|FAIL) \|$/m);
       expect(stdout).toMatch(/^\| gateway's added time, first ÷ tenth \| -?[\d.]+× \| \| information \|$/m);
     },
