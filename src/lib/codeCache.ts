@@ -12,8 +12,9 @@
  *
  * The cache is code this process runs, so it is used only from a file and folder that belong to
  * the user and that nobody else may write; it is written with mode 0600. It is keyed by the
- * bundle's digest, Node's version, the machine's architecture and V8's flags: a cache made for
- * anything else is ignored (and replaced by the next serving gateway). Each chunk's part carries
+ * bundle's digest, Node's version, the machine's architecture and V8's flags, and names the
+ * folder of the install that made it: a cache made for anything else is ignored (and replaced by
+ * the next serving gateway). Each chunk's part carries
  * its SHA-256, so a damaged file is never handed to V8. Reading never fails a start: a missing,
  * unreadable or refused cache only means compiling as without one.
  *
@@ -317,10 +318,15 @@ class Bundle {
       const header = JSON.parse(data.toString('utf8', 4, 4 + headerLength)) as {
         version?: unknown;
         key?: unknown;
+        dir?: unknown;
         entries?: unknown;
       };
       if (header.version !== CACHE_VERSION || header.key !== this.key)
         return refuse('it was made for another build, Node or V8 flags');
+      // V8 keeps the file names a cache was made with: compiled from another install's cache, our
+      // code would name that install's files in every stack trace it logs.
+      if (header.dir !== this.dir)
+        return refuse(`it was made by mcp-warden installed in ${String(header.dir)}`);
       const entries = new Map<string, CacheEntry>();
       for (const [name, entry] of Object.entries(header.entries as Record<string, CacheEntry>))
         entries.set(name, entry);
@@ -360,7 +366,9 @@ class Bundle {
       };
       offset += data.length;
     }
-    const header = Buffer.from(JSON.stringify({ version: CACHE_VERSION, key: this.key, entries }));
+    const header = Buffer.from(
+      JSON.stringify({ version: CACHE_VERSION, key: this.key, dir: this.dir, entries }),
+    );
     const length = Buffer.alloc(4);
     length.writeUInt32LE(header.length);
     const bytes = Buffer.concat([length, header, ...parts.values()]);

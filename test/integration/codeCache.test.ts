@@ -4,10 +4,19 @@
  * the next start compiles from it. What the user sees: the debug log saying so, the file kept
  * safely, and a gateway that serves the same whatever state the file or its folder is in.
  */
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectHost, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
+import { connectHost, fixture, ROOT, tempDir, writeConfig, type HostSession } from './harness.js';
 import { connectHttpHost, startHttpGateway } from './httpHarness.js';
 
 const sessions: HostSession[] = [];
@@ -25,9 +34,12 @@ const CONFIG = { servers: { fixture: fixture() }, gateway: { log: { level: 'debu
 /** A session as a host makes it: list, then call; the gateway's stderr once it has ended. */
 async function serveAndCall(
   env: Record<string, string>,
-  options: { awaitWrite?: boolean } = {},
+  options: { awaitWrite?: boolean; cli?: string } = {},
 ): Promise<string> {
-  const host = await connectHost(writeConfig(CONFIG), { env });
+  const host = await connectHost(writeConfig(CONFIG), {
+    env,
+    ...(options.cli !== undefined && { cli: options.cli }),
+  });
   sessions.push(host);
   const { tools } = await host.client.listTools();
   expect(tools.map((t) => t.name)).toContain('fixture__echo');
@@ -128,6 +140,29 @@ describe('code cache of our own code', () => {
     expect(usedLine(second)).toContain('not used: it was made for another build, Node or V8 flags');
     const third = await serveAndCall(env);
     expect(allFromCache(third)).toBe(true);
+  });
+
+  it('ignores a cache made by another install of the same build, so that stack traces name this install', async () => {
+    const { env } = stateEnv();
+    // A second install of the same bytes, as a global install beside an npx cache would be.
+    const other = tempDir('warden-other-install-');
+    for (const part of ['dist', 'schema', 'policies'])
+      cpSync(path.join(ROOT, part), path.join(other, part), { recursive: true });
+    copyFileSync(path.join(ROOT, 'package.json'), path.join(other, 'package.json'));
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(other, 'node_modules'));
+    const otherCli = path.join(other, 'dist/cli.js');
+
+    await serveAndCall(env, { awaitWrite: true });
+    const fromOther = await serveAndCall(env, { awaitWrite: true, cli: otherCli });
+    expect(usedLine(fromOther)).toContain(
+      `not used: it was made by mcp-warden installed in ${path.join(ROOT, 'dist', 'chunks')}`,
+    );
+    const again = await serveAndCall(env, { cli: otherCli });
+    expect(allFromCache(again)).toBe(true);
+    const back = await serveAndCall(env);
+    expect(usedLine(back)).toContain(
+      `not used: it was made by mcp-warden installed in ${path.join(other, 'dist', 'chunks')}`,
+    );
   });
 
   it('ignores a file others may write, and replaces it with one only its user can', async () => {

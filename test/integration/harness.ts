@@ -94,6 +94,8 @@ export interface ConnectOptions {
   readonly taskStore?: TaskStore;
   /** The host's `clientInfo.name`; default `warden-test-host`. */
   readonly name?: string;
+  /** The gateway's entry file; default this checkout's build (`dist/cli.js`). */
+  readonly cli?: string;
 }
 
 /** The client capabilities a test host declares. */
@@ -107,7 +109,7 @@ export type HostCapabilities = ConstructorParameters<typeof Client>[1] extends i
 export async function connectHost(configFile: string, options: ConnectOptions = {}): Promise<HostSession> {
   const transport = new StdioClientTransport({
     command: NODE,
-    args: [CLI, '--config', configFile],
+    args: [options.cli ?? CLI, '--config', configFile],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...NO_MANAGED, ...options.env },
     stderr: 'pipe',
   });
