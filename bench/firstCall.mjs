@@ -23,10 +23,11 @@
 //   node bench/firstCall.mjs [--rounds N] [--cli FILE] [--out FILE]
 //
 // Goals: the gateway's first call ≤ 2× its tenth (in front of the light server); the gateway's
-// first call ≤ 1.5× direct's first call (server-everything, both starting it fresh). Beside them, for information, the time the gateway adds to a call (gateway minus
-// direct, in the same round) on the first call against the tenth: the first goal also counts the
-// server's own first call, which is the same behind the gateway as reached directly; and, as a
-// reference for the first goal, the direct connection's own first call against its tenth. Exit codes: 0 ran and met the goals, 1 something failed, 2 bad usage, 3 missed a goal.
+// first call ≤ 1.5× direct's first call (server-everything, both starting it fresh). Beside them,
+// for information: server-everything's first ÷ tenth through the gateway and directly (its
+// reference), and the time the gateway adds to a call in front of it (gateway minus direct, in
+// the same round) on the first call against the tenth, which leaves the server's own first call
+// out. Exit codes: 0 ran and met the goals, 1 something failed, 2 bad usage, 3 missed a goal.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { recordPrices } from './lib/prices.mjs';
