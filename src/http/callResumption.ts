@@ -5,7 +5,6 @@ import {
   type JsonRpcMessage,
   type Params,
 } from '../core/protocol/jsonRpc.js';
-import { noteTakenOver } from '../core/host/takenOver.js';
 import {
   HOST_CANCELLED,
   type PendingCall,
@@ -47,8 +46,11 @@ export interface CallResumptionOptions {
   readonly running: (id: RequestId) => boolean;
   /** Hands the gateway connection a message from the host (an answer to one of its questions). */
   readonly deliver: (message: JsonRpcMessage) => void;
-  /** Takes `request` as if the host had just sent it (it is then open, and answered as any). */
-  readonly receive: (request: PlainRequest) => void;
+  /**
+   * Takes `request` as if the host had just sent it (it is then open, and answered as any), for
+   * a call replica `takenOverBy` (this one's audit session) took over: the routed call says so.
+   */
+  readonly receive: (request: PlainRequest, takenOverBy: string) => void;
   /** A new answer stream for request `id` on `res`, its events numbered. */
   readonly openStream: (res: Reply, id: RequestId, sessionId: string) => AnswerStream;
   /**
@@ -371,11 +373,10 @@ export class CallResumption {
     const { request } = pending;
     const params: Params =
       typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
-    noteTakenOver(params, this.options.resume.calls.auditSession);
     this.options.openStream(res, request.id, sessionId).prime();
     res.once('close', done);
     const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
-    this.options.receive(message);
+    this.options.receive(message, this.options.resume.calls.auditSession);
   }
 
   /**
