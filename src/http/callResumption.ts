@@ -5,10 +5,10 @@ import {
   type JsonRpcMessage,
   type Params,
 } from '../core/protocol/jsonRpc.js';
-import { noteTakenOver } from '../core/host/takenOver.js';
 import {
   HOST_CANCELLED,
   type PendingCall,
+  type ReplicaName,
   type ResumableCalls,
   type StreamPosition,
 } from './resumableCalls.js';
@@ -47,8 +47,11 @@ export interface CallResumptionOptions {
   readonly running: (id: RequestId) => boolean;
   /** Hands the gateway connection a message from the host (an answer to one of its questions). */
   readonly deliver: (message: JsonRpcMessage) => void;
-  /** Takes `request` as if the host had just sent it (it is then open, and answered as any). */
-  readonly receive: (request: PlainRequest) => void;
+  /**
+   * Takes `request` as if the host had just sent it (it is then open, and answered as any), for
+   * a call replica `takenOverBy` (this one's audit session) took over: the routed call says so.
+   */
+  readonly receive: (request: PlainRequest, takenOverBy: string) => void;
   /** A new answer stream for request `id` on `res`, its events numbered. */
   readonly openStream: (res: Reply, id: RequestId, sessionId: string) => AnswerStream;
   /**
@@ -206,39 +209,16 @@ export class CallResumption {
   async resume(res: Reply, position: StreamPosition, sessionId: string, lastEventId: string): Promise<void> {
     const { resume } = this.options;
     const { requestId } = position;
-    const shown = `request ${JSON.stringify(requestId)}`;
     // The stream it resumes had its answer: nothing more will come on it.
     if (position.position === 'end') {
       res.writeHead(204);
       res.end();
       return;
     }
-    if (position.replica === this.options.replica || this.takeovers.has(requestId)) {
-      if (this.options.pickUp(res, requestId, sessionId, position.position)) return;
-      if (this.options.running(requestId)) {
-        this.options.openStream(res, requestId, sessionId).prime();
-        return;
-      }
-      return endWithError(
-        res,
-        sessionId,
-        position,
-        `the call of ${shown} has ended: its answer cannot be sent again`,
-      );
-    }
-    if (!resume.acquire()) {
-      resume.log(`a host's stream of ${shown} could not be resumed here: too many are being resumed at once`);
-      res.writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' });
-      res.end('too many streams are being resumed; retry later');
-      return;
-    }
-    let held = true;
-    const release = () => {
-      if (held) resume.release();
-      held = false;
-    };
-    res.once('close', release);
-    const dead = `replica ${position.auditSession}`;
+    if (position.replica === this.options.replica || this.takeovers.has(requestId))
+      return this.resumeHere(res, position, sessionId, position.position);
+    const release = this.slotFor(res, position);
+    if (release === undefined) return;
     try {
       if (await resume.alive(position.replica)) {
         this.relayFrom(res, position, sessionId, lastEventId, release);
@@ -247,57 +227,129 @@ export class CallResumption {
       const claim = await resume.calls.claim(sessionId, requestId, position.replica);
       if (claim === undefined || !('mine' in claim)) {
         release();
-        const by = claim?.takenBy;
-        const elsewhere =
-          by === HOST_CANCELLED
-            ? `the host cancelled the call of ${shown}`
-            : by !== undefined && by.replica !== position.replica
-              ? `the call of ${shown} was already taken over by replica ${by.auditSession}`
-              : `the call of ${shown} was lost with ${dead}, which stopped while it ran: it may or may not have run; check before calling again`;
-        resume.log(
-          `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
-        );
-        return endWithError(res, sessionId, position, elsewhere);
+        return this.notTakenOver(res, position, sessionId, claim?.takenBy);
       }
-      if (res.destroyed || this.options.ended()) {
-        release();
-        return;
-      }
-      // The host's answer may be sent on here as soon as the call is claimed: it is waited for
-      // from now on. The call is recorded anew here before the host sees anything of this
-      // replica, so that a third can take it over should this one die too.
-      const forget = this.adopt(claim.mine, claim.answer);
-      try {
-        await resume.calls.hold(sessionId, {
-          ...claim.mine,
-          askedBy: resume.calls.auditSession,
-          expiresAt: Date.now() + resume.calls.waitMs,
-        });
-      } catch (error) {
-        forget();
-        throw error;
-      }
-      if (res.destroyed || this.options.ended()) {
-        forget();
-        release();
-        return;
-      }
-      this.takeOver(res, claim.mine, sessionId, () => {
-        forget();
-        release();
-      });
-      resume.log(
-        `the call of ${shown} in session ${sessionId.slice(0, 12)}… was taken over here from ${dead}, which stopped while its confirmation was pending`,
-      );
+      await this.holdThenTakeOver(res, position, sessionId, claim, release);
     } catch (error) {
       release();
       return endWithError(
         res,
         sessionId,
         position,
-        `the stream of ${shown} could not be resumed: ${(error as Error).message}`,
+        `the stream of ${shownOf(position)} could not be resumed: ${(error as Error).message}`,
       );
     }
+  }
+
+  /**
+   * Resumes the stream of a call this replica runs, or took over: picked up from the events kept
+   * of it after position `after`, or a new stream for a call still running with none kept; else
+   * the call has ended.
+   */
+  private resumeHere(res: Reply, position: StreamPosition, sessionId: string, after: number): void {
+    const { requestId } = position;
+    if (this.options.pickUp(res, requestId, sessionId, after)) return;
+    if (this.options.running(requestId)) {
+      this.options.openStream(res, requestId, sessionId).prime();
+      return;
+    }
+    endWithError(
+      res,
+      sessionId,
+      position,
+      `the call of ${shownOf(position)} has ended: its answer cannot be sent again`,
+    );
+  }
+
+  /**
+   * Takes one of this replica's slots for resuming another's stream, given back once, by the
+   * function it returns or when `res` closes; undefined when none is free (`res` then says so).
+   */
+  private slotFor(res: Reply, position: StreamPosition): (() => void) | undefined {
+    const { resume } = this.options;
+    if (!resume.acquire()) {
+      resume.log(
+        `a host's stream of ${shownOf(position)} could not be resumed here: too many are being resumed at once`,
+      );
+      res.writeHead(503, { 'Retry-After': '5', 'Content-Type': 'text/plain' });
+      res.end('too many streams are being resumed; retry later');
+      return undefined;
+    }
+    let held = true;
+    const release = () => {
+      if (held) resume.release();
+      held = false;
+    };
+    res.once('close', release);
+    return release;
+  }
+
+  /**
+   * Tells the host what became of a call whose replica died and that this one could not claim:
+   * its host cancelled it, another replica took it over (`by`), or it was running and is lost.
+   */
+  private notTakenOver(
+    res: Reply,
+    position: StreamPosition,
+    sessionId: string,
+    by: ReplicaName | undefined,
+  ): void {
+    const shown = shownOf(position);
+    const elsewhere =
+      by === HOST_CANCELLED
+        ? `the host cancelled the call of ${shown}`
+        : by !== undefined && by.replica !== position.replica
+          ? `the call of ${shown} was already taken over by replica ${by.auditSession}`
+          : `the call of ${shown} was lost with replica ${position.auditSession}, which stopped while it ran: it may or may not have run; check before calling again`;
+    this.options.resume.log(
+      `a host resumed the stream of ${shown} in session ${sessionId.slice(0, 12)}…: ${elsewhere}`,
+    );
+    endWithError(res, sessionId, position, elsewhere);
+  }
+
+  /**
+   * Takes over here the call this replica claimed from one that died: recorded anew in the
+   * store under this replica, then run (see `takeOver`), unless the host went meanwhile.
+   * Rejects when the store cannot record it (nothing is then waited for here).
+   */
+  private async holdThenTakeOver(
+    res: Reply,
+    position: StreamPosition,
+    sessionId: string,
+    claim: { readonly mine: PendingCall; readonly answer?: unknown },
+    release: () => void,
+  ): Promise<void> {
+    const { resume } = this.options;
+    if (res.destroyed || this.options.ended()) {
+      release();
+      return;
+    }
+    // The host's answer may be sent on here as soon as the call is claimed: it is waited for
+    // from now on. The call is recorded anew here before the host sees anything of this
+    // replica, so that a third can take it over should this one die too.
+    const forget = this.adopt(claim.mine, claim.answer);
+    try {
+      await resume.calls.hold(sessionId, {
+        ...claim.mine,
+        askedBy: resume.calls.auditSession,
+        expiresAt: Date.now() + resume.calls.waitMs,
+      });
+    } catch (error) {
+      forget();
+      throw error;
+    }
+    if (res.destroyed || this.options.ended()) {
+      forget();
+      release();
+      return;
+    }
+    this.takeOver(res, claim.mine, sessionId, () => {
+      forget();
+      release();
+    });
+    resume.log(
+      `the call of ${shownOf(position)} in session ${sessionId.slice(0, 12)}… was taken over here from replica ${position.auditSession}, which stopped while its confirmation was pending`,
+    );
   }
 
   /**
@@ -371,11 +423,10 @@ export class CallResumption {
     const { request } = pending;
     const params: Params =
       typeof request.params === 'object' && request.params !== null ? (request.params as Params) : {};
-    noteTakenOver(params, this.options.resume.calls.auditSession);
     this.options.openStream(res, request.id, sessionId).prime();
     res.once('close', done);
     const message: PlainRequest = { jsonrpc: '2.0', id: request.id, method: request.method, params };
-    this.options.receive(message);
+    this.options.receive(message, this.options.resume.calls.auditSession);
   }
 
   /**
@@ -426,6 +477,11 @@ export class CallResumption {
       },
     );
   }
+}
+
+/** How a log line or an error names the call a stream belongs to. */
+function shownOf(position: StreamPosition): string {
+  return `request ${JSON.stringify(position.requestId)}`;
 }
 
 /** Whether `value`, as the store kept it, is a host's answer (a JSON-RPC response). */

@@ -12,7 +12,7 @@ import {
 } from '../core/protocol/jsonRpc.js';
 import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
-import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
+import type { MessageExtra, MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import { positionOf } from './resumableCalls.js';
 import { AnswerStream, endWithError } from './answerStream.js';
 import { CallLog, MAX_EVENTS } from './callLog.js';
@@ -78,7 +78,7 @@ const RESTORE_TIMEOUT_MS = 10_000;
  * before it, can still be a 429 with Retry-After.
  */
 export class SessionTransport implements MessageTransport {
-  onmessage?: (message: JsonRpcMessage) => void;
+  onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
   readonly inner: StreamableHTTPServerTransport;
@@ -99,32 +99,39 @@ export class SessionTransport implements MessageTransport {
       onsessionclosed: () => options.onDeleted(),
     });
     this.resumption = options.resume === undefined ? undefined : this.resumptionOf(options.resume);
-    this.inner.onmessage = (message) => {
-      let ours = message as unknown as JsonRpcMessage;
-      if (isResponse(ours) && options.relay !== undefined) {
-        if (this.resumption?.answersTakeover(ours) === true) return;
-        const own = this.untagged(ours, options.relay);
-        if (own === undefined) return;
-        if (this.resumption?.claimsRecorded(own) === true) return;
-        ours = own;
-      }
-      // A cancelled request is answered by no one: it is owed nothing any more.
-      if ('method' in ours && ours.method === 'notifications/cancelled') {
-        const cancelled = (ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId;
-        this.owed.delete(cancelled);
-        this.resumption?.cancelElsewhere(cancelled);
-      }
-      if (isRequest(ours)) {
-        const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
-        this.open.set(ours.id as RequestId, meta?.progressToken);
-      }
-      this.onmessage?.(ours);
-    };
+    this.inner.onmessage = (message) => this.fromHost(message as unknown as JsonRpcMessage);
     this.inner.onclose = () => {
       this.endStreams();
       this.onclose?.();
     };
     this.inner.onerror = (error) => this.onerror?.(error);
+  }
+
+  /**
+   * Hands the gateway connection a message from the host: through the SDK's transport, from one
+   * of this class's own streams, or replayed for a call taken over (`extra` then says so).
+   */
+  private fromHost(message: JsonRpcMessage, extra?: MessageExtra): void {
+    let ours = message;
+    const { relay } = this.options;
+    if (isResponse(ours) && relay !== undefined) {
+      if (this.resumption?.answersTakeover(ours) === true) return;
+      const own = this.untagged(ours, relay);
+      if (own === undefined) return;
+      if (this.resumption?.claimsRecorded(own) === true) return;
+      ours = own;
+    }
+    // A cancelled request is answered by no one: it is owed nothing any more.
+    if ('method' in ours && ours.method === 'notifications/cancelled') {
+      const cancelled = (ours.params as { requestId?: RequestId } | undefined)?.requestId as RequestId;
+      this.owed.delete(cancelled);
+      this.resumption?.cancelElsewhere(cancelled);
+    }
+    if (isRequest(ours)) {
+      const meta = (ours.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta;
+      this.open.set(ours.id as RequestId, meta?.progressToken);
+    }
+    this.onmessage?.(ours, extra);
   }
 
   /** The resumption of this session's calls, lent what it needs of this transport. */
@@ -136,7 +143,7 @@ export class SessionTransport implements MessageTransport {
       ended: () => this.closed,
       running: (id) => this.open.has(id),
       deliver: (message) => this.onmessage?.(message),
-      receive: (request) => this.inner.onmessage?.(request as unknown as JSONRPCMessage),
+      receive: (request, takenOverBy) => this.fromHost(request as JsonRpcMessage, { takenOverBy }),
       openStream: (res, id, sessionId) => this.openStream(res, id, sessionId),
       pickUp: (res, id, sessionId, after) => this.pickUp(res, id, sessionId, after),
     });
@@ -286,7 +293,7 @@ export class SessionTransport implements MessageTransport {
   private answerOnOwnStream(res: ServerResponse, message: PlainRequest, sessionId: string): void {
     this.openStream(res, message.id, sessionId);
     this.resumption?.track(message);
-    this.inner.onmessage?.(message as unknown as JSONRPCMessage);
+    this.fromHost(message as JsonRpcMessage);
   }
 
   /**

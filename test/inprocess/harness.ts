@@ -38,6 +38,11 @@ export class MemoryTransport implements MessageTransport {
   private closed = false;
   /** Every line this end sent, for tests that look at the wire. */
   readonly sent: string[] = [];
+  /**
+   * What this end says beside a message it delivers, besides the line (as the HTTP session
+   * transport says that a request runs again a call taken over from a replica that died).
+   */
+  besides: ((message: JsonRpcMessage) => Omit<MessageExtra, 'line'> | undefined) | undefined;
 
   static pair(): [MemoryTransport, MemoryTransport] {
     const a = new MemoryTransport();
@@ -68,8 +73,10 @@ export class MemoryTransport implements MessageTransport {
   private receive(line: string): void {
     if (this.closed) return;
     const parsed = parseMessage(line);
-    if (parsed.ok) this.onmessage?.(parsed.message, { line });
-    else this.onerror?.(new Error(`not a message: ${parsed.reason}`));
+    if (parsed.ok) {
+      const besides = this.besides?.(parsed.message);
+      this.onmessage?.(parsed.message, besides === undefined ? { line } : { ...besides, line });
+    } else this.onerror?.(new Error(`not a message: ${parsed.reason}`));
   }
 
   async close(): Promise<void> {
@@ -132,6 +139,8 @@ export interface InProcessOptions {
   readonly connectUpstream?: GatewayOptions['connectUpstream'];
   /** How users sign in to the servers that ask for it (see GatewayOptions.signInFor). */
   readonly signInFor?: GatewayOptions['signInFor'];
+  /** What the gateway's host transport says beside a host's message (see MemoryTransport.besides). */
+  readonly hostBesides?: MemoryTransport['besides'];
 }
 
 /** A started gateway, the host's end of its connection still free for a client of any era. */
@@ -174,6 +183,7 @@ async function build(options: InProcessOptions): Promise<Built> {
       redactor,
     });
   const [hostEnd, clientEnd] = MemoryTransport.pair();
+  hostEnd.besides = options.hostBesides;
   const servers: McpServer[] = [];
   const gateway = createGateway({
     config,

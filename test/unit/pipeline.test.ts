@@ -175,6 +175,7 @@ describe('routedMessage', () => {
       requestId: 7,
       meta: { a: 1 },
       params: { name: 'p' },
+      takenOverBy: 'replica-b',
     });
     expect(Object.keys(full)).toEqual(Object.keys(bare));
     expect(bare.record).toEqual({ repairs: [] });
@@ -227,7 +228,10 @@ describe('confirmation', () => {
 describe('derive', () => {
   it("takes the old message's members with the changes over them, and nothing besides", () => {
     const extra = Symbol('extra');
-    const old = Object.assign(makeCall({ meta: { m: 1 }, requestId: 3 }), { [extra]: 1, stray: true });
+    const old = Object.assign(makeCall({ meta: { m: 1 }, requestId: 3, takenOverBy: 'replica-b' }), {
+      [extra]: 1,
+      stray: true,
+    });
     enterDepth(old, 4);
     const made = derive(old, { arguments: { x: 2 } });
     expect(made).not.toBe(old);
@@ -236,6 +240,8 @@ describe('derive', () => {
     expect(made.meta).toBe(old.meta);
     expect(made.requestId).toBe(3);
     expect(made.signal).toBe(old.signal);
+    // A copy made by a stage still says which replica took the call over, for its record.
+    expect(made.takenOverBy).toBe('replica-b');
     // What the stages write reaches the same audit record.
     expect(made.record).toBe(old.record);
     // The old message's own symbol stays behind; the pipeline's depth starts afresh.

@@ -44,6 +44,7 @@ class Routed implements RoutedMessage {
   readonly answerAs: RoutedMessage['answerAs'];
   readonly host: RoutedMessage['host'];
   readonly principal: RoutedMessage['principal'];
+  readonly takenOverBy: RoutedMessage['takenOverBy'];
   /** How far into the stages this message has gone; undefined before the first. */
   #depth: number | undefined = undefined;
 
@@ -68,6 +69,7 @@ class Routed implements RoutedMessage {
     this.answerAs = fields.answerAs;
     this.host = fields.host;
     this.principal = fields.principal;
+    this.takenOverBy = fields.takenOverBy;
   }
 
   static depthOf(message: Routed): number | undefined {

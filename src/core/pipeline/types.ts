@@ -109,6 +109,13 @@ export interface RoutedMessage {
   readonly host?: HostSession;
   /** Who that connection is (see core/principal.ts); set by the router like `host`. */
   readonly principal?: Principal;
+  /**
+   * The replica (its audit session) that took the call over from one that died while its
+   * confirmation was pending (2025-11-25 sessions with a shared store), and runs it; the host
+   * transport says so beside the request (see `MessageExtra.takenOverBy`), and the audit
+   * record names it. A member, not a mark on the params, so a copy of those loses nothing.
+   */
+  readonly takenOverBy?: string | undefined;
 }
 
 /** See `RoutedMessage.task`. */
@@ -139,11 +146,6 @@ export interface CallRecord {
    * in the order they first did, each once.
    */
   continuedVia?: string[];
-  /**
-   * The replica that took the call over from one that died while its confirmation was pending
-   * (2025-11-25 sessions with a shared store), and ran it.
-   */
-  takenOverBy?: string;
   /**
    * Milliseconds the request waited for its turn at the principal's own process of a server that
    * runs one request at a time over all replicas; absent when it did not wait.

@@ -1,5 +1,4 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { takenOverBy } from '../host/takenOver.js';
 import { UI_EXTENSION } from '../catalog/appUi.js';
 import type { NamedCatalog } from '../catalog/namedCatalog.js';
 import { InvalidParamsError, UnknownToolError } from '../errors.js';
@@ -275,9 +274,6 @@ export class ToolCalls {
     args: Params | undefined,
   ): void {
     const message = this.toolMessage(request, name, entry, args);
-    // A call another replica asked about and died with, run again here: its record says so.
-    const by = takenOverBy(request.params);
-    if (by !== undefined) message.record.takenOverBy = by;
     const { boundary, tasks } = this.options;
     // A server may answer a host that declared the tasks extension with a task of its own (a
     // handshake-era server never does unasked: its answer is then passed as it is).
@@ -314,6 +310,8 @@ export class ToolCalls {
       answerAs: stamp.answerAs,
       host: stamp.host,
       principal: stamp.principal,
+      // A call another replica asked about and died with, run again here: its record says so.
+      takenOverBy: request.takenOverBy,
     });
   }
 }

@@ -191,7 +191,7 @@ export class RpcPeer {
     this.options = options;
     options.transport.onmessage = (message, extra) => {
       if (isResponse(message)) this.answered(message, extra);
-      else if (isRequest(message)) this.received(message, extra?.refused);
+      else if (isRequest(message)) this.received(message, extra);
       else if (isNotification(message)) this.notified(message);
     };
   }
@@ -377,7 +377,7 @@ export class RpcPeer {
     // The outcome carries the line itself: nothing is written onto the parsed result.
     const outcome = Outcome.fromPeer(
       result as Record<string, unknown>,
-      extra === undefined ? undefined : new RawResponse(extra.line, extra.large, message),
+      extra?.line === undefined ? undefined : new RawResponse(extra.line, extra.large, message),
     );
     entry.resolve(entry.answerAs === undefined ? outcome : entry.answerAs(outcome));
   }
@@ -414,7 +414,7 @@ export class RpcPeer {
   // -------------------------------------------------------------------------------------------
   // Incoming
 
-  private received(message: JsonRpcRequest, refused: JsonRpcErrorObject | undefined): void {
+  private received(message: JsonRpcRequest, extra: MessageExtra | undefined): void {
     // The mark is the transport's, never the other side's to set, and reaches no one further.
     const posted = takePostedFor(message);
     const owner =
@@ -423,7 +423,7 @@ export class RpcPeer {
       typeof posted.id === 'number'
         ? this.outgoing.get(posted.id)?.host
         : undefined;
-    const request = new IncomingRequest(this, posted?.request ?? message, refused, owner);
+    const request = new IncomingRequest(this, posted?.request ?? message, extra, owner);
     this.incoming.set(request.key, request);
     this.options.onRequest(request);
   }
@@ -577,6 +577,11 @@ export class IncomingRequest extends Cancellation {
    * comes without them, and is to be answered with this error.
    */
   readonly refused: JsonRpcErrorObject | undefined;
+  /**
+   * The replica that took the call over from one that died and runs it again here, as the
+   * transport said (see `MessageExtra.takenOverBy`); undefined for every request the host sent.
+   */
+  readonly takenOverBy: string | undefined;
   /** Set when the request's answers are put another way (see AnswerShape). */
   shape: AnswerShape | undefined = undefined;
   /**
@@ -598,11 +603,12 @@ export class IncomingRequest extends Cancellation {
   constructor(
     private readonly peer: RpcPeer,
     message: JsonRpcRequest,
-    refused?: JsonRpcErrorObject,
+    extra?: MessageExtra,
     postedFor?: object,
   ) {
     super();
-    this.refused = refused;
+    this.refused = extra?.refused;
+    this.takenOverBy = extra?.takenOverBy;
     this.postedFor = postedFor;
     this.id = message.id;
     this.key = idKey(message.id);

@@ -23,7 +23,7 @@ export interface MessageTransport {
   start(): Promise<void>;
   send(message: OutgoingMessage): Promise<void>;
   close(): Promise<void>;
-  /** `extra` carries the text the message was parsed from, when the transport has it. */
+  /** `extra` carries what the transport knows of the message beyond the message itself. */
   onmessage?: (message: JsonRpcMessage, extra?: MessageExtra) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -34,19 +34,27 @@ export interface MessageTransport {
   readonly tiesRequestsToPosts?: boolean;
 }
 
-/**
- * The text a message was parsed from (stdio), for byte-exact forwarding; `large` its bytes when
- * it is large (see LARGE_LINE_BYTES in transports/lineDecoder.ts), in which case `line` may have
- * its long strings left out.
- */
+/** What a transport knows of one message it delivers beyond the message itself. */
 export interface MessageExtra {
-  readonly line: string;
+  /**
+   * The text the message was parsed from (stdio), for byte-exact forwarding; `large` its bytes
+   * when it is large (see LARGE_LINE_BYTES in transports/lineDecoder.ts), in which case `line`
+   * may have its long strings left out. Absent when the transport has no text for it.
+   */
+  readonly line?: string;
   readonly large?: LargeLine;
   /**
    * Set on a request the transport would not deliver whole (its params nest deeper than
    * `maxDepth`): it comes without its params, and is to be answered with this error.
    */
   readonly refused?: JsonRpcErrorObject;
+  /**
+   * Set on a request the transport runs again for a call that another replica was running when
+   * it died (a shared session over HTTP): the name (audit session) of this replica, which took
+   * the call over. Beside the message rather than in it, so that no copy of its params on the
+   * way to the router can lose it, and no host can send it.
+   */
+  readonly takenOverBy?: string;
 }
 
 export type OutgoingMessage = JsonRpcMessage | EncodedResult;

@@ -145,7 +145,7 @@ export class StreamTransport implements MessageTransport {
     if (reply !== undefined && !this.outputClosed && !output.destroyed) void this.queueText(reply);
   }
 
-  private deliver(message: JsonRpcMessage, extra: MessageExtra): void {
+  private deliver(message: JsonRpcMessage, extra: MessageExtra & { readonly line: string }): void {
     const { maxDepth } = this.options;
     // A short line cannot nest deeply: the scan runs only on lines longer than the bound.
     const { line } = extra;

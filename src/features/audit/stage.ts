@@ -169,7 +169,7 @@ function write(
     trace: call.record.traceId,
     flow: call.record.flow,
     continuedVia: call.record.continuedVia,
-    takenOverBy: call.record.takenOverBy,
+    takenOverBy: call.takenOverBy,
     leaseWaitMs: call.record.leaseWaitMs,
   };
   appendOrLog(options, event, call.exposedName);
