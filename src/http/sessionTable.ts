@@ -13,6 +13,8 @@ import { AnswerForwarding } from './answerForwarding.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
 import type { SessionRefusedEvent } from '../core/events.js';
+import type { AnswerStream } from './answerStream.js';
+import type { Sweeper } from './sweeper.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
@@ -73,6 +75,8 @@ export interface SessionTableOptions {
   readonly logger: Logger;
   /** Serves one more host connection; `profile`: the one its path named (`/mcp/<profile>`). */
   readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
+  /** The listener's timer for keep-alive comments on the sessions' answer streams. */
+  readonly quietStreams: Sweeper<AnswerStream>;
   /** Sessions shared with the other replicas; absent: a session lives on its replica only. */
   readonly records?: SessionRecords;
   /** Carries the host's answers to the replica that asked (with `records`, from a shared store). */
@@ -246,6 +250,7 @@ export class SessionTable {
       },
       onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      quietStreams: this.options.quietStreams,
       ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, profile);
@@ -361,6 +366,7 @@ export class SessionTable {
       onInitialized: () => {},
       onDeleted: () => void this.end(id, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      quietStreams: this.options.quietStreams,
       ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, record.profile);
