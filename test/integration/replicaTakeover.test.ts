@@ -443,20 +443,24 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       expect(status(bob)).toBe(404);
       expect(bob.filter((m) => m.kind === 'chunk')).toEqual([]);
       expect(JSON.stringify(bob)).not.toMatch(/progress|slept/);
-      await holder!.replica.waitForStderr(
-        new RegExp(
-          `replica "forged-replica" relayed a resumed stream of session "${sessionId.slice(0, 12)}…" for token principal "bob@${issuer.url()}": refused with 404, not the owner`,
-        ),
-      );
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(
+          new RegExp(
+            `replica "forged-replica" relayed a resumed stream of session "${sessionId.slice(0, 12)}…" for token principal "bob@${issuer.url()}": refused with 404, not the owner`,
+          ),
+        );
       // An unknown session and an event id that names no stream are refused and logged too.
       expect(status(await relay(keyOf('alice'), { session: 'no-such-session', lastEventId: eventId }))).toBe(
         404,
       );
-      await holder!.replica.waitForStderr(
-        /of session "no-such-sess…" for token principal "alice@.*unknown session/,
-      );
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(/of session "no-such-sess…" for token principal "alice@.*unknown session/);
       expect(status(await relay(keyOf('alice'), { session: sessionId, lastEventId: 'junk' }))).toBe(404);
-      await holder!.replica.waitForStderr(/refused with 404, bad lastEventId/);
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(/refused with 404, bad lastEventId/);
       // Audited once, for the stream asked for someone who does not own the session.
       const refused = readAudit(holder!.audit).filter((r) => r.type === 'session_refused');
       expect(refused).toHaveLength(1);
