@@ -409,6 +409,15 @@ export interface SessionRefusedEvent extends GatewayEventBase {
   sessionId: string;
   /** Present (true) when it was a GET resuming a call's stream (it carried `Last-Event-ID`). */
   resumed?: true;
+  /**
+   * Present when the replica running the call refused a resumed stream that another replica
+   * relayed to it for a principal that does not own the session (a second check: the replica
+   * the host reached checks first, and should never send such a request on). `from` is the
+   * replica that relayed it, `principalKey` whom it asked for, as it named them (the source,
+   * the issuer or machine and the subject, separated by NUL characters); no token was verified
+   * here, so `principal` is then the gateway's own.
+   */
+  relayed?: { from: string; principalKey: string };
 }
 
 /** A config file was loaded and is in effect. */

@@ -85,6 +85,17 @@ export function principalKey(principal: Principal): string {
   return key;
 }
 
+/**
+ * A principal's key (`principalKey`) as a log line shows it: where it comes from and
+ * `subject@issuer` (or machine), quoted. For a key that came from elsewhere (another replica,
+ * through the shared store), whose shape nothing checked: one of any other shape is shown whole.
+ */
+export function describePrincipalKey(key: string): string {
+  const [source, where, subject, ...rest] = key.split('\u0000');
+  if (subject === undefined || rest.length > 0) return `the principal key ${JSON.stringify(key)}`;
+  return `${source} principal ${JSON.stringify(where === '' ? subject : `${subject}@${where}`)}`;
+}
+
 /** How much of the subject an id keeps readable. */
 const READABLE_LENGTH = 32;
 

@@ -5,13 +5,22 @@ import type { Reply } from './retryRelay.js';
 import { Sweeper } from './sweeper.js';
 
 /**
+ * What the answer streams of a session share: how long one may stay quiet before a keep-alive
+ * comment is due, and the listener's timer that finds the streams due one (see `quietStreams`).
+ */
+export interface KeepAlive {
+  readonly quietMs: number;
+  readonly streams: Sweeper<AnswerStream>;
+}
+
+/**
  * Where one request is answered: an SSE stream whose headers are those the SDK's transport
  * sends, held until the first message, so that a lone answer goes out in one write with its
  * length as a plain JSON body (and a rate-limit refusal with nothing before it as a 429).
  */
 export class AnswerStream {
   private started = false;
-  /** When the stream was opened or last written to: a keep-alive is due keepAliveMs after. */
+  /** When the stream was opened or last written to: a keep-alive is due `quietMs` after. */
   private lastWriteAt = Date.now();
   /** With ids: the call's events, numbered and kept across its streams (see CallLog). */
   readonly log: CallLog | undefined;
@@ -19,20 +28,20 @@ export class AnswerStream {
   constructor(
     private readonly res: Reply,
     private readonly sessionId: string,
-    private readonly keepAliveMs: number,
+    private readonly keepAlive: KeepAlive,
     /** With these, each event carries an id a host can resume the stream from (on any replica). */
     private readonly ids?: Omit<StreamPosition, 'position'>,
     /** The log of the call's earlier stream, which this one continues. */
     log?: CallLog,
   ) {
     this.log = ids === undefined ? undefined : (log ?? new CallLog());
-    quietStreams.add(this);
+    keepAlive.streams.add(this);
   }
 
-  /** Writes an SSE comment when the stream has been quiet for keepAliveMs (see `quietStreams`). */
+  /** Writes an SSE comment when the stream has been quiet for `quietMs` (see `quietStreams`). */
   keepAliveDue(now: number): void {
     if (!this.open) return this.stop();
-    if (now - this.lastWriteAt < this.keepAliveMs) return;
+    if (now - this.lastWriteAt < this.keepAlive.quietMs) return;
     this.lastWriteAt = now;
     this.start();
     this.res.write(': keepalive\n\n');
@@ -114,7 +123,7 @@ export class AnswerStream {
   }
 
   stop(): void {
-    quietStreams.delete(this);
+    this.keepAlive.streams.delete(this);
   }
 
   /** Whether its response is still open to write on (the host is reading it). */
@@ -147,11 +156,14 @@ export class AnswerStream {
 }
 
 /**
- * The answer streams not ended yet, looked at each second for one quiet long enough to be due
- * a keep-alive comment, so that proxies and clients keep it open (one timer for all of them:
- * most streams end with their answer within milliseconds).
+ * A listener's answer streams not ended yet, looked at each second for one quiet long enough to
+ * be due a keep-alive comment, so that proxies and clients keep it open (one timer for all of
+ * them: most streams end with their answer within milliseconds). The listener stops it when it
+ * closes.
  */
-const quietStreams = new Sweeper<AnswerStream>(1000, (stream, now) => stream.keepAliveDue(now));
+export function quietStreams(): Sweeper<AnswerStream> {
+  return new Sweeper<AnswerStream>(1000, (stream, now) => stream.keepAliveDue(now));
+}
 
 function frame(text: string): string {
   return `event: message\ndata: ${text}\n\n`;

@@ -26,7 +26,9 @@ import {
   type SessionRecords,
   type SessionTableOptions,
 } from './sessionTable.js';
-import { Sweeper } from './sweeper.js';
+import { quietStreams, type AnswerStream } from './answerStream.js';
+import { BodyReads, SlowBodyError } from './bodyReads.js';
+import type { Sweeper } from './sweeper.js';
 
 export type { ServedConnection } from './sessionTable.js';
 
@@ -95,22 +97,22 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-/** A request body that stopped coming: its connection is already closed, nothing is answered. */
-class SlowBodyError extends Error {
-  override readonly name = 'SlowBodyError';
-}
-
 /** How long a client has to send a request's headers, and the whole request. */
 const HEADERS_TIMEOUT_MS = 30_000;
 const REQUEST_TIMEOUT_MS = 120_000;
-/** How long a request body may pause between two chunks before the request is given up. */
-const BODY_IDLE_MS = 15_000;
 
-/** What every request is handled with: the options, the verifier, the sessions, the bound port. */
+/**
+ * What every request is handled with: the options, the verifier, the sessions, the bound port,
+ * and this listener's own timers for request bodies and answer streams.
+ */
 interface Edge {
   readonly options: ListenerOptions;
   readonly verifier: TokenVerifier | undefined;
   readonly sessions: SessionTable;
+  /** The request bodies being read, given up when one pauses too long. */
+  readonly bodies: BodyReads;
+  /** The answer streams open, each written a keep-alive comment when it has been quiet long. */
+  readonly quiet: Sweeper<AnswerStream>;
   /** The port bound (known once listening; the configured one until then). */
   port: number;
   /** The Host values and Origins naming this listener itself, made once the port is bound. */
@@ -153,6 +155,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     ...(listen.sessionKey !== undefined && { key: listen.sessionKey }),
     ...(replica !== undefined && { replica }),
   });
+  // Timers of this listener's own, not of the module: a second listener in the process keeps
+  // its own, and closing this one stops them.
+  const quiet = quietStreams();
   const edge: Edge = {
     options,
     verifier:
@@ -167,12 +172,15 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       ids,
       logger,
       connect: options.connect,
+      quietStreams: quiet,
       ...(options.sessionRecords !== undefined && { records: options.sessionRecords }),
       ...(options.relay !== undefined && { relay: options.relay }),
       ...(options.resumable !== undefined && { resumable: options.resumable }),
       ...(options.streamRelay !== undefined && { streamRelay: options.streamRelay }),
       ...(options.record !== undefined && { record: options.record }),
     }),
+    bodies: new BodyReads(),
+    quiet,
     port: listen.port,
     own: ownNames(listen, listen.port),
   };
@@ -206,6 +214,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       await edge.sessions.closeAll();
       server.closeAllConnections();
       server.close();
+      edge.bodies.stop();
+      edge.quiet.stop();
     },
   };
 }
@@ -231,7 +241,7 @@ async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Pr
   if (principal === undefined) return;
   let body: unknown;
   if (req.method === 'POST') {
-    const read = await readJsonBody(req, res, edge.options.maxBodyBytes);
+    const read = await readJsonBody(edge.bodies, req, res, edge.options.maxBodyBytes);
     if (read === undefined) return;
     body = read.body;
   }
@@ -277,7 +287,7 @@ function answeredBeforeAuth(
     resourceMetadata(options.auth, options.frontDoor, res);
   else if (options.frontDoor?.serves(pathname) === true)
     options.frontDoor
-      .handle(req, res, pathname)
+      .handle(req, res, pathname, edge.bodies.readBody)
       .catch((error: unknown) => failed(options.logger, req, res, error));
   else if (profileOf(pathname, options.profiles) === null)
     sendJson(res, 404, { error: notServedHere(pathname, options.profiles) });
@@ -323,11 +333,12 @@ async function authenticate(
 
 /** The POST body parsed, or undefined when it is too big, not JSON or too deep (answered). */
 async function readJsonBody(
+  bodies: BodyReads,
   req: IncomingMessage,
   res: ServerResponse,
   maxBodyBytes: number,
 ): Promise<{ body: unknown } | undefined> {
-  const text = await readBody(req, maxBodyBytes);
+  const text = await bodies.read(req, maxBodyBytes);
   if (text === undefined) {
     sendRpcError(res, 413, -32600, `the request body is over ${maxBodyBytes} bytes (gateway.maxMessageSize)`);
     return undefined;
@@ -412,63 +423,6 @@ function enveloped(body: unknown): boolean {
 function isInitialize(body: unknown): boolean {
   return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
 }
-
-/**
- * The body as text, or undefined when it passes `max` bytes (the rest is not read: the answer
- * closes the connection). A body that pauses for BODY_IDLE_MS (up to a second more) fails the
- * request.
- */
-export function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const read: BodyRead = {
-      lastChunkAt: Date.now(),
-      giveUp: () => {
-        bodyReads.delete(read);
-        req.removeAllListeners('data');
-        // Nothing more is read; the connection goes at once, it has sent nothing for a while.
-        req.socket.destroy();
-        reject(new SlowBodyError(`the request body paused for ${BODY_IDLE_MS / 1000} s`));
-      },
-    };
-    bodyReads.add(read);
-    req.on('data', (chunk: Buffer) => {
-      read.lastChunkAt = Date.now();
-      size += chunk.length;
-      if (size > max) {
-        bodyReads.delete(read);
-        req.removeAllListeners('data');
-        req.pause();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      bodyReads.delete(read);
-      // A small body comes in one chunk: decoded as it is, without copying it into a new buffer.
-      resolve(
-        size > max ? undefined : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'),
-      );
-    });
-    req.on('error', (error) => {
-      bodyReads.delete(read);
-      reject(error);
-    });
-  });
-}
-
-/** A request body being read: when its last chunk came, and how to give it up. */
-interface BodyRead {
-  lastChunkAt: number;
-  readonly giveUp: () => void;
-}
-
-/** Every body being read, looked at each second for one that has paused too long. */
-const bodyReads = new Sweeper<BodyRead>(1000, (read, now) => {
-  if (now - read.lastChunkAt >= BODY_IDLE_MS) read.giveUp();
-});
 
 /**
  * The profile a request path names: undefined for `/mcp`, the name for `/mcp/<profile>` of a

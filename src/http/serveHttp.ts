@@ -4,7 +4,7 @@ import { NotServingError } from '../core/errors.js';
 import { principalKey } from '../core/principal.js';
 import { TaskMemory } from '../core/tasks/taskRouting.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { readBody, startListener, type Listener } from './listener.js';
+import { startListener, type Listener } from './listener.js';
 import { createAnswerRelay } from './answerRelay.js';
 import { createRetryRelay } from './retryRelay.js';
 import { sharedSessionRecords } from './sessionRecords.js';
@@ -118,7 +118,6 @@ async function openFrontDoor(config: WardenConfig, gateway: Gateway, logger: Log
     key,
     logger,
     record: (event, principal) => gateway.record(event, principal),
-    readBody,
     ...(store !== undefined && { store }),
   });
 }

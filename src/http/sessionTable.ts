@@ -1,18 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
-import { describePrincipal, principalKey, type Principal } from '../core/principal.js';
+import { describePrincipal, describePrincipalKey, principalKey, type Principal } from '../core/principal.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
 import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
-import type { ResumableCalls } from './resumableCalls.js';
+import { positionOf, type ResumableCalls } from './resumableCalls.js';
 import { AnswerForwarding } from './answerForwarding.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
 import type { SessionRefusedEvent } from '../core/events.js';
+import type { AnswerStream } from './answerStream.js';
+import type { Sweeper } from './sweeper.js';
 
 /** What the listener needs of a host connection the gateway serves (gateway/hostConnection.ts `Connection`). */
 export interface ServedConnection {
@@ -73,6 +75,8 @@ export interface SessionTableOptions {
   readonly logger: Logger;
   /** Serves one more host connection; `profile`: the one its path named (`/mcp/<profile>`). */
   readonly connect: (transport: MessageTransport, principal: Principal, profile?: string) => ServedConnection;
+  /** The listener's timer for keep-alive comments on the sessions' answer streams. */
+  readonly quietStreams: Sweeper<AnswerStream>;
   /** Sessions shared with the other replicas; absent: a session lives on its replica only. */
   readonly records?: SessionRecords;
   /** Carries the host's answers to the replica that asked (with `records`, from a shared store). */
@@ -84,9 +88,19 @@ export interface SessionTableOptions {
    * replica, and its events back (the relay of stateless retries, see retryRelay.ts).
    */
   readonly streamRelay?: RetryRelay;
-  /** Audits a request refused because its session is another principal's; `principal` is who asked. */
-  readonly record?: (event: Omit<SessionRefusedEvent, 'session' | 'principal'>, principal: Principal) => void;
+  /**
+   * Audits a request refused because its session is another principal's; `principal` is who
+   * asked. Absent for a stream another replica relayed, which names whom it asked for by key
+   * only (`relayed`): the record is then the gateway's own.
+   */
+  readonly record?: (
+    event: Omit<SessionRefusedEvent, 'session' | 'principal'>,
+    principal?: Principal,
+  ) => void;
 }
+
+/** Why a stream relayed from another replica is not served here. */
+type RelayRefusal = 'unknown session' | 'not the owner' | 'bad lastEventId';
 
 /**
  * What restoring a session finds when its record in the store names another principal: the
@@ -246,6 +260,7 @@ export class SessionTable {
       },
       onDeleted: () => void this.end(transport.sessionId, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      quietStreams: this.options.quietStreams,
       ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, profile);
@@ -361,6 +376,7 @@ export class SessionTable {
       onInitialized: () => {},
       onDeleted: () => void this.end(id, HOST_ENDED),
       beforeWrite: () => connection.beforeWrite(),
+      quietStreams: this.options.quietStreams,
       ...this.sharing(owner),
     });
     const connection = this.options.connect(transport, principal, record.profile);
@@ -390,15 +406,16 @@ export class SessionTable {
   /**
    * Serves a host's resumed stream that another replica relays here, where its call runs: in a
    * session of this replica, for the principal that owns it (as that replica checked too).
+   * Anything else is answered 404 and logged; a stream asked for a principal that does not own
+   * the session is audited too, since the replica that asked should never have sent it on.
    */
   private serveRelayedStream(request: RelayedRetry, reply: Reply): void {
     const { session: id, lastEventId } = (request.body ?? {}) as { session?: unknown; lastEventId?: unknown };
     const session = typeof id === 'string' ? this.sessions.get(id) : undefined;
-    if (session === undefined || session.owner !== request.principal || typeof lastEventId !== 'string') {
-      reply.writeHead(404);
-      reply.end();
-      return;
-    }
+    if (session === undefined) return this.refuseRelayed(request, reply, id, 'unknown session');
+    if (session.owner !== request.principal) return this.refuseRelayed(request, reply, id, 'not the owner');
+    if (typeof lastEventId !== 'string' || positionOf(lastEventId) === undefined)
+      return this.refuseRelayed(request, reply, id, 'bad lastEventId');
     session.lastSeen = Date.now();
     session.transport.resumeRelayed(reply, lastEventId).catch((error: unknown) => {
       this.options.logger.warn(
@@ -406,6 +423,30 @@ export class SessionTable {
       );
       if (!reply.writableEnded) reply.end();
     });
+  }
+
+  /**
+   * Answers 404 to a relayed stream refused here, and leaves a trace: this is the second check
+   * of a request the asking replica let through, so either the two disagree or the request did
+   * not come from a replica that checked it. What it names came through the store, and is
+   * quoted as it came.
+   */
+  private refuseRelayed(request: RelayedRetry, reply: Reply, id: unknown, why: RelayRefusal): void {
+    const { logger, record } = this.options;
+    const sessionId = typeof id === 'string' ? `${id.slice(0, 12)}…` : undefined;
+    logger.warn(
+      `replica ${JSON.stringify(request.from)} relayed a resumed stream of ${sessionId === undefined ? 'no session' : `session ${JSON.stringify(sessionId)}`} for ${describePrincipalKey(request.principal)}: refused with 404, ${why}`,
+    );
+    if (why === 'not the owner' && sessionId !== undefined)
+      record?.({
+        type: 'session_refused',
+        method: 'GET',
+        sessionId,
+        resumed: true,
+        relayed: { from: request.from, principalKey: request.principal },
+      });
+    reply.writeHead(404);
+    reply.end();
   }
 
   /** An answer another replica sent on, for a request this one sent the host in `id`. */

@@ -14,7 +14,8 @@ import { retryAfterOf } from './replies.js';
 import { overOwed, oversizeBatch, refusedBatch } from '../core/transports/batches.js';
 import type { MessageExtra, MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
 import { positionOf } from './resumableCalls.js';
-import { AnswerStream, endWithError } from './answerStream.js';
+import { AnswerStream, endWithError, type KeepAlive } from './answerStream.js';
+import type { Sweeper } from './sweeper.js';
 import { CallLog, MAX_EVENTS } from './callLog.js';
 import type { Reply } from './retryRelay.js';
 import { CallResumption, type TransportResume } from './callResumption.js';
@@ -31,6 +32,8 @@ export interface SessionTransportOptions {
   readonly beforeWrite?: () => void;
   /** Comment interval on the streams this class answers itself (default 15 s, as the SDK's). */
   readonly keepAliveMs?: number;
+  /** The listener's timer that writes those comments (see `quietStreams`). */
+  readonly quietStreams: Sweeper<AnswerStream>;
   /** Replicas share the session: answers to another replica's requests go there (answerRelay.ts). */
   readonly relay?: TransportRelay;
   /** With `relay`: calls' streams are resumable, and a replica that dies can be taken over. */
@@ -90,9 +93,12 @@ export class SessionTransport implements MessageTransport {
   private readonly options: SessionTransportOptions;
   /** With `resume`: the resumption of this session's calls on other replicas, and theirs here. */
   private readonly resumption: CallResumption | undefined;
+  /** What this session's answer streams share (made once here, not for each stream). */
+  private readonly keepAlive: KeepAlive;
 
   constructor(options: SessionTransportOptions) {
     this.options = options;
+    this.keepAlive = { quietMs: options.keepAliveMs ?? KEEP_ALIVE_MS, streams: options.quietStreams };
     this.inner = new StreamableHTTPServerTransport({
       sessionIdGenerator: options.sessionId,
       onsessioninitialized: options.onInitialized,
@@ -317,7 +323,7 @@ export class SessionTransport implements MessageTransport {
     const stream = new AnswerStream(
       res,
       sessionId,
-      this.options.keepAliveMs ?? KEEP_ALIVE_MS,
+      this.keepAlive,
       relay === undefined || resume === undefined
         ? undefined
         : { replica: relay.replica, auditSession: resume.calls.auditSession, requestId: id },
@@ -353,13 +359,7 @@ export class SessionTransport implements MessageTransport {
       return true;
     }
     if (log.ended !== undefined) {
-      new AnswerStream(
-        res,
-        sessionId,
-        this.options.keepAliveMs ?? KEEP_ALIVE_MS,
-        this.positionOf(id),
-        log,
-      ).replay(events);
+      new AnswerStream(res, sessionId, this.keepAlive, this.positionOf(id), log).replay(events);
       return true;
     }
     this.openStream(res, id, sessionId, log).replay(events);

@@ -11,6 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, readAudit, textOf } from './harness.js';
 import { suiteIssuer, type HttpGateway } from './httpHarness.js';
@@ -379,6 +380,106 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       readAudit(audit).filter((r) => r.type === 'call' && r.tool === 'ask__sleep');
     expect(sleeps(holder!.audit)).toHaveLength(1);
     expect(sleeps(other!.audit)).toHaveLength(0);
+    await host.close();
+    await call;
+  }, 120_000);
+
+  it("refuses, logs and audits a relayed stream forged for a principal that does not own the session, and streams the owner's", async () => {
+    const [holder] = await replicas(1);
+    const host = await connectHost(holder!.replica, () => Promise.resolve());
+    let eventId: string | undefined;
+    let fifth!: () => void;
+    const running = new Promise<void>((resolve) => (fifth = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms: 3000 } }, undefined, {
+        onprogress: ({ progress }) => {
+          if (progress >= 5) fifth();
+        },
+        onresumptiontoken: (token) => (eventId = token),
+        timeout: 60_000,
+      })
+      .catch((error: Error) => error);
+    await running;
+    const stopReconnecting = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
+    stopReconnecting._startOrAuthSse = () => Promise.reject(new Error('kept from the replica by the test'));
+    host.breakStreams();
+    await new Promise((resolve) => setImmediate(resolve));
+    const sessionId = host.transport.sessionId!;
+    // Anyone who can publish on the store can pose as a replica: the relay's messages carry
+    // no proof of who sent them, only the principal's key (source, issuer, subject).
+    const url = `redis://:${PASSWORD}@127.0.0.1:${redisPort}/0`;
+    const forger = createClient({ url });
+    const listener = createClient({ url });
+    await Promise.all([forger.connect(), listener.connect()]);
+    const back = new Map<string, Json[]>();
+    await listener.subscribe('mcp-warden:retry-answers:forged-replica', (text) => {
+      const message = JSON.parse(text) as Json & { id: string };
+      back.set(message.id, [...(back.get(message.id) ?? []), message]);
+    });
+    const keyOf = (subject: string) => `token\u0000${issuer.url()}\u0000${subject}`;
+    let n = 0;
+    const relay = async (principal: string, body: Json) => {
+      const id = `forged-${++n}`;
+      await forger.publish(
+        `mcp-warden:retries:${sessionOf(holder!.audit)}`,
+        JSON.stringify({
+          kind: 'retry',
+          id,
+          from: 'forged-replica',
+          principal,
+          body,
+          headers: {},
+          stream: true,
+        }),
+      );
+      await expect.poll(() => back.get(id)?.some((m) => m.kind === 'end'), { timeout: 20_000 }).toBe(true);
+      return back.get(id)!;
+    };
+    const status = (messages: Json[]) =>
+      (messages.find((m) => m.head !== undefined)?.head as { status: number } | undefined)?.status;
+    try {
+      // Bob's key with alice's session and event id: 404, nothing of hers, logged and audited.
+      const bob = await relay(keyOf('bob'), { session: sessionId, lastEventId: eventId });
+      expect(status(bob)).toBe(404);
+      expect(bob.filter((m) => m.kind === 'chunk')).toEqual([]);
+      expect(JSON.stringify(bob)).not.toMatch(/progress|slept/);
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(
+          new RegExp(
+            `replica "forged-replica" relayed a resumed stream of session "${sessionId.slice(0, 12)}…" for token principal "bob@${issuer.url()}": refused with 404, not the owner`,
+          ),
+        );
+      // An unknown session and an event id that names no stream are refused and logged too.
+      expect(status(await relay(keyOf('alice'), { session: 'no-such-session', lastEventId: eventId }))).toBe(
+        404,
+      );
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(/of session "no-such-sess…" for token principal "alice@.*unknown session/);
+      expect(status(await relay(keyOf('alice'), { session: sessionId, lastEventId: 'junk' }))).toBe(404);
+      await expect
+        .poll(holder!.replica.stderr, { timeout: 5000 })
+        .toMatch(/refused with 404, bad lastEventId/);
+      // Audited once, for the stream asked for someone who does not own the session.
+      const refused = readAudit(holder!.audit).filter((r) => r.type === 'session_refused');
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatchObject({
+        method: 'GET',
+        sessionId: `${sessionId.slice(0, 12)}…`,
+        resumed: true,
+        relayed: { from: 'forged-replica', principalKey: keyOf('bob') },
+        principal: { source: 'os' },
+      });
+      // The owner's key streams the rest of the call, through to its answer.
+      const alice = await relay(keyOf('alice'), { session: sessionId, lastEventId: eventId });
+      expect(status(alice)).toBe(200);
+      const text = alice.map((m) => m.text ?? '').join('');
+      expect(text).toContain('notifications/progress');
+      expect(text).toContain('slept 3000');
+    } finally {
+      await Promise.all([forger.close(), listener.close()]);
+    }
     await host.close();
     await call;
   }, 120_000);

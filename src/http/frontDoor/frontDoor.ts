@@ -17,6 +17,7 @@ import type { Logger } from '../../core/logger.js';
 import { ANONYMOUS, tokenPrincipal, type Principal } from '../../core/principal.js';
 import { StoreError, type SharedStore } from '../../lib/store/sharedStore.js';
 import type { OwnTokens } from '../auth.js';
+import type { ReadBody } from '../bodyReads.js';
 import { sendJson } from '../replies.js';
 import { authorize } from './authorize.js';
 import { callback } from './callback.js';
@@ -38,8 +39,6 @@ export interface FrontDoorOptions {
   readonly logger: Logger;
   /** Audits a sign-in step; `principal` is who, once the ID token named them. */
   readonly record?: (event: SignInRecord, principal: Principal) => void;
-  /** Reads a request body, bounded (the listener's reader). */
-  readonly readBody: (req: IncomingMessage, max: number) => Promise<string | undefined>;
   /**
    * The store replicas share (`store:`): sign-ins under way, codes and refresh tokens are kept
    * there, so any replica continues what another started. Absent: in this process's memory.
@@ -52,7 +51,8 @@ export interface FrontDoor {
   readonly issuer: string;
   /** Whether `pathname` is one of the front door's (it then answers with `handle`). */
   serves(pathname: string): boolean;
-  handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void>;
+  /** Answers a request to one of its paths; `readBody`: the listener's reader of request bodies. */
+  handle(req: IncomingMessage, res: ServerResponse, pathname: string, readBody: ReadBody): Promise<void>;
   /** How the listener's verifier checks the tokens the front door issues. */
   readonly tokens: OwnTokens;
 }
@@ -78,10 +78,12 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
   return {
     issuer,
     serves: (pathname) => Object.hasOwn(ROUTES, pathname),
-    async handle(req, res, pathname) {
+    async handle(req, res, pathname, readBody) {
       const url = new URL(req.url ?? '/', issuer);
       try {
-        await ROUTES[pathname]!(door, req, res, url);
+        // The body reader is the listener's, which the front door is made before; a sign-in
+        // request is rare enough that lending it for each is no cost worth avoiding.
+        await ROUTES[pathname]!({ ...door, readBody }, req, res, url);
       } catch (error) {
         answerFailure(logger, res, pathname, error);
       }
@@ -102,7 +104,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
 }
 
 /** What the endpoints share: the configuration, the identity provider and the sign-in state. */
-function doorOf(options: FrontDoorOptions): Door {
+function doorOf(options: FrontDoorOptions): Omit<Door, 'readBody'> {
   const { auth, door, key, logger } = options;
   const record = (event: SignInRecord, principal: Principal = ANONYMOUS) =>
     options.record?.(event, principal);
@@ -114,7 +116,6 @@ function doorOf(options: FrontDoorOptions): Door {
     issuer: door.baseUrl,
     idp: identityProvider(auth, door),
     state: signInState(options.store),
-    readBody: options.readBody,
     record,
     failed(client, why, principal) {
       logger.warn(

@@ -10,6 +10,7 @@ import type { HostSignInEvent } from '../../core/events.js';
 import type { Logger } from '../../core/logger.js';
 import type { Principal } from '../../core/principal.js';
 import type { SharedStore } from '../../lib/store/sharedStore.js';
+import type { ReadBody } from '../bodyReads.js';
 import { sendJson } from '../replies.js';
 import { keptHere, keptInStore, type Kept } from './bounded.js';
 import type { IdentityProvider } from './idp.js';
@@ -97,7 +98,7 @@ export interface Door {
   readonly idp: IdentityProvider;
   readonly state: SignInState;
   /** Reads a request body, bounded (the listener's reader). */
-  readonly readBody: (req: IncomingMessage, max: number) => Promise<string | undefined>;
+  readonly readBody: ReadBody;
   /** Audits a sign-in step; `principal` is who, once the ID token named them. */
   record(event: SignInRecord, principal?: Principal): void;
   /** Logs and audits a failed sign-in step. */
