@@ -17,7 +17,7 @@ import {
 } from '../../src/features/audit/checkpoint.js';
 import { createCheckpointCheck } from '../../src/features/audit/verifyCheckpoints.js';
 import { verifyAuditFiles } from '../../src/features/audit/verify.js';
-import type { CallEvent } from '../../src/core/events.js';
+import type { AuditEvent, CallEvent } from '../../src/core/events.js';
 
 let dir: string;
 let file: string;
@@ -122,5 +122,38 @@ describe('a second chain from genesis under audit verify --key', () => {
         `writer w-two from ${file}:2 (90 s from the trail's first record)`,
       ) as unknown,
     });
+  });
+
+  it("the limit with several writers: a gateway's records after its last checkpoint can be cut wherever they sit, and verify names its chain", async () => {
+    const signing = { signer: loadCheckpointSigner(keyFile), intervalMs: 3_600_000 };
+    const one = await openAuditLog({ file, onFailure: 'block', writer: 'w-one', checkpoints: signing });
+    one.append({ type: 'gateway_start', version: '0.1.0', pid: 1, session: 's1' } as AuditEvent);
+    one.append(call(1));
+    one.checkpoint();
+    const two = await openAuditLog({ file, onFailure: 'block', writer: 'w-two', checkpoints: signing });
+    two.append(call(2));
+    one.append(call(3));
+    two.append(call(4));
+    one.append({ type: 'gateway_stop', reason: 'test', uptimeMs: 1 } as AuditEvent);
+    one.close();
+    two.close();
+    const intact = verifyWithKey();
+    expect(intact).toMatchObject({ ok: true, writers: 2 });
+    expect(intact.ok && intact.checkpoints?.summary).not.toContain('without the gateway stopping');
+    // w-one's records after its first checkpoint removed from the middle of the file: its chain
+    // ends there, as that of a gateway killed while idle would, and w-two goes on.
+    const all = readFileSync(file, 'utf8').split('\n');
+    const kept = all.filter(
+      (line) =>
+        line === '' || !(line.includes('"writer":"w-one"') && (JSON.parse(line) as { seq: number }).seq > 2),
+    );
+    expect(kept.length).toBe(all.length - 3);
+    writeFileSync(file, kept.join('\n'));
+    const cut = verifyWithKey();
+    expect(cut).toMatchObject({ ok: true, writers: 2 });
+    expect(cut.ok && cut.checkpoints?.summary).toContain(
+      `1 gateway chain (writer w-one at ${file}:3) ends at a checkpoint without the gateway stopping: running, killed, ` +
+        'or the records after that checkpoint were removed, which leaves no trace',
+    );
   });
 });

@@ -150,6 +150,13 @@ interface WriterCoverage {
   readonly at: { readonly file: string; readonly line: number };
   /** `host` of its records (every record of a writer names the same). */
   readonly host: unknown;
+  /** The type of its last record, and of the one before it. */
+  lastType: unknown;
+  beforeLastType: unknown;
+  /** Where its last record is. */
+  last: { readonly file: string; readonly line: number };
+  /** Whether it wrote a `gateway_start`: a gateway's chain, which ends with `gateway_stop` and a checkpoint. */
+  gateway: boolean;
 }
 
 /** What the checkpoint check was given, and what it has seen so far. */
@@ -216,6 +223,10 @@ function coverageOf(state: CheckState, record: Record<string, unknown>, place: R
       start,
       at: { file: place.file, line: place.line },
       host: record['host'],
+      lastType: undefined,
+      beforeLastType: undefined,
+      last: { file: place.file, line: place.line },
+      gateway: false,
     };
     state.writers.set(writer, coverage);
     if (start === 'genesis') checkGenesis(state, writer, Date.parse(String(record['ts'])), { ...place, seq });
@@ -261,6 +272,10 @@ function checkRecord(
   state.read++;
   const seq = Number(record['seq']);
   const coverage = coverageOf(state, record, place);
+  coverage.beforeLastType = coverage.lastType;
+  coverage.lastType = record['type'];
+  coverage.last = { file: place.file, line: place.line };
+  if (record['type'] === 'gateway_start') coverage.gateway = true;
   const checkpoint = signedCheckpointOf(record);
   if (checkpoint === undefined) {
     if (record['type'] === 'checkpoint') return 'a checkpoint record without its signed fields';
@@ -360,11 +375,21 @@ function finishCheck(state: CheckState): CheckpointReport | CheckpointFailure {
   const absent = [...state.writers.entries()]
     .filter(([, coverage]) => coverage.start === 'absent' && coverage.order > 0)
     .map(([writer, coverage]) => `writer ${writer} from ${coverage.at.file}:${coverage.at.line}`);
+  // A gateway's chain that ends in a checkpoint without its gateway_stop before it: the gateway is
+  // running and idle, or was killed, or its records after that checkpoint were removed; with
+  // several writers those can sit anywhere in the file, not only at its end.
+  const unstopped = [...state.writers.entries()]
+    .filter(([, c]) => c.gateway && c.lastType === 'checkpoint' && c.beforeLastType !== 'gateway_stop')
+    .map(([writer, c]) => `writer ${writer} at ${c.last.file}:${c.last.line}`);
   const summary =
     `${plural(count, 'checkpoint')} signed by key ${keyId}; every record up to the last one (seq ${last.seq}, ${last.ts}) is as written` +
     (anchor === undefined
       ? '; records cut from after the last checkpoint would leave no trace (pass the latest checkpoint kept elsewhere as --anchor)'
       : `; the anchor (seq ${anchor.seq}, ${anchor.ts}) is in the trail, so nothing up to it was removed`) +
+    (unstopped.length === 0
+      ? ''
+      : `; ${plural(unstopped.length, 'gateway chain')} (${unstopped.join(', ')}) end${unstopped.length === 1 ? 's' : ''} at a checkpoint ` +
+        'without the gateway stopping: running, killed, or the records after that checkpoint were removed, which leaves no trace') +
     (absent.length === 0
       ? ''
       : `; ${plural(absent.length, 'chain')} (${absent.join(', ')}) continue${absent.length === 1 ? 's' : ''} from records not in the trail: ` +
