@@ -302,7 +302,7 @@ describe('audit verify --key against a changed trail', () => {
     expect(bad.stdout).toContain(`audit.jsonl:${line}: seq ${line - 1}: not valid UTF-8`);
   });
 
-  it('a checkpoint with an added member, another host, another algorithm or another key id fails', async () => {
+  it('a checkpoint with an added member, another host, its signature written otherwise, another algorithm or another key id fails', async () => {
     const last = parse(A.at(-1)!);
     const head = A.slice(0, -1);
     let r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, alg: 'none' })] });
@@ -314,6 +314,22 @@ describe('audit verify --key against a changed trail', () => {
     r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, host: 'elsewhere' })] });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('checkpoint names host "elsewhere"');
+
+    // The signature's text changed so that it decodes to the same bytes.
+    const sig = String(last.sig);
+    for (const variant of [
+      `${sig} `,
+      `${sig}!`,
+      sig.replace(/=+$/, ''),
+      sig.replaceAll('/', '_').replaceAll('+', '-'),
+    ]) {
+      if (variant === sig) continue;
+      r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, sig: variant })] });
+      expect(r.code, variant).toBe(1);
+      expect(r.stdout).toContain(
+        `${r.base}:${A.length}: seq ${A.length - 1}: checkpoint signature does not match`,
+      );
+    }
 
     // HMAC-SHA256 keyed with the public key's text, in place of the Ed25519 signature.
     const hmac = createHmac('sha256', readFileSync(pub)).update(checkpointMessage(last)).digest('base64');
