@@ -302,7 +302,7 @@ describe('audit verify --key against a changed trail', () => {
     expect(bad.stdout).toContain(`audit.jsonl:${line}: seq ${line - 1}: not valid UTF-8`);
   });
 
-  it('a checkpoint with an added member, another host, its signature written otherwise, another algorithm or another key id fails', async () => {
+  it('a checkpoint with an added member, another host, its values or signature spelled otherwise, another algorithm or another key id fails', async () => {
     const last = parse(A.at(-1)!);
     const head = A.slice(0, -1);
     let r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, alg: 'none' })] });
@@ -314,6 +314,28 @@ describe('audit verify --key against a changed trail', () => {
     r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, host: 'elsewhere' })] });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('checkpoint names host "elsewhere"');
+
+    // The same values spelled otherwise, the hash sealed again: the last record has no next
+    // record whose prev would catch it.
+    const text = reseal(last);
+    expect(text).toBe(A.at(-1));
+    const open = text.slice(0, text.lastIndexOf(',"hash":'));
+    const respelled = [
+      open.replace('"type":', '"type": '),
+      open.replace(/^\{"seq":(\d+),"ts":("[^"]+"),/, '{"ts":$2,"seq":$1,'),
+      open.replace('"ts":"2', '"ts":"\\u0032'),
+      open.replace(`"records":${String(last.records)}`, `"records":${String(last.records)}.0`),
+    ];
+    for (const variant of respelled) {
+      expect(variant).not.toBe(open);
+      expect(JSON.parse(`${variant}}`)).toEqual(JSON.parse(`${open}}`));
+      const line = `${variant},"hash":"${createHash('sha256').update(variant).digest('hex')}"}`;
+      r = await verify({ 'audit.jsonl': [...head, line] });
+      expect(r.code, variant).toBe(1);
+      expect(r.stdout).toContain(
+        `${r.base}:${A.length}: seq ${A.length - 1}: checkpoint is not written as a gateway writes one`,
+      );
+    }
 
     // The signature's text changed so that it decodes to the same bytes.
     const sig = String(last.sig);

@@ -204,7 +204,7 @@ function checkLine(
   }
   const link = linkOf(state, shape);
   if (typeof link === 'string') return fail(file, number, seq, link);
-  const signed = state.checkpoints?.record(record, { file, line: number, ...(link && { link }) });
+  const signed = state.checkpoints?.record(record, { file, line: number, ...(link && { link }) }, text);
   if (signed !== undefined) return fail(file, number, seq, signed);
   state.writers.set(writer, { seq, hash });
   state.known.set(hash, { seq, writer });

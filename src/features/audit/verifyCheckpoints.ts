@@ -84,8 +84,8 @@ export interface CheckpointFailure {
 
 /** Fed each record that passed the chain check, in order; `finish` after the last one. */
 export interface CheckpointCheck {
-  /** A problem with this record's checkpoint, or undefined. */
-  record(record: Record<string, unknown>, place: RecordPlace): string | undefined;
+  /** A problem with this record's checkpoint, or undefined; `text` is the record's line. */
+  record(record: Record<string, unknown>, place: RecordPlace, text: string): string | undefined;
   /** What was proven, or why the trail fails. */
   finish(): CheckpointReport | CheckpointFailure;
 }
@@ -201,7 +201,7 @@ export function createCheckpointCheck(options: {
     copiedAt: undefined,
   };
   return {
-    record: (record, place) => checkRecord(state, record, place),
+    record: (record, place, text) => checkRecord(state, record, place, text),
     finish: () => finishCheck(state),
   };
 }
@@ -268,6 +268,7 @@ function checkRecord(
   state: CheckState,
   record: Record<string, unknown>,
   place: RecordPlace,
+  text: string,
 ): string | undefined {
   state.read++;
   const seq = Number(record['seq']);
@@ -282,7 +283,7 @@ function checkRecord(
     coverage.unsigned.push({ seq, file: place.file, line: place.line });
     return undefined;
   }
-  const problem = checkpointProblem(state, checkpoint) ?? unsignedMembersProblem(record, coverage);
+  const problem = checkpointProblem(state, checkpoint) ?? unsignedMembersProblem(record, coverage, text);
   if (problem !== undefined) return problem;
   const { anchor } = state;
   if (
@@ -303,21 +304,41 @@ function checkRecord(
 }
 
 /**
- * What is wrong with the members of a checkpoint record that its signature does not cover. A
- * writer's last checkpoint is usually the last record of its chain, so no later `prev` covers
- * its text either: a member added to it (say an `alg` some reader might heed) or a `host`
- * rewritten would pass unless checked here. Its `session` stays unproven.
+ * What is wrong with a checkpoint record beyond what its signature covers. A writer's last
+ * checkpoint is usually the last record of its chain, so no later `prev` covers its text either,
+ * and its own `hash` only agrees with whatever text it is given: a member added (say an `alg` some
+ * reader might heed), a `host` rewritten, or the same values spelled otherwise (spaces, order,
+ * `\u` escapes, `1.9e1` for 19) would pass unless the text must be exactly the gateway's. Its
+ * `session` stays unproven.
  */
 function unsignedMembersProblem(
   record: Record<string, unknown>,
   coverage: WriterCoverage,
+  text: string,
 ): string | undefined {
   const extra = Object.keys(record).filter((member) => !CHECKPOINT_MEMBERS.has(member));
   if (extra.length > 0)
     return `checkpoint has members a gateway does not write (${extra.join(', ')}): the record was changed`;
   if (record['host'] !== coverage.host)
     return `checkpoint names host ${JSON.stringify(record['host'])}, its writer's records ${JSON.stringify(coverage.host)}: the record was changed`;
+  if (text !== checkpointLine(record))
+    return 'checkpoint is not written as a gateway writes one (its members reordered, spaced or spelled otherwise): the record was changed';
   return undefined;
+}
+
+/**
+ * The line a writer makes of a checkpoint record with these members: the checkpoint's members
+ * (checkpointer.ts), then the writer's session, host and writer id, between the chain fields
+ * (lineBatch.ts), each value as JSON.stringify writes it.
+ */
+function checkpointLine(record: Record<string, unknown>): string {
+  const json = (member: string) => JSON.stringify(record[member]);
+  const session = record['session'] === undefined ? '' : `,"session":${json('session')}`;
+  return (
+    `{"seq":${json('seq')},"ts":${json('ts')},"type":"checkpoint","records":${json('records')},` +
+    `"key":${json('key')},"sig":${json('sig')}${session},"host":${json('host')},"writer":${json('writer')},` +
+    `"prev":${json('prev')},"hash":${json('hash')}}`
+  );
 }
 
 /** Why a checkpoint of the trail vouches for nothing, or undefined when it is valid. */
