@@ -361,6 +361,21 @@ describe('audit verify --key against a changed trail', () => {
       `${r.base}:${A.length}: seq ${A.length - 1}: checkpoint signature does not match`,
     );
 
+    // As the anchor: an HMAC in place of the signature, or an alg that asks for none, is no
+    // signed checkpoint; the anchor's signature is checked like the trail's.
+    r = await verify({ 'audit.jsonl': A }, [
+      '--anchor',
+      JSON.stringify({ ...last, sig: hmac, alg: 'HS256' }),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('the anchor is not a checkpoint signed by the given key');
+    r = await verify({ 'audit.jsonl': A }, ['--anchor', JSON.stringify({ ...last, sig: '', alg: 'none' })]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('the anchor is not a checkpoint signed by the given key');
+    r = await verify({ 'audit.jsonl': A }, ['--anchor', JSON.stringify({ ...last, sig: `${sig} ` })]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('the anchor is not a checkpoint signed by the given key');
+
     r = await verify({ 'audit.jsonl': [...head, reseal({ ...last, key: '0123456789abcdef' })] });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('checkpoint signed by key 0123456789abcdef, not by the given key');
