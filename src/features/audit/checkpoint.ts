@@ -108,10 +108,17 @@ export function generateCheckpointKeys(): { privatePem: string; publicPem: strin
   };
 }
 
-/** Whether `sig` (base64) is `key`'s signature of the checkpoint `fields`. */
+/**
+ * Whether `sig` is `key`'s signature of the checkpoint `fields`, in base64 exactly as the signer
+ * writes it. Node's base64 decoder skips what it does not know (spaces, `!`, a second padding,
+ * the URL alphabet), so many texts decode to one signature: without the exact form, the text of
+ * a trail's last checkpoint, which no later record's `prev` covers, could be changed.
+ */
 export function checkpointSignatureValid(fields: CheckpointFields, sig: string, key: KeyObject): boolean {
+  const bytes = Buffer.from(sig, 'base64');
+  if (bytes.toString('base64') !== sig) return false;
   try {
-    return verify(null, Buffer.from(checkpointMessage(fields), 'utf8'), key, Buffer.from(sig, 'base64'));
+    return verify(null, Buffer.from(checkpointMessage(fields), 'utf8'), key, bytes);
   } catch {
     return false;
   }

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -37,6 +38,11 @@ export interface FileLine {
   readonly text: string;
   readonly number: number;
   readonly terminated: boolean;
+  /**
+   * Whether the line's bytes are valid UTF-8. Invalid bytes decode to U+FFFD in `text`, so text
+   * alone cannot tell one invalid sequence from another, or from a U+FFFD that was written.
+   */
+  readonly utf8: boolean;
 }
 
 const CHUNK = 1 << 20;
@@ -45,8 +51,12 @@ const CHUNK = 1 << 20;
  * The lines of a file, read in 1 MiB chunks so a large unrotated log never has to fit in one
  * string (V8 caps strings at about 512 MiB). A final piece without a newline is yielded with
  * `terminated: false`; an empty final piece (the file ends with a newline) is not yielded.
+ * Throws for a file that is not a regular file.
  */
 export function* readLinesSync(file: string): Generator<FileLine> {
+  // A name that leads (through a symlink, say) to a FIFO, a device or a folder is no audit
+  // file: opening a FIFO waits for a writer, and a device such as /dev/zero never ends.
+  if (!statSync(file).isFile()) throw new Error('not a regular file (a FIFO, device or folder)');
   const fd = openSync(file, 'r');
   try {
     const buffer = Buffer.allocUnsafe(CHUNK);
@@ -59,7 +69,8 @@ export function* readLinesSync(file: string): Generator<FileLine> {
       for (let i = buffer.indexOf(0x0a, 0); i !== -1 && i < n; i = buffer.indexOf(0x0a, i + 1)) {
         pending.push(Buffer.from(buffer.subarray(start, i)));
         number++;
-        yield { text: Buffer.concat(pending).toString('utf8'), number, terminated: true };
+        const bytes = Buffer.concat(pending);
+        yield { text: bytes.toString('utf8'), number, terminated: true, utf8: isUtf8(bytes) };
         pending = [];
         start = i + 1;
       }
@@ -67,7 +78,8 @@ export function* readLinesSync(file: string): Generator<FileLine> {
     }
     if (pending.length > 0) {
       number++;
-      yield { text: Buffer.concat(pending).toString('utf8'), number, terminated: false };
+      const bytes = Buffer.concat(pending);
+      yield { text: bytes.toString('utf8'), number, terminated: false, utf8: isUtf8(bytes) };
     }
   } finally {
     closeSync(fd);

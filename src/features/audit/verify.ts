@@ -1,6 +1,6 @@
 import { isHash } from '../../lib/hash.js';
 import { lineHashes, type ChainHead } from './chain.js';
-import { auditFileSet, readLinesSync } from './files.js';
+import { auditFileSet, readLinesSync, type FileLine } from './files.js';
 import { GENESIS_HASH } from '../../core/events.js';
 import { plural } from '../../lib/plural.js';
 import type { CheckpointCheck, CheckpointReport } from './verifyCheckpoints.js';
@@ -58,7 +58,8 @@ export type VerifyResult =
  *
  * Empty lines are skipped. Each record must parse, carry `seq`, `ts`, `writer`, `prev`, `type`
  * and, as its last member, a `hash` equal to the SHA-256 of the line's text before that member
- * (catches edits, down to a changed space). Per writer, each
+ * (catches edits, down to a changed space), in bytes that are valid UTF-8 as a writer writes
+ * them (the text hashed is decoded, and an invalid byte would decode like another). Per writer, each
  * record must follow the writer's previous one: `seq` one more, `prev` its hash (catches
  * removed, inserted, repeated and swapped records). A writer's first record must start a chain
  * (`prev` genesis, `seq` 0) or link to a record read before it, with `seq` one more than that
@@ -155,7 +156,7 @@ function filesToVerify(files: string[] | string): string[] | VerifyFailure {
 function checkLine(
   state: Verification,
   file: string,
-  { text, number, terminated }: { text: string; number: number; terminated: boolean },
+  { text, number, terminated, utf8 }: FileLine,
 ): VerifyFailure | undefined {
   // An empty line holds nothing to check (a writer may leave one; see auditWriter.ts), and
   // removing a record's text leaves a gap in its chain that is reported below.
@@ -186,6 +187,10 @@ function checkLine(
   const record = parsed as Record<string, unknown>;
   const recovery = checkRecovery(state, record, shape, `${file}:${number}`);
   if (recovery !== undefined) return recovery;
+  // The hash is of the decoded text, in which every invalid byte sequence reads as U+FFFD: a
+  // writer writes only UTF-8, so invalid bytes in a record were put there afterwards.
+  if (!utf8)
+    return fail(file, number, seq, "not valid UTF-8: the record's bytes were changed after it was written");
   const hashes = lineHashes(text);
   if (hashes === undefined || hashes.claimed !== hash) {
     return fail(file, number, seq, 'the record does not end with its "hash" member: it was rewritten');
@@ -199,7 +204,7 @@ function checkLine(
   }
   const link = linkOf(state, shape);
   if (typeof link === 'string') return fail(file, number, seq, link);
-  const signed = state.checkpoints?.record(record, { file, line: number, ...(link && { link }) });
+  const signed = state.checkpoints?.record(record, { file, line: number, ...(link && { link }) }, text);
   if (signed !== undefined) return fail(file, number, seq, signed);
   state.writers.set(writer, { seq, hash });
   state.known.set(hash, { seq, writer });

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { isHash } from '../../lib/hash.js';
 import { plural } from '../../lib/plural.js';
+import { GENESIS_HASH } from '../../core/events.js';
 import { checkpointSignatureValid, type CheckpointFields } from './checkpoint.js';
 
 /*
@@ -11,7 +12,38 @@ import { checkpointSignatureValid, type CheckpointFields } from './checkpoint.js
  * cutting the end off a trail leaves exactly that, or leaves an earlier checkpoint last, which only
  * a checkpoint kept elsewhere (the anchor) can tell. A checkpoint vouches only for the chain it
  * signs: records of a chain that no checkpoint reaches fail too, wherever they sit.
+ *
+ * A signature names no trail, so a chain copied whole, checkpoints and all, from another trail
+ * signed with the same key is signed as well as the trail's own. A chain from genesis is where
+ * such a copy shows: a gateway starts one only on an empty trail, so after the trail's first
+ * record a chain from genesis is genuine only when gateways started on the empty trail together,
+ * which puts its first record before any checkpoint and within `GENESIS_RACE_MS` of the trail's
+ * first (a record's `ts` is as signed as its text once a checkpoint covers it). A copied chain
+ * that continues from a record not in the trail looks like a gateway's chain whose earlier
+ * records were rotated away: those are named in the summary, not failed.
  */
+
+/**
+ * How far apart (by `ts`) the first records of two chains from genesis may be: gateways started
+ * together on an empty trail each find it empty, and write their first record within moments of
+ * each other; a minute leaves room for a loaded machine.
+ */
+const GENESIS_RACE_MS = 60_000;
+
+/** The members a gateway writes into a checkpoint record; any other was added afterwards. */
+const CHECKPOINT_MEMBERS = new Set([
+  'seq',
+  'ts',
+  'type',
+  'records',
+  'key',
+  'sig',
+  'session',
+  'host',
+  'writer',
+  'prev',
+  'hash',
+]);
 
 /** A checkpoint as read from the trail or from an anchor: the signed fields and the signature. */
 export interface SignedCheckpoint extends CheckpointFields {
@@ -52,8 +84,8 @@ export interface CheckpointFailure {
 
 /** Fed each record that passed the chain check, in order; `finish` after the last one. */
 export interface CheckpointCheck {
-  /** A problem with this record's checkpoint, or undefined. */
-  record(record: Record<string, unknown>, place: RecordPlace): string | undefined;
+  /** A problem with this record's checkpoint, or undefined; `text` is the record's line. */
+  record(record: Record<string, unknown>, place: RecordPlace, text: string): string | undefined;
   /** What was proven, or why the trail fails. */
   finish(): CheckpointReport | CheckpointFailure;
 }
@@ -112,6 +144,19 @@ interface WriterCoverage {
   signedSeq: number;
   /** The writer's records after its last checkpoint, in order: not vouched for by its own signature. */
   unsigned: Array<{ readonly seq: number; readonly file: string; readonly line: number }>;
+  /** How the chain begins here: from genesis, from a record read before it, or from one not in the trail. */
+  readonly start: 'genesis' | 'link' | 'absent';
+  /** Where its first record is. */
+  readonly at: { readonly file: string; readonly line: number };
+  /** `host` of its records (every record of a writer names the same). */
+  readonly host: unknown;
+  /** The type of its last record, and of the one before it. */
+  lastType: unknown;
+  beforeLastType: unknown;
+  /** Where its last record is. */
+  last: { readonly file: string; readonly line: number };
+  /** Whether it wrote a `gateway_start`: a gateway's chain, which ends with `gateway_stop` and a checkpoint. */
+  gateway: boolean;
 }
 
 /** What the checkpoint check was given, and what it has seen so far. */
@@ -127,6 +172,12 @@ interface CheckState {
   lastCheckpointAt: number;
   anchored: boolean;
   readonly writers: Map<string, WriterCoverage>;
+  /** The trail's first record, when it starts a chain from genesis: its writer and `ts`. */
+  origin: { readonly writer: string; readonly ts: number } | undefined;
+  /** Chains from genesis that no gateway could have started here: copied from another trail. */
+  readonly copied: string[];
+  /** Where the first of them begins. */
+  copiedAt: { readonly file: string; readonly line: number; readonly seq: number } | undefined;
 }
 
 /** The check for `audit verify --key PUB [--anchor CHECKPOINT]`. */
@@ -145,17 +196,23 @@ export function createCheckpointCheck(options: {
     lastCheckpointAt: -1,
     anchored: false,
     writers: new Map(),
+    origin: undefined,
+    copied: [],
+    copiedAt: undefined,
   };
   return {
-    record: (record, place) => checkRecord(state, record, place),
+    record: (record, place, text) => checkRecord(state, record, place, text),
     finish: () => finishCheck(state),
   };
 }
 
 /** The coverage of `writer`'s chain, begun at this record when it is the writer's first. */
-function coverageOf(state: CheckState, writer: string, seq: number, place: RecordPlace): WriterCoverage {
+function coverageOf(state: CheckState, record: Record<string, unknown>, place: RecordPlace): WriterCoverage {
+  const writer = String(record['writer']);
   let coverage = state.writers.get(writer);
   if (coverage === undefined) {
+    const seq = Number(record['seq']);
+    const start = place.link !== undefined ? 'link' : record['prev'] === GENESIS_HASH ? 'genesis' : 'absent';
     coverage = {
       order: state.writers.size,
       firstSeq: seq,
@@ -163,28 +220,70 @@ function coverageOf(state: CheckState, writer: string, seq: number, place: Recor
       link: place.link,
       signedSeq: -1,
       unsigned: [],
+      start,
+      at: { file: place.file, line: place.line },
+      host: record['host'],
+      lastType: undefined,
+      beforeLastType: undefined,
+      last: { file: place.file, line: place.line },
+      gateway: false,
     };
     state.writers.set(writer, coverage);
+    if (start === 'genesis') checkGenesis(state, writer, Date.parse(String(record['ts'])), { ...place, seq });
   }
   return coverage;
+}
+
+/**
+ * A chain from genesis after the trail's first record: genuine only when gateways started on the
+ * empty trail together (before any checkpoint, within `GENESIS_RACE_MS` of the trail's first
+ * record); any other was copied in from another trail.
+ */
+function checkGenesis(
+  state: CheckState,
+  writer: string,
+  ts: number,
+  place: { readonly file: string; readonly line: number; readonly seq: number },
+): void {
+  const { origin } = state;
+  if (state.read === 1) {
+    state.origin = { writer, ts };
+    return;
+  }
+  const apart = origin === undefined ? NaN : Math.abs(ts - origin.ts);
+  if (origin !== undefined && state.count === 0 && apart <= GENESIS_RACE_MS) return;
+  const why =
+    origin === undefined
+      ? 'the trail does not begin at genesis'
+      : state.count > 0
+        ? 'after a checkpoint'
+        : Number.isNaN(apart)
+          ? 'with an unreadable ts'
+          : `${Math.round(apart / 1000)} s from the trail's first record`;
+  state.copied.push(`writer ${writer} from ${place.file}:${place.line} (${why})`);
+  state.copiedAt ??= place;
 }
 
 function checkRecord(
   state: CheckState,
   record: Record<string, unknown>,
   place: RecordPlace,
+  text: string,
 ): string | undefined {
   state.read++;
-  const writer = String(record['writer']);
   const seq = Number(record['seq']);
-  const coverage = coverageOf(state, writer, seq, place);
+  const coverage = coverageOf(state, record, place);
+  coverage.beforeLastType = coverage.lastType;
+  coverage.lastType = record['type'];
+  coverage.last = { file: place.file, line: place.line };
+  if (record['type'] === 'gateway_start') coverage.gateway = true;
   const checkpoint = signedCheckpointOf(record);
   if (checkpoint === undefined) {
     if (record['type'] === 'checkpoint') return 'a checkpoint record without its signed fields';
     coverage.unsigned.push({ seq, file: place.file, line: place.line });
     return undefined;
   }
-  const problem = checkpointProblem(state, checkpoint);
+  const problem = checkpointProblem(state, checkpoint) ?? unsignedMembersProblem(record, coverage, text);
   if (problem !== undefined) return problem;
   const { anchor } = state;
   if (
@@ -202,6 +301,44 @@ function checkRecord(
   coverage.signedSeq = checkpoint.seq;
   coverage.unsigned = [];
   return undefined;
+}
+
+/**
+ * What is wrong with a checkpoint record beyond what its signature covers. A writer's last
+ * checkpoint is usually the last record of its chain, so no later `prev` covers its text either,
+ * and its own `hash` only agrees with whatever text it is given: a member added (say an `alg` some
+ * reader might heed), a `host` rewritten, or the same values spelled otherwise (spaces, order,
+ * `\u` escapes, `1.9e1` for 19) would pass unless the text must be exactly the gateway's. Its
+ * `session` stays unproven.
+ */
+function unsignedMembersProblem(
+  record: Record<string, unknown>,
+  coverage: WriterCoverage,
+  text: string,
+): string | undefined {
+  const extra = Object.keys(record).filter((member) => !CHECKPOINT_MEMBERS.has(member));
+  if (extra.length > 0)
+    return `checkpoint has members a gateway does not write (${extra.join(', ')}): the record was changed`;
+  if (record['host'] !== coverage.host)
+    return `checkpoint names host ${JSON.stringify(record['host'])}, its writer's records ${JSON.stringify(coverage.host)}: the record was changed`;
+  if (text !== checkpointLine(record))
+    return 'checkpoint is not written as a gateway writes one (its members reordered, spaced or spelled otherwise): the record was changed';
+  return undefined;
+}
+
+/**
+ * The line a writer makes of a checkpoint record with these members: the checkpoint's members
+ * (checkpointer.ts), then the writer's session, host and writer id, between the chain fields
+ * (lineBatch.ts), each value as JSON.stringify writes it.
+ */
+function checkpointLine(record: Record<string, unknown>): string {
+  const json = (member: string) => JSON.stringify(record[member]);
+  const session = record['session'] === undefined ? '' : `,"session":${json('session')}`;
+  return (
+    `{"seq":${json('seq')},"ts":${json('ts')},"type":"checkpoint","records":${json('records')},` +
+    `"key":${json('key')},"sig":${json('sig')}${session},"host":${json('host')},"writer":${json('writer')},` +
+    `"prev":${json('prev')},"hash":${json('hash')}}`
+  );
 }
 
 /** Why a checkpoint of the trail vouches for nothing, or undefined when it is valid. */
@@ -241,11 +378,43 @@ function finishCheck(state: CheckState): CheckpointReport | CheckpointFailure {
   }
   const uncovered = uncoveredRecords(state.writers, state.lastCheckpointAt, keyId, last);
   if (uncovered !== undefined) return uncovered;
+  const { copied, copiedAt } = state;
+  if (copiedAt !== undefined) {
+    return {
+      ...copiedAt,
+      problem:
+        `a chain starts from genesis where no gateway could have started one: ${copied.join(', ')}. ` +
+        'A gateway starts from genesis only on an empty trail (gateways started together may each do so, ' +
+        'before any checkpoint and within a minute of each other), so these records come from another trail: ' +
+        `copied in (a trail signed with key ${keyId} passes the signature check), or the trail was started anew ` +
+        '(its files or spool removed) and the old records put back beside the new',
+    };
+  }
+  // Chains that continue from a record not in the trail: the first is where the trail begins
+  // after rotation; others are gateways whose earlier records rotated away, or chains copied
+  // from another trail signed with the same key, which nothing here can tell apart.
+  const absent = [...state.writers.entries()]
+    .filter(([, coverage]) => coverage.start === 'absent' && coverage.order > 0)
+    .map(([writer, coverage]) => `writer ${writer} from ${coverage.at.file}:${coverage.at.line}`);
+  // A gateway's chain that ends in a checkpoint without its gateway_stop before it: the gateway is
+  // running and idle, or was killed, or its records after that checkpoint were removed; with
+  // several writers those can sit anywhere in the file, not only at its end.
+  const unstopped = [...state.writers.entries()]
+    .filter(([, c]) => c.gateway && c.lastType === 'checkpoint' && c.beforeLastType !== 'gateway_stop')
+    .map(([writer, c]) => `writer ${writer} at ${c.last.file}:${c.last.line}`);
   const summary =
     `${plural(count, 'checkpoint')} signed by key ${keyId}; every record up to the last one (seq ${last.seq}, ${last.ts}) is as written` +
     (anchor === undefined
+      ? '; records cut from after the last checkpoint would leave no trace (pass the latest checkpoint kept elsewhere as --anchor)'
+      : `; the anchor (seq ${anchor.seq}, ${anchor.ts}) is in the trail, so nothing up to it was removed`) +
+    (unstopped.length === 0
       ? ''
-      : `; the anchor (seq ${anchor.seq}, ${anchor.ts}) is in the trail, so nothing up to it was removed`);
+      : `; ${plural(unstopped.length, 'gateway chain')} (${unstopped.join(', ')}) end${unstopped.length === 1 ? 's' : ''} at a checkpoint ` +
+        'without the gateway stopping: running, killed, or the records after that checkpoint were removed, which leaves no trace') +
+    (absent.length === 0
+      ? ''
+      : `; ${plural(absent.length, 'chain')} (${absent.join(', ')}) continue${absent.length === 1 ? 's' : ''} from records not in the trail: ` +
+        'earlier records rotated away, or copied in from another trail signed with this key (a key per trail rules that out)');
   return {
     count,
     last: { writer: last.writer, seq: last.seq, ts: last.ts },
@@ -320,7 +489,8 @@ function uncoveredRecords(
         `not yet anchored: ${pending.join(', ')} after the last checkpoint of ${pending.length === 1 ? 'its' : 'their'} writer ` +
         `(the trail's last: seq ${last.seq}, ${last.ts}) ${pending.length === 1 ? 'is' : 'are'} not covered by a signature: ` +
         'the trail was cut after its last checkpoint, or a gateway is still writing it (it signs the next checkpoint ' +
-        'at its interval and when it stops), or stopped without signing (killed)',
+        'at its interval and when it stops), or stopped without signing (killed); removing them would leave no trace, ' +
+        'since nothing signed names them',
     };
   }
   return undefined;
