@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ListenConfig } from '../config/types.js';
 import type { Logger } from '../core/logger.js';
-import { describePrincipal, describePrincipalKey, principalKey, type Principal } from '../core/principal.js';
+import { describePrincipal, principalKey, type Principal } from '../core/principal.js';
 import type { MessageTransport } from '../core/rpc/transport.js';
 import { sendRpcError } from './replies.js';
 import type { SessionIds } from './sessionIds.js';
 import type { JsonRpcMessage } from '../core/protocol/jsonRpc.js';
 import type { AnswerRelay } from './answerRelay.js';
-import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
-import { positionOf, type ResumableCalls } from './resumableCalls.js';
+import type { RetryRelay } from './retryRelay.js';
+import type { ResumableCalls } from './resumableCalls.js';
 import { AnswerForwarding } from './answerForwarding.js';
+import { RelayedStreams } from './relayedStreams.js';
 import { SessionTransport, type TransportRelay } from './sessionTransport.js';
 import type { TransportResume } from './callResumption.js';
 import type { SessionRefusedEvent } from '../core/events.js';
@@ -99,9 +100,6 @@ export interface SessionTableOptions {
   ) => void;
 }
 
-/** Why a stream relayed from another replica is not served here. */
-type RelayRefusal = 'unknown session' | 'not the owner' | 'bad lastEventId';
-
 /**
  * What restoring a session finds when its record in the store names another principal: the
  * request is refused as one in a session of this replica would be (see `SessionTable.serve`).
@@ -150,7 +148,14 @@ export class SessionTable {
         forward: (to, session, message) => forwarding.forward(to, session, message),
       };
     }
-    options.streamRelay?.serveStreams((request, reply) => this.serveRelayedStream(request, reply));
+    if (options.streamRelay !== undefined) {
+      const relayed = new RelayedStreams({
+        logger: options.logger,
+        session: (id) => this.sessions.get(id),
+        ...(options.record !== undefined && { record: options.record }),
+      });
+      options.streamRelay.serveStreams((request, reply) => relayed.serve(request, reply));
+    }
     // Idle sessions are closed, so a host that went away does not hold a session slot for ever.
     this.sweep = setInterval(() => this.closeIdle(), Math.max(1000, Math.min(60_000, sessionIdleMs / 4)));
     this.sweep.unref();
@@ -401,52 +406,6 @@ export class SessionTable {
       `session ${id.slice(0, 12)}… continued here from the shared store for ${describePrincipal(principal)}`,
     );
     return session;
-  }
-
-  /**
-   * Serves a host's resumed stream that another replica relays here, where its call runs: in a
-   * session of this replica, for the principal that owns it (as that replica checked too).
-   * Anything else is answered 404 and logged; a stream asked for a principal that does not own
-   * the session is audited too, since the replica that asked should never have sent it on.
-   */
-  private serveRelayedStream(request: RelayedRetry, reply: Reply): void {
-    const { session: id, lastEventId } = (request.body ?? {}) as { session?: unknown; lastEventId?: unknown };
-    const session = typeof id === 'string' ? this.sessions.get(id) : undefined;
-    if (session === undefined) return this.refuseRelayed(request, reply, id, 'unknown session');
-    if (session.owner !== request.principal) return this.refuseRelayed(request, reply, id, 'not the owner');
-    if (typeof lastEventId !== 'string' || positionOf(lastEventId) === undefined)
-      return this.refuseRelayed(request, reply, id, 'bad lastEventId');
-    session.lastSeen = Date.now();
-    session.transport.resumeRelayed(reply, lastEventId).catch((error: unknown) => {
-      this.options.logger.warn(
-        `a stream relayed from replica ${request.from} failed here: ${(error as Error).message}`,
-      );
-      if (!reply.writableEnded) reply.end();
-    });
-  }
-
-  /**
-   * Answers 404 to a relayed stream refused here, and leaves a trace: this is the second check
-   * of a request the asking replica let through, so either the two disagree or the request did
-   * not come from a replica that checked it. What it names came through the store, and is
-   * quoted as it came.
-   */
-  private refuseRelayed(request: RelayedRetry, reply: Reply, id: unknown, why: RelayRefusal): void {
-    const { logger, record } = this.options;
-    const sessionId = typeof id === 'string' ? `${id.slice(0, 12)}…` : undefined;
-    logger.warn(
-      `replica ${JSON.stringify(request.from)} relayed a resumed stream of ${sessionId === undefined ? 'no session' : `session ${JSON.stringify(sessionId)}`} for ${describePrincipalKey(request.principal)}: refused with 404, ${why}`,
-    );
-    if (why === 'not the owner' && sessionId !== undefined)
-      record?.({
-        type: 'session_refused',
-        method: 'GET',
-        sessionId,
-        resumed: true,
-        relayed: { from: request.from, principalKey: request.principal },
-      });
-    reply.writeHead(404);
-    reply.end();
   }
 
   /** An answer another replica sent on, for a request this one sent the host in `id`. */
