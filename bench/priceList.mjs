@@ -23,7 +23,7 @@ const ROOT = path.dirname(BENCH);
 
 /** Each benchmark and the arguments the price list runs it with: enough rounds to be stable, no more. */
 const BENCHES = {
-  firstCall: ['firstCall.mjs', '--rounds', '7'],
+  firstCall: ['firstCall.mjs', '--rounds', '15'],
   run: ['run.mjs', '--rounds', '5', '--out', path.join(tmpdir(), 'warden-price-run.json')],
   instructions: ['featureCost.mjs', '--callgrind', '20000', '--warmup', '20000', '--only', 'floor-full,full'],
   // Its p50 goal row is against the least HTTP server that forwards to the same upstream
