@@ -19,16 +19,9 @@ import {
   writeConfig,
 } from './harness.js';
 import { until } from './sinkHelpers.js';
+import { echoCall, runCalls, trailLines } from './auditRuns.js';
 
 afterEach(() => killRawSessions());
-
-const call = (id: number, text: string) =>
-  JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: { name: 'up__echo', arguments: { text } },
-  });
 
 async function keygen(dir: string, name: string): Promise<{ key: string; pub: string }> {
   const out = path.join(dir, name);
@@ -51,20 +44,13 @@ function setup(key: string, interval = '5m') {
 }
 
 /** One gateway run: `n` calls, then the host closes stdin. */
-async function run(config: string, n: number, from = 1): Promise<void> {
-  const s = rawSession(config);
-  await initialize(s);
-  const answered = Promise.all(Array.from({ length: n }, (_, i) => s.next((m) => m.id === from + i)));
-  for (let i = 0; i < n; i++) s.send(call(from + i, `call ${from + i}`));
-  await answered;
-  s.child.stdin.end();
-  expect(await s.exited).toBe(0);
+function run(config: string, n: number, from = 1): Promise<void> {
+  return runCalls(
+    config,
+    Array.from({ length: n }, (_, i) => `call ${from + i}`),
+    from,
+  );
 }
-
-const lines = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '');
 
 /** Re-seals a record line after its text was changed, as someone rewriting the trail would. */
 function reseal(record: Record<string, unknown>): string {
@@ -92,7 +78,7 @@ describe('signed checkpoints', () => {
     const s = rawSession(config);
     await initialize(s);
     const answered = s.next((m) => m.id === 1);
-    s.send(call(1, 'one'));
+    s.send(echoCall(1, 'one'));
     await answered;
     await until('an interval checkpoint', () => readAudit(file).some((r) => r.type === 'checkpoint'));
     s.child.stdin.end();
@@ -109,7 +95,15 @@ describe('signed checkpoints', () => {
     const ok = await runCli(['audit', 'verify', file, '--key', pub]);
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/checkpoints? signed by key [0-9a-f]{16}; every record up to the last one/);
-    const anchored = await runCli(['audit', 'verify', file, '--key', pub, '--anchor', lines(file).at(-1)!]);
+    const anchored = await runCli([
+      'audit',
+      'verify',
+      file,
+      '--key',
+      pub,
+      '--anchor',
+      trailLines(file).at(-1)!,
+    ]);
     expect(anchored.code, anchored.stdout).toBe(0);
     expect(anchored.stdout).toContain('is in the trail, so nothing up to it was removed');
   });
@@ -120,7 +114,7 @@ describe('signed checkpoints', () => {
     const other = await keygen(dir, 'other');
     const { config, file } = setup(key);
     await run(config, 3);
-    const intact = lines(file);
+    const intact = trailLines(file);
 
     // Tampered: one call's arguments changed in place.
     const tampered = intact.map((l) => l.replace('"call 2"', '"call 9"'));
@@ -174,9 +168,9 @@ describe('signed checkpoints', () => {
     const { key, pub } = await keygen(dir, 'k');
     const { config, file } = setup(key);
     await run(config, 2);
-    const firstRun = lines(file);
+    const firstRun = trailLines(file);
     await run(config, 2, 10);
-    const both = lines(file);
+    const both = trailLines(file);
     const anchorFile = path.join(dir, 'anchor.json');
     // What the SIEM kept: the second run's shutdown checkpoint.
     writeFileSync(anchorFile, both.at(-1)! + '\n');
@@ -200,7 +194,7 @@ describe('signed checkpoints', () => {
     const { config, file } = setup(key);
     await run(config, 2);
     await run(config, 2, 10);
-    const intact = lines(file);
+    const intact = trailLines(file);
     const genuine = intact.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(new Set(genuine.map((r) => r.writer)).size).toBe(2);
 

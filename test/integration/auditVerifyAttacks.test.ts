@@ -9,45 +9,14 @@ import { createHash, createHmac, createPrivateKey, sign } from 'node:crypto';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import {
-  FAST_GATEWAY,
-  fixture,
-  initialize,
-  killRawSessions,
-  rawSession,
-  runCli,
-  tempDir,
-  writeConfig,
-} from './harness.js';
+import { FAST_GATEWAY, fixture, killRawSessions, runCli, tempDir, writeConfig } from './harness.js';
+import { runCalls, trailLines } from './auditRuns.js';
 
 afterEach(() => killRawSessions());
 
 type Fields = Record<string, unknown>;
 const GENESIS = '0'.repeat(64);
 
-const call = (id: number, text: string) =>
-  JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: { name: 'up__echo', arguments: { text } },
-  });
-
-/** One gateway run on `config`: a call per text, then the host closes stdin. */
-async function run(config: string, texts: string[], from: number): Promise<void> {
-  const s = rawSession(config);
-  await initialize(s);
-  const answered = Promise.all(texts.map((_, i) => s.next((m) => m.id === from + i)));
-  texts.forEach((text, i) => s.send(call(from + i, text)));
-  await answered;
-  s.child.stdin.end();
-  expect(await s.exited).toBe(0);
-}
-
-const linesOf = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '');
 const parse = (line: string) => JSON.parse(line) as Fields;
 
 /** A record's line sealed again after its fields changed, as someone rewriting the trail would. */
@@ -125,10 +94,10 @@ beforeAll(async () => {
     );
     let from = 1;
     for (const texts of runs) {
-      await run(config, texts, from);
+      await runCalls(config, texts, from);
       from += texts.length;
     }
-    return linesOf(path.join(folder, 'audit.jsonl'));
+    return trailLines(path.join(folder, 'audit.jsonl'));
   };
   [A, B] = await Promise.all([
     // U+FFFD and a composed "é" in the arguments: bytes that a Unicode change could alter.

@@ -19,6 +19,7 @@ import { sha256Hex } from '../../src/lib/hash.js';
 import { GENESIS_HASH, type CallEvent } from '../../src/core/events.js';
 import { createRedactor } from '../../src/features/audit/redact.js';
 import { formatVerifyResult, verifyAuditFiles } from '../../src/features/audit/verify.js';
+import { callEvent as call } from './auditEvents.js';
 
 let dir: string;
 let file: string;
@@ -31,24 +32,6 @@ beforeEach(() => {
 afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
-
-function call(n: number, extra: Partial<CallEvent> = {}): CallEvent {
-  return {
-    type: 'call',
-    session: 's1',
-    client: { name: 'test-host', version: '1.0.0' },
-    tool: 'fs__read',
-    server: 'fs',
-    upstreamTool: 'read',
-    args: { path: `/tmp/${n}` },
-    decision: { effect: 'allow', rule: null },
-    outcome: 'ok',
-    ms: n,
-    repairs: [],
-    resultBytes: 10,
-    ...extra,
-  };
-}
 
 async function writeCalls(
   count: number,

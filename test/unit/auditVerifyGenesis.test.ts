@@ -17,7 +17,8 @@ import {
 } from '../../src/features/audit/checkpoint.js';
 import { createCheckpointCheck } from '../../src/features/audit/verifyCheckpoints.js';
 import { verifyAuditFiles } from '../../src/features/audit/verify.js';
-import type { AuditEvent, CallEvent } from '../../src/core/events.js';
+import { callEvent as call } from './auditEvents.js';
+import type { AuditEvent } from '../../src/core/events.js';
 
 let dir: string;
 let file: string;
@@ -36,21 +37,6 @@ beforeEach(() => {
 afterEach(() => {
   vi.useRealTimers();
   rmSync(dir, { recursive: true, force: true });
-});
-
-const call = (n: number): CallEvent => ({
-  type: 'call',
-  session: 's1',
-  client: { name: 'test-host', version: '1.0.0' },
-  tool: 'fs__read',
-  server: 'fs',
-  upstreamTool: 'read',
-  args: { path: `/tmp/${n}` },
-  decision: { effect: 'allow', rule: null },
-  outcome: 'ok',
-  ms: n,
-  repairs: [],
-  resultBytes: 10,
 });
 
 /** A signing writer that appends to the shared file and, like a gateway that found it empty, starts from genesis. */
