@@ -11,7 +11,7 @@ import path from 'node:path';
 import { chainHeadOf, recordJson, type ChainHead } from './chain.js';
 import { Checkpointer } from './checkpointer.js';
 import { IsoClock } from './isoClock.js';
-import { LineBatch, sealLine, ShortWrite } from './lineBatch.js';
+import { LineBatch, sealLine, sessionMemberText, ShortWrite, writerMembersText } from './lineBatch.js';
 import { RecordFields } from './recordFields.js';
 import { SegmentFile } from './segmentFile.js';
 import { codedError, type AuditWriteError } from './writeError.js';
@@ -261,10 +261,9 @@ class FileAuditLog implements AuditLog {
     this.file = options.file;
     this.writer = options.writer ?? randomBytes(6).toString('hex');
     // A writer id given by the caller may hold any character: written as JSON, like any value.
-    this.#writerMembers = `"host":${JSON.stringify(options.host ?? hostname())},"writer":${JSON.stringify(this.writer)}`;
+    this.#writerMembers = writerMembersText(options.host ?? hostname(), this.writer);
     this.#fields = new RecordFields(options.redactor);
-    this.#sessionMember =
-      options.session === undefined ? '' : `,"session":${JSON.stringify(options.session)}`;
+    this.#sessionMember = sessionMemberText(options.session);
     this.#health = new WriterHealth({
       file: this.file,
       onFailure: () => this.#options.onFailure,

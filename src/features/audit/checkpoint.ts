@@ -109,6 +109,19 @@ export function generateCheckpointKeys(): { privatePem: string; publicPem: strin
 }
 
 /**
+ * A checkpoint record's own members as a writer writes them (checkpointer.ts), before the writer's
+ * members and the chain's: the verifier rebuilds the line with it (verifyCheckpoints.ts).
+ */
+export function checkpointMembersText(
+  records: unknown,
+  keyId: unknown,
+  sig: unknown,
+  sessionMember: string,
+): string {
+  return `"type":"checkpoint","records":${String(records)},"key":"${String(keyId)}","sig":"${String(sig)}"${sessionMember}`;
+}
+
+/**
  * Whether `sig` is `key`'s signature of the checkpoint `fields`, in base64 exactly as the signer
  * writes it. Node's base64 decoder skips what it does not know (spaces, `!`, a second padding,
  * the URL alphabet), so many texts decode to one signature: without the exact form, the text of

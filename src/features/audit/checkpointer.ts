@@ -1,5 +1,5 @@
 import type { ChainHead } from './chain.js';
-import { checkpointMessage, type CheckpointSigner } from './checkpoint.js';
+import { checkpointMembersText, checkpointMessage, type CheckpointSigner } from './checkpoint.js';
 
 /**
  * When a writer signs its chain: a `checkpoint` record every `intervalMs` when records were
@@ -50,7 +50,7 @@ export class Checkpointer {
     const sig = signer.sign(
       checkpointMessage({ writer: this.#writer, seq, ts, prev: head.hash, records: seq }),
     );
-    return `"type":"checkpoint","records":${seq},"key":"${signer.keyId}","sig":"${sig}"${this.#sessionMember}`;
+    return checkpointMembersText(seq, signer.keyId, sig, this.#sessionMember);
   }
 
   /** A record of the writer's other than a checkpoint went into the file. */

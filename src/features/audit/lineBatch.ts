@@ -9,6 +9,32 @@ import { sha256HexOfBytes } from '../../lib/hash.js';
  */
 
 /**
+ * A record's text before its `hash` member: the chain fields around the caller's `members`,
+ * `seq` and `ts` first for people reading the file, then the writer's own members and `prev`.
+ * The verifier rebuilds a checkpoint's line with it (verifyCheckpoints.ts), so the two agree.
+ */
+export function openRecordText(
+  seq: number,
+  ts: string,
+  members: string,
+  writerMembers: string,
+  prev: string,
+): string {
+  const fields = members === '' ? '' : `${members},`;
+  return `{"seq":${seq},"ts":"${ts}",${fields}${writerMembers},"prev":"${prev}"`;
+}
+
+/** A writer's own members of every record it writes: the host it runs on and its id, as JSON. */
+export function writerMembersText(host: unknown, writer: unknown): string {
+  return `"host":${JSON.stringify(host)},"writer":${JSON.stringify(writer)}`;
+}
+
+/** `,"session":...` for a writer given a session, or empty. */
+export function sessionMemberText(session: unknown): string {
+  return session === undefined ? '' : `,"session":${JSON.stringify(session)}`;
+}
+
+/**
  * Appends to `batch` the line of a record whose fields are `members` (JSON object members, see
  * RecordFields) as the record after `head` in a writer's chain; returns the new head.
  * `writerMembers`: the writer's own members (`"host":...,"writer":...`).
@@ -21,9 +47,7 @@ export function sealLine(
   writerMembers: string,
 ): ChainHead {
   const seq = head.seq + 1;
-  // Chain fields around the caller's, `seq` and `ts` first for people reading the file.
-  const fields = members === '' ? '' : `${members},`;
-  const hash = batch.sealOpen(`{"seq":${seq},"ts":"${ts}",${fields}${writerMembers},"prev":"${head.hash}"`);
+  const hash = batch.sealOpen(openRecordText(seq, ts, members, writerMembers, head.hash));
   return { seq, hash };
 }
 

@@ -2,7 +2,9 @@ import type { KeyObject } from 'node:crypto';
 import { isHash } from '../../lib/hash.js';
 import { plural } from '../../lib/plural.js';
 import { GENESIS_HASH } from '../../core/events.js';
-import { checkpointSignatureValid, type CheckpointFields } from './checkpoint.js';
+import { checkpointMembersText, checkpointSignatureValid, type CheckpointFields } from './checkpoint.js';
+import { sealSuffix } from './chain.js';
+import { openRecordText, sessionMemberText, writerMembersText } from './lineBatch.js';
 
 /*
  * What `audit verify --key` adds to the hash chain check. The chain says the records agree with
@@ -327,18 +329,25 @@ function unsignedMembersProblem(
 }
 
 /**
- * The line a writer makes of a checkpoint record with these members: the checkpoint's members
- * (checkpointer.ts), then the writer's session, host and writer id, between the chain fields
- * (lineBatch.ts), each value as JSON.stringify writes it.
+ * The line a writer makes of a checkpoint record with these members, built by the writer's own
+ * functions: the checkpoint's members (checkpoint.ts), then the writer's session, host and id,
+ * between the chain fields (lineBatch.ts), and the seal (chain.ts), without its newline.
  */
 function checkpointLine(record: Record<string, unknown>): string {
-  const json = (member: string) => JSON.stringify(record[member]);
-  const session = record['session'] === undefined ? '' : `,"session":${json('session')}`;
-  return (
-    `{"seq":${json('seq')},"ts":${json('ts')},"type":"checkpoint","records":${json('records')},` +
-    `"key":${json('key')},"sig":${json('sig')}${session},"host":${json('host')},"writer":${json('writer')},` +
-    `"prev":${json('prev')},"hash":${json('hash')}}`
+  const members = checkpointMembersText(
+    record['records'],
+    record['key'],
+    record['sig'],
+    sessionMemberText(record['session']),
   );
+  const open = openRecordText(
+    Number(record['seq']),
+    String(record['ts']),
+    members,
+    writerMembersText(record['host'], record['writer']),
+    String(record['prev']),
+  );
+  return `${open}${sealSuffix(String(record['hash']))}`.slice(0, -1);
 }
 
 /** Why a checkpoint of the trail vouches for nothing, or undefined when it is valid. */
