@@ -207,6 +207,40 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     120_000,
   );
 
+  type TakeoverHost = Awaited<ReturnType<typeof connectHost>>;
+
+  /** The host's own reconnection kept from the replicas, so that the test resumes its streams by hand. */
+  function keepFromReconnecting(host: TakeoverHost): void {
+    const transport = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
+    transport._startOrAuthSse = () => Promise.reject(new Error('kept from the replicas by the test'));
+  }
+
+  /**
+   * Alice's `ask__sleep` of `ms`, its stream broken after the fifth tick with the host kept from
+   * reconnecting; the ticks it got go into `seen`. The call (its error, if it fails) and the id
+   * of the last event the host got.
+   */
+  async function brokenSleep(host: TakeoverHost, ms: number, seen: number[] = []) {
+    let eventId: string | undefined;
+    let fifth!: () => void;
+    const running = new Promise<void>((resolve) => (fifth = resolve));
+    const call = host.client
+      .callTool({ name: 'ask__sleep', arguments: { ms } }, undefined, {
+        onprogress: ({ progress }) => {
+          seen.push(progress);
+          if (progress >= 5) fifth();
+        },
+        onresumptiontoken: (token) => (eventId = token),
+        timeout: 60_000,
+      })
+      .catch((error: Error) => error);
+    await running;
+    keepFromReconnecting(host);
+    host.breakStreams();
+    await new Promise((resolve) => setImmediate(resolve));
+    return { call, eventId: eventId! };
+  }
+
   it('runs the call on a third replica when the survivor that took it over dies too, waiting for the answer', async () => {
     const [first, second, third] = await replicas(3);
     const decided = gate();
@@ -312,26 +346,8 @@ describe.skipIf(!hasRedis)(TITLE, () => {
     const [holder, other] = await replicas(2);
     const host = await connectHost(holder!.replica, () => Promise.resolve());
     const seen: number[] = [];
-    let eventId: string | undefined;
-    let fifth!: () => void;
-    const running = new Promise<void>((resolve) => (fifth = resolve));
-    const call = host.client
-      .callTool({ name: 'ask__sleep', arguments: { ms: 4000 } }, undefined, {
-        onprogress: ({ progress }) => {
-          seen.push(progress);
-          if (progress >= 5) fifth();
-        },
-        onresumptiontoken: (token) => (eventId = token),
-        timeout: 60_000,
-      })
-      .catch((error: Error) => error);
-    await running;
-    // The host's own reconnection is kept from the replicas: the stream is resumed by hand.
-    const stopReconnecting = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
-    stopReconnecting._startOrAuthSse = () => Promise.reject(new Error('kept from the replicas by the test'));
-    host.breakStreams();
-    await new Promise((resolve) => setImmediate(resolve));
-    const lastSeen = eventId!;
+    // The stream is resumed by hand.
+    const { call, eventId: lastSeen } = await brokenSleep(host, 4000, seen);
     const before = [...seen];
     const resume = async (replica: HttpGateway, user: string) => {
       const response = await fetch(replica.url, {
@@ -387,23 +403,7 @@ describe.skipIf(!hasRedis)(TITLE, () => {
   it("refuses, logs and audits a relayed stream forged for a principal that does not own the session, and streams the owner's", async () => {
     const [holder] = await replicas(1);
     const host = await connectHost(holder!.replica, () => Promise.resolve());
-    let eventId: string | undefined;
-    let fifth!: () => void;
-    const running = new Promise<void>((resolve) => (fifth = resolve));
-    const call = host.client
-      .callTool({ name: 'ask__sleep', arguments: { ms: 3000 } }, undefined, {
-        onprogress: ({ progress }) => {
-          if (progress >= 5) fifth();
-        },
-        onresumptiontoken: (token) => (eventId = token),
-        timeout: 60_000,
-      })
-      .catch((error: Error) => error);
-    await running;
-    const stopReconnecting = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
-    stopReconnecting._startOrAuthSse = () => Promise.reject(new Error('kept from the replica by the test'));
-    host.breakStreams();
-    await new Promise((resolve) => setImmediate(resolve));
+    const { call, eventId } = await brokenSleep(host, 3000);
     const sessionId = host.transport.sessionId!;
     // Anyone who can publish on the store can pose as a replica: the relay's messages carry
     // no proof of who sent them, only the principal's key (source, issuer, subject).
@@ -495,10 +495,9 @@ describe.skipIf(!hasRedis)(TITLE, () => {
       })
       .catch((error: Error) => error);
     await host.question;
-    // The host's own reconnection is kept from the replicas: the test resumes by hand, twice.
+    // The test resumes by hand, twice.
     host.route.to = first!.replica;
-    const stopReconnecting = host.transport as unknown as { _startOrAuthSse: () => Promise<void> };
-    stopReconnecting._startOrAuthSse = () => Promise.reject(new Error('kept from the replicas by the test'));
+    keepFromReconnecting(host);
     dying!.replica.child.kill('SIGKILL');
     await dying!.replica.exited;
     expect(eventId).toMatch(/^mcpw1\./);
