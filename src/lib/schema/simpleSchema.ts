@@ -1,8 +1,10 @@
 /**
- * A check for the simplest tool schemas (typed properties, `required`, `enum`, bounds), built
- * from the schema as a tree of small functions, without ajv. Loading ajv and compiling a schema
- * is what made a gateway's first call of a tool slow; most tools' arguments are a flat object of
- * strings and numbers, which this checks at once.
+ * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`
+ * and `allOf`, `format`), built from the schema as a tree of small functions, without ajv.
+ * Loading ajv and compiling a schema is what made a gateway's first call of a tool slow; most
+ * tools' arguments are a flat object of strings and numbers, which this checks at once. A
+ * `format` is checked by ajv-formats' own definitions (loaded without ajv, a few milliseconds
+ * once), so a string is a `uri` here exactly when it is one to ajv.
  *
  * It only ever vouches: `true` means ajv, with the options untrustedSchema.ts gives it, would
  * accept the data too; `false` means "not sure", and the caller asks ajv, which also words the
@@ -11,8 +13,28 @@
  * ajv beyond the meaning of these keywords.
  */
 
+import { createRequire } from 'node:module';
+
 /** True: the data matches for certain; false: ask ajv. */
 export type SimpleCheck = (data: unknown) => boolean;
+
+const load = createRequire(import.meta.url);
+
+/** A format as ajv-formats defines it: a pattern, a test, or either with the type it applies to. */
+type FormatDefinition =
+  | true
+  | RegExp
+  | ((data: never) => boolean)
+  | { readonly type?: string; readonly async?: boolean; readonly validate?: unknown };
+
+let formats: Readonly<Record<string, FormatDefinition | undefined>> | undefined;
+
+/** ajv-formats' definitions of its full formats: what every ajv instance here has added. */
+function formatDefinitions(): Readonly<Record<string, FormatDefinition | undefined>> {
+  formats ??= (load('ajv-formats/dist/formats.js') as { fullFormats: Record<string, FormatDefinition> })
+    .fullFormats;
+  return formats;
+}
 
 /** Deeper or larger schemas are not "simple"; ajv takes them. */
 const MAX_DEPTH = 8;
@@ -90,6 +112,22 @@ function build(schema: unknown, depth: number, budget: { keywords: number }): Si
       case 'enum':
         checks.push(enumCheck(value));
         break;
+      case 'anyOf':
+      case 'allOf': {
+        // Each branch is exact for the keywords taken here, so "some" and "every" of them are
+        // too. (`oneOf` would need certainty that the other branches fail; it is left to ajv.)
+        if (!Array.isArray(value) || value.length === 0) refuse();
+        const branches = value.map((branch: unknown) => build(branch, depth + 1, budget));
+        checks.push(
+          key === 'anyOf'
+            ? (d) => branches.some((branch) => branch(d))
+            : (d) => branches.every((branch) => branch(d)),
+        );
+        break;
+      }
+      case 'format':
+        checks.push(formatCheck(value));
+        break;
       case 'const':
         if (!isScalar(value)) refuse();
         checks.push((d) => d === value);
@@ -115,6 +153,31 @@ function typeCheck(value: unknown): SimpleCheck {
   if (!Array.isArray(value) || value.length === 0 || new Set(value).size !== value.length) refuse();
   const any = value.map((t: unknown) => (typeof t === 'string' && TYPE_CHECKS[t]) || refuse());
   return (d) => any.some((check) => check(d));
+}
+
+/**
+ * `format` as ajv applies a definition: only to data of the format's type (strings unless it
+ * says otherwise), by its pattern or its test (any truthy answer passes). Formats ajv-formats does not define, and
+ * asynchronous ones, are left to ajv.
+ */
+function formatCheck(name: unknown): SimpleCheck {
+  if (typeof name !== 'string' || !Object.hasOwn(formatDefinitions(), name)) refuse();
+  const definition = formatDefinitions()[name] ?? refuse();
+  if (definition === true) return accept;
+  const { type = 'string', validate } =
+    definition instanceof RegExp || typeof definition === 'function'
+      ? { validate: definition }
+      : definition.async === true
+        ? refuse()
+        : definition;
+  if (type !== 'string' && type !== 'number') refuse();
+  const test =
+    validate instanceof RegExp
+      ? (d: unknown) => validate.test(d as string)
+      : typeof validate === 'function'
+        ? (d: unknown) => Boolean((validate as (data: unknown) => unknown)(d))
+        : refuse();
+  return (d) => typeof d !== type || test(d);
 }
 
 function enumCheck(value: unknown): SimpleCheck {
