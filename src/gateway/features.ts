@@ -68,6 +68,8 @@ export interface FeatureDependencies {
   readonly serversByName?: ReadonlyMap<string, ServerConfig>;
   /** The store replicas share, when the config has `store:`. */
   readonly store?: SharedStore;
+  /** Whether a host's request is being answered now; absent: never (nothing waits on it). */
+  readonly hostBusy?: () => boolean;
 }
 
 export type LifecycleEventWithoutSession = LifecycleEvent extends infer E
@@ -115,7 +117,12 @@ export function buildFeatures(deps: FeatureDependencies): {
         ]
       : []),
     ...settingsFeatures(config),
-    createSchemaWarmup(config, { ...validators, servers, logger }),
+    createSchemaWarmup(config, {
+      ...validators,
+      servers,
+      logger,
+      hostBusy: deps.hostBusy ?? (() => false),
+    }),
     policy,
     createLimits(config),
     createPrincipalLimits(config),

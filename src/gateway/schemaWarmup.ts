@@ -58,11 +58,12 @@ export function createSchemaWarmup(
     /** The servers in force by name, kept current across edits of the config. */
     readonly servers: ReadonlyMap<string, ServerConfig>;
     readonly logger: Logger;
+    /** Whether a host's request is being answered now (work waits until none is). */
+    readonly hostBusy: () => boolean;
   },
 ): Feature {
   /** Listed tools' steps, held until the host is quiet. */
   const waiting: (() => void)[] = [];
-  const work = new IdleWork({ sliceMs: SLICE_MS, maxQueued: MAX_QUEUED });
   /** Checks built without ajv past BUILT_AT_ONCE: a call arriving waits for one short slice at most. */
   const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
@@ -71,31 +72,47 @@ export function createSchemaWarmup(
   let lastWrite = 0;
   let timer: NodeJS.Timeout | undefined;
 
-  const compileAhead = (compile: () => void): void => {
+  /**
+   * Quiet: the host has been sent nothing for QUIET_MS and has no request in flight. Work
+   * waits for it before each step, so a call that arrives while it runs waits at most for the
+   * step in progress, never for what is queued behind it.
+   */
+  const quiet = (): boolean => !deps.hostBusy() && performance.now() - lastWrite >= QUIET_MS;
+  const work = new IdleWork({
+    sliceMs: SLICE_MS,
+    maxQueued: MAX_QUEUED,
+    mayRun: quiet,
+    held: () => schedule(),
+  });
+
+  /**
+   * Loading ajv, making an instance and compiling its meta-schema are most of a first compile,
+   * each tens of milliseconds in one piece: each is a step of its own, before the compile.
+   */
+  const compileAhead = (readyStep: () => (() => void) | undefined, compile: () => void): void => {
     if (compiledAhead >= MAX_COMPILED_AHEAD) return;
-    if (!ajvLoaded) {
-      ajvLoaded = true;
-      // Loading ajv is most of a first compile: in steps of its own, so each is one slice.
-      for (const step of AJV_LOAD_STEPS) work.add(step);
-      work.add(() => compileAhead(compile));
+    const before = ajvLoaded ? [readyStep()].filter((step) => step !== undefined) : AJV_LOAD_STEPS;
+    ajvLoaded = true;
+    if (before.length > 0) {
+      for (const step of before) work.add(step);
+      work.add(() => compileAhead(readyStep, compile));
       return;
     }
     compile();
     compiledAhead++;
   };
 
+  const arm = (ms: number): void => {
+    timer = setTimeout(whenQuiet, Math.max(1, ms)).unref();
+  };
   const whenQuiet = (): void => {
     timer = undefined;
-    const quietFor = performance.now() - lastWrite;
-    if (quietFor < QUIET_MS) {
-      timer = setTimeout(whenQuiet, QUIET_MS - quietFor).unref();
-      return;
-    }
+    if (!quiet()) return arm(deps.hostBusy() ? QUIET_MS : QUIET_MS - (performance.now() - lastWrite));
     for (const step of waiting.splice(0)) work.add(step);
+    work.resume();
   };
   const schedule = (): void => {
-    if (timer === undefined && lastWrite !== 0 && waiting.length > 0)
-      timer = setTimeout(whenQuiet, QUIET_MS).unref();
+    if (timer === undefined && lastWrite !== 0 && (waiting.length > 0 || work.pending > 0)) arm(QUIET_MS);
   };
 
   return {
@@ -136,12 +153,20 @@ export function createSchemaWarmup(
           if (validated) {
             const schema = tool.inputSchema;
             work.add(() => {
-              if (!deps.input.checkedWithoutAjv(schema)) compileAhead(() => deps.input.prepare(schema));
+              if (!deps.input.checkedWithoutAjv(schema))
+                compileAhead(
+                  () => deps.input.readyStep(schema),
+                  () => deps.input.prepare(schema),
+                );
             });
           }
           if (tool.outputSchema !== undefined)
             work.add(() => {
-              if (!deps.output.checkedWithoutAjv(tool)) compileAhead(() => deps.output.prepare(tool));
+              if (!deps.output.checkedWithoutAjv(tool))
+                compileAhead(
+                  () => deps.output.readyStep(tool),
+                  () => deps.output.prepare(tool),
+                );
             });
         }
         work.add(() =>

@@ -9,6 +9,13 @@ export interface IdleWorkOptions {
   readonly maxQueued: number;
   /** How long one slice may run before it yields, in milliseconds. */
   readonly sliceMs: number;
+  /**
+   * Asked before each step: false holds the queue (the step in progress is the most anything
+   * else waits for) until `resume()`. Absent: the queue always runs.
+   */
+  readonly mayRun?: () => boolean;
+  /** Told when `mayRun` has held the queue, so the owner can arrange to resume it. */
+  readonly held?: () => void;
 }
 
 export class IdleWork {
@@ -35,9 +42,22 @@ export class IdleWork {
     return true;
   }
 
+  /** Runs the queue again after `mayRun` held it (a no-op when it is running or empty). */
+  resume(): void {
+    if (this.scheduled || this.pending === 0) return;
+    this.scheduled = true;
+    setImmediate(() => this.slice());
+  }
+
   private slice(): void {
     const until = performance.now() + this.options.sliceMs;
+    const { mayRun } = this.options;
     while (this.head < this.queue.length) {
+      if (mayRun !== undefined && !mayRun()) {
+        this.scheduled = false;
+        this.options.held?.();
+        return;
+      }
       const step = this.queue[this.head]!;
       this.queue[this.head++] = noop;
       try {

@@ -48,4 +48,24 @@ describe('IdleWork', () => {
     expect(work.pending).toBe(0);
     await drained(work);
   });
+
+  it('holds before a step when told to, and goes on when resumed', async () => {
+    let may = true;
+    let held = 0;
+    const work = new IdleWork({ maxQueued: 10, sliceMs: 50, mayRun: () => may, held: () => held++ });
+    const ran: number[] = [];
+    work.add(() => {
+      ran.push(1);
+      may = false;
+    });
+    work.add(() => ran.push(2));
+    await new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
+    expect(ran).toEqual([1]);
+    expect(held).toBe(1);
+    expect(work.pending).toBe(1);
+    may = true;
+    work.resume();
+    await drained(work);
+    expect(ran).toEqual([1, 2]);
+  });
 });

@@ -18,8 +18,15 @@ const logger = { debug: () => {} } as unknown as Logger;
 function setUp() {
   const input = createInputValidator();
   const output = createOutputValidator();
-  const warmup = createSchemaWarmup(config, { input, output, servers: new Map(), logger });
-  return { input, output, warmup };
+  const host = { busy: false };
+  const warmup = createSchemaWarmup(config, {
+    input,
+    output,
+    servers: new Map(),
+    logger,
+    hostBusy: () => host.busy,
+  });
+  return { input, output, warmup, host };
 }
 
 function upstreamWith(tools: Record<string, unknown>[]): Upstream {
@@ -68,7 +75,13 @@ describe('compiling ahead of the first call', () => {
         return input.checkedWithoutAjv(schema);
       },
     };
-    const warmup = createSchemaWarmup(config, { input: watched, output, servers: new Map(), logger });
+    const warmup = createSchemaWarmup(config, {
+      input: watched,
+      output,
+      servers: new Map(),
+      logger,
+      hostBusy: () => false,
+    });
     const tools = Array.from({ length: 40 }, (_, i) => ({
       name: `s${i}`,
       inputSchema: { type: 'object', properties: { a: { type: 'number' } } },
@@ -81,5 +94,45 @@ describe('compiling ahead of the first call', () => {
     await expect.poll(() => asked.length, { timeout: 10_000 }).toBe(40);
     expect(asked).toEqual(tools.map((t) => t.inputSchema));
     expect(input.stats.compiled).toBe(0);
+  });
+
+  it('holds while a host request is in flight, from the step after the one in progress', async () => {
+    const { input, warmup, host } = setUp();
+    warmup.onListsChanged!(upstreamWith(Array.from({ length: 150 }, (_, i) => complex(i))), ['tools']);
+    host.busy = true;
+    warmup.beforeHostWrite!();
+    // Quiet for long enough, but a request is being answered: nothing, not even ajv's loading.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(input.stats.compiled).toBe(0);
+    expect(input.stats.ajvInstances).toBe(0);
+    // Answered: the work starts once the host has been quiet again.
+    host.busy = false;
+    warmup.beforeHostWrite!();
+    await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBeGreaterThan(0);
+    // A request arrives while it runs: no step starts after the one that was running.
+    host.busy = true;
+    const atArrival = input.stats.compiled;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(input.stats.compiled).toBe(atArrival);
+    host.busy = false;
+    warmup.beforeHostWrite!();
+    await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(100);
+  });
+
+  it('readies ajv in pieces of their own: the instance, its meta-schema, then each compile', () => {
+    const input = createInputValidator();
+    const schema = complex(1).inputSchema;
+    const first = input.readyStep(schema);
+    first!();
+    expect(input.stats.ajvInstances).toBe(1);
+    const second = input.readyStep(schema);
+    expect(second).toBeDefined();
+    second!();
+    expect(input.readyStep(schema)).toBeUndefined();
+    expect(input.stats.compiled).toBe(0);
+    input.prepare(schema);
+    expect(input.stats.compiled).toBe(1);
+    expect(input.stats.ajvInstances).toBe(1);
+    expect(input.check(schema, { s: 'y' })).toMatchObject({ kind: 'invalid' });
   });
 });

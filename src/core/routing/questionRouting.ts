@@ -33,6 +33,11 @@ export class CallsInFlight<C> {
     return answer;
   }
 
+  /** Whether any request is in flight on any upstream now. */
+  get any(): boolean {
+    return this.#byUpstream.size > 0;
+  }
+
   /** The connections with a request in flight on upstream `key` now. */
   callers(key: string): C[] {
     return [...(this.#byUpstream.get(key)?.keys() ?? [])];

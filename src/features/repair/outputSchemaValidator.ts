@@ -40,6 +40,8 @@ export interface PreparedOutputValidator extends OutputValidator {
   checkedWithoutAjv(tool: { outputSchema?: unknown }): boolean;
   /** Compiles `tool.outputSchema` now (a no-op without one); never throws. */
   prepare(tool: { outputSchema?: unknown }): void;
+  /** The next piece of readying ajv for this schema ahead of `prepare` (see untrustedSchema.ts). */
+  readyStep(tool: { outputSchema?: unknown }): (() => void) | undefined;
 }
 
 const VALID: SchemaVerdict = Object.freeze({ kind: 'valid' });
@@ -89,7 +91,14 @@ export function createOutputValidator(
       compiler.compiled(schema as Record<string, unknown>);
   }
 
-  return { check, checkedWithoutAjv, prepare, stats: compiler.stats };
+  function readyStep(tool: { outputSchema?: unknown }): (() => void) | undefined {
+    const schema = tool.outputSchema;
+    return typeof schema === 'object' && schema !== null && !Array.isArray(schema)
+      ? compiler.readyStep(schema as Record<string, unknown>)
+      : undefined;
+  }
+
+  return { check, checkedWithoutAjv, prepare, readyStep, stats: compiler.stats };
 }
 
 function errorMessage(errors: ErrorObject[] | null | undefined): string {

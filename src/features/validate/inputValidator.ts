@@ -37,6 +37,8 @@ export interface InputValidator {
    * same schema object is then found in the cache). Never throws.
    */
   prepare(inputSchema: unknown): void;
+  /** The next piece of readying ajv for this schema ahead of `prepare` (see untrustedSchema.ts). */
+  readyStep(inputSchema: unknown): (() => void) | undefined;
 }
 
 /** Shared, so the common answer allocates nothing. */
@@ -86,7 +88,10 @@ export function createInputValidator(
     if (isObjectSchema(inputSchema)) compiler.compiled(inputSchema);
   }
 
-  return { check, checkedWithoutAjv, prepare, stats: compiler.stats };
+  const readyStep = (inputSchema: unknown) =>
+    isObjectSchema(inputSchema) ? compiler.readyStep(inputSchema) : undefined;
+
+  return { check, checkedWithoutAjv, prepare, readyStep, stats: compiler.stats };
 }
 
 /** `/a must be number (got string "1000")`: where, what, and what was sent. */

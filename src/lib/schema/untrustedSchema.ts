@@ -69,6 +69,14 @@ export interface UntrustedSchemaCompiler {
    */
   simple(schema: Record<string, unknown>): SimpleCheck | undefined;
   /**
+   * The next piece of readying the ajv instance `schema` compiles in: making the instance, then
+   * compiling its dialect's meta-schema (which `compiled` checks every schema against); undefined
+   * once both are done or the dialect is unsupported. Each is tens of milliseconds in one piece
+   * on a fresh process, most of a first compile, so work done ahead can take them one at a time.
+   * ajv must be loaded. Never throws.
+   */
+  readyStep(schema: Record<string, unknown>): (() => void) | undefined;
+  /**
    * Refills the work allowance all patterns share during one validation (see safeRegExp.ts).
    * Call it before each validation: setting one number, no allocation.
    */
@@ -120,14 +128,18 @@ export function createUntrustedSchemaCompiler(
   let cached = 0;
   let simpleCache = new WeakMap<object, SimpleCheck | typeof NOT_SIMPLE>();
   let simpleCached = 0;
-  const instances = new Map<Dialect, { ajv: Ajv; compiles: number }>();
+  const instances = new Map<Dialect, Instance>();
   const stats = { compiled: 0, ajvInstances: 0 };
   const patternWork: PatternWorkMeter = { remaining: PATTERN_WORK_PER_VALIDATION };
 
-  function instanceFor(dialect: Dialect): { ajv: Ajv; compiles: number } {
+  function instanceFor(dialect: Dialect): Instance {
     let entry = instances.get(dialect);
     if (entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE) {
-      entry = { ajv: createDialectAjv(dialect, untrustedAjvOptions(limits, patternWork)), compiles: 0 };
+      entry = {
+        ajv: createDialectAjv(dialect, untrustedAjvOptions(limits, patternWork)),
+        compiles: 0,
+        metaCompiled: false,
+      };
       instances.set(dialect, entry);
       stats.ajvInstances++;
     }
@@ -193,11 +205,37 @@ export function createUntrustedSchemaCompiler(
       cached++;
       return result;
     },
+    readyStep(schema) {
+      const dialect = dialectOf(schema.$schema, what);
+      if (typeof dialect !== 'string') return undefined;
+      const entry = instances.get(dialect);
+      if (entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE)
+        return () => void instanceFor(dialect);
+      if (!entry.metaCompiled)
+        return () => {
+          try {
+            // Checking any schema compiles the meta-schema, once per instance.
+            entry.ajv.validateSchema({});
+          } catch {
+            // Then the first compile meets the same problem and reports it.
+          }
+          entry.metaCompiled = true;
+        };
+      return undefined;
+    },
     beginValidation() {
       patternWork.remaining = PATTERN_WORK_PER_VALIDATION;
     },
     stats,
   };
+}
+
+/** A shared ajv instance, with how far it has been used and readied. */
+interface Instance {
+  readonly ajv: Ajv;
+  compiles: number;
+  /** Its meta-schema has been compiled (by a compile, or ahead of one). */
+  metaCompiled: boolean;
 }
 
 /** ajv's options for schemas an upstream wrote: lenient about what they say, strict about what they may do. */
@@ -233,11 +271,7 @@ function untrustedAjvOptions(limits: UntrustedSchemaLimits, patternWork: Pattern
  * entry, and the ids of nested `$id` subschemas, which ajv registers instance-wide even with
  * `addUsedSchema: false`.
  */
-function compileIn(
-  entry: { ajv: Ajv; compiles: number },
-  body: Record<string, unknown>,
-  what: string,
-): CompiledSchema {
+function compileIn(entry: Instance, body: Record<string, unknown>, what: string): CompiledSchema {
   const refsBefore = new Set(Object.keys(entry.ajv.refs));
   try {
     return { kind: 'ready', validate: entry.ajv.compile(body) };
@@ -248,6 +282,7 @@ function compileIn(
     };
   } finally {
     entry.compiles++;
+    entry.metaCompiled = true;
     entry.ajv.removeSchema(body);
     const refs = entry.ajv.refs as Record<string, unknown>;
     for (const key of Object.keys(refs)) if (!refsBefore.has(key)) delete refs[key];
