@@ -35,7 +35,7 @@ function upstreamWith(tools: Record<string, unknown>[]): Upstream {
 
 const complex = (i: number) => ({
   name: `t${i}`,
-  inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: `^x${i}` } } },
+  inputSchema: { type: 'object', properties: { s: { type: 'string', not: { const: `x${i}` } } } },
 });
 
 describe('compiling ahead of the first call', () => {
@@ -133,6 +133,6 @@ describe('compiling ahead of the first call', () => {
     input.prepare(schema);
     expect(input.stats.compiled).toBe(1);
     expect(input.stats.ajvInstances).toBe(1);
-    expect(input.check(schema, { s: 'y' })).toMatchObject({ kind: 'invalid' });
+    expect(input.check(schema, { s: 'x1' })).toMatchObject({ kind: 'invalid' });
   });
 });

@@ -7,7 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import { createInputValidator } from '../../src/features/validate/inputValidator.js';
 import { buildSimpleCheck } from '../../src/lib/schema/simpleSchema.js';
-import { createUntrustedSchemaCompiler } from '../../src/lib/schema/untrustedSchema.js';
+import {
+  createUntrustedSchemaCompiler,
+  DEFAULT_UNTRUSTED_SCHEMA_LIMITS,
+} from '../../src/lib/schema/untrustedSchema.js';
+
+/** The bounds the gateway's compiler gives the check (and ajv's guarded engine runs under). */
+const OPTIONS = { patterns: { ...DEFAULT_UNTRUSTED_SCHEMA_LIMITS, workPerCheck: 50_000_000 } };
 
 const VALUES: unknown[] = [
   null,
@@ -55,6 +61,11 @@ const VALUES: unknown[] = [
   '^(a+)+$',
   '(',
   '3fa85f64-5717-4562-b3fc-2c963f66afa6',
+  'octo-cat',
+  'Octo Cat',
+  'é',
+  '2026-11',
+  'x'.repeat(5000),
   2 ** 31,
   { data: 'https://example.com/x', name: 'n' },
   { data: 'no uri', name: 'n' },
@@ -91,6 +102,11 @@ const SIMPLE: Record<string, unknown>[] = [
   { anyOf: [{ type: 'string' }] },
   { anyOf: [{ type: 'string', format: 'uri' }, { type: 'null' }, { type: 'integer', minimum: 10 }] },
   { allOf: [{ type: 'string' }, { minLength: 3 }] },
+  { type: 'string', pattern: '^a' },
+  { pattern: '^[a-z0-9-]+$' },
+  { pattern: '\\d{4}-\\d{2}' },
+  { pattern: '^\\p{L}$' },
+  { type: 'object', properties: { message: { type: 'string', pattern: 'h' } }, required: ['message'] },
   {
     type: 'object',
     properties: { data: { type: 'string', format: 'uri' }, name: { type: 'string' } },
@@ -116,11 +132,14 @@ const NOT_SIMPLE: Record<string, unknown>[] = [
   { type: 'string', format: 'no-such-format' },
   { format: 3 },
   { format: 'toString' },
-  { type: 'string', pattern: '^a' },
+  { pattern: '^(a+)+$' },
+  { pattern: '(' },
+  { pattern: 3 },
+  { pattern: 'x'.repeat(1001) },
   { anyOf: [] },
   { anyOf: { type: 'string' } },
   { oneOf: [{ type: 'string' }] },
-  { anyOf: [{ type: 'string', pattern: 'a' }] },
+  { anyOf: [{ type: 'string', patternProperties: { a: {} } }] },
   { $ref: '#/definitions/x', definitions: { x: {} } },
   { type: 'object', properties: { constructor: { type: 'string' } } },
   { type: 'number', multipleOf: 0.1 },
@@ -140,13 +159,19 @@ describe('the simple check, against ajv', () => {
   const ajvAccepts = (schema: Record<string, unknown>, value: unknown): boolean => {
     const compiled = compiler.compiled(schema);
     if (compiled.kind !== 'ready') throw new Error(`ajv did not compile ${JSON.stringify(schema)}`);
-    return compiled.validate(value) === true;
+    compiler.beginValidation();
+    try {
+      return compiled.validate(value) === true;
+    } catch {
+      // Its guarded engine refused to run a pattern on the value: no acceptance either.
+      return false;
+    }
   };
 
   it.each(SIMPLE.map((s) => [JSON.stringify(s), s] as const))(
     'agrees with ajv on every value: %s',
     (_, schema) => {
-      const check = buildSimpleCheck(schema);
+      const check = buildSimpleCheck(schema, OPTIONS);
       expect(check).toBeDefined();
       for (const value of VALUES)
         expect([JSON.stringify(value), check!(value)]).toEqual([
@@ -157,7 +182,21 @@ describe('the simple check, against ajv', () => {
   );
 
   it.each(NOT_SIMPLE.map((s) => [JSON.stringify(s), s] as const))('leaves %s to ajv', (_, schema) => {
-    expect(buildSimpleCheck(schema)).toBeUndefined();
+    expect(buildSimpleCheck(schema, OPTIONS)).toBeUndefined();
+  });
+
+  it('takes a pattern only with the bounds it runs under, and leaves a string past them to ajv', () => {
+    expect(buildSimpleCheck({ pattern: '^a' })).toBeUndefined();
+    const validator = createInputValidator();
+    const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^a' } } };
+    expect(validator.check(schema, { s: 'abc' })).toEqual({ kind: 'valid' });
+    expect(validator.stats.compiled).toBe(0);
+    // Longer than a pattern is run on: not vouched for, and ajv's engine refuses it as before.
+    expect(validator.check(schema, { s: 'a'.repeat(5000) }).kind).toBe('unchecked');
+    // Past the work one check may do: many long strings against a quadratic pattern.
+    const quadratic = { type: 'array', items: { type: 'string', pattern: '^\\s*\\s*x$' } };
+    const many = Array.from({ length: 20 }, () => ' '.repeat(4000));
+    expect(buildSimpleCheck(quadratic, OPTIONS)!(many)).toBe(false);
   });
 
   it('is used for the schemas of a dialect ajv runs, and not for the others', () => {

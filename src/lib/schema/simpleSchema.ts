@@ -1,10 +1,14 @@
 /**
  * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`
- * and `allOf`, `format`), built from the schema as a tree of small functions, without ajv.
+ * and `allOf`, `format`, `pattern`), built from the schema as a tree of small functions, without ajv.
  * Loading ajv and compiling a schema is what made a gateway's first call of a tool slow; most
  * tools' arguments are a flat object of strings and numbers, which this checks at once. A
  * `format` is checked by ajv-formats' own definitions (loaded without ajv, a few milliseconds
- * once), so a string is a `uri` here exactly when it is one to ajv.
+ * once), so a string is a `uri` here exactly when it is one to ajv. A `pattern` is taken only when
+ * the caller gives the bounds ajv's guarded engine runs patterns under (safeRegExp.ts), and is
+ * held to them: a pattern that engine would refuse is left to ajv, and a string it would refuse
+ * to test (too long, or past the work allowed for one check) gets "ask ajv", whose engine then
+ * refuses it as before.
  *
  * It only ever vouches: `true` means ajv, with the options untrustedSchema.ts gives it, would
  * accept the data too; `false` means "not sure", and the caller asks ajv, which also words the
@@ -14,6 +18,7 @@
  */
 
 import { createRequire } from 'node:module';
+import { analysePattern, type PatternLimits, type PatternWorkMeter } from './safeRegExp.js';
 
 /** True: the data matches for certain; false: ask ajv. */
 export type SimpleCheck = (data: unknown) => boolean;
@@ -66,15 +71,43 @@ const ANNOTATIONS: Readonly<Record<string, (value: unknown) => boolean>> = {
 type NumberBound = 'minimum' | 'maximum' | 'exclusiveMinimum' | 'exclusiveMaximum';
 const COUNT_BOUNDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties'];
 
+export interface SimpleCheckOptions {
+  /** The bounds patterns run under; absent: a schema with a `pattern` is not simple. */
+  readonly patterns?: PatternLimits & {
+    /** Estimated backtracking steps all patterns may take in one check (see safeRegExp.ts). */
+    readonly workPerCheck: number;
+  };
+}
+
+/** While a check is built: what is left of its keyword budget, and how patterns are bounded. */
+interface Building {
+  keywords: number;
+  readonly options: SimpleCheckOptions;
+  /** Shared by the check's patterns; refilled as each check starts. */
+  readonly work: PatternWorkMeter;
+  usesPatterns: boolean;
+}
+
 /** The check for `schema` (its `$schema` and `$id` already taken off), or undefined when it is not simple. */
-export function buildSimpleCheck(schema: Record<string, unknown>): SimpleCheck | undefined {
-  const budget = { keywords: MAX_KEYWORDS };
+export function buildSimpleCheck(
+  schema: Record<string, unknown>,
+  options: SimpleCheckOptions = {},
+): SimpleCheck | undefined {
+  const building: Building = { keywords: MAX_KEYWORDS, options, work: { remaining: 0 }, usesPatterns: false };
+  let check: SimpleCheck;
   try {
-    return build(schema, 0, budget);
+    check = build(schema, 0, building);
   } catch (error) {
     if (error instanceof NotSimple) return undefined;
     throw error;
   }
+  const allowance = options.patterns?.workPerCheck;
+  if (!building.usesPatterns || allowance === undefined) return check;
+  const { work } = building;
+  return (data) => {
+    work.remaining = allowance;
+    return check(data);
+  };
 }
 
 class NotSimple extends Error {}
@@ -83,7 +116,7 @@ function refuse(): never {
   throw new NotSimple();
 }
 
-function build(schema: unknown, depth: number, budget: { keywords: number }): SimpleCheck {
+function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
   if (schema === true) return accept;
   if (!isObject(schema) || depth > MAX_DEPTH) refuse();
   const checks: SimpleCheck[] = [];
@@ -127,6 +160,9 @@ function build(schema: unknown, depth: number, budget: { keywords: number }): Si
       }
       case 'format':
         checks.push(formatCheck(value));
+        break;
+      case 'pattern':
+        checks.push(patternCheck(value, budget));
         break;
       case 'const':
         if (!isScalar(value)) refuse();
@@ -180,6 +216,29 @@ function formatCheck(name: unknown): SimpleCheck {
   return (d) => typeof d !== type || test(d);
 }
 
+/** `pattern` as ajv's guarded engine runs it: with the `u` flag, unanchored, within its bounds. */
+function patternCheck(pattern: unknown, building: Building): SimpleCheck {
+  const limits = building.options.patterns ?? refuse();
+  if (typeof pattern !== 'string' || pattern.length > limits.maxPatternLength) refuse();
+  let rx: RegExp;
+  try {
+    rx = new RegExp(pattern, 'u');
+  } catch {
+    refuse();
+  }
+  const analysis = analysePattern(pattern, 'u');
+  if (analysis.kind === 'refused') refuse();
+  building.usesPatterns = true;
+  const { work } = building;
+  const { maxStringLengthForPattern } = limits;
+  return (d) => {
+    if (typeof d !== 'string') return true;
+    if (d.length > maxStringLengthForPattern) return false;
+    work.remaining -= Math.max(1, d.length) ** analysis.degree;
+    return work.remaining >= 0 && rx.test(d);
+  };
+}
+
 function enumCheck(value: unknown): SimpleCheck {
   // Objects and arrays in an enum are compared deeply by ajv; those schemas are left to it.
   if (!Array.isArray(value) || value.length === 0 || !value.every(isScalar)) refuse();
@@ -209,11 +268,7 @@ function countBound(key: string, limit: unknown): SimpleCheck {
   return (d) => !isObject(d) || within(Object.keys(d).length);
 }
 
-function objectCheck(
-  schema: Record<string, unknown>,
-  depth: number,
-  budget: { keywords: number },
-): SimpleCheck {
+function objectCheck(schema: Record<string, unknown>, depth: number, budget: Building): SimpleCheck {
   const { properties = {}, required = [], additionalProperties = true } = schema;
   if (!isObject(properties)) refuse();
   if (!Array.isArray(required) || new Set(required).size !== required.length) refuse();

@@ -164,7 +164,9 @@ export function createUntrustedSchemaCompiler(
     if (findSchemaBoundProblem(schema, limits) !== null) return undefined;
     if (typeof dialectOf(schema.$schema, what) !== 'string') return undefined;
     const { $schema: _dialect, $id: _id, ...body } = schema;
-    return buildSimpleCheck(body);
+    return buildSimpleCheck(body, {
+      patterns: { ...limits, workPerCheck: PATTERN_WORK_PER_VALIDATION },
+    });
   }
 
   return {
