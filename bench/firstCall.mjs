@@ -17,6 +17,12 @@
 // front of the light server, where what the gateway does once is what the ratio shows, and
 // server-everything's figure stands beside it with its direct reference.
 //
+// One more configuration shows what a first call meets when it arrives while the gateway is
+// compiling validators ahead (src/gateway/schemaWarmup.ts): the light server with one more tool
+// whose schema needs ajv, and a host that calls 240 ms after its tools/list, when the warm-up
+// (which starts once the host has been sent nothing for 200 ms) is loading ajv. Such a call
+// waits for the warm-up's step in progress at most; its figure is information.
+//
 // Configurations take turns (rotated per round); each figure is the median of the rounds, and
 // each ratio is taken within a round before its median is taken.
 //
@@ -89,22 +95,26 @@ const HANDSHAKE = JSON.stringify({
 const work = mkdtempSync(path.join(tmpdir(), 'warden-bench-first-'));
 const env = { PATH: process.env.PATH ?? '', HOME: work, XDG_STATE_HOME: path.join(work, 'state') };
 /** A gateway config with the shipped defaults (validation, policy, audit, repair on), one server. */
-function writeGatewayConfig(name, server) {
+function writeGatewayConfig(name, server, serverArgs = []) {
   const file = path.join(work, `${name}.json`);
   writeFileSync(
     file,
     JSON.stringify({
       audit: { file: path.join(work, `${name}-audit.jsonl`) },
-      servers: { everything: { command: NODE, args: [server] } },
+      servers: { everything: { command: NODE, args: [server, ...serverArgs] } },
     }),
   );
   return file;
 }
 const config = writeGatewayConfig('config', SERVER);
 const lightConfig = writeGatewayConfig('light', LIGHT_SERVER);
+const warmingConfig = writeGatewayConfig('warming', LIGHT_SERVER, ['--ajv-tool']);
+/** How long the host of the warming configuration waits after tools/list before it calls. */
+const WARMING_PAUSE_MS = 240;
 // Each gateway config has a state folder of its own, as a user's one config has: the code cache
 // in it is written for the chunks that config loads.
 const lightEnv = { ...env, XDG_STATE_HOME: path.join(work, 'state-light') };
+const warmingEnv = { ...env, XDG_STATE_HOME: path.join(work, 'state-warming') };
 
 /** The processes `pid` started (the gateway's upstream server), from /proc. */
 function childrenOf(pid) {
@@ -115,7 +125,7 @@ function childrenOf(pid) {
   }
 }
 
-async function session(command, args, { prefix, calls, childEnv = env }) {
+async function session(command, args, { prefix, calls, childEnv = env, pauseMs = 0 }) {
   const child = new RpcChild({ label: prefix === '' ? 'direct' : 'gateway', command, args, env: childEnv });
   // Wall time moves with whatever else the machine runs; CPU time much less. So each call is
   // also measured as the CPU its processes spent on it: the middle one (the gateway, or for a
@@ -142,6 +152,7 @@ async function session(command, args, { prefix, calls, childEnv = env }) {
     child.notify('notifications/initialized');
     await deadline(child.request('tools/list'), TIMEOUT_MS, 'tools/list');
     if (prefix !== '') server = childrenOf(child.pid);
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     const first = await call(...calls.first);
     const otherFirst = await call(...calls.other);
     let tenth;
@@ -163,6 +174,13 @@ const RUNS = {
       childEnv: lightEnv,
     }),
   lightDirect: () => session(NODE, [LIGHT_SERVER], { prefix: '', calls: CALLS.light }),
+  lightWarming: () =>
+    session(NODE, [CLI, '--config', warmingConfig], {
+      prefix: 'everything__',
+      calls: CALLS.light,
+      childEnv: warmingEnv,
+      pauseMs: WARMING_PAUSE_MS,
+    }),
 };
 
 const fmt = (n, digits = 1) => n.toFixed(digits);
@@ -170,7 +188,7 @@ const spread = (values, digits = 1) =>
   `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})`;
 
 async function main() {
-  const results = { gateway: [], direct: [], lightGateway: [], lightDirect: [] };
+  const results = { gateway: [], direct: [], lightGateway: [], lightDirect: [], lightWarming: [] };
   // One unmeasured run each, so both meet a warm disk cache.
   for (const run of Object.values(RUNS)) await run();
   for (let round = 0; round < ROUNDS; round++)
@@ -204,6 +222,10 @@ async function main() {
     ['gateway CPU, first ÷ tenth', median(within((g) => g.first.cpuMs / g.tenth.cpuMs))],
     ['gateway CPU, first ÷ tenth, light server', median(withinLight((g) => g.first.cpuMs / g.tenth.cpuMs))],
     [
+      `gateway first ${WARMING_PAUSE_MS} ms after the list, while compiling ahead ÷ first at once, light server`,
+      median(results.lightWarming.map((w, i) => w.first.ms / results.lightGateway[i].first.ms)),
+    ],
+    [
       'gateway and its server CPU, first ÷ direct first',
       median(within((g, d) => both(g.first) / d.first.cpuMs)),
     ],
@@ -223,6 +245,7 @@ async function main() {
     row('gateway, light server', 'lightGateway', 'ms'),
     row('direct, light server', 'lightDirect', 'ms'),
     row('gateway CPU, light server', 'lightGateway', 'cpuMs', 2),
+    row(`gateway, light server, call ${WARMING_PAUSE_MS} ms after the list`, 'lightWarming', 'ms'),
     '',
     '| goal | ratio | limit | |',
     '|---|---|---|---|',

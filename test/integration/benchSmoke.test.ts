@@ -95,6 +95,11 @@ describe('bench/firstCall.mjs', () => {
       expect(stdout).toMatch(/^\| gateway, light server \| [\d.]+ \(/m);
       expect(stdout).toMatch(/^\| gateway first ÷ direct first \| [\d.]+× \| ≤ 1\.5× \| (PASS|FAIL) \|$/m);
       expect(stdout).toMatch(/^\| gateway's added time, first ÷ tenth \| -?[\d.]+× \| \| information \|$/m);
+      // A first call that meets the compiling ahead, with its time and its ratio to one that does not.
+      expect(stdout).toMatch(/^\| gateway, light server, call 240 ms after the list \| [\d.]+ \(/m);
+      expect(stdout).toMatch(
+        /^\| gateway first 240 ms after the list, while compiling ahead ÷ first at once, light server \| [\d.]+× \| \| information \|$/m,
+      );
     },
   );
 });
