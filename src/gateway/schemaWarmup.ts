@@ -50,38 +50,23 @@ const MAX_QUEUED = 2_000;
  * validators are the ones the stages use, shared across every settings in force, so what is
  * compiled here is what a call looks up.
  */
-export function createSchemaWarmup(
-  config: WardenConfig,
-  deps: {
-    readonly input: InputValidator;
-    readonly output: PreparedOutputValidator;
-    /** The servers in force by name, kept current across edits of the config. */
-    readonly servers: ReadonlyMap<string, ServerConfig>;
-    readonly logger: Logger;
-    /** Whether a host's request is being answered now (work waits until none is). */
-    readonly hostBusy: () => boolean;
-  },
-): Feature {
+export function createSchemaWarmup(config: WardenConfig, deps: SchemaWarmupDeps): Feature {
   /** Listed tools' steps, held until the host is quiet. */
   const waiting: (() => void)[] = [];
   /** Checks built without ajv past BUILT_AT_ONCE: a call arriving waits for one short slice at most. */
   const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
   let ajvLoaded = false;
-  /** When the host was last written to; 0: never yet. */
-  let lastWrite = 0;
-  let timer: NodeJS.Timeout | undefined;
-
-  /**
-   * Quiet: the host has been sent nothing for QUIET_MS and has no request in flight. Work
-   * waits for it before each step, so a call that arrives while it runs waits at most for the
-   * step in progress, never for what is queued behind it.
-   */
-  const quiet = (): boolean => !deps.hostBusy() && performance.now() - lastWrite >= QUIET_MS;
+  const host = new HostQuiet(deps.hostBusy, () => {
+    for (const step of waiting.splice(0)) work.add(step);
+    work.resume();
+  });
+  // Each step first asks whether the host is quiet, so a call that arrives while the work runs
+  // waits at most for the step in progress, never for what is queued behind it.
   const work = new IdleWork({
     sliceMs: SLICE_MS,
     maxQueued: MAX_QUEUED,
-    mayRun: quiet,
+    mayRun: () => host.quiet(),
     held: () => schedule(),
   });
 
@@ -89,41 +74,30 @@ export function createSchemaWarmup(
    * Loading ajv, making an instance and compiling its meta-schema are most of a first compile,
    * each tens of milliseconds in one piece: each is a step of its own, before the compile.
    */
-  const compileAhead = (readyStep: () => (() => void) | undefined, compile: () => void): void => {
+  const compileAhead = (job: SchemaJob): void => {
     if (compiledAhead >= MAX_COMPILED_AHEAD) return;
-    const before = ajvLoaded ? [readyStep()].filter((step) => step !== undefined) : AJV_LOAD_STEPS;
+    const before = ajvLoaded ? [job.readyStep()].filter((step) => step !== undefined) : AJV_LOAD_STEPS;
     ajvLoaded = true;
     if (before.length > 0) {
       for (const step of before) work.add(step);
-      work.add(() => compileAhead(readyStep, compile));
+      work.add(() => compileAhead(job));
       return;
     }
-    compile();
+    job.compile();
     compiledAhead++;
   };
 
-  const arm = (ms: number): void => {
-    timer = setTimeout(whenQuiet, Math.max(1, ms)).unref();
-  };
-  const whenQuiet = (): void => {
-    timer = undefined;
-    if (!quiet()) return arm(deps.hostBusy() ? QUIET_MS : QUIET_MS - (performance.now() - lastWrite));
-    for (const step of waiting.splice(0)) work.add(step);
-    work.resume();
-  };
   const schedule = (): void => {
-    if (timer === undefined && lastWrite !== 0 && (waiting.length > 0 || work.pending > 0)) arm(QUIET_MS);
+    if (waiting.length > 0 || work.pending > 0) host.wait();
   };
 
   return {
     beforeHostWrite: () => {
-      const first = lastWrite === 0;
-      lastWrite = performance.now();
-      if (first) schedule();
+      if (host.wrote()) schedule();
     },
     // A connection that is not a byte stream (HTTP) has no write hook: its quiet starts here.
     started: () => {
-      if (lastWrite === 0) lastWrite = performance.now();
+      host.started();
       schedule();
     },
     onListsChanged: (upstream, kinds) => {
@@ -139,36 +113,17 @@ export function createSchemaWarmup(
       // has the list, with no quiet before, and a check left for that call is built on its path.
       // At start-up the first ones make the answer to tools/list a little later instead, which
       // no call waits on. Compiling the schemas that need ajv still waits for quiet.
-      tools.slice(0, MAX_TOOLS_AHEAD).forEach((tool, i) => {
-        const steps = [
-          ...(validated ? [() => void deps.input.checkedWithoutAjv(tool.inputSchema)] : []),
-          ...(tool.outputSchema !== undefined ? [() => void deps.output.checkedWithoutAjv(tool)] : []),
-        ];
-        for (const step of steps)
-          if (i < BUILT_AT_ONCE) step();
-          else soon.add(step);
+      const jobs = tools.slice(0, MAX_TOOLS_AHEAD).map((tool) => schemaJobs(tool, validated, deps));
+      jobs.forEach((toolJobs, i) => {
+        for (const job of toolJobs)
+          if (i < BUILT_AT_ONCE) job.withoutAjv();
+          else soon.add(() => void job.withoutAjv());
       });
       waiting.push(() => {
-        for (const tool of tools.slice(0, MAX_TOOLS_AHEAD)) {
-          if (validated) {
-            const schema = tool.inputSchema;
-            work.add(() => {
-              if (!deps.input.checkedWithoutAjv(schema))
-                compileAhead(
-                  () => deps.input.readyStep(schema),
-                  () => deps.input.prepare(schema),
-                );
-            });
-          }
-          if (tool.outputSchema !== undefined)
-            work.add(() => {
-              if (!deps.output.checkedWithoutAjv(tool))
-                compileAhead(
-                  () => deps.output.readyStep(tool),
-                  () => deps.output.prepare(tool),
-                );
-            });
-        }
+        for (const job of jobs.flat())
+          work.add(() => {
+            if (!job.withoutAjv()) compileAhead(job);
+          });
         work.add(() =>
           deps.logger.debug(
             `the schemas of server "${upstream.name}"'s ${plural(tools.length, 'tool')} are ready, ahead of their first call`,
@@ -178,4 +133,97 @@ export function createSchemaWarmup(
       schedule();
     },
   };
+}
+
+interface SchemaWarmupDeps {
+  readonly input: InputValidator;
+  readonly output: PreparedOutputValidator;
+  /** The servers in force by name, kept current across edits of the config. */
+  readonly servers: ReadonlyMap<string, ServerConfig>;
+  readonly logger: Logger;
+  /** Whether a host's request is being answered now (work waits until none is). */
+  readonly hostBusy: () => boolean;
+}
+
+/** Getting one of a tool's schemas ready, for the validator that checks it. */
+interface SchemaJob {
+  /** Builds its check without ajv if it can (cached); false when it needs ajv. */
+  readonly withoutAjv: () => boolean;
+  /** The next piece of readying ajv for it, if any. */
+  readonly readyStep: () => (() => void) | undefined;
+  readonly compile: () => void;
+}
+
+/** The jobs of one listed tool: its arguments (when they are validated) and its output schema. */
+function schemaJobs(
+  tool: { readonly inputSchema?: unknown; readonly outputSchema?: unknown },
+  validated: boolean,
+  { input, output }: SchemaWarmupDeps,
+): SchemaJob[] {
+  const schema = tool.inputSchema;
+  return [
+    ...(validated
+      ? [
+          {
+            withoutAjv: () => input.checkedWithoutAjv(schema),
+            readyStep: () => input.readyStep(schema),
+            compile: () => input.prepare(schema),
+          },
+        ]
+      : []),
+    ...(tool.outputSchema !== undefined
+      ? [
+          {
+            withoutAjv: () => output.checkedWithoutAjv(tool),
+            readyStep: () => output.readyStep(tool),
+            compile: () => output.prepare(tool),
+          },
+        ]
+      : []),
+  ];
+}
+
+/**
+ * Whether the host is quiet: it has been sent nothing for QUIET_MS and has no request in flight.
+ * `wait` calls `whenQuiet` once it is, checking again as long as it is not.
+ */
+class HostQuiet {
+  /** When the host was last written to; 0: never yet (nothing is waited for before that). */
+  private lastWrite = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly busy: () => boolean,
+    private readonly whenQuiet: () => void,
+  ) {}
+
+  /** The host was written to; true the first time. */
+  wrote(): boolean {
+    const first = this.lastWrite === 0;
+    this.lastWrite = performance.now();
+    return first;
+  }
+
+  /** Serving started without a write (HTTP): the quiet counts from now. */
+  started(): void {
+    if (this.lastWrite === 0) this.lastWrite = performance.now();
+  }
+
+  quiet(): boolean {
+    return !this.busy() && performance.now() - this.lastWrite >= QUIET_MS;
+  }
+
+  wait(): void {
+    if (this.timer === undefined && this.lastWrite !== 0) this.arm(QUIET_MS);
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => this.check(), Math.max(1, ms)).unref();
+  }
+
+  private check(): void {
+    this.timer = undefined;
+    if (this.quiet()) return this.whenQuiet();
+    this.arm(this.busy() ? QUIET_MS : QUIET_MS - (performance.now() - this.lastWrite));
+  }
 }

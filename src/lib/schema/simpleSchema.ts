@@ -1,14 +1,15 @@
 /**
- * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`
- * and `allOf`, `format`, `pattern`), built from the schema as a tree of small functions, without ajv.
- * Loading ajv and compiling a schema is what made a gateway's first call of a tool slow; most
- * tools' arguments are a flat object of strings and numbers, which this checks at once. A
- * `format` is checked by ajv-formats' own definitions (loaded without ajv, a few milliseconds
- * once), so a string is a `uri` here exactly when it is one to ajv. A `pattern` is taken only when
- * the caller gives the bounds ajv's guarded engine runs patterns under (safeRegExp.ts), and is
- * held to them: a pattern that engine would refuse is left to ajv, and a string it would refuse
- * to test (too long, or past the work allowed for one check) gets "ask ajv", whose engine then
- * refuses it as before.
+ * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`,
+ * `allOf`, `format`, `pattern`), built from the schema as a tree of small functions, without
+ * ajv. Loading ajv and compiling a schema is what made a gateway's first call of a tool slow;
+ * most tools' arguments are a flat object of strings and numbers, which this checks at once.
+ *
+ * A `format` is checked by ajv-formats' own definitions (loaded without ajv, a few milliseconds
+ * once), so a string is a `uri` here exactly when it is one to ajv. A `pattern` is taken only
+ * when the caller gives the bounds ajv's guarded engine runs patterns under (safeRegExp.ts), and
+ * is held to them: a pattern that engine would refuse is left to ajv, and a string it would
+ * refuse to test (too long, or past the work allowed for one check) gets "ask ajv", whose engine
+ * then refuses it as before.
  *
  * It only ever vouches: `true` means ajv, with the options untrustedSchema.ts gives it, would
  * accept the data too; `false` means "not sure", and the caller asks ajv, which also words the
@@ -116,12 +117,12 @@ function refuse(): never {
   throw new NotSimple();
 }
 
-function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
+function build(schema: unknown, depth: number, building: Building): SimpleCheck {
   if (schema === true) return accept;
   if (!isObject(schema) || depth > MAX_DEPTH) refuse();
   const checks: SimpleCheck[] = [];
   for (const key of Object.keys(schema)) {
-    if (--budget.keywords < 0) refuse();
+    if (--building.keywords < 0) refuse();
     const value = schema[key];
     const annotation = ANNOTATIONS[key];
     if (annotation !== undefined) {
@@ -138,7 +139,7 @@ function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
         // Built once below, from all three together.
         break;
       case 'items': {
-        const item = build(value, depth + 1, budget);
+        const item = build(value, depth + 1, building);
         checks.push((d) => !Array.isArray(d) || d.every(item));
         break;
       }
@@ -147,10 +148,11 @@ function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
         break;
       case 'anyOf':
       case 'allOf': {
-        // Each branch is exact for the keywords taken here, so "some" and "every" of them are
-        // too. (`oneOf` would need certainty that the other branches fail; it is left to ajv.)
+        // A branch's true is certain, so some branch true (anyOf) or every one (allOf) is too;
+        // a branch that is not sure makes the whole "ask ajv", never a pass. (`oneOf` would
+        // need certainty that the other branches fail; it is left to ajv.)
         if (!Array.isArray(value) || value.length === 0) refuse();
-        const branches = value.map((branch: unknown) => build(branch, depth + 1, budget));
+        const branches = value.map((branch: unknown) => build(branch, depth + 1, building));
         checks.push(
           key === 'anyOf'
             ? (d) => branches.some((branch) => branch(d))
@@ -162,7 +164,7 @@ function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
         checks.push(formatCheck(value));
         break;
       case 'pattern':
-        checks.push(patternCheck(value, budget));
+        checks.push(patternCheck(value, building));
         break;
       case 'const':
         if (!isScalar(value)) refuse();
@@ -180,7 +182,7 @@ function build(schema: unknown, depth: number, budget: Building): SimpleCheck {
     }
   }
   if ('properties' in schema || 'required' in schema || 'additionalProperties' in schema)
-    checks.push(objectCheck(schema, depth, budget));
+    checks.push(objectCheck(schema, depth, building));
   return checks.length === 1 ? checks[0]! : (d) => checks.every((check) => check(d));
 }
 
@@ -193,8 +195,8 @@ function typeCheck(value: unknown): SimpleCheck {
 
 /**
  * `format` as ajv applies a definition: only to data of the format's type (strings unless it
- * says otherwise), by its pattern or its test (any truthy answer passes). Formats ajv-formats does not define, and
- * asynchronous ones, are left to ajv.
+ * says otherwise), by its pattern or its test (any truthy answer passes). Formats ajv-formats
+ * does not define, and asynchronous ones, are left to ajv.
  */
 function formatCheck(name: unknown): SimpleCheck {
   if (typeof name !== 'string' || !Object.hasOwn(formatDefinitions(), name)) refuse();
@@ -268,7 +270,7 @@ function countBound(key: string, limit: unknown): SimpleCheck {
   return (d) => !isObject(d) || within(Object.keys(d).length);
 }
 
-function objectCheck(schema: Record<string, unknown>, depth: number, budget: Building): SimpleCheck {
+function objectCheck(schema: Record<string, unknown>, depth: number, building: Building): SimpleCheck {
   const { properties = {}, required = [], additionalProperties = true } = schema;
   if (!isObject(properties)) refuse();
   if (!Array.isArray(required) || new Set(required).size !== required.length) refuse();
@@ -277,14 +279,14 @@ function objectCheck(schema: Record<string, unknown>, depth: number, budget: Bui
   for (const [name, sub] of Object.entries(properties)) {
     // A property named like one of Object's own is left to ajv rather than reasoned about.
     if (name in Object.prototype) refuse();
-    declared.set(name, build(sub, depth + 1, budget));
+    declared.set(name, build(sub, depth + 1, building));
   }
   const others: SimpleCheck | undefined =
     additionalProperties === true
       ? undefined
       : additionalProperties === false
         ? () => false
-        : build(additionalProperties, depth + 1, budget);
+        : build(additionalProperties, depth + 1, building);
   return (d) => {
     if (!isObject(d)) return true;
     for (const name of names) if (!Object.hasOwn(d, name)) return false;

@@ -124,10 +124,8 @@ export function createUntrustedSchemaCompiler(
   const { what } = options;
   const limits: UntrustedSchemaLimits = { ...DEFAULT_UNTRUSTED_SCHEMA_LIMITS, ...options.limits };
   const maxCached = options.maxCached ?? 2000;
-  let cache = new WeakMap<object, CompiledSchema>();
-  let cached = 0;
-  let simpleCache = new WeakMap<object, SimpleCheck | typeof NOT_SIMPLE>();
-  let simpleCached = 0;
+  const cache = new BoundedWeakCache<CompiledSchema>(maxCached);
+  const simpleCache = new BoundedWeakCache<SimpleCheck | typeof NOT_SIMPLE>(maxCached);
   const instances = new Map<Dialect, Instance>();
   const stats = { compiled: 0, ajvInstances: 0 };
   const patternWork: PatternWorkMeter = { remaining: PATTERN_WORK_PER_VALIDATION };
@@ -179,12 +177,7 @@ export function createUntrustedSchemaCompiler(
       } catch {
         check = undefined;
       }
-      if (simpleCached >= maxCached) {
-        simpleCache = new WeakMap();
-        simpleCached = 0;
-      }
       simpleCache.set(schema, check ?? NOT_SIMPLE);
-      simpleCached++;
       return check;
     },
     compiled(schema) {
@@ -199,12 +192,7 @@ export function createUntrustedSchemaCompiler(
           reason: `the ${what} could not be compiled: ${describeSchemaError(error)}`,
         };
       }
-      if (cached >= maxCached) {
-        cache = new WeakMap();
-        cached = 0;
-      }
       cache.set(schema, result);
-      cached++;
       return result;
     },
     readyStep(schema) {
@@ -213,23 +201,49 @@ export function createUntrustedSchemaCompiler(
       const entry = instances.get(dialect);
       if (entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE)
         return () => void instanceFor(dialect);
-      if (!entry.metaCompiled)
-        return () => {
-          try {
-            // Checking any schema compiles the meta-schema, once per instance.
-            entry.ajv.validateSchema({});
-          } catch {
-            // Then the first compile meets the same problem and reports it.
-          }
-          entry.metaCompiled = true;
-        };
-      return undefined;
+      return entry.metaCompiled ? undefined : () => compileMetaSchema(entry);
     },
     beginValidation() {
       patternWork.remaining = PATTERN_WORK_PER_VALIDATION;
     },
     stats,
   };
+}
+
+/**
+ * A cache keyed by schema objects that starts over after `max` entries: it holds weak keys, so
+ * it shrinks as definitions are replaced, but a WeakMap cannot be counted, and an upstream that
+ * relists new definitions forever must not keep more than this many alive.
+ */
+class BoundedWeakCache<V> {
+  private map = new WeakMap<object, V>();
+  private count = 0;
+
+  constructor(private readonly max: number) {}
+
+  get(key: object): V | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: object, value: V): void {
+    if (this.count >= this.max) {
+      this.map = new WeakMap();
+      this.count = 0;
+    }
+    this.map.set(key, value);
+    this.count++;
+  }
+}
+
+/** Compiles an instance's meta-schema ahead of its first compile (which would otherwise). */
+function compileMetaSchema(entry: Instance): void {
+  try {
+    // Checking any schema compiles the meta-schema, once per instance.
+    entry.ajv.validateSchema({});
+  } catch {
+    // Then the first compile meets the same problem and reports it.
+  }
+  entry.metaCompiled = true;
 }
 
 /** A shared ajv instance, with how far it has been used and readied. */
