@@ -70,6 +70,13 @@ const VALUES: unknown[] = [
   { data: 'https://example.com/x', name: 'n' },
   { data: 'no uri', name: 'n' },
   [{ a: 1 }, { b: 2 }],
+  { m: { a: 1 } },
+  { m: { a: 'x' } },
+  { m: {} },
+  { x: 'a@example.com' },
+  { x: 'nope' },
+  [null, 1],
+  [1.5],
   [{ a: 1, b: 2 }],
   JSON.parse('{"__proto__": {"x": 1}}') as unknown,
 ];
@@ -126,6 +133,19 @@ const SIMPLE: Record<string, unknown>[] = [
       ],
     },
   },
+  {
+    type: 'object',
+    properties: { m: { $ref: '#/$defs/M' } },
+    $defs: { M: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] } },
+  },
+  {
+    properties: { x: { $ref: '#/definitions/S', description: 'd' } },
+    definitions: { S: { type: 'string', format: 'email' }, Unused: { type: 'integer' } },
+  },
+  {
+    items: { $ref: '#/definitions/N' },
+    definitions: { N: { anyOf: [{ type: 'null' }, { type: 'integer' }] } },
+  },
 ];
 
 const NOT_SIMPLE: Record<string, unknown>[] = [
@@ -138,6 +158,17 @@ const NOT_SIMPLE: Record<string, unknown>[] = [
   { pattern: 'x'.repeat(1001) },
   { anyOf: [] },
   { anyOf: { type: 'string' } },
+  { $ref: '#' },
+  { $ref: 'https://example.com/schema' },
+  {
+    properties: { a: { $ref: '#/definitions/A' } },
+    definitions: { A: { properties: { b: { $ref: '#/definitions/A' } } } },
+  },
+  { properties: { a: { $ref: '#/definitions/A', type: 'string' } }, definitions: { A: {} } },
+  { properties: { a: { $ref: '#/definitions/missing' } }, definitions: {} },
+  { properties: { a: { $ref: '#/definitions/a~1b' } }, definitions: { 'a/b': {} } },
+  { properties: { a: { definitions: {} } } },
+  { definitions: { A: { type: 'nonsense' } } },
   { oneOf: [{ type: 'string' }] },
   { anyOf: [{ type: 'string', patternProperties: { a: {} } }] },
   { $ref: '#/definitions/x', definitions: { x: {} } },

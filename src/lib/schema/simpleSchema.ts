@@ -1,6 +1,6 @@
 /**
  * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`,
- * `allOf`, `format`, `pattern`), built from the schema as a tree of small functions, without
+ * `allOf`, `format`, `pattern`, local `$ref`s to definitions), built from the schema as a tree of small functions, without
  * ajv. Loading ajv and compiling a schema is what made a gateway's first call of a tool slow;
  * most tools' arguments are a flat object of strings and numbers, which this checks at once.
  *
@@ -82,6 +82,8 @@ export interface SimpleCheckOptions {
 
 /** While a check is built: what is left of its keyword budget, and how patterns are bounded. */
 interface Building {
+  /** The whole schema, which local `$ref`s point into. */
+  readonly root: Record<string, unknown>;
   keywords: number;
   readonly options: SimpleCheckOptions;
   /** Shared by the check's patterns; refilled as each check starts. */
@@ -94,7 +96,13 @@ export function buildSimpleCheck(
   schema: Record<string, unknown>,
   options: SimpleCheckOptions = {},
 ): SimpleCheck | undefined {
-  const building: Building = { keywords: MAX_KEYWORDS, options, work: { remaining: 0 }, usesPatterns: false };
+  const building: Building = {
+    root: schema,
+    keywords: MAX_KEYWORDS,
+    options,
+    work: { remaining: 0 },
+    usesPatterns: false,
+  };
   let check: SimpleCheck;
   try {
     check = build(schema, 0, building);
@@ -166,6 +174,16 @@ function build(schema: unknown, depth: number, building: Building): SimpleCheck 
       case 'pattern':
         checks.push(patternCheck(value, building));
         break;
+      case '$ref':
+        checks.push(refCheck(value, schema, depth, building));
+        break;
+      case 'definitions':
+      case '$defs':
+        // Only the whole schema's, which is where local references point. Each definition is
+        // built, used or not, so one that ajv's meta-schema would refuse leaves the schema to it.
+        if (depth !== 0 || !isObject(value)) refuse();
+        for (const definition of Object.values(value)) build(definition, depth + 1, building);
+        break;
       case 'const':
         if (!isScalar(value)) refuse();
         checks.push((d) => d === value);
@@ -216,6 +234,28 @@ function formatCheck(name: unknown): SimpleCheck {
         ? (d: unknown) => Boolean((validate as (data: unknown) => unknown)(d))
         : refuse();
   return (d) => typeof d !== type || test(d);
+}
+
+/** Names of definitions a reference may point to: no escapes to decode, nothing to misread. */
+const LOCAL_REF = /^#\/(definitions|\$defs)\/([A-Za-z0-9_.-]+)$/;
+
+/**
+ * A local `$ref` to one of the whole schema's definitions, checked as that definition. Beside
+ * it only annotations are taken (what dialects do with other keywords next to `$ref` differs),
+ * and a definition that refers to itself is not simple (building it runs past MAX_DEPTH).
+ */
+function refCheck(
+  ref: unknown,
+  schema: Record<string, unknown>,
+  depth: number,
+  building: Building,
+): SimpleCheck {
+  if (typeof ref !== 'string') refuse();
+  if (Object.keys(schema).some((key) => key !== '$ref' && ANNOTATIONS[key] === undefined)) refuse();
+  const [, holder = '', name = ''] = LOCAL_REF.exec(ref) ?? refuse();
+  const definitions = building.root[holder];
+  if (!isObject(definitions) || !Object.hasOwn(definitions, name)) refuse();
+  return build(definitions[name], depth + 1, building);
 }
 
 /** `pattern` as ajv's guarded engine runs it: with the `u` flag, unanchored, within its bounds. */
