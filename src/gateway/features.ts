@@ -68,8 +68,11 @@ export interface FeatureDependencies {
   readonly serversByName?: ReadonlyMap<string, ServerConfig>;
   /** The store replicas share, when the config has `store:`. */
   readonly store?: SharedStore;
-  /** Whether a host's request is being answered now; absent: never (nothing waits on it). */
-  readonly hostBusy?: () => boolean;
+  /**
+   * When the latest request of a host to an upstream arrived (`performance.now()`, 0 before
+   * any); absent: never (nothing waits on it).
+   */
+  readonly lastHostRequest?: () => number;
 }
 
 export type LifecycleEventWithoutSession = LifecycleEvent extends infer E
@@ -121,7 +124,7 @@ export function buildFeatures(deps: FeatureDependencies): {
       ...validators,
       servers,
       logger,
-      hostBusy: deps.hostBusy ?? (() => false),
+      lastHostRequest: deps.lastHostRequest ?? (() => 0),
     }),
     policy,
     createLimits(config),

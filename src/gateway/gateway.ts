@@ -427,7 +427,7 @@ function featureDependencies(
     askHost: (params, signal, call) => askHost(hostOf(call), params, signal, call),
     redact: (value) => options.redactor.redactValue(value),
     record: gateway.record,
-    hostBusy: () => hosts.callsInFlight.any,
+    lastHostRequest: () => hosts.callsInFlight.lastStarted,
     ...(options.store && { store: options.store }),
     ...(audit && {
       audit: {

@@ -57,12 +57,14 @@ export function createSchemaWarmup(config: WardenConfig, deps: SchemaWarmupDeps)
   const soon = new IdleWork({ sliceMs: SOON_SLICE_MS, maxQueued: MAX_QUEUED });
   let compiledAhead = 0;
   let ajvLoaded = false;
-  const host = new HostQuiet(deps.hostBusy, () => {
+  const host = new HostQuiet(deps.lastHostRequest, () => {
     for (const step of waiting.splice(0)) work.add(step);
     work.resume();
   });
   // Each step first asks whether the host is quiet, so a call that arrives while the work runs
-  // waits at most for the step in progress, never for what is queued behind it.
+  // waits at most for the step in progress, never for what is queued behind it; and the work
+  // then waits QUIET_MS again, long enough for most calls' answers to pass too. A call that
+  // runs for minutes does not hold it that long.
   const work = new IdleWork({
     sliceMs: SLICE_MS,
     maxQueued: MAX_QUEUED,
@@ -141,8 +143,8 @@ interface SchemaWarmupDeps {
   /** The servers in force by name, kept current across edits of the config. */
   readonly servers: ReadonlyMap<string, ServerConfig>;
   readonly logger: Logger;
-  /** Whether a host's request is being answered now (work waits until none is). */
-  readonly hostBusy: () => boolean;
+  /** When the host's latest request arrived (`performance.now()`, 0 before any). */
+  readonly lastHostRequest: () => number;
 }
 
 /** Getting one of a tool's schemas ready, for the validator that checks it. */
@@ -184,7 +186,7 @@ function schemaJobs(
 }
 
 /**
- * Whether the host is quiet: it has been sent nothing for QUIET_MS and has no request in flight.
+ * Whether the host is quiet: it has been sent nothing, and has sent no request, for QUIET_MS.
  * `wait` calls `whenQuiet` once it is, checking again as long as it is not.
  */
 class HostQuiet {
@@ -193,7 +195,7 @@ class HostQuiet {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly busy: () => boolean,
+    private readonly lastRequest: () => number,
     private readonly whenQuiet: () => void,
   ) {}
 
@@ -210,11 +212,15 @@ class HostQuiet {
   }
 
   quiet(): boolean {
-    return !this.busy() && performance.now() - this.lastWrite >= QUIET_MS;
+    return this.quietFor() >= QUIET_MS;
   }
 
   wait(): void {
     if (this.timer === undefined && this.lastWrite !== 0) this.arm(QUIET_MS);
+  }
+
+  private quietFor(): number {
+    return performance.now() - Math.max(this.lastWrite, this.lastRequest());
   }
 
   private arm(ms: number): void {
@@ -223,7 +229,8 @@ class HostQuiet {
 
   private check(): void {
     this.timer = undefined;
-    if (this.quiet()) return this.whenQuiet();
-    this.arm(this.busy() ? QUIET_MS : QUIET_MS - (performance.now() - this.lastWrite));
+    const quietFor = this.quietFor();
+    if (quietFor >= QUIET_MS) return this.whenQuiet();
+    this.arm(QUIET_MS - quietFor);
   }
 }

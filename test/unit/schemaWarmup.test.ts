@@ -18,13 +18,14 @@ const logger = { debug: () => {} } as unknown as Logger;
 function setUp() {
   const input = createInputValidator();
   const output = createOutputValidator();
-  const host = { busy: false };
+  /** When the host's latest request arrived, as the gateway tells the warm-up. */
+  const host = { lastRequest: 0 };
   const warmup = createSchemaWarmup(config, {
     input,
     output,
     servers: new Map(),
     logger,
-    hostBusy: () => host.busy,
+    lastHostRequest: () => host.lastRequest,
   });
   return { input, output, warmup, host };
 }
@@ -80,7 +81,7 @@ describe('compiling ahead of the first call', () => {
       output,
       servers: new Map(),
       logger,
-      hostBusy: () => false,
+      lastHostRequest: () => 0,
     });
     const tools = Array.from({ length: 40 }, (_, i) => ({
       name: `s${i}`,
@@ -96,27 +97,34 @@ describe('compiling ahead of the first call', () => {
     expect(input.stats.compiled).toBe(0);
   });
 
-  it('holds while a host request is in flight, from the step after the one in progress', async () => {
+  it('holds when a host request arrives, from the step after the one in progress, until quiet again', async () => {
     const { input, warmup, host } = setUp();
     warmup.onListsChanged!(upstreamWith(Array.from({ length: 150 }, (_, i) => complex(i))), ['tools']);
-    host.busy = true;
-    warmup.beforeHostWrite!();
-    // Quiet for long enough, but a request is being answered: nothing, not even ajv's loading.
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(input.stats.compiled).toBe(0);
-    expect(input.stats.ajvInstances).toBe(0);
-    // Answered: the work starts once the host has been quiet again.
-    host.busy = false;
     warmup.beforeHostWrite!();
     await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBeGreaterThan(0);
-    // A request arrives while it runs: no step starts after the one that was running.
-    host.busy = true;
+    // A request arrives while the work runs: no step starts after the one that was running.
+    host.lastRequest = performance.now();
     const atArrival = input.stats.compiled;
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(input.stats.compiled).toBe(atArrival);
-    host.busy = false;
-    warmup.beforeHostWrite!();
+    // The request may still be running (a call of minutes), but the host has been quiet for
+    // long enough: the work goes on without waiting for its answer.
     await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(100);
+  });
+
+  it('starts no step while requests keep arriving', async () => {
+    const { input, warmup, host } = setUp();
+    warmup.onListsChanged!(upstreamWith(Array.from({ length: 10 }, (_, i) => complex(i))), ['tools']);
+    warmup.beforeHostWrite!();
+    const arriving = setInterval(() => (host.lastRequest = performance.now()), 50);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(input.stats.compiled).toBe(0);
+      expect(input.stats.ajvInstances).toBe(0);
+    } finally {
+      clearInterval(arriving);
+    }
+    await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(10);
   });
 
   it('readies ajv in pieces of their own: the instance, its meta-schema, then each compile', () => {

@@ -17,9 +17,11 @@ import { RELATED_TASK } from '../protocol/taskMessages.js';
 /** Counts each connection's requests in flight on each upstream (by the caller's key). */
 export class CallsInFlight<C> {
   readonly #byUpstream = new Map<string, Map<C, number>>();
+  #lastStarted = 0;
 
   /** Counts `connection`'s request on upstream `key` until `answer` settles; returns `answer`. */
   track<T>(key: string, connection: C, answer: Promise<T>): Promise<T> {
+    this.#lastStarted = performance.now();
     let counts = this.#byUpstream.get(key);
     if (counts === undefined) this.#byUpstream.set(key, (counts = new Map()));
     counts.set(connection, (counts.get(connection) ?? 0) + 1);
@@ -33,9 +35,9 @@ export class CallsInFlight<C> {
     return answer;
   }
 
-  /** Whether any request is in flight on any upstream now. */
-  get any(): boolean {
-    return this.#byUpstream.size > 0;
+  /** When the latest request was tracked (`performance.now()`); 0 before any. */
+  get lastStarted(): number {
+    return this.#lastStarted;
   }
 
   /** The connections with a request in flight on upstream `key` now. */
