@@ -1,4 +1,4 @@
-import { auditFileSet, readLinesSync } from './files.js';
+import { auditFileSet, LineTooLongError, readLinesSync } from './files.js';
 import { plural } from '../../lib/plural.js';
 import { describePrincipal, type Principal } from '../../core/principal.js';
 
@@ -60,7 +60,10 @@ export function summarizeAudit(files: string[] | string): AuditSummary {
  * list oldest first), and how many lines were not records. The chain is not checked here:
  * `verifyAuditFiles` does that.
  */
-export function readAuditRecords(files: string[] | string): {
+export function readAuditRecords(
+  files: string[] | string,
+  options: { readonly maxLineBytes?: number } = {},
+): {
   readonly files: string[];
   readonly records: Record<string, unknown>[];
   readonly unreadable: number;
@@ -69,16 +72,23 @@ export function readAuditRecords(files: string[] | string): {
   let unreadable = 0;
   const records: Record<string, unknown>[] = [];
   for (const file of list) {
-    for (const { text } of readLinesSync(file)) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        unreadable++;
-        continue;
+    try {
+      for (const { text } of readLinesSync(file, options)) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          unreadable++;
+          continue;
+        }
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) unreadable++;
+        else records.push(parsed as Record<string, unknown>);
       }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) unreadable++;
-      else records.push(parsed as Record<string, unknown>);
+    } catch (error) {
+      // The rest of the file cannot be read past such a line: a report without it would be
+      // short with no sign of it, so the report fails, naming where.
+      if (error instanceof LineTooLongError) throw new Error(`${file}: ${error.message}`, { cause: error });
+      throw error;
     }
   }
   return { files: list, records, unreadable };

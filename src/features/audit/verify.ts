@@ -1,6 +1,6 @@
 import { isHash } from '../../lib/hash.js';
 import { lineHashes, type ChainHead } from './chain.js';
-import { auditFileSet, readLinesSync, type FileLine } from './files.js';
+import { auditFileSet, LineTooLongError, readLinesSync, type FileLine } from './files.js';
 import { GENESIS_HASH } from '../../core/events.js';
 import { plural } from '../../lib/plural.js';
 import type { CheckpointCheck, CheckpointReport } from './verifyCheckpoints.js';
@@ -86,7 +86,11 @@ export type VerifyResult =
  * A log that a gateway is writing to may end in a line still being copied in, which is reported
  * as a cut last line.
  */
-export function verifyAuditFiles(files: string[] | string, checkpoints?: CheckpointCheck): VerifyResult {
+export function verifyAuditFiles(
+  files: string[] | string,
+  checkpoints?: CheckpointCheck,
+  options: { readonly maxLineBytes?: number } = {},
+): VerifyResult {
   const list = filesToVerify(files);
   if (!Array.isArray(list)) return list;
   const state: Verification = {
@@ -104,11 +108,12 @@ export function verifyAuditFiles(files: string[] | string, checkpoints?: Checkpo
   };
   for (const file of list) {
     try {
-      for (const line of readLinesSync(file)) {
+      for (const line of readLinesSync(file, options)) {
         const failure = checkLine(state, file, line);
         if (failure !== undefined) return failure;
       }
     } catch (error) {
+      if (error instanceof LineTooLongError) return fail(file, error.line, null, error.message);
       return fail(file, 0, null, `cannot read: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
