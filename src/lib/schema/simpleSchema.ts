@@ -19,7 +19,12 @@
  */
 
 import { createRequire } from 'node:module';
-import { analysePattern, type PatternLimits, type PatternWorkMeter } from './safeRegExp.js';
+import {
+  createGuardedRegExpEngine,
+  type GuardedRegExpEngine,
+  type PatternLimits,
+  type PatternWorkMeter,
+} from './safeRegExp.js';
 
 /** True: the data matches for certain; false: ask ajv. */
 export type SimpleCheck = (data: unknown) => boolean;
@@ -88,6 +93,8 @@ interface Building {
   readonly options: SimpleCheckOptions;
   /** Shared by the check's patterns; refilled as each check starts. */
   readonly work: PatternWorkMeter;
+  /** The guarded engine patterns are compiled with, made at the first one. */
+  engine?: GuardedRegExpEngine;
   usesPatterns: boolean;
 }
 
@@ -261,23 +268,25 @@ function refCheck(
 /** `pattern` as ajv's guarded engine runs it: with the `u` flag, unanchored, within its bounds. */
 function patternCheck(pattern: unknown, building: Building): SimpleCheck {
   const limits = building.options.patterns ?? refuse();
-  if (typeof pattern !== 'string' || pattern.length > limits.maxPatternLength) refuse();
-  let rx: RegExp;
+  if (typeof pattern !== 'string') refuse();
+  // The engine ajv is given, on this check's own work allowance: it refuses here what it would
+  // refuse there (too long, bad syntax, a shape that backtracks badly), and a string too long or
+  // past the work allowed when testing, where "ask ajv" then meets the same refusal.
+  building.engine ??= createGuardedRegExpEngine(limits, building.work);
+  let tester: { test(s: string): boolean };
   try {
-    rx = new RegExp(pattern, 'u');
+    tester = building.engine(pattern, 'u');
   } catch {
     refuse();
   }
-  const analysis = analysePattern(pattern, 'u');
-  if (analysis.kind === 'refused') refuse();
   building.usesPatterns = true;
-  const { work } = building;
-  const { maxStringLengthForPattern } = limits;
   return (d) => {
     if (typeof d !== 'string') return true;
-    if (d.length > maxStringLengthForPattern) return false;
-    work.remaining -= Math.max(1, d.length) ** analysis.degree;
-    return work.remaining >= 0 && rx.test(d);
+    try {
+      return tester.test(d);
+    } catch {
+      return false;
+    }
   };
 }
 
