@@ -27,7 +27,7 @@ export default defineConfig({
       },
       {
         // The config and policy tests once more, with the validators `npm run build` generated
-        // (src/config/documentValidators.ts, src/policy/conditionDialects.ts) in place of the
+        // (src/config/documentValidators.ts, src/lib/schema/dialectChecks.ts) in place of the
         // ones compiled from source: every message those tests pin must come out the same from
         // the code the gateway ships.
         extends: true,
@@ -42,10 +42,8 @@ export default defineConfig({
               replacement: fileURLToPath(new URL('./dist/config/documentValidators.js', import.meta.url)),
             },
             {
-              find: /^(?:\.\.?\/)+(?:policy\/)?conditionDialects\.js$/,
-              replacement: fileURLToPath(
-                new URL('./dist/features/policy/conditionDialects.js', import.meta.url),
-              ),
+              find: /^(?:\.\.?\/)+(?:lib\/schema\/)?dialectChecks\.js$/,
+              replacement: fileURLToPath(new URL('./dist/lib/schema/dialectChecks.js', import.meta.url)),
             },
           ],
         },

@@ -198,7 +198,7 @@ await runBundle(new URL('./chunks/cli.cjs', import.meta.url));
 // The validators generated from our schemas are loaded from beside the module that loads them.
 const generated = path.join(CHUNKS, 'generated');
 mkdirSync(generated, { recursive: true });
-for (const from of ['config/generated', 'features/policy/generated']) {
+for (const from of ['config/generated', 'lib/schema/generated']) {
   const dir = path.join(DIST, from);
   if (!existsSync(dir)) throw new Error(`${dir} is missing: run scripts/generate-validators.mjs first`);
   cpSync(dir, generated, { recursive: true });

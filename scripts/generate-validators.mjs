@@ -2,10 +2,10 @@
 // Part of `npm run build`, after tsc: turns each of our document schemas (config, policy files)
 // into a standalone validator with ajv's code generation, so the built gateway checks a config
 // without loading or compiling ajv (src/config/documentValidators.ts says why and how it is
-// loaded). Likewise the meta-schema of each JSON Schema dialect that policy `arguments`
-// conditions may use, with the dialect's keyword and format lists
-// (src/policy/conditionDialects.ts). Generated into dist/, never committed: it is derived from schema/ and the ajv
-// version installed, and must change whenever either does.
+// loaded). Likewise the meta-schema of each JSON Schema dialect, which policy `arguments`
+// conditions and upstream servers' tool schemas are checked against, with the dialect's keyword
+// and format lists (src/lib/schema/dialectChecks.ts). Generated into dist/, never committed: it
+// is derived from schema/ and the ajv version installed, and must change whenever either does.
 //
 // The ajv set-up and the schema preparation come from the freshly built dist/, so the code
 // generated here and the validator compiled when tests run from source cannot drift apart.
@@ -19,8 +19,11 @@ import standaloneModule from 'ajv/dist/standalone/index.js';
 import { createDocumentAjv } from '../dist/config/documentAjv.js';
 import { createHash } from 'node:crypto';
 import { DOCUMENT_SCHEMAS, inlineRefs, readDocumentSchema } from '../dist/config/documentValidators.js';
-import { createConditionAjv } from '../dist/features/policy/conditionAjv.js';
-import { GENERATED_DIALECT_FILES, GENERATED_LISTS_FILE } from '../dist/features/policy/conditionDialects.js';
+import {
+  createDialectCheckAjv,
+  GENERATED_DIALECT_FILES,
+  GENERATED_LISTS_FILE,
+} from '../dist/lib/schema/dialectChecks.js';
 import { CODE_CACHE_SUFFIX, wrapCommonJs } from '../dist/lib/generatedCode.js';
 import { IDENTITY_SUFFIX } from '../dist/lib/validDocuments.js';
 
@@ -63,16 +66,16 @@ for (const [kind, { generated }] of Object.entries(DOCUMENT_SCHEMAS)) {
 
 // The meta-schemas are ajv's own and their patterns are fixed and simple, so they run on the
 // plain RegExp engine: the guarded one is for the patterns users write (argumentSchema.ts).
-const policyOut = fileURLToPath(new URL('../dist/features/policy/generated/', import.meta.url));
-mkdirSync(policyOut, { recursive: true });
+const metaOut = fileURLToPath(new URL('../dist/lib/schema/generated/', import.meta.url));
+mkdirSync(metaOut, { recursive: true });
 const lists = {};
 for (const [dialect, generated] of Object.entries(GENERATED_DIALECT_FILES)) {
-  const ajv = createConditionAjv(dialect, { code: { source: true } });
+  const ajv = createDialectCheckAjv(dialect, { code: { source: true } });
   const validate = ajv.getSchema(ajv.defaultMeta());
   if (validate === undefined) throw new Error(`ajv has no meta-schema for ${dialect}`);
-  const file = path.join(policyOut, generated);
+  const file = path.join(metaOut, generated);
   writeGenerated(file, ajv, validate);
   writeCodeCache(file, [{}, { type: 'object', properties: { a: { type: 'string', pattern: '^x' } } }]);
   lists[dialect] = { keywords: Object.keys(ajv.RULES.keywords), formats: Object.keys(ajv.formats) };
 }
-writeFileSync(path.join(policyOut, GENERATED_LISTS_FILE), `${JSON.stringify(lists, null, 2)}\n`);
+writeFileSync(path.join(metaOut, GENERATED_LISTS_FILE), `${JSON.stringify(lists, null, 2)}\n`);

@@ -22,7 +22,7 @@ import type { KeyPath } from '../../config/interpolate.js';
 import { translateErrors, type SchemaProblem } from '../../config/schemaErrors.js';
 import type { Dialect } from '../../lib/schema/dialectAjv.js';
 import { createConditionAjv } from './conditionAjv.js';
-import { dialectChecks, type DialectChecks } from './conditionDialects.js';
+import { dialectChecks, type DialectChecks } from '../../lib/schema/dialectChecks.js';
 import { DATA_KEYWORDS, NAME_MAP_KEYWORDS } from '../../lib/schema/keywords.js';
 import { findSchemaBoundProblem } from '../../lib/schema/schemaBounds.js';
 import {
@@ -70,7 +70,7 @@ const REFUSED_KEYWORDS = new Set(['$async']);
 /**
  * Keywords ajv cannot fail to compile once the load-time checks passed (meta-schema, known
  * keywords and formats, usable patterns): nothing in them refers elsewhere, and ajv's strict
- * mode has no complaint about any of them with CONDITION_AJV_OPTIONS. A condition made of these
+ * mode has no complaint about any of them with DIALECT_CHECK_AJV_OPTIONS. A condition made of these
  * alone, which is what conditions usually are, is compiled when a call first needs it, so that
  * neither ajv (about 35 ms and 11 MB) nor the compile is paid at start-up. Any other
  * keyword (`$ref`, `if`, `patternProperties`, `contains`, ...) can fail at compile time (an
