@@ -26,14 +26,21 @@ export default defineConfig({
         test: { name: 'inprocess', include: ['test/inprocess/**/*.test.ts'], isolate: false },
       },
       {
-        // The config and policy tests once more, with the validators `npm run build` generated
-        // (src/config/documentValidators.ts, src/lib/schema/dialectChecks.ts) in place of the
-        // ones compiled from source: every message those tests pin must come out the same from
-        // the code the gateway ships.
+        // The config, policy and tool-schema tests once more, with the validators `npm run
+        // build` generated (src/config/documentValidators.ts, src/lib/schema/dialectChecks.ts) in
+        // place of the ones compiled from source: every message those tests pin must come out the
+        // same from the code the gateway ships.
         extends: true,
         test: {
           name: 'generated-validators',
-          include: ['test/unit/config*.test.ts', 'test/unit/policy-*.test.ts'],
+          include: [
+            'test/unit/config*.test.ts',
+            'test/unit/policy-*.test.ts',
+            'test/unit/repair*.test.ts',
+            'test/unit/validate.test.ts',
+            'test/unit/simpleSchema.test.ts',
+            'test/unit/schemaWarmup.test.ts',
+          ],
         },
         resolve: {
           alias: [

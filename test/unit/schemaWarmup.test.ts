@@ -127,16 +127,23 @@ describe('compiling ahead of the first call', () => {
     await expect.poll(() => input.stats.compiled, { timeout: 10_000 }).toBe(10);
   });
 
-  it('readies ajv in pieces of their own: the instance, its meta-schema, then each compile', () => {
+  it('readies ajv in pieces of their own: the meta-schema check, the instance, then each compile', () => {
     const input = createInputValidator();
     const schema = complex(1).inputSchema;
-    const first = input.readyStep(schema);
-    first!();
+    // Run from source the meta-schema check comes with ajv; from the build it is loaded first,
+    // as a step of its own.
+    let steps = 0;
+    for (
+      let step = input.readyStep(schema);
+      step !== undefined && steps < 5;
+      step = input.readyStep(schema)
+    ) {
+      step();
+      steps++;
+    }
+    expect(steps).toBeGreaterThanOrEqual(1);
+    expect(steps).toBeLessThanOrEqual(2);
     expect(input.stats.ajvInstances).toBe(1);
-    const second = input.readyStep(schema);
-    expect(second).toBeDefined();
-    second!();
-    expect(input.readyStep(schema)).toBeUndefined();
     expect(input.stats.compiled).toBe(0);
     input.prepare(schema);
     expect(input.stats.compiled).toBe(1);

@@ -9,8 +9,9 @@
  * schema we cannot compile safely is reported as `unverifiable` with the reason; what that means
  * (leave the result alone, let the call through unchecked) is the caller's decision.
  */
-import type { Ajv, Options, ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { createDialectAjv, type Dialect } from './dialectAjv.js';
+import { dialectChecks } from './dialectChecks.js';
 import { findSchemaBoundProblem } from './schemaBounds.js';
 import { createGuardedRegExpEngine, UnsafePatternError, type PatternWorkMeter } from './safeRegExp.js';
 import { buildSimpleCheck, type SimpleCheck } from './simpleSchema.js';
@@ -69,11 +70,11 @@ export interface UntrustedSchemaCompiler {
    */
   simple(schema: Record<string, unknown>): SimpleCheck | undefined;
   /**
-   * The next piece of readying the ajv instance `schema` compiles in: making the instance, then
-   * compiling its dialect's meta-schema (which `compiled` checks every schema against); undefined
-   * once both are done or the dialect is unsupported. Each is tens of milliseconds in one piece
-   * on a fresh process, most of a first compile, so work done ahead can take them one at a time.
-   * ajv must be loaded. Never throws.
+   * The next piece of readying what compiling `schema` needs: loading its dialect's meta-schema
+   * check (which `compiled` checks every schema against), then making the ajv instance; undefined
+   * once both are done or the dialect is unsupported. Each takes milliseconds in one piece on a
+   * fresh process, so work done ahead can take them one at a time. ajv must be loaded. Never
+   * throws.
    */
   readyStep(schema: Record<string, unknown>): (() => void) | undefined;
   /**
@@ -136,7 +137,6 @@ export function createUntrustedSchemaCompiler(
       entry = {
         ajv: createDialectAjv(dialect, untrustedAjvOptions(limits, patternWork)),
         compiles: 0,
-        metaCompiled: false,
       };
       instances.set(dialect, entry);
       stats.ajvInstances++;
@@ -154,6 +154,15 @@ export function createUntrustedSchemaCompiler(
     // accepts the https and no-"#" spellings ajv itself would not look up). `$id` goes so the
     // schema's own `#...` references resolve within it and never against an id another tool used.
     const { $schema: _dialect, $id: _id, ...body } = schema;
+    // A schema that is not valid for its dialect compiles to something we cannot trust. It is
+    // checked by the build's code for the meta-schema, which ajv would otherwise compile on a
+    // fresh process (60 to 75 ms), and said in ajv's words.
+    const invalid = dialectChecks(dialect).checkSchema(body);
+    if (invalid.length > 0)
+      return {
+        kind: 'unverifiable',
+        reason: `the ${what} could not be compiled: ${truncateSchemaMessage(`schema is invalid: ${errorsText(invalid)}`)}`,
+      };
     return compileIn(instanceFor(dialect), body, what);
   }
 
@@ -198,10 +207,12 @@ export function createUntrustedSchemaCompiler(
     readyStep(schema) {
       const dialect = dialectOf(schema.$schema, what);
       if (typeof dialect !== 'string') return undefined;
+      const loadMeta = dialectChecks(dialect).loadStep();
+      if (loadMeta !== undefined) return loadMeta;
       const entry = instances.get(dialect);
-      if (entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE)
-        return () => void instanceFor(dialect);
-      return entry.metaCompiled ? undefined : () => compileMetaSchema(entry);
+      return entry === undefined || entry.compiles >= COMPILES_PER_INSTANCE
+        ? () => void instanceFor(dialect)
+        : undefined;
     },
     beginValidation() {
       patternWork.remaining = PATTERN_WORK_PER_VALIDATION;
@@ -235,23 +246,15 @@ class BoundedWeakCache<V> {
   }
 }
 
-/** Compiles an instance's meta-schema ahead of its first compile (which would otherwise). */
-function compileMetaSchema(entry: Instance): void {
-  try {
-    // Checking any schema compiles the meta-schema, once per instance.
-    entry.ajv.validateSchema({});
-  } catch {
-    // Then the first compile meets the same problem and reports it.
-  }
-  entry.metaCompiled = true;
-}
-
-/** A shared ajv instance, with how far it has been used and readied. */
+/** A shared ajv instance, with how often it has compiled. */
 interface Instance {
   readonly ajv: Ajv;
   compiles: number;
-  /** Its meta-schema has been compiled (by a compile, or ahead of one). */
-  metaCompiled: boolean;
+}
+
+/** Meta-schema errors as ajv words them when it refuses to compile a schema. */
+function errorsText(errors: readonly ErrorObject[]): string {
+  return errors.map((error) => `data${error.instancePath} ${error.message ?? ''}`).join(', ');
 }
 
 /** ajv's options for schemas an upstream wrote: lenient about what they say, strict about what they may do. */
@@ -268,8 +271,8 @@ function untrustedAjvOptions(limits: UntrustedSchemaLimits, patternWork: Pattern
     removeAdditional: false,
     // One error is all a message reports, and stopping at the first is cheaper.
     allErrors: false,
-    // A schema that is not valid for its dialect compiles to something we cannot trust.
-    validateSchema: true,
+    // Checked against its dialect's meta-schema before it gets here (`compile`).
+    validateSchema: false,
     // Compiling must not register the schema under its `$id` in the shared instance, where
     // another tool's schema could collide with it or `$ref` it.
     addUsedSchema: false,
@@ -298,7 +301,6 @@ function compileIn(entry: Instance, body: Record<string, unknown>, what: string)
     };
   } finally {
     entry.compiles++;
-    entry.metaCompiled = true;
     entry.ajv.removeSchema(body);
     const refs = entry.ajv.refs as Record<string, unknown>;
     for (const key of Object.keys(refs)) if (!refsBefore.has(key)) delete refs[key];
