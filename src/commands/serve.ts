@@ -9,7 +9,6 @@
 import { randomUUID } from 'node:crypto';
 import { homedir } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { setFlagsFromString } from 'node:v8';
 import { formatConfigIssue } from '../config/issues.js';
 import type { WardenConfig } from '../config/types.js';
 import type { ManagedSettings } from '../config/managed.js';
@@ -22,6 +21,7 @@ import type { Gateway } from '../gateway/gateway.js';
 import type { LiveStateWriter } from '../gateway/liveState.js';
 import type { Listener } from '../http/listener.js';
 import { codeCacheUse, writeCodeCache } from '../lib/codeCache.js';
+import { currentServingFlags, flagSetsUsed, setServingFlags } from '../lib/v8Flags.js';
 import { MissingPackageError } from '../lib/optionalPackage.js';
 import { plural } from '../lib/plural.js';
 import { rememberValidDocuments, validDocumentsFile } from '../lib/validDocuments.js';
@@ -128,7 +128,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   // before the config and policies are read: V8 refuses a code cache made under other flags,
   // and their generated validators would then be compiled afresh at every start.
   if (options.process !== undefined)
-    setServingFlags({ youngGeneration: 'held', keepBytecode: servingFlags.keepBytecode });
+    setServingFlags({ youngGeneration: 'held', keepBytecode: currentServingFlags().keepBytecode });
   const [{ createGateway }, logger] = await Promise.all([
     import('../gateway/gateway.js'),
     openLogger(config, loaded, options.log),
@@ -552,11 +552,11 @@ function keepCodeCache(gateway: Gateway, logger: Logger): void {
  * once, on the calling turn: call it when no call is waiting.
  */
 function writeOurCodeCache(logger: Logger): void {
-  const serving = servingFlags;
+  const serving = currentServingFlags();
   const writing = writeCodeCache({
     underEachFlagSet: (take) => {
       try {
-        for (const flags of flagsUsed.values()) {
+        for (const flags of flagSetsUsed()) {
           setServingFlags(flags);
           take();
         }
@@ -585,69 +585,3 @@ function servingFlagsOnceStarted(config: WardenConfig, gateway: Gateway): void {
     serving();
   });
 }
-
-/**
- * Stops V8 from throwing away the bytecode of functions it has not run for a while. A gateway
- * idles between a host's calls, and while it idles V8's memory reducer runs full collections to
- * shrink the heap; V8 drops a function's bytecode once enough full collections have passed
- * without it running, so a long pause could age out the whole call path, which the next call
- * would then compile again, on the main thread and V8's compiler threads. (The extra CPU per call
- * seen in the bench's blocks after a few seconds' pause is another thing, the same in every build:
- * see bench/README.md, "After a pause".) The bytecode kept is the gateway's own code that has run
- * once, a few MB at most. Set once serving (after the code caches of start-up were read: V8
- * refuses a cache made under other flags).
- */
-function keepBytecode(keep: boolean): void {
-  setFlagsFromString(keep ? '--no-flush-bytecode' : '--flush-bytecode');
-}
-
-/** How V8's young generation grows: as V8 has it, held at its size, or as a serving gateway's. */
-type YoungGeneration = keyof typeof SEMI_SPACE_GROWTH;
-
-interface ServingFlags {
-  readonly youngGeneration: YoungGeneration;
-  readonly keepBytecode: boolean;
-}
-
-/** The flags below as this process set them last: V8's own until serving sets them. */
-let servingFlags: ServingFlags = { youngGeneration: 'v8', keepBytecode: false };
-
-/** Each set of them this process has run under, by name: our code was compiled under these. */
-const flagsUsed = new Map<string, ServingFlags>([['v8/false', servingFlags]]);
-
-function setServingFlags(flags: ServingFlags): void {
-  if (flags.youngGeneration !== servingFlags.youngGeneration) youngGenerationGrowth(flags.youngGeneration);
-  if (flags.keepBytecode !== servingFlags.keepBytecode) keepBytecode(flags.keepBytecode);
-  servingFlags = { ...flags };
-  flagsUsed.set(`${flags.youngGeneration}/${flags.keepBytecode}`, servingFlags);
-}
-
-/**
- * Keeps V8's young generation at the size it starts with (a few MB) while the gateway starts,
- * where V8 would grow it (to 16 MB, then 32 MB) after collections in which much survived. That
- * is what start-up is: the modules, and with a long tool list its parsed definitions, its served
- * text and bytes, all long-lived, so growing the young generation for them buys nothing, and the
- * pages grown into stay resident for the rest of the run (set once the config and policies are
- * read: see `startServing`). Measured with 10,000 tools
- * (bench/listRss.mjs): the peak resident size fell by about 7 MB. Once the upstreams' first
- * lists are in (see `serve`), it grows again, by V8's rule (after collections in which more
- * than its size survived) but four times over at each step rather than twice: kept small under
- * call traffic, the young generation cost about 3.5% more instructions per call (more frequent
- * collections, measured under callgrind), and doubling it took two growths to reach the 32 MB
- * a busy gateway settles at, the second often thousands of calls into a burst of concurrent
- * calls, each collection until then over half the space, and the pages grown into faulted in
- * during the burst (bench/window.mjs --gc --only new: 25 young collections and 0.2 page faults
- * per call in its window, against 19 and 0.08 growing fourfold). V8 reads this flag at each
- * growth it considers (on the command line it would not take a value below 2); a Node without
- * it says so on stderr and grows as before.
- */
-function youngGenerationGrowth(growth: YoungGeneration): void {
-  setFlagsFromString(`--semi-space-growth-factor=${SEMI_SPACE_GROWTH[growth]}`);
-}
-
-/**
- * V8's semi-space growth factor for each way of growing. 'v8' is V8's default, set back
- * exactly: V8 refuses a code cache made under other flags, and the code compiled before serving
- * began was compiled under V8's own.
- */
-const SEMI_SPACE_GROWTH = { v8: 2, held: 1, serving: 4 } as const;
