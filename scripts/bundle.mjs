@@ -28,6 +28,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
+import { CODE_CACHE_SUFFIX, wrapCommonJs } from '../dist/lib/generatedCode.js';
+import { bundleAjv } from './bundleAjv.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
@@ -203,6 +205,12 @@ for (const from of ['config/generated', 'lib/schema/generated']) {
   if (!existsSync(dir)) throw new Error(`${dir} is missing: run scripts/generate-validators.mjs first`);
   cpSync(dir, generated, { recursive: true });
 }
+
+// ajv as one file with its code cache, loaded when a tool's schema first needs it.
+await bundleAjv(path.join(CHUNKS, 'vendor', 'ajv.cjs'), {
+  wrapCommonJs,
+  codeCacheSuffix: CODE_CACHE_SUFFIX,
+});
 
 // The audit report inlines Chart.js's browser build into each page it writes: the file is
 // copied here, beside the chunk that reads it, so the installed package carries it and chart.js

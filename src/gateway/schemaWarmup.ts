@@ -5,7 +5,7 @@ import type { PreparedOutputValidator } from '../features/repair/outputSchemaVal
 import type { InputValidator } from '../features/validate/inputValidator.js';
 import { IdleWork } from '../lib/idleWork.js';
 import { plural } from '../lib/plural.js';
-import { AJV_LOAD_STEPS } from '../lib/schema/dialectAjv.js';
+import { ajvLoadSteps } from '../lib/schema/dialectAjv.js';
 
 /**
  * A compile slice stays short enough that a call arriving meanwhile is not held up noticeably;
@@ -78,7 +78,7 @@ export function createSchemaWarmup(config: WardenConfig, deps: SchemaWarmupDeps)
    */
   const compileAhead = (job: SchemaJob): void => {
     if (compiledAhead >= MAX_COMPILED_AHEAD) return;
-    const before = ajvLoaded ? [job.readyStep()].filter((step) => step !== undefined) : AJV_LOAD_STEPS;
+    const before = ajvLoaded ? [job.readyStep()].filter((step) => step !== undefined) : ajvLoadSteps();
     ajvLoaded = true;
     if (before.length > 0) {
       for (const step of before) work.add(step);

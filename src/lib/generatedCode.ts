@@ -1,6 +1,6 @@
 /**
  * Loading the CommonJS modules `npm run build` generates (the validators of our config and
- * policy documents, the dialects' meta-schemas) with V8's code cache.
+ * policy documents, the dialects' meta-schemas, the bundled ajv) with V8's code cache.
  *
  * Why: the config's validator is one function of about 240 KB of code, and V8 compiles it on its
  * first call, at every start-up, before any upstream can be spawned (measured: about as long as

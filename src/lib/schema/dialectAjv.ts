@@ -1,37 +1,74 @@
 /**
- * ajv instances for the JSON Schema dialects that schemas from elsewhere use: upstreams' output
- * schemas (outputSchemaValidator.ts) and policy argument conditions (argumentSchema.ts). Loading
- * ajv, a dialect's build and ajv-formats takes about 50 ms, which a gateway whose tools declare
- * no output schema and whose policies have no argument conditions should not pay at start-up
- * (measured); so each is loaded when the first instance of its dialect is made. With `require`,
+ * ajv instances for the JSON Schema dialects that schemas from elsewhere use: upstreams' tool
+ * schemas (untrustedSchema.ts) and policy argument conditions (argumentSchema.ts). Loading
+ * ajv, a dialect's build and ajv-formats takes tens of milliseconds, which a gateway whose tools
+ * all have simple schemas and whose policies have no argument conditions should not pay at
+ * start-up (measured); so they are loaded when the first instance is made. With `require`,
  * because callers compile synchronously and these packages are CommonJS.
+ *
+ * The built gateway loads them from one file beside its chunks, with V8's code cache
+ * (scripts/bundleAjv.mjs says why): 8 to 11 ms against 55 to 72 from node_modules. tsc's
+ * unbundled output and the sources load the installed packages, as does the bundle when that
+ * file is missing.
  */
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { Ajv, Options } from 'ajv';
+import { requireGenerated } from '../generatedCode.js';
 
 export type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
 const load = createRequire(import.meta.url);
 
+type AjvClass = new (options: Options) => Ajv;
+
+/** What the bundled file exports. */
+interface AjvBundle {
+  readonly Ajv: AjvClass;
+  readonly Ajv2019: AjvClass;
+  readonly Ajv2020: AjvClass;
+  readonly addFormats: (ajv: Ajv) => unknown;
+}
+
+/** The bundled file, when this module runs from the bundle (its chunks are `.cjs`). */
+const BUNDLE_FILE = import.meta.url.endsWith('.cjs')
+  ? fileURLToPath(new URL('./vendor/ajv.cjs', import.meta.url))
+  : undefined;
+
+/** The bundle once loaded; null when there is none to load. */
+let bundle: AjvBundle | null | undefined;
+
+function bundled(): AjvBundle | null {
+  bundle ??=
+    BUNDLE_FILE !== undefined && existsSync(BUNDLE_FILE)
+      ? (requireGenerated(BUNDLE_FILE) as AjvBundle)
+      : null;
+  return bundle;
+}
+
 /**
- * Loading the packages an instance needs, as separate steps (ajv's core, then ajv-formats), so
- * they can be done ahead of the first compile, each in a turn of its own (see lib/idleWork.ts).
- * Loading is what most of a first compile costs; a dialect's own build is small beside it.
+ * Loading what an instance needs, as separate steps (from node_modules: ajv's core, then
+ * ajv-formats; from the bundle, the one file), so they can be done ahead of the first compile,
+ * each in a turn of its own (see lib/idleWork.ts). Loading is most of what a first compile costs.
  */
-export const AJV_LOAD_STEPS: readonly (() => void)[] = [
-  () => load('ajv/dist/core.js'),
-  () => load('ajv-formats'),
-];
+export function ajvLoadSteps(): readonly (() => void)[] {
+  if (BUNDLE_FILE !== undefined) return [() => void bundled()];
+  return [() => load('ajv/dist/core.js'), () => load('ajv-formats')];
+}
 
 /** A new ajv instance for `dialect`, with ajv-formats' formats added. */
 export function createDialectAjv(dialect: Dialect, options: Options): Ajv {
+  const from = bundled();
   const ajv =
-    dialect === 'draft-07'
-      ? new (load('ajv') as typeof import('ajv')).Ajv(options)
-      : dialect === '2019-09'
-        ? new (load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019(options)
-        : new (load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(options);
+    from !== null
+      ? new (dialect === 'draft-07' ? from.Ajv : dialect === '2019-09' ? from.Ajv2019 : from.Ajv2020)(options)
+      : dialect === 'draft-07'
+        ? new (load('ajv') as typeof import('ajv')).Ajv(options)
+        : dialect === '2019-09'
+          ? new (load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019(options)
+          : new (load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(options);
   // CommonJS: `module.exports` is the plugin itself.
-  (load('ajv-formats') as typeof import('ajv-formats').default)(ajv);
+  (from?.addFormats ?? (load('ajv-formats') as typeof import('ajv-formats').default))(ajv);
   return ajv;
 }
