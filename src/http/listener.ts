@@ -52,7 +52,7 @@ export interface ListenerOptions {
    * (2026-07-28, each request carries its own envelope and `Mcp-Method` header) is dispatched
    * here. Absent: they are refused with 400, as a 2025-11-25 server does.
    */
-  readonly stateless?: (request: StatelessRequest) => Promise<void>;
+  readonly stateless?: StatelessDispatch;
   /** Names this replica in session ids (default random). */
   readonly replica?: string;
   /** `auth.frontDoor`: the gateway's own authorization server, whose tokens are accepted too. */
@@ -85,6 +85,18 @@ export interface StatelessRequest {
   readonly principal: Principal;
   /** The profile the request's path named (`/mcp/<profile>`). */
   readonly profile?: string;
+}
+
+/**
+ * Serves the stateless requests (see createStatelessDispatch) and keeps connections between
+ * them, which the listener's `stopAccepting` and `close` reach too.
+ */
+export interface StatelessDispatch {
+  serve(request: StatelessRequest): Promise<void>;
+  /** Keeps no more connections for reuse, and closes those kept; calls in flight go on. */
+  stopAccepting(): void;
+  /** Closes every connection it keeps; a request that still comes is refused with 503. */
+  close(): Promise<void>;
 }
 
 export interface Listener {
@@ -208,10 +220,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     port: edge.port,
     stopAccepting: () => {
       edge.sessions.stopSweeping();
+      options.stateless?.stopAccepting();
       server.close();
     },
     async close() {
-      await edge.sessions.closeAll();
+      await Promise.all([edge.sessions.closeAll(), options.stateless?.close()]);
       server.closeAllConnections();
       server.close();
       edge.bodies.stop();
@@ -255,7 +268,7 @@ async function handle(edge: Edge, req: IncomingMessage, res: ServerResponse): Pr
   if (req.method === 'POST' && isInitialize(body) && !(options.stateless !== undefined && enveloped(body)))
     return sessions.open(req, res, principal, body, profile);
   if (req.method === 'POST' && options.stateless !== undefined)
-    return options.stateless({ req, res, body, principal, ...(profile !== undefined && { profile }) });
+    return options.stateless.serve({ req, res, body, principal, ...(profile !== undefined && { profile }) });
   return sendRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; send initialize first');
 }
 

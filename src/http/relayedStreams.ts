@@ -4,12 +4,18 @@ import { describePrincipalKey } from '../core/principal.js';
 import { positionOf } from './resumableCalls.js';
 import type { RelayedRetry, Reply } from './retryRelay.js';
 
+/** Why a session of this replica cannot resume a relayed stream, though it was found. */
+export type ResumeRefusal = 'session closing' | 'not resumable' | 'bad lastEventId';
+
 /** What serving a relayed stream needs of a session of this replica. */
 export interface RelayedSession {
   /** The key of the principal that owns the session. */
   readonly owner: string;
   lastSeen: number;
-  readonly transport: { resumeRelayed(reply: Reply, lastEventId: string): Promise<void> };
+  readonly transport: {
+    /** Resumes the stream on `reply`; or, writing nothing, says why it cannot. */
+    resumeRelayed(reply: Reply, lastEventId: string): Promise<void> | ResumeRefusal;
+  };
 }
 
 export interface RelayedStreamsOptions {
@@ -21,7 +27,7 @@ export interface RelayedStreamsOptions {
 }
 
 /** Why a stream relayed from another replica is not served here. */
-type RelayRefusal = 'unknown session' | 'not the owner' | 'bad lastEventId';
+type RelayRefusal = 'unknown session' | 'not the owner' | ResumeRefusal;
 
 /**
  * Serves the hosts' resumed streams that other replicas relay here, where their calls run: in a
@@ -40,7 +46,9 @@ export class RelayedStreams {
     if (typeof lastEventId !== 'string' || positionOf(lastEventId) === undefined)
       return this.refuse(request, reply, id, 'bad lastEventId');
     session.lastSeen = Date.now();
-    session.transport.resumeRelayed(reply, lastEventId).catch((error: unknown) => {
+    const resumed = session.transport.resumeRelayed(reply, lastEventId);
+    if (typeof resumed === 'string') return this.refuse(request, reply, id, resumed);
+    resumed.catch((error: unknown) => {
       this.options.logger.warn(
         `a stream relayed from replica ${request.from} failed here: ${(error as Error).message}`,
       );

@@ -18,6 +18,7 @@ import { AnswerStream, endWithError, type KeepAlive } from './answerStream.js';
 import type { Sweeper } from './sweeper.js';
 import { CallLog, MAX_EVENTS } from './callLog.js';
 import type { Reply } from './retryRelay.js';
+import type { ResumeRefusal } from './relayedStreams.js';
 import { CallResumption, type TransportResume } from './callResumption.js';
 import { isPlainRequest, type PlainRequest, type RequestId } from './plainRequest.js';
 
@@ -304,16 +305,15 @@ export class SessionTransport implements MessageTransport {
 
   /**
    * Serves here a host's GET that another replica relays (the host resumed there the stream of
-   * a call this replica runs), answering on `reply`, which goes back to that replica.
+   * a call this replica runs), answering on `reply`, which goes back to that replica; or, having
+   * written nothing, says why it cannot (the caller answers and logs the refusal).
    */
-  resumeRelayed(reply: Reply, lastEventId: string): Promise<void> {
+  resumeRelayed(reply: Reply, lastEventId: string): Promise<void> | ResumeRefusal {
     const sessionId = this.inner.sessionId;
     const position = positionOf(lastEventId);
-    if (this.resumption === undefined || position === undefined || sessionId === undefined || this.closed) {
-      reply.writeHead(404);
-      reply.end();
-      return Promise.resolve();
-    }
+    if (this.closed) return 'session closing';
+    if (this.resumption === undefined || sessionId === undefined) return 'not resumable';
+    if (position === undefined) return 'bad lastEventId';
     return this.resumption.resume(reply, position, sessionId, lastEventId);
   }
 

@@ -16,7 +16,7 @@ import {
   type Params,
 } from '../core/protocol/jsonRpc.js';
 import type { MessageTransport, OutgoingMessage } from '../core/rpc/transport.js';
-import type { ServedConnection, StatelessRequest } from './listener.js';
+import type { ServedConnection, StatelessDispatch, StatelessRequest } from './listener.js';
 import { retryAfterOf } from './replies.js';
 import type { RelayedRetry, Reply, RetryRelay } from './retryRelay.js';
 import { Sweeper } from './sweeper.js';
@@ -101,15 +101,17 @@ interface Parked {
  * asking) answers with an InputRequiredResult while the call itself keeps running: its
  * connection is then kept, bound to the principal and for as long as the call waits, and the
  * host's retry (a new POST carrying the sealed `requestState`) is served on it.
+ *
+ * Closing it closes the connections it keeps, idle or parked: a parked call ends as it would
+ * with its connection, and its retry is then refused as any retry whose call does not wait.
  */
-export function createStatelessDispatch(
-  options: StatelessOptions,
-): (request: StatelessRequest) => Promise<void> {
+export function createStatelessDispatch(options: StatelessOptions): StatelessDispatch {
   const context: Dispatch = {
     options,
     keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
     parked: new ParkedConnections(options.logger),
     idle: new IdleConnections(),
+    closed: false,
   };
   void options.relay?.listen((retry, reply) => {
     continueRelayed(context, retry, reply).catch((error: unknown) => {
@@ -119,7 +121,16 @@ export function createStatelessDispatch(
       if (!reply.writableEnded) reply.end();
     });
   });
-  return (request) => dispatch(context, request);
+  // The relay has no way to stop listening: the store's own close ends that. A retry it brings
+  // after this dispatcher closed finds no call parked, and is refused as not waiting.
+  return {
+    serve: (request) => dispatch(context, request),
+    stopAccepting: () => void context.idle.close(),
+    async close() {
+      context.closed = true;
+      await Promise.all([context.idle.close(), context.parked.close()]);
+    },
+  };
 }
 
 interface Dispatch {
@@ -127,7 +138,13 @@ interface Dispatch {
   readonly keepAliveMs: number;
   readonly parked: ParkedConnections;
   readonly idle: IdleConnections;
+  /** Closed with the listener: a request that still comes is refused, not given a connection. */
+  closed: boolean;
 }
+
+/** What a request that comes after the listener closed is told (with 503). */
+const SHUTTING_DOWN =
+  'mcp-warden is shutting down; send the request again (to another replica, if there is one)';
 
 type StatelessMessage = JsonRpcMessage & { method: string; id?: unknown; params?: Params };
 
@@ -144,6 +161,7 @@ async function dispatch(
       'expected one JSON-RPC request or notification as the body',
     );
   const message = body as StatelessMessage;
+  if (context.closed) return sendError(res, 503, message.id, RpcErrorCode.InternalError, SHUTTING_DOWN);
   const isRequest = message.id !== undefined;
   // The revision defines header rules for requests only; a notification POST is taken as it is.
   const mismatch = isRequest ? headerMismatch(req.headers, message.method, message.params) : undefined;
@@ -350,6 +368,7 @@ async function serveRequest(
 class ParkedConnections {
   private readonly parked = new Map<string, Set<Parked>>();
   private count = 0;
+  private closed = false;
 
   constructor(private readonly logger: Logger) {}
 
@@ -358,6 +377,7 @@ class ParkedConnections {
    * hands it to `settled` (by default, closes it).
    */
   parkOrClose(entry: Parked, settled: (entry: Parked) => void = closeEntry): void {
+    if (this.closed) return closeEntry(entry);
     const window = entry.connection.retryWindowMs();
     if (window === undefined || window <= 0) {
       settled(entry);
@@ -393,6 +413,17 @@ class ParkedConnections {
     return undefined;
   }
 
+  /**
+   * Closes every parked connection, which ends its call as a closed connection does, and parks
+   * none from now on (a connection answered later is closed).
+   */
+  close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.parked.values()].flatMap((own) => [...own]);
+    for (const entry of all) this.unpark(entry);
+    return closeAll(all);
+  }
+
   private unpark(entry: Parked): void {
     const own = this.parked.get(entry.key);
     if (own === undefined || !own.delete(entry)) return;
@@ -405,6 +436,10 @@ class ParkedConnections {
 
 function closeEntry(entry: Parked): void {
   void entry.connection.close();
+}
+
+async function closeAll(entries: readonly Parked[]): Promise<void> {
+  await Promise.all(entries.map((entry) => entry.connection.close()));
 }
 
 /**
@@ -421,6 +456,8 @@ class IdleConnections {
   /** By reuse key, in the order the keys were last given a connection back. */
   private readonly idle = new Map<string, Parked[]>();
   private count = 0;
+  /** Once the listener stops accepting, nothing is kept: no next request is expected. */
+  private closed = false;
   /** One timer for all that are kept, rather than one made and cleared per request. */
   private readonly expiry = new Sweeper<Parked>(1000, (entry, now) => {
     if (now - entry.keptAt >= IDLE_MS && entry.reuse !== undefined) this.drop(entry.reuse, entry);
@@ -441,7 +478,7 @@ class IdleConnections {
   keepOrClose(entry: Parked): void {
     const reuse = entry.reuse;
     const list = reuse === undefined ? undefined : (this.idle.get(reuse) ?? []);
-    if (reuse === undefined || list === undefined || list.length >= MAX_IDLE_PER_KEY) {
+    if (this.closed || reuse === undefined || list === undefined || list.length >= MAX_IDLE_PER_KEY) {
       closeEntry(entry);
       return;
     }
@@ -453,6 +490,16 @@ class IdleConnections {
     this.count++;
     entry.keptAt = Date.now();
     this.expiry.add(entry);
+  }
+
+  /** Closes every connection kept, stops the timer, and keeps none from now on. */
+  close(): Promise<void> {
+    this.closed = true;
+    this.expiry.stop();
+    const all = [...this.idle.values()].flat();
+    this.idle.clear();
+    this.count = 0;
+    return closeAll(all);
   }
 
   private dropOldest(): void {

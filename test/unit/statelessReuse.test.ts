@@ -45,7 +45,7 @@ async function serve() {
     req.on('data', (chunk: Buffer) => (text += chunk.toString()));
     req.on('end', () => {
       const principal = JSON.parse(String(req.headers['x-principal'])) as Principal;
-      void dispatch({ req, res, body: JSON.parse(text), principal });
+      void dispatch.serve({ req, res, body: JSON.parse(text), principal });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -53,11 +53,11 @@ async function serve() {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
   let id = 0;
 
-  /** One request of `principal`; resolves with the number of the connection that answered it. */
-  async function call(
+  /** One request of `principal`, its response as it came. */
+  async function post(
     principal: Principal,
     options: { method?: string; client?: string; envelope?: boolean } = {},
-  ): Promise<number> {
+  ): Promise<Response> {
     const method = options.method ?? 'ping';
     const meta = {
       'io.modelcontextprotocol/protocolVersion': VERSION,
@@ -65,7 +65,7 @@ async function serve() {
       'io.modelcontextprotocol/clientInfo': { name: options.client ?? 'host', version: '1' },
     };
     const enveloped = options.envelope ?? true;
-    const response = await fetch(url, {
+    return fetch(url, {
       method: 'POST',
       headers: {
         'Content-Type': 'application/json',
@@ -81,11 +81,17 @@ async function serve() {
         params: enveloped ? { _meta: meta } : {},
       }),
     });
-    const answer = (await response.json()) as { result: { connection: number } };
+  }
+
+  /** One request of `principal`; resolves with the number of the connection that answered it. */
+  async function call(principal: Principal, options: Parameters<typeof post>[1] = {}): Promise<number> {
+    const answer = (await (await post(principal, options)).json()) as { result: { connection: number } };
     return answer.result.connection;
   }
 
   return {
+    dispatch,
+    post,
     call,
     made: () => made,
     closed,
@@ -144,5 +150,42 @@ describe('stateless requests reuse an answered connection', () => {
     await expect.poll(() => gateway.closed).toEqual([1]);
     expect(await gateway.call(alice, { envelope: false })).toBe(2);
     expect(await gateway.call(alice)).toBe(3);
+  });
+});
+
+describe('the stateless dispatch as the listener stops', () => {
+  it('keeps no connection once the listener stops accepting: those kept are closed, and each answered one after', async () => {
+    const gateway = await serve();
+    expect(await gateway.call(alice)).toBe(1);
+    expect(gateway.closed).toEqual([]);
+    gateway.dispatch.stopAccepting();
+    expect(gateway.closed).toEqual([1]);
+    // A request already on its way is still served, on a connection of its own, closed after.
+    expect(await gateway.call(alice)).toBe(2);
+    await expect.poll(() => gateway.closed).toEqual([1, 2]);
+  });
+
+  it('closes what it keeps once closed, and refuses a request that comes after with 503, making no connection', async () => {
+    const gateway = await serve();
+    expect(await gateway.call(alice)).toBe(1);
+    await gateway.dispatch.close();
+    expect(gateway.closed).toEqual([1]);
+    const refused = await gateway.post(alice);
+    expect(refused.status).toBe(503);
+    const answer = (await refused.json()) as { id: unknown; error: { code: number; message: string } };
+    expect(answer.id).toBe(2);
+    expect(answer.error.message).toContain('mcp-warden is shutting down');
+    expect(gateway.made()).toBe(1);
+  });
+
+  it('closes the connection of a request answered after it closed, rather than keeping it', async () => {
+    const gateway = await serve();
+    const held = gateway.call(alice, { method: 'hold' });
+    await expect.poll(() => gateway.held()).toBe(1);
+    await gateway.dispatch.close();
+    expect(gateway.closed).toEqual([]);
+    gateway.release();
+    expect(await held).toBe(1);
+    await expect.poll(() => gateway.closed).toEqual([1]);
   });
 });

@@ -191,6 +191,8 @@ export class Router {
     // Questions to the host will not be answered now: fail them, so what waits on them ends.
     const shuttingDown = () => new NotServingError('mcp-warden is shutting down');
     this.peer.failOutgoing(shuttingDown);
+    // A modern host's are asked in its calls' answers, and wait for a retry that will not come.
+    this.parts.bridge.close(shuttingDown());
     // What the host's tasks wait on goes with the connection, unless it outlives it.
     const { memory, ownsIt } = this.parts.taskMemory;
     if (ownsIt) memory.close(shuttingDown());

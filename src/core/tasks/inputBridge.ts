@@ -247,6 +247,8 @@ export class ModernInputBridge implements InputBridge {
   private readonly byToken = new Map<string, BridgedCall>();
   private readonly deadlines = new DeadlineQueue();
   private pending = 0;
+  /** Why questions are refused: the connection closed, and no retry will come. */
+  private closedWith: Error | undefined;
   private nextQuestion = 1;
   /** The capabilities `applies` saw last, and whether they declared anything the host can be asked. */
   private lastCapabilities: object | undefined;
@@ -318,6 +320,7 @@ export class ModernInputBridge implements InputBridge {
     options: OutgoingOptions,
     origin?: AskOrigin,
   ): Promise<Outcome> {
+    if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
     const call = this.callFor(origin);
     if (call === 'several')
       return Promise.reject(
@@ -435,6 +438,26 @@ export class ModernInputBridge implements InputBridge {
     if (call.token !== undefined) this.byToken.delete(call.token);
     call.token = undefined;
     this.deadlines.remove(call);
+  }
+
+  /**
+   * The connection is closing, so no retry will come here: every question still waiting fails
+   * with `reason` now (the calls run on without answers and end), and so does any asked later.
+   * Unlike an expired wait, a shared continuation is left in the store: a retry that reaches
+   * another replica may still run afresh a call that only waited for the gateway's own question.
+   */
+  close(reason: Error): void {
+    this.closedWith = reason;
+    for (const call of new Set([...this.byOrigin.values(), ...this.byToken.values()])) {
+      if (call.token !== undefined) this.byToken.delete(call.token);
+      call.token = undefined;
+      this.deadlines.remove(call);
+      const questions = [...call.pending, ...call.sent];
+      call.pending = [];
+      call.sent = [];
+      for (const q of questions) q.reject(reason);
+      if (call.settled !== undefined) this.forget(call);
+    }
   }
 
   /** The host did not retry in time: the questions fail, and the call runs on without answers. */
