@@ -125,8 +125,9 @@ async function prepare(options: ServeOptions) {
 export async function startServing(options: ServeOptions): Promise<Serving> {
   const { loaded, config, pins, early, stdio, shutdown, policies } = await prepare(options);
   // V8's flags are the whole process's: only a gateway that owns its process sets them. Not
-  // before the config and policies are read: V8 refuses a code cache made under other flags,
-  // and their generated validators would then be compiled afresh at every start.
+  // before the config and policies are read: V8 refuses a code cache made under other flags, so
+  // their generated validators would be compiled under V8's own flags each time (lib/v8Flags.ts),
+  // switching the flags back and forth at every start.
   if (options.process !== undefined)
     setServingFlags({ youngGeneration: 'held', keepBytecode: currentServingFlags().keepBytecode });
   const [{ createGateway }, logger] = await Promise.all([

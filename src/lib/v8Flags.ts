@@ -18,10 +18,10 @@ export function flagSetsUsed(): readonly ServingFlags[] {
 
 /**
  * Runs `compile` under V8's own flags, those the build made its code caches under (the
- * generated validators and meta-schemas, the bundled ajv), and sets the flags in force back after it; a cache
- * would otherwise be refused once serving has set its flags, and the code compiled afresh.
- * Only a compile belongs in it: the flags change how V8 grows its heap and keeps bytecode, not
- * what the code does.
+ * generated validators and meta-schemas, the bundled ajv), and sets the flags in force back
+ * after it; a cache would otherwise be refused once serving has set its flags, and the code
+ * compiled afresh. Only a compile belongs in it: the flags change how V8 grows its heap and
+ * keeps bytecode, not what the code does.
  */
 export function underV8Defaults<T>(compile: () => T): T {
   const now = servingFlags;
