@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Ajv, Options } from 'ajv';
+import type { AjvBundle, AjvClass } from '../../src/lib/schema/dialectAjv.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requireGenerated } from '../../src/lib/generatedCode.js';
 import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
@@ -59,14 +60,6 @@ describe('the built gateway', () => {
     expect(loaded).toContainEqual({ file: 'dist/chunks/generated/meta-2020-12.cjs', fromCache: true });
   });
 });
-
-type AjvClass = new (options: Options) => Ajv;
-interface AjvBundle {
-  readonly Ajv: AjvClass;
-  readonly Ajv2019: AjvClass;
-  readonly Ajv2020: AjvClass;
-  readonly addFormats: (ajv: Ajv) => unknown;
-}
 
 /** Schemas of the shapes tool schemas take, each with data it accepts and data it refuses. */
 const CASES: readonly { schema: Record<string, unknown>; data: readonly unknown[] }[] = [

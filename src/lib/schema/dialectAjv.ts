@@ -21,10 +21,10 @@ export type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
 const load = createRequire(import.meta.url);
 
-type AjvClass = new (options: Options) => Ajv;
+export type AjvClass = new (options: Options) => Ajv;
 
-/** What the bundled file exports. */
-interface AjvBundle {
+/** What the bundled file exports (scripts/bundleAjv.mjs). */
+export interface AjvBundle {
   readonly Ajv: AjvClass;
   readonly Ajv2019: AjvClass;
   readonly Ajv2020: AjvClass;
