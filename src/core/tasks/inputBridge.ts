@@ -237,12 +237,42 @@ class BridgedCall implements DeadlineEntry {
   }
 }
 
-export class ModernInputBridge implements InputBridge {
+/** Seals the states of one connection's calls, and opens them again when a retry brings one. */
+class StateSeal {
   /**
-   * A key of this connection's only: states do not outlive it. Made on first use, since most
-   * connections never seal a state (and a stateless request is a connection of its own).
+   * A key of this connection's only, unless the replicas share one: states do not outlive it.
+   * Made on first use, since most connections never seal a state (and a stateless request is a
+   * connection of its own).
    */
   private key: Buffer | undefined;
+
+  constructor(private readonly sharedKey: Buffer | undefined) {}
+
+  seal(payload: StatePayload): string {
+    const body = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+    return `${STATE_PREFIX}${body}.${this.mac(body)}`;
+  }
+
+  open(state: string): StatePayload {
+    const body = state.slice(STATE_PREFIX.length);
+    const dot = body.lastIndexOf('.');
+    if (dot <= 0) throw refused('it is malformed');
+    const data = body.slice(0, dot);
+    const given = Buffer.from(body.slice(dot + 1), 'base64url');
+    const expected = Buffer.from(this.mac(data), 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw refused('it failed verification (it was not issued by this mcp-warden process, or was changed)');
+    return JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as StatePayload;
+  }
+
+  private mac(data: string): string {
+    this.key ??= this.sharedKey ?? randomBytes(32);
+    return createHmac('sha256', this.key).update(data).digest('base64url');
+  }
+}
+
+export class ModernInputBridge implements InputBridge {
+  private readonly states: StateSeal;
   private readonly byOrigin = new Map<IncomingRequest, BridgedCall>();
   private readonly byToken = new Map<string, BridgedCall>();
   private readonly deadlines = new DeadlineQueue();
@@ -254,7 +284,9 @@ export class ModernInputBridge implements InputBridge {
   private lastCapabilities: object | undefined;
   private lastAsks = false;
 
-  constructor(private readonly options: ModernInputBridgeOptions) {}
+  constructor(private readonly options: ModernInputBridgeOptions) {
+    this.states = new StateSeal(options.continuations?.sealKey);
+  }
 
   /**
    * Whether a modern host's request is routed through the bridge: one that may be answered with
@@ -393,7 +425,7 @@ export class ModernInputBridge implements InputBridge {
   holds(state: unknown): boolean {
     if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return false;
     try {
-      const payload = this.open(state);
+      const payload = this.states.open(state);
       return payload.x >= Date.now() && this.byToken.has(payload.t);
     } catch {
       return false;
@@ -417,9 +449,7 @@ export class ModernInputBridge implements InputBridge {
     this.deadlines.schedule(call, performance.now() + this.options.waitMs);
     const replica = this.options.continuations?.replica;
     const onlyHere = replica !== undefined && call.sent.some((q) => !q.own);
-    const payload: StatePayload = { ...call.binding, t: token, x: expires, ...(onlyHere && { r: replica }) };
-    const body = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
-    return `${STATE_PREFIX}${body}.${this.mac(body)}`;
+    return this.states.seal({ ...call.binding, t: token, x: expires, ...(onlyHere && { r: replica }) });
   }
 
   /**
@@ -449,9 +479,7 @@ export class ModernInputBridge implements InputBridge {
   close(reason: Error): void {
     this.closedWith = reason;
     for (const call of new Set([...this.byOrigin.values(), ...this.byToken.values()])) {
-      if (call.token !== undefined) this.byToken.delete(call.token);
-      call.token = undefined;
-      this.deadlines.remove(call);
+      this.unseal(call);
       const questions = [...call.pending, ...call.sent];
       call.pending = [];
       call.sent = [];
@@ -509,7 +537,7 @@ export class ModernInputBridge implements InputBridge {
     state: string,
     how: Continue,
   ): Promise<void> | undefined {
-    const payload = this.open(state);
+    const payload = this.states.open(state);
     const binding = this.bindingOf(request, message);
     for (const field of ['m', 'g', 's', 'a', 'h'] as const)
       if (payload[field] !== binding[field])
@@ -620,7 +648,7 @@ export class ModernInputBridge implements InputBridge {
   noteContinuedVia(state: unknown, replica: string): void {
     if (typeof state !== 'string' || !state.startsWith(STATE_PREFIX)) return;
     try {
-      const call = this.byToken.get(this.open(state).t);
+      const call = this.byToken.get(this.states.open(state).t);
       if (call === undefined) return;
       const via = (call.message.record.continuedVia ??= []);
       if (!via.includes(replica)) via.push(replica);
@@ -637,23 +665,6 @@ export class ModernInputBridge implements InputBridge {
       a: sha256Hex(canonicalJson(message.arguments ?? null)),
       h: envelopeOf(request)?.clientInfo?.name ?? '',
     };
-  }
-
-  private open(state: string): StatePayload {
-    const body = state.slice(STATE_PREFIX.length);
-    const dot = body.lastIndexOf('.');
-    if (dot <= 0) throw refused('it is malformed');
-    const data = body.slice(0, dot);
-    const given = Buffer.from(body.slice(dot + 1), 'base64url');
-    const expected = Buffer.from(this.mac(data), 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw refused('it failed verification (it was not issued by this mcp-warden process, or was changed)');
-    return JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as StatePayload;
-  }
-
-  private mac(data: string): string {
-    this.key ??= this.options.continuations?.sealKey ?? randomBytes(32);
-    return createHmac('sha256', this.key).update(data).digest('base64url');
   }
 }
 
