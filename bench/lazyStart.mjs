@@ -5,6 +5,8 @@
 //
 //   alone     the built gateway with no upstream running (its one server entry is disabled):
 //             the floor the lazy goals are judged against
+//   aloneYaml the same config written in YAML, as most users write theirs: what reading YAML
+//             adds to a start (information)
 //   lazy      the gateway with N bench fixture servers, `start: lazy`, listed from the listings
 //             a first run kept (none of the servers is started)
 //   eager     the gateway with the same N servers, each started with the gateway
@@ -27,6 +29,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
 import { deadline, RpcChild } from './lib/client.mjs';
 import { median, rotate } from './lib/stats.mjs';
 
@@ -76,8 +79,11 @@ const work = mkdtempSync(path.join(tmpdir(), 'warden-bench-lazy-'));
 const state = path.join(work, 'state');
 const env = { PATH: process.env.PATH ?? '', HOME: work, XDG_STATE_HOME: state };
 
-/** A config of `servers` fixture servers (or one disabled entry for none), starting as `start` says. */
-function writeConfig(name, servers, start) {
+/**
+ * A config of `servers` fixture servers (or one disabled entry for none), starting as `start`
+ * says; in JSON, or with `yaml`, the same in YAML.
+ */
+function writeConfig(name, servers, start, { yaml = false } = {}) {
   const entries = {};
   for (let i = 0; i < Math.max(servers, 1); i++)
     entries[`s${String(i).padStart(2, '0')}`] = {
@@ -85,18 +91,17 @@ function writeConfig(name, servers, start) {
       args: [FIXTURE, '--tools', String(TOOLS)],
       ...(servers === 0 ? { disabled: true } : { start }),
     };
-  const file = path.join(work, `${name}.json`);
+  const file = path.join(work, `${name}.${yaml ? 'yaml' : 'json'}`);
   // Every tool listed, as the figures are about start-up with the whole catalogue (the default
   // would serve hundreds of tools as a search tool).
-  writeFileSync(
-    file,
-    JSON.stringify({ gateway: { startupTimeout: '60s' }, catalog: { mode: 'all' }, servers: entries }),
-  );
+  const config = { gateway: { startupTimeout: '60s' }, catalog: { mode: 'all' }, servers: entries };
+  writeFileSync(file, yaml ? `# The same config, in YAML.\n${stringify(config)}` : JSON.stringify(config));
   return file;
 }
 
 const configs = {
   alone: writeConfig('alone', 0, 'eager'),
+  aloneYaml: writeConfig('alone', 0, 'eager', { yaml: true }),
   lazy: writeConfig('lazy', SERVERS, 'lazy'),
   eager: writeConfig('eager', SERVERS, 'eager'),
 };
@@ -174,6 +179,7 @@ async function direct() {
 
 const RUNS = {
   alone: () => gateway(configs.alone),
+  aloneYaml: () => gateway(configs.aloneYaml),
   lazy: () => gateway(configs.lazy),
   eager: () => gateway(configs.eager),
   direct,
@@ -221,15 +227,18 @@ async function main() {
   ];
   const startup = median(ratio('lazy', 'alone', 'ms'));
   const memory = median(ratio('lazy', 'alone', 'mb'));
+  const yamlStartup = median(ratio('aloneYaml', 'alone', 'ms'));
   const verdict = (value) => (value <= 1.2 ? 'PASS' : 'FAIL');
   lines.push(
     '',
     `${verdict(startup)} lazy start-up ≤ 1.2× alone: ${fmt(startup, 2)}×`,
     `${verdict(memory)} lazy RSS ≤ 1.2× alone: ${fmt(memory, 2)}×`,
+    `REPORTED start-up with the config in YAML ÷ in JSON: ${fmt(yamlStartup, 2)}×`,
   );
   recordPrices('lazyStart', [
     { what: `lazy start-up, ${SERVERS} servers ÷ gateway alone`, value: startup, unit: '×', atMost: 1.2 },
     { what: `RSS, ${SERVERS} lazy servers ÷ gateway alone`, value: memory, unit: '×', atMost: 1.2 },
+    { what: 'start-up, config in YAML ÷ the same in JSON', value: yamlStartup, unit: '×' },
   ]);
   const report = lines.join('\n') + '\n';
   process.stdout.write(report);

@@ -29,7 +29,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
 import { CODE_CACHE_SUFFIX, wrapCommonJs } from '../dist/lib/generatedCode.js';
-import { bundleAjv } from './bundleAjv.mjs';
+import { bundleVendor } from './bundleVendor.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
@@ -206,11 +206,8 @@ for (const from of ['config/generated', 'lib/schema/generated']) {
   cpSync(dir, generated, { recursive: true });
 }
 
-// ajv as one file with its code cache, loaded when a tool's schema first needs it.
-await bundleAjv(path.join(CHUNKS, 'vendor', 'ajv.cjs'), {
-  wrapCommonJs,
-  codeCacheSuffix: CODE_CACHE_SUFFIX,
-});
+// ajv and yaml, each as one file with its code cache (scripts/bundleVendor.mjs says why).
+await bundleVendor(path.join(CHUNKS, 'vendor'), { wrapCommonJs, codeCacheSuffix: CODE_CACHE_SUFFIX });
 
 // The audit report inlines Chart.js's browser build into each page it writes: the file is
 // copied here, beside the chunk that reads it, so the installed package carries it and chart.js

@@ -15,13 +15,19 @@ import { ConfigError, type ConfigIssue } from './issues.js';
 import { describeValue } from './schemaErrors.js';
 import { formatKeyPath, type KeyPath } from './interpolate.js';
 import { parseJsonText, type Locator, type Position } from './jsonSource.js';
+import { vendored } from '../lib/vendored.js';
 
 export type { Locator, Position } from './jsonSource.js';
 
-/** Loaded on first use, synchronously (the package is CommonJS under Node). */
+/**
+ * Loaded on first use, synchronously (the package is CommonJS under Node): by the built gateway
+ * from its bundled copy with V8's code cache (lib/vendored.ts), at every start with a YAML config.
+ */
 let yamlModule: typeof import('yaml') | undefined;
 function yaml(): typeof import('yaml') {
-  return (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+  return (yamlModule ??=
+    vendored<typeof import('yaml')>('yaml') ??
+    (createRequire(import.meta.url)('yaml') as typeof import('yaml')));
 }
 
 /** A parsed YAML file with what is needed to report problems in it. */

@@ -1,9 +1,9 @@
 /**
- * The code the build generated or bundled (validators, meta-schemas, ajv) is compiled from the
- * code cache the build wrote beside it, also once a serving gateway has changed V8's flags,
- * under which V8 would refuse a cache made under its own (lib/v8Flags.ts). And the bundled ajv
- * (scripts/bundleAjv.mjs) is ajv as installed: it judges schemas and data the same, and ships
- * with every bundled package's licence.
+ * The code the build generated or bundled (validators, meta-schemas, ajv, yaml) is compiled from
+ * the code cache the build wrote beside it, also once a serving gateway has changed V8's flags,
+ * under which V8 would refuse a cache made under its own (lib/v8Flags.ts). And the bundled
+ * packages (scripts/bundleVendor.mjs) are the packages as installed: ajv judges schemas and data
+ * the same, yaml reads documents the same, and each bundle ships with its packages' licences.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -17,7 +17,8 @@ import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSess
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RECORDER = path.join(ROOT, 'test/fixtures/recordImports.mjs');
-const BUNDLE = path.join(ROOT, 'dist/chunks/vendor/ajv.cjs');
+const VENDOR = path.join(ROOT, 'dist/chunks/vendor');
+const BUNDLE = path.join(VENDOR, 'ajv.cjs');
 
 let host: HostSession | undefined;
 afterEach(async () => {
@@ -30,12 +31,19 @@ interface GeneratedLoad {
   readonly fromCache: boolean;
 }
 
-/** The generated modules a gateway loaded while the host called `tool` with `args`, and how. */
-async function generatedLoadsOfCall(tool: string, args: Record<string, unknown>) {
+/**
+ * The generated modules a gateway loaded while the host called `tool` with `args`, and how;
+ * `config` is written as it is given (text: YAML; an object: JSON).
+ */
+async function generatedLoadsOfCall(
+  tool: string,
+  args: Record<string, unknown>,
+  config: string | object = { gateway: FAST_GATEWAY, servers: { up: fixture() } },
+) {
   const dir = tempDir();
   const loads = path.join(dir, 'generated.jsonl');
-  const config = writeConfig({ gateway: FAST_GATEWAY, servers: { up: fixture() } }, dir);
-  host = await connectHost(config, {
+  const file = writeConfig(config, dir);
+  host = await connectHost(file, {
     env: { NODE_OPTIONS: `--import ${RECORDER}`, WARDEN_GENERATED_FILE: loads },
   });
   const result = await host.client.callTool({ name: tool, arguments: args });
@@ -58,6 +66,23 @@ describe('the built gateway', () => {
     expect(JSON.stringify(result.content)).toMatch(/text must be string/);
     expect(loaded).toContainEqual({ file: 'dist/chunks/vendor/ajv.cjs', fromCache: true });
     expect(loaded).toContainEqual({ file: 'dist/chunks/generated/meta-2020-12.cjs', fromCache: true });
+    // A JSON config is read without yaml.
+    expect(loaded.map(({ file }) => file)).not.toContain('dist/chunks/vendor/yaml.cjs');
+  });
+
+  it('reads a YAML config with yaml from its bundle, from its cache', async () => {
+    const [command, ...args] = fixture().args as string[];
+    const yamlConfig = `# as users write it
+gateway:
+  startupTimeout: 5s
+servers:
+  up:
+    command: ${JSON.stringify(process.execPath)}
+    args: [${[command!, ...args].map((arg) => JSON.stringify(arg)).join(', ')}]
+`;
+    const { result, loaded } = await generatedLoadsOfCall('up__echo', { text: 'x' }, yamlConfig);
+    expect(result.isError).not.toBe(true);
+    expect(loaded).toContainEqual({ file: 'dist/chunks/vendor/yaml.cjs', fromCache: true });
   });
 });
 
@@ -126,15 +151,53 @@ describe('the bundled ajv', () => {
       expect(found.map(([valid]) => valid)).toContain(false);
     }
   });
+});
 
-  it('ships with the licence of every package bundled in it', () => {
-    const code = readFileSync(BUNDLE, 'utf8');
+describe('the bundled yaml', () => {
+  const bundle = requireGenerated(path.join(VENDOR, 'yaml.cjs')) as typeof import('yaml');
+  const installed = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  const read = (yaml: typeof import('yaml'), text: string) => {
+    const lineCounter = new yaml.LineCounter();
+    const doc = yaml.parseDocument(text, {
+      lineCounter,
+      prettyErrors: false,
+      uniqueKeys: true,
+      logLevel: 'error',
+    });
+    const problems = [...doc.errors, ...doc.warnings].map((e) => [
+      e.code,
+      e.message,
+      lineCounter.linePos(e.pos[0]),
+    ]);
+    return { problems, data: problems.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined };
+  };
+
+  it.each([
+    ['the shipped config', readFileSync(path.join(ROOT, 'proxy.config.yaml'), 'utf8')],
+    [
+      'a config with anchors, block text and a flow list',
+      'a: &x {b: 1}\nc: *x\nd: |\n  two\n  lines\ne: [1, "2", null]\n',
+    ],
+    ['a duplicate key', 'a: 1\na: 2\n'],
+    ['an unknown tag', 'a: !env X\n'],
+    ['a broken flow map', 'a: {b: 1\n'],
+  ])('reads %s as the installed yaml does', (_what, text) => {
+    expect(read(bundle, text)).toEqual(read(installed, text));
+  });
+});
+
+describe('each bundle', () => {
+  const installed = createRequire(import.meta.url);
+  it.each([
+    ['ajv.cjs', ['ajv', 'ajv-formats']],
+    ['yaml.cjs', ['yaml']],
+  ])('%s ships with the licence of every package bundled in it', (file, expected) => {
+    const code = readFileSync(path.join(VENDOR, file), 'utf8');
     const bundled = new Set(
       [...code.matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)].map((m) => m[1]),
     );
-    expect([...bundled]).toContain('ajv');
-    expect([...bundled]).toContain('ajv-formats');
-    const licences = readFileSync(`${BUNDLE}.LICENSES.txt`, 'utf8');
+    for (const name of expected) expect([...bundled]).toContain(name);
+    const licences = readFileSync(path.join(VENDOR, `${file}.LICENSES.txt`), 'utf8');
     for (const name of bundled) {
       const version = (installed(`${name}/package.json`) as { version: string }).version;
       expect(licences).toContain(`${name}@${version} (`);

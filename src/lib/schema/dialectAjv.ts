@@ -7,15 +7,11 @@
  * because callers compile synchronously and these packages are CommonJS.
  *
  * The built gateway loads them from one file beside its chunks, with V8's code cache
- * (scripts/bundleAjv.mjs says why): 8 to 11 ms against 55 to 72 from node_modules. tsc's
- * unbundled output and the sources load the installed packages, as does the bundle when that
- * file is missing.
+ * (lib/vendored.ts): 8 to 11 ms against 55 to 72 from node_modules.
  */
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import type { Ajv, Options } from 'ajv';
-import { requireGenerated } from '../generatedCode.js';
+import { runsVendored, vendored } from '../vendored.js';
 
 export type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
@@ -23,7 +19,7 @@ const load = createRequire(import.meta.url);
 
 export type AjvClass = new (options: Options) => Ajv;
 
-/** What the bundled file exports (scripts/bundleAjv.mjs). */
+/** What the bundled file exports (scripts/bundleVendor.mjs). */
 export interface AjvBundle {
   readonly Ajv: AjvClass;
   readonly Ajv2019: AjvClass;
@@ -31,21 +27,7 @@ export interface AjvBundle {
   readonly addFormats: (ajv: Ajv) => unknown;
 }
 
-/** The bundled file, when this module runs from the bundle (its chunks are `.cjs`). */
-const BUNDLE_FILE = import.meta.url.endsWith('.cjs')
-  ? fileURLToPath(new URL('./vendor/ajv.cjs', import.meta.url))
-  : undefined;
-
-/** The bundle once loaded; null when there is none to load. */
-let bundle: AjvBundle | null | undefined;
-
-function bundled(): AjvBundle | null {
-  bundle ??=
-    BUNDLE_FILE !== undefined && existsSync(BUNDLE_FILE)
-      ? (requireGenerated(BUNDLE_FILE) as AjvBundle)
-      : null;
-  return bundle;
-}
+const bundled = (): AjvBundle | null => vendored<AjvBundle>('ajv');
 
 /**
  * Loading what an instance needs, as separate steps (from node_modules: ajv's core, then
@@ -53,7 +35,7 @@ function bundled(): AjvBundle | null {
  * each in a turn of its own (see lib/idleWork.ts). Loading is most of what a first compile costs.
  */
 export function ajvLoadSteps(): readonly (() => void)[] {
-  if (BUNDLE_FILE !== undefined) return [() => void bundled()];
+  if (runsVendored()) return [() => void bundled()];
   return [() => load('ajv/dist/core.js'), () => load('ajv-formats')];
 }
 
