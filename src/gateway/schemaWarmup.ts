@@ -73,8 +73,9 @@ export function createSchemaWarmup(config: WardenConfig, deps: SchemaWarmupDeps)
   });
 
   /**
-   * Loading ajv, making an instance and compiling its meta-schema are most of a first compile,
-   * each tens of milliseconds in one piece: each is a step of its own, before the compile.
+   * Loading ajv, loading its dialect's meta-schema check and making an instance are most of a
+   * first compile, each several milliseconds in one piece: each is a step of its own, before the
+   * compile.
    */
   const compileAhead = (job: SchemaJob): void => {
     if (compiledAhead >= MAX_COMPILED_AHEAD) return;

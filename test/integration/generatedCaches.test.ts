@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Ajv, Options } from 'ajv';
 import type { AjvBundle, AjvClass } from '../../src/lib/schema/dialectAjv.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requireGenerated } from '../../src/lib/generatedCode.js';
+import { requireGenerated, type GeneratedLoad } from '../../src/lib/generatedCode.js';
 import { connectHost, FAST_GATEWAY, fixture, tempDir, writeConfig, type HostSession } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -25,11 +25,6 @@ afterEach(async () => {
   await host?.close();
   host = undefined;
 });
-
-interface GeneratedLoad {
-  readonly file: string;
-  readonly fromCache: boolean;
-}
 
 /**
  * The generated modules a gateway loaded while the host called `tool` with `args`, and how;

@@ -1,8 +1,9 @@
 /**
  * A check for the simpler tool schemas (typed properties, `required`, `enum`, bounds, `anyOf`,
- * `allOf`, `format`, `pattern`, local `$ref`s to definitions), built from the schema as a tree of small functions, without
- * ajv. Loading ajv and compiling a schema is what made a gateway's first call of a tool slow;
- * most tools' arguments are a flat object of strings and numbers, which this checks at once.
+ * `allOf`, `format`, `pattern`, local `$ref`s to definitions), built from the schema as a tree
+ * of small functions, without ajv. Loading ajv and compiling a schema is what made a gateway's
+ * first call of a tool slow; most tools' arguments are a flat object of strings and numbers,
+ * which this checks at once.
  *
  * A `format` is checked by ajv-formats' own definitions (loaded without ajv, a few milliseconds
  * once), so a string is a `uri` here exactly when it is one to ajv. A `pattern` is taken only
