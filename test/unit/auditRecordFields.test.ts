@@ -374,6 +374,29 @@ describe('RecordFields.members', () => {
     check(stageShaped(CALL_KEYS, 'call', { principal: Object.freeze({ source: 'os', subject: 'you' }) }));
     check(stageShaped(CALL_KEYS, 'call', { principal }));
   });
+
+  it('redacts each frozen principal once, however many take turns (a listener with many hosts)', () => {
+    const redactStrings = vi.fn((value: unknown) => redactor.redactStrings(value));
+    const counting: Redactor = { ...redactor, redactStrings };
+    const fields = new RecordFields(counting);
+    const principals = Array.from({ length: 8 }, (_, i) =>
+      Object.freeze({ source: 'token', subject: i === 3 ? 'password=hunter2' : `user-${i}`, issuer: 'idp' }),
+    );
+    for (let round = 0; round < 3; round++)
+      for (const principal of principals) {
+        const event = stageShaped(CALL_START_KEYS, 'call_start', { principal });
+        expect(fields.members(event)).toBe(reference(event, redactor));
+      }
+    // The object-valued members the call_start fast path redacts are the principal and `args`
+    // (arguments are redacted with the full rule, not this one): one per principal, not per record.
+    const principalRedactions = redactStrings.mock.calls.filter(([value]) =>
+      principals.includes(value as never),
+    );
+    expect(principalRedactions).toHaveLength(principals.length);
+    expect(
+      fields.members(stageShaped(CALL_START_KEYS, 'call_start', { principal: principals[3] })),
+    ).not.toContain('hunter2');
+  });
 });
 
 /** A record with the fields of one the audit stage writes, in its order, `overrides` in place. */
