@@ -117,6 +117,14 @@ export interface LoadOptions {
 export interface ParseOptions extends LoadOptions {
   /** Path of the file the text came from: used in messages and to resolve relative paths. */
   readonly file: string;
+  /**
+   * `built-in`: the text is a config mcp-warden wrote itself (the call path rehearsal's), not a
+   * user's. Its shape is not checked against the config schema: that check loads half a
+   * megabyte of generated code, which a gateway started on a file it served before skips, and
+   * it remembers what it found valid in the user's state folder. The hand-written checks of
+   * every value still run. Default `user`.
+   */
+  readonly author?: 'user' | 'built-in';
 }
 
 /** A loaded config, and what was found in its file that did not stop it being used. Frozen. */
@@ -259,9 +267,10 @@ function expandUnderManaged(
     managed === undefined ? undefined : applyManagedToData(asRecord(expanded.value) ?? {}, managed);
   if (applied !== undefined && applied.errors.length > 0) throw new ConfigError(applied.errors);
   const document = applied?.data ?? expanded.value;
-  for (const problem of checkDocumentShape(document)) {
-    issues.add(problem.path, problem.at, problem.message);
-  }
+  if (options.author !== 'built-in')
+    for (const problem of checkDocumentShape(document)) {
+      issues.add(problem.path, problem.at, problem.message);
+    }
   return { expanded, applied, document };
 }
 

@@ -18,6 +18,7 @@ import type { MessageTransport } from '../core/rpc/transport.js';
 import { TaskHandles } from '../core/tasks/handles.js';
 import type { EarlyStart } from '../core/upstreams/earlySpawn.js';
 import type { UpstreamSignIn } from '../core/upstreams/signIn.js';
+import type { ListingStore } from '../core/upstreams/startPolicy.js';
 import type { UpstreamPool } from '../core/upstreams/upstreamPool.js';
 import type { AuditLog } from '../features/audit/auditWriter.js';
 import type { Redactor } from '../features/audit/redact.js';
@@ -105,6 +106,12 @@ export interface GatewayOptions {
    * use of sealed request states and pending confirmations live there. Absent: in memory.
    */
   readonly store?: SharedStore;
+  /**
+   * Where the servers' listings are kept between runs, for every principal; default the
+   * config's own folder (features/pins/listingCache.ts). A gateway that must leave no file
+   * behind (the call path rehearsal) gives a store of its own.
+   */
+  readonly listings?: ListingStore;
 }
 
 export interface Gateway {
@@ -262,8 +269,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     lists,
     servers: () => state.servers,
-    listings: createListingCache(config, { logger }),
-    principalListings: (who) => principalListingCache(config, { logger, principalKey: principalKey(who) }),
+    listings: options.listings ?? createListingCache(config, { logger }),
+    principalListings: (who) =>
+      options.listings ?? principalListingCache(config, { logger, principalKey: principalKey(who) }),
     wrapFor: sandboxes.wrapFor,
   });
   policy.onReload((before, after) => regrant(upstreams, state.servers, before, after, logger));
