@@ -193,7 +193,11 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
   if (options.process !== undefined) servingFlagsOnceStarted(config, gateway);
-  await gateway.start();
+  const starting = gateway.start();
+  // While the servers start: see gateway/rehearsal.ts. Only a gateway that owns its process,
+  // as for the code cache: an embedding program's first calls are its own business.
+  if (options.process !== undefined) void rehearse(config, { loaded, logger, until: gateway.pool.startedUp });
+  await starting;
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
   return {
     config,
@@ -204,6 +208,26 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     },
     stopped: shutdown.stopped,
   };
+}
+
+/** Rehearses the call path on a gateway of its own (gateway/rehearsal.ts); never rejects. */
+async function rehearse(
+  config: WardenConfig,
+  options: { readonly loaded: LoadedFile; readonly logger: Logger; readonly until: Promise<unknown> },
+): Promise<void> {
+  const { loaded, logger, until } = options;
+  try {
+    const { rehearseCallPath } = await import('../gateway/rehearsal.js');
+    await rehearseCallPath({
+      version: version(),
+      redactor: loaded.redactor,
+      audit: config.audit !== undefined,
+      until,
+      logger,
+    });
+  } catch (error) {
+    logger.debug(`call path rehearsal not run: ${(error as Error).message}`);
+  }
 }
 
 /**
