@@ -143,6 +143,8 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   const servesStdio = config.listen === undefined || config.listen.stdio;
   // What `mcp-warden server list` reads of this gateway: made once the gateway is, told of each change.
   const stateFile: { state?: LiveStateWriter } = {};
+  // Told of each upstream's change of state, once the gateway exists: see rehearseWhileWaiting.
+  const rehearsal: { upstreamChanged?: () => void } = {};
   const gateway = createGateway({
     config,
     policies,
@@ -159,9 +161,17 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     ...(telemetry && { telemetry }),
     ...(store && { store }),
     session,
-    onUpstreamState: () => stateFile.state?.changed(),
+    onUpstreamState: () => {
+      stateFile.state?.changed();
+      rehearsal.upstreamChanged?.();
+    },
   });
-  if (options.process !== undefined) keepCodeCache(gateway, logger);
+  if (options.process !== undefined) {
+    keepCodeCache(gateway, logger);
+    // Only a gateway that owns its process, as for the code cache: an embedding program's first
+    // calls are its own business.
+    rehearsal.upstreamChanged = rehearseWhileWaiting(gateway, { config, loaded, logger });
+  }
   const { writeLiveState } = await import('../gateway/liveState.js');
   const liveState = writeLiveState({ configFile: config.file, running: () => gateway.running(), logger });
   stateFile.state = liveState;
@@ -193,11 +203,7 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
     `mcp-warden ${version()} serving ${plural(config.servers.length, 'upstream')} from ${config.file}`,
   );
   if (options.process !== undefined) servingFlagsOnceStarted(config, gateway);
-  const starting = gateway.start();
-  // While the servers start: see gateway/rehearsal.ts. Only a gateway that owns its process,
-  // as for the code cache: an embedding program's first calls are its own business.
-  if (options.process !== undefined) void rehearse(config, { loaded, logger, until: gateway.pool.startedUp });
-  await starting;
+  await gateway.start();
   if (config.listen !== undefined) await listen(config, gateway, logger, shutdown, store);
   return {
     config,
@@ -210,24 +216,33 @@ export async function startServing(options: ServeOptions): Promise<Serving> {
   };
 }
 
-/** Rehearses the call path on a gateway of its own (gateway/rehearsal.ts); never rejects. */
-async function rehearse(
-  config: WardenConfig,
-  options: { readonly loaded: LoadedFile; readonly logger: Logger; readonly until: Promise<unknown> },
-): Promise<void> {
-  const { loaded, logger, until } = options;
-  try {
-    const { rehearseCallPath } = await import('../gateway/rehearsal.js');
-    await rehearseCallPath({
-      version: version(),
-      redactor: loaded.redactor,
-      audit: config.audit !== undefined,
-      until,
-      logger,
-    });
-  } catch (error) {
-    logger.debug(`call path rehearsal not run: ${(error as Error).message}`);
-  }
+/**
+ * Rehearses the call path on a gateway of its own (gateway/rehearsal.ts) the first time the
+ * gateway waits for a server to start, and only while it does. Returns what to call on each
+ * change of an upstream's state.
+ */
+function rehearseWhileWaiting(
+  gateway: Gateway,
+  options: { readonly config: WardenConfig; readonly loaded: LoadedFile; readonly logger: Logger },
+): () => void {
+  const { config, loaded, logger } = options;
+  const waiting = (): boolean => gateway.pool.upstreams.some((upstream) => upstream.state === 'connecting');
+  let started = false;
+  return () => {
+    if (started || !waiting()) return;
+    started = true;
+    import('../gateway/rehearsal.js')
+      .then(({ rehearseCallPath }) =>
+        rehearseCallPath({
+          version: version(),
+          redactor: loaded.redactor,
+          audit: config.audit !== undefined,
+          waiting,
+          logger,
+        }),
+      )
+      .catch((error: unknown) => logger.debug(`call path rehearsal not run: ${(error as Error).message}`));
+  };
 }
 
 /**

@@ -8,8 +8,8 @@
  * not that: a fresh gateway's first call cost about 1.3 ms more of its CPU than its tenth, on a
  * call whose whole is a few milliseconds. The rehearsal's gateway shares every function with the
  * real one, so what V8 learns there (inline caches, object shapes, baseline code) serves the
- * real host's first call. It runs while the real gateway waits on its servers to start, which
- * takes far longer.
+ * real host's first call. It runs only while the real gateway waits for a server to start,
+ * which usually takes far longer (a process, its handshake and its lists).
  *
  * Nothing of the real gateway is shared, by construction rather than by a "dry" flag every stage
  * would have to respect: the rehearsal's gateway has its own config (the defaults, and an audit
@@ -78,11 +78,11 @@ export interface RehearsalOptions {
   /** Whether the real gateway keeps an audit trail (the audit stage is then on its path). */
   readonly audit: boolean;
   /**
-   * Settles once the real gateway's servers have started. The rehearsal takes the time the
-   * gateway spends waiting for them: no step starts after this, so a host's first request, which
-   * cannot be answered before, waits at most for the step in progress.
+   * Whether the real gateway is waiting for a server to start (its process starting, its
+   * handshake, its first lists). The rehearsal takes only that time: no step starts when this
+   * says no, and it ends there, so a host's request waits at most for the step in progress.
    */
-  readonly until: Promise<unknown>;
+  readonly waiting: () => boolean;
   /** Where the rehearsal's end is told (debug). */
   readonly logger: Logger;
 }
@@ -91,13 +91,10 @@ export interface RehearsalOptions {
 export async function rehearseCallPath(options: RehearsalOptions): Promise<void> {
   const started = performance.now();
   let over = false;
-  const end = (): void => {
-    over = true;
-  };
-  options.until.then(end, end);
   // One turn of the event loop between steps, for the real gateway's messages.
   const step = async (): Promise<boolean> => {
     await new Promise((resolve) => setImmediate(resolve));
+    over ||= !options.waiting();
     return !over;
   };
   try {

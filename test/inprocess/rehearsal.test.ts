@@ -1,6 +1,6 @@
 /**
  * The call path rehearsal (src/gateway/rehearsal.ts) in-process: it runs its four calls through
- * a gateway of its own, stops before its next step once the real gateway's servers are up, and
+ * a gateway of its own, stops before its next step once the real gateway waits for no server, and
  * leaves no timer or handle that would keep the process alive.
  */
 import { describe, expect, it } from 'vitest';
@@ -20,12 +20,11 @@ describe('rehearseCallPath', () => {
   it('makes its four calls while the servers start, and leaves nothing that keeps the process alive', async () => {
     const before = handles();
     const logger = memoryLogger();
-    const waiting = new Promise<void>(() => {});
     await rehearseCallPath({
       version: 'test',
       redactor: createRedactor({ secretKeys: ['token'], secretPatterns: [] }),
       audit: true,
-      until: waiting,
+      waiting: () => true,
       logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
     });
     expect(logger.lines.join('\n')).toMatch(/debug: call path rehearsed \(4 of 4 calls\) in [0-9.]+ ms/);
@@ -37,13 +36,13 @@ describe('rehearseCallPath', () => {
       expect({ kind, count }).toEqual({ kind, count: Math.min(count, before.get(kind) ?? 0) });
   });
 
-  it('takes no step once the servers have started: a host may be calling by then', async () => {
+  it('takes no step when the gateway is not waiting for a server: a host may be calling', async () => {
     const logger = memoryLogger();
     await rehearseCallPath({
       version: 'test',
       redactor: createRedactor({}),
       audit: false,
-      until: Promise.resolve(),
+      waiting: () => false,
       logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
     });
     expect(logger.lines.join('\n')).toMatch(/call path rehearsed \(0 of 4 calls\)/);
@@ -51,14 +50,13 @@ describe('rehearseCallPath', () => {
 
   it('stops between calls when the servers come up meanwhile', async () => {
     const logger = memoryLogger();
-    let up!: () => void;
-    const until = new Promise<void>((resolve) => (up = resolve));
+    let up = false;
     // The servers come up during the first call: its arguments are being audited.
     const redactor = createRedactor({});
     const watching = {
       ...redactor,
       redactValue: (value: unknown) => {
-        up();
+        up = true;
         return redactor.redactValue(value);
       },
     };
@@ -66,7 +64,7 @@ describe('rehearseCallPath', () => {
       version: 'test',
       redactor: watching,
       audit: true,
-      until,
+      waiting: () => !up,
       logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
     });
     expect(logger.lines.join('\n')).toMatch(/call path rehearsed \(1 of 4 calls\)/);
