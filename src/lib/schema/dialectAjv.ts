@@ -39,18 +39,30 @@ export function ajvLoadSteps(): readonly (() => void)[] {
   return [() => load('ajv/dist/core.js'), () => load('ajv-formats')];
 }
 
+/** The installed packages, in the bundle's shape: each loaded when first asked for. */
+const installed: AjvBundle = {
+  get Ajv() {
+    return (load('ajv') as typeof import('ajv')).Ajv;
+  },
+  get Ajv2019() {
+    return (load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019;
+  },
+  get Ajv2020() {
+    return (load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020;
+  },
+  get addFormats() {
+    // CommonJS: `module.exports` is the plugin itself.
+    return load('ajv-formats') as typeof import('ajv-formats').default;
+  },
+};
+
+/** Each dialect's ajv class, by its name in the bundle. */
+const CLASS_OF = { 'draft-07': 'Ajv', '2019-09': 'Ajv2019', '2020-12': 'Ajv2020' } as const;
+
 /** A new ajv instance for `dialect`, with ajv-formats' formats added. */
 export function createDialectAjv(dialect: Dialect, options: Options): Ajv {
-  const from = bundled();
-  const ajv =
-    from !== null
-      ? new (dialect === 'draft-07' ? from.Ajv : dialect === '2019-09' ? from.Ajv2019 : from.Ajv2020)(options)
-      : dialect === 'draft-07'
-        ? new (load('ajv') as typeof import('ajv')).Ajv(options)
-        : dialect === '2019-09'
-          ? new (load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019(options)
-          : new (load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(options);
-  // CommonJS: `module.exports` is the plugin itself.
-  (from?.addFormats ?? (load('ajv-formats') as typeof import('ajv-formats').default))(ajv);
+  const from = bundled() ?? installed;
+  const ajv = new from[CLASS_OF[dialect]](options);
+  from.addFormats(ajv);
   return ajv;
 }
