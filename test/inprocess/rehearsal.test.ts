@@ -16,16 +16,22 @@ function handles(): Map<string, number> {
   return counts;
 }
 
+/** The harness's logger, keeping debug lines too: the rehearsal reports at debug only. */
+function debugLogger(): ReturnType<typeof memoryLogger> {
+  const logger = memoryLogger();
+  return { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) };
+}
+
 describe('rehearseCallPath', () => {
   it('makes its four calls while the servers start, and leaves nothing that keeps the process alive', async () => {
     const before = handles();
-    const logger = memoryLogger();
+    const logger = debugLogger();
     await rehearseCallPath({
       version: 'test',
       redactor: createRedactor({ secretKeys: ['token'], secretPatterns: [] }),
       audit: true,
       waiting: () => true,
-      logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
+      logger,
     });
     expect(logger.lines.join('\n')).toMatch(/debug: call path rehearsed \(4 of 4 calls\) in [0-9.]+ ms/);
     // No timer or handle that holds the event loop (what would keep a gateway from exiting).
@@ -37,19 +43,19 @@ describe('rehearseCallPath', () => {
   });
 
   it('takes no step when the gateway is not waiting for a server: a host may be calling', async () => {
-    const logger = memoryLogger();
+    const logger = debugLogger();
     await rehearseCallPath({
       version: 'test',
       redactor: createRedactor({}),
       audit: false,
       waiting: () => false,
-      logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
+      logger,
     });
     expect(logger.lines.join('\n')).toMatch(/call path rehearsed \(0 of 4 calls\)/);
   });
 
   it('stops between calls when the servers come up meanwhile', async () => {
-    const logger = memoryLogger();
+    const logger = debugLogger();
     let up = false;
     // The servers come up during the first call: its arguments are being audited.
     const redactor = createRedactor({});
@@ -65,7 +71,7 @@ describe('rehearseCallPath', () => {
       redactor: watching,
       audit: true,
       waiting: () => !up,
-      logger: { ...logger, debug: (line: string) => void logger.lines.push(`debug: ${line}`) },
+      logger,
     });
     expect(logger.lines.join('\n')).toMatch(/call path rehearsed \(1 of 4 calls\)/);
   });
